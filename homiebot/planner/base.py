@@ -1,0 +1,72 @@
+"""The ``Planner`` interface every high-level planner implements (expert, random, scripted, OpenAI, transformers).
+
+A planner receives a :class:`PlanRequest` (what EMMOE's HLP sees: the four views, the system prompt, the
+instruction, and the conversation window) and returns its raw text answer. Parsing, validation and error
+feedback belong to the loop and the executor, so every backend is judged by the same rules.
+
+Privileged fields (``world_state``, ``goal``) are filled only for planners that declare
+``privileged = True`` (the expert); model planners never see them, as EMMOE forbids background information.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from homiebot.types import WorldState
+
+
+@dataclass(frozen=True)
+class ChatTurn:
+    """One earlier round of the conversation window: the instruction and the planner's answer."""
+
+    instruction: str
+    answer: str
+
+
+@dataclass
+class PlanRequest:
+    system_prompt: str
+    instruction: str
+    images: Sequence[np.ndarray]  # front, left, back, right (RGB uint8)
+    history: Sequence[ChatTurn] = ()  # the last rounds, oldest first (window of 3, appendix D)
+    task: str = ""
+    round_index: int = 1
+    inventory: tuple[str, ...] = ()
+    feedback: str = "None"
+    actions: tuple[str, ...] = ()
+    models: tuple[str, ...] = ()
+    world_description: str | None = None  # PARTNR-style text world description, when configured
+    grounded_targets: tuple[str, ...] = ()  # names perception has grounded (for constrained decoding)
+    world_state: WorldState | None = None  # privileged: expert only
+    goal: Any = None  # privileged: expert only (homiebot.eval.goals.GoalSpec)
+    extras: dict[str, Any] = field(default_factory=dict)
+
+
+class Planner(ABC):
+    """High-level planner. Implementations are registered in :mod:`homiebot.planner.registry`."""
+
+    #: Registry name (``--planner NAME``).
+    name: str = "planner"
+    #: Whether the planner reads privileged state and the goal specification (the expert does).
+    privileged: bool = False
+    #: Whether the planner can take a free-text instruction with no goal specification.
+    accepts_free_text: bool = True
+
+    def reset(self, task: str, seed: int = 0) -> None:
+        """Called once at the start of an episode."""
+
+    @abstractmethod
+    def plan(self, request: PlanRequest) -> str:
+        """Return the raw answer text for one round."""
+
+    def plan_batch(self, requests: Sequence[PlanRequest]) -> list[str]:
+        """Answer several episodes' requests; backends that batch on a GPU override this."""
+        return [self.plan(r) for r in requests]
+
+    def close(self) -> None:
+        """Release model servers, GPU memory, connections."""

@@ -1,0 +1,1 @@
+"""Simulators: the protocol (``base``), the scene description (``scene``) and backends (``mujoco``, adapters)."""

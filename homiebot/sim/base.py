@@ -1,0 +1,86 @@
+"""The simulator protocol every backend implements (embedded MuJoCo, Habitat, AI2-THOR, a real robot).
+
+Backends keep their engine details behind this interface so that the executor, the expert planner,
+perception and the ROS 2 bridge never import MuJoCo (or Habitat) directly.
+"""
+
+from __future__ import annotations
+
+from typing import Callable, Protocol, runtime_checkable
+
+import numpy as np
+
+from homiebot.sim.scene import SceneSpec
+from homiebot.types import Observation, SkillResult, WorldState
+
+
+@runtime_checkable
+class Simulator(Protocol):
+    """A household world with a mobile manipulator and oracle (privileged) skills.
+
+    All skill methods take scene instance names (already grounded: the executor resolves a planner's
+    alias before calling) and return a :class:`SkillResult`; they never raise for a physical failure.
+    """
+
+    name: str
+
+    def reset(self, scene: str | SceneSpec, seed: int = 0) -> Observation:
+        """Load ``scene`` (library name or spec), randomise placements with ``seed``, return the first views."""
+
+    def observe(self) -> Observation:
+        """Render the four first-person views (RGB, depth, instance segmentation) now."""
+
+    def state(self) -> WorldState:
+        """Privileged ground truth: robot pose, held object, every room/furniture/object."""
+
+    def scene_spec(self) -> SceneSpec:
+        """The spec of the loaded scene (aliases, receptacles), after seed randomisation."""
+
+    def go_to(self, target: str) -> SkillResult: ...
+
+    def pick(self, obj: str) -> SkillResult: ...
+
+    def put(self, obj: str, place: str) -> SkillResult: ...
+
+    def open(self, target: str) -> SkillResult: ...
+
+    def close(self, target: str) -> SkillResult: ...
+
+    def reset_arm(self) -> None:
+        """Return the arm to its stowed pose (the executor does this between tries, appendix E.1)."""
+
+    def render_topdown(self, size: int = 512) -> np.ndarray:
+        """A top-down map image (H, W, 3) uint8 with rooms, furniture, objects, the robot and its path."""
+
+    def shutdown(self) -> None:
+        """Release renderers and engine resources."""
+
+
+SimulatorFactory = Callable[..., Simulator]
+
+_BACKENDS: dict[str, str] = {
+    # name -> "module:attribute"; imported lazily so that optional engines cost nothing when unused.
+    "mujoco": "homiebot.sim.mujoco.backend:MujocoSimulator",
+}
+
+
+def available_backends() -> list[str]:
+    return sorted(_BACKENDS)
+
+
+def register_backend(name: str, target: str) -> None:
+    """Register a simulator class by import path (``"pkg.module:Class"``)."""
+    _BACKENDS[name] = target
+
+
+def make_simulator(backend: str = "mujoco", **kwargs) -> Simulator:
+    """Instantiate a simulator backend by name; an unknown name lists the known ones."""
+    import importlib
+
+    try:
+        target = _BACKENDS[backend]
+    except KeyError:
+        raise ValueError(f"unknown simulator backend {backend!r}; available: {', '.join(available_backends())}") from None
+    module_name, attr = target.split(":")
+    cls = getattr(importlib.import_module(module_name), attr)
+    return cls(**kwargs)

@@ -1,0 +1,241 @@
+"""Core data types shared by every part of HomieBot.
+
+These are the ROS-agnostic twins of the ``homie_msgs`` contract (``msgs/``). The ROS 2 layer
+converts between them and the messages in ``homiebot/ros/``; nothing else defines a copy.
+
+Names and strings follow the EMMOE paper (seed 000, appendices D and E) exactly, because the
+planner models are trained on them.
+"""
+
+from __future__ import annotations
+
+import enum
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+#: The action list of the EMMOE system prompt (appendix D), in the paper's order.
+EMMOE_ACTIONS: tuple[str, ...] = ("Go to", "Pick", "Put", "Open", "Close", "End")
+#: The model list of the EMMOE system prompt (appendix D), in the paper's order.
+EMMOE_MODELS: tuple[str, ...] = ("NoMaD", "PixNav", "octo", "RT-1-X")
+#: The order of the four first-person views everywhere (system prompt item 1; file names of appendix B).
+VIEW_NAMES: tuple[str, ...] = ("front", "left", "back", "right")
+
+
+class Action(str, enum.Enum):
+    GO_TO = "Go to"
+    PICK = "Pick"
+    PUT = "Put"
+    OPEN = "Open"
+    CLOSE = "Close"
+    END = "End"
+
+    @classmethod
+    def parse(cls, text: str) -> Action | None:
+        """Case- and space-insensitive lookup ("go to", "Go  To", "pick"); None when not an action."""
+        key = " ".join(text.strip().lower().split())
+        for action in cls:
+            if action.value.lower() == key:
+                return action
+        return None
+
+
+class ErrorCode(str, enum.Enum):
+    """EMMOE error taxonomy (section 3.3, appendix E.4), plus OK for success."""
+
+    OK = "OK"
+    L1 = "L1"  # hand full but pick/open/close
+    L2 = "L2"  # hand empty but put
+    L3 = "L3"  # put into a closed container
+    L4 = "L4"  # open/close a non-interactive object
+    D1 = "D1"  # farther than 2 m
+    D2 = "D2"  # closer than 0.1 m
+    F1 = "F1"  # action or model not in the lists (and unparseable output)
+    F2 = "F2"  # target not in the scene / not recognisable
+    E1 = "E1"  # failed three tries: too difficult
+    E2 = "E2"  # put failed and the object left the hand: object missing
+
+    @property
+    def family(self) -> str:
+        """L, D, F, E or OK: the four primary types of tables H3-H6."""
+        return "OK" if self is ErrorCode.OK else self.value[0]
+
+
+@dataclass(frozen=True)
+class Subtask:
+    """One subtask as the planner wrote it: ``[action, target(, place)]``.
+
+    Fields are the raw strings (stripped), not validated: validation is the executor's job,
+    because an invalid action must come back as F1 feedback, not as an exception.
+    """
+
+    action: str
+    target: str | None = None
+    place: str | None = None
+
+    def text(self) -> str:
+        """The bracketed EMMOE form: ``[Go to, fridge]``, ``[Put, apple, fridge]``, ``[End]``."""
+        parts = [self.action] + [p for p in (self.target, self.place) if p is not None]
+        return "[" + ", ".join(parts) + "]"
+
+    @property
+    def is_end(self) -> bool:
+        return Action.parse(self.action) is Action.END
+
+
+@dataclass(frozen=True)
+class PlannerOutput:
+    """A planner's answer, parsed. ``subtask`` is None when the text could not be parsed."""
+
+    raw: str
+    analysis: str = ""
+    subtask: Subtask | None = None
+    model: str = ""
+    parse_error: str | None = None
+
+
+@dataclass(frozen=True)
+class Feedback:
+    """What the executor reports after a subtask. ``message`` is EMMOE's text: "None" on success."""
+
+    code: ErrorCode
+    message: str
+    inventory: tuple[str, ...] = ()
+    attempts: int = 0
+
+    @property
+    def success(self) -> bool:
+        return self.code is ErrorCode.OK
+
+    @property
+    def signal(self) -> str:
+        """EMMOE's execution signal: ``success`` or ``fail``."""
+        return "success" if self.success else "fail"
+
+
+@dataclass(frozen=True)
+class Pose2D:
+    """Planar robot pose in the ``map`` frame (REP 103: x forward, y left, yaw counter-clockwise)."""
+
+    x: float
+    y: float
+    yaw: float
+
+    def distance_to(self, other: Pose2D) -> float:
+        return math.hypot(self.x - other.x, self.y - other.y)
+
+
+@dataclass
+class CameraView:
+    """One first-person view. Depth in metres along the optical axis; segmentation holds instance ids
+    (0 = nothing named) that :attr:`Observation.instance_names` maps to scene instance names.
+
+    ``camera_to_world`` is a 4x4 transform of the optical frame (x right, y down, z forward).
+    """
+
+    name: str
+    rgb: np.ndarray  # (H, W, 3) uint8
+    depth: np.ndarray  # (H, W) float32, metres
+    segmentation: np.ndarray  # (H, W) int32 instance ids
+    fx: float
+    fy: float
+    cx: float
+    cy: float
+    camera_to_world: np.ndarray  # (4, 4) float64
+
+
+@dataclass
+class Observation:
+    """The four views plus the robot's proprioception at one instant."""
+
+    views: dict[str, CameraView]  # keyed by VIEW_NAMES, in that order
+    instance_names: dict[int, str]
+    robot_pose: Pose2D
+    held_object: str | None = None
+    sim_time: float = 0.0
+
+    def images(self) -> list[np.ndarray]:
+        """The RGB images in the planner's order: front, left, back, right."""
+        return [self.views[name].rgb for name in VIEW_NAMES if name in self.views]
+
+
+class EntityKind(str, enum.Enum):
+    ROOM = "room"
+    FURNITURE = "furniture"
+    OBJECT = "object"
+
+
+@dataclass(frozen=True)
+class EntityState:
+    """Privileged ground truth about one named thing in the world."""
+
+    name: str
+    category: str
+    kind: EntityKind
+    aliases: tuple[str, ...]
+    position: tuple[float, float, float]
+    bbox_min: tuple[float, float, float]
+    bbox_max: tuple[float, float, float]
+    room: str | None = None
+    parent: str | None = None  # receptacle an object is on/in; None when held or on the floor
+    relation: str | None = None  # "on" | "in" | None
+    articulated: bool = False
+    interactive: bool = False
+    is_open: bool | None = None  # None when not articulated
+    held: bool = False
+    color: str | None = None
+
+
+@dataclass(frozen=True)
+class WorldState:
+    """Privileged snapshot of the simulator: what an oracle skill or the expert planner may read."""
+
+    robot: Pose2D
+    robot_radius: float
+    held: str | None
+    entities: dict[str, EntityState] = field(default_factory=dict)
+    scene: str = ""
+
+    def reach_distance(self, name: str) -> float:
+        """Horizontal gap between the robot's base footprint (a circle) and the entity's footprint
+        (its axis-aligned box): 0 when they touch or overlap.
+
+        This is the "distance" of EMMOE's D1 (> 2 m) and D2 (< 0.1 m) checks. The paper measures it in
+        Habitat without saying between which points; measuring surface to surface makes both
+        thresholds meaningful for a robot with a 0.3 m base radius.
+        """
+        entity = self.entities[name]
+        dx = max(entity.bbox_min[0] - self.robot.x, 0.0, self.robot.x - entity.bbox_max[0])
+        dy = max(entity.bbox_min[1] - self.robot.y, 0.0, self.robot.y - entity.bbox_max[1])
+        return max(math.hypot(dx, dy) - self.robot_radius, 0.0)
+
+    def objects_in(self, receptacle: str) -> list[str]:
+        return sorted(e.name for e in self.entities.values() if e.parent == receptacle)
+
+
+class SkillStatus(str, enum.Enum):
+    """Physical outcome of one oracle-skill attempt (issue: embedded simulator, item 6)."""
+
+    SUCCESS = "success"
+    TOO_FAR = "too_far"
+    TOO_CLOSE = "too_close"
+    CONTAINER_CLOSED = "container_closed"
+    NOT_INTERACTIVE = "not_interactive"
+    HAND_FULL = "hand_full"
+    HAND_EMPTY = "hand_empty"
+    NOT_FOUND = "not_found"
+    NO_PATH = "no_path"  # navigation found no collision-free path
+    EXECUTION_FAILED = "execution_failed"  # the skill tried and failed (noise, grasp miss)
+    DROPPED = "dropped"  # a put failed and the object left the hand: EMMOE's "object is missing"
+
+
+@dataclass(frozen=True)
+class SkillResult:
+    status: SkillStatus
+    detail: str = ""
+    path_length: float = 0.0
+
+    @property
+    def success(self) -> bool:
+        return self.status is SkillStatus.SUCCESS

@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# One-shot setup: Debian packages for headless GL, a virtual environment, the project and its extras.
+#   scripts/setup.sh            core (embedded simulator, expert planner, CLI)
+#   scripts/setup.sh test       + test tools, perception, model backends, ROS 2 (wheels + homie_msgs)
+# Idempotent: a second run only checks.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PROFILE="${1:-core}"
+VENV="${VENV:-.venv}"
+PYTHON="${PYTHON:-python3}"
+
+need_apt=()
+for pkg in libegl1 libopengl0 libgl1-mesa-dri libosmesa6; do
+  dpkg -s "$pkg" >/dev/null 2>&1 || need_apt+=("$pkg")
+done
+if [ ${#need_apt[@]} -gt 0 ]; then
+  echo "[setup] installing Debian packages: ${need_apt[*]}"
+  SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
+  $SUDO apt-get update -qq && $SUDO apt-get install -y -qq --no-install-recommends "${need_apt[@]}"
+fi
+
+if [ ! -x "$VENV/bin/python" ]; then
+  echo "[setup] creating $VENV"
+  "$PYTHON" -m venv "$VENV"
+  "$VENV/bin/pip" install -q --upgrade pip
+fi
+PIP="$VENV/bin/pip"
+
+case "$PROFILE" in
+  core) EXTRAS="" ;;
+  test) EXTRAS="[test,perception,models]" ;;
+  *) echo "usage: $0 [core|test]" >&2; exit 2 ;;
+esac
+echo "[setup] installing homiebot$EXTRAS"
+# torch is pinned to the CPU build; install it first so nothing pulls a CUDA build.
+if [ "$PROFILE" = test ]; then "$PIP" install -q "torch==2.13.0"; fi
+"$PIP" install -q -e ".$EXTRAS"
+
+if [ "$PROFILE" = test ] && [ -x scripts/setup_ros.sh ]; then
+  scripts/setup_ros.sh
+fi
+echo "[setup] done"
