@@ -185,6 +185,9 @@ class EntityState:
     is_open: bool | None = None  # None when not articulated
     held: bool = False
     color: str | None = None
+    appliance: bool = False
+    powered_on: bool | None = None  # None when not an appliance
+    level: int = 0  # storey (0 ground floor)
 
 
 @dataclass(frozen=True)
@@ -196,6 +199,7 @@ class WorldState:
     held: str | None
     entities: dict[str, EntityState] = field(default_factory=dict)
     scene: str = ""
+    robot_room: str | None = None  # room whose floor polygon contains the robot
 
     def reach_distance(self, name: str) -> float:
         """Horizontal gap between the robot's base footprint (a circle) and the entity's footprint

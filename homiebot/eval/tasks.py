@@ -1,0 +1,88 @@
+"""Task specifications: instruction, scene, attributes, split, keypaths (EMMOE appendix C.1) and goal.
+
+Built-in suites live in ``homiebot/eval/suites/*.yaml`` (``emmoe100.yaml``: the 100 tasks of appendix B).
+Task ids are ``emmoe-001`` ... ``emmoe-100`` following the paper's numbering.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from pathlib import Path
+from typing import Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from homiebot.eval.goals import GoalSpec
+
+SUITE_DIR = Path(__file__).parent / "suites"
+
+Attribute = Literal["short-horizon", "long-horizon", "open-ended", "logical", "human-style"]
+ATTRIBUTES: tuple[str, ...] = ("short-horizon", "long-horizon", "open-ended", "logical", "human-style")
+
+
+class TaskSpec(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    id: str
+    instruction: str
+    scene: str
+    seed: int = Field(0, description="scene placement seed of run 0; run r uses seed + r")
+    attributes: list[Attribute] = Field(min_length=1)
+    split: Literal["train", "test"] = "train"
+    keypaths: list[list[str]] = Field(min_length=1, description='ordered nodes such as "[Open, fridge]"; last is "[End]"')
+    goal: GoalSpec
+    encoding: str = Field("", description="how a task the embedded world cannot express literally was encoded")
+    paper_index: int | None = None
+
+    @field_validator("keypaths")
+    @classmethod
+    def _nodes_well_formed(cls, keypaths: list[list[str]]) -> list[list[str]]:
+        for path in keypaths:
+            if not path:
+                raise ValueError("a keypath needs at least one node")
+            for node in path:
+                if not (node.startswith("[") and node.endswith("]")):
+                    raise ValueError(f"keypath node {node!r} must be bracketed like '[Go to, fridge]'")
+        return keypaths
+
+
+class TaskSuite(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str
+    description: str = ""
+    tasks: list[TaskSpec]
+
+
+class TaskError(ValueError):
+    """A task or suite could not be loaded, or an id is unknown."""
+
+
+def list_suites() -> list[str]:
+    return sorted(p.stem for p in SUITE_DIR.glob("*.yaml"))
+
+
+@lru_cache(maxsize=None)
+def load_suite(name: str = "emmoe100") -> TaskSuite:
+    path = SUITE_DIR / f"{name}.yaml"
+    if not path.exists():
+        raise TaskError(f"unknown suite {name!r}; available: {', '.join(list_suites())}")
+    try:
+        return TaskSuite.model_validate(yaml.safe_load(path.read_text()))
+    except ValidationError as err:
+        details = "; ".join(f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in err.errors()[:10])
+        raise TaskError(f"invalid suite {path}: {details}") from None
+
+
+def all_tasks() -> list[TaskSpec]:
+    return [t for suite in list_suites() for t in load_suite(suite).tasks]
+
+
+def get_task(task_id: str) -> TaskSpec:
+    for task in all_tasks():
+        if task.id == task_id:
+            return task
+    known = [t.id for t in all_tasks()]
+    hint = f" (e.g. {', '.join(known[:3])} ... {known[-1]}; `homie tasks` lists them)" if known else ""
+    raise TaskError(f"unknown task id {task_id!r}{hint}")
