@@ -243,3 +243,40 @@ class SkillResult:
     @property
     def success(self) -> bool:
         return self.status is SkillStatus.SUCCESS
+
+
+@dataclass
+class RoundRecord:
+    """One round of an episode: what the planner saw and said, and what the executor answered."""
+
+    index: int  # 1-based, as EMMOE numbers subtasks
+    instruction: str
+    output: PlannerOutput
+    feedback: Feedback
+    inventory_before: tuple[str, ...] = ()
+    path_length: float = 0.0  # metres the base travelled in this round
+    timings: dict[str, float] = field(default_factory=dict)  # seconds: plan, execute, render, ...
+
+    @property
+    def subtask_text(self) -> str:
+        """The bracketed subtask, or the raw first line when the output could not be parsed."""
+        if self.output.subtask is not None:
+            return self.output.subtask.text()
+        return "[" + (self.output.raw.strip().splitlines() or [""])[0][:80] + "]"
+
+
+@dataclass
+class Trajectory:
+    """A whole episode, as the loop returns it and the record stores it; metrics are computed from this."""
+
+    task_id: str | None
+    instruction: str
+    scene: str
+    seed: int
+    planner: str
+    rounds: list[RoundRecord] = field(default_factory=list)
+    ended: bool = False  # the planner output [End]
+    goal_satisfied: bool | None = None  # final-state goal check (None for free-text tasks)
+    path_length: float = 0.0
+    wall_time_s: float = 0.0
+    error: str | None = None  # an infrastructure failure that stopped the episode (not a planner error)
