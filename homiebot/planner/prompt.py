@@ -1,6 +1,6 @@
 """EMMOE's prompt and output format (seed 000, appendices D and H.1), kept word for word.
 
-Decisions where the paper is ambiguous (tested in ``tests/planner/test_prompt.py``):
+Decisions where the paper is ambiguous (tested in ``tests/core/test_prompt.py``):
 
 * The live instruction uses appendix D's ``generate_instruction`` wording ("Now based on the instruction
   above, please output Analysis, Subtask and Model in mentioned format."). Appendix F.1's SFT wording is
