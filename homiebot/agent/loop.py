@@ -1,0 +1,269 @@
+"""HomieBot's episode loop in the core: instruction -> planner -> executor -> skills -> simulator -> feedback.
+
+One round (EMMOE appendix D's main loop and appendix E.1's executor loop, in one process):
+
+1. render the four first-person views (when ``config.render``) and build the instruction;
+2. ask the planner; parse its answer (appendix D pattern, appendix H.1 fallback);
+3. an unparseable answer gets F1 format feedback; ``[End]`` ends the episode; anything else goes to the
+   :class:`~homiebot.executor.executor.Executor` (checks, three tries, skills, simulator);
+4. the feedback goes back into the session (inventory, history, conversation).
+
+Until the planner answers ``[End]`` or ``config.max_rounds`` (20) rounds have run. With a task the final
+state is checked against its goal (:attr:`Trajectory.goal_satisfied`), counting as "opened" every
+furniture that was open in any state the loop observed (the start and after every round), which is what
+``inspected`` conditions ask.
+
+Decisions:
+
+* ``seed`` is the run index on top of the task's seed: the scene is reset with ``task.seed + seed``
+  (``TaskSpec.seed`` is run 0's seed), or with ``seed`` for a free-text instruction.
+  :attr:`Trajectory.seed` stores the argument, so ``run_episode(..., seed=trajectory.seed)`` replays it.
+* A planner or simulator exception does not escape: the episode stops, :attr:`Trajectory.error` says
+  where and why, and the record (if any) is still written with that error. ``KeyboardInterrupt`` aborts the
+  record (nothing half-written is left) and propagates.
+* The images of round N are the views the planner saw when it chose subtask N (EMMOE's
+  ``subtaskN_front.png`` ...).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from homiebot.agent.session import PlannerSession
+from homiebot.eval.goals import goal_satisfied
+from homiebot.eval.tasks import TaskSpec
+from homiebot.executor.executor import Executor, ExecutorConfig, SkillRunner
+from homiebot.perception.grounding import Grounder
+from homiebot.planner.base import Planner
+from homiebot.sim.base import Simulator
+from homiebot.types import (
+    EMMOE_ACTIONS,
+    EMMOE_MODELS,
+    EntityKind,
+    ErrorCode,
+    Feedback,
+    Observation,
+    RoundRecord,
+    Trajectory,
+    WorldState,
+)
+
+if TYPE_CHECKING:
+    from homiebot.data.record import EpisodeRecorder
+
+log = logging.getLogger(__name__)
+
+#: Called after every round with the round and the round limit (a progress bar, a log line).
+ProgressCallback = Callable[[RoundRecord, int], None]
+
+
+@dataclass(frozen=True)
+class EpisodeConfig:
+    """How an episode runs. Defaults are EMMOE's (20 rounds, window of 3, the paper's lists)."""
+
+    max_rounds: int = 20
+    history_window: int = 3
+    render: bool = True  # render the four views every round (the planner's images and the record's)
+    actions: tuple[str, ...] = EMMOE_ACTIONS
+    models: tuple[str, ...] = EMMOE_MODELS
+    model_descriptions: Mapping[str, str] | None = None
+    strict_models: bool = False  # see homiebot.executor.executor (model must serve the action)
+    max_tries: int = 3
+    far_threshold_m: float = 2.0
+    near_threshold_m: float = 0.1
+    extras: Mapping[str, Any] = field(default_factory=dict)  # passed to every PlanRequest
+
+    def __post_init__(self) -> None:
+        if self.max_rounds < 1:
+            raise ValueError(f"max_rounds must be >= 1, got {self.max_rounds}")
+
+    def executor_config(self) -> ExecutorConfig:
+        return ExecutorConfig(
+            actions=self.actions,
+            models=self.models,
+            max_tries=self.max_tries,
+            far_threshold_m=self.far_threshold_m,
+            near_threshold_m=self.near_threshold_m,
+            strict_models=self.strict_models,
+        )
+
+
+class EpisodeSetupError(ValueError):
+    """The episode cannot start: no instruction, no scene, or a planner that cannot take this input."""
+
+
+def _open_furniture(state: WorldState) -> set[str]:
+    return {n for n, e in state.entities.items() if e.kind is EntityKind.FURNITURE and e.is_open}
+
+
+def run_episode(
+    sim: Simulator,
+    planner: Planner,
+    *,
+    task: TaskSpec | None = None,
+    instruction: str | None = None,
+    scene: str | None = None,
+    seed: int = 0,
+    config: EpisodeConfig | None = None,
+    recorder: EpisodeRecorder | None = None,
+    progress: ProgressCallback | None = None,
+    grounder: Grounder | None = None,
+    skills: SkillRunner | Callable[[Simulator, int], SkillRunner] | None = None,
+) -> Trajectory:
+    """Run one episode and return its trajectory (and write its record when ``recorder`` is given).
+
+    ``skills``: a skill runner, or a factory ``(sim, scene_seed) -> runner`` (for a seeded noise wrapper);
+    default: the simulator's own skills.
+    """
+    config = config or EpisodeConfig()
+    if task is not None:
+        instruction = instruction or task.instruction
+        scene = scene or task.scene
+        scene_seed = task.seed + seed
+    else:
+        scene_seed = seed
+    if not instruction:
+        raise EpisodeSetupError("no instruction: give a task or an instruction")
+    if not scene:
+        raise EpisodeSetupError("no scene: give a task or a scene name")
+    if task is None and not planner.accepts_free_text:
+        raise EpisodeSetupError(f"planner {planner.name!r} needs a task with a goal specification, not free text")
+
+    started = time.perf_counter()
+    trajectory = Trajectory(
+        task_id=task.id if task is not None else None,
+        instruction=instruction,
+        scene=scene,
+        seed=seed,
+        planner=planner.name,
+    )
+    if recorder is not None:
+        recorder.start(trajectory, scene_seed=scene_seed, config=config)
+    try:
+        _run(sim, planner, task, instruction, scene, scene_seed, seed, config, recorder, progress, grounder, skills, trajectory)
+    except KeyboardInterrupt:
+        if recorder is not None:
+            recorder.abort()
+        raise
+    trajectory.wall_time_s = time.perf_counter() - started
+    if recorder is not None:
+        topdown = None
+        try:
+            topdown = sim.render_topdown()
+        except Exception as err:  # a missing map must not lose the episode
+            log.warning("top-down map not rendered: %s", err)
+        recorder.finish(trajectory, topdown=topdown)
+    return trajectory
+
+
+def _run(
+    sim: Simulator,
+    planner: Planner,
+    task: TaskSpec | None,
+    instruction: str,
+    scene: str,
+    scene_seed: int,
+    seed: int,
+    config: EpisodeConfig,
+    recorder: EpisodeRecorder | None,
+    progress: ProgressCallback | None,
+    grounder: Grounder | None,
+    skills: SkillRunner | Callable[[Simulator, int], SkillRunner] | None,
+    trajectory: Trajectory,
+) -> None:
+    try:
+        observation: Observation | None = sim.reset(scene, seed=scene_seed)
+    except Exception as err:
+        log.exception("simulator reset failed")
+        trajectory.error = f"simulator reset failed for scene {scene!r}: {err}"
+        return
+    if not config.render:
+        observation = None
+    initial = sim.state()
+    opened = _open_furniture(initial)
+    if callable(skills) and not isinstance(skills, SkillRunner):
+        skills = skills(sim, scene_seed)
+    executor = Executor(sim, grounder=grounder, config=config.executor_config(), skills=skills)  # type: ignore[arg-type]
+    session = PlannerSession(
+        instruction,
+        planner,
+        actions=config.actions,
+        models=config.models,
+        model_descriptions=dict(config.model_descriptions) if config.model_descriptions else None,
+        max_rounds=config.max_rounds,
+        history_window=config.history_window,
+    )
+    planner.reset(instruction, seed=scene_seed)
+    extras: dict[str, Any] = {"max_rounds": config.max_rounds, **config.extras}
+    if planner.privileged:
+        extras["scene"] = sim.scene_spec()
+    goal = task.goal if task is not None else None
+
+    state = initial
+    while not session.done:
+        round_start = time.perf_counter()
+        timings: dict[str, float] = {}
+        images = observation.images() if observation is not None else []
+        request = session.make_request(images, world_state=state, goal=goal, extras=extras)
+        t0 = time.perf_counter()
+        try:
+            raw = planner.plan(request)
+        except Exception as err:
+            log.exception("planner failed")
+            trajectory.error = f"planner {planner.name!r} failed in round {session.round_index}: {err}"
+            break
+        timings["plan_s"] = time.perf_counter() - t0
+        output = session.parse(raw)
+        inventory_before = session.inventory
+        path_length = 0.0
+        if output.subtask is None:
+            feedback: Feedback = session.format_feedback(output)
+        elif output.subtask.is_end:
+            feedback = session.end_feedback()
+        else:
+            try:
+                report = executor.execute_detailed(output.subtask, output.model, session.inventory)
+            except Exception as err:
+                log.exception("executor failed")
+                trajectory.error = f"execution of {output.subtask.text()} failed in round {session.round_index}: {err}"
+                break
+            feedback = report.feedback
+            path_length = report.path_length
+            timings.update(report.timings)
+        session.record(output, feedback)
+        state = sim.state()
+        opened |= _open_furniture(state)
+        record = RoundRecord(
+            index=session.round,
+            instruction=request.instruction,
+            output=output,
+            feedback=feedback,
+            inventory_before=inventory_before,
+            path_length=path_length,
+            timings=timings,
+        )
+        trajectory.rounds.append(record)
+        trajectory.path_length += path_length
+        if feedback.code is not ErrorCode.OK:
+            log.info("round %d %s -> %s %s", record.index, record.subtask_text, feedback.code.value, feedback.message)
+        if recorder is not None:
+            t0 = time.perf_counter()
+            recorder.add_round(record, observation)
+            timings["record_s"] = time.perf_counter() - t0
+        if config.render and not session.done:
+            t0 = time.perf_counter()
+            observation = sim.observe()
+            timings["render_s"] = time.perf_counter() - t0
+        timings["round_s"] = time.perf_counter() - round_start
+        if progress is not None:
+            progress(record, config.max_rounds)
+    trajectory.ended = session.ended
+    if task is not None and trajectory.error is None:
+        trajectory.goal_satisfied = goal_satisfied(task.goal, initial, sim.state(), opened)
+    if recorder is not None:
+        recorder.note(opened=sorted(opened), conversation=session.conversation.to_paper_json(),
+                      system_prompt=session.system_prompt)

@@ -1,0 +1,310 @@
+"""EMMOE's low-level executor (seed 000, appendix E.1 and E.4): error detection, three tries, feedback.
+
+Pipeline of :meth:`Executor.execute`, in the paper's order:
+
+1. **Format (F1/F2).** The action must be in the action list (F1); the model must be in the model list
+   (F1, see below); the target (and the place of a Put) must ground to a scene instance through the
+   grounder (F2, ``AliasGrounder`` by default: EMMOE's name map).
+2. **Logic (L1-L4).** With the HLP's inventory (the paper sends it with the subtask): a non-empty
+   inventory forbids pick/open/close (L1); an empty one forbids put (L2); put into a closed container
+   (L3); open/close of something that is not interactive (L4).
+3. **Distance (D1/D2).** For every action but Go to: :meth:`WorldState.reach_distance` to the target
+   (the place of a Put) above 2 m is D1, below 0.1 m is D2.
+4. **Execution (E1/E2).** Up to three tries, ``sim.reset_arm()`` before each. A Put that fails with the
+   object out of the hand is E2 ("the object is missing"); failing the third try is E1.
+
+Decisions where the paper is silent (tested in ``tests/executor/``; see ``docs/loop.md``):
+
+* **Model check.** The paper lists "model not in the list" as F1 but checks list membership only.
+  By default (``strict_models=False``) any listed model may run any action: the skill for the *action*
+  runs, the model name is passed to the skill layer (which may use it for its noise profile).
+  ``strict_models=True`` also requires the model to serve the action (``model_actions``; NoMaD/PixNav go
+  to, octo open/close, RT-1-X pick/put), else F1 with :func:`messages.model_cannot`. Model names match
+  case-insensitively ("Octo" is octo).
+* **Missing target / place** (``[Pick]``, ``[Put, apple]``) is F1 with its own message.
+* **Extra parts** after the target of a non-Put action (``[Go to, fridge, kitchen]``) are ignored.
+* **Grounding of a Put's object** prefers the held instance when it answers to the name, so
+  ``[Put, apple, fridge]`` puts the apple in the hand, not the nearest apple on the counter.
+* **Skill failures after the pre-checks.** ``NO_PATH``, ``EXECUTION_FAILED`` and ``CONTAINER_CLOSED`` on
+  a pick are physical failures: retried, E1 after the third. ``DROPPED`` (or any failed Put that leaves the
+  hand empty) is E2 at once, as in the paper. A status that repeats a pre-check (``TOO_FAR``,
+  ``TOO_CLOSE``, ``HAND_FULL``, ``HAND_EMPTY``, ``NOT_INTERACTIVE``, ``CONTAINER_CLOSED`` on a put,
+  ``NOT_FOUND``) means the simulator disagrees with the pre-check (e.g. a tighter arm reach): it is
+  reported with that check's code and message at once, because retrying a deterministic refusal
+  cannot succeed.
+* **End** is answered ``OK``/"None" without checks (the paper's executor does this first).
+* **Inventory in the feedback** is the HLP inventory after :func:`update_inventory` with this round's code.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Protocol, runtime_checkable
+
+from homiebot.executor import messages
+from homiebot.perception.grounding import AliasGrounder, Grounder
+from homiebot.planner.conversation import update_inventory
+from homiebot.sim.base import Simulator
+from homiebot.types import (
+    EMMOE_ACTIONS,
+    EMMOE_MODELS,
+    Action,
+    EntityKind,
+    ErrorCode,
+    Feedback,
+    SkillResult,
+    SkillStatus,
+    Subtask,
+    WorldState,
+)
+
+log = logging.getLogger(__name__)
+
+#: Which actions each low-level model serves (EMMOE table E2; M3 and the oracle do everything).
+DEFAULT_MODEL_ACTIONS: Mapping[str, tuple[Action, ...]] = {
+    "NoMaD": (Action.GO_TO,),
+    "PixNav": (Action.GO_TO,),
+    "octo": (Action.OPEN, Action.CLOSE),
+    "RT-1-X": (Action.PICK, Action.PUT),
+    "M3": (Action.GO_TO, Action.PICK, Action.PUT, Action.OPEN, Action.CLOSE),
+    "oracle": (Action.GO_TO, Action.PICK, Action.PUT, Action.OPEN, Action.CLOSE),
+}
+
+
+@dataclass(frozen=True)
+class ExecutorConfig:
+    """Thresholds and lists of the executor. Defaults are the paper's."""
+
+    actions: tuple[str, ...] = EMMOE_ACTIONS
+    models: tuple[str, ...] = EMMOE_MODELS
+    max_tries: int = 3
+    far_threshold_m: float = 2.0  # D1: reach distance above this
+    near_threshold_m: float = 0.1  # D2: reach distance below this
+    strict_models: bool = False
+    model_actions: Mapping[str, tuple[Action, ...]] = field(default_factory=lambda: dict(DEFAULT_MODEL_ACTIONS))
+
+    def __post_init__(self) -> None:
+        if self.max_tries < 1:
+            raise ValueError(f"max_tries must be >= 1, got {self.max_tries}")
+        if not 0 <= self.near_threshold_m < self.far_threshold_m:
+            raise ValueError("need 0 <= near_threshold_m < far_threshold_m")
+
+
+@runtime_checkable
+class SkillRunner(Protocol):
+    """Runs one attempt of an action with scene instance names (already grounded)."""
+
+    def run(self, action: Action, model: str, target: str, place: str | None = None) -> SkillResult: ...
+
+
+class SimulatorSkills:
+    """The simulator's own oracle skills, dispatched by action (used when no skill layer is given)."""
+
+    def __init__(self, sim: Simulator) -> None:
+        self.sim = sim
+
+    def run(self, action: Action, model: str, target: str, place: str | None = None) -> SkillResult:
+        if action is Action.GO_TO:
+            return self.sim.go_to(target)
+        if action is Action.PICK:
+            return self.sim.pick(target)
+        if action is Action.PUT:
+            assert place is not None
+            return self.sim.put(target, place)
+        if action is Action.OPEN:
+            return self.sim.open(target)
+        if action is Action.CLOSE:
+            return self.sim.close(target)
+        raise ValueError(f"no skill for {action}")
+
+
+@dataclass
+class ExecutionReport:
+    """Everything one :meth:`Executor.execute_detailed` call found out (the feedback plus details for records)."""
+
+    feedback: Feedback
+    action: Action | None = None
+    model: str | None = None  # the canonical list spelling, when the model is in the list
+    target: str | None = None  # grounded instance name
+    place: str | None = None  # grounded instance name (Put)
+    results: list[SkillResult] = field(default_factory=list)
+    reach_distance_m: float | None = None
+    timings: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def path_length(self) -> float:
+        return sum(r.path_length for r in self.results)
+
+
+class _Fail(Exception):
+    """Internal: a pre-check failed with this code and message."""
+
+    def __init__(self, code: ErrorCode, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+
+#: Skill statuses that repeat a pre-check: reported at once with the pre-check's code (see module doc).
+def _precheck_twin(status: SkillStatus, action: Action, target_text: str, place_text: str | None) -> tuple[ErrorCode, str] | None:
+    word = action.value
+    if status is SkillStatus.TOO_FAR:
+        return ErrorCode.D1, messages.too_far(word)
+    if status is SkillStatus.TOO_CLOSE:
+        return ErrorCode.D2, messages.too_close(word)
+    if status is SkillStatus.HAND_FULL:
+        return ErrorCode.L1, messages.hand_full(word)
+    if status is SkillStatus.HAND_EMPTY:
+        return ErrorCode.L2, messages.hand_empty(word)
+    if status is SkillStatus.NOT_INTERACTIVE:
+        return ErrorCode.L4, messages.not_interactive(word, target_text)
+    if status is SkillStatus.CONTAINER_CLOSED and action is Action.PUT:
+        return ErrorCode.L3, messages.container_closed(place_text or target_text)
+    if status is SkillStatus.NOT_FOUND:
+        return ErrorCode.F2, messages.does_not_exist(target_text)
+    return None
+
+
+class Executor:
+    """Checks a subtask, runs it with up to three tries, and answers with EMMOE feedback."""
+
+    def __init__(
+        self,
+        sim: Simulator,
+        grounder: Grounder | None = None,
+        config: ExecutorConfig | None = None,
+        skills: SkillRunner | None = None,
+    ) -> None:
+        self.sim = sim
+        self.grounder = grounder if grounder is not None else AliasGrounder()
+        self.config = config if config is not None else ExecutorConfig()
+        self.skills = skills if skills is not None else SimulatorSkills(sim)
+        self._actions = {" ".join(a.lower().split()): a for a in self.config.actions}
+        self._models = {m.lower(): m for m in self.config.models}
+
+    # ------------------------------------------------------------------------------------ public
+
+    def execute(self, subtask: Subtask, model: str, inventory: Sequence[str]) -> Feedback:
+        """Appendix E.1: error detection, then up to three tries; returns the feedback the HLP receives."""
+        return self.execute_detailed(subtask, model, inventory).feedback
+
+    def execute_detailed(self, subtask: Subtask, model: str, inventory: Sequence[str]) -> ExecutionReport:
+        inventory = tuple(inventory)
+        report = ExecutionReport(feedback=Feedback(ErrorCode.OK, messages.SUCCESS, inventory))
+        started = time.perf_counter()
+        try:
+            self._check_and_run(subtask, model, inventory, report)
+            code, message = ErrorCode.OK, messages.SUCCESS
+        except _Fail as fail:
+            code, message = fail.code, fail.message
+        report.feedback = Feedback(
+            code=code,
+            message=message,
+            inventory=update_inventory(inventory, subtask, code),
+            attempts=len(report.results),
+        )
+        report.timings["execute_s"] = time.perf_counter() - started
+        return report
+
+    # ------------------------------------------------------------------------------------ pipeline
+
+    def _check_and_run(self, subtask: Subtask, model: str, inventory: tuple[str, ...], report: ExecutionReport) -> None:
+        t0 = time.perf_counter()
+        action = self._check_action(subtask.action)
+        report.action = action
+        if action is Action.END:
+            return
+        report.model = self._check_model(model, action)
+        target_text = (subtask.target or "").strip()
+        if not target_text:
+            raise _Fail(ErrorCode.F1, messages.missing_target(action.value))
+        place_text = (subtask.place or "").strip() if action is Action.PUT else None
+        if action is Action.PUT and not place_text:
+            raise _Fail(ErrorCode.F1, messages.missing_place())
+
+        state = self.sim.state()
+        target = self._ground(target_text, state, prefer_held=action is Action.PUT)
+        place = self._ground(place_text, state) if place_text is not None else None
+        report.target, report.place = target, place
+        # What the checks below are about: the place of a Put, the target otherwise (the paper's ``target``).
+        subject, subject_text = (place, place_text) if place is not None else (target, target_text)
+        assert subject is not None and subject_text is not None
+
+        word = action.value
+        # Logical errors, in the paper's order.
+        if inventory and action in (Action.PICK, Action.OPEN, Action.CLOSE):
+            raise _Fail(ErrorCode.L1, messages.hand_full(word))
+        if not inventory and action is Action.PUT:
+            raise _Fail(ErrorCode.L2, messages.hand_empty(word))
+        entity = state.entities[subject]
+        if action is Action.PUT and entity.articulated and entity.is_open is False:
+            raise _Fail(ErrorCode.L3, messages.container_closed(subject_text))
+        if action in (Action.OPEN, Action.CLOSE) and not (entity.interactive and entity.kind is EntityKind.FURNITURE):
+            raise _Fail(ErrorCode.L4, messages.not_interactive(word, subject_text))
+        # Distance errors, for every action but Go to.
+        if action is not Action.GO_TO:
+            distance = state.reach_distance(subject)
+            report.reach_distance_m = distance
+            if distance > self.config.far_threshold_m:
+                raise _Fail(ErrorCode.D1, messages.too_far(word))
+            if distance < self.config.near_threshold_m:
+                raise _Fail(ErrorCode.D2, messages.too_close(word))
+        report.timings["checks_s"] = time.perf_counter() - t0
+        self._run_with_tries(action, report.model, target, place, target_text, place_text, report)
+
+    def _check_action(self, text: str) -> Action:
+        key = " ".join(text.strip().lower().split())
+        action = Action.parse(text)
+        if action is None or key not in self._actions:
+            raise _Fail(ErrorCode.F1, messages.not_in_action_list(text))
+        return action
+
+    def _check_model(self, text: str, action: Action) -> str:
+        canonical = self._models.get(" ".join(text.strip().split()).lower())
+        if canonical is None:
+            raise _Fail(ErrorCode.F1, messages.not_in_model_list(text.strip()))
+        if self.config.strict_models:
+            served = self.config.model_actions.get(canonical, ())
+            if action not in served:
+                raise _Fail(ErrorCode.F1, messages.model_cannot(canonical, action.value))
+        return canonical
+
+    def _ground(self, text: str, state: WorldState, prefer_held: bool = False) -> str:
+        result = self.grounder.ground(text, state)
+        if result.instance is None:
+            raise _Fail(ErrorCode.F2, messages.does_not_exist(text))
+        if prefer_held and state.held is not None and state.held in result.candidates:
+            return state.held
+        return result.instance
+
+    def _run_with_tries(
+        self,
+        action: Action,
+        model: str,
+        target: str,
+        place: str | None,
+        target_text: str,
+        place_text: str | None,
+        report: ExecutionReport,
+    ) -> None:
+        word = action.value
+        t0 = time.perf_counter()
+        try:
+            for attempt in range(1, self.config.max_tries + 1):
+                self.sim.reset_arm()
+                result = self.skills.run(action, model, target, place)
+                report.results.append(result)
+                if result.success:
+                    return
+                log.debug("%s %s try %d failed: %s %s", word, target, attempt, result.status.value, result.detail)
+                if action is Action.PUT and (result.status is SkillStatus.DROPPED or self.sim.state().held is None):
+                    raise _Fail(ErrorCode.E2, messages.object_missing(word))
+                twin = _precheck_twin(result.status, action, target_text, place_text)
+                if twin is not None:
+                    raise _Fail(*twin)
+            raise _Fail(ErrorCode.E1, messages.too_difficult(word))
+        finally:
+            report.timings["skills_s"] = time.perf_counter() - t0
