@@ -1,9 +1,145 @@
-"""Commands of this area (filled in by its issue)."""
+"""``homie eval`` (run or resume an EMMOE-100 evaluation) and ``homie metrics`` (recompute its report)."""
 
 from __future__ import annotations
 
+import json
+import logging
+from pathlib import Path
+from typing import Any
+
 import typer
+
+log = logging.getLogger(__name__)
+
+
+def _parse_options(pairs: list[str]) -> dict[str, Any]:
+    """``key=value`` planner options; values are read as JSON when they parse (numbers, booleans), else text."""
+    options: dict[str, Any] = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key.strip():
+            raise typer.BadParameter(f"planner option {pair!r} must look like key=value")
+        try:
+            options[key.strip()] = json.loads(value)
+        except json.JSONDecodeError:
+            options[key.strip()] = value
+    return options
+
+
+def _task_list(values: list[str]) -> list[str] | None:
+    ids = [t.strip() for v in values for t in v.split(",") if t.strip()]
+    return ids or None
+
+
+def _print_summary(report: dict[str, Any], out_dir: Path) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    from homiebot.eval.report import pct
+
+    console = Console()
+    t2 = report["table2"]
+    table = Table(title=f"EMMOE-100: {report['setting']['planner']} planner, noise {report['setting']['noise']}")
+    for column in ("split", "episodes", "SR", "PLWSR", "TP", "SRR", "SER", "goal-check SR"):
+        table.add_column(column, justify="right")
+    rows = [("all", t2)] + [(split, report["table3"][split]) for split in ("train", "test")]
+    for name, summary in rows:
+        table.add_row(
+            name,
+            str(summary["n"]),
+            *(pct(summary[k]) for k in ("sr", "plwsr", "tp", "srr", "ser", "goal_sr")),
+        )
+    console.print(table)
+    missing = report["setting"].get("missing_episodes") or []
+    if missing:
+        console.print(f"[yellow]{len(missing)} episode(s) have no record yet: {', '.join(missing[:8])}"
+                      f"{' ...' if len(missing) > 8 else ''}")
+    console.print(f"report: {out_dir / 'report.md'}")
 
 
 def register(app: typer.Typer) -> None:
-    """Add this module's commands to the ``homie`` app."""
+    """Add ``homie eval`` and ``homie metrics``."""
+
+    @app.command("eval")
+    def eval_command(
+        out: Path = typer.Option(..., "--out", help="Evaluation directory (created; an existing one is resumed)."),
+        suite: str = typer.Option("emmoe", "--suite", help="Task suite (emmoe = emmoe100)."),
+        planner: str = typer.Option("expert", "--planner", help="Planner name (homiebot.planner.registry)."),
+        planner_option: list[str] = typer.Option([], "--planner-option", "-p", help="Planner option key=value (repeatable)."),
+        runs: int = typer.Option(3, "--runs", help="Runs per task (run r resets the scene with task seed + r)."),
+        workers: int = typer.Option(2, "--workers", help="Worker processes (one simulator each)."),
+        noise: str = typer.Option("off", "--noise", help="Low-level noise preset: off or emmoe (paper table 4)."),
+        split: str = typer.Option("all", "--split", help="all, train or test."),
+        tasks: list[str] = typer.Option([], "--tasks", help="Task ids, comma-separated or repeated (default: all)."),
+        max_rounds: int = typer.Option(20, "--max-rounds", help="Round limit per episode (paper: 20)."),
+        images: bool = typer.Option(False, "--images/--no-images", help="Store the four views per round in each record."),
+        video: bool = typer.Option(False, "--video/--no-video", help="Store an episode.mp4 per record."),
+        progress: bool = typer.Option(True, "--progress/--no-progress", help="Show a progress bar."),
+    ) -> None:
+        """Run the EMMOE-100 evaluation in parallel worker processes; rerun the same command to resume."""
+        from pydantic import ValidationError
+
+        from homiebot.eval.runner import EvalError, EvalSettings, resolve_suite, run_evaluation
+        from homiebot.eval.tasks import TaskError
+
+        try:
+            settings = EvalSettings(
+                suite=resolve_suite(suite),
+                planner=planner,
+                planner_options=_parse_options(planner_option),
+                noise=noise,  # type: ignore[arg-type]
+                max_rounds=max_rounds,
+            )
+        except ValidationError as err:
+            details = "; ".join(f"--{'.'.join(str(p) for p in e['loc']).replace('_', '-')}: {e['msg']}" for e in err.errors())
+            typer.secho(f"error: {details}", fg="red", err=True)
+            raise typer.Exit(2) from None
+        try:
+            outcome = run_evaluation(
+                settings,
+                out,
+                runs=runs,
+                workers=workers,
+                split=split,
+                task_ids=_task_list(tasks),
+                images=images,
+                video=video,
+                progress=progress,
+            )
+        except (EvalError, TaskError) as err:
+            typer.secho(f"error: {err}", fg="red", err=True)
+            raise typer.Exit(2) from None
+        typer.echo(
+            f"{outcome.finished} episode(s) run, {outcome.skipped} already done, {outcome.total} in all, "
+            f"{outcome.wall_s:.1f} s"
+        )
+        report = json.loads((outcome.out_dir / "report.json").read_text())
+        _print_summary(report, outcome.out_dir)
+        if outcome.failed_jobs:
+            typer.secho(f"{len(outcome.failed_jobs)} episode(s) could not be run:", fg="red", err=True)
+            for line in outcome.failed_jobs:
+                typer.echo(f"  {line}", err=True)
+            raise typer.Exit(1)
+
+    @app.command("metrics")
+    def metrics_command(
+        directory: Path = typer.Argument(..., help="An evaluation directory written by homie eval."),
+        report_dir: Path = typer.Option(None, "--report-dir", help="Write the report here instead of DIR."),
+        as_json: bool = typer.Option(False, "--json", help="Print the report JSON instead of the summary table."),
+        plots: bool = typer.Option(True, "--plots/--no-plots", help="Draw the plots."),
+    ) -> None:
+        """Recompute every figure of an evaluation from its episode records alone and rewrite its report."""
+        from homiebot.eval.runner import EvalError, write_eval_report
+
+        if not directory.is_dir():
+            typer.secho(f"error: {directory} is not a directory", fg="red", err=True)
+            raise typer.Exit(2)
+        try:
+            report = write_eval_report(directory, report_dir, plots=plots)
+        except EvalError as err:
+            typer.secho(f"error: {err}", fg="red", err=True)
+            raise typer.Exit(2) from None
+        if as_json:
+            typer.echo(json.dumps(report, indent=1))
+        else:
+            _print_summary(report, Path(report_dir) if report_dir else directory)

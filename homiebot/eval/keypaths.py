@@ -32,6 +32,7 @@ from fractions import Fraction
 from typing import Protocol, runtime_checkable
 
 from homiebot.perception.grounding import normalize_name
+from homiebot.sim.scene import SceneSpec
 from homiebot.types import Action, RoundRecord, Subtask, WorldState
 
 
@@ -144,6 +145,12 @@ class SceneNameResolver:
         cls, state: WorldState, groups: Mapping[str, Iterable[str]] | None = None
     ) -> SceneNameResolver:
         return cls.from_entities(((e.name, e.category, e.aliases) for e in state.entities.values()), groups)
+
+    @classmethod
+    def from_scene_spec(cls, spec: SceneSpec, groups: Mapping[str, Iterable[str]] | None = None) -> SceneNameResolver:
+        """Rooms, furniture and objects of a scene spec (names do not depend on the placement seed)."""
+        rows = [(e.name, e.category, tuple(e.aliases)) for e in (*spec.rooms, *spec.furniture, *spec.objects)]
+        return cls.from_entities(rows, groups)
 
     @classmethod
     def from_emmoe_name_dict(cls, text: str) -> SceneNameResolver:

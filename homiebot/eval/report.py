@@ -1,0 +1,358 @@
+"""Evaluation reports laid out like the EMMOE paper's tables (2, 3, 4, H3-H8), as Markdown, JSON and plots.
+
+:func:`build_report` turns episode scores and the evaluation's setting into one JSON-ready dictionary;
+:func:`render_markdown` prints it as tables; :func:`write_report` writes ``report.json``, ``report.md`` and
+the plots (``plots/errors.png``: error shares in successful vs failed trajectories, like figure 3;
+``plots/attributes.png``: SR per task attribute; ``plots/actions.png``: table 4 against the paper) with
+temp-file + ``os.replace`` so a reader never sees half a report.
+
+Percentages are printed with two decimals as in the paper; "n/a" marks an undefined ratio (division by 0).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from homiebot.eval.metrics import (
+    ERROR_CODES,
+    ERROR_FAMILIES,
+    EpisodeScore,
+    action_table,
+    attribute_table,
+    error_table,
+    split_summaries,
+    summarize,
+)
+
+#: Table 4 of the paper (P and SR per action, %), the target of the ``emmoe`` noise preset's calibration.
+PAPER_TABLE4: dict[str, dict[str, float]] = {
+    "Go to": {"p": 38.49, "sr": 45.32},
+    "Pick": {"p": 49.77, "sr": 22.45},
+    "Put": {"p": 7.30, "sr": 40.97},
+    "Open": {"p": 3.32, "sr": 43.13},
+    "Close": {"p": 1.11, "sr": 36.45},
+}
+#: Column labels of table 4 (the paper calls Put "Place" there).
+TABLE4_LABELS = {"Go to": "Go to", "Pick": "Pick", "Put": "Place (Put)", "Open": "Open", "Close": "Close"}
+_TABLE_KEYS = [c for fam, codes in ERROR_FAMILIES.items() for c in (*codes, fam)] + ["All"]
+
+
+def pct(value: float | None) -> str:
+    return "n/a" if value is None else f"{100 * value:.2f}"
+
+
+def wilson_interval(successes: int, trials: int, z: float = 1.96) -> tuple[float, float] | None:
+    """95% Wilson score interval of a binomial proportion (used to judge the noise calibration)."""
+    if trials == 0:
+        return None
+    p = successes / trials
+    denom = 1 + z * z / trials
+    centre = (p + z * z / (2 * trials)) / denom
+    half = z * math.sqrt(p * (1 - p) / trials + z * z / (4 * trials * trials)) / denom
+    return max(0.0, centre - half), min(1.0, centre + half)
+
+
+def _per_task(scores: Sequence[EpisodeScore]) -> list[dict[str, Any]]:
+    by_task: dict[str, list[EpisodeScore]] = {}
+    for s in scores:
+        by_task.setdefault(s.task_id, []).append(s)
+    rows = []
+    for task_id in sorted(by_task):
+        runs = sorted(by_task[task_id], key=lambda s: s.run)
+        rows.append(
+            {
+                "task_id": task_id,
+                "split": runs[0].split,
+                "attributes": list(runs[0].attributes),
+                "runs": len(runs),
+                "successes": sum(s.success for s in runs),
+                "tp": [s.tp_exact for s in runs],
+                "rounds": [s.rounds for s in runs],
+                "goal_satisfied": [s.goal_satisfied for s in runs],
+                "ended": [s.ended for s in runs],
+                "infra_errors": [s.infra_error for s in runs if s.infra_error],
+            }
+        )
+    return rows
+
+
+def build_report(scores: Sequence[EpisodeScore], setting: dict[str, Any]) -> dict[str, Any]:
+    """Every figure of the paper's tables from the episode scores, as plain JSON data."""
+    scores = sorted(scores, key=lambda s: (s.task_id, s.run))
+    actions = action_table(scores)
+    calibration = {}
+    for row in actions:
+        interval = wilson_interval(row.successes, row.attempts)
+        paper = PAPER_TABLE4[row.action]["sr"] / 100
+        calibration[row.action] = {
+            "paper_sr": paper,
+            "measured_sr": row.sr,
+            "ci95": interval,
+            "within_ci95": None if interval is None else interval[0] <= paper <= interval[1],
+        }
+    return {
+        "setting": setting,
+        "table2": summarize(scores).to_json(),
+        "table3": {split: summary.to_json() for split, summary in split_summaries(scores).items()},
+        "table4": [row.__dict__ for row in actions],
+        "table4_calibration": calibration,
+        "errors_successful": error_table(scores, successful=True).to_json(),  # tables H3 and H5
+        "errors_failed": error_table(scores, successful=False).to_json(),  # tables H4 and H6
+        "tableH8": [row.__dict__ for row in attribute_table(scores)],
+        "per_task": _per_task(scores),
+    }
+
+
+# ------------------------------------------------------------------------------------------- markdown
+
+
+def _table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
+    lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
+    lines += ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def _error_share_row(table: dict[str, Any]) -> list[str]:
+    return [pct(table["shares"][k]) for k in _TABLE_KEYS]
+
+
+def _error_count_row(table: dict[str, Any]) -> list[str]:
+    cells = []
+    n_errors = table["n_errors"]
+    for key in _TABLE_KEYS:
+        if key == "All":
+            cells.append(f"{n_errors}/{table['n_rounds']}")
+        elif key in ERROR_FAMILIES:
+            cells.append(f"{table['family_counts'][key]}/{n_errors}")
+        else:
+            cells.append(str(table["counts"][key]))
+    return cells
+
+
+def _summary_cells(summary: dict[str, Any]) -> list[str]:
+    return [pct(summary[k]) for k in ("sr", "plwsr", "tp", "srr", "ser")]
+
+
+def render_markdown(report: dict[str, Any]) -> str:
+    setting = report["setting"]
+    t2 = report["table2"]
+    label = f"{setting.get('planner', '?')} planner, noise {setting.get('noise', '?')}"
+    out = [f"# EMMOE-100 evaluation: {label}", ""]
+    out.append("## Setting\n")
+    out.append(_table(["key", "value"], [[k, f"`{v}`"] for k, v in setting.items()]))
+    out.append(
+        "\nAll figures are percentages (n/a: undefined, a division by zero). SR: TP = 100% (paper, section 2.3). "
+        "PLWSR weights each success by expert rounds / max(expert rounds, agent rounds); the expert is the "
+        "expert planner without noise on the same task and seed. Definitions: `docs/evaluation.md`.\n"
+    )
+    out.append("## Table 2: overall\n")
+    row = [label, str(t2["n"]), *_summary_cells(t2), pct(t2["goal_sr"]), f"{t2['mean_rounds'] or 0:.2f}"]
+    out.append(_table(["Model", "episodes", "SR", "PLWSR", "TP", "SRR", "SER", "goal-check SR", "mean rounds"], [row]))
+    out.append(
+        f"\nCounts: {t2['n_success']} successes of {t2['n']}; {t2['n_ended']} trajectories end with End; "
+        f"re-plans {t2['replans_success']} in successes / {t2['replans_all']} in all; "
+        f"infrastructure errors {t2['n_infra_errors']}; successes without an expert reference {t2['n_missing_expert']}; "
+        f"PLWSR by path length in metres {pct(t2['plwsr_path'])}.\n"
+    )
+    agreement = t2["goal_agreement"]
+    out.append("### Keypath success vs final-state goal check\n")
+    out.append(
+        _table(
+            ["TP = 100% and goal", "TP = 100% only", "goal only", "neither", "no goal check"],
+            [[str(agreement[k]) for k in ("both", "tp_only", "goal_only", "neither", "unchecked")]],
+        )
+    )
+    out.append("\n## Table 3: train and test split\n")
+    t3 = report["table3"]
+    out.append(
+        _table(
+            ["Model", "split", "episodes", "SR", "PLWSR", "TP", "SRR", "SER"],
+            [[label, split, str(t3[split]["n"]), *_summary_cells(t3[split])] for split in ("train", "test")],
+        )
+    )
+    out.append("\n## Table 4: low-level execution per action\n")
+    rows4 = report["table4"]
+    header = ["Metrics", *(TABLE4_LABELS[r["action"]] for r in rows4)]
+    out.append(
+        _table(
+            header,
+            [
+                ["P", *(pct(r["p"]) for r in rows4)],
+                ["SR (per try)", *(pct(r["sr"]) for r in rows4)],
+                ["SR (per execution, 3 tries)", *(pct(r["sr_execution"]) for r in rows4)],
+                ["Count (E1+E2)", *(f"{r['exec_errors']}/{r['total_exec_errors']}" for r in rows4)],
+                ["successes / tries", *(f"{r['successes']}/{r['attempts']}" for r in rows4)],
+                ["paper P", *(f"{PAPER_TABLE4[r['action']]['p']:.2f}" for r in rows4)],
+                ["paper SR", *(f"{PAPER_TABLE4[r['action']]['sr']:.2f}" for r in rows4)],
+            ],
+        )
+    )
+    calibration = report["table4_calibration"]
+    cal_cells = []
+    for r in rows4:
+        c = calibration[r["action"]]
+        ci = c["ci95"]
+        cal_cells.append("n/a" if ci is None else f"{100 * ci[0]:.1f}-{100 * ci[1]:.1f} ({'yes' if c['within_ci95'] else 'no'})")
+    out.append("\nPer-try SR 95% interval (paper SR inside?): " + "; ".join(
+        f"{TABLE4_LABELS[r['action']]} {cell}" for r, cell in zip(rows4, cal_cells)
+    ) + "\n")
+    for title, key in (
+        ("Table H3: error shares in successful trajectories", "errors_successful"),
+        ("Table H4: error shares in failed trajectories", "errors_failed"),
+    ):
+        table = report[key]
+        out.append(f"## {title}\n")
+        out.append(f"{table['n_trajectories']} trajectories, {table['n_rounds']} rounds, {table['n_errors']} errors.\n")
+        out.append(_table(["Model", *_TABLE_KEYS], [[label, *_error_share_row(table)]]))
+        out.append("")
+    for title, key in (
+        ("Table H5: error counts in successful trajectories", "errors_successful"),
+        ("Table H6: error counts in failed trajectories", "errors_failed"),
+    ):
+        out.append(f"## {title}\n")
+        out.append(_table(["Model", *_TABLE_KEYS], [[label, *_error_count_row(report[key])]]))
+        out.append("")
+    out.append("## Table H8: SR per task attribute\n")
+    h8 = report["tableH8"]
+    out.append(
+        _table(
+            ["Model", *(r["attribute"] for r in h8)],
+            [[label, *(pct(r["sr"]) for r in h8)], ["episodes", *(str(r["n"]) for r in h8)]],
+        )
+    )
+    failing = [t for t in report["per_task"] if t["successes"] < t["runs"]]
+    out.append(f"\n## Tasks not solved in every run ({len(failing)} of {len(report['per_task'])})\n")
+    if failing:
+        out.append(
+            _table(
+                ["task", "split", "successes", "TP per run", "rounds per run", "goal check per run", "End per run"],
+                [
+                    [
+                        t["task_id"],
+                        t["split"],
+                        f"{t['successes']}/{t['runs']}",
+                        ", ".join(t["tp"]),
+                        ", ".join(map(str, t["rounds"])),
+                        ", ".join("n/a" if g is None else str(g) for g in t["goal_satisfied"]),
+                        ", ".join(str(e) for e in t["ended"]),
+                    ]
+                    for t in failing
+                ],
+            )
+        )
+    else:
+        out.append("None.")
+    if report.get("plots"):
+        out.append("\n## Plots\n")
+        out += [f"![{name}]({path})" for name, path in report["plots"].items()]
+    return "\n".join(out) + "\n"
+
+
+# ---------------------------------------------------------------------------------------------- plots
+
+
+def _save_figure(fig: Any, path: Path) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.stem}.", suffix=".png")
+    os.close(fd)
+    try:
+        fig.savefig(tmp, dpi=110, bbox_inches="tight")
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+
+
+def write_plots(report: dict[str, Any], out_dir: Path) -> dict[str, str]:
+    """Error shares (figure 3 style), SR per attribute (H8) and table 4 against the paper."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    label = f"{report['setting'].get('planner', '?')} / noise {report['setting'].get('noise', '?')}"
+    plots: dict[str, str] = {}
+
+    fig, ax = plt.subplots(figsize=(8, 3.6))
+    width = 0.4
+    xs = range(len(ERROR_CODES))
+    for offset, (key, name) in enumerate((("errors_successful", "successful"), ("errors_failed", "failed"))):
+        table = report[key]
+        values = [100 * (table["shares"][c] or 0.0) for c in ERROR_CODES]
+        all_share = table["shares"]["All"]
+        ax.bar(
+            [x + (offset - 0.5) * width for x in xs],
+            values,
+            width,
+            label=f"{name} trajectories ({table['n_errors']} errors, {pct(all_share)}% of rounds)",
+        )
+    ax.set_xticks(list(xs), ERROR_CODES)
+    ax.set_ylabel("share of errors (%)")
+    ax.set_title(f"Error types ({label})")
+    ax.legend(fontsize=8)
+    _save_figure(fig, out_dir / "plots" / "errors.png")
+    plt.close(fig)
+    plots["error shares"] = "plots/errors.png"
+
+    fig, ax = plt.subplots(figsize=(6, 3.2))
+    h8 = report["tableH8"]
+    ax.bar([r["attribute"] for r in h8], [100 * (r["sr"] or 0.0) for r in h8], color="tab:green")
+    for i, r in enumerate(h8):
+        ax.text(i, 100 * (r["sr"] or 0.0) + 1, f"{pct(r['sr'])}\nn={r['n']}", ha="center", fontsize=7)
+    ax.set_ylim(0, 115)
+    ax.set_ylabel("SR (%)")
+    ax.set_title(f"SR per task attribute ({label})")
+    _save_figure(fig, out_dir / "plots" / "attributes.png")
+    plt.close(fig)
+    plots["SR per attribute"] = "plots/attributes.png"
+
+    fig, ax = plt.subplots(figsize=(6, 3.2))
+    rows4 = report["table4"]
+    names = [TABLE4_LABELS[r["action"]] for r in rows4]
+    xs = range(len(rows4))
+    ax.bar([x - 0.2 for x in xs], [100 * (r["sr"] or 0.0) for r in rows4], 0.4, label="measured SR per try")
+    ax.bar([x + 0.2 for x in xs], [PAPER_TABLE4[r["action"]]["sr"] for r in rows4], 0.4, label="paper table 4")
+    ax.set_xticks(list(xs), names)
+    ax.set_ylabel("SR (%)")
+    ax.set_ylim(0, 110)
+    ax.set_title(f"Low-level SR per action ({label})")
+    ax.legend(fontsize=8)
+    _save_figure(fig, out_dir / "plots" / "actions.png")
+    plt.close(fig)
+    plots["table 4 per action"] = "plots/actions.png"
+    return plots
+
+
+# ---------------------------------------------------------------------------------------------- files
+
+
+def atomic_write_text(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    try:
+        with os.fdopen(fd, "w") as handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+
+
+def write_report(
+    scores: Sequence[EpisodeScore], setting: dict[str, Any], out_dir: Path, *, plots: bool = True
+) -> dict[str, Any]:
+    """Write ``report.json``, ``report.md`` and (optionally) the plots under ``out_dir``; return the report."""
+    report = build_report(scores, setting)
+    if plots and scores:
+        report["plots"] = write_plots(report, out_dir)
+    atomic_write_text(out_dir / "report.json", json.dumps(report, indent=1, sort_keys=False) + "\n")
+    atomic_write_text(out_dir / "report.md", render_markdown(report))
+    return report
