@@ -1,0 +1,1 @@
+"""HomieBot low-level executors: the subtask executor (EMMOE checks and retries, homiebot.executor.Executor) and the navigation and manipulation executors that forward skills to the simulator bridge."""

@@ -1,0 +1,1 @@
+"""HomieBot simulator bridge: publishes the four RGB-D-segmentation views, camera info, odometry, joint states and /tf of a homiebot Simulator and serves the navigation and manipulation actions against it."""
