@@ -1,0 +1,573 @@
+"""The expert planner: a privileged, closed-loop planner that reads the goal and the simulator's state.
+
+It is HomieBot's upper baseline and the generator of training data (EMMOE appendix F), so it answers
+exactly like a trained model: ``Analysis: ...`` (one or two sentences in the style of the EMMOE data),
+``Subtask: [..]`` and ``Model: ..``, one subtask per round.
+
+Each round it recomputes the plan from the goal (:class:`~homiebot.eval.goals.GoalSpec`) and the current
+:class:`~homiebot.types.WorldState`, so it re-plans after any failure without special cases: after an
+L3 (the fridge is closed) the state shows the fridge closed, after an L1 the hand is full, after a D1 the
+target is far. The order of work:
+
+1. ``inspected`` furniture not yet seen open: go there, open it;
+2. object moves (``placed`` incl. count / all / from / except, ``count`` up or down to exactly N,
+   ``cleared``), one object at a time: open the object's container and the destination container
+   *before* picking (a one-hand robot cannot open while holding), go to the object, pick it, go to the
+   destination, put it. Holding an object whose destination is closed, it first puts the object on a
+   nearby surface (appendix I, case 1);
+3. ``articulation`` conditions (open / close a door or drawer);
+4. close what it opened (when the round budget allows it; not for goals that want it open);
+5. ``holding``: pick the object and keep it; 6. ``robot_in``: go to the room;
+7. ``[End]``. A ``powered_off`` condition cannot be met with EMMOE's action list (no skill switches power):
+   the expert says so in its Analysis and leaves it unmet.
+
+Model choice follows EMMOE table E2: NoMaD for rooms and furniture, PixNav for small objects, octo for
+open/close, RT-1-X for pick/put.
+
+Decisions (tested in ``tests/planner/test_expert.py``):
+
+* Objects are chosen in a stable order (held first, then those outside closed containers, then by
+  distance to the destination, then by name), and a move is kept until it is done, so the plan does not
+  flip-flop as the robot moves.
+* Objects with no stated destination (``cleared``, the surplus of a ``count``) go to the nearest surface
+  that no goal condition mentions (the "dump" surface).
+* Put goes *in* a furniture that has an interior (and is open), *on* one that has only surfaces; this is
+  the embedded simulator's rule, read from the scene spec in ``request.extras["scene"]``.
+* A target counts as within reach when its reach distance lies in [0.1 m, ``interact_range_m``], or in
+  [0.1 m, 2 m] right after a successful Go to it (the simulator may stop a little farther away).
+* After the same subtask fails twice in a row with E1, the object is set aside for another candidate when
+  there is one.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from homiebot.eval.goals import (
+    Articulation,
+    Cleared,
+    Count,
+    GoalSpec,
+    Holding,
+    Inspected,
+    Placed,
+    PoweredOff,
+    RobotIn,
+    _is_at,
+    _matches_category,
+    condition_holds,
+    select,
+)
+from homiebot.planner.base import Planner, PlanRequest
+from homiebot.planner.prompt import format_output, parse_output
+from homiebot.sim.scene import SceneSpec
+from homiebot.types import Action, EntityKind, EntityState, Subtask, WorldState
+
+log = logging.getLogger(__name__)
+
+NAV_ROOM_MODEL = "NoMaD"  # rooms and large furniture (EMMOE table E2)
+NAV_OBJECT_MODEL = "PixNav"  # small objects
+ARTICULATION_MODEL = "octo"
+GRASP_MODEL = "RT-1-X"
+
+
+@dataclass(frozen=True)
+class Move:
+    """One object to carry to a receptacle."""
+
+    obj: str
+    relation: str  # "on" | "in"
+    receptacle: str
+
+
+@dataclass(frozen=True)
+class Decision:
+    subtask: Subtask
+    model: str
+    reason: str  # the second half of the Analysis: what to do next and why
+
+
+@dataclass
+class _Memory:
+    """What the expert remembers across the rounds of one episode."""
+
+    initial: WorldState | None = None
+    seen_open: set[str] = field(default_factory=set)
+    committed: Move | None = None
+    last: Subtask | None = None
+    failures_in_a_row: int = 0
+    set_aside: set[str] = field(default_factory=set)
+
+
+def _closed(entity: EntityState) -> bool:
+    return entity.articulated and entity.is_open is False
+
+
+def _article_name(name: str) -> str:
+    return f"the {name}"
+
+
+class ExpertPlanner(Planner):
+    """Privileged planner: goal spec + world state -> the next useful subtask in EMMOE's text format."""
+
+    name = "expert"
+    privileged = True
+    accepts_free_text = False
+
+    def __init__(
+        self,
+        interact_range_m: float = 1.0,
+        near_threshold_m: float = 0.1,
+        far_threshold_m: float = 2.0,
+        close_opened: bool = True,
+    ) -> None:
+        if not 0 <= near_threshold_m < interact_range_m <= far_threshold_m:
+            raise ValueError("need 0 <= near_threshold_m < interact_range_m <= far_threshold_m")
+        self.interact_range_m = interact_range_m
+        self.near_threshold_m = near_threshold_m
+        self.far_threshold_m = far_threshold_m
+        self.close_opened = close_opened
+        self._memory = _Memory()
+        self._articulated: dict[str, bool] = {}
+
+    # ------------------------------------------------------------------------------------ Planner API
+
+    def reset(self, task: str, seed: int = 0) -> None:
+        self._memory = _Memory()
+
+    def plan(self, request: PlanRequest) -> str:
+        state = request.world_state
+        goal = request.goal
+        goal = getattr(goal, "goal", goal)  # a TaskSpec is accepted too
+        if state is None or not isinstance(goal, GoalSpec):
+            raise ValueError(
+                "the expert planner needs the privileged world state and a goal specification "
+                "(run a built-in task, or choose a planner that takes free text)"
+            )
+        scene: SceneSpec | None = request.extras.get("scene")
+        self._articulated = {n: e.articulated for n, e in state.entities.items()}
+        max_rounds = int(request.extras.get("max_rounds", 20))
+        memory = self._memory
+        if memory.initial is None:
+            memory.initial = state
+        self._observe_last_round(request)
+        memory.seen_open |= {n for n, e in state.entities.items() if e.is_open}
+
+        decision = self._decide(state, goal, scene, rounds_left=max_rounds - request.round_index + 1)
+        summary = self._summary(request, state, scene)
+        reason = decision.reason
+        if memory.last is None and reason.startswith("so "):
+            reason = reason[3:]  # "According to my final task, I should ..."
+        analysis = f"{summary}, {reason}"
+        analysis = analysis[0].upper() + analysis[1:]
+        memory.last = decision.subtask
+        return format_output(analysis, decision.subtask, decision.model)
+
+    # ------------------------------------------------------------------------------------ memory
+
+    def _observe_last_round(self, request: PlanRequest) -> None:
+        memory = self._memory
+        if memory.last is None or not request.history:
+            return
+        # The last answer in the window is ours; its feedback is request.feedback.
+        previous = parse_output(request.history[-1].answer).subtask
+        if previous is None or previous != memory.last:
+            return
+        failed = request.feedback != "None"
+        if failed and "too difficult" in request.feedback:
+            memory.failures_in_a_row += 1
+            if memory.failures_in_a_row >= 2 and memory.committed is not None:
+                memory.set_aside.add(memory.committed.obj)
+                memory.committed = None
+                memory.failures_in_a_row = 0
+        elif not failed:
+            memory.failures_in_a_row = 0
+
+    def _last_succeeded(self, request: PlanRequest) -> bool:
+        return self._memory.last is not None and request.feedback == "None"
+
+    # ------------------------------------------------------------------------------------ geometry
+
+    def _reachable(self, state: WorldState, name: str) -> bool:
+        distance = state.reach_distance(name)
+        if distance < self.near_threshold_m:
+            return False
+        if distance <= self.interact_range_m:
+            return True
+        last = self._memory.last
+        just_arrived = last is not None and Action.parse(last.action) is Action.GO_TO and last.target == name
+        return just_arrived and distance <= self.far_threshold_m
+
+    def _go_to(self, state: WorldState, name: str, why: str) -> Decision:
+        kind = state.entities[name].kind
+        model = NAV_OBJECT_MODEL if kind is EntityKind.OBJECT else NAV_ROOM_MODEL
+        return Decision(Subtask("Go to", name), model, f"so I should go to {_article_name(name)} {why}")
+
+    def _approach(self, state: WorldState, name: str, action: Decision, why: str) -> Decision:
+        """Go to ``name`` first when it is out of reach, else do ``action``."""
+        if self._reachable(state, name):
+            return action
+        return self._go_to(state, name, why)
+
+    # ------------------------------------------------------------------------------------ the plan
+
+    def _decide(self, state: WorldState, goal: GoalSpec, scene: SceneSpec | None, rounds_left: int) -> Decision:
+        memory = self._memory
+        initial = memory.initial
+        assert initial is not None
+        ents = state.entities
+        held = state.held
+        moves = self._pending_moves(goal, initial, state, scene)
+
+        # --- holding something: deliver it, or make the hand free
+        if held is not None:
+            move = next((m for m in moves if m.obj == held), None)
+            if move is None and self._wanted_in_hand(goal, initial, state, held) and not self._hand_work_left(
+                goal, initial, state, moves
+            ):
+                return self._finish(goal, initial, state, scene, rounds_left)
+            if move is not None and not _closed(ents[move.receptacle]):
+                memory.committed = move
+                put = Decision(
+                    Subtask("Put", held, move.receptacle),
+                    GRASP_MODEL,
+                    f"so I should put the {held} {self._preposition(move.receptacle, scene)} "
+                    f"{_article_name(move.receptacle)} next",
+                )
+                return self._approach(state, move.receptacle, put, f"to put the {held} down")
+            # The destination is closed (I cannot open while holding) or nothing needs this object:
+            # put it on a free surface first.
+            spot = self._parking_spot(held, goal, initial, state, scene, avoid=move.receptacle if move else None)
+            if spot is None:
+                return self._finish(goal, initial, state, scene, rounds_left)
+            why = (
+                f"since the {move.receptacle} is closed and I cant open it while holding the {held}, "
+                f"I should put the {held} {self._preposition(spot, scene)} {_article_name(spot)} first"
+                if move is not None
+                else f"the {held} is not needed for my task, so I should put it {self._preposition(spot, scene)} "
+                f"{_article_name(spot)}"
+            )
+            put = Decision(Subtask("Put", held, spot), GRASP_MODEL, why)
+            return self._approach(state, spot, put, f"to put the {held} down")
+
+        # --- hand empty
+        for cond in goal.all:
+            if isinstance(cond, Inspected) and cond.furniture not in memory.seen_open:
+                if _closed(ents[cond.furniture]) and ents[cond.furniture].interactive:
+                    return self._open(state, cond.furniture, f"to check what is in {_article_name(cond.furniture)}")
+
+        if moves:
+            move = memory.committed if memory.committed in moves else moves[0]
+            memory.committed = move
+            source = ents[move.obj].parent
+            if source is not None and _closed(ents[source]) and ents[source].interactive:
+                return self._open(state, source, f"because the {move.obj} is inside it")
+            if _closed(ents[move.receptacle]) and ents[move.receptacle].interactive:
+                return self._open(
+                    state,
+                    move.receptacle,
+                    f"before I pick the {move.obj}, because I cant open it while holding something",
+                )
+            pick = Decision(Subtask("Pick", move.obj), GRASP_MODEL, f"so I should pick the {move.obj} next")
+            return self._approach(state, move.obj, pick, f"to pick the {move.obj}")
+        memory.committed = None
+        return self._finish(goal, initial, state, scene, rounds_left)
+
+    def _finish(
+        self, goal: GoalSpec, initial: WorldState, state: WorldState, scene: SceneSpec | None, rounds_left: int
+    ) -> Decision:
+        """Everything after the object moves: articulation goals, closing, holding, robot room, End."""
+        ents = state.entities
+        held = state.held
+        wanted_open = {c.furniture for c in goal.all if isinstance(c, Articulation) and c.state == "open"}
+        if held is None:
+            for cond in goal.all:
+                if isinstance(cond, Articulation) and not condition_holds(cond, initial, state):
+                    if cond.state == "open":
+                        return self._open(state, cond.furniture, "as my task asks for it to be open")
+                    return self._close(state, cond.furniture, "as my task asks for it to be closed")
+            if self.close_opened:
+                opened = sorted(
+                    n
+                    for n, e in ents.items()
+                    if e.is_open and initial.entities[n].is_open is False and n not in wanted_open and e.interactive
+                )
+                if opened:
+                    name = opened[0]
+                    steps = (0 if self._reachable(state, name) else 1) + 1 + self._tail_rounds(goal, initial, state)
+                    if steps <= rounds_left:
+                        return self._close(state, name, "since I opened it and its better to close it")
+            for cond in goal.all:
+                if isinstance(cond, Holding) and not condition_holds(cond, initial, state):
+                    candidates = [n for n in select(cond, initial, state) if n not in self._memory.set_aside]
+                    if candidates:
+                        obj = min(candidates, key=lambda n: (state.reach_distance(n), n))
+                        source = ents[obj].parent
+                        if source is not None and _closed(ents[source]) and ents[source].interactive:
+                            return self._open(state, source, f"because the {obj} is inside it")
+                        pick = Decision(Subtask("Pick", obj), GRASP_MODEL, f"so I should pick the {obj} and keep it")
+                        return self._approach(state, obj, pick, f"to pick the {obj}")
+        for cond in goal.all:
+            if isinstance(cond, RobotIn) and not condition_holds(cond, initial, state):
+                room = self._room_named(state, cond.room)
+                if room is not None:
+                    return self._go_to(state, room, "as my task asks me to be there")
+        unmet = [c for c in goal.all if not condition_holds(c, initial, state, self._memory.seen_open)]
+        impossible = [c.furniture for c in unmet if isinstance(c, PoweredOff)]
+        if impossible:
+            note = (
+                f"no action in my action list can switch off {', '.join(_article_name(n) for n in impossible)}, "
+                "so there is nothing more I can do and its time to end"
+            )
+        elif unmet:
+            note = "I cant find anything more I can do for my task, so its time to end"
+        else:
+            note = "I have finally finished the task and its time to end"
+        # EMMOE's data writes the model of [End] as "None" (appendix F.1).
+        return Decision(Subtask("End"), "None", f"so according to the historical execution and final task, {note}")
+
+    def _tail_rounds(self, goal: GoalSpec, initial: WorldState, state: WorldState) -> int:
+        """Rounds still needed after closing: holding pick (2), room (1), End (1)."""
+        rounds = 1
+        for cond in goal.all:
+            if isinstance(cond, Holding) and not condition_holds(cond, initial, state):
+                rounds += 2
+            if isinstance(cond, RobotIn) and not condition_holds(cond, initial, state):
+                rounds += 1
+        return rounds
+
+    def _open(self, state: WorldState, name: str, why: str) -> Decision:
+        action = Decision(Subtask("Open", name), ARTICULATION_MODEL, f"so I should open {_article_name(name)} {why}")
+        return self._approach(state, name, action, f"and open it {why}")
+
+    def _close(self, state: WorldState, name: str, why: str) -> Decision:
+        action = Decision(Subtask("Close", name), ARTICULATION_MODEL, f"so I should close {_article_name(name)} {why}")
+        return self._approach(state, name, action, f"and close it {why}")
+
+    # ------------------------------------------------------------------------------------ goal analysis
+
+    def _pending_moves(
+        self, goal: GoalSpec, initial: WorldState, state: WorldState, scene: SceneSpec | None
+    ) -> list[Move]:
+        """The object moves the goal still needs, in a stable order, each object at most once."""
+        ents = state.entities
+        memory = self._memory
+        claimed: set[str] = set()
+        moves: list[Move] = []
+        locked = self._locked_objects(goal, initial, state)
+
+        def order(names: Iterable[str], receptacle: str) -> list[str]:
+            dest = ents[receptacle].position
+
+            def key(n: str) -> tuple:
+                e = ents[n]
+                parent = ents.get(e.parent) if e.parent else None
+                in_closed = parent is not None and _closed(parent)
+                gap = (e.position[0] - dest[0]) ** 2 + (e.position[1] - dest[1]) ** 2
+                return (n != state.held, n in memory.set_aside, in_closed, round(gap, 3), n)
+
+            return sorted(names, key=key)
+
+        def add(obj: str, relation: str, receptacle: str) -> None:
+            claimed.add(obj)
+            moves.append(Move(obj, relation, receptacle))
+
+        for cond in goal.all:
+            if isinstance(cond, Placed):
+                chosen = select(cond, initial, state)
+                placed = [n for n in chosen if _is_at(ents[n], cond.relation, cond.receptacle)]
+                needed = (len(chosen) - len(placed)) if cond.all else max(0, cond.count - len(placed))
+                free = [n for n in chosen if n not in placed and n not in claimed and n not in locked]
+                for obj in order(free, cond.receptacle)[:needed]:
+                    add(obj, cond.relation, cond.receptacle)
+            elif isinstance(cond, Count):
+                chosen = select(cond, initial, state)
+                placed = [n for n in chosen if _is_at(ents[n], cond.relation, cond.receptacle)]
+                if len(placed) < cond.equals:
+                    free = [n for n in chosen if n not in placed and n not in claimed and n not in locked]
+                    for obj in order(free, cond.receptacle)[: cond.equals - len(placed)]:
+                        add(obj, cond.relation, cond.receptacle)
+                elif len(placed) > cond.equals:
+                    surplus = [n for n in placed if n not in claimed]
+                    for obj in sorted(surplus)[: len(placed) - cond.equals]:
+                        dest = self._destination_elsewhere(obj, cond.receptacle, goal, initial, state, scene)
+                        if dest is not None:
+                            add(obj, dest[0], dest[1])
+            elif isinstance(cond, Cleared):
+                left = sorted(
+                    n
+                    for n, e in ents.items()
+                    if e.kind is EntityKind.OBJECT
+                    and e.parent == cond.receptacle
+                    and not any(_category_match(e, c) for c in cond.except_)
+                )
+                for obj in left:
+                    if obj in claimed:
+                        continue
+                    dest = self._destination_elsewhere(obj, cond.receptacle, goal, initial, state, scene)
+                    if dest is not None:
+                        add(obj, dest[0], dest[1])
+        if state.held is not None:
+            moves.sort(key=lambda m: m.obj != state.held)
+        return moves
+
+    def _locked_objects(self, goal: GoalSpec, initial: WorldState, state: WorldState) -> set[str]:
+        """Objects that already sit where some placed/count condition wants them."""
+        locked: set[str] = set()
+        for cond in goal.all:
+            if isinstance(cond, (Placed, Count)):
+                for n in select(cond, initial, state):
+                    if _is_at(state.entities[n], cond.relation, cond.receptacle):
+                        locked.add(n)
+        return locked
+
+    def _destination_elsewhere(
+        self, obj: str, away_from: str, goal: GoalSpec, initial: WorldState, state: WorldState, scene: SceneSpec | None
+    ) -> tuple[str, str] | None:
+        """Where an object that must leave ``away_from`` should go: a placed condition that wants it, else
+        the nearest surface no condition mentions."""
+        for cond in goal.all:
+            if isinstance(cond, Placed) and cond.receptacle != away_from and obj in select(cond, initial, state):
+                return cond.relation, cond.receptacle
+        spot = self._dump_surface(goal, state, scene, near=away_from, exclude={away_from})
+        if spot is None:
+            return None
+        return self._relation_for(spot, scene), spot
+
+    # ------------------------------------------------------------------------------------ receptacles
+
+    def _mentioned(self, goal: GoalSpec) -> set[str]:
+        names: set[str] = set()
+        for cond in goal.all:
+            for attr in ("receptacle", "furniture", "from_"):
+                value = getattr(cond, attr, None)
+                if value:
+                    names.add(value)
+        return names
+
+    def _surfaces(self, state: WorldState, scene: SceneSpec | None) -> list[str]:
+        """Furniture an object can be put on (from the scene spec; without it, furniture holding objects "on")."""
+        if scene is not None:
+            return [f.name for f in scene.furniture if f.surfaces and f.name in state.entities]
+        initial = self._memory.initial
+        seen = list(state.entities.values()) + (list(initial.entities.values()) if initial else [])
+        return sorted({e.parent for e in seen if e.relation == "on" and e.parent and e.parent in state.entities})
+
+    def _dump_surface(
+        self, goal: GoalSpec, state: WorldState, scene: SceneSpec | None, near: str, exclude: set[str]
+    ) -> str | None:
+        mentioned = self._mentioned(goal)
+        candidates = [
+            n
+            for n in self._surfaces(state, scene)
+            if n not in mentioned and n not in exclude and not _closed(state.entities[n])
+        ]
+        if not candidates:
+            return None
+        anchor = state.entities[near].position
+        return min(
+            candidates,
+            key=lambda n: (
+                (state.entities[n].position[0] - anchor[0]) ** 2 + (state.entities[n].position[1] - anchor[1]) ** 2,
+                n,
+            ),
+        )
+
+    def _parking_spot(
+        self, obj: str, goal: GoalSpec, initial: WorldState, state: WorldState, scene: SceneSpec | None, avoid: str | None
+    ) -> str | None:
+        """A surface to put a held object down on: where it came from when that is harmless, else a free one."""
+        mentioned_bad = {
+            c.receptacle for c in goal.all if isinstance(c, (Cleared, Count))
+        }  # putting things back there would undo work
+        origin = initial.entities[obj].parent if obj in initial.entities else None
+        surfaces = set(self._surfaces(state, scene))
+        if (
+            origin is not None
+            and origin != avoid
+            and origin in surfaces
+            and origin not in mentioned_bad
+            and not _closed(state.entities[origin])
+        ):
+            return origin
+        near = avoid if avoid is not None else min(surfaces, key=lambda n: (state.reach_distance(n), n), default=None)
+        if near is None:
+            return None
+        exclude = {avoid} if avoid else set()
+        return self._dump_surface(goal, state, scene, near=near, exclude=exclude | mentioned_bad)
+
+    def _relation_for(self, furniture: str, scene: SceneSpec | None) -> str:
+        if scene is not None:
+            try:
+                spec = scene.furniture_by_name(furniture)
+            except KeyError:
+                return "on"
+            return "in" if spec.interior is not None else "on"
+        # Without the spec, an articulated furniture (fridge, drawer, cabinet) is taken to have an interior.
+        return "in" if self._articulated.get(furniture, False) else "on"
+
+    def _preposition(self, furniture: str, scene: SceneSpec | None) -> str:
+        return "into" if self._relation_for(furniture, scene) == "in" else "on"
+
+    def _wanted_in_hand(self, goal: GoalSpec, initial: WorldState, state: WorldState, held: str) -> bool:
+        return any(isinstance(c, Holding) and held in select(c, initial, state) for c in goal.all)
+
+    def _hand_work_left(self, goal: GoalSpec, initial: WorldState, state: WorldState, moves: Sequence[Move]) -> bool:
+        """Whether something still needs a free hand (a move, an open/close)."""
+        if moves:
+            return True
+        for cond in goal.all:
+            if isinstance(cond, Articulation) and not condition_holds(cond, initial, state):
+                return True
+            if isinstance(cond, Inspected) and cond.furniture not in self._memory.seen_open:
+                return True
+        return False
+
+    def _room_named(self, state: WorldState, name: str) -> str | None:
+        rooms = [
+            e
+            for e in state.entities.values()
+            if e.kind is EntityKind.ROOM and (e.name == name or name in e.aliases or e.category == name)
+        ]
+        if not rooms:
+            return None
+        return min(rooms, key=lambda e: (state.reach_distance(e.name), e.name)).name
+
+    # ------------------------------------------------------------------------------------ analysis text
+
+    def _summary(self, request: PlanRequest, state: WorldState, scene: SceneSpec | None) -> str:
+        """First half of the Analysis: what the last round did, in the EMMOE data's words."""
+        last = self._memory.last
+        if last is None:
+            return "According to my final task"
+        action = Action.parse(last.action)
+        if request.feedback != "None":
+            return f"I failed to {_phrase(last, self._preposition(last.place or '', scene))} and the feedback says: {request.feedback.rstrip('.!')}"
+        if action is Action.GO_TO:
+            return f"I successfully arrived {_article_name(last.target or '')}"
+        if action is Action.PICK:
+            return f"I successfully picked the {last.target}"
+        if action is Action.PUT:
+            return f"I successfully put the {last.target} {self._preposition(last.place or '', scene)} the {last.place}"
+        if action is Action.OPEN:
+            inside = state.objects_in(last.target or "")
+            seen = f" and I find {', '.join(inside)} in it" if inside else " and I find nothing in it"
+            return f"I successfully opened the {last.target}{seen}"
+        if action is Action.CLOSE:
+            return f"I successfully closed the {last.target}"
+        return "According to my final task"
+
+
+def _phrase(subtask: Subtask, preposition: str = "on") -> str:
+    action = Action.parse(subtask.action)
+    if action is Action.PUT:
+        return f"put the {subtask.target} {preposition} the {subtask.place}"
+    word = action.value.lower() if action else subtask.action.lower()
+    return f"{word} the {subtask.target}" if subtask.target else word
+
+
+def _category_match(entity: EntityState, category: str) -> bool:
+    return _matches_category(entity, category)

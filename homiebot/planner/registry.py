@@ -1,0 +1,74 @@
+"""Planners by name: ``make_planner("expert")``, ``homie run --planner NAME``.
+
+Planners are registered as import paths so that heavy backends (torch, openai) are imported only when
+chosen. Other modules add theirs with :func:`register_planner` or a one-line edit of :data:`_PLANNERS`.
+
+Options given to :func:`make_planner` are checked against the planner's constructor: an option the
+planner does not take is an error that names the options it does take (``None`` values are dropped,
+so a CLI can pass its optional flags through unconditionally).
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+from typing import Any
+
+from homiebot.planner.base import Planner
+
+_PLANNERS: dict[str, str] = {
+    "expert": "homiebot.planner.expert:ExpertPlanner",
+    "scripted": "homiebot.planner.scripted:ScriptedPlanner",
+    "random": "homiebot.planner.random_planner:RandomPlanner",
+}
+
+
+class PlannerError(ValueError):
+    """Unknown planner or bad options."""
+
+
+def register_planner(name: str, target: str) -> None:
+    """Register a planner class by import path (``"pkg.module:Class"``)."""
+    _PLANNERS[name] = target
+
+
+def available_planners() -> list[str]:
+    return sorted(_PLANNERS)
+
+
+def planner_class(name: str) -> type[Planner]:
+    """The class registered as ``name`` (to read ``privileged`` / ``accepts_free_text`` without building it)."""
+    try:
+        target = _PLANNERS[name]
+    except KeyError:
+        raise PlannerError(f"unknown planner {name!r}; available: {', '.join(available_planners())}") from None
+    module_name, attr = target.split(":")
+    return getattr(importlib.import_module(module_name), attr)
+
+
+def free_text_planners() -> list[str]:
+    """Names of the planners that can take a free-text instruction with no goal specification."""
+    names = []
+    for name in available_planners():
+        try:
+            if planner_class(name).accepts_free_text:
+                names.append(name)
+        except ImportError:
+            continue  # an optional backend whose dependencies are absent
+    return names
+
+
+def make_planner(name: str, **options: Any) -> Planner:
+    cls = planner_class(name)
+    options = {k: v for k, v in options.items() if v is not None}
+    signature = inspect.signature(cls.__init__)
+    accepts_any = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in signature.parameters.values())
+    known = [p for p in signature.parameters if p != "self"]
+    unknown = sorted(k for k in options if k not in known)
+    if unknown and not accepts_any:
+        takes = ", ".join(known) if known else "no options"
+        raise PlannerError(f"planner {name!r} does not take option(s) {', '.join(unknown)}; it takes: {takes}")
+    try:
+        return cls(**options)
+    except (TypeError, ValueError, FileNotFoundError) as err:
+        raise PlannerError(f"planner {name!r}: {err}") from err
