@@ -1,0 +1,292 @@
+"""Grammar-constrained decoding of the EMMOE answer: with it on, an F1 error cannot happen.
+
+The answer is forced into the trained format (appendix F.1)::
+
+    Analysis: <free text on one line>
+    Subtask: [<action from the list>, <grounded target>(, <grounded place>)]
+    Model: <model from the list>
+
+Library choice: **xgrammar** (kept by the MLC/vLLM/SGLang teams; the default structured-output engine of
+vLLM and SGLang). Why it and not the others:
+
+* it compiles a per-call EBNF grammar in milliseconds (the target list changes every round, as in
+  PARTNR's per-call grammar over observed entities) and fills a token mask in microseconds per step;
+* it gives one matcher per batch row, so one padded batch can carry a different grammar per episode;
+* the same EBNF text is what vLLM (``structured_outputs={"grammar": ...}``, older ``guided_grammar``) and
+  llama.cpp's server (``grammar``, GBNF) accept, so the OpenAI-compatible backend sends the very grammar
+  the local backend applies;
+* it installs here with the pinned CPU ``torch==2.13.0`` and recent transformers (checked: 0.2.8).
+  outlines 1.x installs too but pulls a larger dependency tree and compiles regexes into an FSM per
+  vocabulary, which is slow to rebuild per call; lm-format-enforcer is pure Python and its per-token
+  character-level walk is slower on 150k-token vocabularies.
+
+Decisions (tested in ``tests/planner/test_constrained.py``):
+
+* **Arity follows the action**: ``[End]`` takes nothing, ``Put`` takes an object and a place, every other
+  known action (Go to, Pick, Open, Close) exactly one target. The executor answers a missing target or
+  place with F1, so the grammar must not allow it. An action that is not one of EMMOE's takes one or two.
+* **Targets** are the names perception grounded (``PlanRequest.grounded_targets``). Names that contain
+  ``,``, ``[``, ``]`` or a line break cannot be written inside ``[...]`` without changing how the
+  Subtask line splits, so they are dropped with a warning. When no usable name is left, the target is
+  constrained in form only (``[A-Za-z0-9_]`` followed by letters, digits, spaces, ``_'./-``, at most
+  48 characters): F1 is still impossible; F2 (unknown target) is then possible.
+* **The Model line is always present** and names a listed model, also after ``[End]`` (the format of
+  appendix D has it on every answer; the executor ignores it for End).
+* **Analysis** is one line of printable ASCII without ``[`` (so that appendix D's pattern cannot mistake
+  a ``Subtask: [`` inside the analysis for the Subtask line), starting with a non-space character.
+  ASCII also bounds the token count: every token of a byte-level vocabulary covers at least one byte, so
+  an answer of N bytes needs at most N tokens. The analysis length is capped so that the longest
+  complete answer fits in ``max_new_tokens`` (:func:`analysis_budget`): generation cannot be cut before
+  the Model line, which would be an F1 error.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from homiebot.planner.prompt import parse_output
+from homiebot.types import EMMOE_ACTIONS, EMMOE_MODELS, Action
+
+log = logging.getLogger(__name__)
+
+#: Characters that would change how the Subtask line is split or matched.
+_FORBIDDEN_IN_NAMES: frozenset[str] = frozenset(",[]\n\r")
+#: The longest free-form target (when perception grounded nothing).
+FREE_TARGET_MAX_CHARS = 48
+#: Default cap of the analysis, in characters (the paper's analyses are a few sentences).
+DEFAULT_ANALYSIS_MAX_CHARS = 600
+
+_HEAD = "Analysis: "
+_SUBTASK_OPEN = "\nSubtask: ["
+_SUBTASK_CLOSE = "]\nModel: "
+
+
+class ConstraintError(ValueError):
+    """The constraint cannot be built (no actions, no models, or no room for an answer in the token budget)."""
+
+
+@dataclass(frozen=True)
+class AnswerConstraint:
+    """What a constrained answer may contain; :meth:`grammar` renders it as EBNF (xgrammar / GBNF dialect)."""
+
+    actions: tuple[str, ...]
+    models: tuple[str, ...]
+    targets: tuple[str, ...]  # empty: constrain the target's form only
+    analysis_max_chars: int
+
+    @classmethod
+    def build(
+        cls,
+        actions: Sequence[str] = (),
+        models: Sequence[str] = (),
+        targets: Iterable[str] = (),
+        *,
+        max_new_tokens: int,
+        analysis_max_chars: int = DEFAULT_ANALYSIS_MAX_CHARS,
+    ) -> AnswerConstraint:
+        """The constraint for one request; empty ``actions`` / ``models`` mean EMMOE's lists."""
+        action_list = _unique(a for a in (actions or EMMOE_ACTIONS))
+        model_list = _unique(m for m in (models or EMMOE_MODELS))
+        for kind, names in (("action", action_list), ("model", model_list)):
+            bad = [n for n in names if not n.strip() or set(n) & _FORBIDDEN_IN_NAMES]
+            if bad:
+                raise ConstraintError(f"{kind} names must be non-empty and free of ',[]' and line breaks: {bad}")
+        usable, dropped = [], []
+        for name in _unique(t.strip() for t in targets):
+            (dropped if not name or set(name) & _FORBIDDEN_IN_NAMES else usable).append(name)
+        if dropped:
+            log.warning("grounded names left out of the grammar (they contain ',', '[', ']' or a line break): %s", dropped)
+        draft = cls(tuple(action_list), tuple(model_list), tuple(usable), analysis_max_chars=1)
+        budget = analysis_budget(draft, max_new_tokens)
+        return cls(tuple(action_list), tuple(model_list), tuple(usable), min(analysis_max_chars, budget))
+
+    # -------------------------------------------------------------------------------- sizes
+
+    def longest_subtask_bytes(self) -> int:
+        target = max((_utf8_len(t) for t in self.targets), default=FREE_TARGET_MAX_CHARS)
+        longest = 0
+        for action in self.actions:
+            arity = _arities(action)
+            body = _utf8_len(action) + max(arity) * (2 + target)  # ", " before each target
+            longest = max(longest, body)
+        return longest
+
+    def fixed_bytes(self) -> int:
+        """Bytes of the longest answer besides the analysis."""
+        return (
+            _utf8_len(_HEAD)
+            + _utf8_len(_SUBTASK_OPEN)
+            + self.longest_subtask_bytes()
+            + _utf8_len(_SUBTASK_CLOSE)
+            + max(_utf8_len(m) for m in self.models)
+        )
+
+    # -------------------------------------------------------------------------------- grammar
+
+    def grammar(self) -> str:
+        """EBNF accepted by xgrammar, vLLM (``structured_outputs.grammar``) and llama.cpp (``grammar``)."""
+        subtask_rules = []
+        for action in self.actions:
+            arity = _arities(action)
+            options = []
+            for n in arity:
+                options.append(" ".join([_literal(action)] + ['", " target'] * n))
+            subtask_rules.append(" | ".join(options))
+        if self.targets:
+            target_rule = " | ".join(_literal(t) for t in self.targets)
+        else:
+            target_rule = f"[A-Za-z0-9_] [A-Za-z0-9 _'./\\-]{{0,{FREE_TARGET_MAX_CHARS - 1}}}"
+        # '!'..'Z' and '\\'..'~' is printable ASCII without space and '['; the tail adds the space.
+        analysis_rule = f"[!-Z\\\\-~] [ -Z\\\\-~]{{0,{max(self.analysis_max_chars - 1, 0)}}}"
+        return "\n".join(
+            [
+                f"root ::= {_literal(_HEAD)} analysis {_literal(_SUBTASK_OPEN)} subtask {_literal(_SUBTASK_CLOSE)} model",
+                f"analysis ::= {analysis_rule}",
+                "subtask ::= " + " | ".join(f"({r})" for r in subtask_rules),
+                f"target ::= {target_rule}",
+                "model ::= " + " | ".join(_literal(m) for m in self.models),
+            ]
+        )
+
+
+def analysis_budget(constraint: AnswerConstraint, max_new_tokens: int) -> int:
+    """The most analysis characters that still let the longest complete answer fit in ``max_new_tokens``.
+
+    Every character allowed by the grammar is ASCII (one byte) except in grounded names, which are
+    counted in UTF-8 bytes; a token of a byte-level vocabulary covers at least one byte.
+    """
+    budget = max_new_tokens - constraint.fixed_bytes()
+    if budget < 1:
+        raise ConstraintError(
+            f"max_new_tokens={max_new_tokens} leaves no room for a constrained answer: the Subtask and Model "
+            f"lines alone can take {constraint.fixed_bytes()} tokens; raise max_new_tokens"
+        )
+    return budget
+
+
+def _arities(action: str) -> tuple[int, ...]:
+    known = Action.parse(action)
+    if known is Action.END:
+        return (0,)
+    if known is Action.PUT:
+        return (2,)
+    if known is not None:
+        return (1,)
+    return (1, 2)
+
+
+def _literal(text: str) -> str:
+    """An EBNF string literal (escapes that xgrammar, GBNF and vLLM's parsers share)."""
+    escaped = text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n").replace("\r", "\\r").replace("\t", "\\t")
+    return f'"{escaped}"'
+
+
+def _unique(items: Iterable[str]) -> list[str]:
+    seen: dict[str, None] = {}
+    for item in items:
+        seen.setdefault(item, None)
+    return list(seen)
+
+
+def _utf8_len(text: str) -> int:
+    return len(text.encode("utf-8"))
+
+
+# --------------------------------------------------------------------------------- F1 check
+
+
+def f1_violation(text: str, actions: Sequence[str] = EMMOE_ACTIONS, models: Sequence[str] = EMMOE_MODELS) -> str | None:
+    """Why ``text`` would be an F1 error, or None. Mirrors the F1 checks of :mod:`homiebot.executor.executor`.
+
+    In order: unparseable (appendix D pattern, H.1 fallback), action not in the list, ``End`` (passes with no
+    further check), model not in the list (case-insensitive), missing target, Put without a place.
+    """
+    parsed = parse_output(text)
+    if parsed.subtask is None:
+        return f"unparseable: {parsed.parse_error}"
+    action_keys = {" ".join(a.lower().split()) for a in actions}
+    key = " ".join(parsed.subtask.action.strip().lower().split())
+    action = Action.parse(parsed.subtask.action)
+    if action is None or key not in action_keys:
+        return f"action not in the list: {parsed.subtask.action!r}"
+    if action is Action.END:
+        return None
+    if " ".join(parsed.model.strip().split()).lower() not in {m.lower() for m in models}:
+        return f"model not in the list: {parsed.model!r}"
+    if not (parsed.subtask.target or "").strip():
+        return "missing target"
+    if action is Action.PUT and not (parsed.subtask.place or "").strip():
+        return "Put without a place"
+    return None
+
+
+# ------------------------------------------------------------------------ transformers logits processor
+
+
+class GrammarCompilerCache:
+    """One xgrammar compiler per tokenizer, with compiled grammars cached by their text.
+
+    Built lazily so that importing this module needs neither torch nor xgrammar.
+    """
+
+    def __init__(self, tokenizer: Any, vocab_size: int, stop_token_ids: Sequence[int]) -> None:
+        try:
+            import xgrammar as xgr
+        except ImportError as exc:  # pragma: no cover - depends on the environment
+            raise ConstraintError(
+                "constrained decoding needs xgrammar (pip install -e '.[models]'); or pass constrained=False"
+            ) from exc
+        self._xgr = xgr
+        self.stop_token_ids = tuple(sorted(set(int(t) for t in stop_token_ids)))
+        info = xgr.TokenizerInfo.from_huggingface(tokenizer, vocab_size=vocab_size, stop_token_ids=list(self.stop_token_ids))
+        self.compiler = xgr.GrammarCompiler(info, max_threads=1, cache_enabled=True)
+        self.vocab_size = vocab_size
+
+    def compile(self, grammar: str) -> Any:
+        try:
+            return self.compiler.compile_grammar(grammar)
+        except RuntimeError as exc:
+            raise ConstraintError(f"the answer grammar does not compile: {exc}") from exc
+
+
+class GrammarLogitsProcessor:
+    """A transformers logits processor with one xgrammar matcher per batch row.
+
+    Written here rather than using ``xgrammar.contrib.hf.LogitsProcessor`` because rows of one batch carry
+    different grammars (each episode's grounded targets) and rows that finished early must stop feeding
+    their padding to the matcher. One instance serves one ``generate`` call.
+    """
+
+    def __init__(self, compiled_grammars: Sequence[Any]) -> None:
+        import xgrammar as xgr
+
+        self._xgr = xgr
+        self.matchers = [xgr.GrammarMatcher(g) for g in compiled_grammars]
+        vocab_size = compiled_grammars[0].tokenizer_info.vocab_size
+        self.bitmask = xgr.allocate_token_bitmask(len(self.matchers), vocab_size)
+        self._started = False
+
+    def __call__(self, input_ids: Any, scores: Any) -> Any:
+        if input_ids.shape[0] != len(self.matchers):
+            raise RuntimeError(f"batch of {input_ids.shape[0]} rows for {len(self.matchers)} grammars")
+        if self._started:
+            last = input_ids[:, -1].tolist()
+            for row, matcher in enumerate(self.matchers):
+                if not matcher.is_terminated():
+                    if not matcher.accept_token(int(last[row])):
+                        raise RuntimeError(f"row {row}: the sampled token {last[row]} breaks the grammar")
+        self._started = True
+        for row, matcher in enumerate(self.matchers):
+            if not matcher.is_terminated():
+                matcher.fill_next_token_bitmask(self.bitmask, row)
+        # xgrammar applies masks on CPU and CUDA tensors; the mask allows only the stop tokens once a row's
+        # grammar is complete, and generate() replaces a finished row's tokens with padding anyway.
+        if scores.device.type not in ("cpu", "cuda"):
+            masked = scores.to("cpu")
+            self._xgr.apply_token_bitmask_inplace(masked, self.bitmask)
+            return masked.to(scores.device)
+        self._xgr.apply_token_bitmask_inplace(scores, self.bitmask.to(scores.device, non_blocking=True))
+        return scores
