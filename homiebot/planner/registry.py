@@ -19,6 +19,8 @@ from homiebot.planner.base import Planner
 _PLANNERS: dict[str, str] = {
     "expert": "homiebot.planner.expert:ExpertPlanner",
     "scripted": "homiebot.planner.scripted:ScriptedPlanner",
+    "openai": "homiebot.planner.openai_backend:OpenAIPlanner",
+    "hf": "homiebot.planner.hf_backend:HFPlanner",
     "random": "homiebot.planner.random_planner:RandomPlanner",
 }
 
