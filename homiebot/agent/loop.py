@@ -198,9 +198,10 @@ def _run(
         history_window=config.history_window,
     )
     planner.reset(instruction, seed=scene_seed)
-    extras: dict[str, Any] = {"max_rounds": config.max_rounds, **config.extras}
-    if planner.privileged:
-        extras["scene"] = sim.scene_spec()
+    # Extras every planner receives: the round limit, the scene spec (object kinds for baselines such as the
+    # random planner; the expert's receptacle facts) and the current observation (its segmentation tells a
+    # baseline what is visible). Model backends build their prompts from the request's text and images only.
+    extras: dict[str, Any] = {"max_rounds": config.max_rounds, **config.extras, "scene": sim.scene_spec()}
     goal = task.goal if task is not None else None
 
     state = initial
@@ -208,7 +209,7 @@ def _run(
         round_start = time.perf_counter()
         timings: dict[str, float] = {}
         images = observation.images() if observation is not None else []
-        request = session.make_request(images, world_state=state, goal=goal, extras=extras)
+        request = session.make_request(images, world_state=state, goal=goal, extras={**extras, "observation": observation})
         t0 = time.perf_counter()
         try:
             raw = planner.plan(request)

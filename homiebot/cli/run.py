@@ -1,9 +1,215 @@
-"""Commands of this area (filled in by its issue)."""
+"""``homie run`` (one HomieBot episode, recorded) and ``homie tasks`` (the built-in task ids).
+
+Exit codes: 0 the episode ran and its record was written (whether or not the task succeeded: the summary
+says so); 1 the episode stopped on an infrastructure error (planner or simulator failure; the record holds
+the error); 2 bad input (unknown task, scene or planner, free text for a planner that needs a goal,
+an output directory that cannot be written, bad options). Messages go to stderr.
+"""
 
 from __future__ import annotations
 
+import json
+import logging
+from pathlib import Path
+from typing import Any, Optional
+
 import typer
+
+log = logging.getLogger(__name__)
+
+
+def _fail(message: str, code: int = 2) -> typer.Exit:
+    typer.secho(f"error: {message}", fg="red", err=True)
+    return typer.Exit(code)
+
+
+def _parse_options(pairs: list[str]) -> dict[str, Any]:
+    """``key=value`` planner options; values are read as JSON when they parse (numbers, booleans), else text."""
+    options: dict[str, Any] = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key.strip():
+            raise _fail(f"planner option {pair!r} must look like key=value")
+        try:
+            options[key.strip()] = json.loads(value)
+        except json.JSONDecodeError:
+            options[key.strip()] = value
+    return options
+
+
+def _round_table(trajectory: Any) -> Any:
+    from rich.table import Table
+
+    table = Table(title=f"{trajectory.task_id or 'free text'}: {trajectory.instruction}", show_lines=False)
+    for column in ("#", "subtask", "model", "code", "feedback", "inventory"):
+        table.add_column(column, overflow="fold")
+    for r in trajectory.rounds:
+        style = None if r.feedback.success else "yellow"
+        table.add_row(
+            str(r.index),
+            r.subtask_text,
+            r.output.model or "-",
+            r.feedback.code.value,
+            r.feedback.message,
+            " ".join(r.feedback.inventory) or "None",
+            style=style,
+        )
+    return table
 
 
 def register(app: typer.Typer) -> None:
-    """Add this module's commands to the ``homie`` app."""
+    """Add ``homie run`` and ``homie tasks``."""
+
+    @app.command("run")
+    def run_command(
+        instruction: Optional[str] = typer.Argument(None, help="A free-text instruction (instead of --task)."),
+        task_id: Optional[str] = typer.Option(None, "--task", "-t", help="A built-in task id (`homie tasks`)."),
+        scene: Optional[str] = typer.Option(None, "--scene", help="Scene for a free-text instruction (or to override the task's)."),
+        out: Path = typer.Option(..., "--out", "-o", help="Episode record directory (an earlier record there is replaced)."),
+        planner: str = typer.Option("expert", "--planner", help="Planner name (homiebot.planner.registry)."),
+        seed: int = typer.Option(0, "--seed", help="Run index: the scene is reset with the task's seed + this (free text: this)."),
+        backend: str = typer.Option("mujoco", "--backend", help="Simulator backend."),
+        max_rounds: int = typer.Option(20, "--max-rounds", min=1, help="Round limit (paper: 20)."),
+        render: bool = typer.Option(True, "--render/--no-render", help="Render the four views every round."),
+        video: bool = typer.Option(True, "--video/--no-video", help="Write episode.mp4."),
+        noise: str = typer.Option("off", "--noise", help="Low-level noise preset of the skill layer (off, emmoe)."),
+        strict_models: bool = typer.Option(False, "--strict-models/--lenient-models", help="F1 when the model does not serve the action."),
+        base_url: Optional[str] = typer.Option(None, "--base-url", help="Model planners: OpenAI-compatible server URL."),
+        model: Optional[str] = typer.Option(None, "--model", help="Model planners: model name."),
+        api_key_env: Optional[str] = typer.Option(None, "--api-key-env", help="Model planners: environment variable holding the API key."),
+        constrained: Optional[bool] = typer.Option(None, "--constrained/--no-constrained", help="Model planners: constrained decoding."),
+        planner_option: list[str] = typer.Option([], "--planner-option", "-p", help="Other planner option key=value (repeatable)."),
+    ) -> None:
+        """Run one HomieBot episode (planner -> executor -> skills -> simulator) and record it into OUT."""
+        from homiebot.agent.loop import EpisodeConfig, EpisodeSetupError, run_episode
+        from homiebot.data.record import EpisodeRecorder, RecordError
+        from homiebot.eval.tasks import TaskError, get_task
+        from homiebot.planner.registry import PlannerError, free_text_planners, make_planner, planner_class
+        from homiebot.sim.base import available_backends
+        from homiebot.sim.scene import SceneError, load_scene
+
+        if (task_id is None) == (instruction is None):
+            raise _fail("give either --task ID or a free-text INSTRUCTION (with --scene)")
+        task = None
+        if task_id is not None:
+            try:
+                task = get_task(task_id)
+            except TaskError as err:
+                raise _fail(str(err)) from None
+        elif not instruction or not instruction.strip():
+            raise _fail("the instruction is empty")
+        elif scene is None:
+            raise _fail("a free-text instruction needs --scene NAME")
+        scene_name = scene or (task.scene if task else None)
+        if backend == "mujoco":
+            try:
+                load_scene(scene_name)
+            except SceneError as err:
+                raise _fail(str(err)) from None
+        elif backend not in available_backends():
+            raise _fail(f"unknown simulator backend {backend!r}; available: {', '.join(available_backends())}")
+        try:
+            cls = planner_class(planner)
+        except (PlannerError, ImportError) as err:
+            raise _fail(str(err)) from None
+        if task is None and not cls.accepts_free_text:
+            takers = ", ".join(free_text_planners()) or "none installed"
+            raise _fail(
+                f"planner {planner!r} needs a built-in task with a goal specification (use --task ID); "
+                f"planners that take a free-text instruction: {takers}"
+            )
+        options = _parse_options(planner_option)
+        options.update(base_url=base_url, model=model, api_key_env=api_key_env, constrained=constrained)
+        try:
+            recorder = EpisodeRecorder(out, images=render, video=video and render)
+        except RecordError as err:
+            raise _fail(str(err)) from None
+        try:
+            the_planner = make_planner(planner, **options)
+        except PlannerError as err:
+            raise _fail(str(err)) from None
+
+        skills = None
+        if noise != "off":
+            try:
+                from homiebot.skills.noise import noisy_skills_factory
+            except ImportError as err:
+                raise _fail(f"--noise {noise}: the skill layer is not available ({err})") from None
+            try:
+                skills = noisy_skills_factory(noise)
+            except (KeyError, ValueError) as err:
+                raise _fail(f"--noise: {err}") from None
+
+        from rich.console import Console
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+        from homiebot.sim.base import make_simulator
+
+        console = Console(stderr=True)
+        config = EpisodeConfig(max_rounds=max_rounds, render=render, strict_models=strict_models)
+        sim = make_simulator(backend, render=render) if backend == "mujoco" else make_simulator(backend)
+        try:
+            with Progress(
+                TextColumn("[bold]round"),
+                BarColumn(),
+                MofNCompleteColumn(),
+                TimeElapsedColumn(),
+                TextColumn("{task.description}"),
+                console=console,
+                transient=False,
+            ) as bar:
+                progress_task = bar.add_task("starting", total=max_rounds)
+
+                def on_round(record: Any, limit: int) -> None:
+                    bar.update(
+                        progress_task,
+                        completed=record.index,
+                        description=f"{record.subtask_text} -> {record.feedback.code.value}",
+                    )
+
+                trajectory = run_episode(
+                    sim,
+                    the_planner,
+                    task=task,
+                    instruction=instruction,
+                    scene=scene_name,
+                    seed=seed,
+                    config=config,
+                    recorder=recorder,
+                    progress=on_round,
+                    skills=skills,
+                )
+                bar.update(progress_task, total=len(trajectory.rounds) or 1, completed=len(trajectory.rounds) or 1)
+        except EpisodeSetupError as err:
+            raise _fail(str(err)) from None
+        finally:
+            sim.shutdown()
+            the_planner.close()
+
+        Console().print(_round_table(trajectory))
+        if trajectory.goal_satisfied is None:
+            verdict = "ended" if trajectory.ended else "did not end"
+        else:
+            ok = trajectory.ended and trajectory.goal_satisfied
+            verdict = "[green]success[/green]" if ok else "[red]failure[/red]"
+            verdict += f" (goal {'met' if trajectory.goal_satisfied else 'not met'}, {'ended' if trajectory.ended else 'no End'})"
+        Console().print(
+            f"{verdict}: {len(trajectory.rounds)} rounds, path {trajectory.path_length:.1f} m, "
+            f"{trajectory.wall_time_s:.2f} s; record: {recorder.out_dir}"
+        )
+        if trajectory.error:
+            raise _fail(trajectory.error, code=1)
+
+    @app.command("tasks")
+    def tasks_command(
+        suite: Optional[str] = typer.Option(None, "--suite", help="Only this suite (default: every built-in suite)."),
+    ) -> None:
+        """List the built-in task ids, one per line."""
+        from homiebot.eval.tasks import TaskError, all_tasks, load_suite
+
+        try:
+            tasks = load_suite(suite).tasks if suite else all_tasks()
+        except TaskError as err:
+            raise _fail(str(err)) from None
+        for task in tasks:
+            typer.echo(task.id)
