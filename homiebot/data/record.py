@@ -193,11 +193,12 @@ class EpisodeRecorder:
         self._rounds.append(record)
         if observation is None:
             return
-        views = [observation.views[name].rgb for name in VIEW_NAMES if name in observation.views]
+        # A simulator built without rendering returns zero-size views: nothing to write then.
+        present = [n for n in VIEW_NAMES if n in observation.views and observation.views[n].rgb.size > 0]
+        views = [observation.views[n].rgb for n in present]
         if self.images:
-            for name in VIEW_NAMES:
-                if name in observation.views:
-                    Image.fromarray(observation.views[name].rgb).save(self._tmp / view_filename(record.index, name))
+            for name in present:
+                Image.fromarray(observation.views[name].rgb).save(self._tmp / view_filename(record.index, name))
         if self.video and len(views) == 4:
             caption = [
                 f"({record.index}) {record.subtask_text}  model: {record.output.model or '-'}",

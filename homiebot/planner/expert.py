@@ -31,8 +31,9 @@ Decisions (tested in ``tests/planner/test_expert.py``):
   flip-flop as the robot moves.
 * Objects with no stated destination (``cleared``, the surplus of a ``count``) go to the nearest surface
   that no goal condition mentions (the "dump" surface).
-* Put goes *in* a furniture that has an interior (and is open), *on* one that has only surfaces; this is
-  the embedded simulator's rule, read from the scene spec in ``request.extras["scene"]``.
+* Put goes *in* an articulated furniture with an interior (fridge, drawer, cabinet), else *on* its
+  surface, else in its interior (a sink); this is the embedded simulator's rule, read from the scene spec
+  in ``request.extras["scene"]``. Parking and dump spots are non-articulated surfaces.
 * A target counts as within reach when its reach distance lies in [0.1 m, ``interact_range_m``], or in
   [0.1 m, 2 m] right after a successful Go to it (the simulator may stop a little farther away).
 * After the same subtask fails twice in a row with E1, the object is set aside for another candidate when
@@ -451,7 +452,12 @@ class ExpertPlanner(Planner):
     def _surfaces(self, state: WorldState, scene: SceneSpec | None) -> list[str]:
         """Furniture an object can be put on (from the scene spec; without it, furniture holding objects "on")."""
         if scene is not None:
-            return [f.name for f in scene.furniture if f.surfaces and f.name in state.entities]
+            # Surfaces that take objects "on" them: an articulated furniture takes them in its interior instead.
+            return [
+                f.name
+                for f in scene.furniture
+                if f.surfaces and f.articulation is None and f.name in state.entities
+            ]
         initial = self._memory.initial
         seen = list(state.entities.values()) + (list(initial.entities.values()) if initial else [])
         return sorted({e.parent for e in seen if e.relation == "on" and e.parent and e.parent in state.entities})
@@ -500,12 +506,15 @@ class ExpertPlanner(Planner):
         return self._dump_surface(goal, state, scene, near=near, exclude=exclude | mentioned_bad)
 
     def _relation_for(self, furniture: str, scene: SceneSpec | None) -> str:
+        """The embedded simulator's put rule: articulated with an interior -> in; a surface -> on; else in."""
         if scene is not None:
             try:
                 spec = scene.furniture_by_name(furniture)
             except KeyError:
                 return "on"
-            return "in" if spec.interior is not None else "on"
+            if spec.articulation is not None and spec.interior is not None:
+                return "in"
+            return "on" if spec.surfaces else ("in" if spec.interior is not None else "on")
         # Without the spec, an articulated furniture (fridge, drawer, cabinet) is taken to have an interior.
         return "in" if self._articulated.get(furniture, False) else "on"
 
