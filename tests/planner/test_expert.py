@@ -1,0 +1,130 @@
+"""The expert planner on apartment_1 (MuJoCo, no rendering): every goal condition type, its text format,
+its model choices and its refusals."""
+
+from __future__ import annotations
+
+import pytest
+
+from homiebot.agent.loop import EpisodeConfig, run_episode
+from homiebot.eval.goals import GoalSpec
+from homiebot.eval.tasks import TaskSpec
+from homiebot.planner.base import PlanRequest
+from homiebot.planner.expert import ExpertPlanner
+from homiebot.planner.prompt import STRICT_PATTERN, parse_output
+from homiebot.sim.base import make_simulator
+from homiebot.types import Action, ErrorCode
+
+NO_RENDER = EpisodeConfig(render=False)
+
+
+@pytest.fixture(scope="module")
+def sim():
+    simulator = make_simulator("mujoco", render=False)
+    yield simulator
+    simulator.shutdown()
+
+
+def task(goal: list[dict], instruction: str = "a task") -> TaskSpec:
+    return TaskSpec(id="x", instruction=instruction, scene="apartment_1", attributes=["long-horizon"],
+                    keypaths=[["[End]"]], goal=GoalSpec.model_validate({"all": goal}))
+
+
+def run(sim, goal, **kw):
+    traj = run_episode(sim, ExpertPlanner(), task=task(goal), config=NO_RENDER, **kw)
+    texts = [r.subtask_text for r in traj.rounds]
+    return traj, texts
+
+
+GOALS = {
+    "placed count=2 by alias": [{"type": "placed", "category": "can", "relation": "on", "receptacle": "sofa", "count": 2}],
+    "placed all fruit (one in the closed fridge)": [
+        {"type": "placed", "category": "fruit", "relation": "on", "receptacle": "brown_table", "all": True}],
+    "placed all from brown_table except bowl": [
+        {"type": "placed", "category": "item", "from": "brown_table", "except": ["bowl"], "relation": "on",
+         "receptacle": "sofa", "all": True},
+        {"type": "cleared", "receptacle": "brown_table", "except": ["bowl"]}],
+    "count up to 2": [{"type": "count", "category": "can", "relation": "on", "receptacle": "kitchen_counter", "equals": 2}],
+    "count down to 0": [{"type": "count", "category": "can", "relation": "on", "receptacle": "kitchen_counter", "equals": 0}],
+    "cleared tv_stand": [{"type": "cleared", "receptacle": "tv_stand"}],
+    "clean brown table into fridge": [
+        {"type": "placed", "category": "item", "from": "brown_table", "relation": "in", "receptacle": "fridge", "all": True},
+        {"type": "cleared", "receptacle": "brown_table"},
+        {"type": "articulation", "furniture": "fridge", "state": "closed"}],
+    "open cabinet": [{"type": "articulation", "furniture": "cabinet", "state": "open"}],
+    "robot in kitchen": [{"type": "robot_in", "room": "kitchen"}],
+    "holding the apple": [{"type": "holding", "category": "apple"}],
+    "inspected cabinet": [{"type": "inspected", "furniture": "cabinet"}],
+    "banana from fridge to sink, then stand in living room": [
+        {"type": "placed", "object": "banana", "relation": "in", "receptacle": "sink"},
+        {"type": "robot_in", "room": "living room"}],
+    "sponge in drawer and mug on counter": [
+        {"type": "placed", "object": "sponge", "relation": "in", "receptacle": "kitchen_drawer"},
+        {"type": "placed", "object": "mug", "relation": "on", "receptacle": "kitchen_counter"}],
+}
+
+
+@pytest.mark.parametrize("name", sorted(GOALS))
+def test_expert_meets_every_condition_type(sim, name):
+    traj, texts = run(sim, GOALS[name])
+    assert traj.error is None
+    assert traj.goal_satisfied and traj.ended, (name, texts, [r.feedback.message for r in traj.rounds])
+    assert all(r.feedback.code is ErrorCode.OK for r in traj.rounds), texts
+    assert len(texts) <= 20
+
+
+def test_containers_opened_before_pick_and_closed_after(sim):
+    traj, texts = run(sim, GOALS["placed all fruit (one in the closed fridge)"])
+    assert texts.index("[Open, fridge]") < texts.index("[Pick, banana]")
+    assert "[Close, fridge]" in texts[texts.index("[Pick, banana]"):]
+    assert not sim.state().entities["fridge"].is_open
+
+
+def test_open_goal_is_not_undone(sim):
+    traj, texts = run(sim, GOALS["open cabinet"])
+    assert texts == ["[Go to, cabinet]", "[Open, cabinet]", "[End]"]
+    assert sim.state().entities["cabinet"].is_open
+
+
+def test_holding_goal_ends_holding(sim):
+    traj, texts = run(sim, GOALS["holding the apple"])
+    assert texts[-2:] == ["[Pick, apple]", "[End]"] and sim.state().held == "apple"
+
+
+def test_count_down_moves_surplus_to_an_unmentioned_surface(sim):
+    traj, texts = run(sim, GOALS["count down to 0"])
+    puts = [r.output.subtask for r in traj.rounds if r.output.subtask and r.output.subtask.action == "Put"]
+    assert puts and all(p.place not in ("kitchen_counter",) for p in puts)
+
+
+def test_powered_off_cannot_be_met_and_the_expert_says_so(sim):
+    traj, texts = run(sim, [{"type": "powered_off", "furniture": "fridge"}])
+    assert texts == ["[End]"] and traj.goal_satisfied is False
+    assert "no action in my action list can switch off the fridge" in traj.rounds[0].output.analysis
+
+
+def test_output_format_and_models(sim):
+    traj, _ = run(sim, GOALS["clean brown table into fridge"])
+    expected_model = {Action.PICK: "RT-1-X", Action.PUT: "RT-1-X", Action.OPEN: "octo", Action.CLOSE: "octo",
+                      Action.END: "None"}
+    for r in traj.rounds:
+        assert STRICT_PATTERN.search(r.output.raw), r.output.raw
+        assert r.output.raw.count("\n") == 2 and r.output.raw.startswith("Analysis: ")
+        assert r.output.parse_error is None and r.output.analysis
+        action = Action.parse(r.output.subtask.action)
+        if action is Action.GO_TO:
+            kind = sim.state().entities[r.output.subtask.target].kind.value
+            assert r.output.model == ("PixNav" if kind == "object" else "NoMaD")
+        else:
+            assert r.output.model == expected_model[action]
+
+
+def test_expert_refuses_without_privileged_inputs():
+    with pytest.raises(ValueError, match="needs the privileged world state and a goal"):
+        ExpertPlanner().plan(PlanRequest(system_prompt="", instruction="", images=[]))
+
+
+def test_expert_answer_parses_with_the_papers_pattern(sim):
+    traj, _ = run(sim, GOALS["robot in kitchen"])
+    first = parse_output(traj.rounds[0].output.raw)
+    assert first.subtask.text() == "[Go to, kitchen]" and first.model == "NoMaD"
+    assert first.analysis.startswith("According to my final task")
