@@ -1,9 +1,149 @@
-"""Commands of this area (filled in by its issue)."""
+"""``homie sim``: list, validate and render the scenes of the embedded simulator.
+
+* ``homie sim scenes``: one library scene name per line.
+* ``homie sim validate FILE``: parse a scene file; an invalid one names the field at fault (exit 2).
+* ``homie sim render --scene NAME --out DIR [--seed N] [--size PX]``: the four first-person views as
+  ``{view}_rgb.png``, ``{view}_depth.png`` (colourised, near = bright) plus ``{view}_depth.npy`` (metres),
+  ``{view}_seg.png`` (one colour per instance, same colour for the same instance in every view),
+  ``topdown.png`` and ``instances.json`` (segmentation id -> instance name). Every file is written to a
+  temporary name in DIR and renamed into place, so an interrupted run leaves no half-written image.
+
+Exit codes: 0 success, 2 invalid or unknown scene (the message lists the field or the available scenes).
+"""
 
 from __future__ import annotations
 
+import json
+import os
+import tempfile
+from pathlib import Path
+
 import typer
+
+sim_app = typer.Typer(help="Embedded MuJoCo simulator: scenes, validation, rendering.", no_args_is_help=True)
+
+EXIT_BAD_SCENE = 2
+
+
+def _fail(message: str) -> None:
+    typer.echo(message, err=True)
+    raise typer.Exit(EXIT_BAD_SCENE)
+
+
+def _atomic_write(path: Path, write) -> None:
+    """Call ``write(tmp_path)`` on a temporary file next to ``path``, then rename it into place."""
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.stem}.", suffix=path.suffix)
+    os.close(fd)
+    try:
+        write(Path(tmp))
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def _instance_colours(count: int):
+    """A fixed colour per instance id (0 = black), well separated for neighbouring ids."""
+    import numpy as np
+
+    ids = np.arange(count + 1)
+    golden = 0.618033988749895
+    hue = (ids * golden) % 1.0
+    import matplotlib.colors as mcolors
+
+    rgb = mcolors.hsv_to_rgb(np.stack([hue, np.full_like(hue, 0.65), np.full_like(hue, 0.95)], axis=1))
+    colours = (rgb * 255).astype(np.uint8)
+    colours[0] = 0
+    return colours
+
+
+def _colour_depth(depth):
+    import numpy as np
+    from matplotlib import colormaps
+
+    valid = depth > 0
+    far = float(np.percentile(depth[valid], 99)) if valid.any() else 1.0
+    scaled = 1.0 - np.clip(depth / max(far, 1e-6), 0.0, 1.0)
+    image = (colormaps["magma"](scaled)[..., :3] * 255).astype(np.uint8)
+    image[~valid] = 0
+    return image
+
+
+@sim_app.command("scenes")
+def scenes_command() -> None:
+    """List the library scenes, one name per line."""
+    from homiebot.sim.scene import list_scenes
+
+    for name in list_scenes():
+        typer.echo(name)
+
+
+@sim_app.command("validate")
+def validate_command(file: Path = typer.Argument(..., help="Scene file (.yaml, .yml or .json).")) -> None:
+    """Validate a scene file: its schema, and that the simulator can compile it and place every object."""
+    from homiebot.sim.scene import SceneError, load_scene
+
+    try:
+        spec = load_scene(file)
+        from homiebot.sim.mujoco.backend import MujocoSimulator
+
+        sim = MujocoSimulator(render=False)
+        try:
+            sim.reset(spec, seed=0)
+        finally:
+            sim.shutdown()
+    except SceneError as err:
+        _fail(str(err))
+    except ValueError as err:  # MuJoCo compile errors
+        _fail(f"invalid scene {file}: the simulator cannot build it: {err}")
+    typer.echo(f"{file}: ok ({len(spec.rooms)} rooms, {len(spec.furniture)} furniture, {len(spec.objects)} objects)")
+
+
+@sim_app.command("render")
+def render_command(
+    scene: str = typer.Option(..., "--scene", "-s", help="Library scene name or scene file."),
+    out: Path = typer.Option(..., "--out", "-o", help="Output directory (created)."),
+    seed: int = typer.Option(0, "--seed", help="Placement seed."),
+    size: int = typer.Option(256, "--size", help="View size in pixels."),
+    map_size: int = typer.Option(768, "--map-size", help="Top-down map size in pixels."),
+) -> None:
+    """Render the four first-person views (RGB, depth, segmentation) and the top-down map."""
+    import numpy as np
+    from PIL import Image
+
+    from homiebot.sim.scene import SceneError, load_scene
+
+    try:
+        spec = load_scene(scene)
+    except SceneError as err:
+        _fail(str(err))
+    from homiebot.sim.mujoco.backend import MujocoSimulator
+
+    out.mkdir(parents=True, exist_ok=True)
+    sim = MujocoSimulator(width=size, height=size)
+    try:
+        try:
+            obs = sim.reset(spec, seed=seed)
+        except SceneError as err:
+            _fail(str(err))
+        colours = _instance_colours(max(obs.instance_names, default=0))
+
+        def png(array):
+            return lambda p: Image.fromarray(array).save(p, format="PNG")
+
+        for name, view in obs.views.items():
+            _atomic_write(out / f"{name}_rgb.png", png(view.rgb))
+            _atomic_write(out / f"{name}_depth.png", png(_colour_depth(view.depth)))
+            _atomic_write(out / f"{name}_depth.npy", lambda p, d=view.depth: np.save(p, d))
+            _atomic_write(out / f"{name}_seg.png", png(colours[view.segmentation]))
+        _atomic_write(out / "topdown.png", png(sim.render_topdown(map_size)))
+        legend = {str(i): n for i, n in sorted(obs.instance_names.items())}
+        _atomic_write(out / "instances.json", lambda p: p.write_text(json.dumps(legend, indent=2) + "\n"))
+    finally:
+        sim.shutdown()
+    typer.echo(f"wrote {len(obs.views) * 4 + 2} files to {out}")
 
 
 def register(app: typer.Typer) -> None:
-    """Add this module's commands to the ``homie`` app."""
+    """Add ``homie sim ...`` to the ``homie`` app."""
+    app.add_typer(sim_app, name="sim")

@@ -1,0 +1,784 @@
+"""``MujocoSimulator``: the embedded household simulator behind the :class:`~homiebot.sim.base.Simulator` protocol.
+
+What happens where:
+
+* :mod:`.compiler` turns a scene spec into a MuJoCo model (rooms, walls with doorway gaps, furniture with
+  doors and drawers, primitive objects, the Fetch-class robot of :mod:`.robot`);
+* :mod:`.placement` draws the objects' spots from the reset seed;
+* :mod:`.navigation` plans base paths on an occupancy grid; :mod:`.rendering` draws the four views;
+  :mod:`.topdown` draws the map.
+
+Oracle skills (privileged state, like the Habitat oracle skills that EMMOE's M3 and PARTNR use) are
+kinematic: joints and objects are set, not simulated, and the robot's base is collision-checked by
+MuJoCo at every 5 cm of its path. Every skill checks in EMMOE's order (appendix E.1): the name exists
+(NOT_FOUND), logic (HAND_FULL for pick/open/close, HAND_EMPTY for put, CONTAINER_CLOSED for put into or
+pick from a closed container, NOT_INTERACTIVE for open/close), then distance with
+``WorldState.reach_distance`` (TOO_FAR above 2 m, TOO_CLOSE below 0.1 m), then execution. It returns a
+:class:`SkillResult` and never raises for a physical failure.
+
+Decisions where the paper or the issue leaves room (tested in ``tests/sim``):
+
+* ``render=False`` creates no GL context at all; ``observe()`` then returns the four views with the true
+  intrinsics and camera poses but zero-size arrays (``rgb.shape == (0, 0, 3)``, ``depth.shape == (0, 0)``)
+  so that a headless evaluation loop runs unchanged; check ``view.rgb.size`` before saving an image.
+* Go to a room ends inside the room's polygon (``WorldState.robot_room == room``); reach_distance is 0
+  there by construction, and the executor never asks D1/D2 of a room (only of pick/put/open/close
+  targets). Go to furniture or an object ends facing it with ``reach_distance`` of the target (and of the
+  object's receptacle) in [0.1, 2.0); doors and drawers are approached from their front side, drawers from
+  beyond their travel.
+* Go to an object the robot holds succeeds without moving; already being at a room succeeds likewise.
+* Put decides "in" or "on" from the receptacle: an articulated receptacle (fridge, drawer, cabinet) takes
+  objects in its interior; otherwise a surface is used when there is one, else the interior (a sink).
+* Put of an object other than the one in hand is EXECUTION_FAILED (the hand is not empty, so HAND_EMPTY
+  would be false); Pick of furniture or a room and Put onto a room or an object are EXECUTION_FAILED
+  with the reason in the detail.
+* Open of an open (or Close of a closed) container succeeds and says so in the detail.
+* ``reset_arm()`` stows the arm when the hand is empty and returns it to the carry pose when holding
+  (the grasp survives an arm reset, as in EMMOE's retry loop).
+* Nominal durations advance ``sim_time``: Go to at 0.6 m/s plus 1 rad/s of turning, 4 s per manipulation.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from dataclasses import dataclass
+
+import mujoco
+import numpy as np
+
+from homiebot.sim.mujoco import robot as robot_model
+from homiebot.sim.mujoco.compiler import CompiledScene, compile_scene, scene_bounds
+from homiebot.sim.mujoco.geometry import (
+    OrientedRect,
+    furniture_rect,
+    local_rect,
+    local_to_world,
+    polygon_centroid,
+    polygon_contains,
+    room_of_point,
+    split_walls,
+    wall_rect,
+    world_to_local,
+    wrap_angle,
+)
+from homiebot.sim.mujoco.navigation import OccupancyGrid, build_grid, path_length
+from homiebot.sim.mujoco.placement import Spot, footprint_radius, half_height, sample_spot
+from homiebot.sim.scene import FurnitureSpec, ObjectSpec, SceneError, SceneSpec, load_scene
+from homiebot.types import (
+    VIEW_NAMES,
+    CameraView,
+    EntityKind,
+    EntityState,
+    Observation,
+    Pose2D,
+    SkillResult,
+    SkillStatus,
+    WorldState,
+)
+
+logger = logging.getLogger(__name__)
+
+#: EMMOE's distance thresholds (appendix E.1): farther than this is "far away" (D1) ...
+MAX_REACH = 2.0
+#: ... closer than this is "too close" (D2).
+MIN_REACH = 0.1
+#: Preferred gap between the base footprint and a target after Go to (metres, reach_distance).
+STANDOFF = (0.25, 0.85)
+#: Step of the path follower's collision checks, metres.
+FOLLOW_STEP = 0.05
+DRIVE_SPEED = 0.6  # m/s, for sim_time
+TURN_SPEED = 1.0  # rad/s, for sim_time
+MANIPULATION_TIME = 4.0  # s per pick/put/open/close, for sim_time
+#: Objects lower than this (centre height) count as lying on the floor: obstacles for the base.
+FLOOR_OBJECT_HEIGHT = 0.3
+
+
+@dataclass
+class _ObjectState:
+    spec: ObjectSpec
+    spot: Spot | None = None  # on/in a receptacle (receptacle frame)
+    world: tuple[float, float, float, float] | None = None  # free-standing: x, y, z, yaw
+    held_yaw: float = 0.0  # yaw relative to the robot while held
+
+
+def _result(status: SkillStatus, detail: str, length: float = 0.0) -> SkillResult:
+    return SkillResult(status=status, detail=detail, path_length=length)
+
+
+class MujocoSimulator:
+    """The embedded MuJoCo backend (registered as ``"mujoco"``).
+
+    Args:
+        width, height: size of each first-person view in pixels.
+        render: False skips OpenGL entirely (fast headless evaluation); see the module docstring.
+    """
+
+    name = "mujoco"
+
+    def __init__(self, width: int = 256, height: int = 256, render: bool = True):
+        if width <= 0 or height <= 0:
+            raise ValueError("width and height must be positive")
+        self.width = width
+        self.height = height
+        self.render_enabled = render
+        self._spec: SceneSpec | None = None
+        self._spec_key: str | None = None
+        self._compiled: CompiledScene | None = None
+        self._data: mujoco.MjData | None = None
+        self._renderer = None
+        self._seed = 0
+        self._put_rng = np.random.default_rng(0)
+        self._objects: dict[str, _ObjectState] = {}
+        self._open: dict[str, bool] = {}
+        self._robot = Pose2D(0.0, 0.0, 0.0)
+        self._held: str | None = None
+        self._path: list[tuple[float, float]] = []
+        self._sim_time = 0.0
+        self._grids: dict[tuple, OccupancyGrid] = {}
+        self._static_obstacles: list[OrientedRect] = []
+        self._arm: dict[str, float] = dict(robot_model.STOW_POSE)
+        self._finger = robot_model.FINGER_OPEN
+
+    # ------------------------------------------------------------------ protocol: lifecycle
+
+    def reset(self, scene: str | SceneSpec, seed: int = 0) -> Observation:
+        spec = scene if isinstance(scene, SceneSpec) else load_scene(scene)
+        key = spec.model_dump_json()
+        if key != self._spec_key:
+            self._load(spec, key)
+        assert self._compiled is not None and self._data is not None
+        mujoco.mj_resetData(self._compiled.model, self._data)
+        self._seed = seed
+        placement_rng = np.random.default_rng(seed)
+        # A separate stream for puts, so that a put's spot does not depend on how many objects the scene has.
+        self._put_rng = np.random.default_rng([seed, 1])
+        self._open = {f.name: f.articulation.open for f in spec.furniture if f.articulation is not None}
+        self._held = None
+        self._objects = {}
+        for obj in spec.objects:
+            state = _ObjectState(obj)
+            if obj.position is not None:
+                state.world = (obj.position[0], obj.position[1], obj.position[2], 0.0)
+            else:
+                furniture = spec.furniture_by_name(obj.parent)  # type: ignore[arg-type]
+                taken = [s.spot for s in self._objects.values() if s.spot is not None and s.spot.receptacle == furniture.name]
+                radii = {s.spot: footprint_radius(s.spec) for s in self._objects.values() if s.spot is not None}
+                spot = sample_spot(placement_rng, furniture, obj.relation, obj, taken, radii)  # type: ignore[arg-type]
+                if spot is None:
+                    raise SceneError(f"invalid scene {spec.name}: objects.{obj.name}: no free spot {obj.relation} {furniture.name}")
+                state.spot = spot
+            self._objects[obj.name] = state
+        start = spec.robot.start
+        self._robot = Pose2D(start.x, start.y, wrap_angle(start.yaw))
+        self._path = [(start.x, start.y)]
+        self._sim_time = 0.0
+        self._set_arm(robot_model.STOW_POSE, robot_model.FINGER_OPEN)
+        self._sync()
+        if self._base_in_collision():
+            logger.warning("scene %s: the robot's start pose touches a wall or furniture", spec.name)
+        return self.observe()
+
+    def _load(self, spec: SceneSpec, key: str) -> None:
+        if self._renderer is not None:
+            self._renderer.close()
+            self._renderer = None
+        self._compiled = compile_scene(spec, self.width, self.height)
+        self._data = mujoco.MjData(self._compiled.model)
+        self._spec = spec
+        self._spec_key = key
+        self._grids = {}
+        self._static_obstacles = [wall_rect(a, b, w.thickness) for w, a, b in split_walls(spec.walls, spec.doorways)]
+        self._static_obstacles += [furniture_rect(f) for f in spec.furniture]
+        if self.render_enabled:
+            from homiebot.sim.mujoco.rendering import MultiViewRenderer
+
+            self._renderer = MultiViewRenderer(self._compiled.model, self.width, self.height, self._compiled.geom_instance)
+
+    def shutdown(self) -> None:
+        if self._renderer is not None:
+            self._renderer.close()
+            self._renderer = None
+        self._compiled = None
+        self._data = None
+        self._spec_key = None
+
+    def scene_spec(self) -> SceneSpec:
+        return self._require_spec()
+
+    def _require_spec(self) -> SceneSpec:
+        if self._spec is None:
+            raise RuntimeError("no scene loaded: call reset(scene, seed) first")
+        return self._spec
+
+    # ------------------------------------------------------------------ protocol: perception
+
+    def observe(self) -> Observation:
+        spec = self._require_spec()
+        compiled, data = self._compiled, self._data
+        assert compiled is not None and data is not None
+        instance_names = {i: n for n, i in compiled.instance_ids.items()}
+        if self._renderer is not None:
+            views = self._renderer.render(data, {v: compiled.camera_ids[v] for v in VIEW_NAMES})
+        else:
+            views = {v: self._empty_view(v) for v in VIEW_NAMES}
+        del spec
+        return Observation(
+            views=views,
+            instance_names=instance_names,
+            robot_pose=self._robot,
+            held_object=self._held,
+            sim_time=self._sim_time,
+        )
+
+    def _empty_view(self, view: str) -> CameraView:
+        compiled, data = self._compiled, self._data
+        assert compiled is not None and data is not None
+        cam = compiled.camera_ids[view]
+        pose = np.eye(4)
+        pose[:3, :3] = data.cam_xmat[cam].reshape(3, 3) @ np.diag([1.0, -1.0, -1.0])
+        pose[:3, 3] = data.cam_xpos[cam]
+        f = (self.height / 2) / math.tan(math.radians(robot_model.CAMERA_FOVY) / 2)
+        return CameraView(
+            name=view,
+            rgb=np.zeros((0, 0, 3), dtype=np.uint8),
+            depth=np.zeros((0, 0), dtype=np.float32),
+            segmentation=np.zeros((0, 0), dtype=np.int32),
+            fx=f,
+            fy=f,
+            cx=(self.width - 1) / 2,
+            cy=(self.height - 1) / 2,
+            camera_to_world=pose,
+        )
+
+    def render_topdown(self, size: int = 512) -> np.ndarray:
+        from homiebot.sim.mujoco.topdown import draw_topdown
+
+        return draw_topdown(self._require_spec(), self.state(), self._path, self._door_rects(), size)
+
+    # ------------------------------------------------------------------ protocol: privileged state
+
+    def state(self) -> WorldState:
+        spec = self._require_spec()
+        entities: dict[str, EntityState] = {}
+        wall_height = max((w.height for w in spec.walls), default=2.5)
+        for room in spec.rooms:
+            pts = np.asarray(room.polygon)
+            cx, cy = polygon_centroid(room.polygon)
+            entities[room.name] = EntityState(
+                name=room.name,
+                category=room.category,
+                kind=EntityKind.ROOM,
+                aliases=tuple(room.aliases),
+                position=(cx, cy, 0.0),
+                bbox_min=(float(pts[:, 0].min()), float(pts[:, 1].min()), 0.0),
+                bbox_max=(float(pts[:, 0].max()), float(pts[:, 1].max()), wall_height),
+                room=room.name,
+                color=room.floor_color if isinstance(room.floor_color, str) else None,
+                level=room.level,
+            )
+        for f in spec.furniture:
+            x0, y0, x1, y1 = furniture_rect(f).aabb()
+            entities[f.name] = EntityState(
+                name=f.name,
+                category=f.category,
+                kind=EntityKind.FURNITURE,
+                aliases=tuple(f.aliases),
+                position=(f.pose.x, f.pose.y, f.size[2] / 2),
+                bbox_min=(x0, y0, 0.0),
+                bbox_max=(x1, y1, f.size[2]),
+                room=f.room or room_of_point(spec.rooms, f.pose.x, f.pose.y),
+                articulated=f.articulation is not None,
+                interactive=f.interactive,
+                is_open=self._open[f.name] if f.articulation is not None else None,
+                color=f.color if isinstance(f.color, str) else None,
+                appliance=f.appliance,
+                powered_on=f.powered_on if f.appliance else None,
+                level=f.level,
+            )
+        for name, obj in self._objects.items():
+            x, y, z, _ = self._object_pose(name)
+            r, h = footprint_radius(obj.spec), half_height(obj.spec)
+            spot = obj.spot
+            entities[name] = EntityState(
+                name=name,
+                category=obj.spec.category,
+                kind=EntityKind.OBJECT,
+                aliases=tuple(obj.spec.aliases),
+                position=(x, y, z),
+                bbox_min=(x - r, y - r, z - h),
+                bbox_max=(x + r, y + r, z + h),
+                room=room_of_point(spec.rooms, x, y),
+                parent=spot.receptacle if spot is not None else None,
+                relation=spot.relation if spot is not None else None,
+                held=name == self._held,
+                color=obj.spec.color if isinstance(obj.spec.color, str) else None,
+            )
+        return WorldState(
+            robot=self._robot,
+            robot_radius=robot_model.ROBOT_RADIUS,
+            held=self._held,
+            entities=entities,
+            scene=spec.name,
+            robot_room=room_of_point(spec.rooms, self._robot.x, self._robot.y),
+        )
+
+    # ------------------------------------------------------------------ protocol: skills
+
+    def go_to(self, target: str) -> SkillResult:
+        spec = self._require_spec()
+        kind = self._kind(target)
+        if kind is None:
+            return _result(SkillStatus.NOT_FOUND, f"{target} is not in the scene")
+        if kind is EntityKind.OBJECT and target == self._held:
+            return _result(SkillStatus.SUCCESS, f"already holding {target}")
+        grid = self._grid()
+        start_xy = (self._robot.x, self._robot.y)
+        start_cell = grid.cell_of(*start_xy)
+        escaping = not grid.free[start_cell]
+        if escaping:
+            # The base stands where the inflated grid says it may not (e.g. a door just swung open next to
+            # it): the path starts with a step to the nearest free cell.
+            escape = self._nearest_free(grid, start_xy, 0.8)
+            if escape is None:
+                return _result(SkillStatus.NO_PATH, f"the robot is boxed in at ({start_xy[0]:.2f}, {start_xy[1]:.2f})")
+            start_cell = escape
+        dist, pred = grid.distances_from(*start_cell)
+        if kind is EntityKind.ROOM:
+            room = next(r for r in spec.rooms if r.name == target)
+            if not escaping and polygon_contains(room.polygon, np.array([start_xy]))[0]:
+                return _result(SkillStatus.SUCCESS, f"already in {target}")
+            goal = self._room_goal(grid, dist, room.polygon)
+        else:
+            goal = self._reach_goal(grid, dist, target)
+        if goal is None:
+            return _result(SkillStatus.NO_PATH, f"no collision-free path to a pose near {target}")
+        cells = grid.path_to(pred, start_cell, goal)
+        points = grid.shortcut([start_xy] + (cells if escaping else cells[1:]))
+        travelled, blocker = self._follow(points)
+        if blocker is not None:
+            return _result(SkillStatus.EXECUTION_FAILED, f"the base was blocked by {blocker} on the way to {target}", travelled)
+        if kind is not EntityKind.ROOM:
+            self._face(target)
+        self._sync()
+        reach = self.state().reach_distance(target)
+        detail = f"reached {target}" if kind is EntityKind.ROOM else f"reached {target} ({reach:.2f} m away)"
+        return _result(SkillStatus.SUCCESS, detail, travelled)
+
+    def pick(self, obj: str) -> SkillResult:
+        failure = self.precheck("pick", obj)
+        if failure is not None:
+            return failure
+        state = self._objects[obj]
+        robot_yaw = self._robot.yaw
+        x, y, z, yaw = self._object_pose(obj)
+        state.held_yaw = wrap_angle(yaw - robot_yaw)
+        state.spot = None
+        state.world = None
+        self._held = obj
+        self._set_arm(robot_model.CARRY_POSE, self._finger_gap(state.spec))
+        self._sim_time += MANIPULATION_TIME
+        self._sync()
+        return _result(SkillStatus.SUCCESS, f"picked {obj}")
+
+    def put(self, obj: str, place: str) -> SkillResult:
+        failure = self.precheck("put", obj, place)
+        if failure is not None:
+            return failure
+        spec = self._require_spec()
+        furniture = spec.furniture_by_name(place)
+        relation = self._put_relation(furniture)
+        assert relation is not None
+        taken = [s.spot for s in self._objects.values() if s.spot is not None and s.spot.receptacle == place]
+        radii = {s.spot: footprint_radius(s.spec) for s in self._objects.values() if s.spot is not None}
+        spot = sample_spot(self._put_rng, furniture, relation, self._objects[obj].spec, taken, radii)
+        if spot is None:
+            return _result(SkillStatus.EXECUTION_FAILED, f"no free spot {relation} {place}")
+        state = self._objects[obj]
+        state.spot = spot
+        state.world = None
+        self._held = None
+        self._set_arm(robot_model.STOW_POSE, robot_model.FINGER_OPEN)
+        self._sim_time += MANIPULATION_TIME
+        self._sync()
+        return _result(SkillStatus.SUCCESS, f"put {obj} {relation} {place}")
+
+    def open(self, target: str) -> SkillResult:
+        return self._articulate(target, True)
+
+    def close(self, target: str) -> SkillResult:
+        return self._articulate(target, False)
+
+    def reset_arm(self) -> None:
+        if self._held is None:
+            self._set_arm(robot_model.STOW_POSE, robot_model.FINGER_OPEN)
+        else:
+            self._set_arm(robot_model.CARRY_POSE, self._finger_gap(self._objects[self._held].spec))
+        self._sync()
+
+    # ------------------------------------------------------------------ extensions used by the skill layer
+
+    def precheck(self, action: str, target: str, place: str | None = None) -> SkillResult | None:
+        """The failure a skill would return before acting, or None when it would act.
+
+        ``action`` is ``go_to``, ``pick``, ``put``, ``open`` or ``close``. The execution-noise wrapper uses
+        this so that an injected failure never hides a precise physical reason. Go to is checked for the
+        name only (its path is known after planning).
+        """
+        action = action.lower().replace(" ", "_")
+        kind = self._kind(target)
+        if kind is None:
+            return _result(SkillStatus.NOT_FOUND, f"{target} is not in the scene")
+        if action == "go_to":
+            return None
+        if action == "pick":
+            if kind is not EntityKind.OBJECT:
+                return _result(SkillStatus.EXECUTION_FAILED, f"{target} is {'a room' if kind is EntityKind.ROOM else 'furniture'}, it cannot be picked")
+            if self._held is not None:
+                what = "already holding it" if self._held == target else f"holding {self._held}"
+                return _result(SkillStatus.HAND_FULL, f"the hand is full ({what})")
+            far = self._distance_failure(target)
+            if far is not None:
+                return far
+            spot = self._objects[target].spot
+            if spot is not None and spot.relation == "in" and not self._open.get(spot.receptacle, True):
+                return _result(SkillStatus.CONTAINER_CLOSED, f"{target} is in the {spot.receptacle}, which is closed")
+            return None
+        if action == "put":
+            if place is None:
+                return _result(SkillStatus.EXECUTION_FAILED, "put needs a place")
+            place_kind = self._kind(place)
+            if place_kind is None:
+                return _result(SkillStatus.NOT_FOUND, f"{place} is not in the scene")
+            if self._held is None:
+                return _result(SkillStatus.HAND_EMPTY, "the hand is empty")
+            if self._held != target:
+                return _result(SkillStatus.EXECUTION_FAILED, f"the hand holds {self._held}, not {target}")
+            if place_kind is not EntityKind.FURNITURE:
+                return _result(SkillStatus.EXECUTION_FAILED, f"{place} is {'a room' if place_kind is EntityKind.ROOM else 'an object'}, not a receptacle")
+            furniture = self._require_spec().furniture_by_name(place)
+            relation = self._put_relation(furniture)
+            if relation is None:
+                return _result(SkillStatus.EXECUTION_FAILED, f"{place} has no surface or interior to put things on or in")
+            if relation == "in" and furniture.articulation is not None and not self._open[place]:
+                return _result(SkillStatus.CONTAINER_CLOSED, f"the {place} is closed")
+            return self._distance_failure(place)
+        if action in ("open", "close"):
+            if self._held is not None:
+                return _result(SkillStatus.HAND_FULL, f"the hand is full (holding {self._held})")
+            if kind is not EntityKind.FURNITURE:
+                return _result(SkillStatus.NOT_INTERACTIVE, f"{target} cannot be {action}ed")
+            furniture = self._require_spec().furniture_by_name(target)
+            if furniture.articulation is None or not furniture.interactive:
+                return _result(SkillStatus.NOT_INTERACTIVE, f"{target} is not interactive: it cannot be {action}ed")
+            return self._distance_failure(target)
+        raise ValueError(f"unknown action {action!r}")
+
+    def drop_held(self) -> str | None:
+        """Let the held object fall to the floor in front of the robot (a failed put); returns its name."""
+        name = self._held
+        if name is None:
+            return None
+        spec = self._require_spec()
+        state = self._objects[name]
+        ahead = 0.45
+        x = self._robot.x + ahead * math.cos(self._robot.yaw)
+        y = self._robot.y + ahead * math.sin(self._robot.yaw)
+        if room_of_point(spec.rooms, x, y) is None:
+            x, y = self._robot.x, self._robot.y
+        state.world = (x, y, half_height(state.spec), wrap_angle(self._robot.yaw + state.held_yaw))
+        state.spot = None
+        self._held = None
+        self._set_arm(robot_model.STOW_POSE, robot_model.FINGER_OPEN)
+        self._sync()
+        return name
+
+    @property
+    def travelled_path(self) -> list[tuple[float, float]]:
+        return list(self._path)
+
+    # ------------------------------------------------------------------ internals: skills
+
+    def _articulate(self, target: str, opening: bool) -> SkillResult:
+        verb = "open" if opening else "close"
+        failure = self.precheck(verb, target)
+        if failure is not None:
+            return failure
+        if self._open[target] == opening:
+            return _result(SkillStatus.SUCCESS, f"the {target} is already {'open' if opening else 'closed'}")
+        self._open[target] = opening
+        self._sim_time += MANIPULATION_TIME
+        self._sync()
+        return _result(SkillStatus.SUCCESS, f"{'opened' if opening else 'closed'} {target}")
+
+    def _distance_failure(self, target: str) -> SkillResult | None:
+        distance = self.state().reach_distance(target)
+        if distance > MAX_REACH:
+            return _result(SkillStatus.TOO_FAR, f"{target} is {distance:.2f} m away (more than {MAX_REACH} m)")
+        if distance < MIN_REACH:
+            return _result(SkillStatus.TOO_CLOSE, f"{target} is {distance:.2f} m away (less than {MIN_REACH} m)")
+        return None
+
+    @staticmethod
+    def _put_relation(furniture: FurnitureSpec) -> str | None:
+        if furniture.articulation is not None and furniture.interior is not None:
+            return "in"
+        if furniture.surfaces:
+            return "on"
+        if furniture.interior is not None:
+            return "in"
+        return None
+
+    def _kind(self, name: str) -> EntityKind | None:
+        spec = self._require_spec()
+        if any(r.name == name for r in spec.rooms):
+            return EntityKind.ROOM
+        if any(f.name == name for f in spec.furniture):
+            return EntityKind.FURNITURE
+        if name in self._objects:
+            return EntityKind.OBJECT
+        return None
+
+    # ------------------------------------------------------------------ internals: navigation
+
+    def _grid(self) -> OccupancyGrid:
+        spec = self._require_spec()
+        doors = tuple(sorted(n for n, o in self._open.items() if o))
+        discs = []
+        for name, obj in self._objects.items():
+            if obj.world is not None and obj.world[2] < FLOOR_OBJECT_HEIGHT and name != self._held:
+                discs.append((round(obj.world[0], 3), round(obj.world[1], 3), round(footprint_radius(obj.spec), 3)))
+        key = (doors, tuple(discs))
+        grid = self._grids.get(key)
+        if grid is None:
+            rooms = [r.polygon for r in spec.rooms]
+            grid = build_grid(scene_bounds(spec), rooms, self._static_obstacles + self._door_rects(), discs, robot_model.ROBOT_RADIUS)
+            if len(self._grids) > 16:
+                self._grids.clear()
+            self._grids[key] = grid
+        return grid
+
+    def _door_rects(self) -> list[OrientedRect]:
+        """Footprints of open doors and pulled-out drawers (obstacles for the base, drawn on the map)."""
+        spec = self._require_spec()
+        rects = []
+        for f in spec.furniture:
+            art = f.articulation
+            if art is None or not self._open.get(f.name, False) or f.interior is None:
+                continue
+            sx, sy = f.size[0], f.size[1]
+            hx, hy = sx / 2, sy / 2
+            thick = max(0.02, f.interior.min[1] + hy)
+            if art.kind == "sliding":
+                rects.append(local_rect(f.pose, -hx, -hy - art.range, hx, -hy + thick))
+            else:
+                angle = art.range
+                sign = -1.0 if art.hinge_side == "left" else 1.0
+                hinge = np.array([sign * hx, -hy])
+                direction = np.array([-sign * math.cos(angle), -math.sin(angle)])
+                centre_local = hinge + direction * sx / 2
+                centre = local_to_world(f.pose, centre_local)
+                yaw = f.pose.yaw + math.atan2(direction[1], direction[0])
+                rects.append(OrientedRect(float(centre[0]), float(centre[1]), sx, thick, yaw))
+        return rects
+
+    def _nearest_free(self, grid: OccupancyGrid, xy: tuple[float, float], radius: float) -> tuple[int, int] | None:
+        rows, cols = np.nonzero(grid.free)
+        if rows.size == 0:
+            return None
+        d2 = (grid.xs[cols] - xy[0]) ** 2 + (grid.ys[rows] - xy[1]) ** 2
+        best = int(np.argmin(d2))
+        if d2[best] > radius * radius:
+            return None
+        return int(rows[best]), int(cols[best])
+
+    def _room_goal(self, grid: OccupancyGrid, dist: np.ndarray, polygon: list[tuple[float, float]]) -> tuple[int, int] | None:
+        gx, gy = np.meshgrid(grid.xs, grid.ys)
+        inside = polygon_contains(polygon, np.stack([gx.ravel(), gy.ravel()], axis=1)).reshape(gx.shape)
+        reachable = inside & grid.free & np.isfinite(dist)
+        roomy = reachable & (grid.clearance > robot_model.ROBOT_RADIUS + 0.3)
+        candidates = roomy if roomy.any() else reachable
+        if not candidates.any():
+            return None
+        cx, cy = polygon_centroid(polygon)
+        # Head for the middle of the room, but do not cross it for nothing: path length plus distance to centre.
+        score = np.where(candidates, dist + np.hypot(gx - cx, gy - cy), np.inf)
+        return tuple(int(i) for i in np.unravel_index(int(np.argmin(score)), score.shape))  # type: ignore[return-value]
+
+    def _reach_goal(self, grid: OccupancyGrid, dist: np.ndarray, target: str) -> tuple[int, int] | None:
+        spec = self._require_spec()
+        world = self.state()
+        gx, gy = np.meshgrid(grid.xs, grid.ys)
+        radius = robot_model.ROBOT_RADIUS
+
+        def reach(name: str) -> np.ndarray:
+            e = world.entities[name]
+            dx = np.maximum(np.maximum(e.bbox_min[0] - gx, 0.0), gx - e.bbox_max[0])
+            dy = np.maximum(np.maximum(e.bbox_min[1] - gy, 0.0), gy - e.bbox_max[1])
+            return np.maximum(np.hypot(dx, dy) - radius, 0.0)
+
+        lo, hi = STANDOFF
+        receptacle: FurnitureSpec | None = None
+        if target in self._objects:
+            spot = self._objects[target].spot
+            receptacle = spec.furniture_by_name(spot.receptacle) if spot is not None else None
+        else:
+            receptacle = spec.furniture_by_name(target)
+        d_target = reach(target)
+        constraints = [(d_target, lo, hi)]
+        if receptacle is not None and receptacle.name != target:
+            constraints.append((reach(receptacle.name), lo, hi + 0.4))
+        front = np.ones_like(gx, dtype=bool)
+        lateral = np.zeros_like(gx)
+        if receptacle is not None and receptacle.articulation is not None:
+            art = receptacle.articulation
+            local = world_to_local(receptacle.pose, np.stack([gx, gy], axis=-1))
+            hx, hy = receptacle.size[0] / 2, receptacle.size[1] / 2
+            front = (local[..., 1] < -hy) & (np.abs(local[..., 0]) < hx + 0.25)
+            lateral = np.abs(local[..., 0])  # stand square in front of a door or drawer
+            if art.kind == "sliding":
+                d_furniture = reach(receptacle.name)
+                constraints.append((d_furniture, art.range + 0.12, art.range + hi))
+        reachable = grid.free & np.isfinite(dist)
+        preferred = 0.5
+        for relax in (False, True):
+            ok = reachable & (front if not relax else True)
+            for values, a, b in constraints:
+                ok &= (values >= (MIN_REACH + 0.03 if relax else a)) & (values <= (MAX_REACH - 0.1 if relax else b))
+            if ok.any():
+                score = np.where(ok, dist + 1.5 * np.abs(d_target - preferred) + 1.5 * lateral, np.inf)
+                return tuple(int(i) for i in np.unravel_index(int(np.argmin(score)), score.shape))  # type: ignore[return-value]
+        return None
+
+    def _follow(self, points: list[tuple[float, float]]) -> tuple[float, str | None]:
+        """Drive along the polyline in 5 cm steps, heading along each segment; stop before a collision.
+
+        Returns the distance travelled and, when blocked, what blocked the base.
+        """
+        travelled = 0.0
+        x, y = self._robot.x, self._robot.y
+        yaw = self._robot.yaw
+        # Whatever the base touches where it starts (a door opened against it) may be touched while it
+        # leaves along the first segment; anything else stops it.
+        tolerated = self._base_in_collision()
+        for index, ((ax, ay), (bx, by)) in enumerate(zip(points, points[1:])):
+            seg = math.hypot(bx - ax, by - ay)
+            if seg < 1e-9:
+                continue
+            heading = math.atan2(by - ay, bx - ax)
+            self._sim_time += abs(wrap_angle(heading - yaw)) / TURN_SPEED
+            yaw = heading
+            steps = max(int(math.ceil(seg / FOLLOW_STEP)), 1)
+            for k in range(1, steps + 1):
+                nx_, ny_ = ax + (bx - ax) * k / steps, ay + (by - ay) * k / steps
+                self._robot = Pose2D(nx_, ny_, yaw)
+                self._write_base()
+                blocker = self._base_in_collision()
+                if blocker is not None and not (index == 0 and blocker == tolerated):
+                    self._robot = Pose2D(x, y, yaw)
+                    self._sync()
+                    return travelled, blocker
+                travelled += math.hypot(nx_ - x, ny_ - y)
+                x, y = nx_, ny_
+            self._path.append((x, y))
+        self._sim_time += travelled / DRIVE_SPEED
+        return travelled, None
+
+    def _face(self, target: str | None) -> None:
+        if target is None:
+            return
+        e = self.state().entities[target]
+        cx = (e.bbox_min[0] + e.bbox_max[0]) / 2
+        cy = (e.bbox_min[1] + e.bbox_max[1]) / 2
+        if math.hypot(cx - self._robot.x, cy - self._robot.y) < 1e-6:
+            return
+        yaw = math.atan2(cy - self._robot.y, cx - self._robot.x)
+        self._sim_time += abs(wrap_angle(yaw - self._robot.yaw)) / TURN_SPEED
+        self._robot = Pose2D(self._robot.x, self._robot.y, yaw)
+
+    def _base_in_collision(self) -> str | None:
+        """Name of what the base cylinder touches (MuJoCo contacts), or None."""
+        compiled, data = self._compiled, self._data
+        assert compiled is not None and data is not None
+        model = compiled.model
+        mujoco.mj_kinematics(model, data)
+        mujoco.mj_collision(model, data)
+        base = compiled.robot_base_geoms
+        for i in range(data.ncon):
+            contact = data.contact[i]
+            g1, g2 = int(contact.geom1), int(contact.geom2)
+            if g1 in base or g2 in base:
+                other = g2 if g1 in base else g1
+                instance = int(compiled.geom_instance[other])
+                names = {v: k for k, v in compiled.instance_ids.items()}
+                return names.get(instance, "a wall")
+        return None
+
+    # ------------------------------------------------------------------ internals: kinematic state
+
+    def _set_arm(self, pose: dict[str, float], finger: float) -> None:
+        self._arm = dict(pose)
+        self._finger = finger
+
+    @staticmethod
+    def _finger_gap(obj: ObjectSpec) -> float:
+        width = obj.size[1] if obj.shape == "box" else obj.size[0]
+        return float(min(max(width / 2 - 0.012, 0.0), robot_model.FINGER_OPEN))
+
+    def _write_base(self) -> None:
+        compiled, data = self._compiled, self._data
+        assert compiled is not None and data is not None
+        q = compiled.robot_qpos
+        data.qpos[q["base_x"]] = self._robot.x
+        data.qpos[q["base_y"]] = self._robot.y
+        data.qpos[q["base_yaw"]] = self._robot.yaw
+
+    def _object_pose(self, name: str) -> tuple[float, float, float, float]:
+        """World x, y, z (centre) and yaw of an object."""
+        state = self._objects[name]
+        if name == self._held:
+            data, compiled = self._data, self._compiled
+            assert data is not None and compiled is not None
+            grip = data.site_xpos[compiled.grip_site]
+            return float(grip[0]), float(grip[1]), float(grip[2]), wrap_angle(self._robot.yaw + state.held_yaw)
+        if state.spot is not None:
+            spot = state.spot
+            furniture = self._require_spec().furniture_by_name(spot.receptacle)
+            ly = spot.y
+            art = furniture.articulation
+            if spot.relation == "in" and art is not None and art.kind == "sliding" and self._open[furniture.name]:
+                ly -= art.range  # contents ride on the drawer
+            wx, wy = local_to_world(furniture.pose, np.array([spot.x, ly]))
+            return float(wx), float(wy), spot.z, wrap_angle(furniture.pose.yaw + spot.yaw)
+        assert state.world is not None
+        return state.world
+
+    def _sync(self) -> None:
+        """Write the kinematic state into MjData and recompute poses (bodies, sites, cameras)."""
+        spec = self._require_spec()
+        compiled, data = self._compiled, self._data
+        assert compiled is not None and data is not None
+        model = compiled.model
+        q = compiled.robot_qpos
+        self._write_base()
+        for joint, value in self._arm.items():
+            data.qpos[q[joint]] = value
+        data.qpos[q["finger_left"]] = self._finger
+        data.qpos[q["finger_right"]] = self._finger
+        data.qpos[q["torso_lift"]] = 0.0
+        for f in spec.furniture:
+            if f.articulation is not None:
+                data.qpos[compiled.articulation_qpos[f.name]] = f.articulation.range if self._open[f.name] else 0.0
+        data.ctrl[:] = 0.0
+        mujoco.mj_kinematics(model, data)  # the grip site must be current before a held object follows it
+        for name in self._objects:
+            x, y, z, yaw = self._object_pose(name)
+            adr = compiled.object_qpos[name]
+            data.qpos[adr : adr + 3] = (x, y, z)
+            data.qpos[adr + 3 : adr + 7] = (math.cos(yaw / 2), 0.0, 0.0, math.sin(yaw / 2))
+        mujoco.mj_kinematics(model, data)
+        mujoco.mj_camlight(model, data)
+        # Position actuators hold the current pose should anyone step the model.
+        for i in range(model.nu):
+            joint = model.actuator_trnid[i, 0]
+            data.ctrl[i] = data.qpos[model.jnt_qposadr[joint]]
