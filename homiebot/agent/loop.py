@@ -227,7 +227,8 @@ def _run(
             feedback = session.end_feedback()
         else:
             try:
-                report = executor.execute_detailed(output.subtask, output.model, session.inventory)
+                # ``state`` is current: nothing acted on the world since it was taken after the last round.
+                report = executor.execute_detailed(output.subtask, output.model, session.inventory, state)
             except Exception as err:
                 log.exception("executor failed")
                 trajectory.error = f"execution of {output.subtask.text()} failed in round {session.round_index}: {err}"

@@ -191,12 +191,16 @@ class Executor:
         """Appendix E.1: error detection, then up to three tries; returns the feedback the HLP receives."""
         return self.execute_detailed(subtask, model, inventory).feedback
 
-    def execute_detailed(self, subtask: Subtask, model: str, inventory: Sequence[str]) -> ExecutionReport:
+    def execute_detailed(
+        self, subtask: Subtask, model: str, inventory: Sequence[str], state: WorldState | None = None
+    ) -> ExecutionReport:
+        """:meth:`execute` with the details. ``state``: the simulator's current state when the caller already
+        holds it (the loop does), saving a snapshot; it must be current, or the checks judge a stale world."""
         inventory = tuple(inventory)
         report = ExecutionReport(feedback=Feedback(ErrorCode.OK, messages.SUCCESS, inventory))
         started = time.perf_counter()
         try:
-            self._check_and_run(subtask, model, inventory, report)
+            self._check_and_run(subtask, model, inventory, report, state)
             code, message = ErrorCode.OK, messages.SUCCESS
         except _Fail as fail:
             code, message = fail.code, fail.message
@@ -211,7 +215,9 @@ class Executor:
 
     # ------------------------------------------------------------------------------------ pipeline
 
-    def _check_and_run(self, subtask: Subtask, model: str, inventory: tuple[str, ...], report: ExecutionReport) -> None:
+    def _check_and_run(
+        self, subtask: Subtask, model: str, inventory: tuple[str, ...], report: ExecutionReport, state: WorldState | None
+    ) -> None:
         t0 = time.perf_counter()
         action = self._check_action(subtask.action)
         report.action = action
@@ -225,7 +231,8 @@ class Executor:
         if action is Action.PUT and not place_text:
             raise _Fail(ErrorCode.F1, messages.missing_place())
 
-        state = self.sim.state()
+        if state is None:
+            state = self.sim.state()
         target = self._ground(target_text, state, prefer_held=action is Action.PUT)
         place = self._ground(place_text, state) if place_text is not None else None
         report.target, report.place = target, place

@@ -1,0 +1,139 @@
+"""Benchmark of HomieBot's episode loop (issue 3): loop overhead per round, and a 10-subtask expert episode.
+
+1. **Loop overhead per round, without rendering and model inference** (target <= 5 ms): the appendix I
+   case-1 answers replayed by a ScriptedPlanner (no inference) on apartment_1 with rendering off.
+   Overhead = round wall time - planner call - skill execution inside the simulator, i.e. the session
+   (instruction, window, inventory, history), parsing, the executor's checks (grounding, privileged state,
+   distances), the state snapshot for the next round and the bookkeeping. Skill time is shown beside it.
+2. **10-subtask expert episode with rendering** (target < 3 s wall on 2 cores): the expert planner on
+   "put the mug on the kitchen counter and the apple into the fridge" (exactly 10 subtasks), four
+   256x256 views rendered every round; timed without a record, and with the full record (PNGs, mp4,
+   top-down map, logs).
+
+Run: ``MUJOCO_GL=egl .venv/bin/python -m benchmarks.bench_loop [--episodes N]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+os.environ.setdefault("MUJOCO_GL", "egl")
+
+from homiebot.agent.loop import EpisodeConfig, run_episode  # noqa: E402
+from homiebot.data.record import EpisodeRecorder  # noqa: E402
+from homiebot.eval.goals import GoalSpec  # noqa: E402
+from homiebot.eval.tasks import TaskSpec  # noqa: E402
+from homiebot.planner.expert import ExpertPlanner  # noqa: E402
+from homiebot.planner.scripted import ScriptedPlanner  # noqa: E402
+from homiebot.sim.base import make_simulator  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "agent"))
+from case_studies import CASE1_TASK, case1_outputs  # noqa: E402
+
+TEN_SUBTASK_TASK = TaskSpec(
+    id="bench-10",
+    instruction="put the mug on the kitchen counter and the apple into the fridge",
+    scene="apartment_1",
+    attributes=["long-horizon"],
+    keypaths=[["[End]"]],
+    goal=GoalSpec.model_validate(
+        {
+            "all": [
+                {"type": "placed", "object": "mug", "relation": "on", "receptacle": "kitchen_counter"},
+                {"type": "placed", "object": "apple", "relation": "in", "receptacle": "fridge"},
+            ]
+        }
+    ),
+)
+
+
+def pct(values: list[float], q: float) -> float:
+    values = sorted(values)
+    return values[min(len(values) - 1, int(round(q * (len(values) - 1))))]
+
+
+def bench_overhead(episodes: int) -> dict[str, float]:
+    sim = make_simulator("mujoco", render=False)
+    config = EpisodeConfig(render=False)
+    overheads, skills, rounds = [], [], []
+    run_episode(sim, ScriptedPlanner(case1_outputs()), instruction=CASE1_TASK, scene="apartment_1", config=config)  # warm-up
+    for _ in range(episodes):
+        traj = run_episode(sim, ScriptedPlanner(case1_outputs()), instruction=CASE1_TASK, scene="apartment_1", config=config)
+        for r in traj.rounds:
+            t = r.timings
+            skill = t.get("skills_s", 0.0)
+            overheads.append(t["round_s"] - t.get("plan_s", 0.0) - skill)
+            skills.append(skill)
+            rounds.append(t["round_s"])
+    sim.shutdown()
+    ms = 1000.0
+    return {
+        "rounds": len(overheads),
+        "overhead_median_ms": statistics.median(overheads) * ms,
+        "overhead_p95_ms": pct(overheads, 0.95) * ms,
+        "overhead_max_ms": max(overheads) * ms,
+        "skills_median_ms": statistics.median(skills) * ms,
+        "round_median_ms": statistics.median(rounds) * ms,
+    }
+
+
+def bench_expert_episode(repeats: int) -> dict[str, float]:
+    sim = make_simulator("mujoco", render=True)
+    config = EpisodeConfig(render=True)
+    cold_start = time.perf_counter()
+    traj = run_episode(sim, ExpertPlanner(), task=TEN_SUBTASK_TASK, config=config)  # includes scene compile + GL
+    cold = time.perf_counter() - cold_start
+    assert traj.goal_satisfied and len(traj.rounds) == 10, [r.subtask_text for r in traj.rounds]
+    plain, recorded = [], []
+    with tempfile.TemporaryDirectory() as tmp:
+        for i in range(repeats):
+            t0 = time.perf_counter()
+            traj = run_episode(sim, ExpertPlanner(), task=TEN_SUBTASK_TASK, config=config)
+            plain.append(time.perf_counter() - t0)
+            t0 = time.perf_counter()
+            traj = run_episode(sim, ExpertPlanner(), task=TEN_SUBTASK_TASK, config=config,
+                               recorder=EpisodeRecorder(Path(tmp) / f"ep{i}"))
+            recorded.append(time.perf_counter() - t0)
+            assert traj.goal_satisfied and len(traj.rounds) == 10
+    sim.shutdown()
+    return {
+        "subtasks": len(traj.rounds),
+        "cold_first_episode_s": cold,
+        "render_only_median_s": statistics.median(plain),
+        "render_and_record_median_s": statistics.median(recorded),
+        "render_and_record_max_s": max(recorded),
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--episodes", type=int, default=40, help="case-1 replays for the overhead figure")
+    parser.add_argument("--repeats", type=int, default=5, help="timed 10-subtask expert episodes")
+    args = parser.parse_args()
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
+    # Tail figures (p95, max) move with other processes on the machine: the load average puts them in context.
+    print(f"cores available: {cores}, load average (1 min) at start: {load:.2f}")
+    o = bench_overhead(args.episodes)
+    print(
+        f"loop overhead per round (no rendering, no inference; {o['rounds']} rounds): "
+        f"median {o['overhead_median_ms']:.2f} ms, p95 {o['overhead_p95_ms']:.2f} ms, max {o['overhead_max_ms']:.2f} ms "
+        f"(target <= 5 ms)  [skills median {o['skills_median_ms']:.2f} ms, whole round median {o['round_median_ms']:.2f} ms]"
+    )
+    e = bench_expert_episode(args.repeats)
+    print(
+        f"{e['subtasks']}-subtask expert episode with rendering: {e['render_only_median_s']:.2f} s median; "
+        f"with the full record (PNGs, mp4, map) {e['render_and_record_median_s']:.2f} s median, "
+        f"{e['render_and_record_max_s']:.2f} s max (target < 3 s); first episode incl. scene compile and GL "
+        f"start {e['cold_first_episode_s']:.2f} s"
+    )
+
+
+if __name__ == "__main__":
+    main()
