@@ -7,9 +7,13 @@ leaving it unset makes every render fail on a server. Users with a display or OS
 
 from __future__ import annotations
 
+import logging
 import os
 
 os.environ.setdefault("MUJOCO_GL", "egl")
+# MuJoCo's EGL backend imports PyOpenGL, which announces at INFO level that its optional C accelerator is
+# missing; that is not news to users of the CLI (which logs at INFO).
+logging.getLogger("OpenGL.acceleratesupport").setLevel(logging.WARNING)
 
 __all__ = ["MujocoSimulator"]
 

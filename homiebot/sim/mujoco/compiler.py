@@ -313,7 +313,7 @@ def compile_scene(spec: SceneSpec, width: int = 256, height: int = 256) -> Compi
   <visual>
     <global offwidth="{width}" offheight="{height}"/>
     <quality shadowsize="0" offsamples="0"/>
-    <headlight ambient="0.55 0.55 0.55" diffuse="0.45 0.45 0.45" specular="0.02 0.02 0.02"/>
+    <headlight active="1" ambient="0.45 0.45 0.45" diffuse="0.5 0.5 0.5" specular="0.02 0.02 0.02"/>
     <map znear="{0.03 / extent:.6g}" zfar="{max(4 * diag, 30.0) / extent:.6g}"/>
   </visual>
   <default><geom material="matte"/></default>

@@ -20,7 +20,6 @@ Conventions of :class:`homiebot.types.CameraView`:
 
 from __future__ import annotations
 
-import logging
 import math
 import os
 
@@ -30,8 +29,6 @@ import numpy as np
 from homiebot.types import CameraView
 
 _OPTICAL = np.diag([1.0, -1.0, -1.0])
-# PyOpenGL announces at INFO level that its optional C accelerator is missing; that is not news to users.
-logging.getLogger("OpenGL.acceleratesupport").setLevel(logging.WARNING)
 
 
 class RendererUnavailable(RuntimeError):
@@ -82,12 +79,18 @@ class MultiViewRenderer:
         self._camera.fixedcamid = next(iter(cameras.values()))
         mujoco.mjv_updateScene(self.model, data, self._option, None, self._camera, mujoco.mjtCatBit.mjCAT_ALL, self._scene)
         lut = self._segment_lookup()
+        # mjv_updateScene aims the headlight along the camera it was given; mjv_updateCamera does not move
+        # it, so each view re-aims it (otherwise side views are lit from the front view's direction).
+        headlights = [self._scene.lights[i] for i in range(self._scene.nlight) if self._scene.lights[i].headlight]
         fx, fy, cx, cy = self.intrinsics
         flags = self._scene.flags
         views: dict[str, CameraView] = {}
         for name, cam_id in cameras.items():
             self._camera.fixedcamid = cam_id
             mujoco.mjv_updateCamera(self.model, data, self._camera, self._scene)
+            for light in headlights:
+                light.pos[:] = data.cam_xpos[cam_id]
+                light.dir[:] = -data.cam_xmat[cam_id].reshape(3, 3)[:, 2]
             flags[mujoco.mjtRndFlag.mjRND_SEGMENT] = 0
             flags[mujoco.mjtRndFlag.mjRND_IDCOLOR] = 0
             mujoco.mjr_render(self._rect, self._scene, self._context)
