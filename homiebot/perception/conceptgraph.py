@@ -1,0 +1,398 @@
+"""A ConceptGraphs-style world graph from RGB-D and class-agnostic instance masks (PARTNR A.7.2, after Gu et al.
+2024, "ConceptGraphs: open-vocabulary 3D scene graphs").
+
+Pipeline per observation (four views):
+
+1. **Segments.** Every id in a view's segmentation with at least ``min_pixels`` pixels is one class-agnostic
+   segment. The ids are *only* used to cut the image into masks within that view: they are never compared across
+   views or rounds, and no node is keyed by them.
+2. **Labels.** A :class:`Labeler` names each segment with a category of a closed vocabulary. In PARTNR that is
+   Meta-CLIP over YOLO/SAM crops; no such model runs here, so :class:`PanopticStandInLabeler` stands in for it: it
+   reads the category (never the instance) behind the segment from the simulator. It is the one privileged part of
+   this builder, it is named as a stand-in, and it can be given a confusion rate to model a detector's mistakes.
+3. **Back-projection.** Each mask's depth pixels (every ``stride``-th) go through the intrinsics and the view pose
+   into ``map``-frame points, then into a voxel set (2 cm for objects, 5 cm for furniture).
+4. **Association.** A detection joins an existing node of the same kind when geometric similarity plus semantic
+   similarity reaches ``match_threshold`` (ConceptGraphs sums the two). Geometric similarity is the larger of the
+   two directed neighbour ratios: the share of one voxel set that has a voxel of the other within one voxel (26-
+   neighbourhood), so a second view of another face of the same object still overlaps. The four views of a stop
+   barely overlap (90 degree fields of view, 90 degrees apart), so a counter that spans two views comes as two
+   masks whose voxels only meet along the seam: for a mask cut off by the image border, the share of its border
+   points lying against the node's box (within two voxels) also counts as geometric similarity, and so does the
+   overlap of the two boxes (intersection over the smaller, each grown by half a voxel): views from two stops
+   often see different faces whose voxels do not meet but whose boxes are parts of one true box. Semantic
+   similarity is 1 for the same label, else ``label_similarity`` (0 by default). Otherwise it starts a new node.
+5. **Fusion.** The node's voxel set becomes the union, its label the vote over its detections, its position the
+   mean of its voxel centres and its box their extent.
+6. **Relations and rooms.** On/in from support geometry (:mod:`homiebot.perception.relations`) against the
+   furniture nodes; furniture is assigned the room whose floor polygon holds its footprint centre, objects the room
+   of their furniture (else the polygon under them). The floor plan (room names and polygons) is known a priori, as
+   a map is to a real robot.
+7. **Actions.** Successful pick/put/open/close update the graph deterministically, as in the privileged graph; a
+   moved object's stale voxels are dropped and the next same-label detection over its new place is fused with it.
+
+A detection of the held object's label within ``held_radius`` of the robot is the object in the gripper
+(PARTNR's "whether object-is-being-held-by-agent" check) and is not turned into a new node.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Protocol
+
+import numpy as np
+
+from homiebot.perception.actions import apply_action
+from homiebot.perception.geometry import Box3, backproject, voxel_centers, voxel_keys
+from homiebot.perception.layout import SceneLayout, VocabularyEntry
+from homiebot.perception.privileged import group_points_by_segment, layout_graph
+from homiebot.perception.relations import SupportTolerances, infer_placement
+from homiebot.perception.world_graph import ROBOT_ID, GraphNode, NodeKind, Relation, WorldGraph
+from homiebot.types import Action, CameraView, EntityKind, Observation
+
+log = logging.getLogger(__name__)
+
+# Packed offsets of the 27 voxels of a 3x3x3 neighbourhood (same packing as geometry.voxel_keys: adding a packed
+# delta to a packed key moves each coordinate independently as long as none leaves its 21-bit field).
+_BITS = 21
+_NEIGHBOURS = np.array(
+    [(dx << (2 * _BITS)) + (dy << _BITS) + dz for dx in (-1, 0, 1) for dy in (-1, 0, 1) for dz in (-1, 0, 1)],
+    dtype=np.int64,
+)
+
+
+@dataclass(frozen=True)
+class Label:
+    category: str
+    kind: EntityKind
+    confidence: float = 1.0
+    prompts: tuple[str, ...] = ()
+
+
+class Labeler(Protocol):
+    """Names class-agnostic segments of one view with vocabulary categories (None: not in the vocabulary)."""
+
+    def label(self, view: CameraView, segment_ids: list[int], observation: Observation) -> dict[int, Label | None]: ...
+
+
+class PanopticStandInLabeler:
+    """Stand-in for an open-vocabulary detector (see the module docstring, step 2).
+
+    ``category_of`` maps scene instance names to categories; only the category leaves this class. With
+    ``confusion > 0`` a segment is given a wrong category of the same kind with that probability (seeded, and
+    stable per segment id within a view so that a view does not flicker), to study the graph under label noise.
+    """
+
+    def __init__(self, vocabulary: dict[str, VocabularyEntry], category_of: dict[str, str],
+                 confusion: float = 0.0, seed: int = 0):
+        if not 0.0 <= confusion <= 1.0:
+            raise ValueError(f"confusion must lie in [0, 1], got {confusion}")
+        self.vocabulary = vocabulary
+        self._category_of = dict(category_of)
+        self.confusion = confusion
+        self._rng = np.random.default_rng(seed)
+        self._by_kind: dict[EntityKind, list[str]] = {}
+        for entry in vocabulary.values():
+            self._by_kind.setdefault(entry.kind, []).append(entry.category)
+
+    def label(self, view: CameraView, segment_ids: list[int], observation: Observation) -> dict[int, Label | None]:
+        out: dict[int, Label | None] = {}
+        for seg_id in segment_ids:
+            name = observation.instance_names.get(seg_id)
+            category = self._category_of.get(name) if name is not None else None
+            entry = self.vocabulary.get(category) if category is not None else None
+            if entry is None:
+                out[seg_id] = None
+                continue
+            if self.confusion > 0 and self._rng.random() < self.confusion:
+                others = [c for c in self._by_kind[entry.kind] if c != entry.category]
+                if others:
+                    entry = self.vocabulary[others[int(self._rng.integers(len(others)))]]
+                    out[seg_id] = Label(entry.category, entry.kind, 0.5, entry.prompts)
+                    continue
+            out[seg_id] = Label(entry.category, entry.kind, 1.0, entry.prompts)
+        return out
+
+
+@dataclass(frozen=True)
+class ConceptGraphConfig:
+    min_pixels: int = 30  # same visibility rule as the privileged graph
+    stride: int = 2  # depth sub-sampling: 1/4 of the pixels, still >= 7 points for a 30-pixel mask
+    object_voxel: float = 0.02
+    furniture_voxel: float = 0.05
+    max_depth: float = 6.0  # farther depth is too coarse to place a small object on the right furniture
+    match_threshold: float = 1.3  # geometric + semantic; with the same label the voxel sets must share 30 %
+    min_geometric: float = 0.05  # never fuse detections that do not touch at all
+    overlap_samples: int = 128  # voxels sampled per direction for the neighbour ratio (speed bound)
+    moved_radius: float = 0.15  # margin (m) around a put's furniture box where the placed object is looked for
+    held_radius: float = 1.2  # see the module docstring
+    tolerances: SupportTolerances = field(default_factory=SupportTolerances)
+
+
+@dataclass
+class _Track:
+    node_id: str
+    kind: EntityKind
+    voxel: float
+    keys: np.ndarray
+    votes: Counter = field(default_factory=Counter)
+    prompts: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    box_min: np.ndarray = field(default_factory=lambda: np.zeros(3))
+    box_max: np.ndarray = field(default_factory=lambda: np.zeros(3))
+    detections: int = 0
+
+    @property
+    def label(self) -> str:
+        return self.votes.most_common(1)[0][0]
+
+
+@dataclass
+class _Detection:
+    label: Label
+    keys: np.ndarray
+    box_min: np.ndarray
+    box_max: np.ndarray
+    centroid: np.ndarray
+    voxel: float
+    edge_points: np.ndarray | None = None  # points on the image border: the mask is cut off by the field of view
+
+
+def neighbour_ratio(a: np.ndarray, b: np.ndarray, samples: int) -> float:
+    """Share of (up to ``samples`` evenly picked) voxels of sorted key set ``a`` with a voxel of sorted ``b`` in
+    their 26-neighbourhood."""
+    if len(a) == 0 or len(b) == 0:
+        return 0.0
+    step = max(1, len(a) // samples)
+    probe = a[::step][:, None] + _NEIGHBOURS[None, :]
+    pos = np.searchsorted(b, probe)
+    np.minimum(pos, len(b) - 1, out=pos)
+    return float((b[pos] == probe).any(axis=1).mean())
+
+
+def _box_overlap(a_min: np.ndarray, a_max: np.ndarray, b_min: np.ndarray, b_max: np.ndarray, pad: float) -> float:
+    """Intersection volume over the smaller volume of two boxes, each grown by ``pad`` (so a single visible face,
+    a box of zero thickness, still has a volume). Partial views of one thing are parts of the same true box and
+    overlap a lot; two things side by side only share the padding."""
+    lo = np.maximum(a_min, b_min) - pad
+    hi = np.minimum(a_max, b_max) + pad
+    inter = float(np.prod(np.clip(hi - lo, 0.0, None)))
+    smaller = min(float(np.prod(a_max - a_min + 2 * pad)), float(np.prod(b_max - b_min + 2 * pad)))
+    return inter / smaller if smaller > 0 else 0.0
+
+
+def exact_label_similarity(a: str, b: str) -> float:
+    return 1.0 if a == b else 0.0
+
+
+class ConceptGraphBuilder:
+    """ConceptGraphs-style world graph from RGB-D and instance masks (see the module docstring)."""
+
+    def __init__(
+        self,
+        layout: SceneLayout,
+        labeler: Labeler,
+        config: ConceptGraphConfig = ConceptGraphConfig(),
+        label_similarity: Callable[[str, str], float] = exact_label_similarity,
+    ):
+        self.config = config
+        self.labeler = labeler
+        self.label_similarity = label_similarity
+        self.graph = layout_graph(layout, with_furniture=False)
+        self._plan = layout.floor_plan()
+        self._tracks: dict[str, _Track] = {}
+        # node id -> (min, max) corner of the region an action moved the node into, until it is detected again
+        self._moved: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+        self._next_id = 0
+        self._name_counts: Counter = Counter()
+
+    # ------------------------------------------------------------------ observation
+    def update(self, observation: Observation) -> list[str]:
+        """Fuse one observation; returns the ids of the nodes created or updated."""
+        robot = observation.robot_pose
+        self.graph.update_node(ROBOT_ID, position=(robot.x, robot.y, 0.0), states={"yaw": robot.yaw})
+        self.graph.set_room(ROBOT_ID, self._plan.room_at(robot.x, robot.y))
+        detections = [d for view in observation.views.values() for d in self._detect(view, observation)]
+        touched: set[str] = set()
+        held = {n.id for n in self.graph.held_by(ROBOT_ID)}
+        robot_xy = np.array([robot.x, robot.y])
+        for det in detections:
+            if held and self._is_held_object(det, held, robot_xy):
+                continue
+            track = self._associate(det)
+            if track is None:
+                track = self._new_track(det)
+            else:
+                self._fuse(track, det)
+            touched.add(track.node_id)
+        for node_id in sorted(touched):
+            self._refresh_node(self._tracks[node_id])
+        self._infer_relations()
+        return sorted(touched)
+
+    def _detect(self, view: CameraView, observation: Observation) -> list[_Detection]:
+        cfg = self.config
+        counts = np.bincount(view.segmentation.ravel().clip(min=0))
+        visible = [int(i) for i in np.flatnonzero(counts >= cfg.min_pixels) if i != 0]
+        if not visible:
+            return []
+        labels = {i: lab for i, lab in self.labeler.label(view, visible, observation).items() if lab is not None}
+        if not labels:
+            return []
+        points, seg, on_border = backproject(view, cfg.stride, max_depth=cfg.max_depth, border=1)
+        keep = np.isin(seg, list(labels))
+        # Carry the border flag through the grouping as a fourth coordinate (one sort for both).
+        tagged = np.concatenate((points[keep], on_border[keep, None].astype(np.float32)), axis=1)
+        out = []
+        for seg_id, rows in group_points_by_segment(tagged, seg[keep]).items():
+            if len(rows) < 3:
+                continue
+            pts = rows[:, :3]
+            edge = pts[rows[:, 3] > 0.5]
+            label = labels[seg_id]
+            voxel = cfg.furniture_voxel if label.kind is EntityKind.FURNITURE else cfg.object_voxel
+            out.append(_Detection(label, voxel_keys(pts, voxel), pts.min(axis=0), pts.max(axis=0), pts.mean(axis=0),
+                                  voxel, edge if len(edge) else None))
+        return out
+
+    def _is_held_object(self, det: _Detection, held: set[str], robot_xy: np.ndarray) -> bool:
+        if det.label.kind is not EntityKind.OBJECT:
+            return False
+        near = float(np.hypot(*(det.centroid[:2] - robot_xy))) <= self.config.held_radius
+        return near and any(self._tracks[h].label == det.label.category for h in held if h in self._tracks)
+
+    def _associate(self, det: _Detection) -> _Track | None:
+        """The best-scoring node for ``det``, or None. Nodes with fused geometry are preferred; a node an action
+        moved (no geometry yet) takes the detection only when no other node does and the detection lies in the
+        region the action put it in (over the furniture of a put)."""
+        cfg = self.config
+        best: tuple[float, _Track] | None = None
+        best_moved: tuple[float, _Track] | None = None
+        margin = 2 * det.voxel
+        for track in self._tracks.values():
+            if track.kind is not det.label.kind:
+                continue
+            sem = self.label_similarity(det.label.category, track.label)
+            region = self._moved.get(track.node_id)
+            if region is not None:
+                inside = bool(np.all(det.centroid >= region[0]) and np.all(det.centroid <= region[1]))
+                if inside and 1.0 + sem >= cfg.match_threshold and (best_moved is None or sem > best_moved[0]):
+                    best_moved = (sem, track)
+                continue
+            if np.any(det.box_min - margin > track.box_max) or np.any(track.box_min - margin > det.box_max):
+                continue
+            geo = max(
+                neighbour_ratio(det.keys, track.keys, cfg.overlap_samples),
+                neighbour_ratio(track.keys, det.keys, cfg.overlap_samples),
+            )
+            geo = max(geo, _box_overlap(det.box_min, det.box_max, track.box_min, track.box_max, det.voxel / 2))
+            if det.edge_points is not None:
+                # A mask cut off by the image edge continues beyond it, in the neighbouring view: its cut lies
+                # against the node's box when the node is the other part of the same thing.
+                lo, hi = track.box_min - margin, track.box_max + margin
+                contact = np.all((det.edge_points >= lo) & (det.edge_points <= hi), axis=1).mean()
+                geo = max(geo, float(contact))
+            if geo < cfg.min_geometric:
+                continue
+            score = geo + sem
+            if score >= cfg.match_threshold and (best is None or score > best[0]):
+                best = (score, track)
+        if best is not None:
+            return best[1]
+        return best_moved[1] if best_moved else None
+
+    def _new_track(self, det: _Detection) -> _Track:
+        self._next_id += 1
+        node_id = f"cg_{self._next_id:04d}"
+        track = _Track(node_id, det.label.kind, det.voxel, det.keys.copy())
+        track.votes[det.label.category] += det.label.confidence
+        track.prompts[det.label.category] = det.label.prompts
+        track.box_min, track.box_max = det.box_min.copy(), det.box_max.copy()
+        track.detections = 1
+        self._tracks[node_id] = track
+        kind = NodeKind.FURNITURE if det.label.kind is EntityKind.FURNITURE else NodeKind.OBJECT
+        self.graph.add_node(GraphNode(node_id, kind, det.label.category, self._fresh_name(det.label.category)))
+        return track
+
+    def _fuse(self, track: _Track, det: _Detection) -> None:
+        if track.node_id in self._moved:
+            # The first sight after an action replaces the stale geometry.
+            del self._moved[track.node_id]
+            track.keys = det.keys.copy()
+            track.box_min, track.box_max = det.box_min.copy(), det.box_max.copy()
+        else:
+            track.keys = np.union1d(track.keys, det.keys)
+            track.box_min = np.minimum(track.box_min, det.box_min)
+            track.box_max = np.maximum(track.box_max, det.box_max)
+        track.votes[det.label.category] += det.label.confidence
+        track.prompts.setdefault(det.label.category, det.label.prompts)
+        track.detections += 1
+
+    def _fresh_name(self, category: str) -> str:
+        self._name_counts[category] += 1
+        return f"{category}_{self._name_counts[category]}"
+
+    def _refresh_node(self, track: _Track) -> None:
+        node = self.graph.node(track.node_id)
+        label = track.label
+        # Position: mean of the voxel centres (each surface patch counts once however many pixels saw it);
+        # box: the extent of the observed points themselves (voxel centres would round a table top up by 2.5 cm).
+        centers = voxel_centers(track.keys, track.voxel)
+        position = tuple(float(v) for v in centers.mean(axis=0))
+        lo = tuple(float(v) for v in track.box_min)
+        hi = tuple(float(v) for v in track.box_max)
+        total = sum(track.votes.values())
+        changes: dict = dict(position=position, bbox_min=lo, bbox_max=hi, detections=track.detections,
+                             confidence=float(track.votes[label] / total) if total else 0.0,
+                             aliases=track.prompts.get(label, ()))
+        if label != node.category:
+            changes.update(category=label, name=self._fresh_name(label))
+        self.graph.update_node(track.node_id, **changes)
+
+    # ------------------------------------------------------------------ relations and rooms
+    def _infer_relations(self) -> None:
+        furniture = self.graph.nodes(NodeKind.FURNITURE)
+        boxes = [(f.id, Box3(f.bbox_min, f.bbox_max)) for f in furniture]
+        for f in furniture:
+            self.graph.set_room(f.id, self._plan.room_at(f.position[0], f.position[1]))
+        for obj in self.graph.nodes(NodeKind.OBJECT):
+            place = self.graph.placement(obj.id)
+            if place is not None and place[1] is Relation.HELD_BY:
+                self.graph.set_room(obj.id, self.graph.room_of(ROBOT_ID))
+                continue
+            if obj.id in self._moved:
+                continue  # keep the action's placement until the object is seen again
+            found = infer_placement(Box3(obj.bbox_min, obj.bbox_max), boxes, self.config.tolerances)
+            if found is None:
+                self.graph.set_placement(obj.id, None, None)
+                self.graph.set_room(obj.id, self._plan.room_at(obj.position[0], obj.position[1]))
+            else:
+                self.graph.set_placement(obj.id, found[0], found[1])
+                self.graph.set_room(obj.id, self.graph.room_of(found[0]))
+
+    # ------------------------------------------------------------------ actions
+    def apply_action(self, action: Action | str, target: str | None, place: str | None = None) -> list[str]:
+        """Deterministic update after a successful action; ``target`` / ``place`` are graph node names or ids."""
+        changed = apply_action(self.graph, action, target, place)
+        act = action if isinstance(action, Action) else Action.parse(action)
+        if act in (Action.PICK, Action.PUT):
+            for node_id in changed:
+                placement = self.graph.placement(node_id)
+                if placement is not None and placement[1] is not Relation.HELD_BY:
+                    where = self.graph.node(placement[0])
+                    grow = self.config.moved_radius
+                    region = (np.asarray(where.bbox_min) - grow, np.asarray(where.bbox_max) + grow)
+                else:
+                    # Held: the gripper check keeps detections from creating a duplicate; nothing to fuse with.
+                    region = (np.full(3, np.inf), np.full(3, -np.inf))
+                self._moved[node_id] = region
+                track = self._tracks.get(node_id)
+                if track is not None:
+                    track.keys = np.empty(0, dtype=np.int64)
+        return changed
+
+    @property
+    def track_count(self) -> int:
+        return len(self._tracks)
