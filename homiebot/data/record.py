@@ -127,13 +127,17 @@ def _round_from_json(data: dict[str, Any]) -> RoundRecord:
     )
 
 
-def _caption_frame(views: Sequence[np.ndarray], lines: Sequence[str], tile: int = 256) -> np.ndarray:
+def _caption_frame(views: Sequence[np.ndarray], names: Sequence[str], lines: Sequence[str], tile: int = 256) -> np.ndarray:
     """A 2x2 mosaic of the four views (front, left / back, right) with a caption band under it."""
     mosaic = Image.new("RGB", (2 * tile, 2 * tile + 48), (20, 20, 20))
+    draw = ImageDraw.Draw(mosaic)
     for i, view in enumerate(views[:4]):
         img = Image.fromarray(np.asarray(view, dtype=np.uint8)).resize((tile, tile))
-        mosaic.paste(img, ((i % 2) * tile, (i // 2) * tile))
-    draw = ImageDraw.Draw(mosaic)
+        x, y = (i % 2) * tile, (i // 2) * tile
+        mosaic.paste(img, (x, y))
+        label = names[i]
+        draw.rectangle((x + 4, y + 4, x + 8 + 6 * len(label), y + 18), fill=(20, 20, 20))
+        draw.text((x + 6, y + 5), label, fill=(235, 235, 235))
     for j, line in enumerate(lines[:3]):
         draw.text((6, 2 * tile + 3 + 15 * j), line[:90], fill=(235, 235, 235))
     return np.asarray(mosaic)
@@ -205,7 +209,7 @@ class EpisodeRecorder:
                 f"{record.feedback.code.value}: {record.feedback.message}",
                 f"inventory: {' '.join(record.feedback.inventory) or 'None'}",
             ]
-            frame = _caption_frame(views, caption)
+            frame = _caption_frame(views, present, caption)
             writer = self._video_writer()
             for _ in range(self.frames_per_round):
                 writer.append_data(frame)
