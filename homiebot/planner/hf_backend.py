@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from homiebot.planner.base import Planner, PlanRequest
 from homiebot.planner.constrained import DEFAULT_ANALYSIS_MAX_CHARS, AnswerConstraint
@@ -44,6 +44,14 @@ log = logging.getLogger(__name__)
 
 class PlannerBackendError(RuntimeError):
     """A model backend cannot serve (missing files or packages, unreachable server, bad answer from it)."""
+
+
+class PlannerLoadError(PlannerBackendError, ValueError):
+    """A backend cannot be built from its options (bad model folder, missing package): bad input.
+
+    It is a ``ValueError`` too, so that :func:`homiebot.planner.registry.make_planner` reports it as a bad
+    option (``homie run`` exits 2 with the message) rather than as a crash.
+    """
 
 
 @dataclass(frozen=True)
@@ -69,6 +77,9 @@ class LocalModelConfig(BaseModel):
     quantization: Literal["4bit", "8bit"] | None = None
     attn_implementation: str | None = None  # e.g. "sdpa", "flash_attention_2"; None: transformers' default
     trust_remote_code: bool = False
+    #: CPU threads for torch (process-wide: ``torch.set_num_threads``); None keeps torch's default. One
+    #: thread is much faster for tiny models on a loaded machine, where extra threads only wait on each other.
+    torch_threads: int | None = Field(default=None, ge=1)
 
     @field_validator("model")
     @classmethod
@@ -94,6 +105,15 @@ class LocalModelConfig(BaseModel):
         return str(path)
 
 
+def _validation_message(exc: ValidationError) -> str:
+    """One line per problem: ``option: message`` (pydantic's own text is several lines per error)."""
+    parts = []
+    for error in exc.errors():
+        where = ".".join(str(p) for p in error.get("loc", ())) or "options"
+        parts.append(f"{where}: {error.get('msg', '').removeprefix('Value error, ')}")
+    return "; ".join(parts)
+
+
 class VisionLanguageModel:
     """A loaded processor + model that turns chat conversations into answers, optionally grammar-constrained.
 
@@ -106,11 +126,13 @@ class VisionLanguageModel:
             import torch
             from transformers import AutoModelForImageTextToText, AutoProcessor
         except ImportError as exc:
-            raise PlannerBackendError(
+            raise PlannerLoadError(
                 "the hf planner needs torch and transformers: pip install -e '.[models]'"
             ) from exc
         self.config = config
         self._torch = torch
+        if config.torch_threads is not None:
+            torch.set_num_threads(config.torch_threads)
         self._lock = threading.Lock()
         self.device = torch.device(
             ("cuda" if torch.cuda.is_available() else "cpu") if config.device == "auto" else config.device
@@ -124,7 +146,7 @@ class VisionLanguageModel:
                 config.model, local_files_only=True, trust_remote_code=config.trust_remote_code
             )
         except Exception as exc:  # transformers raises OSError/ValueError/ImportError/TypeError variously
-            raise PlannerBackendError(
+            raise PlannerLoadError(
                 f"cannot load the processor from {config.model}: {exc}"
                 + (
                     " (processors with a video part, like Qwen2-VL's, need torchvision built for your torch)"
@@ -148,13 +170,13 @@ class VisionLanguageModel:
             model = AutoModelForImageTextToText.from_pretrained(config.model, **load_kwargs)
         except ValueError as exc:
             if "Unrecognized configuration class" in str(exc):
-                raise PlannerBackendError(
+                raise PlannerLoadError(
                     f"{config.model} is not an image-text-to-text model transformers knows "
                     "(AutoModelForImageTextToText has no mapping for its config)"
                 ) from exc
-            raise PlannerBackendError(f"cannot load the model from {config.model}: {exc}") from exc
+            raise PlannerLoadError(f"cannot load the model from {config.model}: {exc}") from exc
         except OSError as exc:
-            raise PlannerBackendError(f"cannot load the model from {config.model}: {exc}") from exc
+            raise PlannerLoadError(f"cannot load the model from {config.model}: {exc}") from exc
         if config.quantization is None:
             model = model.to(self.device)
         if config.adapter is not None:
@@ -172,12 +194,12 @@ class VisionLanguageModel:
         import importlib.util
 
         if importlib.util.find_spec("bitsandbytes") is None:
-            raise PlannerBackendError(
+            raise PlannerLoadError(
                 f"quantization={mode!r} needs bitsandbytes, which is not installed (pip install bitsandbytes); "
                 "or load the model unquantised"
             )
         if self.device.type != "cuda":
-            raise PlannerBackendError(f"quantization={mode!r} needs a CUDA GPU (bitsandbytes); none is in use")
+            raise PlannerLoadError(f"quantization={mode!r} needs a CUDA GPU (bitsandbytes); none is in use")
         from transformers import BitsAndBytesConfig
 
         if mode == "4bit":
@@ -188,7 +210,7 @@ class VisionLanguageModel:
         try:
             from peft import PeftModel
         except ImportError as exc:
-            raise PlannerBackendError("--adapter needs peft: pip install -e '.[models]'") from exc
+            raise PlannerLoadError("--adapter needs peft: pip install -e '.[models]'") from exc
         adapted = PeftModel.from_pretrained(model, config.adapter, is_trainable=False)
         if config.merge_adapter and config.quantization is None:
             # Merged weights decode as fast as the base model; quantised weights cannot take the merge.
@@ -204,7 +226,7 @@ class VisionLanguageModel:
         if self.tokenizer.eos_token_id is not None:
             ids.add(int(self.tokenizer.eos_token_id))
         if not ids:
-            raise PlannerBackendError(f"{self.config.model} defines no end-of-sequence token")
+            raise PlannerLoadError(f"{self.config.model} defines no end-of-sequence token")
         return tuple(sorted(ids))
 
     @property
@@ -348,22 +370,27 @@ class HFPlanner(Planner):
         attn_implementation: str | None = None,
         merge_adapter: bool = True,
         trust_remote_code: bool = False,
+        torch_threads: int | None = None,
         engine: VisionLanguageModel | None = None,
     ) -> None:
         if max_new_tokens < 1:
             raise ValueError(f"max_new_tokens must be >= 1, got {max_new_tokens}")
         if cache_implementation not in (None, "static"):
             raise ValueError(f"cache_implementation must be 'static' or None, got {cache_implementation!r}")
-        load = LocalModelConfig(
-            model=model,
-            adapter=adapter,
-            merge_adapter=merge_adapter,
-            device=device,
-            dtype=dtype,
-            quantization=quantization,
-            attn_implementation=attn_implementation,
-            trust_remote_code=trust_remote_code,
-        )
+        try:
+            load = LocalModelConfig(
+                model=model,
+                adapter=adapter,
+                merge_adapter=merge_adapter,
+                device=device,
+                dtype=dtype,
+                quantization=quantization,
+                attn_implementation=attn_implementation,
+                trust_remote_code=trust_remote_code,
+                torch_threads=torch_threads,
+            )
+        except ValidationError as exc:
+            raise PlannerLoadError(_validation_message(exc)) from None
         self.engine = engine if engine is not None else VisionLanguageModel(load)
         self.constrained = constrained
         self.icl_example = icl_example

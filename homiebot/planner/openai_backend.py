@@ -38,7 +38,7 @@ from typing import Any, Literal
 
 from homiebot.planner.base import Planner, PlanRequest
 from homiebot.planner.constrained import DEFAULT_ANALYSIS_MAX_CHARS, AnswerConstraint
-from homiebot.planner.hf_backend import PlannerBackendError
+from homiebot.planner.hf_backend import PlannerBackendError, PlannerLoadError
 from homiebot.planner.messages import build_messages, to_openai_messages
 
 log = logging.getLogger(__name__)
@@ -88,7 +88,7 @@ class OpenAIPlanner(Planner):
         try:
             import openai
         except ImportError as exc:
-            raise PlannerBackendError("the openai planner needs the openai package: pip install -e '.[models]'") from exc
+            raise PlannerLoadError("the openai planner needs the openai package: pip install -e '.[models]'") from exc
         if max_tokens < 1:
             raise ValueError(f"max_tokens must be >= 1, got {max_tokens}")
         if timeout_s <= 0:

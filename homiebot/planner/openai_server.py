@@ -197,6 +197,18 @@ class ChatCompletionServer:
                 return True
             return False
 
+    def health_payload(self) -> dict[str, Any]:
+        """Liveness plus batching counts (no secrets: it is served without the key)."""
+        stats = self.batcher.stats
+        return {
+            "status": "ok",
+            "model": self.served_name,
+            "batches": stats.batches,
+            "requests": stats.requests,
+            "max_batch_size_seen": max(stats.sizes, default=0),
+            "injected_failures_left": self._fail_remaining,
+        }
+
     def models_payload(self) -> dict[str, Any]:
         return {
             "object": "list",
@@ -314,7 +326,7 @@ class _Handler(BaseHTTPRequestHandler):
         path = self.path.split("?", 1)[0].rstrip("/")
         try:
             if path in ("/health", "/v1/health"):
-                self._send_json(HTTPStatus.OK, {"status": "ok"})
+                self._send_json(HTTPStatus.OK, self.app.health_payload())
                 return
             self.app.check_auth(self.headers.get("Authorization"))
             if path == "/v1/models":
@@ -392,6 +404,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--device", default="auto")
     parser.add_argument("--dtype", default="auto", choices=("auto", "bfloat16", "float16", "float32"))
     parser.add_argument("--quantization", default=None, choices=("4bit", "8bit"))
+    parser.add_argument("--torch-threads", type=int, default=None, help="CPU threads for torch (default: torch's)")
     parser.add_argument("--max-batch-size", type=int, default=8)
     parser.add_argument("--max-wait-ms", type=float, default=10.0)
     parser.add_argument("--max-tokens", type=int, default=512, help="default max_tokens of a request")
@@ -409,7 +422,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             parser.error(f"--api-key-env {args.api_key_env}: that environment variable is not set or empty")
     try:
         config = LocalModelConfig(model=args.model, adapter=args.adapter, device=args.device, dtype=args.dtype,
-                                  quantization=args.quantization)
+                                  quantization=args.quantization, torch_threads=args.torch_threads)
         engine = VisionLanguageModel(config)
     except (ValidationError, ValueError) as exc:
         parser.error(str(exc))
@@ -439,7 +452,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.port_file:
         _write_atomically(Path(args.port_file), f"{server.port}\n")
     log.info("serving %r at %s", served_name, server.url)
-    stop.wait()
+    while not stop.wait(0.5):
+        pass
     log.info("shutting down")
     server.shutdown()
     return 0
