@@ -1,0 +1,160 @@
+"""The skill-set layer the executor calls: low-level model names -> skills, with optional execution noise.
+
+EMMOE's planner names a low-level model with every subtask (``Model: NoMaD``). Each :class:`Skill`
+advertises the model names it serves:
+
+* Go to: the navigation models ``NoMaD`` and ``PixNav`` (EMMOE table E2);
+* Pick, Put, Open, Close: the manipulation models ``octo`` and ``RT-1-X``. Table E2 lists RT-1-X for
+  picking and placing and Octo for opening and closing, but the paper's executor never rejects a
+  manipulation model for a manipulation action, so both serve all four here; the executor's
+  ``strict_models`` option applies table E2 when wanted;
+* ``M3`` and ``oracle`` serve every skill (M3 is the Habitat oracle-skill suite EMMOE evaluates with).
+
+Names match case-insensitively ("Octo", "nomad"). Behind every model is the same skill of the simulator
+(the learned policies cannot run here); a model name selects nothing but whether the skill serves it.
+:class:`SkillSet` implements the executor's ``SkillRunner`` protocol (``run(action, model, target,
+place)``): one call is one attempt.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+
+import numpy as np
+
+from homiebot.sim.base import Simulator
+from homiebot.skills.noise import ExecutionNoise, NoiseConfig, SupportsDrop, SupportsPrecheck
+from homiebot.types import Action, SkillResult, SkillStatus
+
+NAVIGATION_MODELS: tuple[str, ...] = ("NoMaD", "PixNav")
+MANIPULATION_MODELS: tuple[str, ...] = ("octo", "RT-1-X")
+UNIVERSAL_MODELS: tuple[str, ...] = ("M3", "oracle")
+
+
+class UnservedModelError(ValueError):
+    """A skill was asked to run with a model it does not serve (the executor reports this as F1)."""
+
+
+@dataclass(frozen=True)
+class Skill:
+    """One skill and the low-level model names that can execute it."""
+
+    action: Action
+    models: tuple[str, ...]
+
+    def serves(self, model: str) -> bool:
+        key = model.strip().lower()
+        return any(key == m.lower() for m in self.models)
+
+    def __call__(self, sim: Simulator, target: str, place: str | None = None) -> SkillResult:
+        if self.action is Action.GO_TO:
+            return sim.go_to(target)
+        if self.action is Action.PICK:
+            return sim.pick(target)
+        if self.action is Action.PUT:
+            if place is None:
+                return SkillResult(SkillStatus.EXECUTION_FAILED, "put needs a place")
+            return sim.put(target, place)
+        if self.action is Action.OPEN:
+            return sim.open(target)
+        if self.action is Action.CLOSE:
+            return sim.close(target)
+        raise ValueError(f"{self.action.value} is not a skill")
+
+
+DEFAULT_SKILLS: tuple[Skill, ...] = (
+    Skill(Action.GO_TO, NAVIGATION_MODELS + UNIVERSAL_MODELS),
+    Skill(Action.PICK, MANIPULATION_MODELS + UNIVERSAL_MODELS),
+    Skill(Action.PUT, MANIPULATION_MODELS + UNIVERSAL_MODELS),
+    Skill(Action.OPEN, MANIPULATION_MODELS + UNIVERSAL_MODELS),
+    Skill(Action.CLOSE, MANIPULATION_MODELS + UNIVERSAL_MODELS),
+)
+
+_SIM_ACTION = {Action.GO_TO: "go_to", Action.PICK: "pick", Action.PUT: "put", Action.OPEN: "open", Action.CLOSE: "close"}
+
+
+class SkillSet:
+    """Skills over one simulator, with execution noise (off unless ``noise`` says otherwise).
+
+    Args:
+        sim: the simulator whose oracle skills run.
+        noise: a :class:`NoiseConfig`, a preset name (``"noiseless"``, ``"emmoe_table4"``) or None (noiseless).
+        seed: seeds the noise Generator; use the episode seed so that a run is reproducible.
+        skills: the skills and the models they serve.
+    """
+
+    def __init__(
+        self,
+        sim: Simulator,
+        noise: NoiseConfig | str | None = None,
+        seed: int = 0,
+        skills: tuple[Skill, ...] = DEFAULT_SKILLS,
+    ):
+        self.sim = sim
+        config = NoiseConfig.preset(noise) if isinstance(noise, str) else (noise or NoiseConfig.preset("noiseless"))
+        self.noise = ExecutionNoise(config, seed)
+        self._skills = {s.action: s for s in skills}
+        #: Attempts and successes per action since construction (what Table 4's SR is computed from).
+        self.attempts: Counter[Action] = Counter()
+        self.successes: Counter[Action] = Counter()
+
+    def reseed(self, seed: int) -> None:
+        """Restart the noise stream (call at each episode reset with the episode seed)."""
+        self.noise = ExecutionNoise(self.noise.config, seed)
+
+    @property
+    def skills(self) -> tuple[Skill, ...]:
+        return tuple(self._skills.values())
+
+    def models(self) -> tuple[str, ...]:
+        """Every model name some skill serves, in first-seen order."""
+        seen: dict[str, None] = {}
+        for skill in self._skills.values():
+            for model in skill.models:
+                seen.setdefault(model, None)
+        return tuple(seen)
+
+    def models_for(self, action: Action) -> tuple[str, ...]:
+        skill = self._skills.get(action)
+        return skill.models if skill is not None else ()
+
+    def serves(self, action: Action, model: str) -> bool:
+        skill = self._skills.get(action)
+        return skill is not None and skill.serves(model)
+
+    def reset_arm(self) -> None:
+        self.sim.reset_arm()
+
+    def run(self, action: Action, model: str, target: str, place: str | None = None) -> SkillResult:
+        """One attempt of ``action`` by ``model`` on scene instances; raises UnservedModelError for a model the
+        skill does not serve (check :meth:`serves` first)."""
+        skill = self._skills.get(action)
+        if skill is None:
+            raise UnservedModelError(f"no skill for {action.value}")
+        if not skill.serves(model):
+            raise UnservedModelError(f"{model} does not serve {action.value}; it is served by {', '.join(skill.models)}")
+        result = self._attempt(skill, target, place)
+        self.attempts[action] += 1
+        if result.success:
+            self.successes[action] += 1
+        return result
+
+    def _attempt(self, skill: Skill, target: str, place: str | None) -> SkillResult:
+        action = skill.action
+        if self.noise.config.failure(action) > 0.0:
+            if isinstance(self.sim, SupportsPrecheck):
+                refusal = self.sim.precheck(_SIM_ACTION[action], target, place)
+                if refusal is not None:
+                    return refusal
+            if self.noise.attempt_fails(action):
+                if action is Action.PUT and self.noise.drops() and isinstance(self.sim, SupportsDrop):
+                    dropped = self.sim.drop_held()
+                    if dropped is not None:
+                        return SkillResult(SkillStatus.DROPPED, f"the put failed and {dropped} fell out of the hand")
+                return SkillResult(SkillStatus.EXECUTION_FAILED, f"{action.value} failed (execution noise '{self.noise.config.name}')")
+        return skill(self.sim, target, place)
+
+    def success_rates(self) -> dict[Action, float]:
+        """Successes / attempts per action so far (NaN where nothing was attempted)."""
+        return {a: (self.successes[a] / self.attempts[a]) if self.attempts[a] else float(np.nan) for a in self._skills}
