@@ -128,3 +128,44 @@ def test_expert_answer_parses_with_the_papers_pattern(sim):
     first = parse_output(traj.rounds[0].output.raw)
     assert first.subtask.text() == "[Go to, kitchen]" and first.model == "NoMaD"
     assert first.analysis.startswith("According to my final task")
+
+
+class InjectedFailures:
+    """A seeded skill runner that fails attempts (EXECUTION_FAILED) and drops objects during puts (DROPPED,
+    the object falls to the floor), to exercise re-planning after E1 and E2."""
+
+    def __init__(self, sim, seed: int, p_fail: float = 0.4, p_drop: float = 0.3) -> None:
+        import random
+
+        from homiebot.executor.executor import SimulatorSkills
+
+        self.sim, self.inner, self.rng = sim, SimulatorSkills(sim), random.Random(seed)
+        self.p_fail, self.p_drop = p_fail, p_drop
+
+    def run(self, action, model, target, place=None):
+        from homiebot.types import SkillResult, SkillStatus
+
+        if action is Action.PUT and self.sim.precheck("put", target, place) is None and self.rng.random() < self.p_drop:
+            self.sim.drop_held()
+            return SkillResult(SkillStatus.DROPPED, "injected drop")
+        if self.rng.random() < self.p_fail:
+            return SkillResult(SkillStatus.EXECUTION_FAILED, "injected failure")
+        return self.inner.run(action, model, target, place)
+
+
+def test_expert_recovers_from_execution_failures_and_drops(sim):
+    """40 % of all attempts fail and 30 % of puts drop the object: the expert re-plans (re-picks a dropped
+    object from the floor, retries after E1). Bad luck can still run out the 20 rounds, so the bar is 90 %."""
+    codes, successes, runs = [], 0, 0
+    for index, (name, goal) in enumerate(sorted(GOALS.items())):
+        for run_index in range(4):
+            seed = 100 * index + run_index  # a different failure stream for every episode
+            traj = run_episode(sim, ExpertPlanner(), task=task(goal), config=NO_RENDER,
+                               skills=lambda s, scene_seed, seed=seed: InjectedFailures(s, seed))
+            assert traj.error is None
+            codes += [r.feedback.code for r in traj.rounds]
+            successes += bool(traj.goal_satisfied and traj.ended)
+            runs += 1
+    assert codes.count(ErrorCode.E1) >= 5 and codes.count(ErrorCode.E2) >= 5
+    assert set(codes) <= {ErrorCode.OK, ErrorCode.E1, ErrorCode.E2}  # the expert itself makes no L/D/F error
+    assert successes >= 0.9 * runs, (successes, runs)
