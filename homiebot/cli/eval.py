@@ -39,7 +39,8 @@ def _print_summary(report: dict[str, Any], out_dir: Path) -> None:
 
     console = Console()
     t2 = report["table2"]
-    table = Table(title=f"EMMOE-100: {report['setting']['planner']} planner, noise {report['setting']['noise']}")
+    setting = report["setting"]
+    table = Table(title=f"{setting.get('suite', '?')}: {setting['planner']} planner, noise {setting['noise']}")
     for column in ("split", "episodes", "SR", "PLWSR", "TP", "SRR", "SER", "goal-check SR"):
         table.add_column(column, justify="right")
     rows = [("all", t2)] + [(split, report["table3"][split]) for split in ("train", "test")]

@@ -143,7 +143,7 @@ def render_markdown(report: dict[str, Any]) -> str:
     setting = report["setting"]
     t2 = report["table2"]
     label = f"{setting.get('planner', '?')} planner, noise {setting.get('noise', '?')}"
-    out = [f"# EMMOE-100 evaluation: {label}", ""]
+    out = [f"# {setting.get('suite', 'EMMOE-100')} evaluation: {label}", ""]
     out.append("## Setting\n")
     out.append(_table(["key", "value"], [[k, f"`{v}`"] for k, v in setting.items()]))
     out.append(
@@ -261,6 +261,7 @@ def _save_figure(fig: Any, path: Path) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.stem}.", suffix=".png")
     os.close(fd)
+    os.chmod(tmp, 0o644)  # mkstemp creates 0600; a report is for everyone to read
     try:
         fig.savefig(tmp, dpi=110, bbox_inches="tight")
         os.replace(tmp, path)
@@ -335,6 +336,7 @@ def write_plots(report: dict[str, Any], out_dir: Path) -> dict[str, str]:
 def atomic_write_text(path: Path, text: str) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    os.chmod(tmp, 0o644)
     try:
         with os.fdopen(fd, "w") as handle:
             handle.write(text)

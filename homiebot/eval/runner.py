@@ -660,7 +660,8 @@ def run_evaluation(
                     out_dir=str(out),
                     images=images,
                     video=video,
-                    log_level=logging.getLogger().getEffectiveLevel() if logging.getLogger().handlers else logging.WARNING,
+                    # Workers log warnings only (their INFO lines would tear the progress bar) unless debugging.
+                    log_level=logging.DEBUG if log.isEnabledFor(logging.DEBUG) else logging.WARNING,
                 )
                 _run_jobs(options, todo, min(workers, len(todo)), index, outcome, progress, settings.label())
         finally:
