@@ -40,6 +40,7 @@ from homiebot.executor.executor import Executor, ExecutorConfig, SkillRunner
 from homiebot.perception.grounding import Grounder
 from homiebot.planner.base import Planner
 from homiebot.sim.base import Simulator
+from homiebot.skills import SkillSet
 from homiebot.types import (
     EMMOE_ACTIONS,
     EMMOE_MODELS,
@@ -116,8 +117,8 @@ def run_episode(
 ) -> Trajectory:
     """Run one episode and return its trajectory (and write its record when ``recorder`` is given).
 
-    ``skills``: a skill runner, or a factory ``(sim, scene_seed) -> runner`` (for a seeded noise wrapper);
-    default: the simulator's own skills.
+    ``skills``: a skill runner, or a factory ``(sim, scene_seed) -> runner`` (for seeded execution noise);
+    default: a noiseless :class:`homiebot.skills.SkillSet` over ``sim``.
     """
     config = config or EpisodeConfig()
     if task is not None:
@@ -185,7 +186,10 @@ def _run(
         observation = None
     initial = sim.state()
     opened = _open_furniture(initial)
-    if callable(skills) and not isinstance(skills, SkillRunner):
+    if skills is None:
+        # The skill layer, noiseless: model names are checked against the skills that serve them.
+        skills = SkillSet(sim, noise=None, seed=scene_seed)
+    elif callable(skills) and not isinstance(skills, SkillRunner):
         skills = skills(sim, scene_seed)
     executor = Executor(sim, grounder=grounder, config=config.executor_config(), skills=skills)  # type: ignore[arg-type]
     session = PlannerSession(

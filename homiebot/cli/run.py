@@ -72,7 +72,7 @@ def register(app: typer.Typer) -> None:
         max_rounds: int = typer.Option(20, "--max-rounds", min=1, help="Round limit (paper: 20)."),
         render: bool = typer.Option(True, "--render/--no-render", help="Render the four views every round."),
         video: bool = typer.Option(True, "--video/--no-video", help="Write episode.mp4."),
-        noise: str = typer.Option("off", "--noise", help="Low-level noise preset of the skill layer (off, emmoe)."),
+        noise: str = typer.Option("off", "--noise", help="Execution noise of the skill layer: off, or emmoe (EMMOE table 4 success rates)."),
         strict_models: bool = typer.Option(False, "--strict-models/--lenient-models", help="F1 when the model does not serve the action."),
         base_url: Optional[str] = typer.Option(None, "--base-url", help="Model planners: OpenAI-compatible server URL."),
         model: Optional[str] = typer.Option(None, "--model", help="Model planners: model name."),
@@ -129,16 +129,14 @@ def register(app: typer.Typer) -> None:
         except PlannerError as err:
             raise _fail(str(err)) from None
 
-        skills = None
-        if noise != "off":
-            try:
-                from homiebot.skills.noise import noisy_skills_factory
-            except ImportError as err:
-                raise _fail(f"--noise {noise}: the skill layer is not available ({err})") from None
-            try:
-                skills = noisy_skills_factory(noise)
-            except (KeyError, ValueError) as err:
-                raise _fail(f"--noise: {err}") from None
+        from homiebot.skills import PRESETS, SkillSet
+
+        preset = {"off": "noiseless", "emmoe": "emmoe_table4"}.get(noise, noise)
+        if preset not in PRESETS:
+            raise _fail(f"unknown --noise {noise!r}; presets: off, emmoe, {', '.join(sorted(PRESETS))}")
+
+        def skills(sim: Any, scene_seed: int) -> SkillSet:
+            return SkillSet(sim, noise=preset, seed=scene_seed)
 
         from rich.console import Console
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn

@@ -17,7 +17,8 @@ Decisions where the paper is silent (tested in ``tests/executor/``; see ``docs/l
 
 * **Model check.** The paper lists "model not in the list" as F1 but checks list membership only.
   By default (``strict_models=False``) any listed model may run any action: the skill for the *action*
-  runs, the model name is passed to the skill layer (which may use it for its noise profile).
+  runs; when the skill layer says the named model does not serve it (``SkillSet.serves``), a model that
+  does is handed to the skill layer instead (``[Open, fridge]`` with NoMaD runs the open skill).
   ``strict_models=True`` also requires the model to serve the action (``model_actions``; NoMaD/PixNav go
   to, octo open/close, RT-1-X pick/put), else F1 with :func:`messages.model_cannot`. Model names match
   case-insensitively ("Octo" is octo).
@@ -260,7 +261,8 @@ class Executor:
             if distance < self.config.near_threshold_m:
                 raise _Fail(ErrorCode.D2, messages.too_close(word))
         report.timings["checks_s"] = time.perf_counter() - t0
-        self._run_with_tries(action, report.model, target, place, target_text, place_text, report)
+        runner_model = self._serving_model(action, report.model)
+        self._run_with_tries(action, runner_model, target, place, target_text, place_text, report)
 
     def _check_action(self, text: str) -> Action:
         key = " ".join(text.strip().lower().split())
@@ -278,6 +280,19 @@ class Executor:
             if action not in served:
                 raise _Fail(ErrorCode.F1, messages.model_cannot(canonical, action.value))
         return canonical
+
+    def _serving_model(self, action: Action, model: str) -> str:
+        """The model name handed to the skill runner. A runner that says which models serve which action
+        (``serves`` / ``models_for``, as :class:`homiebot.skills.SkillSet` does) gets, in the lenient default,
+        a model that serves the action when the planner's listed model does not (the paper checks list
+        membership only); with ``strict_models`` that case was already F1."""
+        serves = getattr(self.skills, "serves", None)
+        if serves is None or serves(action, model):
+            return model
+        for candidate in getattr(self.skills, "models_for", lambda _action: ())(action):
+            log.debug("%s does not serve %s; running it with %s", model, action.value, candidate)
+            return candidate
+        raise _Fail(ErrorCode.F1, messages.model_cannot(model, action.value))
 
     def _ground(self, text: str, state: WorldState, prefer_held: bool = False) -> str:
         result = self.grounder.ground(text, state)

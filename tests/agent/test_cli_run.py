@@ -90,3 +90,13 @@ def test_scripted_free_text_run(cli, tmp_path):
     assert result.exit_code == 0, result.output
     summary = json.loads((out / "summary.json").read_text())
     assert summary["subtasks"] == ["[Go to, fridge]", "[End]"] and summary["success"] is None
+
+
+def test_noise_option(cli, tmp_path):
+    result = cli("run", "--task", "demo-drawer", "--noise", "loud", "--out", str(tmp_path / "n"))
+    assert result.exit_code == 2 and "unknown --noise 'loud'" in result.stderr
+    out = tmp_path / "e"
+    result = cli("run", "--task", "demo-drawer", "--noise", "emmoe", "--backend", "fake", "--no-video", "--out", str(out))
+    assert result.exit_code == 0, result.output
+    codes = json.loads((out / "summary.json").read_text())["error_codes"]
+    assert {"E1", "E2"} & set(codes) or any(r["attempts"] > 1 for r in map(json.loads, (out / "rounds.jsonl").read_text().splitlines()))

@@ -201,3 +201,15 @@ def test_put_grounds_the_held_instance(world):
     report = Executor(world).execute_detailed(Subtask("Put", "apple", "brown_table"), "RT-1-X", ("apple",))
     assert report.feedback.code is ErrorCode.OK and report.target == "apple"
     assert world.entities["apple"].parent == "brown_table"
+
+
+def test_skill_layer_model_substitution_is_lenient_by_default(world):
+    from homiebot.skills import SkillSet
+
+    world.place_robot_near("fridge", 0.5)
+    skills = SkillSet(world)
+    fb = Executor(world, skills=skills).execute(Subtask("Open", "fridge"), "NoMaD", ())
+    assert fb.code is ErrorCode.OK and world.entities["fridge"].is_open  # NoMaD cannot open: a serving model ran
+    fb = Executor(world, skills=skills, config=ExecutorConfig(strict_models=True)).execute(
+        Subtask("Close", "fridge"), "PixNav", ())
+    assert (fb.code, fb.message) == (ErrorCode.F1, "PixNav can not close! You should choose a suitable model in the list.")
