@@ -348,13 +348,26 @@ class ObservationTap:
         return getattr(self._sim, name)
 
 
+#: ``--noise`` names -> presets of :mod:`homiebot.skills.noise` (``emmoe``: per-try SR of the paper's table 4).
+NOISE_PRESET_NAMES: dict[str, str] = {"off": "noiseless", "emmoe": "emmoe_table4"}
+
+
 def _noise_factory(noise: str) -> Callable[[Any, int], Any] | None:
-    """A ``(sim, scene_seed) -> SkillRunner`` factory for the noise preset, None without noise."""
+    """A ``(sim, scene_seed) -> SkillRunner`` factory for the noise preset, None without noise.
+
+    The noise generator is seeded with the episode's scene seed, so an episode draws the same failures
+    whichever worker runs it and whatever ran before (what makes resumed evaluations identical).
+    """
     if noise == "off":
         return None
-    from homiebot.skills.noise import noisy_skills_factory
+    from homiebot.skills.skillset import SkillSet
 
-    return noisy_skills_factory(noise)
+    preset = NOISE_PRESET_NAMES[noise]
+
+    def factory(sim: Any, scene_seed: int) -> Any:
+        return SkillSet(sim, noise=preset, seed=scene_seed)
+
+    return factory
 
 
 class _WorkerState:
@@ -719,6 +732,7 @@ def _run_jobs(
 
         def on_done(job: Job, result: dict[str, Any]) -> None:
             nonlocal wins
+            result["finished_at"] = round(time.time(), 3)
             index.append(result)
             outcome.finished += 1
             outcome.worker_rss_mb.append(result.get("worker_rss_mb", 0.0))

@@ -13,8 +13,8 @@ from homiebot.eval.keypaths import SceneNameResolver
 from homiebot.planner.prompt import format_output, split_subtask
 from homiebot.types import ErrorCode, Feedback, PlannerOutput, RoundRecord, Trajectory
 
-#: EMMOE's full name map, where this checkout has the shared data folder (tests fall back to the excerpt).
-NAME_DICT = Path(__file__).resolve().parents[3] / "shared" / "data" / "emmoe_name_dict.txt"
+#: EMMOE's full name map (a copy ships with the perception package; tests fall back to the excerpt below).
+NAME_DICT = Path(__file__).resolve().parents[2] / "homiebot" / "perception" / "data" / "emmoe_name_dict.txt"
 
 #: The entries of EMMOE's name map that appendix C's examples touch, in the map's own format.
 NAME_DICT_EXCERPT = """002_master_chef_can:
