@@ -19,8 +19,9 @@ Decisions:
   (``TaskSpec.seed`` is run 0's seed), or with ``seed`` for a free-text instruction.
   :attr:`Trajectory.seed` stores the argument, so ``run_episode(..., seed=trajectory.seed)`` replays it.
 * A planner or simulator exception does not escape: the episode stops, :attr:`Trajectory.error` says
-  where and why, and the record (if any) is still written with that error. ``KeyboardInterrupt`` aborts the
-  record (nothing half-written is left) and propagates.
+  where and why, and the record (if any) is still written with that error. Anything else that escapes
+  (``KeyboardInterrupt``, a recording failure) aborts the record (nothing half-written is left) and
+  propagates.
 * The images of round N are the views the planner saw when it chose subtask N (EMMOE's
   ``subtaskN_front.png`` ...).
 """
@@ -146,7 +147,9 @@ def run_episode(
         recorder.start(trajectory, scene_seed=scene_seed, config=config)
     try:
         _run(sim, planner, task, instruction, scene, scene_seed, seed, config, recorder, progress, grounder, skills, trajectory)
-    except KeyboardInterrupt:
+    except BaseException:
+        # Interrupted, or a failure outside the planner/simulator calls (e.g. the disk filled up while
+        # recording): drop the partial record and let the caller see the exception.
         if recorder is not None:
             recorder.abort()
         raise
@@ -178,13 +181,13 @@ def _run(
 ) -> None:
     try:
         observation: Observation | None = sim.reset(scene, seed=scene_seed)
+        initial = sim.state()
     except Exception as err:
         log.exception("simulator reset failed")
         trajectory.error = f"simulator reset failed for scene {scene!r}: {err}"
         return
     if not config.render:
         observation = None
-    initial = sim.state()
     opened = _open_furniture(initial)
     if skills is None:
         # The skill layer, noiseless: model names are checked against the skills that serve them.
@@ -241,8 +244,6 @@ def _run(
             path_length = report.path_length
             timings.update(report.timings)
         session.record(output, feedback)
-        state = sim.state()
-        opened |= _open_furniture(state)
         record = RoundRecord(
             index=session.round,
             instruction=request.instruction,
@@ -260,16 +261,23 @@ def _run(
             t0 = time.perf_counter()
             recorder.add_round(record, observation)
             timings["record_s"] = time.perf_counter() - t0
-        if config.render and not session.done:
-            t0 = time.perf_counter()
-            observation = sim.observe()
-            timings["render_s"] = time.perf_counter() - t0
+        try:
+            state = sim.state()
+            opened |= _open_furniture(state)
+            if config.render and not session.done:
+                t0 = time.perf_counter()
+                observation = sim.observe()
+                timings["render_s"] = time.perf_counter() - t0
+        except Exception as err:
+            log.exception("simulator failed")
+            trajectory.error = f"simulator failed after round {record.index}: {err}"
+            break
         timings["round_s"] = time.perf_counter() - round_start
         if progress is not None:
             progress(record, config.max_rounds)
     trajectory.ended = session.ended
     if task is not None and trajectory.error is None:
-        trajectory.goal_satisfied = goal_satisfied(task.goal, initial, sim.state(), opened)
+        trajectory.goal_satisfied = goal_satisfied(task.goal, initial, state, opened)
     if recorder is not None:
         recorder.note(opened=sorted(opened), conversation=session.conversation.to_paper_json(),
                       system_prompt=session.system_prompt)

@@ -124,3 +124,23 @@ def test_expert_replans_after_L3_and_L1_like_appendix_I_case_1():
     assert [r.feedback.message for r in traj.rounds] == [fb for *_, fb in CASE1_ROUNDS]
     assert traj.goal_satisfied
     assert "fridge is closed" in traj.rounds[5].output.analysis or "hand is full" in traj.rounds[5].output.analysis
+
+
+def test_simulator_exception_stops_episode_with_error(tmp_path):
+    from homiebot.data.record import EpisodeRecorder, read_summary
+
+    world = FakeWorld()
+    calls = {"n": 0}
+    real_observe = world.observe
+
+    def flaky_observe():
+        calls["n"] += 1
+        if calls["n"] == 3:  # reset, after round 1, after round 2 <- fails
+            raise RuntimeError("EGL context lost")
+        return real_observe()
+
+    world.observe = flaky_observe
+    planner = ScriptedPlanner(["Analysis: a\nSubtask: [Go to, fridge]\nModel: NoMaD"] * 5)
+    traj = run_episode(world, planner, instruction="x", scene="fake", recorder=EpisodeRecorder(tmp_path / "ep"))
+    assert len(traj.rounds) == 2 and traj.error == "simulator failed after round 2: EGL context lost"
+    assert read_summary(tmp_path / "ep")["error"] == traj.error
