@@ -317,7 +317,13 @@ def write_plots(report: dict[str, Any], out_dir: Path) -> dict[str, str]:
     rows4 = report["table4"]
     names = [TABLE4_LABELS[r["action"]] for r in rows4]
     xs = range(len(rows4))
-    ax.bar([x - 0.2 for x in xs], [100 * (r["sr"] or 0.0) for r in rows4], 0.4, label="measured SR per try")
+    measured = [100 * (r["sr"] or 0.0) for r in rows4]
+    intervals = [report["table4_calibration"][r["action"]]["ci95"] for r in rows4]
+    errors = [
+        [m - 100 * ci[0] if ci else 0.0 for m, ci in zip(measured, intervals)],
+        [100 * ci[1] - m if ci else 0.0 for m, ci in zip(measured, intervals)],
+    ]
+    ax.bar([x - 0.2 for x in xs], measured, 0.4, yerr=errors, capsize=3, label="measured SR per try (95% CI)")
     ax.bar([x + 0.2 for x in xs], [PAPER_TABLE4[r["action"]]["sr"] for r in rows4], 0.4, label="paper table 4")
     ax.set_xticks(list(xs), names)
     ax.set_ylabel("SR (%)")

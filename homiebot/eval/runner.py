@@ -757,6 +757,7 @@ class ScoredEvaluation:
     scores: list[EpisodeScore]
     missing: list[str]  # (task, run) of the manifest's tasks with no episode record, "task/runN"
     runs: int
+    reference_failures: list[str] = field(default_factory=list)  # expert references that did not succeed
 
 
 def compute_scores(out_dir: str | Path) -> ScoredEvaluation:
@@ -769,6 +770,7 @@ def compute_scores(out_dir: str | Path) -> ScoredEvaluation:
     tasks = {k: TaskSpec.model_validate(v) for k, v in manifest["tasks"].items()}
     resolvers = {scene: resolver_for(rows) for scene, rows in manifest["names"].items()}
     scores: list[EpisodeScore] = []
+    reference_failures: list[str] = []
     runs_seen: set[int] = set()
     for task_id in sorted(tasks):
         task = tasks[task_id]
@@ -790,11 +792,14 @@ def compute_scores(out_dir: str | Path) -> ScoredEvaluation:
                 ref = trajectory if reference_dir == run_dir else read_episode(reference_dir)
                 ref_score = score_episode(ref, task, resolvers[task.scene], run=run)
                 expert = ExpertReference(len(ref.rounds), ref.path_length, ref_score.success)
+                if not ref_score.success:
+                    # Its length still serves as L_expert (the expert's best effort); the report lists it.
+                    reference_failures.append(f"{task_id}/{run_dir.name}")
             scores.append(score_episode(trajectory, task, resolvers[task.scene], run=run, expert=expert))
     runs = max(runs_seen) + 1 if runs_seen else 0
     have = {(s.task_id, s.run) for s in scores}
     missing = [f"{t}/run{r}" for t in sorted(tasks) for r in range(runs) if (t, r) not in have]
-    return ScoredEvaluation(settings, scores, missing, runs)
+    return ScoredEvaluation(settings, scores, missing, runs, reference_failures)
 
 
 def write_eval_report(out_dir: str | Path, report_dir: str | Path | None = None, *, plots: bool = True) -> dict[str, Any]:
@@ -815,5 +820,6 @@ def write_eval_report(out_dir: str | Path, report_dir: str | Path | None = None,
         "episodes": len(scored.scores),
         "missing_episodes": scored.missing,
         "expert_reference": "self" if scored.settings.self_reference else "expert planner, noise off, same seed",
+        "expert_reference_failures": scored.reference_failures,
     }
     return write_report(scored.scores, setting, Path(report_dir) if report_dir else out, plots=plots)
