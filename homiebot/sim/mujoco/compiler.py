@@ -272,9 +272,8 @@ def compile_scene(spec: SceneSpec, width: int = 256, height: int = 256) -> Compi
         length = math.hypot(end[0] - start[0], end[1] - start[1])
         yaw = math.atan2(end[1] - start[1], end[0] - start[0])
         cx, cy = (start[0] + end[0]) / 2, (start[1] + end[1]) / 2
-        # Extend each piece by half the thickness so corners close.
         static.raw(
-            f'type="box" size="{_fmt(length / 2 + wall.thickness / 2, wall.thickness / 2, wall.height / 2)}" '
+            f'type="box" size="{_fmt(length / 2, wall.thickness / 2, wall.height / 2)}" '
             f'pos="{_fmt(cx, cy, wall.height / 2)}" euler="0 0 {yaw:.6f}" rgba="{_rgba(wall.color)}" {_STATIC}'
         )
     # A ceiling, so that upward-looking pixels show a ceiling rather than the empty background.

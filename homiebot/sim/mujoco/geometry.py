@@ -75,7 +75,9 @@ def wall_rect(start: tuple[float, float], end: tuple[float, float], thickness: f
 def split_walls(walls: list[WallSpec], doorways: list[DoorwaySpec]) -> list[tuple[WallSpec, tuple[float, float], tuple[float, float]]]:
     """Cut each doorway's gap out of every wall segment passing through its centre.
 
-    Returns (wall, start, end) pieces; a wall without doorway comes back whole.
+    Returns (wall, start, end) pieces; a wall without doorway comes back whole. Pieces reach half a
+    thickness beyond the wall's own end points (so that corners close) but not into a doorway's gap:
+    the gap keeps the doorway's full width. Compiler, occupancy grid and map all use these pieces.
     """
     pieces: list[tuple[WallSpec, tuple[float, float], tuple[float, float]]] = []
     for wall in walls:
@@ -94,9 +96,12 @@ def split_walls(walls: list[WallSpec], doorways: list[DoorwaySpec]) -> list[tupl
                 cuts.append((max(along - door.width / 2, 0.0), min(along + door.width / 2, length)))
         cuts.sort()
         cursor = 0.0
+        half = wall.thickness / 2
         for lo, hi in cuts + [(length, length)]:
             if lo - cursor > 0.02:
-                pieces.append((wall, tuple(start + direction * cursor), tuple(start + direction * lo)))
+                a = cursor - half if cursor <= 0.0 else cursor
+                b = lo + half if lo >= length else lo
+                pieces.append((wall, tuple(start + direction * a), tuple(start + direction * b)))
             cursor = max(cursor, hi)
     return pieces
 
