@@ -539,7 +539,7 @@ class ExpertPlanner(Planner):
         rooms = [
             e
             for e in state.entities.values()
-            if e.kind is EntityKind.ROOM and (e.name == name or name in e.aliases or e.category == name)
+            if e.kind is EntityKind.ROOM and (e.name == name or name in e.aliases)  # the robot_in check's rule
         ]
         if not rooms:
             return None
