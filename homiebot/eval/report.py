@@ -320,8 +320,8 @@ def write_plots(report: dict[str, Any], out_dir: Path) -> dict[str, str]:
     measured = [100 * (r["sr"] or 0.0) for r in rows4]
     intervals = [report["table4_calibration"][r["action"]]["ci95"] for r in rows4]
     errors = [
-        [m - 100 * ci[0] if ci else 0.0 for m, ci in zip(measured, intervals)],
-        [100 * ci[1] - m if ci else 0.0 for m, ci in zip(measured, intervals)],
+        [max(m - 100 * ci[0], 0.0) if ci else 0.0 for m, ci in zip(measured, intervals)],  # float rounding at 0 / 1
+        [max(100 * ci[1] - m, 0.0) if ci else 0.0 for m, ci in zip(measured, intervals)],
     ]
     ax.bar([x - 0.2 for x in xs], measured, 0.4, yerr=errors, capsize=3, label="measured SR per try (95% CI)")
     ax.bar([x + 0.2 for x in xs], [PAPER_TABLE4[r["action"]]["sr"] for r in rows4], 0.4, label="paper table 4")
