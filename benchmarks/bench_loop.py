@@ -25,16 +25,16 @@ from pathlib import Path
 
 os.environ.setdefault("MUJOCO_GL", "egl")
 
-from homiebot.agent.loop import EpisodeConfig, run_episode  # noqa: E402
-from homiebot.data.record import EpisodeRecorder  # noqa: E402
-from homiebot.eval.goals import GoalSpec  # noqa: E402
-from homiebot.eval.tasks import TaskSpec  # noqa: E402
-from homiebot.planner.expert import ExpertPlanner  # noqa: E402
-from homiebot.planner.scripted import ScriptedPlanner  # noqa: E402
-from homiebot.sim.base import make_simulator  # noqa: E402
+from homiebot.agent.loop import EpisodeConfig, run_episode
+from homiebot.data.record import EpisodeRecorder
+from homiebot.eval.goals import GoalSpec
+from homiebot.eval.tasks import TaskSpec
+from homiebot.planner.expert import ExpertPlanner
+from homiebot.planner.scripted import ScriptedPlanner
+from homiebot.sim.base import make_simulator
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "agent"))
-from case_studies import CASE1_TASK, case1_outputs  # noqa: E402
+from case_studies import CASE1_TASK, case1_outputs
 
 TEN_SUBTASK_TASK = TaskSpec(
     id="bench-10",
@@ -55,7 +55,7 @@ TEN_SUBTASK_TASK = TaskSpec(
 
 def pct(values: list[float], q: float) -> float:
     values = sorted(values)
-    return values[min(len(values) - 1, int(round(q * (len(values) - 1))))]
+    return values[min(len(values) - 1, round(q * (len(values) - 1)))]
 
 
 def bench_overhead(episodes: int) -> dict[str, float]:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import logging
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any
 
 import typer
 
@@ -62,9 +62,9 @@ def register(app: typer.Typer) -> None:
 
     @app.command("run")
     def run_command(
-        instruction: Optional[str] = typer.Argument(None, help="A free-text instruction (instead of --task)."),
-        task_id: Optional[str] = typer.Option(None, "--task", "-t", help="A built-in task id (`homie tasks`)."),
-        scene: Optional[str] = typer.Option(None, "--scene", help="Scene for a free-text instruction (or to override the task's)."),
+        instruction: str | None = typer.Argument(None, help="A free-text instruction (instead of --task)."),
+        task_id: str | None = typer.Option(None, "--task", "-t", help="A built-in task id (`homie tasks`)."),
+        scene: str | None = typer.Option(None, "--scene", help="Scene for a free-text instruction (or to override the task's)."),
         out: Path = typer.Option(..., "--out", "-o", help="Episode record directory (an earlier record there is replaced)."),
         planner: str = typer.Option("expert", "--planner", help="Planner name (homiebot.planner.registry)."),
         seed: int = typer.Option(0, "--seed", help="Run index: the scene is reset with the task's seed + this (free text: this)."),
@@ -74,10 +74,10 @@ def register(app: typer.Typer) -> None:
         video: bool = typer.Option(True, "--video/--no-video", help="Write episode.mp4."),
         noise: str = typer.Option("off", "--noise", help="Execution noise of the skill layer: off, or emmoe (EMMOE table 4 success rates)."),
         strict_models: bool = typer.Option(False, "--strict-models/--lenient-models", help="F1 when the model does not serve the action."),
-        base_url: Optional[str] = typer.Option(None, "--base-url", help="Model planners: OpenAI-compatible server URL."),
-        model: Optional[str] = typer.Option(None, "--model", help="Model planners: model name."),
-        api_key_env: Optional[str] = typer.Option(None, "--api-key-env", help="Model planners: environment variable holding the API key."),
-        constrained: Optional[bool] = typer.Option(None, "--constrained/--no-constrained", help="Model planners: constrained decoding."),
+        base_url: str | None = typer.Option(None, "--base-url", help="Model planners: OpenAI-compatible server URL."),
+        model: str | None = typer.Option(None, "--model", help="Model planners: model name."),
+        api_key_env: str | None = typer.Option(None, "--api-key-env", help="Model planners: environment variable holding the API key."),
+        constrained: bool | None = typer.Option(None, "--constrained/--no-constrained", help="Model planners: constrained decoding."),
         planner_option: list[str] = typer.Option([], "--planner-option", "-p", help="Other planner option key=value (repeatable)."),
     ) -> None:
         """Run one HomieBot episode (planner -> executor -> skills -> simulator) and record it into OUT."""
@@ -200,7 +200,7 @@ def register(app: typer.Typer) -> None:
 
     @app.command("tasks")
     def tasks_command(
-        suite: Optional[str] = typer.Option(None, "--suite", help="Only this suite (default: every built-in suite)."),
+        suite: str | None = typer.Option(None, "--suite", help="Only this suite (default: every built-in suite)."),
     ) -> None:
         """List the built-in task ids, one per line."""
         from homiebot.eval.tasks import TaskError, all_tasks, load_suite

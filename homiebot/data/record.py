@@ -36,7 +36,16 @@ from typing import Any
 import numpy as np
 from PIL import Image, ImageDraw
 
-from homiebot.types import VIEW_NAMES, ErrorCode, Feedback, Observation, PlannerOutput, RoundRecord, Subtask, Trajectory
+from homiebot.types import (
+    VIEW_NAMES,
+    ErrorCode,
+    Feedback,
+    Observation,
+    PlannerOutput,
+    RoundRecord,
+    Subtask,
+    Trajectory,
+)
 
 log = logging.getLogger(__name__)
 
@@ -248,8 +257,7 @@ class EpisodeRecorder:
             if topdown is not None:
                 Image.fromarray(np.asarray(topdown, dtype=np.uint8)).save(tmp / TOPDOWN_FILE)
             with open(tmp / ROUNDS_FILE, "w", encoding="utf-8") as fh:
-                for record in self._rounds:
-                    fh.write(json.dumps(_round_to_json(record), ensure_ascii=False) + "\n")
+                fh.writelines(json.dumps(_round_to_json(record), ensure_ascii=False) + "\n" for record in self._rounds)
             conversation = self._notes.get("conversation")
             if conversation is None:
                 conversation = [f"USER:\n{r.instruction}ASSISTANT:\n{r.output.raw}\n" for r in self._rounds]

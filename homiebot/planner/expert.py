@@ -45,7 +45,6 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 from homiebot.eval.goals import (
     Articulation,
@@ -256,9 +255,13 @@ class ExpertPlanner(Planner):
 
         # --- hand empty
         for cond in goal.all:
-            if isinstance(cond, Inspected) and cond.furniture not in memory.seen_open:
-                if _closed(ents[cond.furniture]) and ents[cond.furniture].interactive:
-                    return self._open(state, cond.furniture, f"to check what is in {_article_name(cond.furniture)}")
+            if (
+                isinstance(cond, Inspected)
+                and cond.furniture not in memory.seen_open
+                and _closed(ents[cond.furniture])
+                and ents[cond.furniture].interactive
+            ):
+                return self._open(state, cond.furniture, f"to check what is in {_article_name(cond.furniture)}")
 
         if moves:
             move = memory.committed if memory.committed in moves else moves[0]
