@@ -630,6 +630,22 @@ class MujocoSimulator:
             constraints.append((reach(receptacle.name), lo, hi + 0.4))
         front = np.ones_like(gx, dtype=bool)
         lateral = np.zeros_like(gx)
+        if receptacle is not None:
+            # Stand square to a side rather than off a corner: the overshoot of the robot's position past
+            # the target's extent along the receptacle's axes, on whichever axis overshoots less (0 when the
+            # robot is straight in front of some side). For an object, its own spot +-15 cm is the extent.
+            local = world_to_local(receptacle.pose, np.stack([gx, gy], axis=-1))
+            if receptacle.name == target:
+                cx = cy = 0.0
+                ex = max(receptacle.size[0] / 2 - 0.2, receptacle.size[0] / 4)
+                ey = max(receptacle.size[1] / 2 - 0.2, receptacle.size[1] / 4)
+            else:
+                x, y, _, _ = self._object_pose(target)
+                cx, cy = world_to_local(receptacle.pose, np.array([x, y]))
+                ex = ey = 0.15
+            over_x = np.maximum(np.abs(local[..., 0] - cx) - ex, 0.0)
+            over_y = np.maximum(np.abs(local[..., 1] - cy) - ey, 0.0)
+            lateral = np.minimum(over_x, over_y)
         if receptacle is not None and receptacle.articulation is not None:
             art = receptacle.articulation
             local = world_to_local(receptacle.pose, np.stack([gx, gy], axis=-1))
