@@ -14,6 +14,11 @@ Names match case-insensitively ("Octo", "nomad"). Behind every model is the same
 (the learned policies cannot run here); a model name selects nothing but whether the skill serves it.
 :class:`SkillSet` implements the executor's ``SkillRunner`` protocol (``run(action, model, target,
 place)``): one call is one attempt.
+
+Model checking follows the executor (``homiebot/executor/executor.py``): by default any *known* model
+name may run any skill, because EMMOE's executor only checks that the model is in its list; a name no
+skill serves raises :class:`UnservedModelError` (the executor reports it as F1 before it gets here).
+``strict_models=True`` requires the skill itself to serve the model.
 """
 
 from __future__ import annotations
@@ -82,6 +87,7 @@ class SkillSet:
         noise: a :class:`NoiseConfig`, a preset name (``"noiseless"``, ``"emmoe_table4"``) or None (noiseless).
         seed: seeds the noise Generator; use the episode seed so that a run is reproducible.
         skills: the skills and the models they serve.
+        strict_models: require the action's skill to serve the model (else any known model runs it).
     """
 
     def __init__(
@@ -90,8 +96,10 @@ class SkillSet:
         noise: NoiseConfig | str | None = None,
         seed: int = 0,
         skills: tuple[Skill, ...] = DEFAULT_SKILLS,
+        strict_models: bool = False,
     ):
         self.sim = sim
+        self.strict_models = strict_models
         config = NoiseConfig.preset(noise) if isinstance(noise, str) else (noise or NoiseConfig.preset("noiseless"))
         self.noise = ExecutionNoise(config, seed)
         self._skills = {s.action: s for s in skills}
@@ -126,13 +134,20 @@ class SkillSet:
     def reset_arm(self) -> None:
         self.sim.reset_arm()
 
+    def knows(self, model: str) -> bool:
+        """Whether some skill serves ``model``."""
+        return any(skill.serves(model) for skill in self._skills.values())
+
     def run(self, action: Action, model: str, target: str, place: str | None = None) -> SkillResult:
-        """One attempt of ``action`` by ``model`` on scene instances; raises UnservedModelError for a model the
-        skill does not serve (check :meth:`serves` first)."""
+        """One attempt of ``action`` by ``model`` on scene instances.
+
+        Raises UnservedModelError for an action without skill, for a model no skill serves, and (with
+        ``strict_models``) for a model the action's skill does not serve: the executor checks these first.
+        """
         skill = self._skills.get(action)
         if skill is None:
             raise UnservedModelError(f"no skill for {action.value}")
-        if not skill.serves(model):
+        if not skill.serves(model) and (self.strict_models or not self.knows(model)):
             raise UnservedModelError(f"{model} does not serve {action.value}; it is served by {', '.join(skill.models)}")
         result = self._attempt(skill, target, place)
         self.attempts[action] += 1

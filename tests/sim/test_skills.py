@@ -35,11 +35,17 @@ def test_models_per_skill(headless):
 
 def test_unserved_model_raises(headless):
     headless.reset("apartment_1", seed=0)
-    skills = SkillSet(headless)
-    with pytest.raises(UnservedModelError, match="NoMaD does not serve Pick"):
-        skills.run(Action.PICK, "NoMaD", "apple")
+    lenient = SkillSet(headless)
+    # Like the executor's default: a known model may run any skill (EMMOE checks list membership only).
+    assert lenient.run(Action.PICK, "NoMaD", "apple").status is SkillStatus.TOO_FAR
+    with pytest.raises(UnservedModelError, match="GPT-4o does not serve Pick"):
+        lenient.run(Action.PICK, "GPT-4o", "apple")
     with pytest.raises(UnservedModelError):
-        skills.run(Action.END, "M3", "apple")
+        lenient.run(Action.END, "M3", "apple")
+    strict = SkillSet(headless, strict_models=True)
+    with pytest.raises(UnservedModelError, match="NoMaD does not serve Pick"):
+        strict.run(Action.PICK, "NoMaD", "apple")
+    assert strict.run(Action.PICK, "rt-1-x", "apple").status is SkillStatus.TOO_FAR
 
 
 def test_noiseless_runs_the_simulator_skills(headless):
