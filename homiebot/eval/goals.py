@@ -50,13 +50,24 @@ class Selector(_Cond):
 
 
 class Placed(Selector):
-    """Objects are on/in a receptacle. ``count``: at least that many (default 1); ``all``: every selected one."""
+    """Objects are on/in a receptacle. ``count``: at least that many (default 1); ``all``: every selected one.
+
+    ``distinct``: the ``count`` must be met by objects of pairwise different categories ("fetch 3 different
+    kinds of fruit": three fruit on the table that are not all apples).
+    """
 
     type: Literal["placed"] = "placed"
     relation: Literal["on", "in"]
     receptacle: str
     count: int = Field(1, ge=1)
     all: bool = False
+    distinct: bool = False
+
+    @model_validator(mode="after")
+    def _distinct_counts(self) -> Placed:
+        if self.distinct and self.all:
+            raise ValueError("distinct counts categories towards 'count'; it cannot be combined with 'all'")
+        return self
 
 
 class Count(Selector):
@@ -161,6 +172,8 @@ def condition_holds(cond: Condition, initial: WorldState, final: WorldState, ope
         placed = [n for n in chosen if _is_at(final.entities[n], cond.relation, cond.receptacle)]
         if cond.all:
             return len(chosen) > 0 and len(placed) == len(chosen)
+        if cond.distinct:
+            return len({final.entities[n].category for n in placed}) >= cond.count
         return len(placed) >= cond.count
     if isinstance(cond, Count):
         chosen = select(cond, initial, final)
