@@ -19,13 +19,13 @@ import time
 
 os.environ.setdefault("MUJOCO_GL", "egl")
 
-import psutil  # noqa: E402
-from rich.console import Console  # noqa: E402
-from rich.progress import track  # noqa: E402
-from rich.table import Table  # noqa: E402
+import psutil
+from rich.console import Console
+from rich.progress import track
+from rich.table import Table
 
-from homiebot.sim.mujoco.backend import MujocoSimulator  # noqa: E402
-from homiebot.sim.scene import list_scenes, load_scene  # noqa: E402
+from homiebot.sim.mujoco.backend import MujocoSimulator
+from homiebot.sim.scene import list_scenes, load_scene
 
 TARGETS = {"observation_ms": 40.0, "go_to_median_ms": 50.0, "scene_load_s": 1.0, "rss_mb": 400.0}
 

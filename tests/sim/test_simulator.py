@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import math
 
 import numpy as np
@@ -131,13 +132,13 @@ def test_path_is_collision_free_and_recorded(sim):
     result = sim.go_to("fridge")
     path = sim.travelled_path
     assert len(path) >= 2
-    length = sum(math.dist(a, b) for a, b in zip(path, path[1:]))
+    length = sum(math.dist(a, b) for a, b in itertools.pairwise(path))
     assert length == pytest.approx(result.path_length, rel=1e-6)
     # Independently of the planner's grid: every 2 cm of the path keeps the base off walls and furniture.
     spec = sim.scene_spec()
     rects = [furniture_rect(f) for f in spec.furniture]
     rects += [wall_rect(a, b, w.thickness) for w, a, b in split_walls(spec.walls, spec.doorways)]
-    for (ax, ay), (bx, by) in zip(path, path[1:]):
+    for (ax, ay), (bx, by) in itertools.pairwise(path):
         n = max(int(math.dist((ax, ay), (bx, by)) / 0.02), 1)
         points = np.array([(ax + (bx - ax) * k / n, ay + (by - ay) * k / n) for k in range(n + 1)])
         for rect in rects:

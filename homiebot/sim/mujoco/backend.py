@@ -35,11 +35,14 @@ Decisions where the paper or the issue leaves room (tested in ``tests/sim``):
 * Open of an open (or Close of a closed) container succeeds and says so in the detail.
 * ``reset_arm()`` stows the arm when the hand is empty and returns it to the carry pose when holding
   (the grasp survives an arm reset, as in EMMOE's retry loop).
+* ``scene_spec()`` returns the spec as loaded, relations intact; the seed only moves spots, which
+  ``state()`` reports.
 * Nominal durations advance ``sim_time``: Go to at 0.6 m/s plus 1 rad/s of turning, 4 s per manipulation.
 """
 
 from __future__ import annotations
 
+import itertools
 import logging
 import math
 from dataclasses import dataclass
@@ -62,7 +65,7 @@ from homiebot.sim.mujoco.geometry import (
     world_to_local,
     wrap_angle,
 )
-from homiebot.sim.mujoco.navigation import OccupancyGrid, build_grid, path_length
+from homiebot.sim.mujoco.navigation import OccupancyGrid, build_grid
 from homiebot.sim.mujoco.placement import Spot, footprint_radius, half_height, sample_spot
 from homiebot.sim.scene import FurnitureSpec, ObjectSpec, SceneError, SceneSpec, load_scene
 from homiebot.types import (
@@ -214,7 +217,7 @@ class MujocoSimulator:
     # ------------------------------------------------------------------ protocol: perception
 
     def observe(self) -> Observation:
-        spec = self._require_spec()
+        self._require_spec()
         compiled, data = self._compiled, self._data
         assert compiled is not None and data is not None
         instance_names = {i: n for n, i in compiled.instance_ids.items()}
@@ -222,7 +225,6 @@ class MujocoSimulator:
             views = self._renderer.render(data, {v: compiled.camera_ids[v] for v in VIEW_NAMES})
         else:
             views = {v: self._empty_view(v) for v in VIEW_NAMES}
-        del spec
         return Observation(
             views=views,
             instance_names=instance_names,
@@ -371,7 +373,7 @@ class MujocoSimulator:
             return failure
         state = self._objects[obj]
         robot_yaw = self._robot.yaw
-        x, y, z, yaw = self._object_pose(obj)
+        yaw = self._object_pose(obj)[3]
         state.held_yaw = wrap_angle(yaw - robot_yaw)
         state.spot = None
         state.world = None
@@ -677,14 +679,14 @@ class MujocoSimulator:
         # Whatever the base touches where it starts (a door opened against it) may be touched while it
         # leaves along the first segment; anything else stops it.
         tolerated = self._base_in_collision()
-        for index, ((ax, ay), (bx, by)) in enumerate(zip(points, points[1:])):
+        for index, ((ax, ay), (bx, by)) in enumerate(itertools.pairwise(points)):
             seg = math.hypot(bx - ax, by - ay)
             if seg < 1e-9:
                 continue
             heading = math.atan2(by - ay, bx - ax)
             self._sim_time += abs(wrap_angle(heading - yaw)) / TURN_SPEED
             yaw = heading
-            steps = max(int(math.ceil(seg / FOLLOW_STEP)), 1)
+            steps = max(math.ceil(seg / FOLLOW_STEP), 1)
             for k in range(1, steps + 1):
                 nx_, ny_ = ax + (bx - ax) * k / steps, ay + (by - ay) * k / steps
                 self._robot = Pose2D(nx_, ny_, yaw)

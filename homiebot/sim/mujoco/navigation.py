@@ -17,6 +17,7 @@ The grid path is shortened by line-of-sight shortcuts on the inflated grid.
 
 from __future__ import annotations
 
+import itertools
 import math
 from dataclasses import dataclass
 
@@ -51,8 +52,8 @@ class OccupancyGrid:
         return self.blocked.shape  # type: ignore[return-value]
 
     def cell_of(self, x: float, y: float) -> tuple[int, int]:
-        col = int(round((x - self.origin[0]) / self.resolution))
-        row = int(round((y - self.origin[1]) / self.resolution))
+        col = round((x - self.origin[0]) / self.resolution)
+        row = round((y - self.origin[1]) / self.resolution)
         return min(max(row, 0), self.shape[0] - 1), min(max(col, 0), self.shape[1] - 1)
 
     def centre_of(self, row: int, col: int) -> tuple[float, float]:
@@ -154,10 +155,10 @@ def build_grid(
     blocked = ~inside.reshape(gx.shape)
     for rect in obstacles:
         bx0, by0, bx1, by1 = rect.aabb()
-        c0 = max(int(math.floor((bx0 - xs[0]) / resolution)), 0)
-        c1 = min(int(math.ceil((bx1 - xs[0]) / resolution)) + 1, xs.size)
-        r0 = max(int(math.floor((by0 - ys[0]) / resolution)), 0)
-        r1 = min(int(math.ceil((by1 - ys[0]) / resolution)) + 1, ys.size)
+        c0 = max(math.floor((bx0 - xs[0]) / resolution), 0)
+        c1 = min(math.ceil((bx1 - xs[0]) / resolution) + 1, xs.size)
+        r0 = max(math.floor((by0 - ys[0]) / resolution), 0)
+        r1 = min(math.ceil((by1 - ys[0]) / resolution) + 1, ys.size)
         if c0 >= c1 or r0 >= r1:
             continue
         window = np.stack([gx[r0:r1, c0:c1], gy[r0:r1, c0:c1]], axis=-1)
@@ -171,4 +172,4 @@ def build_grid(
 
 
 def path_length(points: list[tuple[float, float]]) -> float:
-    return float(sum(math.hypot(b[0] - a[0], b[1] - a[1]) for a, b in zip(points, points[1:])))
+    return float(sum(math.hypot(b[0] - a[0], b[1] - a[1]) for a, b in itertools.pairwise(points)))

@@ -144,5 +144,5 @@ class MultiViewRenderer:
     def __del__(self) -> None:
         try:
             self.close()
-        except Exception:  # interpreter shutdown: GL may already be gone
+        except Exception:  # noqa: BLE001, S110 - interpreter shutdown: GL may already be gone
             pass

@@ -13,7 +13,13 @@ import math
 import numpy as np
 from PIL import Image, ImageDraw, ImageFont
 
-from homiebot.sim.mujoco.geometry import OrientedRect, furniture_rect, polygon_centroid, split_walls, wall_rect
+from homiebot.sim.mujoco.geometry import (
+    OrientedRect,
+    furniture_rect,
+    polygon_centroid,
+    split_walls,
+    wall_rect,
+)
 from homiebot.sim.scene import SceneSpec, rgba
 from homiebot.types import EntityKind, WorldState
 
