@@ -210,6 +210,78 @@ def prefix_cache(model: Any, inputs: dict[str, Any], prefix_len: int, batch: int
     return cache
 
 
+def fast_generate(model: Any, inputs: dict[str, Any], new_tokens: int, *, prefix_len: int = 0, compiled: bool = True,
+                  timings: dict[str, float] | None = None) -> Any:
+    """Greedy decoding without ``generate``'s per-step bookkeeping: the ``fast`` variants.
+
+    1. Prefill (vision tower + prompt) into a dynamic cache with no attention mask, so SDPA runs its causal
+       kernel; with ``prefix_len`` the system turn is computed once at batch 1 and copied into every row,
+       and only the rest is prefilled (3D rope positions of the full prompt from ``get_rope_index``).
+    2. The keys and values move into a static cache sized for the answer (``StaticCache.update``).
+    3. Each decoding step calls the model's compiled forward (``get_compiled_call``: torch.compile,
+       ``reduce-overhead``, the same compiled call ``generate`` uses) with explicit 3D positions
+       (position + rope delta) kept on the device, and takes the argmax there: nothing waits for the GPU
+       until the answer is complete, so the CPU queues steps ahead of the GPU.
+    """
+    import torch
+    from transformers import DynamicCache, StaticCache
+
+    device = inputs["input_ids"].device
+    batch, length = inputs["input_ids"].shape
+    mark = _Marks(device, timings)
+    with torch.inference_mode():
+        vision = {k: inputs[k] for k in ("pixel_values", "image_grid_thw")}
+        if prefix_len:
+            positions, deltas = model.model.get_rope_index(
+                inputs["input_ids"], mm_token_type_ids=inputs["mm_token_type_ids"], image_grid_thw=inputs["image_grid_thw"]
+            )
+            cache = prefix_cache(model, inputs, prefix_len, batch)
+            out = model(input_ids=inputs["input_ids"][:, prefix_len:], mm_token_type_ids=inputs["mm_token_type_ids"][:, prefix_len:],
+                        position_ids=positions[..., prefix_len:], past_key_values=cache, use_cache=True, logits_to_keep=1, **vision)
+        else:
+            model.model.rope_deltas = None
+            cache = DynamicCache(config=model.config)
+            out = model(input_ids=inputs["input_ids"], mm_token_type_ids=inputs["mm_token_type_ids"], past_key_values=cache,
+                        use_cache=True, logits_to_keep=1, **vision)
+            deltas = model.model.rope_deltas
+        mark("prefill")
+        static = StaticCache(config=model.config, max_cache_len=length + new_tokens)
+        for layer_index, layer in enumerate(out.past_key_values.layers):
+            static.update(layer.keys, layer.values, layer_index)
+        del out.past_key_values, cache
+        token = out.logits[:, -1].argmax(-1)
+        forward = model.get_compiled_call(None) if compiled else model.__call__
+        position = torch.full((1,), length, dtype=torch.long, device=device)
+        deltas = deltas.to(device).view(1, batch, 1)
+        tokens = [token]
+        for _ in range(new_tokens - 1):
+            position_ids = (position.view(1, 1, 1) + deltas).expand(3, batch, 1)
+            logits = forward(input_ids=token[:, None], position_ids=position_ids, past_key_values=static,
+                             use_cache=True, logits_to_keep=1).logits
+            token = logits[:, -1].argmax(-1)
+            tokens.append(token)
+            position += 1
+        result = torch.stack(tokens, dim=1)
+        mark("decode")
+    return torch.cat([inputs["input_ids"], result], dim=1)
+
+
+class _Marks:
+    """Optional synchronised split timings (they cost a sync, so only when asked)."""
+
+    def __init__(self, device: Any, timings: dict[str, float] | None) -> None:
+        self.device, self.timings, self.last = device, timings, time.perf_counter()
+
+    def __call__(self, name: str) -> None:
+        if self.timings is None:
+            return
+        sync(self.device)
+        now = time.perf_counter()
+        self.timings[name] = self.timings.get(name, 0.0) + now - self.last
+        self.last = now
+
+
+
 @dataclass
 class Result:
     variant: str
@@ -235,7 +307,7 @@ def sync(device: Any) -> None:
 
 
 def run_variant(name: str, model: Any, shape: Shape, batch: int, device: Any, dtype: Any, warmup: int, repeats: int,
-                cache: str | None, shared_prefix: bool) -> tuple[Result, Any]:
+                cache: str | None, shared_prefix: bool, fast: bool = False) -> tuple[Result, Any]:
     import torch
 
     inputs, _ = make_inputs(shape, batch, device, dtype)
@@ -247,6 +319,11 @@ def run_variant(name: str, model: Any, shape: Shape, batch: int, device: Any, dt
         sync(device)
         started = time.perf_counter()
         extra: dict[str, Any] = {}
+        if fast:
+            out = fast_generate(model, inputs, shape.new_tokens, prefix_len=shape.system_tokens if shared_prefix else 0,
+                                compiled=device.type == "cuda")
+            sync(device)
+            return time.perf_counter() - started, out
         if shared_prefix:
             extra["past_key_values"] = prefix_cache(model, inputs, shape.system_tokens, batch)
         with torch.inference_mode():
@@ -270,6 +347,11 @@ def run_variant(name: str, model: Any, shape: Shape, batch: int, device: Any, dt
     assert generated.shape[1] == shape.new_tokens, f"{name}: decoded {generated.shape[1]} tokens"
     peak = torch.cuda.max_memory_allocated() / 2**30 if device.type == "cuda" else None
     result = Result(name, batch, statistics.median(runs), runs, warm, shape.new_tokens, peak_gib=peak)
+    if fast:  # one more run with synchronised split timings (not part of the median)
+        split: dict[str, float] = {}
+        fast_generate(model, inputs, shape.new_tokens, prefix_len=shape.system_tokens if shared_prefix else 0,
+                      compiled=device.type == "cuda", timings=split)
+        result.extra["split_s"] = split
     log.info("%s: median %.3f s (%s)", name, result.median_s, ", ".join(f"{r:.3f}" for r in runs))
     return result, generated[0].tolist()
 
@@ -292,7 +374,7 @@ def floors(model: Any, shape: Shape, bandwidth_tb_s: float, dense_tflops: float)
     }
 
 
-VARIANTS = ("b1-dynamic", "b1-static", "bN-dynamic", "bN-static", "bN-shared")
+VARIANTS = ("b1-dynamic", "b1-static", "b1-fast", "bN-dynamic", "bN-static", "bN-shared", "bN-fast", "bN-fast-shared")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -340,6 +422,9 @@ def main(argv: list[str] | None = None) -> int:
         "bN-dynamic": (f"b{batch} dynamic", batch, None, False),
         "bN-static": (f"b{batch} static+compile", batch, "static", False),
         "bN-shared": (f"b{batch} shared prefix", batch, None, True),
+        "b1-fast": ("b1 fast", 1, None, False),
+        "bN-fast": (f"b{batch} fast", batch, None, False),
+        "bN-fast-shared": (f"b{batch} fast shared prefix", batch, None, True),
     }
     results: list[Result] = []
     reference: list[int] | None = None
@@ -347,9 +432,11 @@ def main(argv: list[str] | None = None) -> int:
     for key in variants:
         name, size, cache, shared = plan[key]
         # A static cache compiles on first use: one more warm-up run so the timed runs are steady.
-        variant_warmup = warmup + (1 if cache == "static" and device.type == "cuda" else 0)
+        fast = key.endswith(("fast", "fast-shared"))
+        variant_warmup = warmup + (1 if (cache == "static" or fast) and device.type == "cuda" else 0)
         try:
-            result, tokens = run_variant(name, model, shape, size, device, dtype, variant_warmup, repeats, cache, shared)
+            result, tokens = run_variant(name, model, shape, size, device, dtype, variant_warmup, repeats, cache, shared,
+                                         fast=fast)
         except Exception as exc:  # report and go on: one broken variant must not cost the others' figures
             log.exception("%s failed", name)
             failures.append(f"{name}: {type(exc).__name__}: {exc}")
@@ -386,13 +473,14 @@ def print_table(results: list[Result], shape: Shape, bounds: dict[str, float], p
                          f"{shape.new_tokens} new tokens; {name}, torch {torch.__version__}, "
                          f"transformers {transformers.__version__}"))
     for column in ("variant", "batch", "median s / step batch", "steps/s", "ms/token", "warm-up s", "peak GiB",
-                   "tokens = b1 dynamic"):
+                   "prefill / decode s", "tokens = first"):
         table.add_column(column, justify="right")
     for r in results:
         table.add_row(
             r.variant, str(r.batch), f"{r.median_s:.3f}", f"{r.steps_per_s:.2f}",
             f"{1000 * r.median_s / r.new_tokens:.1f}", ", ".join(f"{w:.1f}" for w in r.warmup_s) or "-",
             f"{r.peak_gib:.1f}" if r.peak_gib is not None else "-",
+            " / ".join(f"{v:.3f}" for v in r.extra["split_s"].values()) if "split_s" in r.extra else "-",
             f"{100 * r.token_match:.0f}%" if r.token_match is not None else "-",
         )
     console = Console(width=160)
