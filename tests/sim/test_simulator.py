@@ -444,3 +444,16 @@ def test_reset_arm_keeps_the_grasp(sim):
     sim.put("apple", "kitchen_counter")
     sim.reset_arm()
     assert sim.state().held is None
+
+
+def test_shutdown_then_reset_works_and_use_before_reset_is_a_clear_error():
+    fresh = MujocoSimulator(render=False)
+    with pytest.raises(RuntimeError, match="no scene loaded"):
+        fresh.state()
+    fresh.reset("apartment_1", seed=0)
+    fresh.shutdown()
+    with pytest.raises(RuntimeError, match="no scene loaded"):
+        fresh.go_to("fridge")
+    fresh.reset("apartment_1", seed=0)
+    assert fresh.go_to("fridge").success
+    fresh.shutdown()

@@ -204,6 +204,7 @@ class MujocoSimulator:
             self._renderer = None
         self._compiled = None
         self._data = None
+        self._spec = None
         self._spec_key = None
 
     def scene_spec(self) -> SceneSpec:
