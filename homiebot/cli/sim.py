@@ -8,7 +8,8 @@
   ``topdown.png`` and ``instances.json`` (segmentation id -> instance name). Every file is written to a
   temporary name in DIR and renamed into place, so an interrupted run leaves no half-written image.
 
-Exit codes: 0 success, 2 invalid or unknown scene (the message lists the field or the available scenes).
+Exit codes: 0 success; 2 invalid or unknown scene (the message names the field or lists the available
+scenes) or a bad option; 1 no offscreen OpenGL (the message says which packages to install).
 """
 
 from __future__ import annotations
@@ -118,14 +119,21 @@ def render_command(
     except SceneError as err:
         _fail(str(err))
     from homiebot.sim.mujoco.backend import MujocoSimulator
+    from homiebot.sim.mujoco.rendering import RendererUnavailable
 
-    out.mkdir(parents=True, exist_ok=True)
+    if size <= 0 or map_size <= 0:
+        typer.echo("--size and --map-size must be positive", err=True)
+        raise typer.Exit(2)
     sim = MujocoSimulator(width=size, height=size)
     try:
         try:
             obs = sim.reset(spec, seed=seed)
         except SceneError as err:
             _fail(str(err))
+        except RendererUnavailable as err:
+            typer.echo(str(err), err=True)
+            raise typer.Exit(1) from None
+        out.mkdir(parents=True, exist_ok=True)
         colours = _instance_colours(max(obs.instance_names, default=0))
 
         def png(array):
