@@ -113,9 +113,9 @@ class ExportNode:
     category: str
     name: str
     aliases: list[str]
-    position: list[float]
-    bbox_min: list[float]
-    bbox_max: list[float]
+    position: Vec3
+    bbox_min: Vec3
+    bbox_max: Vec3
     states: dict[str, StateValue]
     affordances: list[str] = field(default_factory=list)
     detections: int = 0
@@ -298,9 +298,9 @@ class WorldGraph:
                 category=n.category,
                 name=n.name,
                 aliases=list(n.aliases),
-                position=list(n.position),
-                bbox_min=list(n.bbox_min),
-                bbox_max=list(n.bbox_max),
+                position=n.position,
+                bbox_min=n.bbox_min,
+                bbox_max=n.bbox_max,
                 states=dict(n.states),
                 affordances=list(n.affordances),
                 detections=n.detections,
@@ -367,17 +367,7 @@ class WorldGraph:
 
     def save(self, path: str | Path) -> Path:
         """Write the JSON document atomically (temporary file + ``os.replace``): no partial file on failure."""
-        path = Path(path)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-        try:
-            with os.fdopen(fd, "w") as handle:
-                handle.write(self.to_json())
-            os.replace(tmp, path)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
-        return path
+        return atomic_write_text(path, self.to_json())
 
     @classmethod
     def load(cls, path: str | Path) -> WorldGraph:
@@ -492,6 +482,21 @@ class WorldGraph:
             scene=self.scene,
             robot_room=self.node(room_id).name if room_id else None,
         )
+
+
+def atomic_write_text(path: str | Path, text: str) -> Path:
+    """Write ``text`` to a temporary file next to ``path`` and rename it into place (no partial file)."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w") as handle:
+            handle.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return path
 
 
 def _with_state(node: GraphNode) -> str:
