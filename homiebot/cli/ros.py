@@ -1,9 +1,321 @@
-"""Commands of this area (filled in by its issue)."""
+"""``homie up`` (bring up the ROS 2 graph) and ``homie bag`` (record, play, inspect and replay rosbag2 files).
+
+Exit codes: 0 success (``up``: the episode ran to End or the round limit; the result says whether the task
+succeeded); 1 the graph or the episode failed (a node gave up, the planner hit an error, a bag could not be
+written); 2 bad input (unknown task, bad config file, missing or corrupt bag, bad option); 3 a node did not
+answer within its deadline (the planner's timeout); 130 interrupted (Ctrl-C / SIGTERM), after a clean
+shutdown. Messages go to stderr.
+
+The commands that talk ROS 2 (``up``, ``bag record``, ``bag play``, ``bag replay``) need the overlay built by
+``scripts/setup_ros.sh``; they re-execute themselves once with its environment when it is not sourced.
+``bag info`` reads files only.
+"""
 
 from __future__ import annotations
 
+import json
+import logging
+import signal
+import threading
+import time
+from pathlib import Path
+from typing import Any, Optional
+
 import typer
+
+log = logging.getLogger(__name__)
+
+EXIT_FAILED = 1
+EXIT_BAD_INPUT = 2
+EXIT_TIMEOUT = 3
+EXIT_INTERRUPTED = 130
+
+
+def _fail(message: str, code: int = EXIT_BAD_INPUT) -> typer.Exit:
+    typer.secho(f"error: {message}", fg="red", err=True)
+    return typer.Exit(code)
+
+
+def _need_overlay() -> None:
+    from homiebot.ros.environment import RosEnvironmentError, reexec_with_overlay
+
+    try:
+        reexec_with_overlay()
+    except RosEnvironmentError as err:
+        raise _fail(str(err), EXIT_FAILED) from None
+
+
+class _StopFlag:
+    """Ctrl-C / SIGTERM -> a flag the main loop polls, so shutdown happens in order, not mid-call."""
+
+    def __init__(self) -> None:
+        self.event = threading.Event()
+        self.signal_name: str | None = None
+
+    def install(self) -> None:
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(sig, self._handle)
+
+    def _handle(self, signum, _frame) -> None:
+        self.signal_name = signal.Signals(signum).name
+        self.event.set()
+
+    def __call__(self) -> bool:
+        return self.event.is_set()
+
+
+def _result_table(result: dict[str, Any]) -> Any:
+    from rich.table import Table
+
+    table = Table(title=f"{result.get('task_id') or 'free text'}: {result.get('instruction', '')}")
+    for column in ("#", "subtask", "model", "code", "feedback", "inventory", "ms"):
+        table.add_column(column, overflow="fold")
+    for r in result.get("rounds", []):
+        table.add_row(
+            str(r["index"]), r["subtask"], r["model"] or "-", r["code"], r["message"], " ".join(r["inventory"]) or "None",
+            f"{r['timings'].get('round_s', 0.0) * 1000:.0f}", style=None if r["code"] == "OK" else "yellow",
+        )
+    return table
 
 
 def register(app: typer.Typer) -> None:
-    """Add this module's commands to the ``homie`` app."""
+    """Add ``homie up`` and ``homie bag``."""
+    up_app = typer.Typer(help="Bring up the HomieBot ROS 2 graph (the same graph as `ros2 launch homie sim.launch.py`).",
+                         no_args_is_help=True)
+    bag_app = typer.Typer(help="Record, play, inspect and replay rosbag2 (MCAP) files of the graph.", no_args_is_help=True)
+    app.add_typer(up_app, name="up")
+    app.add_typer(bag_app, name="bag")
+
+    @up_app.command("sim")
+    def up_sim(
+        task_id: Optional[str] = typer.Option(None, "--task", "-t", help="Built-in task id: run it to the end, then shut down."),
+        instruction: Optional[str] = typer.Option(None, "--instruction", help="Free-text task (with --scene)."),
+        scene: Optional[str] = typer.Option(None, "--scene", help="Scene (overrides the task's)."),
+        planner: Optional[str] = typer.Option(None, "--planner", help="Planner name (default: config/homie.yaml)."),
+        simulator: Optional[str] = typer.Option(None, "--simulator", help="Simulator backend (default: config/homie.yaml)."),
+        seed: int = typer.Option(0, "--seed", help="Run index: the scene seed is the task's seed + this."),
+        out: Optional[Path] = typer.Option(None, "--out", "-o", help="Run directory (node logs, result.json, bag). Default runs/up-<time>."),
+        params: Optional[Path] = typer.Option(None, "--params", help="Node parameters (default launch/config/homie.yaml)."),
+        graph_file: Optional[Path] = typer.Option(None, "--graph", help="Node processes (default launch/config/graph.yaml)."),
+        domain_id: Optional[int] = typer.Option(None, "--domain-id", min=0, max=232, help="ROS_DOMAIN_ID for the graph."),
+        localhost: bool = typer.Option(True, "--localhost/--network", help="Keep DDS discovery on this machine."),
+        record: bool = typer.Option(False, "--record", help="Also record the graph's topics to <out>/bag (MCAP)."),
+        timeout: Optional[float] = typer.Option(None, "--timeout", min=1.0, help="Give up after this many seconds (exit 3)."),
+        execute_timeout: Optional[float] = typer.Option(None, "--execute-timeout", min=0.1, help="Planner's deadline per subtask (s)."),
+    ) -> None:
+        """Start the node processes, run a task through the graph (or wait for tasks on /homie/task), shut down cleanly."""
+        from rich.console import Console
+
+        from homiebot.eval.tasks import TaskError, get_task
+        from homiebot.ros.environment import RosEnvironmentError, find_overlay, overlay_environment
+        from homiebot.ros.supervisor import DEFAULT_GRAPH, DEFAULT_PARAMS, GraphConfigError, Supervisor, load_graph
+
+        console = Console(stderr=True)
+        if instruction and not (scene or task_id):
+            raise _fail("a free-text --instruction needs --scene")
+        if task_id:
+            try:
+                get_task(task_id)
+            except TaskError as err:
+                raise _fail(str(err)) from None
+        try:
+            env = overlay_environment(find_overlay())
+        except RosEnvironmentError as err:
+            raise _fail(str(err), EXIT_FAILED) from None
+        if domain_id is not None:
+            env["ROS_DOMAIN_ID"] = str(domain_id)
+        if localhost:
+            env["ROS_AUTOMATIC_DISCOVERY_RANGE"] = "LOCALHOST"
+        run_dir = out or Path("runs") / time.strftime("up-%Y%m%d-%H%M%S")
+        run_dir.mkdir(parents=True, exist_ok=True)
+        result_path = (run_dir / "result.json").resolve()
+        result_path.unlink(missing_ok=True)
+
+        planner_overrides: dict[str, Any] = {}
+        if task_id or instruction:
+            planner_overrides.update(exit_when_done=True, result_path=str(result_path), seed=seed)
+        for key, value in (("task", task_id), ("instruction", instruction), ("scene", scene), ("planner", planner),
+                           ("execute_timeout_s", execute_timeout)):
+            if value is not None:
+                planner_overrides[key] = value
+        overrides: dict[str, dict[str, Any]] = {"planner_node": planner_overrides}
+        if simulator:
+            overrides["sim_bridge"] = {"simulator": simulator}
+        try:
+            graph = load_graph(graph_file or DEFAULT_GRAPH)
+            supervisor = Supervisor(
+                graph, params or DEFAULT_PARAMS, overrides=overrides, env=env, log_dir=run_dir / "logs",
+                on_event=lambda e: console.print(f"[dim]{e.node}[/dim] {e.kind} {e.detail}"),
+            )
+        except GraphConfigError as err:
+            raise _fail(str(err)) from None
+
+        stop = _StopFlag()
+        stop.install()
+        recorder = None
+        if record:
+            import subprocess
+            import sys
+
+            ready = run_dir / ".recorder-ready"
+            ready.unlink(missing_ok=True)
+            recorder = subprocess.Popen(
+                [sys.executable, "-c", "from homiebot.cli import main; main()", "bag", "record", str(run_dir / "bag"),
+                 "--overwrite", "--ready-file", str(ready)],
+                env=env, stdin=subprocess.DEVNULL, start_new_session=True,
+            )
+            # Start the nodes only once the recorder listens: the bag then holds the episode from its first message.
+            deadline = time.monotonic() + 30.0
+            while not ready.exists() and recorder.poll() is None and time.monotonic() < deadline:
+                time.sleep(0.05)
+            ready.unlink(missing_ok=True)
+        console.print(f"[bold]homie up sim[/bold]: {len(graph.nodes)} nodes, logs in {run_dir / 'logs'}"
+                      f" (ROS_DOMAIN_ID={env.get('ROS_DOMAIN_ID', '0')})")
+        ended_by = None
+        try:
+            supervisor.start()
+            ended_by = supervisor.run(stop, timeout_s=timeout)
+        finally:
+            codes = supervisor.stop()
+            if recorder is not None:
+                recorder.send_signal(signal.SIGINT)
+                try:
+                    recorder.wait(timeout=15)
+                except Exception:
+                    recorder.kill()
+        console.print("graph stopped: " + ", ".join(f"{n}={c}" for n, c in codes.items()))
+
+        if stop():
+            console.print(f"[yellow]interrupted ({stop.signal_name}); the graph was shut down cleanly[/yellow]")
+            raise typer.Exit(EXIT_INTERRUPTED)
+        if result_path.exists():
+            result = json.loads(result_path.read_text())
+            console.print(_result_table(result))
+            console.print(
+                f"ended={result['ended']} goal_satisfied={result['goal_satisfied']} rounds={len(result['rounds'])} "
+                f"path={result['path_length']:.2f} m wall={result['wall_time_s']:.2f} s  -> {result_path}"
+            )
+            if result.get("timed_out"):
+                raise _fail(f"timeout: {result['error']}", EXIT_TIMEOUT)
+            if result.get("error"):
+                raise _fail(result["error"], EXIT_FAILED)
+            return
+        if ended_by is None and timeout is not None and (task_id or instruction):
+            raise _fail(f"no result within {timeout:.0f} s", EXIT_TIMEOUT)
+        if ended_by is not None and ended_by.exit_codes and ended_by.exit_codes[-1] != 0:
+            raise _fail(f"{ended_by.spec.name} stopped with exit code {ended_by.exit_codes[-1]} (log: {ended_by.log_path})", EXIT_FAILED)
+
+    # ------------------------------------------------------------------------------------------ bags
+
+    @bag_app.command("record")
+    def bag_record(
+        output: Path = typer.Argument(..., help="Bag directory to create (rosbag2 with one MCAP file)."),
+        topics: Optional[list[str]] = typer.Option(None, "--topic", help="Topics to record (repeatable). Default: every topic."),
+        duration: Optional[float] = typer.Option(None, "--duration", min=0.1, help="Stop after this many seconds."),
+        until_end: bool = typer.Option(False, "--until-end", help="Stop when /homie/episode_status reports the episode over."),
+        overwrite: bool = typer.Option(False, "--overwrite", help="Replace an existing bag at OUTPUT."),
+        exclude_camera_topics: bool = typer.Option(False, "--no-camera-topics", help="Skip the per-camera image topics (MultiView still holds the views)."),
+        ready_file: Optional[Path] = typer.Option(None, "--ready-file", help="Create this file once the recorder listens."),
+    ) -> None:
+        """Record the graph's topics with raw (serialized) subscriptions into a rosbag2 MCAP bag."""
+        _need_overlay()
+        from homiebot.ros.bag import BagError, record_bag
+
+        stop = _StopFlag()
+        stop.install()
+        try:
+            summary = record_bag(output, topics=topics or None, duration_s=duration, until_episode_end=until_end,
+                                 overwrite=overwrite, should_stop=stop, exclude_camera_topics=exclude_camera_topics,
+                                 ready=(lambda: ready_file.touch()) if ready_file is not None else None)
+        except BagError as err:
+            raise _fail(str(err), err.exit_code) from None
+        typer.echo(f"recorded {summary.messages} messages on {len(summary.topics)} topics in {summary.duration_s:.2f} s -> {summary.path}")
+
+    @bag_app.command("play")
+    def bag_play(
+        bag: Path = typer.Argument(..., help="Bag directory (or its .mcap file)."),
+        rate: float = typer.Option(1.0, "--rate", min=0.01, help="Playback speed factor (original timing at 1.0)."),
+        fast: bool = typer.Option(False, "--fast", help="Publish as fast as possible, ignoring the recorded timing."),
+        topics: Optional[list[str]] = typer.Option(None, "--topic", help="Only these topics (repeatable)."),
+        wait_subscribers: float = typer.Option(1.0, "--wait", min=0.0, help="Seconds to let subscribers discover the publishers."),
+    ) -> None:
+        """Publish a bag's messages again, raw (no deserialization), with the original timing or as fast as possible."""
+        _need_overlay()
+        from homiebot.ros.bag import BagError, play_bag
+
+        stop = _StopFlag()
+        stop.install()
+        try:
+            summary = play_bag(bag, rate=None if fast else rate, topics=topics or None, wait_s=wait_subscribers, should_stop=stop)
+        except BagError as err:
+            raise _fail(str(err), err.exit_code) from None
+        typer.echo(f"played {summary.messages} messages on {len(summary.topics)} topics in {summary.duration_s:.2f} s")
+        if stop():
+            raise typer.Exit(EXIT_INTERRUPTED)
+
+    @bag_app.command("info")
+    def bag_info(
+        bag: Path = typer.Argument(..., help="Bag directory (or its .mcap file)."),
+        as_json: bool = typer.Option(False, "--json", help="Print JSON instead of a table."),
+    ) -> None:
+        """Topics, types, message counts, duration, and the episode the bag holds."""
+        from rich.console import Console
+        from rich.table import Table
+
+        from homiebot.ros.bag import BagError, bag_info as read_info
+
+        try:
+            info = read_info(bag)
+        except BagError as err:
+            raise _fail(str(err), err.exit_code) from None
+        if as_json:
+            typer.echo(json.dumps(info.to_dict(), indent=2))
+            return
+        console = Console()
+        table = Table(title=f"{info.path} ({info.storage}, {info.duration_s:.2f} s, {info.messages} messages)")
+        for column in ("topic", "type", "messages", "Hz"):
+            table.add_column(column)
+        for topic in info.topics:
+            table.add_row(topic.name, topic.msgtype, str(topic.count), f"{topic.frequency_hz:.1f}" if topic.frequency_hz else "-")
+        console.print(table)
+        if info.episode:
+            console.print(f"episode: {json.dumps(info.episode)}")
+
+    @bag_app.command("replay")
+    def bag_replay(
+        bag: Path = typer.Argument(..., help="A bag recorded during an episode (homie up sim --record)."),
+        planner: str = typer.Option("expert", "--planner", help="Planner to check against the recorded rounds."),
+        out: Optional[Path] = typer.Option(None, "--out", help="Write the per-round comparison as JSON."),
+        min_agreement: float = typer.Option(0.0, "--min-agreement", min=0.0, max=1.0,
+                                            help="Exit 1 when fewer rounds than this fraction agree (regression gate)."),
+    ) -> None:
+        """Offline regression: feed the recorded views, states and feedback to a planner, round by round, and
+        compare its subtasks with the recorded ones."""
+        _need_overlay()
+        from rich.console import Console
+        from rich.table import Table
+
+        from homiebot.planner.registry import PlannerError, make_planner
+        from homiebot.ros.bag import BagError
+        from homiebot.ros.replay import replay_planner
+
+        try:
+            planner_obj = make_planner(planner)
+        except PlannerError as err:
+            raise _fail(str(err)) from None
+        try:
+            report = replay_planner(bag, planner_obj)
+        except BagError as err:
+            raise _fail(str(err), err.exit_code) from None
+        table = Table(title=f"replay of {bag} with {planner}: {report.agreement:.0%} of {len(report.rounds)} rounds agree")
+        for column in ("#", "recorded", "replayed", "feedback"):
+            table.add_column(column, overflow="fold")
+        for r in report.rounds:
+            table.add_row(str(r.index), r.recorded, r.replayed, r.feedback_code, style=None if r.agrees else "yellow")
+        Console().print(table)
+        if out is not None:
+            from homiebot.ros.bag import write_json_atomically
+
+            write_json_atomically(out, report.to_dict())
+        if report.agreement < min_agreement:
+            raise _fail(f"agreement {report.agreement:.2f} is below {min_agreement:.2f}", EXIT_FAILED)

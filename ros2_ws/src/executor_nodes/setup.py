@@ -21,8 +21,8 @@ setup(
     entry_points={
         "console_scripts": [
             "executor = executor_nodes.executor_node:main",
-            "nav_executor = executor_nodes.skill_executors:nav_main",
-            "manip_executor = executor_nodes.skill_executors:manip_main",
+            "nav_executor = executor_nodes.nav_executor:nav_main",
+            "manip_executor = executor_nodes.manip_executor:manip_main",
         ],
     },
 )

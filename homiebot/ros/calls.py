@@ -1,0 +1,104 @@
+"""Blocking service and action calls with deadlines, for code that runs beside an rclpy executor.
+
+rclpy's ``call_async`` / ``send_goal_async`` return futures that the executor completes. The nodes here
+wait on those futures from a thread that is *not* spinning (the planner's episode thread) or from a
+callback in a reentrant group of a multi-threaded executor (the executor node's action callback), so
+a plain ``threading.Event`` is the right wait: it never spins the executor itself (which
+``rclpy.spin_until_future_complete`` would, and which deadlocks inside a callback).
+
+Every wait has a deadline. A server that died mid-call shows up as :class:`CallTimeout` at the deadline,
+never as a hang: that is what lets the planner report a crashed executor as a timeout.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+from action_msgs.msg import GoalStatus
+from rclpy.action import ActionClient
+from rclpy.client import Client
+from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
+from rclpy.task import Future
+
+#: Latched topics (task, scene description, world state): late joiners get the last message.
+LATCHED_QOS = QoSProfile(
+    depth=1,
+    history=HistoryPolicy.KEEP_LAST,
+    durability=DurabilityPolicy.TRANSIENT_LOCAL,
+    reliability=ReliabilityPolicy.RELIABLE,
+)
+#: Reliable event streams (planner outputs, feedback, episode status): nothing may be dropped.
+EVENTS_QOS = QoSProfile(depth=100, history=HistoryPolicy.KEEP_LAST, reliability=ReliabilityPolicy.RELIABLE)
+#: Sensor streams (images, odometry): reliable, with a queue long enough for a recorder writing to disk.
+SENSOR_QOS = QoSProfile(depth=10, history=HistoryPolicy.KEEP_LAST, reliability=ReliabilityPolicy.RELIABLE)
+
+
+class CallTimeout(TimeoutError):
+    """A service or action did not answer within its deadline (server absent, dead or too slow)."""
+
+
+class CallFailed(RuntimeError):
+    """A goal was rejected or ended without a result (aborted / canceled)."""
+
+
+def wait_future(future: Future, timeout_s: float, what: str) -> Any:
+    """Wait for an rclpy future from a non-spinning thread; raise :class:`CallTimeout` at the deadline."""
+    done = threading.Event()
+    future.add_done_callback(lambda _f: done.set())
+    if not done.wait(timeout=max(timeout_s, 0.0)):
+        future.cancel()
+        raise CallTimeout(f"{what}: no answer within {timeout_s:.1f} s")
+    exception = future.exception()
+    if exception is not None:
+        raise CallFailed(f"{what}: {exception}") from exception
+    return future.result()
+
+
+def wait_for_server(ready: Callable[[float], bool], timeout_s: float, what: str) -> None:
+    """``ready`` is ``client.wait_for_service`` or ``action_client.wait_for_server``."""
+    if not ready(max(timeout_s, 0.0)):
+        raise CallTimeout(f"{what}: server not available within {timeout_s:.1f} s")
+
+
+def call_service(client: Client, request: Any, timeout_s: float) -> Any:
+    """One service call with a deadline that covers discovery and the answer."""
+    deadline = time.monotonic() + timeout_s
+    name = client.srv_name
+    if not client.service_is_ready():
+        wait_for_server(client.wait_for_service, timeout_s, f"service {name}")
+    return wait_future(client.call_async(request), deadline - time.monotonic(), f"service {name}")
+
+
+def call_action(
+    client: ActionClient,
+    goal: Any,
+    timeout_s: float,
+    feedback_callback: Callable[[Any], None] | None = None,
+) -> Any:
+    """Send one goal and wait for its result within ``timeout_s`` (discovery, acceptance and execution).
+
+    Returns the action's Result message. At the deadline the goal is canceled (best effort: the server
+    may be gone) and :class:`CallTimeout` is raised.
+    """
+    deadline = time.monotonic() + timeout_s
+    name = client._action_name  # rclpy exposes no public accessor
+    if not client.server_is_ready():
+        wait_for_server(client.wait_for_server, timeout_s, f"action {name}")
+    handle = wait_future(
+        client.send_goal_async(goal, feedback_callback=feedback_callback),
+        deadline - time.monotonic(),
+        f"action {name} (goal)",
+    )
+    if not handle.accepted:
+        raise CallFailed(f"action {name}: goal rejected")
+    try:
+        response = wait_future(handle.get_result_async(), deadline - time.monotonic(), f"action {name} (result)")
+    except CallTimeout:
+        handle.cancel_goal_async()
+        raise
+    if response.status != GoalStatus.STATUS_SUCCEEDED:
+        raise CallFailed(f"action {name}: goal ended with status {response.status}")
+    return response.result

@@ -1,0 +1,212 @@
+"""The planner node's episode: the core's loop with the simulator and the executor on the other side of a wire.
+
+:func:`homiebot.agent.loop.run_episode` owns the simulator and an in-process
+:class:`~homiebot.executor.executor.Executor`. In the ROS 2 graph the planner node owns neither: it resets,
+renders and reads the simulator through the sim bridge's services and sends subtasks to the executor node's
+action. :class:`GraphEpisode` is that loop written against an :class:`EpisodeBackend` (the planner node's
+ROS clients implement it), and it keeps ``run_episode``'s order of calls exactly, so the same task and seed
+give the same subtasks and feedback in both wirings (``tests/ros/test_equivalence.py`` checks it):
+
+reset -> state -> (scene spec for privileged planners) -> planner.reset -> per round: request (images of
+the last render, state after the last round) -> plan -> parse -> F1 / End / execute -> record -> state ->
+render (unless done) -> after the loop: goal check against the final state, counting every furniture seen
+open in any observed state as "opened".
+
+Nothing here imports rclpy; the backend's calls raise ``TimeoutError`` when the other side does not answer
+in time, which ends the episode with :attr:`EpisodeOutcome.timed_out` set and the reason in
+:attr:`Trajectory.error`, instead of hanging.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import numpy as np
+
+from homiebot.agent.loop import EpisodeConfig
+from homiebot.agent.session import PlannerSession
+from homiebot.eval.goals import GoalSpec, goal_satisfied
+from homiebot.planner.base import Planner
+from homiebot.types import EntityKind, ErrorCode, Feedback, PlannerOutput, RoundRecord, Subtask, Trajectory, WorldState
+
+log = logging.getLogger(__name__)
+
+
+class EpisodeBackend(Protocol):
+    """What the planner side needs from the rest of the graph."""
+
+    def reset(self, scene: str, seed: int) -> tuple[WorldState, Any]:
+        """Load ``scene`` with ``seed``; return the first state and the scene spec (or None)."""
+
+    def render(self) -> Sequence[np.ndarray]:
+        """The four RGB views now, in the planner's order."""
+
+    def state(self) -> WorldState:
+        """The privileged world state now."""
+
+    def execute(self, subtask: Subtask, model: str, inventory: tuple[str, ...], round_index: int) -> tuple[Feedback, float, dict[str, float]]:
+        """Execute one subtask; return the feedback, the metres travelled and timings."""
+
+
+@dataclass
+class EpisodeOutcome:
+    trajectory: Trajectory
+    timed_out: bool = False
+
+
+#: Called with (round index, instruction, output) before the subtask is executed.
+OutputCallback = Callable[[int, str, PlannerOutput], None]
+#: Called after every round with the round and the running trajectory.
+RoundCallback = Callable[[RoundRecord, Trajectory], None]
+
+
+def _open_furniture(state: WorldState) -> set[str]:
+    return {n for n, e in state.entities.items() if e.kind is EntityKind.FURNITURE and e.is_open}
+
+
+class GraphEpisode:
+    """One episode driven from the planner's side of the graph (see the module docstring)."""
+
+    def __init__(
+        self,
+        backend: EpisodeBackend,
+        planner: Planner,
+        *,
+        instruction: str,
+        scene: str,
+        scene_seed: int,
+        task_id: str | None = None,
+        goal: GoalSpec | None = None,
+        run_seed: int = 0,
+        config: EpisodeConfig | None = None,
+        on_output: OutputCallback | None = None,
+        on_round: RoundCallback | None = None,
+    ) -> None:
+        self.backend = backend
+        self.planner = planner
+        self.instruction = instruction
+        self.scene = scene
+        self.scene_seed = scene_seed
+        self.goal = goal
+        self.config = config or EpisodeConfig()
+        self.on_output = on_output
+        self.on_round = on_round
+        self.trajectory = Trajectory(
+            task_id=task_id, instruction=instruction, scene=scene, seed=run_seed, planner=planner.name
+        )
+
+    def run(self) -> EpisodeOutcome:
+        started = time.perf_counter()
+        outcome = EpisodeOutcome(self.trajectory)
+        try:
+            self._run()
+        except TimeoutError as err:
+            log.error("episode stopped: %s", err)
+            self.trajectory.error = f"timeout: {err}"
+            outcome.timed_out = True
+        self.trajectory.wall_time_s = time.perf_counter() - started
+        return outcome
+
+    def _run(self) -> None:
+        config, trajectory, backend, planner = self.config, self.trajectory, self.backend, self.planner
+        try:
+            initial, scene_spec = backend.reset(self.scene, self.scene_seed)
+            images: Sequence[np.ndarray] = backend.render() if config.render else []
+        except TimeoutError:
+            raise
+        except Exception as err:
+            log.exception("simulator reset failed")
+            trajectory.error = f"simulator reset failed for scene {self.scene!r}: {err}"
+            return
+        opened = _open_furniture(initial)
+        session = PlannerSession(
+            self.instruction,
+            planner,
+            actions=config.actions,
+            models=config.models,
+            model_descriptions=dict(config.model_descriptions) if config.model_descriptions else None,
+            max_rounds=config.max_rounds,
+            history_window=config.history_window,
+        )
+        planner.reset(self.instruction, seed=self.scene_seed)
+        extras: dict[str, Any] = {"max_rounds": config.max_rounds, **config.extras}
+        if planner.privileged:
+            extras["scene"] = scene_spec
+
+        state = initial
+        while not session.done:
+            round_start = time.perf_counter()
+            timings: dict[str, float] = {}
+            request = session.make_request(images, world_state=state, goal=self.goal, extras=extras)
+            t0 = time.perf_counter()
+            try:
+                raw = planner.plan(request)
+            except Exception as err:
+                log.exception("planner failed")
+                trajectory.error = f"planner {planner.name!r} failed in round {session.round_index}: {err}"
+                break
+            timings["plan_s"] = time.perf_counter() - t0
+            output = session.parse(raw)
+            if self.on_output is not None:
+                self.on_output(session.round_index, request.instruction, output)
+            inventory_before = session.inventory
+            path_length = 0.0
+            if output.subtask is None:
+                feedback = session.format_feedback(output)
+            elif output.subtask.is_end:
+                feedback = session.end_feedback()
+            else:
+                try:
+                    feedback, path_length, exec_timings = backend.execute(
+                        output.subtask, output.model, session.inventory, session.round_index
+                    )
+                except TimeoutError:
+                    raise
+                except Exception as err:
+                    log.exception("executor failed")
+                    trajectory.error = f"execution of {output.subtask.text()} failed in round {session.round_index}: {err}"
+                    break
+                timings.update(exec_timings)
+            session.record(output, feedback)
+            state = backend.state()
+            opened |= _open_furniture(state)
+            record = RoundRecord(
+                index=session.round,
+                instruction=request.instruction,
+                output=output,
+                feedback=feedback,
+                inventory_before=inventory_before,
+                path_length=path_length,
+                timings=timings,
+            )
+            trajectory.rounds.append(record)
+            trajectory.path_length += path_length
+            if feedback.code is not ErrorCode.OK:
+                log.info("round %d %s -> %s %s", record.index, record.subtask_text, feedback.code.value, feedback.message)
+            if config.render and not session.done:
+                t0 = time.perf_counter()
+                images = backend.render()
+                timings["render_s"] = time.perf_counter() - t0
+            timings["round_s"] = time.perf_counter() - round_start
+            if self.on_round is not None:
+                self.on_round(record, trajectory)
+        trajectory.ended = session.ended
+        if self.goal is not None and trajectory.error is None:
+            trajectory.goal_satisfied = goal_satisfied(self.goal, initial, backend.state(), opened)
+
+
+def round_signature(trajectory: Trajectory) -> list[tuple[str, str, str, tuple[str, ...], int]]:
+    """What must agree between two wirings of the same episode: per round the subtask (bracketed), the
+    feedback code, its EMMOE message, the inventory after the round and the number of tries."""
+    return [
+        (r.subtask_text, r.feedback.code.value, r.feedback.message, tuple(r.feedback.inventory), r.feedback.attempts)
+        for r in trajectory.rounds
+    ]
+
+
+def feedback_ok(feedback: Feedback) -> bool:
+    return feedback.code is ErrorCode.OK

@@ -1,0 +1,119 @@
+"""executor: the EMMOE low-level executor as a ROS 2 action server (``/homie/execute_subtask``).
+
+Each ``ExecuteSubtask`` goal (subtask, model, inventory) runs the core's
+:class:`homiebot.executor.executor.Executor` unchanged: the checks (F1/F2, L1-L4, D1/D2), the three tries
+and the EMMOE messages are the core's. The executor reaches the world through
+:class:`homiebot.ros.remote.RemoteSimulator` (state from the sim bridge, skills through the navigation and
+manipulation executors). A subtask the checks reject is a *succeeded* goal whose result carries the error
+code; a goal is aborted only when the graph itself fails (a skill server that does not answer).
+
+Parameters (config/homie.yaml): ``grounder`` (``alias``: EMMOE's name map over the simulator state, as
+in-process; ``perception``: the perception node's ResolveTarget), ``strict_models``, ``max_tries``,
+``far_threshold_m``, ``near_threshold_m``, ``actions``, ``models``, ``state_timeout_s``, ``skill_timeout_s``.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+
+import rclpy
+from homie_msgs.action import ExecuteSubtask
+from rclpy.action import ActionServer, CancelResponse, GoalResponse
+from rclpy.callback_groups import ReentrantCallbackGroup
+from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor
+from rclpy.node import Node
+
+from homiebot.executor.executor import Executor, ExecutorConfig
+from homiebot.perception.grounding import AliasGrounder
+from homiebot.ros import convert
+from homiebot.ros.remote import RemoteSimulator, RemoteTimeouts, ServiceGrounder
+from homiebot.types import EMMOE_ACTIONS, EMMOE_MODELS
+
+
+class ExecutorNode(Node):
+    def __init__(self) -> None:
+        super().__init__("executor")
+        self.declare_parameter("grounder", "alias")
+        self.declare_parameter("strict_models", False)
+        self.declare_parameter("max_tries", 3)
+        self.declare_parameter("far_threshold_m", 2.0)
+        self.declare_parameter("near_threshold_m", 0.1)
+        self.declare_parameter("actions", list(EMMOE_ACTIONS))
+        self.declare_parameter("models", list(EMMOE_MODELS))
+        self.declare_parameter("state_timeout_s", 10.0)
+        self.declare_parameter("skill_timeout_s", 120.0)
+
+        group = ReentrantCallbackGroup()
+        param = lambda name: self.get_parameter(name).value  # noqa: E731 - local shorthand
+        self.sim = RemoteSimulator(
+            self,
+            timeouts=RemoteTimeouts(state_s=float(param("state_timeout_s")), skill_s=float(param("skill_timeout_s"))),
+            callback_group=group,
+        )
+        grounder_name = param("grounder")
+        if grounder_name == "alias":
+            grounder = AliasGrounder()
+        elif grounder_name == "perception":
+            grounder = ServiceGrounder(self, timeout_s=float(param("state_timeout_s")), callback_group=group)
+        else:
+            raise ValueError(f"unknown grounder {grounder_name!r}; use 'alias' or 'perception'")
+        config = ExecutorConfig(
+            actions=tuple(param("actions")),
+            models=tuple(param("models")),
+            max_tries=int(param("max_tries")),
+            far_threshold_m=float(param("far_threshold_m")),
+            near_threshold_m=float(param("near_threshold_m")),
+            strict_models=bool(param("strict_models")),
+        )
+        self.executor_core = Executor(self.sim, grounder=grounder, config=config)
+        # One subtask at a time: the robot has one body. A second goal waits for the first.
+        self._busy = threading.Lock()
+        self._server = ActionServer(
+            self,
+            ExecuteSubtask,
+            "/homie/execute_subtask",
+            self._execute,
+            goal_callback=lambda _goal: GoalResponse.ACCEPT,
+            cancel_callback=lambda _handle: CancelResponse.REJECT,  # a skill in flight cannot be stopped halfway
+            callback_group=group,
+        )
+        self.get_logger().info(f"executor ready (grounder {grounder_name}, models {', '.join(config.models)})")
+
+    def _execute(self, goal_handle) -> ExecuteSubtask.Result:
+        goal = goal_handle.request
+        subtask = convert.subtask_from_msg(goal.subtask)
+
+        def on_phase(phase: str, attempt: int) -> None:
+            goal_handle.publish_feedback(ExecuteSubtask.Feedback(phase=phase, attempt=attempt))
+
+        with self._busy:
+            on_phase("checking", 0)
+            self.sim.begin_subtask(goal.model, on_phase)
+            try:
+                report = self.executor_core.execute_detailed(subtask, goal.model, tuple(goal.inventory))
+            except Exception as err:  # the graph failed (timeout, rejected skill goal): not an EMMOE error
+                self.get_logger().error(f"round {goal.round_index} {subtask.text()}: {err}")
+                goal_handle.abort()
+                return ExecuteSubtask.Result()
+        goal_handle.succeed()
+        return ExecuteSubtask.Result(feedback=convert.feedback_to_msg(report.feedback), path_length=float(report.path_length))
+
+
+def main(args: list[str] | None = None) -> None:
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    rclpy.init(args=args)
+    node = ExecutorNode()
+    executor = MultiThreadedExecutor(num_threads=4)
+    executor.add_node(node)
+    try:
+        executor.spin()
+    except (KeyboardInterrupt, ExternalShutdownException):
+        pass
+    finally:
+        node.destroy_node()
+        rclpy.try_shutdown()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,122 @@
+"""perception: the 3D world graph of the core (``homiebot.perception``) as a ROS 2 node.
+
+Subscribes to the four views (``/homie/views``), the latched scene description (``/sim/scene_description``)
+and the latched privileged state (``/sim/world_state``, the panoptic "sensor" of PARTNR's privileged
+graph). Every MultiView is fused by :class:`homiebot.perception.privileged.PrivilegedGraphBuilder` with the
+world state of the same ``state_sequence`` (or the newest one when the bridge has not published that one);
+the graph is published as ``/perception/world_graph`` (homie_msgs/WorldGraph, latched) and
+``/perception/markers`` (visualization_msgs/MarkerArray) for rviz. ``/perception/resolve_target``
+(homie_msgs/ResolveTarget) grounds a planner's words against what perception knows, with the core's
+grounder (EMMOE's alias map; nearest instance wins).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+
+import rclpy
+from homie_msgs.msg import MultiView, WorldGraph
+from homie_msgs.msg import WorldState as WorldStateMsg
+from homie_msgs.srv import ResolveTarget
+from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
+from rclpy.node import Node
+from std_msgs.msg import String
+from visualization_msgs.msg import MarkerArray
+
+from homiebot.perception.grounding import AliasGrounder
+from homiebot.perception.layout import SceneLayout
+from homiebot.perception.privileged import PrivilegedGraphBuilder
+from homiebot.ros import convert
+from homiebot.ros.calls import LATCHED_QOS, SENSOR_QOS
+from homiebot.sim.scene import SceneSpec
+
+
+class PerceptionNode(Node):
+    def __init__(self) -> None:
+        super().__init__("perception")
+        self.declare_parameter("builder", "privileged")
+        builder = self.get_parameter("builder").value
+        if builder != "privileged":
+            raise ValueError(f"unknown world-graph builder {builder!r}; this node runs 'privileged'")
+        self._lock = threading.Lock()
+        self._spec: SceneSpec | None = None
+        self._builder: PrivilegedGraphBuilder | None = None
+        self._states: dict[int, object] = {}
+        self._latest_state = None
+        self._grounder = AliasGrounder()
+        self._graph_pub = self.create_publisher(WorldGraph, "/perception/world_graph", LATCHED_QOS)
+        self._markers_pub = self.create_publisher(MarkerArray, "/perception/markers", LATCHED_QOS)
+        self.create_subscription(String, "/sim/scene_description", self._on_scene, LATCHED_QOS)
+        self.create_subscription(WorldStateMsg, "/sim/world_state", self._on_state, LATCHED_QOS)
+        self.create_subscription(MultiView, "/homie/views", self._on_views, SENSOR_QOS)
+        self.create_service(ResolveTarget, "/perception/resolve_target", self._on_resolve)
+        self.get_logger().info("perception ready (privileged world graph)")
+
+    def _on_scene(self, msg: String) -> None:
+        with self._lock:
+            self._spec = SceneSpec.model_validate_json(msg.data)
+            self._builder = None  # rebuilt from the first state of the new scene
+            self._states.clear()
+
+    def _on_state(self, msg: WorldStateMsg) -> None:
+        state = convert.world_state_from_msg(msg)
+        with self._lock:
+            self._states[msg.state_sequence] = state
+            while len(self._states) > 8:  # only the last few are ever matched with a view
+                self._states.pop(min(self._states))
+            self._latest_state = state
+            if self._builder is None and self._spec is not None and self._spec.name == state.scene:
+                self._builder = PrivilegedGraphBuilder(SceneLayout.from_scene(self._spec, state))
+
+    def _on_views(self, msg: MultiView) -> None:
+        with self._lock:
+            builder = self._builder
+            state = self._states.get(msg.state_sequence, self._latest_state)
+            if builder is None or state is None:
+                return
+            builder.update(convert.observation_from_msg(msg), state)
+            export = builder.graph.to_export()
+        seconds = convert.time_seconds(msg.header.stamp)
+        self._graph_pub.publish(convert.world_graph_to_msg(export, seconds))
+        if self._markers_pub.get_subscription_count() > 0:
+            self._markers_pub.publish(convert.world_graph_markers(export, seconds))
+
+    def _on_resolve(self, request: ResolveTarget.Request, response: ResolveTarget.Response) -> ResolveTarget.Response:
+        with self._lock:
+            if self._builder is None:
+                return response
+            graph = self._builder.graph
+            known = graph.as_world_state(robot=self._latest_state.robot if self._latest_state else None)
+        result = self._grounder.ground(request.name, known)
+        response.method = result.method
+        response.candidates = list(result.candidates)
+        if result.instance is not None:
+            entity = known.entities[result.instance]
+            response.found = True
+            response.instance = result.instance
+            response.score = float(result.score)
+            response.pose.header = convert.header(time.time())
+            response.pose.pose.position = convert.point(entity.position)
+            response.pose.pose.orientation.w = 1.0
+        return response
+
+
+def main(args: list[str] | None = None) -> None:
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    rclpy.init(args=args)
+    node = PerceptionNode()
+    executor = SingleThreadedExecutor()
+    executor.add_node(node)
+    try:
+        executor.spin()
+    except (KeyboardInterrupt, ExternalShutdownException):
+        pass
+    finally:
+        node.destroy_node()
+        rclpy.try_shutdown()
+
+
+if __name__ == "__main__":
+    main()

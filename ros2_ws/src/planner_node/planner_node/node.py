@@ -1,0 +1,291 @@
+"""planner_node: EMMOE's high-level planner as a ROS 2 node.
+
+Per round (EMMOE appendix D): take the four views from the sim bridge (``/sim/render_views``), the
+privileged state for privileged planners (``/sim/get_world_state``), ask the planner, publish its answer
+(``/homie/planner_output``), send the subtask to the executor (``/homie/execute_subtask`` action, with a
+deadline), fold the feedback back in and publish ``/homie/episode_status``. The loop itself is
+:class:`homiebot.ros.episode.GraphEpisode` (the core loop's order of calls); the planners are the core's
+(:func:`homiebot.planner.registry.make_planner`).
+
+Tasks come from the parameters (``task`` id or ``instruction`` + ``scene``) or from the latched
+``/homie/task`` topic (homie_msgs/Task). With ``exit_when_done`` the node exits after one episode with
+status 0 (episode ran; the result says whether it succeeded), 3 (a server did not answer in time) or
+1 (anything else went wrong), after writing ``result_path`` (JSON) when given.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import queue
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+import rclpy
+from homie_msgs.action import ExecuteSubtask
+from homie_msgs.msg import EpisodeStatus, PlannerOutput, Task
+from homie_msgs.srv import GetWorldState, RenderViews, ResetEpisode
+from rclpy.action import ActionClient
+from rclpy.duration import Duration
+from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
+from rclpy.node import Node
+from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
+
+from homiebot.agent.loop import EpisodeConfig
+from homiebot.eval.tasks import get_task
+from homiebot.planner.registry import make_planner
+from homiebot.ros import convert
+from homiebot.ros.calls import LATCHED_QOS, call_action, call_service
+from homiebot.ros.episode import EpisodeOutcome, GraphEpisode
+from homiebot.sim.scene import SceneSpec
+from homiebot.types import RoundRecord, Subtask, Trajectory
+
+EXIT_TIMEOUT = 3
+#: Episode status and planner outputs: reliable, the last 100 kept for late joiners (a recorder started mid-episode).
+STATUS_QOS = QoSProfile(depth=100, durability=DurabilityPolicy.TRANSIENT_LOCAL, reliability=ReliabilityPolicy.RELIABLE)
+
+
+class RosEpisodeBackend:
+    """:class:`homiebot.ros.episode.EpisodeBackend` over the sim bridge's services and the executor's action."""
+
+    def __init__(self, node: "PlannerNode") -> None:
+        self.node = node
+        self._reset = node.create_client(ResetEpisode, "/sim/reset")
+        self._state = node.create_client(GetWorldState, "/sim/get_world_state")
+        self._render = node.create_client(RenderViews, "/sim/render_views")
+        self._execute = ActionClient(node, ExecuteSubtask, "/homie/execute_subtask")
+
+    def reset(self, scene: str, seed: int):
+        response = call_service(self._reset, ResetEpisode.Request(scene=scene, seed=seed), self.node.service_timeout_s)
+        if not response.success:
+            raise RuntimeError(response.message)
+        spec = SceneSpec.model_validate_json(response.scene_description) if response.scene_description else None
+        return convert.world_state_from_msg(response.state), spec
+
+    def render(self):
+        request = RenderViews.Request(include_depth=False, include_segmentation=False)
+        response = call_service(self._render, request, self.node.service_timeout_s)
+        return convert.multiview_images(response.views)
+
+    def state(self):
+        response = call_service(self._state, GetWorldState.Request(), self.node.service_timeout_s)
+        return convert.world_state_from_msg(response.state)
+
+    def execute(self, subtask: Subtask, model: str, inventory: tuple[str, ...], round_index: int):
+        goal = ExecuteSubtask.Goal(
+            subtask=convert.subtask_to_msg(subtask), model=model, inventory=list(inventory), round_index=round_index
+        )
+        started = time.perf_counter()
+        result = call_action(self._execute, goal, self.node.execute_timeout_s)
+        return convert.feedback_from_msg(result.feedback), float(result.path_length), {"execute_s": time.perf_counter() - started}
+
+
+def trajectory_summary(trajectory: Trajectory, timed_out: bool) -> dict:
+    """The result file: what `homie up sim` prints and the graph tests compare with the in-process loop."""
+    return {
+        "task_id": trajectory.task_id,
+        "instruction": trajectory.instruction,
+        "scene": trajectory.scene,
+        "seed": trajectory.seed,
+        "planner": trajectory.planner,
+        "ended": trajectory.ended,
+        "goal_satisfied": trajectory.goal_satisfied,
+        "timed_out": timed_out,
+        "error": trajectory.error,
+        "path_length": trajectory.path_length,
+        "wall_time_s": trajectory.wall_time_s,
+        "rounds": [
+            {
+                "index": r.index,
+                "subtask": r.subtask_text,
+                "model": r.output.model,
+                "code": r.feedback.code.value,
+                "message": r.feedback.message,
+                "inventory": list(r.feedback.inventory),
+                "attempts": r.feedback.attempts,
+                "path_length": r.path_length,
+                "timings": r.timings,
+            }
+            for r in trajectory.rounds
+        ],
+    }
+
+
+def write_json_atomically(path: Path, data: dict) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    with os.fdopen(fd, "w") as handle:
+        json.dump(data, handle, indent=2)
+    os.replace(tmp, path)
+
+
+class PlannerNode(Node):
+    def __init__(self) -> None:
+        super().__init__("planner_node")
+        for name, default in (
+            ("planner", "expert"),
+            ("planner_options", "{}"),
+            ("task", ""),
+            ("instruction", ""),
+            ("scene", ""),
+            ("seed", 0),
+            ("max_rounds", 20),
+            ("history_window", 3),
+            ("render", True),
+            ("execute_timeout_s", 300.0),
+            ("service_timeout_s", 30.0),
+            ("result_path", ""),
+            ("exit_when_done", False),
+        ):
+            self.declare_parameter(name, default)
+        self.execute_timeout_s = float(self.param("execute_timeout_s"))
+        self.service_timeout_s = float(self.param("service_timeout_s"))
+        self.backend = RosEpisodeBackend(self)
+        self._output_pub = self.create_publisher(PlannerOutput, "/homie/planner_output", STATUS_QOS)
+        self._status_pub = self.create_publisher(EpisodeStatus, "/homie/episode_status", STATUS_QOS)
+        self._task_pub = self.create_publisher(Task, "/homie/task_started", LATCHED_QOS)
+        self.tasks: queue.Queue[Task] = queue.Queue()
+        self.exit_code: int | None = None
+        self.create_subscription(Task, "/homie/task", self.tasks.put, LATCHED_QOS)
+        if self.param("task") or self.param("instruction"):
+            self.tasks.put(self._task_from_parameters())
+        self._publish_status(EpisodeStatus.WAITING, task_id="")
+
+    def param(self, name: str):
+        return self.get_parameter(name).value
+
+    def _task_from_parameters(self) -> Task:
+        task_id = self.param("task")
+        if task_id:
+            spec = get_task(task_id)
+            return convert.task_msg(spec.id, self.param("instruction") or spec.instruction, self.param("scene") or spec.scene,
+                                    int(self.param("seed")), int(self.param("max_rounds")))
+        if not self.param("scene"):
+            raise ValueError("a free-text instruction needs the 'scene' parameter")
+        return convert.task_msg("", self.param("instruction"), self.param("scene"), int(self.param("seed")), int(self.param("max_rounds")))
+
+    # ------------------------------------------------------------------------------------ episodes
+
+    def run_task(self, task: Task) -> EpisodeOutcome:
+        spec = get_task(task.task_id) if task.task_id else None
+        config = EpisodeConfig(
+            max_rounds=int(task.max_rounds or self.param("max_rounds")),
+            history_window=int(self.param("history_window")),
+            render=bool(self.param("render")),
+        )
+        options = json.loads(self.param("planner_options") or "{}")
+        planner = make_planner(self.param("planner"), **options)
+        scene_seed = (spec.seed if spec is not None else 0) + int(task.seed)
+        self.get_logger().info(f"episode {task.task_id or '(free text)'}: {task.instruction!r} in {task.scene} (seed {scene_seed})")
+        self._task_pub.publish(task)
+        self._publish_status(EpisodeStatus.RUNNING, task.task_id)
+        episode = GraphEpisode(
+            self.backend,
+            planner,
+            instruction=task.instruction,
+            scene=task.scene,
+            scene_seed=scene_seed,
+            task_id=task.task_id or None,
+            goal=spec.goal if spec is not None else None,
+            run_seed=int(task.seed),
+            config=config,
+            on_output=self._publish_output,
+            on_round=lambda record, trajectory: self._publish_round(task.task_id, record, trajectory),
+        )
+        try:
+            outcome = episode.run()
+        finally:
+            planner.close()
+        trajectory = outcome.trajectory
+        if outcome.timed_out:
+            state = EpisodeStatus.TIMEOUT
+        elif trajectory.error:
+            state = EpisodeStatus.FAILED
+        elif trajectory.ended:
+            state = EpisodeStatus.ENDED
+        else:
+            state = EpisodeStatus.ROUND_LIMIT
+        last = trajectory.rounds[-1] if trajectory.rounds else None
+        self._publish_status(state, task.task_id, last, trajectory)
+        self.get_logger().info(
+            f"episode done: {len(trajectory.rounds)} rounds, ended={trajectory.ended}, goal={trajectory.goal_satisfied}, "
+            f"error={trajectory.error}"
+        )
+        result_path = self.param("result_path")
+        if result_path:
+            write_json_atomically(Path(result_path), trajectory_summary(trajectory, outcome.timed_out))
+        return outcome
+
+    def _publish_output(self, round_index: int, instruction: str, output) -> None:
+        self._output_pub.publish(convert.planner_output_to_msg(output, round_index, instruction, time.time()))
+
+    def _publish_round(self, task_id: str, record: RoundRecord, trajectory: Trajectory) -> None:
+        self._publish_status(EpisodeStatus.RUNNING, task_id, record, trajectory)
+
+    def _publish_status(self, state: int, task_id: str, record: RoundRecord | None = None, trajectory: Trajectory | None = None) -> None:
+        msg = EpisodeStatus(header=convert.header(time.time()), task_id=task_id, state=state, goal=EpisodeStatus.GOAL_UNKNOWN)
+        if record is not None:
+            msg.round_index = record.index
+            msg.last_subtask = record.subtask_text
+            msg.last_feedback = convert.feedback_to_msg(record.feedback)
+        if trajectory is not None:
+            msg.path_length = trajectory.path_length
+            msg.wall_time = trajectory.wall_time_s
+            msg.error = trajectory.error or ""
+            if trajectory.goal_satisfied is not None:
+                msg.goal = EpisodeStatus.GOAL_MET if trajectory.goal_satisfied else EpisodeStatus.GOAL_NOT_MET
+        self._status_pub.publish(msg)
+
+    def work(self) -> None:
+        """The episode thread: run tasks as they come; with exit_when_done, stop after the first."""
+        while rclpy.ok():
+            try:
+                task = self.tasks.get(timeout=0.2)
+            except queue.Empty:
+                continue
+            try:
+                outcome = self.run_task(task)
+                code = EXIT_TIMEOUT if outcome.timed_out else 1 if outcome.trajectory.error else 0
+            except Exception as err:  # a bad task id or planner option: report it, keep the node alive
+                self.get_logger().error(f"task {task.task_id or task.instruction!r} failed: {err}")
+                self._publish_status(EpisodeStatus.FAILED, task.task_id)
+                code = 1
+            if self.param("exit_when_done"):
+                # Let subscribers (a bag recorder, the supervisor) receive the final status before exiting.
+                for publisher in (self._status_pub, self._output_pub):
+                    publisher.wait_for_all_acked(Duration(seconds=2.0))
+                self.exit_code = code
+                return
+
+
+def main(args: list[str] | None = None) -> None:
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    rclpy.init(args=args)
+    try:
+        node = PlannerNode()
+    except Exception as err:
+        print(f"planner_node: {err}", file=sys.stderr)
+        rclpy.try_shutdown()
+        sys.exit(2)
+    executor = SingleThreadedExecutor()
+    executor.add_node(node)
+    worker = threading.Thread(target=node.work, name="episode", daemon=True)
+    worker.start()
+    try:
+        while rclpy.ok() and worker.is_alive():
+            executor.spin_once(timeout_sec=0.1)
+    except (KeyboardInterrupt, ExternalShutdownException):
+        pass
+    finally:
+        code = node.exit_code
+        node.destroy_node()
+        rclpy.try_shutdown()
+    sys.exit(code or 0)
+
+
+if __name__ == "__main__":
+    main()

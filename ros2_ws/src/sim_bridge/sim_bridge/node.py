@@ -1,0 +1,331 @@
+"""sim_bridge: binds a homiebot Simulator (embedded MuJoCo by default) to the ROS 2 graph.
+
+Serves (names relative to the node's namespace):
+
+* ``/sim/reset`` (homie_msgs/ResetEpisode), ``/sim/get_world_state`` (homie_msgs/GetWorldState),
+  ``/sim/render_views`` (homie_msgs/RenderViews);
+* ``/sim/navigate`` (homie_msgs/Navigate) and ``/sim/manipulate`` (homie_msgs/Manipulate): one oracle-skill
+  attempt each, called by the navigation and manipulation executors.
+
+Publishes: ``/homie/views`` (homie_msgs/MultiView), per view ``/camera/<view>/image_raw`` (rgb8),
+``/camera/<view>/depth/image_raw`` (32FC1), ``/camera/<view>/segmentation/image_raw`` (32SC1) and
+``/camera/<view>/camera_info``; ``/odom`` (nav_msgs/Odometry), ``/joint_states`` (sensor_msgs/JointState),
+``/sim/path`` (nav_msgs/Path), ``/tf`` (tf2_msgs/TFMessage, when tf2_msgs is installed: it is not on PyPI);
+latched ``/sim/world_state`` (homie_msgs/WorldState) and ``/sim/scene_description`` (std_msgs/String: the
+scene spec as JSON, like ``robot_description``).
+
+The node only converts and calls the simulator; MuJoCo is not thread-safe, so every simulator call holds
+one lock. Views are rendered when asked for (``/sim/render_views``) or at ``publish_rate_hz``; a render of an
+unchanged state (same ``state_sequence``) is served from cache, so the reset's own render is not repeated.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+
+import numpy as np
+
+import rclpy
+from geometry_msgs.msg import PoseStamped
+from homie_msgs.action import Manipulate, Navigate
+from homie_msgs.msg import MultiView
+from homie_msgs.msg import WorldState as WorldStateMsg
+from homie_msgs.srv import GetWorldState, RenderViews, ResetEpisode
+from nav_msgs.msg import Odometry, Path
+from rclpy.action import ActionServer, GoalResponse
+from rclpy.callback_groups import ReentrantCallbackGroup
+from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
+from rclpy.node import Node
+from sensor_msgs.msg import CameraInfo, Image, JointState
+from std_msgs.msg import String
+
+from homiebot.ros import convert
+from homiebot.ros.calls import LATCHED_QOS, SENSOR_QOS
+from homiebot.sim.base import Simulator, make_simulator
+from homiebot.types import Observation, SkillResult, SkillStatus, VIEW_NAMES
+
+try:  # tf2_msgs is part of every ROS 2 install but not of the PyPI wheels.
+    from tf2_msgs.msg import TFMessage
+except ImportError:  # pragma: no cover - depends on the machine
+    TFMessage = None
+
+
+class SimBridge(Node):
+    def __init__(self, simulator: Simulator | None = None) -> None:
+        super().__init__("sim_bridge")
+        self.declare_parameter("simulator", "mujoco")
+        self.declare_parameter("width", 256)
+        self.declare_parameter("height", 256)
+        self.declare_parameter("render", True)
+        self.declare_parameter("scene", "")
+        self.declare_parameter("seed", 0)
+        self.declare_parameter("publish_rate_hz", 0.0)
+        self.declare_parameter("publish_camera_topics", True)
+
+        if simulator is None:
+            backend = self.get_parameter("simulator").value
+            options = {"width": self.get_parameter("width").value, "height": self.get_parameter("height").value}
+            if backend == "mujoco":
+                options["render"] = self.get_parameter("render").value
+            simulator = make_simulator(backend, **options)
+        self.sim = simulator
+        self._lock = threading.Lock()
+        self._sequence = 0
+        self._loaded = False
+        self._cached: tuple[int, Observation] | None = None
+        self._published_state_sequence = -1
+
+        # The node is spun by a single-threaded executor (see main); the lock guards the simulator against
+        # a caller that spins it differently (tests that embed the node).
+        sim_group = ReentrantCallbackGroup()
+        self.create_service(ResetEpisode, "/sim/reset", self._on_reset, callback_group=sim_group)
+        self.create_service(GetWorldState, "/sim/get_world_state", self._on_get_state, callback_group=sim_group)
+        self.create_service(RenderViews, "/sim/render_views", self._on_render, callback_group=sim_group)
+        self._navigate = ActionServer(
+            self, Navigate, "/sim/navigate", self._on_navigate, goal_callback=self._accept, callback_group=sim_group
+        )
+        self._manipulate = ActionServer(
+            self, Manipulate, "/sim/manipulate", self._on_manipulate, goal_callback=self._accept, callback_group=sim_group
+        )
+
+        self._views_pub = self.create_publisher(MultiView, "/homie/views", SENSOR_QOS)
+        self._state_pub = self.create_publisher(WorldStateMsg, "/sim/world_state", LATCHED_QOS)
+        self._scene_pub = self.create_publisher(String, "/sim/scene_description", LATCHED_QOS)
+        self._odom_pub = self.create_publisher(Odometry, "/odom", SENSOR_QOS)
+        self._joints_pub = self.create_publisher(JointState, "/joint_states", SENSOR_QOS)
+        self._path_pub = self.create_publisher(Path, "/sim/path", LATCHED_QOS)
+        self._tf_pub = self.create_publisher(TFMessage, "/tf", SENSOR_QOS) if TFMessage is not None else None
+        self._camera_pubs: dict[str, tuple] = {}
+        if self.get_parameter("publish_camera_topics").value:
+            for view in VIEW_NAMES:
+                base = f"/camera/{view}"
+                self._camera_pubs[view] = (
+                    self.create_publisher(Image, f"{base}/image_raw", SENSOR_QOS),
+                    self.create_publisher(Image, f"{base}/depth/image_raw", SENSOR_QOS),
+                    self.create_publisher(Image, f"{base}/segmentation/image_raw", SENSOR_QOS),
+                    self.create_publisher(CameraInfo, f"{base}/camera_info", SENSOR_QOS),
+                )
+
+        scene = self.get_parameter("scene").value
+        if scene:
+            self._reset(scene, int(self.get_parameter("seed").value))
+        rate = float(self.get_parameter("publish_rate_hz").value)
+        if rate > 0:
+            self.create_timer(1.0 / rate, self._on_timer, callback_group=sim_group)
+        self.get_logger().info(f"simulator {self.sim.name!r} ready (tf2_msgs {'found' if TFMessage else 'absent: no /tf'})")
+
+    # ------------------------------------------------------------------------------------ simulator calls
+
+    def _reset(self, scene: str, seed: int) -> Observation:
+        with self._lock:
+            observation = self.sim.reset(scene, seed=seed)
+            self._sequence += 1
+            self._loaded = True
+            self._cached = (self._sequence, observation)
+            spec_json = self.sim.scene_spec().model_dump_json()
+        self._scene_pub.publish(String(data=spec_json))
+        return observation
+
+    def _state(self):
+        with self._lock:
+            return self._sequence, self.sim.state()
+
+    def _observe(self) -> tuple[int, Observation]:
+        with self._lock:
+            if self._cached is None or self._cached[0] != self._sequence:
+                self._cached = (self._sequence, self.sim.observe())
+            return self._cached
+
+    def _skill(self, reset_arm_first: bool, call) -> SkillResult:
+        with self._lock:
+            if reset_arm_first:
+                self.sim.reset_arm()
+            try:
+                return call()
+            finally:
+                self._sequence += 1
+
+    # ------------------------------------------------------------------------------------ services
+
+    def _state_msg(self, sequence: int, state) -> WorldStateMsg:
+        msg = convert.world_state_to_msg(state, self._sim_time())
+        msg.state_sequence = sequence
+        return msg
+
+    def _sim_time(self) -> float:
+        cached = self._cached
+        return cached[1].sim_time if cached is not None else 0.0
+
+    def _publish_state(self, msg: WorldStateMsg) -> None:
+        if msg.state_sequence != self._published_state_sequence:
+            self._published_state_sequence = msg.state_sequence
+            self._state_pub.publish(msg)
+
+    def _on_reset(self, request: ResetEpisode.Request, response: ResetEpisode.Response) -> ResetEpisode.Response:
+        try:
+            self._reset(request.scene, int(request.seed))
+        except Exception as err:  # an unknown scene or a broken spec: answer, do not crash the bridge
+            self.get_logger().error(f"reset of scene {request.scene!r} failed: {err}")
+            response.success = False
+            response.message = str(err)
+            return response
+        sequence, state = self._state()
+        response.success = True
+        response.state = self._state_msg(sequence, state)
+        with self._lock:
+            response.scene_description = self.sim.scene_spec().model_dump_json()
+        self._publish_state(response.state)
+        return response
+
+    def _on_get_state(self, request: GetWorldState.Request, response: GetWorldState.Response) -> GetWorldState.Response:
+        if not self._loaded:
+            self.get_logger().warning("world state asked before any scene was loaded")
+            return response
+        sequence, state = self._state()
+        response.state = self._state_msg(sequence, state)
+        self._publish_state(response.state)
+        return response
+
+    def _on_render(self, request: RenderViews.Request, response: RenderViews.Response) -> RenderViews.Response:
+        if not self._loaded:
+            self.get_logger().warning("views asked before any scene was loaded")
+            return response
+        sequence, observation = self._observe()
+        full = convert.observation_to_msg(observation)
+        full.state_sequence = sequence
+        if request.include_depth and request.include_segmentation:
+            response.views = full
+        else:
+            response.views = convert.observation_to_msg(
+                observation, depth=request.include_depth, segmentation=request.include_segmentation
+            )
+            response.views.state_sequence = sequence
+        self._publish_sensors(full, observation)
+        return response
+
+    def _on_timer(self) -> None:
+        if not self._loaded:
+            return
+        sequence, observation = self._observe()
+        full = convert.observation_to_msg(observation)
+        full.state_sequence = sequence
+        self._publish_sensors(full, observation)
+
+    def _publish_sensors(self, views: MultiView, observation: Observation) -> None:
+        """MultiView always; the per-camera topics, odometry, joints, path and /tf only when someone listens."""
+        self._views_pub.publish(views)
+        seconds = observation.sim_time
+        for view_msg in views.views:
+            pubs = self._camera_pubs.get(view_msg.name)
+            if pubs is None:
+                continue
+            for publisher, message in zip(pubs, (view_msg.rgb, view_msg.depth, view_msg.segmentation, view_msg.camera_info)):
+                if publisher.get_subscription_count() > 0:
+                    publisher.publish(message)
+        base_pose = convert.pose2d_to_pose(observation.robot_pose)
+        if self._odom_pub.get_subscription_count() > 0:
+            odom = Odometry(header=convert.header(seconds, convert.ODOM_FRAME), child_frame_id=convert.BASE_FRAME)
+            odom.pose.pose = base_pose
+            self._odom_pub.publish(odom)
+        if self._joints_pub.get_subscription_count() > 0:
+            self._joints_pub.publish(self._joint_state(observation, seconds))
+        if self._path_pub.get_subscription_count() > 0:
+            self._path_pub.publish(self._path(seconds))
+        if self._tf_pub is not None and self._tf_pub.get_subscription_count() > 0:
+            self._tf_pub.publish(self._transforms(views, base_pose, seconds))
+
+    def _joint_state(self, observation: Observation, seconds: float) -> JointState:
+        """The base as three planar joints, plus the arm when the backend reports its joints
+        (optional ``joint_positions() -> dict[str, float]``; the Simulator protocol does not require it)."""
+        positions = {"base_x": observation.robot_pose.x, "base_y": observation.robot_pose.y, "base_yaw": observation.robot_pose.yaw}
+        reporter = getattr(self.sim, "joint_positions", None)
+        if callable(reporter):
+            with self._lock:
+                positions.update(reporter())
+        return JointState(header=convert.header(seconds, convert.BASE_FRAME), name=list(positions), position=[float(v) for v in positions.values()])
+
+    def _path(self, seconds: float) -> Path:
+        points = []
+        reporter = getattr(self.sim, "travelled_path", None)
+        if callable(reporter):
+            with self._lock:
+                points = list(reporter())
+        path = Path(header=convert.header(seconds))
+        for x, y in points:
+            pose = PoseStamped(header=path.header)
+            pose.pose.position.x, pose.pose.position.y = float(x), float(y)
+            pose.pose.orientation.w = 1.0
+            path.poses.append(pose)
+        return path
+
+    def _transforms(self, views: MultiView, base_pose, seconds: float):
+        identity = convert.matrix_to_pose(np.eye(4))
+        transforms = [
+            convert.transform_stamped(identity, convert.MAP_FRAME, convert.ODOM_FRAME, seconds),
+            convert.transform_stamped(base_pose, convert.ODOM_FRAME, convert.BASE_FRAME, seconds),
+        ]
+        base_inverse = np.linalg.inv(convert.pose_to_matrix(base_pose))
+        for view_msg in views.views:
+            camera_in_base = base_inverse @ convert.pose_to_matrix(view_msg.camera_pose)
+            transforms.append(
+                convert.transform_stamped(
+                    convert.matrix_to_pose(camera_in_base), convert.BASE_FRAME, convert.optical_frame(view_msg.name), seconds
+                )
+            )
+        return TFMessage(transforms=transforms)
+
+    # ------------------------------------------------------------------------------------ skill actions
+
+    def _accept(self, goal) -> GoalResponse:
+        return GoalResponse.ACCEPT if self._loaded else GoalResponse.REJECT
+
+    def _on_navigate(self, goal_handle):
+        goal = goal_handle.request
+        result = self._skill(goal.reset_arm_first, lambda: self.sim.go_to(goal.target))
+        sequence, state = self._state()
+        goal_handle.publish_feedback(Navigate.Feedback(pose=convert.pose2d_to_pose(state.robot)))
+        goal_handle.succeed()
+        return Navigate.Result(result=convert.skill_result_to_msg(result))
+
+    def _on_manipulate(self, goal_handle):
+        goal = goal_handle.request
+        operations = {
+            Manipulate.Goal.PICK: lambda: self.sim.pick(goal.object),
+            Manipulate.Goal.PUT: lambda: self.sim.put(goal.object, goal.place),
+            Manipulate.Goal.OPEN: lambda: self.sim.open(goal.object),
+            Manipulate.Goal.CLOSE: lambda: self.sim.close(goal.object),
+        }
+        if goal.operation == Manipulate.Goal.RESET_ARM:
+            result = self._skill(False, lambda: (self.sim.reset_arm(), SkillResult(SkillStatus.SUCCESS))[1])
+        elif goal.operation in operations:
+            result = self._skill(goal.reset_arm_first, operations[goal.operation])
+        else:
+            result = SkillResult(SkillStatus.EXECUTION_FAILED, f"unknown manipulation operation {goal.operation}")
+        goal_handle.succeed()
+        return Manipulate.Result(result=convert.skill_result_to_msg(result))
+
+    def destroy_node(self) -> None:
+        self.sim.shutdown()
+        super().destroy_node()
+
+
+def main(args: list[str] | None = None) -> None:
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    rclpy.init(args=args)
+    node = SimBridge()
+    # One thread for everything: an OpenGL (EGL) context belongs to the thread that made it current, so
+    # the renderer must never be called from another thread.
+    executor = SingleThreadedExecutor()
+    executor.add_node(node)
+    try:
+        executor.spin()
+    except (KeyboardInterrupt, ExternalShutdownException):
+        pass
+    finally:
+        node.destroy_node()
+        rclpy.try_shutdown()
+
+
+if __name__ == "__main__":
+    main()
