@@ -56,7 +56,7 @@ GRAPH_TOPICS: dict[str, tuple[str, bool]] = {
     "/homie/task_started": ("homie_msgs/msg/Task", True),
     "/homie/planner_output": ("homie_msgs/msg/PlannerOutput", True),
     "/homie/episode_status": ("homie_msgs/msg/EpisodeStatus", True),
-    "/homie/views": ("homie_msgs/msg/MultiView", False),
+    "/homie/views": ("homie_msgs/msg/MultiView", True),
     "/sim/world_state": ("homie_msgs/msg/WorldState", True),
     "/sim/scene_description": ("std_msgs/msg/String", True),
     "/sim/path": ("nav_msgs/msg/Path", True),

@@ -32,6 +32,14 @@ LATCHED_QOS = QoSProfile(
 )
 #: Reliable event streams (planner outputs, feedback, episode status): nothing may be dropped.
 EVENTS_QOS = QoSProfile(depth=100, history=HistoryPolicy.KEEP_LAST, reliability=ReliabilityPolicy.RELIABLE)
+#: The four views (homie_msgs/MultiView): reliable, and the last few kept for late joiners (rviz, a recorder,
+#: perception started after the first render), so that the start views of an episode are not lost to discovery.
+VIEWS_QOS = QoSProfile(
+    depth=4,
+    history=HistoryPolicy.KEEP_LAST,
+    durability=DurabilityPolicy.TRANSIENT_LOCAL,
+    reliability=ReliabilityPolicy.RELIABLE,
+)
 #: Sensor streams (images, odometry): reliable, with a queue long enough for a recorder writing to disk.
 SENSOR_QOS = QoSProfile(depth=10, history=HistoryPolicy.KEEP_LAST, reliability=ReliabilityPolicy.RELIABLE)
 

@@ -29,7 +29,7 @@ from homiebot.perception.grounding import AliasGrounder
 from homiebot.perception.layout import SceneLayout
 from homiebot.perception.privileged import PrivilegedGraphBuilder
 from homiebot.ros import convert
-from homiebot.ros.calls import LATCHED_QOS, SENSOR_QOS
+from homiebot.ros.calls import LATCHED_QOS, VIEWS_QOS
 from homiebot.sim.scene import SceneSpec
 
 
@@ -45,12 +45,13 @@ class PerceptionNode(Node):
         self._builder: PrivilegedGraphBuilder | None = None
         self._states: dict[int, object] = {}
         self._latest_state = None
+        self._fused_sequence = 0
         self._grounder = AliasGrounder()
         self._graph_pub = self.create_publisher(WorldGraph, "/perception/world_graph", LATCHED_QOS)
         self._markers_pub = self.create_publisher(MarkerArray, "/perception/markers", LATCHED_QOS)
         self.create_subscription(String, "/sim/scene_description", self._on_scene, LATCHED_QOS)
         self.create_subscription(WorldStateMsg, "/sim/world_state", self._on_state, LATCHED_QOS)
-        self.create_subscription(MultiView, "/homie/views", self._on_views, SENSOR_QOS)
+        self.create_subscription(MultiView, "/homie/views", self._on_views, VIEWS_QOS)
         self.create_service(ResolveTarget, "/perception/resolve_target", self._on_resolve)
         self.get_logger().info("perception ready (privileged world graph)")
 
@@ -59,6 +60,7 @@ class PerceptionNode(Node):
             self._spec = SceneSpec.model_validate_json(msg.data)
             self._builder = None  # rebuilt from the first state of the new scene
             self._states.clear()
+            self._fused_sequence = 0
 
     def _on_state(self, msg: WorldStateMsg) -> None:
         state = convert.world_state_from_msg(msg)
@@ -74,8 +76,10 @@ class PerceptionNode(Node):
         with self._lock:
             builder = self._builder
             state = self._states.get(msg.state_sequence, self._latest_state)
-            if builder is None or state is None:
+            # Views older than ones already fused (a late join receives the last few) would move objects back.
+            if builder is None or state is None or msg.state_sequence < self._fused_sequence:
                 return
+            self._fused_sequence = msg.state_sequence
             builder.update(convert.observation_from_msg(msg), state)
             export = builder.graph.to_export()
         seconds = convert.time_seconds(msg.header.stamp)

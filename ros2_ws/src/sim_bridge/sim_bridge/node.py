@@ -41,7 +41,7 @@ from sensor_msgs.msg import CameraInfo, Image, JointState
 from std_msgs.msg import String
 
 from homiebot.ros import convert
-from homiebot.ros.calls import LATCHED_QOS, SENSOR_QOS
+from homiebot.ros.calls import LATCHED_QOS, SENSOR_QOS, VIEWS_QOS
 from homiebot.sim.base import Simulator, make_simulator
 from homiebot.types import Observation, SkillResult, SkillStatus, VIEW_NAMES
 
@@ -89,7 +89,7 @@ class SimBridge(Node):
             self, Manipulate, "/sim/manipulate", self._on_manipulate, goal_callback=self._accept, callback_group=sim_group
         )
 
-        self._views_pub = self.create_publisher(MultiView, "/homie/views", SENSOR_QOS)
+        self._views_pub = self.create_publisher(MultiView, "/homie/views", VIEWS_QOS)
         self._state_pub = self.create_publisher(WorldStateMsg, "/sim/world_state", LATCHED_QOS)
         self._scene_pub = self.create_publisher(String, "/sim/scene_description", LATCHED_QOS)
         self._odom_pub = self.create_publisher(Odometry, "/odom", SENSOR_QOS)

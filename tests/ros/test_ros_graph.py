@@ -1,0 +1,188 @@
+"""The whole graph as separate processes over real DDS (loopback, a random domain): a task runs to End, the
+messages on the wire are what the contract says, the episode equals the in-process loop's, and a killed
+executor makes the planner report a timeout within its deadline instead of hanging."""
+
+from __future__ import annotations
+
+import json
+import signal
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from ros_helpers import WireListener, graph_environment
+
+pytestmark = [pytest.mark.ros, pytest.mark.slow]
+
+TASK = "demo-green-can"
+
+
+def _supervisor(tmp_path: Path, domain: int, overrides: dict, **kwargs):
+    from homiebot.ros.supervisor import Supervisor, load_graph
+
+    return Supervisor(load_graph(), overrides=overrides, env=graph_environment(domain), log_dir=tmp_path / "logs",
+                      stop_timeout_s=10.0, **kwargs)
+
+
+def _logs(tmp_path: Path) -> str:
+    return "\n".join(f"--- {p.name}\n{p.read_text()[-3000:]}" for p in sorted((tmp_path / "logs").glob("*.log")))
+
+
+@pytest.fixture(scope="module")
+def graph_run(tmp_path_factory, ros_domain):
+    """Run TASK through the full graph once; every test of this module reads what happened."""
+    from homie_msgs.msg import EpisodeStatus, MultiView, PlannerOutput, WorldGraph
+
+    from homiebot.ros.calls import LATCHED_QOS, VIEWS_QOS
+    from planner_node.node import STATUS_QOS
+
+    tmp_path = tmp_path_factory.mktemp("graph")
+    listener = WireListener({
+        "/homie/planner_output": (PlannerOutput, STATUS_QOS),
+        "/homie/episode_status": (EpisodeStatus, STATUS_QOS),
+        "/homie/views": (MultiView, VIEWS_QOS),
+        "/perception/world_graph": (WorldGraph, LATCHED_QOS),
+    })
+    result_path = tmp_path / "result.json"
+    supervisor = _supervisor(tmp_path, ros_domain, {
+        "planner_node": {"task": TASK, "exit_when_done": True, "result_path": str(result_path)},
+    })
+    started = time.monotonic()
+    try:
+        supervisor.start()
+        ended_by = supervisor.run(lambda: False, timeout_s=180)
+        # The latched graph may arrive a moment after the planner's last round.
+        listener.wait_for(lambda: len(listener.get("/perception/world_graph")) > 0, 5.0)
+    finally:
+        codes = supervisor.stop()
+        listener.close()
+    wall = time.monotonic() - started
+    assert ended_by is not None and ended_by.spec.name == "planner_node", f"planner did not finish\n{_logs(tmp_path)}"
+    assert result_path.exists(), _logs(tmp_path)
+    return {
+        "result": json.loads(result_path.read_text()),
+        "planner_exit": ended_by.exit_codes[-1],
+        "codes": codes,
+        "messages": listener.messages,
+        "wall_s": wall,
+        "logs": _logs(tmp_path),
+    }
+
+
+def test_task_runs_to_end_through_the_graph(graph_run):
+    result = graph_run["result"]
+    assert graph_run["planner_exit"] == 0, graph_run["logs"]
+    assert result["error"] is None and not result["timed_out"]
+    assert result["ended"] is True
+    assert result["goal_satisfied"] is True
+    assert result["rounds"][-1]["subtask"] == "[End]"
+    # every node stopped cleanly on SIGINT (exit 0), none had to be killed
+    assert all(code == 0 for code in graph_run["codes"].values()), graph_run["codes"]
+
+
+def test_messages_on_the_wire(graph_run):
+    from homie_msgs.msg import EpisodeStatus, Feedback
+
+    messages, result = graph_run["messages"], graph_run["result"]
+    outputs = messages["/homie/planner_output"]
+    assert [o.round_index for o in outputs] == list(range(1, len(result["rounds"]) + 1))
+    assert [f"[{', '.join([o.subtask.action] + [p for p, has in ((o.subtask.target, o.subtask.has_target), (o.subtask.place, o.subtask.has_place)) if has])}]"
+            for o in outputs] == [r["subtask"] for r in result["rounds"]]
+    assert all(o.raw.startswith("Analysis:") and "Subtask:" in o.raw for o in outputs)
+
+    statuses = messages["/homie/episode_status"]
+    final = statuses[-1]
+    assert final.state == EpisodeStatus.ENDED and final.goal == EpisodeStatus.GOAL_MET
+    assert final.last_subtask == "[End]" and final.task_id == TASK
+    per_round = [s for s in statuses if s.state == EpisodeStatus.RUNNING and s.round_index > 0]
+    assert [s.last_feedback.code for s in per_round] == [Feedback.OK] * len(per_round)
+    assert [list(s.last_feedback.inventory) for s in per_round] == [r["inventory"] for r in result["rounds"]]
+
+    views = messages["/homie/views"]
+    # the start views plus one render after every round but the last
+    assert len(views) == len(result["rounds"])
+    for multiview in views:
+        assert [v.name for v in multiview.views] == ["front", "left", "back", "right"]
+        for view in multiview.views:
+            assert (view.rgb.encoding, view.rgb.height, view.rgb.width) == ("rgb8", 256, 256)
+            assert (view.depth.encoding, view.segmentation.encoding) == ("32FC1", "32SC1")
+            assert view.camera_info.k[0] > 0 and view.camera_info.k[8] == 1.0
+            assert view.rgb.header.frame_id == f"{view.name}_camera_optical_frame"
+        assert len(multiview.instance_ids) == len(multiview.instance_names) > 0
+    rgb = np.frombuffer(views[0].views[0].rgb.data, np.uint8)
+    assert rgb.std() > 5, "the front view is blank"
+    assert [m.state_sequence for m in views] == sorted(m.state_sequence for m in views)
+
+    graphs = messages["/perception/world_graph"]
+    names = {n.name for n in graphs[-1].nodes}
+    assert {"fridge", "green_can"} <= names
+    can = next(n for n in graphs[-1].nodes if n.name == "green_can")
+    assert any(e.source == can.id and e.relation == "in" for e in graphs[-1].edges), "the can ends up in the fridge"
+
+
+def test_graph_equals_in_process_loop(graph_run):
+    """Same task and seed, in-process loop vs graph: the same subtasks and the same feedback, round by round."""
+    from homiebot.agent.loop import run_episode
+    from homiebot.eval.tasks import get_task
+    from homiebot.planner.registry import make_planner
+    from homiebot.ros.episode import round_signature
+    from homiebot.sim.base import make_simulator
+
+    sim = make_simulator("mujoco")
+    try:
+        trajectory = run_episode(sim, make_planner("expert"), task=get_task(TASK), seed=0)
+    finally:
+        sim.shutdown()
+    graph = [(r["subtask"], r["code"], r["message"], tuple(r["inventory"]), r["attempts"]) for r in graph_run["result"]["rounds"]]
+    assert graph == round_signature(trajectory)
+    assert graph_run["result"]["path_length"] == pytest.approx(trajectory.path_length, abs=1e-9)
+    assert graph_run["result"]["goal_satisfied"] == trajectory.goal_satisfied
+
+
+def test_killed_executor_is_a_timeout_not_a_hang(tmp_path, ros_domain):
+    """SIGKILL the executor as soon as the planner has answered round 1: the planner must give up at its
+    deadline, publish TIMEOUT and exit with 3, while the rest of the graph stays up."""
+    from homie_msgs.msg import EpisodeStatus, PlannerOutput
+
+    from homiebot.ros.supervisor import GraphSpec, load_graph
+    from planner_node.node import STATUS_QOS
+
+    deadline_s = 4.0
+    graph = load_graph()
+    nodes = [n.model_copy(update={"restart": "never"}) if n.name == "executor" else n for n in graph.nodes]
+    listener = WireListener({
+        "/homie/planner_output": (PlannerOutput, STATUS_QOS),
+        "/homie/episode_status": (EpisodeStatus, STATUS_QOS),
+    })
+    from homiebot.ros.supervisor import Supervisor
+
+    result_path = tmp_path / "result.json"
+    supervisor = Supervisor(
+        GraphSpec(nodes=nodes),
+        overrides={"planner_node": {"task": TASK, "exit_when_done": True, "result_path": str(result_path),
+                                    "execute_timeout_s": deadline_s}},
+        env=graph_environment(ros_domain), log_dir=tmp_path / "logs",
+    )
+    try:
+        supervisor.start()
+        assert listener.wait_for(lambda: len(listener.get("/homie/planner_output")) >= 1, 120), _logs(tmp_path)
+        executor = supervisor.processes["executor"]
+        executor.popen.send_signal(signal.SIGKILL)
+        killed_at = time.monotonic()
+        ended_by = supervisor.run(lambda: False, timeout_s=deadline_s + 30)
+        reported_after = time.monotonic() - killed_at
+    finally:
+        supervisor.stop()
+        listener.close()
+    assert ended_by is not None and ended_by.spec.name == "planner_node", _logs(tmp_path)
+    assert ended_by.exit_codes[-1] == 3, _logs(tmp_path)
+    # within its deadline (plus process start-up slack of a loaded 2-core machine), not after a hang
+    assert reported_after < deadline_s + 10, reported_after
+    result = json.loads(result_path.read_text())
+    assert result["timed_out"] is True and "execute_subtask" in result["error"]
+    final = listener.get("/homie/episode_status")[-1]
+    assert final.state == EpisodeStatus.TIMEOUT and "execute_subtask" in final.error
+    assert supervisor.processes["executor"].exit_codes == [-signal.SIGKILL]
+    assert supervisor.processes["executor"].restarts == 0
