@@ -21,11 +21,13 @@ Pipeline per observation (four views):
    points lying against the node's box (within two voxels) also counts as geometric similarity, and so does the
    overlap of the two boxes (intersection over the smaller, each grown by half a voxel): views from two stops
    often see different faces whose voxels do not meet but whose boxes are parts of one true box. Semantic
-   similarity is 1 for the same label, else ``label_similarity`` (0 by default). Otherwise it starts a new node.
+   similarity is 1 for the same label, else ``label_similarity`` (0 by default). A detection whose geometric
+   similarity alone reaches ``geometric_override`` joins the node whatever its label (a misclassification of the
+   same voxels). Otherwise it starts a new node.
 5. **Fusion.** The node's voxel set becomes the union, its label the vote over its detections, its position the
    mean of its voxel centres and its box their extent.
 6. **Relations and rooms.** On/in from support geometry (:mod:`homiebot.perception.relations`) against the
-   furniture nodes; furniture is assigned the room whose floor polygon holds its footprint centre, objects the room
+   furniture nodes' boxes and voxel centres (the surface under the object, and whether the furniture encloses it); furniture is assigned the room whose floor polygon holds its footprint centre, objects the room
    of their furniture (else the polygon under them). The floor plan (room names and polygons) is known a priori, as
    a map is to a real robot.
 7. **Actions.** Successful pick/put/open/close update the graph deterministically, as in the privileged graph; a
@@ -49,7 +51,7 @@ from homiebot.perception.actions import apply_action
 from homiebot.perception.geometry import Box3, backproject, voxel_centers, voxel_keys
 from homiebot.perception.layout import SceneLayout, VocabularyEntry
 from homiebot.perception.privileged import group_points_by_segment, layout_graph
-from homiebot.perception.relations import SupportTolerances, infer_placement
+from homiebot.perception.relations import Furniture, SupportTolerances, infer_placement
 from homiebot.perception.world_graph import ROBOT_ID, GraphNode, NodeKind, Relation, WorldGraph
 from homiebot.types import Action, CameraView, EntityKind, Observation
 
@@ -126,6 +128,10 @@ class ConceptGraphConfig:
     max_depth: float = 6.0  # farther depth is too coarse to place a small object on the right furniture
     match_threshold: float = 1.3  # geometric + semantic; with the same label the voxel sets must share 30 %
     min_geometric: float = 0.05  # never fuse detections that do not touch at all
+    # Fuse whatever the labels when the geometry alone is this similar: the same voxels seen again under another
+    # label are the same thing misclassified (ConceptGraphs' visual similarity would still be high); the label
+    # vote of the node then settles its class. Two different things side by side stay below it (about 0.3).
+    geometric_override: float = 0.75
     overlap_samples: int = 128  # voxels sampled per direction for the neighbour ratio (speed bound)
     moved_radius: float = 0.15  # margin (m) around a put's furniture box where the placed object is looked for
     held_radius: float = 1.2  # see the module docstring
@@ -207,6 +213,7 @@ class ConceptGraphBuilder:
         self._moved: dict[str, tuple[np.ndarray, np.ndarray]] = {}
         self._next_id = 0
         self._name_counts: Counter = Counter()
+        self._centres: dict[str, tuple[np.ndarray, np.ndarray]] = {}
 
     # ------------------------------------------------------------------ observation
     def update(self, observation: Observation) -> list[str]:
@@ -297,7 +304,8 @@ class ConceptGraphBuilder:
             if geo < cfg.min_geometric:
                 continue
             score = geo + sem
-            if score >= cfg.match_threshold and (best is None or score > best[0]):
+            fused = score >= cfg.match_threshold or geo >= cfg.geometric_override
+            if fused and (best is None or score > best[0]):
                 best = (score, track)
         if best is not None:
             return best[1]
@@ -354,7 +362,7 @@ class ConceptGraphBuilder:
     # ------------------------------------------------------------------ relations and rooms
     def _infer_relations(self) -> None:
         furniture = self.graph.nodes(NodeKind.FURNITURE)
-        boxes = [(f.id, Box3(f.bbox_min, f.bbox_max)) for f in furniture]
+        boxes = [Furniture(f.id, Box3(f.bbox_min, f.bbox_max), self._points(f.id)) for f in furniture]
         for f in furniture:
             self.graph.set_room(f.id, self._plan.room_at(f.position[0], f.position[1]))
         for obj in self.graph.nodes(NodeKind.OBJECT):
@@ -371,6 +379,17 @@ class ConceptGraphBuilder:
             else:
                 self.graph.set_placement(obj.id, found[0], found[1])
                 self.graph.set_room(obj.id, self.graph.room_of(found[0]))
+
+    def _points(self, node_id: str) -> np.ndarray | None:
+        """Voxel centres of a node (cached until its voxel set changes)."""
+        track = self._tracks.get(node_id)
+        if track is None or len(track.keys) == 0:
+            return None
+        cached = self._centres.get(node_id)
+        if cached is None or cached[0] is not track.keys:
+            cached = (track.keys, voxel_centers(track.keys, track.voxel))
+            self._centres[node_id] = cached
+        return cached[1]
 
     # ------------------------------------------------------------------ actions
     def apply_action(self, action: Action | str, target: str | None, place: str | None = None) -> list[str]:

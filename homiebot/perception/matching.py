@@ -9,9 +9,10 @@ Matching rules (decided here):
 * **objects**: a predicted object matches a ground-truth object of the same category whose centre lies within
   ``max_distance`` (0.25 m: three object widths, well below the spacing of two same-category objects in the
   library scenes) of the node's position; pairs are taken greedily, nearest first, each side at most once.
-* **furniture**: a predicted furniture node matches a ground-truth furniture of the same category when at least
-  ``min_overlap`` of the node's box lies inside the entity's box (a partly seen counter is a part of the true box);
-  greedy by overlap, each side once.
+* **furniture**: a predicted furniture node matches a ground-truth furniture of the same category when the
+  intersection of their boxes is at least ``min_overlap`` of the smaller box (a partly seen counter is a part of
+  the true box; an open fridge's observed box holds the true box, which excludes the swung door); greedy by
+  overlap, each side once.
 
 Greedy rather than an optimal assignment: with same-category pairs at least 0.25 m apart the greedy choice is the
 optimal one, and it needs no solver.
@@ -38,14 +39,17 @@ def _distance(node: GraphNode, entity: EntityState) -> float:
 
 
 def _inside_share(node: GraphNode, entity: EntityState) -> float:
-    """Share of the node's box volume inside the entity's box (faces of zero thickness padded by 1 cm)."""
+    """Intersection of the two boxes over the smaller one's volume (faces of zero thickness padded by 1 cm)."""
     pad = 0.01
-    inter, vol = 1.0, 1.0
+    inter, node_volume, entity_volume = 1.0, 1.0, 1.0
     for k in range(3):
         lo, hi = node.bbox_min[k] - pad, node.bbox_max[k] + pad
-        vol *= hi - lo
-        inter *= max(0.0, min(hi, entity.bbox_max[k] + pad) - max(lo, entity.bbox_min[k] - pad))
-    return inter / vol if vol > 0 else 0.0
+        elo, ehi = entity.bbox_min[k] - pad, entity.bbox_max[k] + pad
+        node_volume *= hi - lo
+        entity_volume *= ehi - elo
+        inter *= max(0.0, min(hi, ehi) - max(lo, elo))
+    smaller = min(node_volume, entity_volume)
+    return inter / smaller if smaller > 0 else 0.0
 
 
 def match_objects(graph: WorldGraph, state: WorldState, max_distance: float = 0.25) -> list[Match]:

@@ -199,3 +199,27 @@ def test_matching_and_resolving_nodes_to_instances(scene, observations):
     assert furniture == {"counter_1": "kitchen_counter", "refrigerator_1": "fridge", "table_1": "coffee_table"}
     node = builder.graph.by_name("apple_2")
     assert resolve_instance(node, scene.state) == "apple_2"
+
+
+class _OneViewWrong:
+    """A labeler that calls every object in the "left" view a bowl, to model a detector's misclassification."""
+
+    def __init__(self, inner: PanopticStandInLabeler):
+        self.inner = inner
+
+    def label(self, view, segment_ids, observation):
+        labels = self.inner.label(view, segment_ids, observation)
+        if view.name != "left":
+            return labels
+        return {i: (replace(lab, category="bowl") if lab is not None and lab.category != "counter"
+                    and lab.kind.value == "object" else lab) for i, lab in labels.items()}
+
+
+def test_misclassified_redetection_fuses_and_the_vote_keeps_the_label(scene):
+    builder = ConceptGraphBuilder(scene.layout, _OneViewWrong(PanopticStandInLabeler(scene.vocabulary, scene.category_of)))
+    builder.update(observe(scene.boxes, 2.0, 2.0, math.pi / 2))  # the can in the front view: right label
+    builder.update(observe(scene.boxes, 2.0, 2.0, math.pi / 2))
+    builder.update(observe(scene.boxes, 2.0, 2.0, 0.0))  # turned: the can is now in the left view, called a bowl
+    cans = [n for n in builder.graph.nodes(NodeKind.OBJECT) if abs(n.position[0] - 1.535) < 0.05]
+    assert len(cans) == 1 and cans[0].category == "tomato_soup_can"  # two right votes against one wrong
+    assert cans[0].confidence == pytest.approx(2 / 3)
