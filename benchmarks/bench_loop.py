@@ -62,6 +62,7 @@ def bench_overhead(episodes: int) -> dict[str, float]:
     sim = make_simulator("mujoco", render=False)
     config = EpisodeConfig(render=False)
     overheads, skills, rounds = [], [], []
+    by_round: dict[int, list[float]] = {}
     run_episode(sim, ScriptedPlanner(case1_outputs()), instruction=CASE1_TASK, scene="apartment_1", config=config)  # warm-up
     for _ in range(episodes):
         traj = run_episode(sim, ScriptedPlanner(case1_outputs()), instruction=CASE1_TASK, scene="apartment_1", config=config)
@@ -69,6 +70,7 @@ def bench_overhead(episodes: int) -> dict[str, float]:
             t = r.timings
             skill = t.get("skills_s", 0.0)
             overheads.append(t["round_s"] - t.get("plan_s", 0.0) - skill)
+            by_round.setdefault(r.index, []).append(overheads[-1])
             skills.append(skill)
             rounds.append(t["round_s"])
     sim.shutdown()
@@ -78,6 +80,9 @@ def bench_overhead(episodes: int) -> dict[str, float]:
         "overhead_median_ms": statistics.median(overheads) * ms,
         "overhead_p95_ms": pct(overheads, 0.95) * ms,
         "overhead_max_ms": max(overheads) * ms,
+        # Every replay runs the same 15 rounds: the fastest of the N runs of each round filters out the
+        # time other processes took the CPU away; the mean over the rounds is the undisturbed cost.
+        "overhead_best_of_n_mean_ms": statistics.mean(min(v) for v in by_round.values()) * ms,
         "skills_median_ms": statistics.median(skills) * ms,
         "round_median_ms": statistics.median(rounds) * ms,
     }
@@ -123,7 +128,8 @@ def main() -> None:
     o = bench_overhead(args.episodes)
     print(
         f"loop overhead per round (no rendering, no inference; {o['rounds']} rounds): "
-        f"median {o['overhead_median_ms']:.2f} ms, p95 {o['overhead_p95_ms']:.2f} ms, max {o['overhead_max_ms']:.2f} ms "
+        f"median {o['overhead_median_ms']:.2f} ms, p95 {o['overhead_p95_ms']:.2f} ms, max {o['overhead_max_ms']:.2f} ms, "
+        f"undisturbed (best of {args.episodes} per round, mean) {o['overhead_best_of_n_mean_ms']:.2f} ms "
         f"(target <= 5 ms)  [skills median {o['skills_median_ms']:.2f} ms, whole round median {o['round_median_ms']:.2f} ms]"
     )
     e = bench_expert_episode(args.repeats)
