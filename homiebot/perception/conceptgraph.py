@@ -278,18 +278,24 @@ class ConceptGraphBuilder:
         best: tuple[float, _Track] | None = None
         best_moved: tuple[float, _Track] | None = None
         margin = 2 * det.voxel
-        for track in self._tracks.values():
-            if track.kind is not det.label.kind:
+        same_kind = [t for t in self._tracks.values() if t.kind is det.label.kind]
+        for track in same_kind:
+            region = self._moved.get(track.node_id)
+            if region is None:
                 continue
             sem = self.label_similarity(det.label.category, track.label)
-            region = self._moved.get(track.node_id)
-            if region is not None:
-                inside = bool(np.all(det.centroid >= region[0]) and np.all(det.centroid <= region[1]))
-                if inside and 1.0 + sem >= cfg.match_threshold and (best_moved is None or sem > best_moved[0]):
-                    best_moved = (sem, track)
-                continue
-            if np.any(det.box_min - margin > track.box_max) or np.any(track.box_min - margin > det.box_max):
-                continue
+            inside = bool(np.all(det.centroid >= region[0]) and np.all(det.centroid <= region[1]))
+            if inside and 1.0 + sem >= cfg.match_threshold and (best_moved is None or sem > best_moved[0]):
+                best_moved = (sem, track)
+        # Box pre-filter for all nodes at once (one numpy call instead of one per node).
+        placed = [t for t in same_kind if t.node_id not in self._moved]
+        if placed:
+            mins = np.stack([t.box_min for t in placed])
+            maxs = np.stack([t.box_max for t in placed])
+            near = ~(np.any(det.box_min - margin > maxs, axis=1) | np.any(mins - margin > det.box_max, axis=1))
+            placed = [t for t, keep in zip(placed, near) if keep]
+        for track in placed:
+            sem = self.label_similarity(det.label.category, track.label)
             geo = max(
                 neighbour_ratio(det.keys, track.keys, cfg.overlap_samples),
                 neighbour_ratio(track.keys, det.keys, cfg.overlap_samples),

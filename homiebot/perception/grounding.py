@@ -228,6 +228,18 @@ class NameMapGrounder:
         return GroundingResult(matches[0].name, 1.0, "name_map", tuple(e.name for e in best))
 
 
+class ExactTiersGrounder:
+    """The two exact tiers without the model: :class:`AliasGrounder`, then :class:`NameMapGrounder`."""
+
+    def __init__(self, exact: Grounder | None = None, name_map: NameMapGrounder | None = None):
+        self.exact = exact if exact is not None else AliasGrounder()
+        self.name_map = name_map if name_map is not None else NameMapGrounder()
+
+    def ground(self, target: str, state: WorldState) -> GroundingResult:
+        result = self.exact.ground(target, state)
+        return result if result.instance is not None else self.name_map.ground(target, state)
+
+
 def entity_phrases(entity: EntityState, extra: Iterable[str] = ()) -> tuple[str, ...]:
     """The texts an entity is known by: name (and name without an instance number), category, aliases, ``extra``
     names (the name map's), colour + category; lower-case with spaces, deduplicated."""

@@ -67,6 +67,14 @@ def infer_placement(
 ) -> tuple[str, Relation] | None:
     """Where ``obj`` is among ``furniture``: ``(id, Relation.ON | Relation.IN)`` or None (module docstring)."""
     items = [f if isinstance(f, Furniture) else Furniture(f[0], f[1]) for f in furniture]
+    if not items:
+        return None
+    # Only furniture whose (grown) footprint holds the object's centre can support or contain it: one numpy test.
+    cx, cy, _ = obj.center
+    lo = np.array([f.box.min[:2] for f in items]) - tolerances.xy_margin
+    hi = np.array([f.box.max[:2] for f in items]) + tolerances.xy_margin
+    over = (lo[:, 0] <= cx) & (cx <= hi[:, 0]) & (lo[:, 1] <= cy) & (cy <= hi[:, 1])
+    items = [f for f, keep in zip(items, over) if keep]
     best: tuple[float, str, Relation] | None = None
     for item in items:
         found = _supported(obj, item, tolerances)

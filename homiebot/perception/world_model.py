@@ -1,0 +1,150 @@
+"""The perception facade an episode loop (or the ROS perception node) drives: one world graph kept up to date
+from the four views and from successful actions, and what the planner and the executor need from it.
+
+Per round::
+
+    model = WorldModel(sim.scene_spec(), sim.state(), PerceptionConfig(builder="conceptgraph"))
+    model.observe(observation, sim.state())                 # after reset and after every round's render
+    request.world_description = model.describe()             # PARTNR's text world description (when configured)
+    request.grounded_targets = model.observed_targets()      # names for constrained decoding
+    executor = Executor(sim, grounder=model.grounder())      # F2 for names perception does not know
+    ...
+    if report.feedback.success:
+        model.record_action(subtask.action, report.target, report.place, sim.state())
+
+``record_action`` takes the simulator's instance names (what the executor grounded to). The privileged graph uses
+them as they are; the image-built graph finds its node for an instance by category and proximity (PARTNR A.7.2's
+matching heuristic), and skips the update when it has never seen the instance.
+
+:class:`GraphGrounder` grounds a planner's string against the *graph* (so an object no camera has shown yet is
+F2, as under PARTNR's partial observability) and answers with the simulator instance the node stands for.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from homiebot.perception.grounding import Embedder, ExactTiersGrounder, Grounder, GroundingResult, SemanticGrounder
+from homiebot.perception.matching import resolve_instance
+from homiebot.perception.quality import make_builders
+from homiebot.perception.world_graph import GraphNode, NodeKind, Relation, WorldGraph
+from homiebot.sim.scene import SceneSpec
+from homiebot.types import Action, EntityKind, Observation, WorldState
+
+log = logging.getLogger(__name__)
+
+
+class PerceptionConfig(BaseModel):
+    """Perception settings of an episode (validated; a misspelt field is an error)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    builder: Literal["privileged", "conceptgraph"] = "privileged"
+    describe_world: bool = Field(True, description="fill PlanRequest.world_description with the graph's text")
+    semantic_grounding: bool = Field(True, description="MiniLM tier after the exact tiers (needs the perception extra)")
+    label_confusion: float = Field(0.0, ge=0.0, le=1.0, description="stand-in detector's confusion rate")
+    seed: int = 0
+
+
+class WorldModel:
+    """A world graph builder plus the views of it the planner and the executor need (module docstring)."""
+
+    def __init__(self, spec: SceneSpec, state: WorldState, config: PerceptionConfig = PerceptionConfig(),
+                 embedder: Embedder | None = None):
+        self.config = config
+        self.spec = spec
+        privileged, conceptgraph = make_builders(spec, state, label_confusion=config.label_confusion, seed=config.seed)
+        self._builder = privileged if config.builder == "privileged" else conceptgraph
+        self._semantic: Grounder = SemanticGrounder(embedder) if config.semantic_grounding else ExactTiersGrounder()
+
+    @property
+    def graph(self) -> WorldGraph:
+        return self._builder.graph
+
+    def observe(self, observation: Observation, state: WorldState) -> list[str]:
+        """Fuse one observation (four views). ``state`` is read only by the privileged builder."""
+        if self.config.builder == "privileged":
+            return self._builder.update(observation, state)
+        return self._builder.update(observation)
+
+    def node_for_instance(self, instance: str, state: WorldState) -> GraphNode | None:
+        """The graph node standing for a simulator instance, or None when perception has not seen it."""
+        if self.graph.has(instance) and self.graph.node(instance).kind is not NodeKind.AGENT:
+            return self.graph.node(instance)
+        entity = state.entities.get(instance)
+        if entity is None:
+            return None
+        kind = {EntityKind.OBJECT: NodeKind.OBJECT, EntityKind.FURNITURE: NodeKind.FURNITURE,
+                EntityKind.ROOM: NodeKind.ROOM}[entity.kind]
+        same = [n for n in self.graph.nodes(kind) if n.category == entity.category]
+        if not same:
+            return None
+        nearest = min(same, key=lambda n: math.dist(n.position, entity.position))
+        # an unseen instance must not take over a seen one of the same category far away
+        return nearest if math.dist(nearest.position, entity.position) <= 1.0 or entity.held else None
+
+    def record_action(self, action: Action | str, target: str | None, place: str | None = None,
+                      state: WorldState | None = None) -> list[str]:
+        """Deterministic update after a *successful* action with simulator instance names (module docstring)."""
+        act = action if isinstance(action, Action) else Action.parse(action)
+        if act in (None, Action.GO_TO, Action.END) or target is None:
+            return []
+        if self.config.builder == "privileged":
+            relation = None
+            if act is Action.PUT and state is not None and target in state.entities:
+                truth = state.entities[target].relation
+                relation = Relation(truth) if truth in ("on", "in") else None
+            if not self.graph.has(target):
+                log.debug("privileged graph: %s on %s, which no view has shown yet", act.value, target)
+                return []
+            return self._builder.apply_action(act, target, place, relation)
+        if state is None:
+            raise ValueError("the image-built graph needs the world state to find the nodes of simulator instances")
+        node = self.node_for_instance(target, state)
+        where = self.node_for_instance(place, state) if place is not None else None
+        if node is None or (place is not None and where is None):
+            log.debug("image-built graph: %s %s/%s not in the graph; no update", act.value, target, place)
+            return []
+        return self._builder.apply_action(act, node.id, where.id if where is not None else None)
+
+    def describe(self) -> str:
+        return self.graph.describe()
+
+    def observed_targets(self) -> tuple[str, ...]:
+        return self.graph.observed_targets()
+
+    def grounder(self) -> GraphGrounder:
+        return GraphGrounder(self, self._semantic)
+
+
+class GraphGrounder:
+    """Grounds against the perceived graph; answers with the simulator instance the chosen node stands for."""
+
+    def __init__(self, model: WorldModel, inner: Grounder):
+        self.model = model
+        self.inner = inner
+
+    def ground(self, target: str, state: WorldState) -> GroundingResult:
+        graph = self.model.graph
+        result = self.inner.ground(target, graph.as_world_state(state.robot, state.robot_radius))
+        if result.instance is None:
+            return result
+        node = graph.by_name(result.instance)
+        instance = self._instance(node, state) if node is not None else None
+        if instance is None:
+            return GroundingResult(None, result.score, "none", result.candidates)
+        candidates = tuple(c for c in (self._instance(graph.by_name(n), state) for n in result.candidates) if c)
+        return GroundingResult(instance, result.score, result.method, candidates)
+
+    @staticmethod
+    def _instance(node: GraphNode | None, state: WorldState) -> str | None:
+        if node is None:
+            return None
+        entity = state.entities.get(node.name)
+        if entity is not None and entity.category == node.category:
+            return node.name  # privileged graphs keep the simulator's names
+        return resolve_instance(node, state)
