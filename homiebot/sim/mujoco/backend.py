@@ -659,6 +659,13 @@ class MujocoSimulator:
                 d_furniture = reach(receptacle.name)
                 constraints.append((d_furniture, art.range + 0.12, art.range + hi))
         reachable = grid.free & np.isfinite(dist)
+        # Stand in the room the target is in: reach is measured in the plane, so without this a pose on the
+        # other side of a wall can be "within reach" of a sink or a bowl behind it.
+        home = world.entities[target].room
+        if home is not None:
+            polygon = next(r.polygon for r in spec.rooms if r.name == home)
+            inside = polygon_contains(polygon, np.stack([gx.ravel(), gy.ravel()], axis=-1)).reshape(gx.shape)
+            reachable &= inside
         preferred = 0.5
         for relax in (False, True):
             ok = reachable & (front if not relax else True)
