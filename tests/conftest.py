@@ -42,7 +42,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     cache: dict[str, str | None] = {}
     for item in items:
         for marker, probe in reasons.items():
-            if marker in item.keywords:
+            # get_closest_marker, not `in item.keywords`: keywords also hold folder names (tests/ros/...).
+            if item.get_closest_marker(marker) is not None:
                 if marker not in cache:
                     cache[marker] = probe()
                 if cache[marker]:
