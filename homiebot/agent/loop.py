@@ -32,7 +32,7 @@ import logging
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from homiebot.agent.session import PlannerSession
 from homiebot.eval.goals import goal_satisfied
@@ -41,6 +41,7 @@ from homiebot.executor.executor import Executor, ExecutorConfig, SkillRunner
 from homiebot.perception.grounding import Grounder
 from homiebot.planner.base import Planner
 from homiebot.sim.base import Simulator
+from homiebot.sim.scene import SceneSpec
 from homiebot.skills import SkillSet
 from homiebot.types import (
     EMMOE_ACTIONS,
@@ -61,6 +62,27 @@ log = logging.getLogger(__name__)
 
 #: Called after every round with the round and the round limit (a progress bar, a log line).
 ProgressCallback = Callable[[RoundRecord, int], None]
+
+
+@runtime_checkable
+class PerceptionHook(Protocol):
+    """What the loop needs from perception (``homiebot.perception.world_model.WorldModel`` fits): fuse each
+    observation, update after successful actions, describe the world, list the grounded names, ground."""
+
+    def observe(self, observation: Observation, state: WorldState) -> Any: ...
+
+    def record_action(self, action: Any, target: str | None, place: str | None = None,
+                      state: WorldState | None = None) -> Any: ...
+
+    def describe(self) -> str: ...
+
+    def observed_targets(self) -> tuple[str, ...]: ...
+
+    def grounder(self) -> Grounder: ...
+
+
+#: Builds the episode's perception after the reset: ``(scene spec, initial state) -> hook``.
+PerceptionFactory = Callable[[SceneSpec, WorldState], PerceptionHook]
 
 
 @dataclass(frozen=True)
@@ -115,11 +137,15 @@ def run_episode(
     progress: ProgressCallback | None = None,
     grounder: Grounder | None = None,
     skills: SkillRunner | Callable[[Simulator, int], SkillRunner] | None = None,
+    perception: PerceptionFactory | None = None,
 ) -> Trajectory:
     """Run one episode and return its trajectory (and write its record when ``recorder`` is given).
 
     ``skills``: a skill runner, or a factory ``(sim, scene_seed) -> runner`` (for seeded execution noise);
     default: a noiseless :class:`homiebot.skills.SkillSet` over ``sim``.
+    ``perception``: a factory of a :class:`PerceptionHook`; with it the executor grounds through perception
+    (F2 for what it does not know), every request carries its grounded names and (unless its config says
+    ``describe_world=False``) its world description, and it observes every rendered round.
     """
     config = config or EpisodeConfig()
     if task is not None:
@@ -146,7 +172,8 @@ def run_episode(
     if recorder is not None:
         recorder.start(trajectory, scene_seed=scene_seed, config=config)
     try:
-        _run(sim, planner, task, instruction, scene, scene_seed, seed, config, recorder, progress, grounder, skills, trajectory)
+        _run(sim, planner, task, instruction, scene, scene_seed, config, recorder, progress, grounder, skills,
+             perception, trajectory)
     except BaseException:
         # Interrupted, or a failure outside the planner/simulator calls (e.g. the disk filled up while
         # recording): drop the partial record and let the caller see the exception.
@@ -171,23 +198,30 @@ def _run(
     instruction: str,
     scene: str,
     scene_seed: int,
-    seed: int,
     config: EpisodeConfig,
     recorder: EpisodeRecorder | None,
     progress: ProgressCallback | None,
     grounder: Grounder | None,
     skills: SkillRunner | Callable[[Simulator, int], SkillRunner] | None,
+    perception: PerceptionFactory | None,
     trajectory: Trajectory,
 ) -> None:
     try:
         observation: Observation | None = sim.reset(scene, seed=scene_seed)
         initial = sim.state()
+        scene_spec = sim.scene_spec()
     except Exception as err:
         log.exception("simulator reset failed")
         trajectory.error = f"simulator reset failed for scene {scene!r}: {err}"
         return
     if not config.render:
         observation = None
+    world_model = perception(scene_spec, initial) if perception is not None else None
+    describe_world = bool(getattr(getattr(world_model, "config", None), "describe_world", True))
+    if world_model is not None:
+        grounder = world_model.grounder()
+        if observation is not None:
+            world_model.observe(observation, initial)
     opened = _open_furniture(initial)
     if skills is None:
         # The skill layer, noiseless: model names are checked against the skills that serve them.
@@ -208,7 +242,7 @@ def _run(
     # Extras every planner receives: the round limit, the scene spec (object kinds for baselines such as the
     # random planner; the expert's receptacle facts) and the current observation (its segmentation tells a
     # baseline what is visible). Model backends build their prompts from the request's text and images only.
-    extras: dict[str, Any] = {"max_rounds": config.max_rounds, **config.extras, "scene": sim.scene_spec()}
+    extras: dict[str, Any] = {"max_rounds": config.max_rounds, **config.extras, "scene": scene_spec}
     goal = task.goal if task is not None else None
 
     state = initial
@@ -216,7 +250,15 @@ def _run(
         round_start = time.perf_counter()
         timings: dict[str, float] = {}
         images = observation.images() if observation is not None else []
-        request = session.make_request(images, world_state=state, goal=goal, extras={**extras, "observation": observation})
+        request = session.make_request(
+            images,
+            world_state=state,
+            goal=goal,
+            grounded_targets=world_model.observed_targets() if world_model is not None else (),
+            extras={**extras, "observation": observation},
+        )
+        if world_model is not None and describe_world:
+            request.world_description = world_model.describe()
         t0 = time.perf_counter()
         try:
             raw = planner.plan(request)
@@ -228,6 +270,7 @@ def _run(
         output = session.parse(raw)
         inventory_before = session.inventory
         path_length = 0.0
+        report = None
         if output.subtask is None:
             feedback: Feedback = session.format_feedback(output)
         elif output.subtask.is_end:
@@ -264,10 +307,16 @@ def _run(
         try:
             state = sim.state()
             opened |= _open_furniture(state)
+            if world_model is not None and report is not None and feedback.success:
+                world_model.record_action(report.action, report.target, report.place, state)
             if config.render and not session.done:
                 t0 = time.perf_counter()
                 observation = sim.observe()
                 timings["render_s"] = time.perf_counter() - t0
+                if world_model is not None:
+                    t0 = time.perf_counter()
+                    world_model.observe(observation, state)
+                    timings["perceive_s"] = time.perf_counter() - t0
         except Exception as err:
             log.exception("simulator failed")
             trajectory.error = f"simulator failed after round {record.index}: {err}"

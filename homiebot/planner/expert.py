@@ -38,11 +38,15 @@ Decisions (tested in ``tests/planner/test_expert.py``):
   [0.1 m, 2 m] right after a successful Go to it (the simulator may stop a little farther away).
 * After the same subtask fails twice in a row with E1, the object is set aside for another candidate when
   there is one.
+* After an F2 on a name (a perception that has not seen it yet), the expert goes to where it can be
+  seen: the object's receptacle, after a second F2 its room, then tries again; after a third it stops
+  searching. With the default alias grounder F2 never happens to it.
 """
 
 from __future__ import annotations
 
 import logging
+from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
@@ -68,6 +72,7 @@ from homiebot.types import Action, EntityKind, EntityState, Subtask, WorldState
 
 log = logging.getLogger(__name__)
 
+F2_SUFFIX = " does not exist! Please choose another object"  # appendix E.1's F2 message after the target
 NAV_ROOM_MODEL = "NoMaD"  # rooms and large furniture (EMMOE table E2)
 NAV_OBJECT_MODEL = "PixNav"  # small objects
 ARTICULATION_MODEL = "octo"
@@ -100,6 +105,7 @@ class _Memory:
     last: Subtask | None = None
     failures_in_a_row: int = 0
     set_aside: set[str] = field(default_factory=set)
+    unfound: Counter[str] = field(default_factory=Counter)  # names answered with F2 (perception has not seen them)
 
 
 def _closed(entity: EntityState) -> bool:
@@ -177,6 +183,10 @@ class ExpertPlanner(Planner):
         if previous is None or previous != memory.last:
             return
         failed = request.feedback != "None"
+        if failed and request.feedback.endswith(F2_SUFFIX):
+            memory.unfound[request.feedback[: -len(F2_SUFFIX)]] += 1
+        elif not failed and previous.target:
+            memory.unfound.pop(previous.target, None)
         if failed and "too difficult" in request.feedback:
             memory.failures_in_a_row += 1
             if memory.failures_in_a_row >= 2 and memory.committed is not None:
@@ -202,15 +212,40 @@ class ExpertPlanner(Planner):
         return just_arrived and distance <= self.far_threshold_m
 
     def _go_to(self, state: WorldState, name: str, why: str) -> Decision:
+        search = self._search_spot(state, name)
+        if search is not None:
+            return search
         kind = state.entities[name].kind
         model = NAV_OBJECT_MODEL if kind is EntityKind.OBJECT else NAV_ROOM_MODEL
         return Decision(Subtask("Go to", name), model, f"so I should go to {_article_name(name)} {why}")
 
     def _approach(self, state: WorldState, name: str, action: Decision, why: str) -> Decision:
         """Go to ``name`` first when it is out of reach, else do ``action``."""
+        search = self._search_spot(state, name)
+        if search is not None:
+            return search
         if self._reachable(state, name):
             return action
         return self._go_to(state, name, why)
+
+    def _search_spot(self, state: WorldState, name: str) -> Decision | None:
+        """After an F2 on ``name`` (perception has not seen it yet), go where it can be seen: its receptacle
+        first, its room after a second F2; None when there is nowhere better to look, or the robot just went."""
+        misses = self._memory.unfound.get(name, 0)
+        if misses == 0 or misses > 2:
+            return None
+        entity = state.entities[name]
+        spot = entity.parent if misses == 1 and entity.parent else entity.room
+        if spot is None or spot == name or spot not in state.entities:
+            return None
+        last = self._memory.last
+        if last is not None and Action.parse(last.action) is Action.GO_TO and last.target == spot:
+            return None  # arrived where it should be visible: try the subtask again
+        model = NAV_OBJECT_MODEL if state.entities[spot].kind is EntityKind.OBJECT else NAV_ROOM_MODEL
+        return Decision(
+            Subtask("Go to", spot), model,
+            f"since I cant find the {name} in my sight yet, I should go to {_article_name(spot)} to look for it",
+        )
 
     # ------------------------------------------------------------------------------------ the plan
 

@@ -12,7 +12,7 @@ from homiebot.eval.tasks import TaskSpec
 from homiebot.planner.base import Planner, PlanRequest
 from homiebot.planner.expert import ExpertPlanner
 from homiebot.planner.scripted import ScriptedPlanner
-from homiebot.types import ErrorCode
+from homiebot.types import ErrorCode, Pose2D
 
 
 def make_task(goal: dict, instruction: str = "do it", task_id: str = "t-1") -> TaskSpec:
@@ -144,3 +144,72 @@ def test_simulator_exception_stops_episode_with_error(tmp_path):
     traj = run_episode(world, planner, instruction="x", scene="fake", recorder=EpisodeRecorder(tmp_path / "ep"))
     assert len(traj.rounds) == 2 and traj.error == "simulator failed after round 2: EGL context lost"
     assert read_summary(tmp_path / "ep")["error"] == traj.error
+
+
+class RecordingPerception:
+    """A perception hook that knows only what it was told: names it saw, actions recorded."""
+
+    def __init__(self, spec, state):
+        self.seen: set[str] = set()
+        self.calls: list[str] = []
+
+    def observe(self, observation, state):
+        self.calls.append("observe")
+        # "sees" every room and furniture, and the objects on furniture within 1 m of the robot
+        self.seen |= {n for n, e in state.entities.items() if e.kind.value in ("furniture", "room")}
+        self.seen |= {n for n, e in state.entities.items()
+                      if e.kind.value == "object" and e.parent and state.reach_distance(e.parent) <= 1.0}
+
+    def record_action(self, action, target, place=None, state=None):
+        self.calls.append(f"record {action.value} {target}")
+
+    def describe(self):
+        return "seen: " + ", ".join(sorted(self.seen))
+
+    def observed_targets(self):
+        return tuple(sorted(self.seen))
+
+    def grounder(self):
+        from homiebot.perception.grounding import AliasGrounder, GroundingResult
+
+        hook, inner = self, AliasGrounder()
+
+        class Seen:
+            def ground(self, target, state):
+                result = inner.ground(target, state)
+                return result if result.instance in hook.seen else GroundingResult(None)
+
+        return Seen()
+
+
+def test_perception_hook_grounds_describes_and_observes():
+    hooks = []
+
+    def factory(spec, state):
+        hooks.append(RecordingPerception(spec, state))
+        return hooks[-1]
+
+    planner = ScriptedPlanner([
+        "Analysis: a\nSubtask: [Go to, fridge]\nModel: NoMaD",
+        "Analysis: b\nSubtask: [Go to, green_can]\nModel: PixNav",  # an object perception has not seen: F2
+        "Analysis: c\nSubtask: [Open, fridge]\nModel: octo",
+    ])
+    world = FakeWorld(robot=Pose2D(9.0, 1.0, 0.0))  # in the living room: the can on the table is out of sight
+    traj = run_episode(world, planner, instruction="x", scene="fake", perception=factory)
+    hook = hooks[0]
+    assert [r.feedback.code for r in traj.rounds[:3]] == [ErrorCode.OK, ErrorCode.F2, ErrorCode.OK]
+    assert "fridge" in planner.requests[0].grounded_targets and "green_can" not in planner.requests[0].grounded_targets
+    assert planner.requests[0].world_description.startswith("seen: ")
+    assert hook.calls[:4] == ["observe", "record Go to fridge", "observe", "observe"]
+    assert "record Open fridge" in hook.calls
+
+
+def test_expert_searches_after_F2_from_a_perception_that_has_not_seen_the_object():
+    task = make_task({"all": [{"type": "placed", "object": "green_can", "relation": "in", "receptacle": "fridge"}]})
+    traj = run_episode(FakeWorld(kitchen_world(), robot=Pose2D(9.0, 1.0, 0.0)), ExpertPlanner(), task=task,
+                       perception=lambda spec, state: RecordingPerception(spec, state))
+    texts = [r.subtask_text for r in traj.rounds]
+    assert texts[2:5] == ["[Go to, green_can]", "[Go to, brown_table]", "[Pick, green_can]"]
+    assert traj.rounds[2].feedback.code is ErrorCode.F2
+    assert "cant find the green_can in my sight" in traj.rounds[3].output.analysis
+    assert traj.goal_satisfied and traj.ended
