@@ -212,6 +212,9 @@ def prefix_cache(model: Any, inputs: dict[str, Any], prefix_len: int, batch: int
 
 def fast_generate(model: Any, inputs: dict[str, Any], new_tokens: int, *, prefix_len: int = 0, compiled: bool = True,
                   timings: dict[str, float] | None = None) -> Any:
+    # ``compiled=False`` decodes eagerly: slower per step at batch 1 (kernel launches), but transformers'
+    # SDPA path then packs the grouped-query heads instead of repeating the keys and values 7x, which is
+    # what a large batch's decoding step is bound by.
     """Greedy decoding without ``generate``'s per-step bookkeeping: the ``fast`` variants.
 
     1. Prefill (vision tower + prompt) into a dynamic cache with no attention mask, so SDPA runs its causal
@@ -230,7 +233,10 @@ def fast_generate(model: Any, inputs: dict[str, Any], new_tokens: int, *, prefix
     batch, length = inputs["input_ids"].shape
     mark = _Marks(device, timings)
     with torch.inference_mode():
-        vision = {k: inputs[k] for k in ("pixel_values", "image_grid_thw")}
+        # The vision tower first, on its own, so that the split timings can tell it from the prompt prefill.
+        encoded = model.model.get_image_features(inputs["pixel_values"], inputs["image_grid_thw"], return_dict=True)
+        vision = {"mm_encoder_outputs": {"image": encoded}, "image_grid_thw": inputs["image_grid_thw"]}
+        mark("vision")
         if prefix_len:
             positions, deltas = model.model.get_rope_index(
                 inputs["input_ids"], mm_token_type_ids=inputs["mm_token_type_ids"], image_grid_thw=inputs["image_grid_thw"]
@@ -282,6 +288,56 @@ class _Marks:
 
 
 
+def batched_vision_attention(model: Any, patches_per_image: int) -> Any:
+    """Run the vision tower's attention as one batched SDPA call when every view has the same patch count.
+
+    transformers' Qwen2-VL vision attention (without flash-attn) splits the patch sequence per image and
+    calls SDPA once per image and layer (256 views x 32 layers = 8,192 calls at batch 64, plus a host sync
+    per layer). The four views of a planning step always have the same size, so the per-image blocks can
+    be stacked into one batch. Returns a function that restores the original; ``--batched-vision`` turns
+    it on after :func:`check_batched_vision` has compared both on the same input.
+    """
+    import torch.nn.functional as F
+    from transformers.models.qwen2_vl import modeling_qwen2_vl as qwen
+
+    original = qwen.VisionAttention.forward
+
+    def forward(self, hidden_states, cu_seqlens, position_embeddings=None, max_seqlen=None, **kwargs):
+        seq = hidden_states.shape[0]
+        if seq % patches_per_image or position_embeddings is None:
+            return original(self, hidden_states, cu_seqlens, position_embeddings, max_seqlen, **kwargs)
+        q, k, v = self.qkv(hidden_states).reshape(seq, 3, self.num_heads, -1).permute(1, 0, 2, 3).unbind(0)
+        cos, sin = position_embeddings
+        q, k = qwen.apply_rotary_pos_emb_vision(q, k, cos, sin)
+        views = seq // patches_per_image
+        q, k, v = (t.reshape(views, patches_per_image, self.num_heads, -1).transpose(1, 2) for t in (q, k, v))
+        out = F.scaled_dot_product_attention(q, k, v, scale=self.scaling)
+        return self.proj(out.transpose(1, 2).reshape(seq, -1))
+
+    qwen.VisionAttention.forward = forward
+
+    def restore() -> None:
+        qwen.VisionAttention.forward = original
+
+    return restore
+
+
+def check_batched_vision(model: Any, shape: Shape, device: Any, dtype: Any) -> float:
+    """Relative difference of the vision tower's output with and without :func:`batched_vision_attention`."""
+    import torch
+
+    inputs, _ = make_inputs(shape, 2, device, dtype)
+    with torch.inference_mode():
+        reference = torch.cat(model.model.get_image_features(inputs["pixel_values"], inputs["image_grid_thw"],
+                                                             return_dict=True).pooler_output).float()
+        restore = batched_vision_attention(model, shape.grid * shape.grid)
+        batched = torch.cat(model.model.get_image_features(inputs["pixel_values"], inputs["image_grid_thw"],
+                                                           return_dict=True).pooler_output).float()
+        restore()
+    return float((batched - reference).norm() / reference.norm())
+
+
+
 @dataclass
 class Result:
     variant: str
@@ -307,7 +363,7 @@ def sync(device: Any) -> None:
 
 
 def run_variant(name: str, model: Any, shape: Shape, batch: int, device: Any, dtype: Any, warmup: int, repeats: int,
-                cache: str | None, shared_prefix: bool, fast: bool = False) -> tuple[Result, Any]:
+                cache: str | None, shared_prefix: bool, fast: bool = False, eager: bool = False) -> tuple[Result, Any]:
     import torch
 
     inputs, _ = make_inputs(shape, batch, device, dtype)
@@ -321,7 +377,7 @@ def run_variant(name: str, model: Any, shape: Shape, batch: int, device: Any, dt
         extra: dict[str, Any] = {}
         if fast:
             out = fast_generate(model, inputs, shape.new_tokens, prefix_len=shape.system_tokens if shared_prefix else 0,
-                                compiled=device.type == "cuda")
+                                compiled=device.type == "cuda" and not eager)
             sync(device)
             return time.perf_counter() - started, out
         if shared_prefix:
@@ -350,7 +406,7 @@ def run_variant(name: str, model: Any, shape: Shape, batch: int, device: Any, dt
     if fast:  # one more run with synchronised split timings (not part of the median)
         split: dict[str, float] = {}
         fast_generate(model, inputs, shape.new_tokens, prefix_len=shape.system_tokens if shared_prefix else 0,
-                      compiled=device.type == "cuda", timings=split)
+                      compiled=device.type == "cuda" and not eager, timings=split)
         result.extra["split_s"] = split
     log.info("%s: median %.3f s (%s)", name, result.median_s, ", ".join(f"{r:.3f}" for r in runs))
     return result, generated[0].tolist()
@@ -374,7 +430,8 @@ def floors(model: Any, shape: Shape, bandwidth_tb_s: float, dense_tflops: float)
     }
 
 
-VARIANTS = ("b1-dynamic", "b1-static", "b1-fast", "bN-dynamic", "bN-static", "bN-shared", "bN-fast", "bN-fast-shared")
+VARIANTS = ("b1-dynamic", "b1-static", "b1-fast", "bN-dynamic", "bN-static", "bN-shared", "bN-fast", "bN-fast-shared",
+            "bN-fast-eager", "bN-fast-shared-eager")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -388,10 +445,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--bandwidth-tb-s", type=float, default=3.35, help="HBM bandwidth for the floor (H100 SXM)")
     parser.add_argument("--dense-tflops", type=float, default=790.0, help="measured bf16 matmul rate for the floor")
     parser.add_argument("--json", default=None, help="also write the results here")
+    parser.add_argument("--batched-vision", action="store_true",
+                        help="one SDPA call per layer for all views (see batched_vision_attention)")
+    parser.add_argument("--gqa-sdpa", action="store_true",
+                        help="TRANSFORMERS_SDPA_FORCE_GQA=1: SDPA reads grouped KV heads instead of repeated ones")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
+    if args.gqa_sdpa:
+        os.environ["TRANSFORMERS_SDPA_FORCE_GQA"] = "1"
     import torch
     import transformers
 
@@ -415,6 +478,13 @@ def main(argv: list[str] | None = None) -> int:
     log.info("built %s parameters in %.1f s on %s (%s)", f"{sum(p.numel() for p in model.parameters()) / 1e9:.2f} B",
              build_s, device, dtype)
     _, preprocess_s = make_inputs(shape, 1, device, dtype)
+    vision_check = None
+    if args.batched_vision:
+        vision_check = check_batched_vision(model, shape, device, dtype)
+        log.info("batched vision attention: relative difference %.2e", vision_check)
+        if vision_check > (1e-5 if dtype == torch.float32 else 2e-2):
+            parser.error(f"batched vision attention differs from transformers' by {vision_check:.2e}")
+        batched_vision_attention(model, shape.grid * shape.grid)
 
     plan = {
         "b1-dynamic": ("b1 dynamic", 1, None, False),
@@ -425,6 +495,8 @@ def main(argv: list[str] | None = None) -> int:
         "b1-fast": ("b1 fast", 1, None, False),
         "bN-fast": (f"b{batch} fast", batch, None, False),
         "bN-fast-shared": (f"b{batch} fast shared prefix", batch, None, True),
+        "bN-fast-eager": (f"b{batch} fast, eager decode", batch, None, False),
+        "bN-fast-shared-eager": (f"b{batch} fast shared, eager decode", batch, None, True),
     }
     results: list[Result] = []
     reference: list[int] | None = None
@@ -432,11 +504,12 @@ def main(argv: list[str] | None = None) -> int:
     for key in variants:
         name, size, cache, shared = plan[key]
         # A static cache compiles on first use: one more warm-up run so the timed runs are steady.
-        fast = key.endswith(("fast", "fast-shared"))
-        variant_warmup = warmup + (1 if (cache == "static" or fast) and device.type == "cuda" else 0)
+        fast = "fast" in key
+        eager = key.endswith("eager")
+        variant_warmup = warmup + (1 if (cache == "static" or (fast and not eager)) and device.type == "cuda" else 0)
         try:
             result, tokens = run_variant(name, model, shape, size, device, dtype, variant_warmup, repeats, cache, shared,
-                                         fast=fast)
+                                         fast=fast, eager=eager)
         except Exception as exc:  # report and go on: one broken variant must not cost the others' figures
             log.exception("%s failed", name)
             failures.append(f"{name}: {type(exc).__name__}: {exc}")
@@ -451,6 +524,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.json:
         payload = {"shape": asdict(shape), "prompt_tokens": shape.prompt_tokens, "floors": bounds,
                    "preprocess_s": preprocess_s, "results": [asdict(r) | {"steps_per_s": r.steps_per_s} for r in results],
+                   "options": {"batched_vision": args.batched_vision, "vision_check": vision_check,
+                               "gqa_sdpa": args.gqa_sdpa, "attn": args.attn},
                    "failures": failures, "torch": torch.__version__, "transformers": transformers.__version__,
                    "device": torch.cuda.get_device_name() if device.type == "cuda" else "cpu"}
         Path(args.json).write_text(json.dumps(payload, indent=2))
@@ -473,7 +548,7 @@ def print_table(results: list[Result], shape: Shape, bounds: dict[str, float], p
                          f"{shape.new_tokens} new tokens; {name}, torch {torch.__version__}, "
                          f"transformers {transformers.__version__}"))
     for column in ("variant", "batch", "median s / step batch", "steps/s", "ms/token", "warm-up s", "peak GiB",
-                   "prefill / decode s", "tokens = first"):
+                   "vision / prefill / decode s", "tokens = first"):
         table.add_column(column, justify="right")
     for r in results:
         table.add_row(
