@@ -418,8 +418,18 @@ class ExpertPlanner(Planner):
             if isinstance(cond, Placed):
                 chosen = select(cond, initial, state)
                 placed = [n for n in chosen if _is_at(ents[n], cond.relation, cond.receptacle)]
-                needed = (len(chosen) - len(placed)) if cond.all else max(0, cond.count - len(placed))
                 free = [n for n in chosen if n not in placed and n not in claimed and n not in locked]
+                if cond.distinct:
+                    # "Three different kinds of fruit": only a category not yet placed (or already chosen) counts.
+                    kinds = {ents[n].category for n in placed}
+                    for obj in order(free, cond.receptacle):
+                        if len(kinds) >= cond.count:
+                            break
+                        if ents[obj].category not in kinds:
+                            kinds.add(ents[obj].category)
+                            add(obj, cond.relation, cond.receptacle)
+                    continue
+                needed = (len(chosen) - len(placed)) if cond.all else max(0, cond.count - len(placed))
                 for obj in order(free, cond.receptacle)[:needed]:
                     add(obj, cond.relation, cond.receptacle)
             elif isinstance(cond, Count):

@@ -38,7 +38,7 @@ def run(sim, goal, **kw):
 GOALS = {
     "placed count=2 by alias": [{"type": "placed", "category": "can", "relation": "on", "receptacle": "sofa", "count": 2}],
     "placed all fruit (one in the closed fridge)": [
-        {"type": "placed", "category": "fruit", "relation": "on", "receptacle": "brown_table", "all": True}],
+        {"type": "placed", "category": "fruit", "relation": "in", "receptacle": "brown_table", "all": True}],
     "placed all from brown_table except bowl": [
         {"type": "placed", "category": "item", "from": "brown_table", "except": ["bowl"], "relation": "on",
          "receptacle": "sofa", "all": True},
@@ -169,3 +169,18 @@ def test_expert_recovers_from_execution_failures_and_drops(sim):
     assert codes.count(ErrorCode.E1) >= 5 and codes.count(ErrorCode.E2) >= 5
     assert set(codes) <= {ErrorCode.OK, ErrorCode.E1, ErrorCode.E2}  # the expert itself makes no L/D/F error
     assert successes >= 0.9 * runs, (successes, runs)
+
+
+def test_distinct_kinds_are_met_with_one_object_per_category(sim):
+    """apartment_6: the sink already holds an apple and the counter beside it apples and pears:
+    "three different kinds of fruit" must not take two of a kind."""
+    spec = TaskSpec(id="x", instruction="fetch 3 different kinds of fruit", scene="apartment_6",
+                    attributes=["open-ended"], keypaths=[["[End]"]],
+                    goal=GoalSpec.model_validate({"all": [{"type": "placed", "category": "fruit", "relation": "in",
+                                                           "receptacle": "sink", "count": 3, "distinct": True}]}))
+    traj = run_episode(sim, ExpertPlanner(), task=spec, config=NO_RENDER)
+    assert traj.goal_satisfied and traj.ended
+    in_sink = [e for e in sim.state().entities.values() if e.parent == "sink"]
+    picked = [r.output.subtask.target for r in traj.rounds if r.output.subtask and r.output.subtask.action == "Pick"]
+    assert len(picked) == 2
+    assert len({e.category for e in in_sink}) == 3
