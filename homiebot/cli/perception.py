@@ -1,11 +1,11 @@
 """``homie perception``: world-graph quality, graphs, grounding.
 
-* ``homie perception eval --scene NAME [--seed N] [--json] [--out DIR] [--confusion P] [--no-semantic]``: the
+* ``homie perception eval --scene NAME|all [--seed N] [--json] [--out DIR] [--confusion P] [--no-semantic]``: the
   exploration episode (oracle go_to to every room and furniture, four views at each stop), then the
   ConceptGraphs-style and privileged graphs' recall, precision, position error, relation and room accuracy
   against the simulator's ground truth, grounding accuracy on EMMOE's names and the paraphrases, and the update
   times. A rich table, or JSON on stdout with ``--json``; ``--out`` also writes the report, both graphs (JSON,
-  text description, top-down picture).
+  text description, top-down picture). ``--scene all`` runs every library scene and prints one row per scene.
 * ``homie perception graph --scene NAME --out DIR [--builder conceptgraph|privileged|both]``: explore and write
   ``<builder>_graph.json``, ``<builder>_description.txt`` and ``<builder>_topdown.png``; prints the description.
 * ``homie perception ground --scene NAME PHRASE...``: ground phrases against the scene's ground truth.
@@ -37,10 +37,10 @@ def _fail(message: str, code: int) -> None:
 
 def _grounder(semantic: bool):
     """The grounder, loaded before any simulator exists (see grounding._avoid_triton_after_gl)."""
-    from homiebot.perception.grounding import AliasGrounder, SemanticGrounder, perception_extra_missing
+    from homiebot.perception.grounding import ExactTiersGrounder, SemanticGrounder, perception_extra_missing
 
     if not semantic:
-        return AliasGrounder()
+        return ExactTiersGrounder()
     reason = perception_extra_missing()
     if reason:
         _fail(f"semantic grounding needs the MiniLM model: {reason}; or pass --no-semantic", EXIT_NO_MODEL)
@@ -64,6 +64,7 @@ def _simulator(scene: str, seed: int):
 
 
 def _explore(sim, confusion: float, seed: int):
+    from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
     from homiebot.perception.quality import explore, exploration_targets
@@ -71,7 +72,7 @@ def _explore(sim, confusion: float, seed: int):
     spec = sim.scene_spec()
     targets = exploration_targets(spec)
     with Progress(TextColumn("exploring {task.description}"), BarColumn(), MofNCompleteColumn(),
-                  transient=True) as progress:
+                  transient=True, console=Console(stderr=True)) as progress:
         task = progress.add_task(spec.name, total=len(targets))
 
         def on_stop(done: int, total: int, target: str) -> None:
@@ -147,9 +148,29 @@ def _print_report(report) -> None:
                 console.print(f"  {item}", markup=False)
 
 
+def _print_summary(reports) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title="ConceptGraphs-style graph vs ground truth, library scenes (privileged graph: relation accuracy)")
+    for column in ("scene", "stops", "objects m/p/t", "observable recall", "precision", "pos. error m",
+                   "furniture m/p/t", "relation acc.", "room acc.", "privileged rel. acc.", "grounding (truth)",
+                   "grounding (graph)", "update ms mean/p95"):
+        table.add_column(column, justify="left" if column == "scene" else "right")
+    for r in reports:
+        c = r.conceptgraph
+        table.add_row(r.scene, str(r.stops), f"{c.objects_matched}/{c.objects_predicted}/{c.objects_total}",
+                      _fmt(c.observable_recall, 2), _fmt(c.object_precision, 2), _fmt(c.mean_position_error),
+                      f"{c.furniture_matched}/{c.furniture_predicted}/{c.furniture_total}", _fmt(c.relation_accuracy, 2),
+                      _fmt(c.room_accuracy, 2), _fmt(r.privileged.relation_accuracy, 2),
+                      _fmt(r.grounding_truth.accuracy), _fmt(r.grounding_graph.accuracy),
+                      f"{r.update_ms['conceptgraph_mean']:.1f}/{r.update_ms['conceptgraph_p95']:.1f}")
+    Console(width=200).print(table)
+
+
 @perception_app.command("eval")
 def eval_command(
-    scene: str = typer.Option(..., "--scene", help="Library scene name or scene file."),
+    scene: str = typer.Option(..., "--scene", help="Library scene name or scene file; 'all' for the whole library."),
     seed: int = typer.Option(0, help="Reset seed (object placement)."),
     as_json: bool = typer.Option(False, "--json", help="Print the report as JSON on stdout instead of tables."),
     out: Path | None = typer.Option(None, help="Also write report.json, graphs, descriptions and pictures here."),
@@ -160,25 +181,34 @@ def eval_command(
     from homiebot.perception.layout import SceneLayout
     from homiebot.perception.quality import evaluate
 
-    grounder = _grounder(semantic)
-    sim = _simulator(scene, seed)
-    try:
-        spec, exploration = _explore(sim, confusion, seed)
-        report = evaluate(exploration, spec, grounder, seed)
-        if out is not None:
-            from homiebot.perception.world_graph import atomic_write_text
+    from homiebot.perception.world_graph import atomic_write_text
+    from homiebot.sim.scene import list_scenes
 
-            out.mkdir(parents=True, exist_ok=True)
-            layout = SceneLayout.from_scene(spec, exploration.state)
-            _write_graph(out, "conceptgraph", exploration.conceptgraph.graph, layout, exploration.state)
-            _write_graph(out, "privileged", exploration.privileged.graph, layout, exploration.state)
-            atomic_write_text(out / "report.json", json.dumps(report.to_dict(), indent=2) + "\n")
-    finally:
-        sim.shutdown()
+    grounder = _grounder(semantic)
+    scenes = list_scenes() if scene == "all" else [scene]
+    reports = []
+    for name in scenes:
+        sim = _simulator(name, seed)
+        try:
+            spec, exploration = _explore(sim, confusion, seed)
+            report = evaluate(exploration, spec, grounder, seed)
+            if out is not None:
+                folder = out / spec.name if len(scenes) > 1 else out
+                folder.mkdir(parents=True, exist_ok=True)
+                layout = SceneLayout.from_scene(spec, exploration.state)
+                _write_graph(folder, "conceptgraph", exploration.conceptgraph.graph, layout, exploration.state)
+                _write_graph(folder, "privileged", exploration.privileged.graph, layout, exploration.state)
+                atomic_write_text(folder / "report.json", json.dumps(report.to_dict(), indent=2) + "\n")
+        finally:
+            sim.shutdown()
+        reports.append(report)
     if as_json:
-        typer.echo(json.dumps(report.to_dict(), indent=2))
+        data = [r.to_dict() for r in reports]
+        typer.echo(json.dumps(data if len(scenes) > 1 else data[0], indent=2))
+    elif len(reports) == 1:
+        _print_report(reports[0])
     else:
-        _print_report(report)
+        _print_summary(reports)
 
 
 @perception_app.command("graph")

@@ -20,12 +20,16 @@ Pipeline per observation (four views):
    masks whose voxels only meet along the seam: for a mask cut off by the image border, the share of its border
    points lying against the node's box (within two voxels) also counts as geometric similarity, and so does the
    overlap of the two boxes (intersection over the smaller, each grown by half a voxel): views from two stops
-   often see different faces whose voxels do not meet but whose boxes are parts of one true box. Semantic
+   often see different faces whose voxels do not meet but whose boxes are parts of one true box; for objects,
+   also 1 - centroid distance / object size (a far, sparse view of an orange and a near one from another side
+   have centroids within its radius; two oranges side by side are a diameter apart). Semantic
    similarity is 1 for the same label, else ``label_similarity`` (0 by default). A detection whose geometric
    similarity alone reaches ``geometric_override`` joins the node whatever its label (a misclassification of the
    same voxels). Otherwise it starts a new node.
 5. **Fusion.** The node's voxel set becomes the union, its label the vote over its detections, its position the
-   mean of its voxel centres and its box their extent.
+   mean of its voxel centres and its box the extent of the observed points. After each update, nodes that grew
+   into each other are merged by the same similarity (ConceptGraphs' periodic merge); the node with more
+   detections survives.
 6. **Relations and rooms.** On/in from support geometry (:mod:`homiebot.perception.relations`) against the
    furniture nodes' boxes and voxel centres (the surface under the object, and whether the furniture encloses it); furniture is assigned the room whose floor polygon holds its footprint centre, objects the room
    of their furniture (else the polygon under them). The floor plan (room names and polygons) is known a priori, as
@@ -121,7 +125,7 @@ class PanopticStandInLabeler:
 
 @dataclass(frozen=True)
 class ConceptGraphConfig:
-    min_pixels: int = 30  # same visibility rule as the privileged graph
+    min_pixels: int = 12  # same visibility rule as the privileged graph
     stride: int = 2  # depth sub-sampling: 1/4 of the pixels, still >= 7 points for a 30-pixel mask
     object_voxel: float = 0.02
     furniture_voxel: float = 0.05
@@ -133,6 +137,9 @@ class ConceptGraphConfig:
     # vote of the node then settles its class. Two different things side by side stay below it (about 0.3).
     geometric_override: float = 0.75
     overlap_samples: int = 128  # voxels sampled per direction for the neighbour ratio (speed bound)
+    # Smallest object size (m) the centroid similarity assumes: two faces of a 7 cm orange seen from two stops have
+    # centroids up to 4.5 cm apart (similarity 0.5); two oranges side by side about 7 cm (0.22, kept apart).
+    min_object_size: float = 0.09
     moved_radius: float = 0.15  # margin (m) around a put's furniture box where the placed object is looked for
     held_radius: float = 1.2  # see the module docstring
     tolerances: SupportTolerances = field(default_factory=SupportTolerances)
@@ -148,6 +155,7 @@ class _Track:
     prompts: dict[str, tuple[str, ...]] = field(default_factory=dict)
     box_min: np.ndarray = field(default_factory=lambda: np.zeros(3))
     box_max: np.ndarray = field(default_factory=lambda: np.zeros(3))
+    centroid: np.ndarray = field(default_factory=lambda: np.zeros(3))  # mean voxel centre
     detections: int = 0
 
     @property
@@ -187,6 +195,15 @@ def _box_overlap(a_min: np.ndarray, a_max: np.ndarray, b_min: np.ndarray, b_max:
     inter = float(np.prod(np.clip(hi - lo, 0.0, None)))
     smaller = min(float(np.prod(a_max - a_min + 2 * pad)), float(np.prod(b_max - b_min + 2 * pad)))
     return inter / smaller if smaller > 0 else 0.0
+
+
+def _centroid_similarity(det: _Detection, track: _Track, min_size: float) -> float:
+    """1 - centroid distance / object size, clipped to [0, 1]; the size is the longest side of the two boxes (at
+    least ``min_size``). Two views of one small object from different sides see different faces whose voxels and boxes
+    barely meet, but their centroids lie within the object's radius; two objects side by side lie about one object
+    size apart."""
+    size = max(float(np.max(det.box_max - det.box_min)), float(np.max(track.box_max - track.box_min)), min_size)
+    return float(np.clip(1.0 - np.linalg.norm(det.centroid - track.centroid) / size, 0.0, 1.0))
 
 
 def exact_label_similarity(a: str, b: str) -> float:
@@ -234,7 +251,7 @@ class ConceptGraphBuilder:
             else:
                 self._fuse(track, det)
             touched.add(track.node_id)
-        for node_id in sorted(touched):
+        for node_id in sorted(self._merge_pass(touched)):
             self._refresh_node(self._tracks[node_id])
         self._infer_relations()
         return sorted(touched)
@@ -270,6 +287,43 @@ class ConceptGraphBuilder:
         near = float(np.hypot(*(det.centroid[:2] - robot_xy))) <= self.config.held_radius
         return near and any(self._tracks[h].label == det.label.category for h in held if h in self._tracks)
 
+    def _similarity(self, det: _Detection, track: _Track) -> tuple[float, float, float]:
+        """(geometric similarity from shape alone, geometric similarity, semantic similarity); see step 4."""
+        cfg = self.config
+        margin = 2 * det.voxel
+        shape = max(
+            neighbour_ratio(det.keys, track.keys, cfg.overlap_samples),
+            neighbour_ratio(track.keys, det.keys, cfg.overlap_samples),
+            _box_overlap(det.box_min, det.box_max, track.box_min, track.box_max, det.voxel / 2),
+        )
+        if det.edge_points is not None:
+            # A mask cut off by the image edge continues beyond it, in the neighbouring view: its cut lies
+            # against the node's box when the node is the other part of the same thing.
+            lo, hi = track.box_min - margin, track.box_max + margin
+            shape = max(shape, float(np.all((det.edge_points >= lo) & (det.edge_points <= hi), axis=1).mean()))
+        geo = shape
+        if det.label.kind is EntityKind.OBJECT:
+            geo = max(geo, _centroid_similarity(det, track, cfg.min_object_size))
+        return shape, geo, self.label_similarity(det.label.category, track.label)
+
+    def _fuses(self, shape: float, geo: float, sem: float) -> bool:
+        cfg = self.config
+        if geo < cfg.min_geometric:
+            return False
+        # The label-blind override needs the shapes themselves to coincide: centroids alone (a can on a plate)
+        # must not merge two differently labelled things.
+        return geo + sem >= cfg.match_threshold or shape >= cfg.geometric_override
+
+    def _near(self, det: _Detection, tracks: list[_Track]) -> list[_Track]:
+        """Box pre-filter for all candidate nodes at once (one numpy call instead of one per node)."""
+        if not tracks:
+            return []
+        margin = 2 * det.voxel
+        mins = np.stack([t.box_min for t in tracks])
+        maxs = np.stack([t.box_max for t in tracks])
+        near = ~(np.any(det.box_min - margin > maxs, axis=1) | np.any(mins - margin > det.box_max, axis=1))
+        return [t for t, keep in zip(tracks, near) if keep]
+
     def _associate(self, det: _Detection) -> _Track | None:
         """The best-scoring node for ``det``, or None. Nodes with fused geometry are preferred; a node an action
         moved (no geometry yet) takes the detection only when no other node does and the detection lies in the
@@ -277,7 +331,6 @@ class ConceptGraphBuilder:
         cfg = self.config
         best: tuple[float, _Track] | None = None
         best_moved: tuple[float, _Track] | None = None
-        margin = 2 * det.voxel
         same_kind = [t for t in self._tracks.values() if t.kind is det.label.kind]
         for track in same_kind:
             region = self._moved.get(track.node_id)
@@ -287,35 +340,55 @@ class ConceptGraphBuilder:
             inside = bool(np.all(det.centroid >= region[0]) and np.all(det.centroid <= region[1]))
             if inside and 1.0 + sem >= cfg.match_threshold and (best_moved is None or sem > best_moved[0]):
                 best_moved = (sem, track)
-        # Box pre-filter for all nodes at once (one numpy call instead of one per node).
-        placed = [t for t in same_kind if t.node_id not in self._moved]
-        if placed:
-            mins = np.stack([t.box_min for t in placed])
-            maxs = np.stack([t.box_max for t in placed])
-            near = ~(np.any(det.box_min - margin > maxs, axis=1) | np.any(mins - margin > det.box_max, axis=1))
-            placed = [t for t, keep in zip(placed, near) if keep]
-        for track in placed:
-            sem = self.label_similarity(det.label.category, track.label)
-            geo = max(
-                neighbour_ratio(det.keys, track.keys, cfg.overlap_samples),
-                neighbour_ratio(track.keys, det.keys, cfg.overlap_samples),
-            )
-            geo = max(geo, _box_overlap(det.box_min, det.box_max, track.box_min, track.box_max, det.voxel / 2))
-            if det.edge_points is not None:
-                # A mask cut off by the image edge continues beyond it, in the neighbouring view: its cut lies
-                # against the node's box when the node is the other part of the same thing.
-                lo, hi = track.box_min - margin, track.box_max + margin
-                contact = np.all((det.edge_points >= lo) & (det.edge_points <= hi), axis=1).mean()
-                geo = max(geo, float(contact))
-            if geo < cfg.min_geometric:
-                continue
-            score = geo + sem
-            fused = score >= cfg.match_threshold or geo >= cfg.geometric_override
-            if fused and (best is None or score > best[0]):
-                best = (score, track)
+        for track in self._near(det, [t for t in same_kind if t.node_id not in self._moved]):
+            shape, geo, sem = self._similarity(det, track)
+            if self._fuses(shape, geo, sem) and (best is None or geo + sem > best[0]):
+                best = (geo + sem, track)
         if best is not None:
             return best[1]
         return best_moved[1] if best_moved else None
+
+    def _merge_pass(self, touched: set[str]) -> set[str]:
+        """Merge nodes that grew into each other (ConceptGraphs' periodic merge): a far, sparse first view of an
+        object can start a node that a later, fuller view of it does not reach, until the fuller node has grown.
+        The node with more detections absorbs the other (ties: the older); the absorbed node leaves the graph.
+        Returns the ids of the surviving touched nodes."""
+        alive = set(touched)
+        for node_id in sorted(touched):
+            if node_id not in self._tracks or node_id in self._moved:
+                continue
+            track = self._tracks[node_id]
+            probe = _Detection(Label(track.label, track.kind), track.keys, track.box_min, track.box_max,
+                               track.centroid, track.voxel)
+            others = [t for t in self._tracks.values()
+                      if t.kind is track.kind and t.node_id != node_id and t.node_id not in self._moved]
+            for other in self._near(probe, others):
+                shape, geo, sem = self._similarity(probe, other)
+                if not self._fuses(shape, geo, sem):
+                    continue
+                keep, drop = sorted((track, other), key=lambda t: (-t.detections, t.node_id))
+                self._absorb(keep, drop)
+                alive.discard(drop.node_id)
+                alive.add(keep.node_id)
+                if drop is track:
+                    break
+                probe = _Detection(Label(track.label, track.kind), track.keys, track.box_min, track.box_max,
+                                   track.centroid, track.voxel)
+        return alive
+
+    def _absorb(self, keep: _Track, drop: _Track) -> None:
+        keep.keys = np.union1d(keep.keys, drop.keys)
+        keep.box_min = np.minimum(keep.box_min, drop.box_min)
+        keep.box_max = np.maximum(keep.box_max, drop.box_max)
+        keep.centroid = voxel_centers(keep.keys, keep.voxel).mean(axis=0)
+        keep.votes.update(drop.votes)
+        for category, prompts in drop.prompts.items():
+            keep.prompts.setdefault(category, prompts)
+        keep.detections += drop.detections
+        del self._tracks[drop.node_id]
+        self._centres.pop(drop.node_id, None)
+        self.graph.remove_node(drop.node_id)
+        log.debug("concept graph: merged %s into %s", drop.node_id, keep.node_id)
 
     def _new_track(self, det: _Detection) -> _Track:
         self._next_id += 1
@@ -324,6 +397,7 @@ class ConceptGraphBuilder:
         track.votes[det.label.category] += det.label.confidence
         track.prompts[det.label.category] = det.label.prompts
         track.box_min, track.box_max = det.box_min.copy(), det.box_max.copy()
+        track.centroid = voxel_centers(track.keys, track.voxel).mean(axis=0)
         track.detections = 1
         self._tracks[node_id] = track
         kind = NodeKind.FURNITURE if det.label.kind is EntityKind.FURNITURE else NodeKind.OBJECT
@@ -340,6 +414,7 @@ class ConceptGraphBuilder:
             track.keys = np.union1d(track.keys, det.keys)
             track.box_min = np.minimum(track.box_min, det.box_min)
             track.box_max = np.maximum(track.box_max, det.box_max)
+        track.centroid = voxel_centers(track.keys, track.voxel).mean(axis=0)
         track.votes[det.label.category] += det.label.confidence
         track.prompts.setdefault(det.label.category, det.label.prompts)
         track.detections += 1
