@@ -30,8 +30,14 @@ LATCHED_QOS = QoSProfile(
     durability=DurabilityPolicy.TRANSIENT_LOCAL,
     reliability=ReliabilityPolicy.RELIABLE,
 )
-#: Reliable event streams (planner outputs, feedback, episode status): nothing may be dropped.
-EVENTS_QOS = QoSProfile(depth=100, history=HistoryPolicy.KEEP_LAST, reliability=ReliabilityPolicy.RELIABLE)
+#: Episode events (planner outputs, episode status): reliable, and the last 100 kept for late joiners (a
+#: recorder, perception or a monitor started mid-episode still sees the whole episode so far).
+EVENTS_QOS = QoSProfile(
+    depth=100,
+    history=HistoryPolicy.KEEP_LAST,
+    durability=DurabilityPolicy.TRANSIENT_LOCAL,
+    reliability=ReliabilityPolicy.RELIABLE,
+)
 #: The four views (homie_msgs/MultiView): reliable, and the last few kept for late joiners (rviz, a recorder,
 #: perception started after the first render), so that the start views of an episode are not lost to discovery.
 VIEWS_QOS = QoSProfile(

@@ -11,8 +11,9 @@ inputs the original planner had; a single divergence does not make every later r
 agrees when the bracketed subtasks are equal (``[Put, apple, fridge]``); the model and the analysis text are
 not compared.
 
-The views and the state of round N are the last ``/homie/views`` and ``/sim/world_state`` received before
-round N's planner output (that is when the planner node fetched them).
+The views and the state of round N are those whose ``state_sequence`` equals the one the planner output
+names (the simulator state version the planner saw); receive times are not used for this, because messages
+of different publishers can reach a recorder out of their causal order.
 """
 
 from __future__ import annotations
@@ -95,13 +96,16 @@ def replay_planner(bag: str | os.PathLike[str], planner: Planner, max_rounds: in
         extras["scene"] = scene_spec
     report = ReplayReport(task.task_id, task.instruction, planner.name)
 
-    for stamp, recorded_msg in outputs:
+    for _stamp, recorded_msg in outputs:
         if session.done:
             break
-        views = _last_before(decoded, "/homie/views", stamp)
-        state_msg = _last_before(decoded, "/sim/world_state", stamp)
-        images = convert.multiview_images(views) if views is not None else []
-        state = convert.world_state_from_msg(state_msg) if state_msg is not None else None
+        views = _matching(decoded, "/homie/views", recorded_msg.state_sequence)
+        state_msg = _matching(decoded, "/sim/world_state", recorded_msg.state_sequence)
+        if views is None or state_msg is None:
+            raise BagError(f"{bag}: round {recorded_msg.round_index} has no views or state of sequence "
+                           f"{recorded_msg.state_sequence} (record /homie/views and /sim/world_state)")
+        images = convert.multiview_images(views)
+        state = convert.world_state_from_msg(state_msg)
         request = session.make_request(images, world_state=state, goal=spec.goal if spec else None, extras=extras)
         replayed = session.parse(planner.plan(request))
         recorded = convert.planner_output_from_msg(recorded_msg)
@@ -118,11 +122,10 @@ def replay_planner(bag: str | os.PathLike[str], planner: Planner, max_rounds: in
     return report
 
 
-def _last_before(decoded: list[tuple[str, int, Any]], topic: str, stamp: int) -> Any:
-    last = None
-    for name, t, msg in decoded:
-        if t > stamp:
-            break
-        if name == topic:
-            last = msg
-    return last
+def _matching(decoded: list[tuple[str, int, Any]], topic: str, sequence: int) -> Any:
+    """The last message of ``topic`` with this state sequence."""
+    found = None
+    for name, _, msg in decoded:
+        if name == topic and msg.state_sequence == sequence:
+            found = msg
+    return found

@@ -103,6 +103,8 @@ def check_params_file(path: str | os.PathLike[str], graph: GraphSpec) -> dict[st
     if not isinstance(data, dict):
         raise GraphConfigError(f"{path}: expected a mapping of node names")
     known = {n.name for n in graph.nodes}
+    if Path(DEFAULT_GRAPH).is_file():  # a subset of the standard graph may share the standard params file
+        known |= {n.name for n in GraphSpec.model_validate(_load_yaml(Path(DEFAULT_GRAPH))).nodes}
     params: dict[str, dict[str, Any]] = {}
     for node, section in data.items():
         if node not in known:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import signal
+import threading
 import time
 from pathlib import Path
 
@@ -35,13 +36,12 @@ def graph_run(tmp_path_factory, ros_domain):
     """Run TASK through the full graph once; every test of this module reads what happened."""
     from homie_msgs.msg import EpisodeStatus, MultiView, PlannerOutput, WorldGraph
 
-    from homiebot.ros.calls import LATCHED_QOS, VIEWS_QOS
-    from planner_node.node import STATUS_QOS
+    from homiebot.ros.calls import EVENTS_QOS, LATCHED_QOS, VIEWS_QOS
 
     tmp_path = tmp_path_factory.mktemp("graph")
     listener = WireListener({
-        "/homie/planner_output": (PlannerOutput, STATUS_QOS),
-        "/homie/episode_status": (EpisodeStatus, STATUS_QOS),
+        "/homie/planner_output": (PlannerOutput, EVENTS_QOS),
+        "/homie/episode_status": (EpisodeStatus, EVENTS_QOS),
         "/homie/views": (MultiView, VIEWS_QOS),
         "/perception/world_graph": (WorldGraph, LATCHED_QOS),
     })
@@ -49,6 +49,19 @@ def graph_run(tmp_path_factory, ros_domain):
     supervisor = _supervisor(tmp_path, ros_domain, {
         "planner_node": {"task": TASK, "exit_when_done": True, "result_path": str(result_path)},
     })
+    # A recorder listens from before the first node starts (as `homie up sim --record` does).
+    bag_path = tmp_path / "episode_bag"
+    recorder_ready, recorder_stop, recorded = threading.Event(), threading.Event(), {}
+
+    def record() -> None:
+        from homiebot.ros.bag import record_bag
+
+        recorded["summary"] = record_bag(bag_path, exclude_camera_topics=True, should_stop=recorder_stop.is_set,
+                                         ready=recorder_ready.set)
+
+    recorder = threading.Thread(target=record, daemon=True)
+    recorder.start()
+    assert recorder_ready.wait(30)
     started = time.monotonic()
     try:
         supervisor.start()
@@ -56,6 +69,9 @@ def graph_run(tmp_path_factory, ros_domain):
         # The latched graph may arrive a moment after the planner's last round.
         listener.wait_for(lambda: len(listener.get("/perception/world_graph")) > 0, 5.0)
     finally:
+        time.sleep(0.5)  # the recorder's last messages
+        recorder_stop.set()
+        recorder.join(timeout=30)
         codes = supervisor.stop()
         listener.close()
     wall = time.monotonic() - started
@@ -68,6 +84,7 @@ def graph_run(tmp_path_factory, ros_domain):
         "messages": listener.messages,
         "wall_s": wall,
         "logs": _logs(tmp_path),
+        "bag": bag_path,
     }
 
 
@@ -146,15 +163,15 @@ def test_killed_executor_is_a_timeout_not_a_hang(tmp_path, ros_domain):
     deadline, publish TIMEOUT and exit with 3, while the rest of the graph stays up."""
     from homie_msgs.msg import EpisodeStatus, PlannerOutput
 
+    from homiebot.ros.calls import EVENTS_QOS
     from homiebot.ros.supervisor import GraphSpec, load_graph
-    from planner_node.node import STATUS_QOS
 
     deadline_s = 4.0
     graph = load_graph()
     nodes = [n.model_copy(update={"restart": "never"}) if n.name == "executor" else n for n in graph.nodes]
     listener = WireListener({
-        "/homie/planner_output": (PlannerOutput, STATUS_QOS),
-        "/homie/episode_status": (EpisodeStatus, STATUS_QOS),
+        "/homie/planner_output": (PlannerOutput, EVENTS_QOS),
+        "/homie/episode_status": (EpisodeStatus, EVENTS_QOS),
     })
     from homiebot.ros.supervisor import Supervisor
 
@@ -186,3 +203,35 @@ def test_killed_executor_is_a_timeout_not_a_hang(tmp_path, ros_domain):
     assert final.state == EpisodeStatus.TIMEOUT and "execute_subtask" in final.error
     assert supervisor.processes["executor"].exit_codes == [-signal.SIGKILL]
     assert supervisor.processes["executor"].restarts == 0
+
+
+def test_episode_bag_holds_the_episode_and_replays_to_a_planner(graph_run):
+    """The bag of the run opens, says which episode it holds, and replaying its views, states and feedback to
+    the same planner gives the same subtask in every round (offline regression)."""
+    from homiebot.planner.registry import make_planner
+    from homiebot.ros.bag import bag_info
+    from homiebot.ros.replay import replay_planner
+
+    info = bag_info(graph_run["bag"])
+    assert info.episode["task_id"] == TASK and info.episode["state"] == "ENDED" and info.episode["goal"] is True
+    counts = {t.name: t.count for t in info.topics}
+    rounds = len(graph_run["result"]["rounds"])
+    assert counts["/homie/planner_output"] == rounds and counts["/homie/views"] == rounds
+    report = replay_planner(graph_run["bag"], make_planner("expert"))
+    assert [r.recorded for r in report.rounds] == [r["subtask"] for r in graph_run["result"]["rounds"]]
+    assert report.agreement == 1.0, report.to_dict()
+
+
+def test_replay_detects_a_different_planner(graph_run):
+    """The regression check can fail: a planner that always answers [End] agrees only on the last round."""
+    from homiebot.planner.base import Planner
+    from homiebot.ros.replay import replay_planner
+
+    class AlwaysEnd(Planner):
+        name = "always-end"
+
+        def plan(self, request):
+            return "Analysis: done.\nSubtask: [End]\nModel: NoMaD"
+
+    report = replay_planner(graph_run["bag"], AlwaysEnd())
+    assert [r.agrees for r in report.rounds] == [False] * (len(report.rounds) - 1) + [True]

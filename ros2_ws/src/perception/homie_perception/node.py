@@ -17,7 +17,7 @@ import threading
 import time
 
 import rclpy
-from homie_msgs.msg import MultiView, WorldGraph
+from homie_msgs.msg import EpisodeStatus, Feedback, MultiView, WorldGraph
 from homie_msgs.msg import WorldState as WorldStateMsg
 from homie_msgs.srv import ResolveTarget
 from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
@@ -25,11 +25,13 @@ from rclpy.node import Node
 from std_msgs.msg import String
 from visualization_msgs.msg import MarkerArray
 
+from homiebot.perception.actions import ActionUpdateError
 from homiebot.perception.grounding import AliasGrounder
 from homiebot.perception.layout import SceneLayout
 from homiebot.perception.privileged import PrivilegedGraphBuilder
 from homiebot.ros import convert
-from homiebot.ros.calls import LATCHED_QOS, VIEWS_QOS
+from homiebot.planner.prompt import split_subtask
+from homiebot.ros.calls import EVENTS_QOS, LATCHED_QOS, VIEWS_QOS
 from homiebot.sim.scene import SceneSpec
 
 
@@ -52,6 +54,8 @@ class PerceptionNode(Node):
         self.create_subscription(String, "/sim/scene_description", self._on_scene, LATCHED_QOS)
         self.create_subscription(WorldStateMsg, "/sim/world_state", self._on_state, LATCHED_QOS)
         self.create_subscription(MultiView, "/homie/views", self._on_views, VIEWS_QOS)
+        self.create_subscription(EpisodeStatus, "/homie/episode_status", self._on_status, EVENTS_QOS)
+        self._applied_round = 0
         self.create_service(ResolveTarget, "/perception/resolve_target", self._on_resolve)
         self.get_logger().info("perception ready (privileged world graph)")
 
@@ -61,6 +65,7 @@ class PerceptionNode(Node):
             self._builder = None  # rebuilt from the first state of the new scene
             self._states.clear()
             self._fused_sequence = 0
+            self._applied_round = 0
 
     def _on_state(self, msg: WorldStateMsg) -> None:
         state = convert.world_state_from_msg(msg)
@@ -86,6 +91,32 @@ class PerceptionNode(Node):
         self._graph_pub.publish(convert.world_graph_to_msg(export, seconds))
         if self._markers_pub.get_subscription_count() > 0:
             self._markers_pub.publish(convert.world_graph_markers(export, seconds))
+
+    def _on_status(self, msg: EpisodeStatus) -> None:
+        """After a successful pick / put / open / close, change the graph from the action's arguments (PARTNR
+        A.7.1): the next views may not show the result (an object put into a drawer that was then closed)."""
+        if msg.round_index <= self._applied_round or msg.last_feedback.code != Feedback.OK or not msg.last_subtask:
+            return
+        subtask = split_subtask(msg.last_subtask)
+        with self._lock:
+            builder = self._builder
+            if builder is None:
+                return
+            self._applied_round = msg.round_index
+            known = builder.graph.as_world_state()
+            target = self._grounder.ground(subtask.target, known).instance if subtask.target else None
+            place = self._grounder.ground(subtask.place, known).instance if subtask.place else None
+            try:
+                changed = builder.apply_action(subtask.action, target, place)
+            except ActionUpdateError as err:  # an object perception has not seen yet: the views will bring it
+                self.get_logger().debug(f"round {msg.round_index} {msg.last_subtask}: graph not updated ({err})")
+                return
+            export = builder.graph.to_export() if changed else None
+        if export is not None:
+            seconds = convert.time_seconds(msg.header.stamp)
+            self._graph_pub.publish(convert.world_graph_to_msg(export, seconds))
+            if self._markers_pub.get_subscription_count() > 0:
+                self._markers_pub.publish(convert.world_graph_markers(export, seconds))
 
     def _on_resolve(self, request: ResolveTarget.Request, response: ResolveTarget.Response) -> ResolveTarget.Response:
         with self._lock:

@@ -33,20 +33,17 @@ from rclpy.action import ActionClient
 from rclpy.duration import Duration
 from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
 from rclpy.node import Node
-from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 
 from homiebot.agent.loop import EpisodeConfig
 from homiebot.eval.tasks import get_task
 from homiebot.planner.registry import make_planner
 from homiebot.ros import convert
-from homiebot.ros.calls import LATCHED_QOS, call_action, call_service
+from homiebot.ros.calls import EVENTS_QOS, LATCHED_QOS, call_action, call_service
 from homiebot.ros.episode import EpisodeOutcome, GraphEpisode
 from homiebot.sim.scene import SceneSpec
 from homiebot.types import RoundRecord, Subtask, Trajectory
 
 EXIT_TIMEOUT = 3
-#: Episode status and planner outputs: reliable, the last 100 kept for late joiners (a recorder started mid-episode).
-STATUS_QOS = QoSProfile(depth=100, durability=DurabilityPolicy.TRANSIENT_LOCAL, reliability=ReliabilityPolicy.RELIABLE)
 
 
 class RosEpisodeBackend:
@@ -59,20 +56,26 @@ class RosEpisodeBackend:
         self._render = node.create_client(RenderViews, "/sim/render_views")
         self._execute = ActionClient(node, ExecuteSubtask, "/homie/execute_subtask")
 
+    #: The simulator state version of the last state / views fetched: what the planner's next answer is based on.
+    state_sequence = 0
+
     def reset(self, scene: str, seed: int):
         response = call_service(self._reset, ResetEpisode.Request(scene=scene, seed=seed), self.node.service_timeout_s)
         if not response.success:
             raise RuntimeError(response.message)
         spec = SceneSpec.model_validate_json(response.scene_description) if response.scene_description else None
+        self.state_sequence = response.state.state_sequence
         return convert.world_state_from_msg(response.state), spec
 
     def render(self):
         request = RenderViews.Request(include_depth=False, include_segmentation=False)
         response = call_service(self._render, request, self.node.service_timeout_s)
+        self.state_sequence = response.views.state_sequence
         return convert.multiview_images(response.views)
 
     def state(self):
         response = call_service(self._state, GetWorldState.Request(), self.node.service_timeout_s)
+        self.state_sequence = response.state.state_sequence
         return convert.world_state_from_msg(response.state)
 
     def execute(self, subtask: Subtask, model: str, inventory: tuple[str, ...], round_index: int):
@@ -145,8 +148,8 @@ class PlannerNode(Node):
         self.execute_timeout_s = float(self.param("execute_timeout_s"))
         self.service_timeout_s = float(self.param("service_timeout_s"))
         self.backend = RosEpisodeBackend(self)
-        self._output_pub = self.create_publisher(PlannerOutput, "/homie/planner_output", STATUS_QOS)
-        self._status_pub = self.create_publisher(EpisodeStatus, "/homie/episode_status", STATUS_QOS)
+        self._output_pub = self.create_publisher(PlannerOutput, "/homie/planner_output", EVENTS_QOS)
+        self._status_pub = self.create_publisher(EpisodeStatus, "/homie/episode_status", EVENTS_QOS)
         self._task_pub = self.create_publisher(Task, "/homie/task_started", LATCHED_QOS)
         self.tasks: queue.Queue[Task] = queue.Queue()
         self.exit_code: int | None = None
@@ -221,7 +224,9 @@ class PlannerNode(Node):
         return outcome
 
     def _publish_output(self, round_index: int, instruction: str, output) -> None:
-        self._output_pub.publish(convert.planner_output_to_msg(output, round_index, instruction, time.time()))
+        msg = convert.planner_output_to_msg(output, round_index, instruction, time.time())
+        msg.state_sequence = self.backend.state_sequence
+        self._output_pub.publish(msg)
 
     def _publish_round(self, task_id: str, record: RoundRecord, trajectory: Trajectory) -> None:
         self._publish_status(EpisodeStatus.RUNNING, task_id, record, trajectory)

@@ -1,0 +1,113 @@
+"""A client of the HomieBot graph written as an outsider would: rclpy, homie_msgs and standard messages only.
+
+It imports nothing from the project's Python package. Against a running graph (sim bridge and executors,
+no planner) it:
+
+1. resets the simulator to a scene (``/sim/reset``, homie_msgs/srv/ResetEpisode);
+2. reads the four views from the standard per-camera topics (``/camera/<view>/image_raw``,
+   sensor_msgs/Image) after asking the bridge to render (``/sim/render_views``);
+3. sends ExecuteSubtask goals (``/homie/execute_subtask``) and prints each result.
+
+Output: one JSON object on stdout. Usage: ``python raw_client.py SCENE "Go to,fridge" "Open,fridge" ...``
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import threading
+import time
+
+import rclpy
+from homie_msgs.action import ExecuteSubtask
+from homie_msgs.msg import Feedback, Subtask
+from homie_msgs.srv import RenderViews, ResetEpisode
+from rclpy.action import ActionClient
+from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
+from rclpy.qos import QoSProfile, ReliabilityPolicy
+from sensor_msgs.msg import Image
+
+VIEWS = ("front", "left", "back", "right")
+#: The low-level model EMMOE names for each action (table E2).
+MODELS = {"Go to": "NoMaD", "Pick": "RT-1-X", "Put": "RT-1-X", "Open": "octo", "Close": "octo"}
+CODE_NAMES = {getattr(Feedback, n): n for n in ("OK", "L1", "L2", "L3", "L4", "D1", "D2", "F1", "F2", "E1", "E2")}
+
+
+def wait(future, timeout: float):
+    done = threading.Event()
+    future.add_done_callback(lambda _f: done.set())
+    if not done.wait(timeout):
+        raise TimeoutError("no answer")
+    return future.result()
+
+
+def main() -> int:
+    scene, subtasks = sys.argv[1], [s.split(",") for s in sys.argv[2:]]
+    rclpy.init()
+    node = rclpy.create_node("outside_client")
+    executor = SingleThreadedExecutor()
+    executor.add_node(node)
+    def spin() -> None:
+        while rclpy.ok():
+            try:
+                executor.spin_once(timeout_sec=0.05)
+            except ExternalShutdownException:
+                return
+
+    spinner = threading.Thread(target=spin)
+    spinner.start()
+    try:
+        return run(node, scene, subtasks)
+    finally:
+        rclpy.try_shutdown()
+        spinner.join()
+        executor.shutdown()
+        node.destroy_node()
+
+
+def run(node, scene: str, subtasks: list[list[str]]) -> int:
+
+    images: dict[str, Image] = {}
+    qos = QoSProfile(depth=5, reliability=ReliabilityPolicy.RELIABLE)
+    for view in VIEWS:
+        node.create_subscription(Image, f"/camera/{view}/image_raw", lambda msg, view=view: images.__setitem__(view, msg), qos)
+
+    reset = node.create_client(ResetEpisode, "/sim/reset")
+    render = node.create_client(RenderViews, "/sim/render_views")
+    if not (reset.wait_for_service(timeout_sec=60) and render.wait_for_service(timeout_sec=60)):
+        print(json.dumps({"error": "sim bridge not found"}))
+        return 1
+    response = wait(reset.call_async(ResetEpisode.Request(scene=scene, seed=0)), 60)
+    if not response.success:
+        print(json.dumps({"error": response.message}))
+        return 1
+    # The camera topics are published when subscribed: wait until the bridge has matched our subscriptions.
+    deadline = time.monotonic() + 30
+    while len(images) < 4 and time.monotonic() < deadline:
+        wait(render.call_async(RenderViews.Request()), 30)
+        time.sleep(0.2)
+    views = {v: {"encoding": m.encoding, "height": m.height, "width": m.width, "bytes": len(m.data),
+                 "frame": m.header.frame_id, "mean": sum(m.data[::97]) / len(m.data[::97])} for v, m in images.items()}
+
+    client = ActionClient(node, ExecuteSubtask, "/homie/execute_subtask")
+    if not client.wait_for_server(timeout_sec=60):
+        print(json.dumps({"error": "executor not found", "views": views}))
+        return 1
+    results = []
+    inventory: list[str] = []
+    for parts in subtasks:
+        action, target = parts[0].strip(), parts[1].strip()
+        goal = ExecuteSubtask.Goal(subtask=Subtask(action=action, target=target, has_target=True), model=MODELS.get(action, "NoMaD"),
+                                   inventory=inventory, round_index=len(results) + 1)
+        phases: list[str] = []
+        handle = wait(client.send_goal_async(goal, feedback_callback=lambda f: phases.append(f.feedback.phase)), 60)
+        result = wait(handle.get_result_async(), 120).result
+        inventory = list(result.feedback.inventory)
+        results.append({"subtask": f"[{action}, {target}]", "code": CODE_NAMES[result.feedback.code],
+                        "message": result.feedback.message, "inventory": inventory, "phases": phases})
+    print(json.dumps({"views": views, "results": results}))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

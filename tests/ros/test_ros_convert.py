@@ -1,0 +1,145 @@
+"""Core types <-> homie_msgs: exact round trips (through CDR, as on the wire) and clear errors."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+pytestmark = pytest.mark.ros
+
+
+def _wire(msg):
+    """Serialize and deserialize as DDS would."""
+    from rclpy.serialization import deserialize_message, serialize_message
+
+    return deserialize_message(serialize_message(msg), type(msg))
+
+
+@pytest.mark.parametrize(
+    "subtask",
+    [("Go to", "fridge", None), ("Put", "apple", "fridge"), ("End", None, None), ("Go to", "", None), ("jump", "x", "")],
+)
+def test_subtask_round_trip_keeps_absent_and_empty_apart(subtask):
+    from homiebot.ros import convert
+    from homiebot.types import Subtask
+
+    original = Subtask(*subtask)
+    assert convert.subtask_from_msg(_wire(convert.subtask_to_msg(original))) == original
+
+
+def test_feedback_codes_and_messages_round_trip():
+    from homie_msgs.msg import Feedback as FeedbackMsg
+
+    from homiebot.ros import convert
+    from homiebot.types import ErrorCode, Feedback
+
+    assert sorted(convert.ERROR_CODE_VALUES.values()) == list(range(len(ErrorCode)))
+    for code in ErrorCode:
+        feedback = Feedback(code, f"Unable to do it ({code.value}), the fridge is closed, you should open it first", ("apple",), 3)
+        assert convert.feedback_from_msg(_wire(convert.feedback_to_msg(feedback))) == feedback
+    assert FeedbackMsg.L3 == convert.ERROR_CODE_VALUES[ErrorCode.L3]
+    with pytest.raises(convert.ConversionError, match="unknown feedback code 99"):
+        convert.feedback_from_msg(FeedbackMsg(code=99))
+
+
+def test_planner_output_round_trip():
+    from homiebot.ros import convert
+    from homiebot.types import PlannerOutput, Subtask
+
+    for output in (
+        PlannerOutput("Analysis: a\nSubtask: [Pick, cup]\nModel: RT-1-X", "a", Subtask("Pick", "cup"), "RT-1-X"),
+        PlannerOutput("gibberish", parse_error="no Subtask line"),
+    ):
+        msg = _wire(convert.planner_output_to_msg(output, 4, "Task: t", 1.5))
+        assert convert.planner_output_from_msg(msg) == output
+        assert msg.round_index == 4 and msg.instruction == "Task: t"
+
+
+def test_world_state_round_trip_is_exact():
+    from homiebot.ros import convert
+    from homiebot.types import EntityKind, EntityState, Pose2D, WorldState
+
+    entities = {
+        "kitchen": EntityState("kitchen", "kitchen", EntityKind.ROOM, ("cooking area",), (1.0, 2.0, 0.0), (0.0, 0.0, 0.0), (4.0, 4.0, 2.5), room="kitchen"),
+        "fridge": EntityState("fridge", "refrigerator", EntityKind.FURNITURE, ("fridge",), (1.1, 0.3, 0.9), (0.8, 0.0, 0.0), (1.4, 0.6, 1.8),
+                              room="kitchen", articulated=True, interactive=True, is_open=False, appliance=True, powered_on=True, level=1),
+        "apple": EntityState("apple", "apple", EntityKind.OBJECT, (), (1.1, 0.3, 1.0), (1.05, 0.25, 0.95), (1.15, 0.35, 1.05),
+                             room="kitchen", parent="fridge", relation="in", color="red"),
+    }
+    state = WorldState(Pose2D(0.123456789, -2.5, 1.234), 0.3, "apple", entities, "apartment_1", "kitchen")
+    back = convert.world_state_from_msg(_wire(convert.world_state_to_msg(state)))
+    assert back.entities == state.entities
+    assert (back.held, back.scene, back.robot_room, back.robot_radius) == (state.held, state.scene, state.robot_room, state.robot_radius)
+    assert (back.robot.x, back.robot.y) == (state.robot.x, state.robot.y)
+    assert back.robot.yaw == pytest.approx(state.robot.yaw, abs=1e-12)
+    assert back.reach_distance("fridge") == state.reach_distance("fridge")
+
+
+def test_observation_images_round_trip_bit_exact():
+    from homiebot.ros import convert
+    from homiebot.types import CameraView, Observation, Pose2D
+
+    rng = np.random.default_rng(1)
+    yaw = 0.7
+    pose = np.eye(4)
+    pose[:3, :3] = [[math.cos(yaw), -math.sin(yaw), 0], [math.sin(yaw), math.cos(yaw), 0], [0, 0, 1]]
+    pose[:3, 3] = [1.0, 2.0, 1.1]
+    views = {
+        name: CameraView(name, rng.integers(0, 256, (48, 64, 3), dtype=np.uint8), rng.random((48, 64), dtype=np.float32) * 5,
+                         rng.integers(0, 9, (48, 64), dtype=np.int32), 40.0, 41.0, 31.5, 23.5, pose)
+        for name in ("front", "left", "back", "right")
+    }
+    observation = Observation(views, {3: "apple", 5: "fridge"}, Pose2D(1.0, 2.0, yaw), "apple", 12.25)
+    msg = _wire(convert.observation_to_msg(observation))
+    back = convert.observation_from_msg(msg)
+    assert list(back.views) == ["front", "left", "back", "right"]
+    for name, view in views.items():
+        got = back.views[name]
+        assert np.array_equal(got.rgb, view.rgb) and np.array_equal(got.depth, view.depth)
+        assert np.array_equal(got.segmentation, view.segmentation)
+        assert (got.fx, got.fy, got.cx, got.cy) == (view.fx, view.fy, view.cx, view.cy)
+        assert np.allclose(got.camera_to_world, view.camera_to_world, atol=1e-12)
+    assert back.instance_names == observation.instance_names and back.held_object == "apple" and back.sim_time == 12.25
+    assert [img.shape for img in convert.multiview_images(msg)] == [(48, 64, 3)] * 4
+    light = convert.observation_to_msg(observation, depth=False, segmentation=False)
+    assert light.views[0].depth.width == 0 and convert.camera_view_from_msg(light.views[0]).depth.shape == (48, 64)
+
+
+def test_image_errors_are_precise():
+    from sensor_msgs.msg import Image
+
+    from homiebot.ros import convert
+
+    with pytest.raises(convert.ConversionError, match="unsupported encoding 'yuv422'"):
+        convert.image_from_msg(Image(encoding="yuv422", width=2, height=2, step=4, data=bytes(8)))
+    with pytest.raises(convert.ConversionError, match="holds 3 bytes, 12 expected"):
+        convert.image_from_msg(Image(encoding="rgb8", width=2, height=2, step=6, data=bytes(3)))
+    with pytest.raises(convert.ConversionError, match=r"rgb8 needs shape \(H, W, 3\)"):
+        convert.image_to_msg(np.zeros((4, 4), np.uint8), "rgb8", "f")
+    padded = Image(encoding="mono8", width=3, height=2, step=4, data=bytes([1, 2, 3, 0, 4, 5, 6, 0]))
+    assert convert.image_from_msg(padded).tolist() == [[1, 2, 3], [4, 5, 6]]
+
+
+def test_world_graph_round_trip_and_markers():
+    from homiebot.perception.world_graph import GraphNode, NodeKind, Relation, WorldGraph
+    from homiebot.ros import convert
+
+    graph = WorldGraph("apartment_1")
+    graph.add_node(GraphNode("kitchen", NodeKind.ROOM, "kitchen", "kitchen", bbox_max=(4.0, 4.0, 2.5)))
+    graph.add_node(GraphNode("fridge", NodeKind.FURNITURE, "refrigerator", "fridge", ("refrigerator",), (1.0, 0.5, 0.9),
+                             (0.7, 0.2, 0.0), (1.3, 0.8, 1.8), {"is_open": False}, ("openable", "container")))
+    graph.add_node(GraphNode("apple", NodeKind.OBJECT, "apple", "apple", (), (1.0, 0.5, 1.0), (0.95, 0.45, 0.95),
+                             (1.05, 0.55, 1.05), {"held": False, "temperature": 3.5, "color": "red"}, detections=2, confidence=0.73))
+    graph.set_room("fridge", "kitchen")
+    graph.set_placement("apple", "fridge", Relation.IN)
+    export = graph.to_export()
+    back = convert.world_graph_from_msg(_wire(convert.world_graph_to_msg(export, 3.0)))
+    assert back == export
+    markers = convert.world_graph_markers(export)
+    texts = {m.text for m in markers.markers if m.text}
+    assert {"fridge (closed)", "apple", "kitchen"} <= texts
+    assert markers.markers[0].action == markers.markers[0].DELETEALL
+    lines = [m for m in markers.markers if m.ns == "graph/relations"]
+    assert len(lines) == 1 and len(lines[0].points) == 2  # apple -> fridge
