@@ -36,15 +36,18 @@ import numpy as np
 
 from homiebot.planner.base import ChatTurn, PlanRequest
 from homiebot.planner.constrained import f1_violation
-from homiebot.planner.prompt import build_instruction, format_output, history_entry, parse_output, system_prompt
+from homiebot.planner.prompt import (
+    build_instruction,
+    format_output,
+    history_entry,
+    parse_output,
+    system_prompt,
+)
 from homiebot.types import EMMOE_ACTIONS, EMMOE_MODELS, Subtask
 
 log = logging.getLogger("bench_constrained")
 
-NAMES = (
-    "fridge apple kitchen table counter sofa cabinet drawer microwave sink bed shelf box bowl cup living room "
-    "bedroom bathroom green can yellow box cereal banana plate door chair desk oven lamp towel"
-).split()
+NAMES = ["fridge", "apple", "kitchen", "table", "counter", "sofa", "cabinet", "drawer", "microwave", "sink", "bed", "shelf", "box", "bowl", "cup", "living", "room", "bedroom", "bathroom", "green", "can", "yellow", "box", "cereal", "banana", "plate", "door", "chair", "desk", "oven", "lamp", "towel"]
 POOL = tuple(dict.fromkeys(NAMES + ["kitchen table", "living room", "green can", "yellow box"]))
 TASKS = ("put the apple in the fridge", "bring the cup to the sofa", "store the cereal in the cabinet",
          "take a yellow box and put it into the fridge", "clean up the kitchen table")

@@ -101,15 +101,15 @@ def qwen2_vl_7b_config(quick: bool) -> Any:
     from transformers import Qwen2VLConfig
 
     if quick:
-        text = dict(vocab_size=152064, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
-                    num_attention_heads=4, num_key_value_heads=2,
-                    rope_parameters={"rope_type": "default", "rope_theta": 1000000.0, "mrope_section": [2, 3, 3]})
-        vision = dict(depth=2, embed_dim=32, hidden_size=64, num_heads=2, mlp_ratio=2)
+        text = {"vocab_size": 152064, "hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 2,
+                    "num_attention_heads": 4, "num_key_value_heads": 2,
+                    "rope_parameters": {"rope_type": "default", "rope_theta": 1000000.0, "mrope_section": [2, 3, 3]}}
+        vision = {"depth": 2, "embed_dim": 32, "hidden_size": 64, "num_heads": 2, "mlp_ratio": 2}
     else:
-        text = dict(vocab_size=152064, hidden_size=3584, intermediate_size=18944, num_hidden_layers=28,
-                    num_attention_heads=28, num_key_value_heads=4,
-                    rope_parameters={"rope_type": "default", "rope_theta": 1000000.0, "mrope_section": [16, 24, 24]})
-        vision = dict(depth=32, embed_dim=1280, hidden_size=3584, num_heads=16, mlp_ratio=4)
+        text = {"vocab_size": 152064, "hidden_size": 3584, "intermediate_size": 18944, "num_hidden_layers": 28,
+                    "num_attention_heads": 28, "num_key_value_heads": 4,
+                    "rope_parameters": {"rope_type": "default", "rope_theta": 1000000.0, "mrope_section": [16, 24, 24]}}
+        vision = {"depth": 32, "embed_dim": 1280, "hidden_size": 3584, "num_heads": 16, "mlp_ratio": 4}
     text.update(max_position_embeddings=32768, rms_norm_eps=1e-6, hidden_act="silu", tie_word_embeddings=False,
                 bos_token_id=BOS_ID, eos_token_id=EOS_ID, pad_token_id=PAD_ID, use_sliding_window=False)
     vision.update(in_channels=3, patch_size=14, spatial_merge_size=2, temporal_patch_size=2, hidden_act="quick_gelu")
@@ -158,7 +158,7 @@ def make_pixels(shape: Shape, count: int, device: Any, dtype: Any) -> tuple[Any,
         assert int(grid[0, 1]) == shape.grid, f"processor grid {grid[0].tolist()} != expected {shape.grid}"
         pixel_values = one_step["pixel_values"].repeat(count // shape.views, 1)
         grid = grid.repeat(count // shape.views, 1)
-    except Exception as exc:  # no torchvision / a processor API change: same shapes, random values
+    except Exception as exc:  # noqa: BLE001 - no torchvision / a processor API change: same shapes, random values
         log.warning("image processor unavailable (%s); using random patches of the same shape", exc)
         preprocess_s = None
         patches = shape.grid * shape.grid
@@ -367,7 +367,7 @@ def run_variant(name: str, model: Any, shape: Shape, batch: int, device: Any, dt
     import torch
 
     inputs, _ = make_inputs(shape, batch, device, dtype)
-    kwargs = dict(max_new_tokens=shape.new_tokens, min_new_tokens=shape.new_tokens, do_sample=False)
+    kwargs = {"max_new_tokens": shape.new_tokens, "min_new_tokens": shape.new_tokens, "do_sample": False}
     if cache:
         kwargs["cache_implementation"] = cache
 

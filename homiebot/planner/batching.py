@@ -151,7 +151,7 @@ class RequestBatcher(Generic[RequestT, ResultT]):
             results = list(self._process_batch([req for req, _ in live]))
             if len(results) != len(live):
                 raise RuntimeError(f"process_batch returned {len(results)} results for {len(live)} requests")
-        except BaseException as exc:  # every waiting caller must hear about the failure
+        except BaseException as exc:  # noqa: BLE001 - every waiting caller must hear about the failure
             log.debug("batch of %d failed: %s", len(live), exc)
             for _, fut in live:
                 fut.set_exception(exc)

@@ -240,7 +240,7 @@ class GrammarCompilerCache:
                 "constrained decoding needs xgrammar (pip install -e '.[models]'); or pass constrained=False"
             ) from exc
         self._xgr = xgr
-        self.stop_token_ids = tuple(sorted(set(int(t) for t in stop_token_ids)))
+        self.stop_token_ids = tuple(sorted({int(t) for t in stop_token_ids}))
         info = xgr.TokenizerInfo.from_huggingface(tokenizer, vocab_size=vocab_size, stop_token_ids=list(self.stop_token_ids))
         self.compiler = xgr.GrammarCompiler(info, max_threads=1, cache_enabled=True)
         self.vocab_size = vocab_size
@@ -260,12 +260,16 @@ class GrammarLogitsProcessor:
     their padding to the matcher. One instance serves one ``generate`` call.
     """
 
-    def __init__(self, compiled_grammars: Sequence[Any]) -> None:
+    def __init__(self, compiled_grammars: Sequence[Any | None]) -> None:
         import xgrammar as xgr
 
+        present = [g for g in compiled_grammars if g is not None]
+        if not present:
+            raise ValueError("GrammarLogitsProcessor needs at least one grammar")
         self._xgr = xgr
-        self.matchers = [xgr.GrammarMatcher(g) for g in compiled_grammars]
-        vocab_size = compiled_grammars[0].tokenizer_info.vocab_size
+        # ``None`` rows are unconstrained (a server batch may mix constrained and free requests).
+        self.matchers = [xgr.GrammarMatcher(g) if g is not None else None for g in compiled_grammars]
+        vocab_size = present[0].tokenizer_info.vocab_size
         self.bitmask = xgr.allocate_token_bitmask(len(self.matchers), vocab_size)
         self._started = False
 
@@ -275,12 +279,12 @@ class GrammarLogitsProcessor:
         if self._started:
             last = input_ids[:, -1].tolist()
             for row, matcher in enumerate(self.matchers):
-                if not matcher.is_terminated():
-                    if not matcher.accept_token(int(last[row])):
-                        raise RuntimeError(f"row {row}: the sampled token {last[row]} breaks the grammar")
+                if matcher is not None and not matcher.is_terminated() and not matcher.accept_token(int(last[row])):
+                    raise RuntimeError(f"row {row}: the sampled token {last[row]} breaks the grammar")
         self._started = True
+        self._xgr.reset_token_bitmask(self.bitmask)  # every token allowed, then each constrained row filled
         for row, matcher in enumerate(self.matchers):
-            if not matcher.is_terminated():
+            if matcher is not None and not matcher.is_terminated():
                 matcher.fill_next_token_bitmask(self.bitmask, row)
         # xgrammar applies masks on CPU and CUDA tensors; the mask allows only the stop tokens once a row's
         # grammar is complete, and generate() replaces a finished row's tokens with padding anyway.

@@ -123,7 +123,7 @@ def decode_data_url(url: str) -> np.ndarray:
     try:
         with Image.open(io.BytesIO(raw)) as img:
             return np.asarray(img.convert("RGB"), dtype=np.uint8)
-    except Exception as exc:  # Pillow raises several unrelated types for corrupt data
+    except Exception as exc:  # noqa: BLE001 - Pillow raises several unrelated types for corrupt data
         raise MessageFormatError(f"the image data URL does not hold a readable image: {exc}") from None
 
 

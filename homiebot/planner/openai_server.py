@@ -258,7 +258,7 @@ class ChatCompletionServer:
         if grammar is not None:
             try:
                 self.engine.compile_grammar(grammar)  # refuse a broken grammar with 400, before batching
-            except Exception as exc:
+            except Exception as exc:  # noqa: BLE001 - any compile failure is the client's grammar
                 raise _BadRequest(HTTPStatus.BAD_REQUEST, f"the grammar does not compile: {exc}", "grammar") from None
         temperature = 1.0 if request.temperature is None else request.temperature
         return _Job(
@@ -304,7 +304,7 @@ class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     server_version = "homiebot-openai-server"
 
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - the stdlib's signature
+    def log_message(self, format: str, *args: Any) -> None:
         # Request lines only (never headers, which may carry the API key).
         log.debug("%s %s", self.address_string(), format % args)
 
@@ -322,7 +322,7 @@ class _Handler(BaseHTTPRequestHandler):
             {"error": {"message": error.message, "type": error.kind, "param": error.param, "code": int(error.status)}},
         )
 
-    def do_GET(self) -> None:  # noqa: N802 - the stdlib's name
+    def do_GET(self) -> None:
         path = self.path.split("?", 1)[0].rstrip("/")
         try:
             if path in ("/health", "/v1/health"):
@@ -336,7 +336,7 @@ class _Handler(BaseHTTPRequestHandler):
         except _BadRequest as error:
             self._send_error(error)
 
-    def do_POST(self) -> None:  # noqa: N802 - the stdlib's name
+    def do_POST(self) -> None:
         path = self.path.split("?", 1)[0].rstrip("/")
         try:
             if path != "/v1/chat/completions":

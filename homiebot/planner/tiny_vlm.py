@@ -100,18 +100,18 @@ def build_tiny_vlm(arch: Architecture = "llava", *, seed: int = 0, image_size: i
     tokenizer = build_tokenizer(arch)
     ids = {t: tokenizer.convert_tokens_to_ids(t) for t in _SPECIAL_TOKENS[arch]}
     vocab = len(tokenizer)
-    text = dict(
-        vocab_size=vocab,
-        hidden_size=64,
-        intermediate_size=128,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        num_key_value_heads=2,
-        max_position_embeddings=8192,
-        bos_token_id=ids["<|endoftext|>"],
-        eos_token_id=ids["<|im_end|>"],
-        pad_token_id=ids["<|endoftext|>"],
-    )
+    text = {
+        "vocab_size": vocab,
+        "hidden_size": 64,
+        "intermediate_size": 128,
+        "num_hidden_layers": 2,
+        "num_attention_heads": 4,
+        "num_key_value_heads": 2,
+        "max_position_embeddings": 8192,
+        "bos_token_id": ids["<|endoftext|>"],
+        "eos_token_id": ids["<|im_end|>"],
+        "pad_token_id": ids["<|endoftext|>"],
+    }
     torch.manual_seed(seed)
     if arch == "llava":
         from transformers import (
@@ -146,12 +146,18 @@ def build_tiny_vlm(arch: Architecture = "llava", *, seed: int = 0, image_size: i
             num_additional_image_tokens=1,
         )
     elif arch == "qwen2_vl":
-        from transformers import AutoImageProcessor, AutoVideoProcessor, Qwen2VLConfig, Qwen2VLForConditionalGeneration, Qwen2VLProcessor
+        from transformers import (
+            AutoImageProcessor,
+            AutoVideoProcessor,
+            Qwen2VLConfig,
+            Qwen2VLForConditionalGeneration,
+            Qwen2VLProcessor,
+        )
 
         config = Qwen2VLConfig(
             text_config=dict(text, rope_parameters={"rope_type": "default", "rope_theta": 10000.0, "mrope_section": [2, 3, 3]}),
-            vision_config=dict(depth=1, embed_dim=32, hidden_size=64, num_heads=2, mlp_ratio=2, patch_size=14,
-                               spatial_merge_size=2, temporal_patch_size=2),
+            vision_config={"depth": 1, "embed_dim": 32, "hidden_size": 64, "num_heads": 2, "mlp_ratio": 2, "patch_size": 14,
+                               "spatial_merge_size": 2, "temporal_patch_size": 2},
             image_token_id=ids["<|image_pad|>"],
             video_token_id=ids["<|video_pad|>"],
             vision_start_token_id=ids["<|vision_start|>"],

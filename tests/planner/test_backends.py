@@ -23,7 +23,6 @@ import pytest
 from homiebot.planner.base import ChatTurn, PlanRequest
 from homiebot.planner.constrained import f1_violation
 from homiebot.planner.messages import (
-    ChatMessage,
     MessageFormatError,
     build_messages,
     decode_data_url,
@@ -193,6 +192,18 @@ def test_each_row_of_a_batch_gets_its_own_grounded_targets(engine, tiny_model: P
         assert subtask is not None
         for name in (subtask.target, subtask.place):
             assert name is None or name in request.grounded_targets
+
+
+@pytest.mark.models
+def test_a_batch_may_mix_constrained_and_free_rows(engine, tiny_model: Path) -> None:
+    """The server batches whatever arrives together: grammar rows and free rows share one generate call."""
+    planner = _hf_planner(engine, tiny_model, max_new_tokens=80)
+    requests = [_request(i) for i in range(4)]
+    conversations = [planner.messages_for(r) for r in requests]
+    grammars = [planner.grammar_for(requests[0]), None, planner.grammar_for(requests[2]), None]
+    generations = engine.generate(conversations, grammars=grammars, max_new_tokens=80, do_sample=True, seed=2)
+    assert f1_violation(generations[0].text) is None and f1_violation(generations[2].text) is None
+    assert f1_violation(generations[1].text) is not None and f1_violation(generations[3].text) is not None
 
 
 @pytest.mark.models
