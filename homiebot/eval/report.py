@@ -199,7 +199,8 @@ def render_markdown(report: dict[str, Any]) -> str:
         c = calibration[r["action"]]
         ci = c["ci95"]
         cal_cells.append("n/a" if ci is None else f"{100 * ci[0]:.1f}-{100 * ci[1]:.1f} ({'yes' if c['within_ci95'] else 'no'})")
-    out.append("\nPer-try SR 95% interval (paper SR inside?): " + "; ".join(
+    target = "the calibration target of this noise preset" if setting.get("noise") == "emmoe" else "for reference only"
+    out.append(f"\nPer-try SR 95% Wilson interval (is the paper's SR inside? {target}): " + "; ".join(
         f"{TABLE4_LABELS[r['action']]} {cell}" for r, cell in zip(rows4, cal_cells)
     ) + "\n")
     for title, key in (
