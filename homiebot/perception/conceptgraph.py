@@ -56,7 +56,7 @@ from homiebot.perception.geometry import Box3, backproject, voxel_centers, voxel
 from homiebot.perception.layout import SceneLayout, VocabularyEntry
 from homiebot.perception.privileged import group_points_by_segment, layout_graph
 from homiebot.perception.relations import Furniture, SupportTolerances, infer_placement
-from homiebot.perception.world_graph import ROBOT_ID, GraphNode, NodeKind, Relation, WorldGraph
+from homiebot.perception.world_graph import ROBOT_ID, GraphNode, NodeKind, Relation
 from homiebot.types import Action, CameraView, EntityKind, Observation
 
 log = logging.getLogger(__name__)
@@ -217,10 +217,10 @@ class ConceptGraphBuilder:
         self,
         layout: SceneLayout,
         labeler: Labeler,
-        config: ConceptGraphConfig = ConceptGraphConfig(),
+        config: ConceptGraphConfig | None = None,
         label_similarity: Callable[[str, str], float] = exact_label_similarity,
     ):
-        self.config = config
+        self.config = config if config is not None else ConceptGraphConfig()
         self.labeler = labeler
         self.label_similarity = label_similarity
         self.graph = layout_graph(layout, with_furniture=False)
@@ -433,9 +433,11 @@ class ConceptGraphBuilder:
         lo = tuple(float(v) for v in track.box_min)
         hi = tuple(float(v) for v in track.box_max)
         total = sum(track.votes.values())
-        changes: dict = dict(position=position, bbox_min=lo, bbox_max=hi, detections=track.detections,
-                             confidence=float(track.votes[label] / total) if total else 0.0,
-                             aliases=track.prompts.get(label, ()))
+        changes: dict = {
+            "position": position, "bbox_min": lo, "bbox_max": hi, "detections": track.detections,
+            "confidence": float(track.votes[label] / total) if total else 0.0,
+            "aliases": track.prompts.get(label, ()),
+        }
         if label != node.category:
             changes.update(category=label, name=self._fresh_name(label))
         self.graph.update_node(track.node_id, **changes)

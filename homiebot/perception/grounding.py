@@ -129,7 +129,6 @@ class _TritonBlocker(importlib.abc.MetaPathFinder):
     def find_spec(self, name, path=None, target=None):
         if name == "triton" or name.startswith("triton."):
             raise ModuleNotFoundError(f"{name} is blocked in this process: an OpenGL context is loaded", name=name)
-        return None
 
 
 def _gl_loaded() -> bool:

@@ -39,7 +39,7 @@ from homiebot.perception.matching import match_furniture, match_objects
 from homiebot.perception.privileged import PrivilegedGraphBuilder
 from homiebot.perception.world_graph import NodeKind, Relation, WorldGraph
 from homiebot.sim.scene import SceneSpec
-from homiebot.types import EntityKind, Observation, WorldState
+from homiebot.types import EntityKind, EntityState, Observation, WorldState
 
 log = logging.getLogger(__name__)
 
@@ -290,7 +290,7 @@ class Exploration:
     timing: UpdateTiming
 
 
-def make_builders(spec: SceneSpec, state: WorldState, cg_config: ConceptGraphConfig = ConceptGraphConfig(),
+def make_builders(spec: SceneSpec, state: WorldState, cg_config: ConceptGraphConfig | None = None,
                   label_confusion: float = 0.0, seed: int = 0) -> tuple[PrivilegedGraphBuilder, ConceptGraphBuilder]:
     layout = SceneLayout.from_scene(spec, state)
     categories = sorted({e.category for e in state.entities.values() if e.kind is not EntityKind.ROOM})
@@ -300,7 +300,7 @@ def make_builders(spec: SceneSpec, state: WorldState, cg_config: ConceptGraphCon
     return PrivilegedGraphBuilder(layout), ConceptGraphBuilder(layout, labeler, cg_config)
 
 
-def explore(sim, spec: SceneSpec, targets: Sequence[str] | None = None, *, cg_config: ConceptGraphConfig = ConceptGraphConfig(),
+def explore(sim, spec: SceneSpec, targets: Sequence[str] | None = None, *, cg_config: ConceptGraphConfig | None = None,
             label_confusion: float = 0.0, seed: int = 0,
             on_stop: Callable[[int, int, str], None] | None = None) -> Exploration:
     """Run the exploration episode on a reset simulator (see the module docstring)."""
@@ -355,7 +355,7 @@ def _percentile(values: list[float], q: float) -> float:
     ordered = sorted(values)
     if not ordered:
         return math.nan
-    return ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))]
+    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
 
 
 def evaluate(exploration: Exploration, spec: SceneSpec, grounder: Grounder, seed: int = 0) -> PerceptionReport:

@@ -28,7 +28,13 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from homiebot.perception.grounding import Embedder, ExactTiersGrounder, Grounder, GroundingResult, SemanticGrounder
+from homiebot.perception.grounding import (
+    Embedder,
+    ExactTiersGrounder,
+    Grounder,
+    GroundingResult,
+    SemanticGrounder,
+)
 from homiebot.perception.matching import resolve_instance
 from homiebot.perception.quality import make_builders
 from homiebot.perception.world_graph import GraphNode, NodeKind, Relation, WorldGraph
@@ -53,8 +59,9 @@ class PerceptionConfig(BaseModel):
 class WorldModel:
     """A world graph builder plus the views of it the planner and the executor need (module docstring)."""
 
-    def __init__(self, spec: SceneSpec, state: WorldState, config: PerceptionConfig = PerceptionConfig(),
+    def __init__(self, spec: SceneSpec, state: WorldState, config: PerceptionConfig | None = None,
                  embedder: Embedder | None = None):
+        config = config if config is not None else PerceptionConfig()
         self.config = config
         self.spec = spec
         privileged, conceptgraph = make_builders(spec, state, label_confusion=config.label_confusion, seed=config.seed)

@@ -69,7 +69,7 @@ def observe(boxes: list[SynthBox], x: float, y: float, yaw: float = 0.0, height:
 
 
 # ------------------------------------------------------------------------------------------- a two-room test flat
-from homiebot.perception.layout import (  # noqa: E402
+from homiebot.perception.layout import (
     CONTAINER,
     OPENABLE,
     SURFACE,
@@ -78,7 +78,7 @@ from homiebot.perception.layout import (  # noqa: E402
     SceneLayout,
     VocabularyEntry,
 )
-from homiebot.types import EntityKind, EntityState, WorldState  # noqa: E402
+from homiebot.types import EntityKind, EntityState, WorldState
 
 
 @dataclass(frozen=True)

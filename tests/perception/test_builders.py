@@ -7,6 +7,7 @@ from dataclasses import replace
 
 import numpy as np
 import pytest
+from perception_synth import SynthBox, observe, two_room_scene
 
 from homiebot.perception.conceptgraph import ConceptGraphBuilder, ConceptGraphConfig, PanopticStandInLabeler
 from homiebot.perception.matching import match_furniture, match_objects, resolve_instance
@@ -14,7 +15,6 @@ from homiebot.perception.privileged import PrivilegedConfig, PrivilegedGraphBuil
 from homiebot.perception.quality import graph_quality
 from homiebot.perception.world_graph import ROBOT_ID, NodeKind, Relation
 from homiebot.types import Observation
-from perception_synth import SynthBox, observe, two_room_scene
 
 
 @pytest.fixture(scope="module")
@@ -40,7 +40,11 @@ def shuffled_ids(observation: Observation, seed: int) -> Observation:
         ids = sorted(i for i in observation.instance_names)
         fresh = rng.permutation(len(ids)) + 100 * (k + 1)
         lut = {old: int(new) for old, new in zip(ids, fresh)}
-        seg = np.vectorize(lambda v: lut.get(int(v), 0))(view.segmentation).astype(np.int32)
+        table = np.zeros(int(view.segmentation.max()) + 1, dtype=np.int32)
+        for old, new in lut.items():
+            if old < len(table):
+                table[old] = new
+        seg = table[view.segmentation]
         views[view_name] = replace(view, segmentation=seg)
         names.update({lut[i]: observation.instance_names[i] for i in ids})
     return Observation(views, names, observation.robot_pose, observation.held_object)

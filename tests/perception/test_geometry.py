@@ -6,6 +6,7 @@ import math
 
 import numpy as np
 import pytest
+from perception_synth import SynthBox, optical_pose, render_view
 
 from homiebot.perception.geometry import (
     Box3,
@@ -17,7 +18,6 @@ from homiebot.perception.geometry import (
     voxel_keys,
 )
 from homiebot.types import CameraView
-from perception_synth import SynthBox, optical_pose, render_view
 
 
 def flat_wall_view(distance: float = 2.0, size: int = 64) -> CameraView:
@@ -51,7 +51,7 @@ def test_stride_depth_limits_and_border_flags():
     view = flat_wall_view()
     view.depth[:, :8] = 0.0  # no return
     view.depth[:, 8:16] = 20.0  # beyond the range
-    points, seg, border = backproject(view, stride=2, max_depth=8.0, border=1)
+    points, _, border = backproject(view, stride=2, max_depth=8.0, border=1)
     assert len(points) == 32 * 24  # half the rows, columns 16..63 every other
     # border cells of the 32 x 32 grid that survive: rows 0 and 31 (24 valid each) and the last column (32), less
     # the two corners counted twice; the first column has no valid depth

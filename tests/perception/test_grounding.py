@@ -3,19 +3,19 @@ library scene (EMMOE names, paraphrases, unknown names)."""
 
 from __future__ import annotations
 
-import math
 import zlib
 from dataclasses import replace
 
 import numpy as np
 import pytest
+from perception_synth import two_room_scene
 
 from homiebot.perception.emmoe_names import (
+    NameDictError,
     category_key,
     emmoe_aliases,
     load_name_dict,
     parse_name_dict,
-    NameDictError,
 )
 from homiebot.perception.grounding import (
     SEMANTIC_THRESHOLD,
@@ -24,10 +24,14 @@ from homiebot.perception.grounding import (
     entity_phrases,
     perception_extra_missing,
 )
-from homiebot.perception.quality import emmoe_alias_cases, grounding_quality, load_paraphrases, paraphrase_cases
+from homiebot.perception.quality import (
+    emmoe_alias_cases,
+    grounding_quality,
+    load_paraphrases,
+    paraphrase_cases,
+)
 from homiebot.sim.scene import list_scenes
 from homiebot.types import EntityKind, EntityState, Pose2D, WorldState
-from perception_synth import two_room_scene
 
 
 class BagOfWordsEmbedder:
