@@ -29,9 +29,12 @@ def test_quick_mode_variants_decode_identical_tokens(tmp_path: Path, monkeypatch
     spec.loader.exec_module(bench)
     out = tmp_path / "quick.json"
     torch = pytest.importorskip("torch")
-    monkeypatch.setattr(torch, "set_num_threads", lambda n: None)  # keep the suite's thread count
-    code = bench.main(["--quick", "--batched-vision", "--json", str(out),
-                       "--variants", "b1-dynamic,b1-static,b1-fast,bN-shared,bN-fast,bN-fast-shared"])
+    threads = torch.get_num_threads()  # --quick runs on one thread; the rest of the suite keeps its own
+    try:
+        code = bench.main(["--quick", "--batched-vision", "--json", str(out),
+                           "--variants", "b1-dynamic,b1-static,b1-fast,bN-shared,bN-fast,bN-fast-shared"])
+    finally:
+        torch.set_num_threads(threads)
     assert code == 0
     report = json.loads(out.read_text())
     assert [r["token_match"] for r in report["results"]] == [1.0] * 6
