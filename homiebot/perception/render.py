@@ -23,11 +23,11 @@ def render_topdown(graph: WorldGraph, layout: SceneLayout, path: str | Path, tru
 
     fig, ax = plt.subplots(figsize=(10, 6))
     for room in layout.rooms:
-        ax.add_patch(Polygon(room.polygon, closed=True, facecolor="#f4f1ea", edgecolor="#888", lw=1.2))
+        ax.add_patch(Polygon(room.polygon, closed=True, facecolor="#f4f1ea", edgecolor="#888", lw=1.2, zorder=0))
         xs = [p[0] for p in room.polygon]
         ys = [p[1] for p in room.polygon]
         ax.text(sum(xs) / len(xs), sum(ys) / len(ys), room.name, ha="center", va="center", fontsize=16,
-                color="#555", alpha=0.3, zorder=0)
+                color="#555", alpha=0.3, zorder=0.5)
     if truth is not None:
         for e in truth.entities.values():
             if e.kind is EntityKind.FURNITURE:
@@ -66,6 +66,7 @@ def render_topdown(graph: WorldGraph, layout: SceneLayout, path: str | Path, tru
     os.close(fd)
     try:
         fig.savefig(tmp, dpi=dpi)
+        os.chmod(tmp, 0o644)  # mkstemp creates 0600
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)

@@ -492,6 +492,7 @@ def atomic_write_text(path: str | Path, text: str) -> Path:
     try:
         with os.fdopen(fd, "w") as handle:
             handle.write(text)
+        os.chmod(tmp, 0o644)  # mkstemp creates 0600; a graph file is meant to be read by other tools
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
