@@ -67,7 +67,7 @@ def _explore(sim, confusion: float, seed: int):
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
-    from homiebot.perception.quality import explore, exploration_targets
+    from homiebot.perception.quality import exploration_targets, explore
 
     spec = sim.scene_spec()
     targets = exploration_targets(spec)
@@ -180,7 +180,6 @@ def eval_command(
     """Explore a scene and report the world graphs' and the grounding's quality against ground truth."""
     from homiebot.perception.layout import SceneLayout
     from homiebot.perception.quality import evaluate
-
     from homiebot.perception.world_graph import atomic_write_text
     from homiebot.sim.scene import list_scenes
 
