@@ -451,6 +451,8 @@ class ConceptGraphBuilder:
         for obj in self.graph.nodes(NodeKind.OBJECT):
             place = self.graph.placement(obj.id)
             if place is not None and place[1] is Relation.HELD_BY:
+                # the object travels with the robot: its position is the robot's until it is put down
+                self.graph.update_node(obj.id, position=self.graph.node(ROBOT_ID).position)
                 self.graph.set_room(obj.id, self.graph.room_of(ROBOT_ID))
                 continue
             if obj.id in self._moved:

@@ -77,14 +77,3 @@ def emmoe_aliases(entity: EntityState, names: dict[str, tuple[str, ...]] | None 
         own = {_norm(entity.name), _norm(entity.category), *(_norm(a) for a in entity.aliases)}
         entries = [aliases for aliases in entries if own & {_norm(a) for a in aliases}]
     return tuple(dict.fromkeys(a for aliases in entries for a in aliases))
-
-
-def category_aliases(categories: list[str], names: dict[str, tuple[str, ...]] | None = None) -> dict[str, tuple[str, ...]]:
-    """EMMOE names per category, for categories with exactly one describing entry (used as detector prompts)."""
-    names = load_name_dict() if names is None else names
-    out = {}
-    for category in categories:
-        entries = [a for k, a in names.items() if a and category_key(k) == category_key(category)]
-        if len(entries) == 1:
-            out[category] = entries[0]
-    return out

@@ -141,6 +141,8 @@ class PrivilegedGraphBuilder:
         # The held object is known from proprioception even when no camera shows it.
         held = observation.held_object
         if held is not None and self.graph.has(held):
+            if held not in changed:
+                self.graph.update_node(held, position=(robot.x, robot.y, 0.0))  # travels with the robot
             self.graph.set_placement(held, ROBOT_ID, Relation.HELD_BY)
             self.graph.set_state(held, "held", True)
             self.graph.set_room(held, self.graph.room_of(ROBOT_ID))

@@ -32,7 +32,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from homiebot.perception.conceptgraph import ConceptGraphBuilder, ConceptGraphConfig, PanopticStandInLabeler
-from homiebot.perception.emmoe_names import category_aliases, emmoe_aliases
+from homiebot.perception.emmoe_names import emmoe_aliases
 from homiebot.perception.grounding import Grounder, SemanticGrounder, normalize_name
 from homiebot.perception.layout import SceneLayout, vocabulary_from_scene
 from homiebot.perception.matching import match_furniture, match_objects
@@ -293,8 +293,10 @@ class Exploration:
 def make_builders(spec: SceneSpec, state: WorldState, cg_config: ConceptGraphConfig | None = None,
                   label_confusion: float = 0.0, seed: int = 0) -> tuple[PrivilegedGraphBuilder, ConceptGraphBuilder]:
     layout = SceneLayout.from_scene(spec, state)
-    categories = sorted({e.category for e in state.entities.values() if e.kind is not EntityKind.ROOM})
-    vocabulary = vocabulary_from_scene(spec, category_aliases(categories))
+    # The detector's prompts are the categories and the scene's aliases of them. EMMOE's names are not added as
+    # node aliases: its map is ambiguous ("kitchen drawer" and "sink" are names of its kitchen counter), so they
+    # stay in the grounder's lower-priority name-map tier, which reads them from a node's category.
+    vocabulary = vocabulary_from_scene(spec)
     labeler = PanopticStandInLabeler(vocabulary, {n: e.category for n, e in state.entities.items()},
                                      confusion=label_confusion, seed=seed)
     return PrivilegedGraphBuilder(layout), ConceptGraphBuilder(layout, labeler, cg_config)

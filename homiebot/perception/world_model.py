@@ -13,8 +13,9 @@ Per round::
         model.record_action(subtask.action, report.target, report.place, sim.state())
 
 ``record_action`` takes the simulator's instance names (what the executor grounded to). The privileged graph uses
-them as they are; the image-built graph finds its node for an instance by category and proximity (PARTNR A.7.2's
-matching heuristic), and skips the update when it has never seen the instance.
+them as they are; the image-built graph uses the node the target was grounded through (the :class:`GraphGrounder`
+remembers which node each instance it answered came from), else finds its node for the instance by category and
+proximity (PARTNR A.7.2's matching heuristic), and skips the update when it has never seen the instance.
 
 :class:`GraphGrounder` grounds a planner's string against the *graph* (so an object no camera has shown yet is
 F2, as under PARTNR's partial observability) and answers with the simulator instance the node stands for.
@@ -37,7 +38,7 @@ from homiebot.perception.grounding import (
 )
 from homiebot.perception.matching import resolve_instance
 from homiebot.perception.quality import make_builders
-from homiebot.perception.world_graph import GraphNode, NodeKind, Relation, WorldGraph
+from homiebot.perception.world_graph import ROBOT_ID, GraphNode, NodeKind, Relation, WorldGraph
 from homiebot.sim.scene import SceneSpec
 from homiebot.types import Action, EntityKind, Observation, WorldState
 
@@ -67,6 +68,7 @@ class WorldModel:
         privileged, conceptgraph = make_builders(spec, state, label_confusion=config.label_confusion, seed=config.seed)
         self._builder = privileged if config.builder == "privileged" else conceptgraph
         self._semantic: Grounder = SemanticGrounder(embedder) if config.semantic_grounding else ExactTiersGrounder()
+        self._grounded: dict[str, str] = {}  # simulator instance -> node id it was last grounded through
 
     @property
     def graph(self) -> WorldGraph:
@@ -82,9 +84,16 @@ class WorldModel:
         """The graph node standing for a simulator instance, or None when perception has not seen it."""
         if self.graph.has(instance) and self.graph.node(instance).kind is not NodeKind.AGENT:
             return self.graph.node(instance)
+        grounded = self._grounded.get(instance)
+        if grounded is not None and self.graph.has(grounded):
+            return self.graph.node(grounded)
         entity = state.entities.get(instance)
         if entity is None:
             return None
+        if entity.held or state.held == instance:
+            held = [n for n in self.graph.held_by(ROBOT_ID) if n.category == entity.category] or self.graph.held_by(ROBOT_ID)
+            if held:
+                return held[0]
         kind = {EntityKind.OBJECT: NodeKind.OBJECT, EntityKind.FURNITURE: NodeKind.FURNITURE,
                 EntityKind.ROOM: NodeKind.ROOM}[entity.kind]
         same = [n for n in self.graph.nodes(kind) if n.category == entity.category]
@@ -92,7 +101,7 @@ class WorldModel:
             return None
         nearest = min(same, key=lambda n: math.dist(n.position, entity.position))
         # an unseen instance must not take over a seen one of the same category far away
-        return nearest if math.dist(nearest.position, entity.position) <= 1.0 or entity.held else None
+        return nearest if math.dist(nearest.position, entity.position) <= 1.0 else None
 
     def record_action(self, action: Action | str, target: str | None, place: str | None = None,
                       state: WorldState | None = None) -> list[str]:
@@ -117,6 +126,10 @@ class WorldModel:
             log.debug("image-built graph: %s %s/%s not in the graph; no update", act.value, target, place)
             return []
         return self._builder.apply_action(act, node.id, where.id if where is not None else None)
+
+    def remember_grounding(self, instance: str, node_id: str) -> None:
+        """Note that ``instance`` was grounded through ``node_id`` (the node an action on it updates)."""
+        self._grounded[instance] = node_id
 
     def describe(self) -> str:
         return self.graph.describe()
@@ -144,13 +157,16 @@ class GraphGrounder:
         instance = self._instance(node, state) if node is not None else None
         if instance is None:
             return GroundingResult(None, result.score, "none", result.candidates)
+        self.model.remember_grounding(instance, node.id)  # what record_action updates if the action succeeds
         candidates = tuple(c for c in (self._instance(graph.by_name(n), state) for n in result.candidates) if c)
         return GroundingResult(instance, result.score, result.method, candidates)
 
-    @staticmethod
-    def _instance(node: GraphNode | None, state: WorldState) -> str | None:
+    def _instance(self, node: GraphNode | None, state: WorldState) -> str | None:
         if node is None:
             return None
+        placement = self.model.graph.placement(node.id)
+        if placement is not None and placement[1] is Relation.HELD_BY and state.held is not None:
+            return state.held  # the node in the hand is what the simulator says the hand holds
         entity = state.entities.get(node.name)
         if entity is not None and entity.category == node.category:
             return node.name  # privileged graphs keep the simulator's names
