@@ -227,12 +227,14 @@ def f1_violation(text: str, actions: Sequence[str] = EMMOE_ACTIONS, models: Sequ
 
 
 class GrammarCompilerCache:
-    """One xgrammar compiler per tokenizer, with compiled grammars cached by their text.
+    """One xgrammar compiler per tokenizer, with compiled grammars cached by their text (LRU, bounded).
 
     Built lazily so that importing this module needs neither torch nor xgrammar.
     """
 
-    def __init__(self, tokenizer: Any, vocab_size: int, stop_token_ids: Sequence[int]) -> None:
+    def __init__(
+        self, tokenizer: Any, vocab_size: int, stop_token_ids: Sequence[int], cache_limit_bytes: int = 64 * 2**20
+    ) -> None:
         try:
             import xgrammar as xgr
         except ImportError as exc:  # pragma: no cover - depends on the environment
@@ -242,7 +244,9 @@ class GrammarCompilerCache:
         self._xgr = xgr
         self.stop_token_ids = tuple(sorted({int(t) for t in stop_token_ids}))
         info = xgr.TokenizerInfo.from_huggingface(tokenizer, vocab_size=vocab_size, stop_token_ids=list(self.stop_token_ids))
-        self.compiler = xgr.GrammarCompiler(info, max_threads=1, cache_enabled=True)
+        # The grammar changes every round (grounded targets), so the cache is bounded: a long-running server
+        # would otherwise keep every compiled grammar (about 80 KB each with a 1k vocabulary, more with 150k).
+        self.compiler = xgr.GrammarCompiler(info, max_threads=1, cache_enabled=True, cache_limit_bytes=cache_limit_bytes)
         self.vocab_size = vocab_size
 
     def compile(self, grammar: str) -> Any:

@@ -134,6 +134,7 @@ class VisionLanguageModel:
         if config.torch_threads is not None:
             torch.set_num_threads(config.torch_threads)
         self._lock = threading.Lock()
+        self._grammar_lock = threading.Lock()
         self.device = torch.device(
             ("cuda" if torch.cuda.is_available() else "cpu") if config.device == "auto" else config.device
         )
@@ -248,11 +249,16 @@ class VisionLanguageModel:
         return prompt, images
 
     def compile_grammar(self, grammar: str) -> Any:
+        """Compile (or fetch from the cache) an answer grammar for this tokenizer.
+
+        Serialised by a lock of its own: the server's handler threads compile while a batch generates.
+        """
         from homiebot.planner.constrained import GrammarCompilerCache
 
-        if self._grammar_cache is None:
-            self._grammar_cache = GrammarCompilerCache(self.tokenizer, self.vocab_size, self.stop_token_ids)
-        return self._grammar_cache.compile(grammar)
+        with self._grammar_lock:
+            if self._grammar_cache is None:
+                self._grammar_cache = GrammarCompilerCache(self.tokenizer, self.vocab_size, self.stop_token_ids)
+            return self._grammar_cache.compile(grammar)
 
     # ------------------------------------------------------------------------------------ generation
 
