@@ -81,6 +81,7 @@ def run_mode(planner, calls: int, batch: int, seed: int, label: str) -> dict:
     rng, nprng = random.Random(seed), np.random.default_rng(seed)
     reasons: collections.Counter[str] = collections.Counter()
     ungrounded = 0
+    actions: collections.Counter[str] = collections.Counter()
     done = 0
     started = time.perf_counter()
     with Progress(TextColumn(label), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
@@ -96,6 +97,7 @@ def run_mode(planner, calls: int, batch: int, seed: int, label: str) -> dict:
                     reasons[why.split(":")[0]] += 1
                 else:
                     subtask = parse_output(answer).subtask
+                    actions[subtask.action] += 1
                     names = [n for n in (subtask.target, subtask.place) if n]
                     ungrounded += any(n not in request.grounded_targets for n in names)
             done += size
@@ -103,7 +105,7 @@ def run_mode(planner, calls: int, batch: int, seed: int, label: str) -> dict:
     seconds = time.perf_counter() - started
     f1 = sum(reasons.values())
     return {"mode": label, "calls": calls, "f1": f1, "f1_rate": f1 / calls, "reasons": dict(reasons),
-            "ungrounded_targets": ungrounded, "seconds": seconds, "calls_per_s": calls / seconds}
+            "ungrounded_targets": ungrounded, "actions": dict(actions), "seconds": seconds, "calls_per_s": calls / seconds}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -141,12 +143,13 @@ def main(argv: list[str] | None = None) -> int:
     table = Table(title=f"F1 errors of a random tiny model's answers (max_new_tokens={args.max_new_tokens}, "
                         f"temperature={args.temperature}, batch={args.batch})")
     for column in ("mode", "calls (N)", "episodes' worth (N/20)", "F1 errors", "F1 rate", "reasons",
-                   "ungrounded targets", "calls/s"):
+                   "ungrounded targets", "actions of valid answers", "calls/s"):
         table.add_column(column, justify="right")
     for r in results:
         reasons = ", ".join(f"{k}: {v}" for k, v in sorted(r["reasons"].items(), key=lambda kv: -kv[1])) or "-"
         table.add_row(r["mode"], f"{r['calls']:,}", f"{r['calls'] / 20:,.0f}", f"{r['f1']:,}", f"{100 * r['f1_rate']:.2f}%",
                       reasons, f"{r['ungrounded_targets']:,}" if r["mode"] == "constrained" else "-",
+                      ", ".join(f"{k}: {v}" for k, v in sorted(r["actions"].items(), key=lambda kv: -kv[1])) or "-",
                       f"{r['calls_per_s']:.1f}")
     Console(width=200).print(table)
     if args.json:
