@@ -382,6 +382,7 @@ class AttributeRow:
     n: int
     n_success: int
     sr: float | None
+    tp: float | None  # mean TP beside the paper's SR (tells planners apart where SR is 0)
 
 
 def attribute_table(scores: Sequence[EpisodeScore]) -> list[AttributeRow]:
@@ -390,7 +391,7 @@ def attribute_table(scores: Sequence[EpisodeScore]) -> list[AttributeRow]:
     for attribute in ATTRIBUTES:
         chosen = [s for s in scores if attribute in s.attributes]
         wins = sum(s.success for s in chosen)
-        rows.append(AttributeRow(attribute, len(chosen), wins, ratio(wins, len(chosen))))
+        rows.append(AttributeRow(attribute, len(chosen), wins, ratio(wins, len(chosen)), _mean([s.tp for s in chosen])))
     return rows
 
 

@@ -224,7 +224,11 @@ def render_markdown(report: dict[str, Any]) -> str:
     out.append(
         _table(
             ["Model", *(r["attribute"] for r in h8)],
-            [[label, *(pct(r["sr"]) for r in h8)], ["episodes", *(str(r["n"]) for r in h8)]],
+            [
+                [label, *(pct(r["sr"]) for r in h8)],
+                ["mean TP", *(pct(r["tp"]) for r in h8)],
+                ["episodes", *(str(r["n"]) for r in h8)],
+            ],
         )
     )
     failing = [t for t in report["per_task"] if t["successes"] < t["runs"]]
@@ -302,17 +306,23 @@ def write_plots(report: dict[str, Any], out_dir: Path) -> dict[str, str]:
     plt.close(fig)
     plots["error shares"] = "plots/errors.png"
 
-    fig, ax = plt.subplots(figsize=(6, 3.2))
+    fig, ax = plt.subplots(figsize=(7.5, 3.4))
     h8 = report["tableH8"]
-    ax.bar([r["attribute"] for r in h8], [100 * (r["sr"] or 0.0) for r in h8], color="tab:green")
-    for i, r in enumerate(h8):
-        ax.text(i, 100 * (r["sr"] or 0.0) + 1, f"{pct(r['sr'])}\nn={r['n']}", ha="center", fontsize=7)
-    ax.set_ylim(0, 115)
-    ax.set_ylabel("SR (%)")
-    ax.set_title(f"SR per task attribute ({label})")
+    xs = range(len(h8))
+    sr = [100 * (r["sr"] or 0.0) for r in h8]
+    tp = [100 * (r["tp"] or 0.0) for r in h8]
+    ax.bar([x - 0.2 for x in xs], sr, 0.4, color="tab:green", label="SR")
+    ax.bar([x + 0.2 for x in xs], tp, 0.4, color="tab:olive", label="mean TP")
+    for x, r, value in zip(xs, h8, sr):
+        ax.text(x - 0.2, value + 1, f"{pct(r['sr'])}\nn={r['n']}", ha="center", fontsize=7)
+    ax.set_xticks(list(xs), [r["attribute"] for r in h8])
+    ax.set_ylim(0, 118)
+    ax.set_ylabel("%")
+    ax.set_title(f"SR and TP per task attribute ({label})")
+    ax.legend(fontsize=8, loc="upper right")
     _save_figure(fig, out_dir / "plots" / "attributes.png")
     plt.close(fig)
-    plots["SR per attribute"] = "plots/attributes.png"
+    plots["SR and TP per attribute"] = "plots/attributes.png"
 
     fig, ax = plt.subplots(figsize=(6, 3.2))
     rows4 = report["table4"]

@@ -158,6 +158,7 @@ def test_attribute_table_h8_and_splits() -> None:
     rows = {r.attribute: r for r in attribute_table(scores)}
     assert rows["long-horizon"].sr == 1.0 and rows["long-horizon"].n == 2
     assert rows["short-horizon"].sr == 0.0 and rows["logical"].n == 1
+    assert rows["short-horizon"].tp == 0.5 and rows["long-horizon"].tp == 1.0 and rows["open-ended"].tp is None
     assert rows["open-ended"].sr is None and rows["open-ended"].n == 0
     splits = split_summaries(scores)
     assert splits["test"].sr == 1.0 and splits["train"].sr == 0.0 and splits["train"].n == 1
