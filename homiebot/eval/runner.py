@@ -483,7 +483,7 @@ def worker_main(conn: connection.Connection, options: WorkerOptions) -> None:
     os.environ.setdefault("MUJOCO_GL", "egl")
     try:
         state = _WorkerState(options)
-    except BaseException as err:  # report the setup failure instead of dying silently
+    except Exception as err:  # report the setup failure instead of dying silently
         conn.send(("setup_failed", None, f"{type(err).__name__}: {err}"))
         return
     conn.send(("ready", None, None))
@@ -737,7 +737,14 @@ def _run_jobs(
     show_progress: bool,
     label: str,
 ) -> None:
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+        TimeRemainingColumn,
+    )
 
     columns = (
         TextColumn("[bold]{task.description}"),

@@ -5,6 +5,7 @@ from __future__ import annotations
 from fractions import Fraction
 
 import pytest
+from paper_examples import C1_KEYPATHS, C1_STEPS, C2_KEYPATHS, C2_STEPS, NAME_DICT, emmoe_resolver, trajectory
 
 from homiebot.eval.keypaths import (
     KeypathError,
@@ -16,7 +17,6 @@ from homiebot.eval.keypaths import (
     parse_node,
     task_progress,
 )
-from paper_examples import NAME_DICT, C1_KEYPATHS, C1_STEPS, C2_KEYPATHS, C2_STEPS, emmoe_resolver, trajectory
 
 
 def test_parse_node_canonicalises_the_action() -> None:

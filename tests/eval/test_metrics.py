@@ -5,11 +5,12 @@ from __future__ import annotations
 from fractions import Fraction
 
 import pytest
+from paper_examples import C1_KEYPATHS, C1_STEPS, C2_KEYPATHS, C2_STEPS, emmoe_resolver, trajectory
 
 from homiebot.eval.goals import GoalSpec
 from homiebot.eval.metrics import (
-    ExpertReference,
     EpisodeScore,
+    ExpertReference,
     action_table,
     attribute_table,
     count_replans,
@@ -21,7 +22,6 @@ from homiebot.eval.metrics import (
 )
 from homiebot.eval.tasks import TaskSpec
 from homiebot.types import ErrorCode
-from paper_examples import C1_KEYPATHS, C1_STEPS, C2_KEYPATHS, C2_STEPS, emmoe_resolver, trajectory
 
 GOAL = GoalSpec.model_validate({"all": [{"type": "articulation", "furniture": "fridge", "state": "closed"}]})
 

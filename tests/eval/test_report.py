@@ -6,11 +6,11 @@ import json
 from pathlib import Path
 
 import pytest
+from test_metrics import C1_STEPS, C1_TASK, C2_STEPS, C2_TASK, score
 
 from homiebot.eval.metrics import ExpertReference
 from homiebot.eval.report import build_report, render_markdown, wilson_interval, write_report
 from homiebot.types import ErrorCode
-from test_metrics import C1_STEPS, C1_TASK, C2_STEPS, C2_TASK, score
 
 
 @pytest.fixture()
