@@ -18,7 +18,8 @@ format alone:
   Go to, Pick, Open or Close; holding something it may Go to or Put the held object somewhere;
 * kind sense a detector would give: Pick targets small objects; Open, Close and Put places are furniture;
   Go to takes any room, furniture or object. Kinds come from the scene spec in ``request.extras["scene"]``
-  or from ``scene_source`` (a name not in the spec counts as furniture). Whether a furniture opens, or is near enough, is *not*
+  or from ``scene_source``; without either (``homie run`` gives unprivileged planners no scene spec), every
+  visible name is a candidate for every role. Whether a furniture opens, or is near enough, is *not*
   known to the planner; those mistakes (L4, D1, ...) are its to make;
 * ``[End]`` is always one of the candidates.
 
@@ -77,9 +78,9 @@ def candidate_subtasks(
     """Every valid subtask for this round (see the module docstring), in a stable order, End last."""
     allowed = {a for a in (Action.parse(x) for x in actions) if a is not None} or set(Action)
     names = sorted(set(visible))
-    kind = {n: kinds.get(n, "furniture") for n in names}
-    objects = [n for n in names if kind[n] == "object"]
-    furniture = [n for n in names if kind[n] == "furniture"]
+    # A name of unknown kind (no scene spec given) may be either: it is a candidate for both roles.
+    objects = [n for n in names if kinds.get(n, "object") == "object"]
+    furniture = [n for n in names if kinds.get(n, "furniture") == "furniture"]
     out: list[Subtask] = []
     if Action.GO_TO in allowed:
         out += [Subtask(Action.GO_TO.value, n) for n in names]

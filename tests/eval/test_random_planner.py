@@ -67,6 +67,9 @@ def test_candidates_follow_the_one_hand_rule_and_kinds() -> None:
     assert [s.text() for s in candidate_subtasks([], (), KINDS, EMMOE_ACTIONS)] == ["[End]"]
     only_go = {s.text() for s in candidate_subtasks(["fridge"], (), KINDS, ("Go to", "End"))}
     assert only_go == {"[Go to, fridge]", "[End]"}
+    # Without kinds, a visible name is a candidate for every role.
+    unknown = {s.text() for s in candidate_subtasks(["thing"], (), {}, EMMOE_ACTIONS)}
+    assert unknown == {"[Go to, thing]", "[Pick, thing]", "[Open, thing]", "[Close, thing]", "[End]"}
 
 
 def _scene() -> SimpleNamespace:
