@@ -38,7 +38,7 @@ def run(sim, goal, **kw):
 GOALS = {
     "placed count=2 by alias": [{"type": "placed", "category": "can", "relation": "on", "receptacle": "sofa", "count": 2}],
     "placed all fruit (one in the closed fridge)": [
-        {"type": "placed", "category": "fruit", "relation": "in", "receptacle": "brown_table", "all": True}],
+        {"type": "placed", "category": "fruit", "relation": "on", "receptacle": "brown_table", "all": True}],
     "placed all from brown_table except bowl": [
         {"type": "placed", "category": "item", "from": "brown_table", "except": ["bowl"], "relation": "on",
          "receptacle": "sofa", "all": True},
