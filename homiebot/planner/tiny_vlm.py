@@ -147,25 +147,26 @@ def build_tiny_vlm(arch: Architecture = "llava", *, seed: int = 0, image_size: i
         )
     elif arch == "qwen2_vl":
         from transformers import (
-            AutoImageProcessor,
-            AutoVideoProcessor,
             Qwen2VLConfig,
             Qwen2VLForConditionalGeneration,
+            Qwen2VLImageProcessor,
             Qwen2VLProcessor,
+            Qwen2VLVideoProcessor,
         )
 
         config = Qwen2VLConfig(
             text_config=dict(text, rope_parameters={"rope_type": "default", "rope_theta": 10000.0, "mrope_section": [2, 3, 3]}),
-            vision_config={"depth": 1, "embed_dim": 32, "hidden_size": 64, "num_heads": 2, "mlp_ratio": 2, "patch_size": 14,
-                               "spatial_merge_size": 2, "temporal_patch_size": 2},
+            vision_config={"depth": 1, "embed_dim": 32, "hidden_size": 64, "num_heads": 2, "mlp_ratio": 2,
+                           "patch_size": 14, "spatial_merge_size": 2, "temporal_patch_size": 2},
             image_token_id=ids["<|image_pad|>"],
             video_token_id=ids["<|video_pad|>"],
             vision_start_token_id=ids["<|vision_start|>"],
         )
         model = Qwen2VLForConditionalGeneration(config)
-        pixels = image_size * image_size
-        image_processor = AutoImageProcessor.for_model("qwen2_vl", min_pixels=pixels, max_pixels=pixels)
-        video_processor = AutoVideoProcessor.for_model("qwen2_vl")
+        # Each view becomes (side / 28)^2 merged tokens: one at the default 28 px.
+        pixels = max(image_size, 28) ** 2
+        image_processor = Qwen2VLImageProcessor(min_pixels=pixels, max_pixels=pixels)
+        video_processor = Qwen2VLVideoProcessor()  # needs torchvision (see the module docstring)
         processor = Qwen2VLProcessor(
             image_processor=image_processor, tokenizer=tokenizer, video_processor=video_processor,
             chat_template=tokenizer.chat_template,

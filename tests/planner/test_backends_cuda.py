@@ -1,0 +1,57 @@
+"""The hf backend on a CUDA GPU with a tiny Qwen2-VL (the real Qwen2-VL processor): plain, static cache, constrained.
+
+Skipped without a GPU (CI); run on the GPU machine. Qwen2-VL's processor needs torchvision built for the
+installed torch, which the CPU-only CI torch lacks; the CPU tests use a tiny LLaVA instead.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from homiebot.planner.base import ChatTurn, PlanRequest
+from homiebot.planner.constrained import f1_violation
+from homiebot.planner.prompt import build_instruction, parse_output, system_prompt
+
+GROUNDED = ("fridge", "apple", "kitchen table")
+
+
+def _requests(count: int) -> list[PlanRequest]:
+    rng = np.random.default_rng(0)
+    return [
+        PlanRequest(
+            system_prompt=system_prompt(),
+            instruction=build_instruction("put the apple in the fridge", [], "", "None"),
+            images=[rng.integers(0, 256, (256, 256, 3), dtype=np.uint8) for _ in range(4)],
+            history=[ChatTurn("Task: x", "Analysis: a\nSubtask: [Go to, fridge]\nModel: NoMaD")] * (i % 3),
+            grounded_targets=GROUNDED,
+        )
+        for i in range(count)
+    ]
+
+
+@pytest.mark.models
+@pytest.mark.gpu
+@pytest.mark.parametrize(
+    "options",
+    [{}, {"cache_implementation": "static"}, {"constrained": True, "do_sample": True},
+     {"constrained": True, "do_sample": True, "cache_implementation": "static"}],
+    ids=["plain", "static", "constrained", "constrained-static"],
+)
+def test_qwen2_vl_on_cuda(options: dict, tmp_path_factory: pytest.TempPathFactory) -> None:
+    pytest.importorskip("torchvision", reason="Qwen2-VL's processor needs torchvision")
+    from homiebot.planner.hf_backend import HFPlanner
+    from homiebot.planner.tiny_vlm import save_tiny_vlm
+
+    path: Path = save_tiny_vlm(tmp_path_factory.mktemp("qwen") / "tiny-qwen2-vl", "qwen2_vl")
+    planner = HFPlanner(model=str(path), max_new_tokens=96, **options)
+    planner.reset("t", seed=1)
+    answers = planner.plan_batch(_requests(6))
+    assert planner.engine.device.type == "cuda" and str(planner.engine.dtype) == "torch.bfloat16"
+    assert len(answers) == 6 and planner.last_generations[0].prompt_tokens > 500
+    if options.get("constrained"):
+        for answer in answers:
+            assert f1_violation(answer) is None, answer
+            assert parse_output(answer).subtask.target in (None, *GROUNDED)
