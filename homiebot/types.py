@@ -159,6 +159,21 @@ class Observation:
         """The RGB images in the planner's order: front, left, back, right."""
         return [self.views[name].rgb for name in VIEW_NAMES if name in self.views]
 
+    def visible_instances(self, min_pixels: int = 1) -> list[str]:
+        """Instance names with at least ``min_pixels`` pixels in any one view's segmentation, sorted."""
+        counts: dict[int, int] = {}
+        for view in self.views.values():
+            ids, n = np.unique(view.segmentation, return_counts=True)
+            for instance_id, count in zip(ids.tolist(), n.tolist()):
+                counts[instance_id] = max(counts.get(instance_id, 0), count)
+        return sorted(
+            {
+                self.instance_names[i]
+                for i, count in counts.items()
+                if i != 0 and count >= min_pixels and i in self.instance_names
+            }
+        )
+
 
 class EntityKind(str, enum.Enum):
     ROOM = "room"

@@ -60,6 +60,9 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
+#: Pixels an instance needs in one view to count as seen (the random baseline uses the same bar).
+VISIBLE_MIN_PIXELS = 20
+
 #: Called after every round with the round and the round limit (a progress bar, a log line).
 ProgressCallback = Callable[[RoundRecord, int], None]
 
@@ -246,7 +249,12 @@ def _run(
     goal = task.goal if task is not None else None
 
     state = initial
+    # Without a perception hook, the names grounded so far are the instances the views' segmentation has
+    # shown (privileged panoptic perception): what constrained decoding lets a planner name.
+    seen: set[str] = set()
     while not session.done:
+        if world_model is None and observation is not None:
+            seen.update(observation.visible_instances(VISIBLE_MIN_PIXELS))
         round_start = time.perf_counter()
         timings: dict[str, float] = {}
         images = observation.images() if observation is not None else []
@@ -254,7 +262,7 @@ def _run(
             images,
             world_state=state,
             goal=goal,
-            grounded_targets=world_model.observed_targets() if world_model is not None else (),
+            grounded_targets=world_model.observed_targets() if world_model is not None else tuple(sorted(seen)),
             extras={**extras, "observation": observation},
         )
         if world_model is not None and describe_world:

@@ -38,19 +38,20 @@ def _parse_options(pairs: list[str]) -> dict[str, Any]:
 
 
 def _round_table(trajectory: Any) -> Any:
+    from rich.markup import escape
     from rich.table import Table
 
-    table = Table(title=f"{trajectory.task_id or 'free text'}: {trajectory.instruction}", show_lines=False)
+    table = Table(title=escape(f"{trajectory.task_id or 'free text'}: {trajectory.instruction}"), show_lines=False)
     for column in ("#", "subtask", "model", "code", "feedback", "inventory"):
         table.add_column(column, overflow="fold")
     for r in trajectory.rounds:
         style = None if r.feedback.success else "yellow"
         table.add_row(
             str(r.index),
-            r.subtask_text,
-            r.output.model or "-",
+            escape(r.subtask_text),  # "[Go to, fridge]" is not rich markup
+            escape(r.output.model or "-"),
             r.feedback.code.value,
-            r.feedback.message,
+            escape(r.feedback.message),
             " ".join(r.feedback.inventory) or "None",
             style=style,
         )

@@ -36,7 +36,6 @@ import random
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
-import numpy as np
 
 from homiebot.planner.base import Planner, PlanRequest
 from homiebot.planner.prompt import format_output
@@ -47,17 +46,7 @@ _MODEL_FOR = {Action.PICK: "RT-1-X", Action.PUT: "RT-1-X", Action.OPEN: "octo", 
 
 def visible_instances(observation: Observation, min_pixels: int = 1) -> list[str]:
     """Instance names with at least ``min_pixels`` pixels in any of the four views' segmentation, sorted."""
-    counts: dict[int, int] = {}
-    for view in observation.views.values():
-        ids, n = np.unique(view.segmentation, return_counts=True)
-        for instance_id, count in zip(ids.tolist(), n.tolist()):
-            counts[instance_id] = max(counts.get(instance_id, 0), count)
-    names = {
-        observation.instance_names[i]
-        for i, count in counts.items()
-        if i != 0 and count >= min_pixels and i in observation.instance_names
-    }
-    return sorted(names)
+    return observation.visible_instances(min_pixels)
 
 
 def _kinds_from_scene(scene: Any) -> dict[str, str]:

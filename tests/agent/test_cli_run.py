@@ -90,6 +90,7 @@ def test_scripted_free_text_run(cli, tmp_path):
     assert result.exit_code == 0, result.output
     summary = json.loads((out / "summary.json").read_text())
     assert summary["subtasks"] == ["[Go to, fridge]", "[End]"] and summary["success"] is None
+    assert "[Go to, fridge]" in result.output  # the round table prints subtasks literally, not as rich markup
 
 
 def test_noise_option(cli, tmp_path):

@@ -74,3 +74,20 @@ def test_same_seed_same_trajectory_on_mujoco(sim):
         return [(r.output.raw, r.feedback, round(r.path_length, 9)) for r in traj.rounds]
 
     assert once(1) == once(1)
+
+
+def test_grounded_targets_grow_with_what_the_views_have_shown(sim):
+    """Without a perception hook the loop offers constrained decoding the instances seen so far."""
+    seen: list[tuple[str, ...]] = []
+
+    class Spy(ExpertPlanner):
+        def plan(self, request):
+            seen.append(request.grounded_targets)
+            return super().plan(request)
+
+    traj = run_episode(sim, Spy(), task=get_task("emmoe-084"))
+    assert traj.goal_satisfied
+    assert seen[0] and all(set(a) <= set(b) for a, b in zip(seen, seen[1:]))
+    assert "kitchen_drawer" in seen[-1] and "short_can" in seen[-1]
+    state = sim.state()
+    assert set(seen[-1]) <= set(state.entities)
