@@ -213,11 +213,14 @@ def test_paraphrase_file_is_valid():
 def test_triton_is_blocked_once_a_gl_context_exists():
     """Importing triton after an OpenGL context segfaults; the embedder makes the import fail cleanly instead.
     Checked in a fresh interpreter, because this test process may already have imported triton."""
-    import importlib.util
+    import importlib.metadata
     import subprocess
     import sys
 
-    if importlib.util.find_spec("triton") is None:
+    # Ask the package metadata, not find_spec: in this process the guard may already block the import.
+    try:
+        importlib.metadata.version("triton")
+    except importlib.metadata.PackageNotFoundError:
         pytest.skip("triton is not installed (it comes with the 'models' extra): nothing to guard")
     script = (
         "import sys\n"
