@@ -36,7 +36,7 @@ def _fail(message: str, code: int) -> None:
 
 
 def _grounder(semantic: bool):
-    """The grounder, loaded before any simulator exists (see grounding._avoid_triton_after_gl)."""
+    """The grounder, loaded before any simulator exists (see homiebot.gl_safety)."""
     from homiebot.perception.grounding import ExactTiersGrounder, SemanticGrounder, perception_extra_missing
 
     if not semantic:

@@ -80,6 +80,8 @@ def register(app: typer.Typer) -> None:
         api_key_env: str | None = typer.Option(None, "--api-key-env", help="Model planners: environment variable holding the API key."),
         constrained: bool | None = typer.Option(None, "--constrained/--no-constrained", help="Model planners: constrained decoding."),
         planner_option: list[str] = typer.Option([], "--planner-option", "-p", help="Other planner option key=value (repeatable)."),
+        perception: str = typer.Option("off", "--perception", help="World graph: off (ground through the scene's names), privileged or conceptgraph."),
+        describe_world: bool = typer.Option(False, "--describe-world/--no-describe-world", help="With --perception: give model planners PARTNR's text world description (EMMOE forbids it; off by default)."),
     ) -> None:
         """Run one HomieBot episode (planner -> executor -> skills -> simulator) and record it into OUT."""
         from homiebot.agent.loop import EpisodeConfig, EpisodeSetupError, run_episode
@@ -139,7 +141,21 @@ def register(app: typer.Typer) -> None:
         def skills(sim: Any, scene_seed: int) -> SkillSet:
             return SkillSet(sim, noise=preset, seed=scene_seed)
 
+        if perception not in ("off", "privileged", "conceptgraph"):
+            raise _fail(f"unknown --perception {perception!r}; choose off, privileged or conceptgraph")
+        if describe_world and perception == "off":
+            raise _fail("--describe-world needs --perception privileged or conceptgraph")
+        perception_factory = None
+        if perception != "off":
+            from homiebot.perception.world_model import PerceptionConfig, WorldModel
+
+            perception_config = PerceptionConfig(builder=perception, describe_world=describe_world)
+
+            def perception_factory(spec: Any, state: Any) -> Any:
+                return WorldModel(spec, state, perception_config)
+
         from rich.console import Console
+        from rich.markup import escape
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
         from homiebot.sim.base import make_simulator
@@ -163,7 +179,7 @@ def register(app: typer.Typer) -> None:
                     bar.update(
                         progress_task,
                         completed=record.index,
-                        description=f"{record.subtask_text} -> {record.feedback.code.value}",
+                        description=escape(f"{record.subtask_text} -> {record.feedback.code.value}"),
                     )
 
                 trajectory = run_episode(
@@ -177,6 +193,7 @@ def register(app: typer.Typer) -> None:
                     recorder=recorder,
                     progress=on_round,
                     skills=skills,
+                    perception=perception_factory,
                 )
                 bar.update(progress_task, total=len(trajectory.rounds) or 1, completed=len(trajectory.rounds) or 1)
         except EpisodeSetupError as err:

