@@ -138,6 +138,8 @@ def register(app: typer.Typer) -> None:
                            ("execute_timeout_s", execute_timeout)):
             if value is not None:
                 planner_overrides[key] = value
+        if record:
+            planner_overrides["await_subscribers"] = 1  # the recorder: the bag then holds the whole episode
         overrides: dict[str, dict[str, Any]] = {"planner_node": planner_overrides}
         if simulator:
             overrides["sim_bridge"] = {"simulator": simulator}

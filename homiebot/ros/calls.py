@@ -1,10 +1,10 @@
 """Blocking service and action calls with deadlines, for code that runs beside an rclpy executor.
 
 rclpy's ``call_async`` / ``send_goal_async`` return futures that the executor completes. The nodes here
-wait on those futures from a thread that is *not* spinning (the planner's episode thread) or from a
-callback in a reentrant group of a multi-threaded executor (the executor node's action callback), so
-a plain ``threading.Event`` is the right wait: it never spins the executor itself (which
-``rclpy.spin_until_future_complete`` would, and which deadlocks inside a callback).
+wait on those futures from a worker thread that does *not* spin (the planner's episode thread, the
+executor node's subtask thread) while the node's single-threaded executor spins elsewhere, so a plain
+``threading.Event`` is the right wait. Never call these from the executor's own thread: nothing would
+complete the future.
 
 Every wait has a deadline. A server that died mid-call shows up as :class:`CallTimeout` at the deadline,
 never as a hang: that is what lets the planner report a crashed executor as a timeout.
@@ -41,7 +41,7 @@ EVENTS_QOS = QoSProfile(
 #: The four views (homie_msgs/MultiView): reliable, and the last few kept for late joiners (rviz, a recorder,
 #: perception started after the first render), so that the start views of an episode are not lost to discovery.
 VIEWS_QOS = QoSProfile(
-    depth=4,
+    depth=8,
     history=HistoryPolicy.KEEP_LAST,
     durability=DurabilityPolicy.TRANSIENT_LOCAL,
     reliability=ReliabilityPolicy.RELIABLE,
@@ -86,6 +86,20 @@ def call_service(client: Client, request: Any, timeout_s: float) -> Any:
     return wait_future(client.call_async(request), deadline - time.monotonic(), f"service {name}")
 
 
+def _in_executor(client: ActionClient, send: Callable[[], Future], deadline: float, what: str) -> Future:
+    """Run ``send`` (``send_goal_async`` / ``get_result_async``) on the thread that spins the node.
+
+    rclpy's ActionClient sends a request and only then files its future under the request's sequence
+    number, without a lock (rclpy 7.1; service clients do lock). Called from another thread, a fast server's
+    answer can be taken by the executor in between, is dropped as "unexpected", and the call waits for
+    ever: seen here after a few hundred goals. On the executor's own thread the two steps cannot be split.
+    """
+    executor = client._node.executor  # rclpy exposes no public accessor
+    if executor is None:
+        return send()
+    return wait_future(executor.create_task(send), deadline - time.monotonic(), what)
+
+
 def call_action(
     client: ActionClient,
     goal: Any,
@@ -101,15 +115,14 @@ def call_action(
     name = client._action_name  # rclpy exposes no public accessor
     if not client.server_is_ready():
         wait_for_server(client.wait_for_server, timeout_s, f"action {name}")
-    handle = wait_future(
-        client.send_goal_async(goal, feedback_callback=feedback_callback),
-        deadline - time.monotonic(),
-        f"action {name} (goal)",
-    )
+    goal_future = _in_executor(client, lambda: client.send_goal_async(goal, feedback_callback=feedback_callback),
+                               deadline, f"action {name} (goal)")
+    handle = wait_future(goal_future, deadline - time.monotonic(), f"action {name} (goal)")
     if not handle.accepted:
         raise CallFailed(f"action {name}: goal rejected")
     try:
-        response = wait_future(handle.get_result_async(), deadline - time.monotonic(), f"action {name} (result)")
+        result_future = _in_executor(client, handle.get_result_async, deadline, f"action {name} (result)")
+        response = wait_future(result_future, deadline - time.monotonic(), f"action {name} (result)")
     except CallTimeout:
         handle.cancel_goal_async()
         raise

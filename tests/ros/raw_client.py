@@ -8,6 +8,7 @@ no planner) it:
    sensor_msgs/Image) after asking the bridge to render (``/sim/render_views``);
 3. sends ExecuteSubtask goals (``/homie/execute_subtask``) and prints each result.
 
+Single-threaded, the textbook way: every call is followed by ``rclpy.spin_until_future_complete``.
 Output: one JSON object on stdout. Usage: ``python raw_client.py SCENE "Go to,fridge" "Open,fridge" ...``
 """
 
@@ -15,7 +16,6 @@ from __future__ import annotations
 
 import json
 import sys
-import threading
 import time
 
 import rclpy
@@ -23,7 +23,6 @@ from homie_msgs.action import ExecuteSubtask
 from homie_msgs.msg import Feedback, Subtask
 from homie_msgs.srv import RenderViews, ResetEpisode
 from rclpy.action import ActionClient
-from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
 from rclpy.qos import QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import Image
 
@@ -33,40 +32,14 @@ MODELS = {"Go to": "NoMaD", "Pick": "RT-1-X", "Put": "RT-1-X", "Open": "octo", "
 CODE_NAMES = {getattr(Feedback, n): n for n in ("OK", "L1", "L2", "L3", "L4", "D1", "D2", "F1", "F2", "E1", "E2")}
 
 
-def wait(future, timeout: float):
-    done = threading.Event()
-    future.add_done_callback(lambda _f: done.set())
-    if not done.wait(timeout):
+def wait(node, future, timeout: float):
+    rclpy.spin_until_future_complete(node, future, timeout_sec=timeout)
+    if not future.done():
         raise TimeoutError("no answer")
     return future.result()
 
 
-def main() -> int:
-    scene, subtasks = sys.argv[1], [s.split(",") for s in sys.argv[2:]]
-    rclpy.init()
-    node = rclpy.create_node("outside_client")
-    executor = SingleThreadedExecutor()
-    executor.add_node(node)
-    def spin() -> None:
-        while rclpy.ok():
-            try:
-                executor.spin_once(timeout_sec=0.05)
-            except ExternalShutdownException:
-                return
-
-    spinner = threading.Thread(target=spin)
-    spinner.start()
-    try:
-        return run(node, scene, subtasks)
-    finally:
-        rclpy.try_shutdown()
-        spinner.join()
-        executor.shutdown()
-        node.destroy_node()
-
-
 def run(node, scene: str, subtasks: list[list[str]]) -> int:
-
     images: dict[str, Image] = {}
     qos = QoSProfile(depth=5, reliability=ReliabilityPolicy.RELIABLE)
     for view in VIEWS:
@@ -77,15 +50,17 @@ def run(node, scene: str, subtasks: list[list[str]]) -> int:
     if not (reset.wait_for_service(timeout_sec=60) and render.wait_for_service(timeout_sec=60)):
         print(json.dumps({"error": "sim bridge not found"}))
         return 1
-    response = wait(reset.call_async(ResetEpisode.Request(scene=scene, seed=0)), 60)
+    response = wait(node, reset.call_async(ResetEpisode.Request(scene=scene, seed=0)), 60)
     if not response.success:
         print(json.dumps({"error": response.message}))
         return 1
-    # The camera topics are published when subscribed: wait until the bridge has matched our subscriptions.
+    # The camera topics are published when subscribed: render until the bridge has matched our subscriptions.
     deadline = time.monotonic() + 30
     while len(images) < 4 and time.monotonic() < deadline:
-        wait(render.call_async(RenderViews.Request()), 30)
-        time.sleep(0.2)
+        wait(node, render.call_async(RenderViews.Request()), 30)
+        end = time.monotonic() + 0.3
+        while time.monotonic() < end:
+            rclpy.spin_once(node, timeout_sec=0.05)
     views = {v: {"encoding": m.encoding, "height": m.height, "width": m.width, "bytes": len(m.data),
                  "frame": m.header.frame_id, "mean": sum(m.data[::97]) / len(m.data[::97])} for v, m in images.items()}
 
@@ -97,16 +72,27 @@ def run(node, scene: str, subtasks: list[list[str]]) -> int:
     inventory: list[str] = []
     for parts in subtasks:
         action, target = parts[0].strip(), parts[1].strip()
-        goal = ExecuteSubtask.Goal(subtask=Subtask(action=action, target=target, has_target=True), model=MODELS.get(action, "NoMaD"),
-                                   inventory=inventory, round_index=len(results) + 1)
+        goal = ExecuteSubtask.Goal(subtask=Subtask(action=action, target=target, has_target=True),
+                                   model=MODELS.get(action, "NoMaD"), inventory=inventory, round_index=len(results) + 1)
         phases: list[str] = []
-        handle = wait(client.send_goal_async(goal, feedback_callback=lambda f: phases.append(f.feedback.phase)), 60)
-        result = wait(handle.get_result_async(), 120).result
+        handle = wait(node, client.send_goal_async(goal, feedback_callback=lambda f: phases.append(f.feedback.phase)), 60)
+        result = wait(node, handle.get_result_async(), 120).result
         inventory = list(result.feedback.inventory)
         results.append({"subtask": f"[{action}, {target}]", "code": CODE_NAMES[result.feedback.code],
                         "message": result.feedback.message, "inventory": inventory, "phases": phases})
     print(json.dumps({"views": views, "results": results}))
     return 0
+
+
+def main() -> int:
+    scene, subtasks = sys.argv[1], [s.split(",") for s in sys.argv[2:]]
+    rclpy.init()
+    node = rclpy.create_node("outside_client")
+    try:
+        return run(node, scene, subtasks)
+    finally:
+        node.destroy_node()
+        rclpy.try_shutdown()
 
 
 if __name__ == "__main__":

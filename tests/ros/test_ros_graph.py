@@ -47,7 +47,7 @@ def graph_run(tmp_path_factory, ros_domain):
     })
     result_path = tmp_path / "result.json"
     supervisor = _supervisor(tmp_path, ros_domain, {
-        "planner_node": {"task": TASK, "exit_when_done": True, "result_path": str(result_path)},
+        "planner_node": {"task": TASK, "exit_when_done": True, "result_path": str(result_path), "await_subscribers": 2},
     })
     # A recorder listens from before the first node starts (as `homie up sim --record` does).
     bag_path = tmp_path / "episode_bag"
@@ -179,7 +179,7 @@ def test_killed_executor_is_a_timeout_not_a_hang(tmp_path, ros_domain):
     supervisor = Supervisor(
         GraphSpec(nodes=nodes),
         overrides={"planner_node": {"task": TASK, "exit_when_done": True, "result_path": str(result_path),
-                                    "execute_timeout_s": deadline_s}},
+                                    "execute_timeout_s": deadline_s, "await_subscribers": 1}},
         env=graph_environment(ros_domain), log_dir=tmp_path / "logs",
     )
     try:

@@ -20,7 +20,7 @@ def test_client_imports_only_ros_packages():
     tree = ast.parse(CLIENT.read_text())
     modules = {alias.name.split(".")[0] for node in ast.walk(tree) if isinstance(node, ast.Import) for alias in node.names}
     modules |= {node.module.split(".")[0] for node in ast.walk(tree) if isinstance(node, ast.ImportFrom) and node.module}
-    assert modules <= {"__future__", "json", "sys", "threading", "time", "rclpy", "homie_msgs", "sensor_msgs"}, modules
+    assert modules <= {"__future__", "json", "sys", "time", "rclpy", "homie_msgs", "sensor_msgs"}, modules
 
 
 def test_outside_client_sends_goals_and_reads_four_views(tmp_path, ros_domain):

@@ -7,6 +7,11 @@ and the EMMOE messages are the core's. The executor reaches the world through
 manipulation executors). A subtask the checks reject is a *succeeded* goal whose result carries the error
 code; a goal is aborted only when the graph itself fails (a skill server that does not answer).
 
+Threads: the node spins a single-threaded executor; each goal's blocking core call runs in one worker
+thread while the goal's (asynchronous) execute callback awaits it, so the responses the worker waits for are
+taken by the free executor thread. (A multi-threaded rclpy executor delivered some service responses to
+waiting callbacks only after hundreds of milliseconds, up to 2.6 s, under load.)
+
 Parameters (config/homie.yaml): ``grounder`` (``alias``: EMMOE's name map over the simulator state, as
 in-process; ``perception``: the perception node's ResolveTarget), ``strict_models``, ``max_tries``,
 ``far_threshold_m``, ``near_threshold_m``, ``actions``, ``models``, ``state_timeout_s``, ``skill_timeout_s``.
@@ -15,14 +20,15 @@ in-process; ``perception``: the perception node's ResolveTarget), ``strict_model
 from __future__ import annotations
 
 import logging
-import threading
+from concurrent.futures import ThreadPoolExecutor
 
 import rclpy
 from homie_msgs.action import ExecuteSubtask
 from rclpy.action import ActionServer, CancelResponse, GoalResponse
 from rclpy.callback_groups import ReentrantCallbackGroup
-from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor
+from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
 from rclpy.node import Node
+from rclpy.task import Future
 
 from homiebot.executor.executor import Executor, ExecutorConfig
 from homiebot.perception.grounding import AliasGrounder
@@ -67,8 +73,8 @@ class ExecutorNode(Node):
             strict_models=bool(param("strict_models")),
         )
         self.executor_core = Executor(self.sim, grounder=grounder, config=config)
-        # One subtask at a time: the robot has one body. A second goal waits for the first.
-        self._busy = threading.Lock()
+        # One subtask at a time (the robot has one body): a single worker runs them in order.
+        self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="subtask")
         self._server = ActionServer(
             self,
             ExecuteSubtask,
@@ -80,31 +86,45 @@ class ExecutorNode(Node):
         )
         self.get_logger().info(f"executor ready (grounder {grounder_name}, models {', '.join(config.models)})")
 
-    def _execute(self, goal_handle) -> ExecuteSubtask.Result:
+    async def _execute(self, goal_handle) -> ExecuteSubtask.Result:
         goal = goal_handle.request
         subtask = convert.subtask_from_msg(goal.subtask)
+        done = Future(executor=self.executor)
+        # A coroutine awaiting a future is resumed when the executor wakes up; completing the future from the
+        # worker thread wakes it only through a done callback (scheduled as an executor task), hence this one.
+        done.add_done_callback(lambda _future: None)
 
         def on_phase(phase: str, attempt: int) -> None:
             goal_handle.publish_feedback(ExecuteSubtask.Feedback(phase=phase, attempt=attempt))
 
-        with self._busy:
+        def work() -> None:
             on_phase("checking", 0)
             self.sim.begin_subtask(goal.model, on_phase)
             try:
-                report = self.executor_core.execute_detailed(subtask, goal.model, tuple(goal.inventory))
+                done.set_result(self.executor_core.execute_detailed(subtask, goal.model, tuple(goal.inventory)))
             except Exception as err:  # the graph failed (timeout, rejected skill goal): not an EMMOE error
-                self.get_logger().error(f"round {goal.round_index} {subtask.text()}: {err}")
-                goal_handle.abort()
-                return ExecuteSubtask.Result()
+                done.set_exception(err)
+
+        self._worker.submit(work)
+        try:
+            report = await done
+        except Exception as err:
+            self.get_logger().error(f"round {goal.round_index} {subtask.text()}: {err}")
+            goal_handle.abort()
+            return ExecuteSubtask.Result()
         goal_handle.succeed()
         return ExecuteSubtask.Result(feedback=convert.feedback_to_msg(report.feedback), path_length=float(report.path_length))
+
+    def destroy_node(self) -> None:
+        self._worker.shutdown(wait=False, cancel_futures=True)
+        super().destroy_node()
 
 
 def main(args: list[str] | None = None) -> None:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     rclpy.init(args=args)
     node = ExecutorNode()
-    executor = MultiThreadedExecutor(num_threads=4)
+    executor = SingleThreadedExecutor()
     executor.add_node(node)
     try:
         executor.spin()

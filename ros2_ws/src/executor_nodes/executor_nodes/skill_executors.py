@@ -6,6 +6,9 @@ NoMaD and PixNav navigate, octo opens and closes, RT-1-X picks and puts, M3 and 
 and forwards the goal to the robot side: here the sim bridge's ``/sim/navigate`` / ``/sim/manipulate``
 oracle skills, on a real Fetch or Spot the driver's action of the same type (parameter ``robot_action``).
 
+The forwarding is asynchronous (the execute callback awaits the robot side's futures) on a single-threaded
+executor: no thread blocks, and no multi-threaded executor adds latency to the responses.
+
 A model the executor does not run is answered with ``EXECUTION_FAILED`` and a reason, never a crash; with
 the default (non-strict) executor configuration every listed model may run every action (the model name
 selects a noise profile at most), so ``accept_any_model`` is true by default.
@@ -16,14 +19,13 @@ from __future__ import annotations
 import logging
 
 import rclpy
+from action_msgs.msg import GoalStatus
 from homie_msgs.action import Manipulate, Navigate
 from homie_msgs.msg import SkillResult
 from rclpy.action import ActionClient, ActionServer
-from rclpy.callback_groups import ReentrantCallbackGroup
-from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor
+from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
 from rclpy.node import Node
 
-from homiebot.ros.calls import call_action
 
 
 class SkillExecutorNode(Node):
@@ -34,18 +36,16 @@ class SkillExecutorNode(Node):
         self.declare_parameter("models", models)
         self.declare_parameter("accept_any_model", True)
         self.declare_parameter("robot_action", robot_action)
-        self.declare_parameter("skill_timeout_s", 120.0)
         self.action_type = action_type
-        group = ReentrantCallbackGroup()
-        self._robot = ActionClient(self, action_type, self.get_parameter("robot_action").value, callback_group=group)
-        self._server = ActionServer(self, action_type, action, self._execute, callback_group=group)
+        self._robot = ActionClient(self, action_type, self.get_parameter("robot_action").value)
+        self._server = ActionServer(self, action_type, action, self._execute)
         self.get_logger().info(f"{name} ready on {action}: models {', '.join(self.served_models)}")
 
     @property
     def served_models(self) -> list[str]:
         return list(self.get_parameter("models").value)
 
-    def _execute(self, goal_handle):
+    async def _execute(self, goal_handle):
         goal = goal_handle.request
         served = {m.lower() for m in self.served_models}
         if not self.get_parameter("accept_any_model").value and goal.model.lower() not in served:
@@ -56,26 +56,31 @@ class SkillExecutorNode(Node):
                     detail=f"model {goal.model!r} is not run by {self.get_name()} (runs {', '.join(self.served_models)})",
                 )
             )
-        try:
-            result = call_action(
-                self._robot,
-                goal,
-                float(self.get_parameter("skill_timeout_s").value),
-                feedback_callback=lambda feedback: goal_handle.publish_feedback(feedback.feedback),
-            )
-        except Exception as err:  # the robot side did not answer: abort, the executor reports it
-            self.get_logger().error(f"{goal}: {err}")
+        # The caller (the executor) holds the deadline; a robot side that never answers leaves this goal
+        # pending, which costs nothing here because the callback only awaits.
+        # Blocking is fine here: goals are served one at a time, and discovery runs in DDS's own threads.
+        if not self._robot.server_is_ready() and not self._robot.wait_for_server(timeout_sec=30.0):
+            self.get_logger().error(f"{self.get_parameter('robot_action').value} is not available")
+            goal_handle.abort()
+            return self.action_type.Result()
+        handle = await self._robot.send_goal_async(goal, feedback_callback=lambda f: goal_handle.publish_feedback(f.feedback))
+        if not handle.accepted:
+            self.get_logger().error(f"{goal}: rejected by the robot side")
+            goal_handle.abort()
+            return self.action_type.Result()
+        response = await handle.get_result_async()
+        if response.status != GoalStatus.STATUS_SUCCEEDED:
             goal_handle.abort()
             return self.action_type.Result()
         goal_handle.succeed()
-        return result
+        return response.result
 
 
 def _run(node_factory) -> None:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     rclpy.init()
     node = node_factory()
-    executor = MultiThreadedExecutor(num_threads=3)
+    executor = SingleThreadedExecutor()
     executor.add_node(node)
     try:
         executor.spin()

@@ -52,7 +52,7 @@ class PerceptionNode(Node):
         self._graph_pub = self.create_publisher(WorldGraph, "/perception/world_graph", LATCHED_QOS)
         self._markers_pub = self.create_publisher(MarkerArray, "/perception/markers", LATCHED_QOS)
         self.create_subscription(String, "/sim/scene_description", self._on_scene, LATCHED_QOS)
-        self.create_subscription(WorldStateMsg, "/sim/world_state", self._on_state, LATCHED_QOS)
+        self.create_subscription(WorldStateMsg, "/sim/world_state", self._on_state, EVENTS_QOS)
         self.create_subscription(MultiView, "/homie/views", self._on_views, VIEWS_QOS)
         self.create_subscription(EpisodeStatus, "/homie/episode_status", self._on_status, EVENTS_QOS)
         self._applied_round = 0

@@ -143,6 +143,7 @@ class PlannerNode(Node):
             ("service_timeout_s", 30.0),
             ("result_path", ""),
             ("exit_when_done", False),
+            ("await_subscribers", 0),
         ):
             self.declare_parameter(name, default)
         self.execute_timeout_s = float(self.param("execute_timeout_s"))
@@ -173,7 +174,21 @@ class PlannerNode(Node):
 
     # ------------------------------------------------------------------------------------ episodes
 
+    def _await_subscribers(self) -> None:
+        """With ``await_subscribers`` = N, start an episode only once N subscribers (a recorder, a test's
+        listener) listen to the planner outputs and the episode status: an episode can be over before a
+        new process has discovered the planner, and a late joiner would then miss it."""
+        wanted = int(self.param("await_subscribers"))
+        deadline = time.monotonic() + self.service_timeout_s
+        while wanted > 0 and time.monotonic() < deadline:
+            if min(self._output_pub.get_subscription_count(), self._status_pub.get_subscription_count()) >= wanted:
+                return
+            time.sleep(0.02)
+        if wanted > 0:
+            self.get_logger().warning(f"fewer than {wanted} subscribers after {self.service_timeout_s:.0f} s; starting anyway")
+
     def run_task(self, task: Task) -> EpisodeOutcome:
+        self._await_subscribers()
         spec = get_task(task.task_id) if task.task_id else None
         config = EpisodeConfig(
             max_rounds=int(task.max_rounds or self.param("max_rounds")),

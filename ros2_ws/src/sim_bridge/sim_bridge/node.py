@@ -29,6 +29,7 @@ import numpy as np
 import rclpy
 from geometry_msgs.msg import PoseStamped
 from homie_msgs.action import Manipulate, Navigate
+from homie_msgs.msg import CameraView as CameraViewMsg
 from homie_msgs.msg import MultiView
 from homie_msgs.msg import WorldState as WorldStateMsg
 from homie_msgs.srv import GetWorldState, RenderViews, ResetEpisode
@@ -41,7 +42,7 @@ from sensor_msgs.msg import CameraInfo, Image, JointState
 from std_msgs.msg import String
 
 from homiebot.ros import convert
-from homiebot.ros.calls import LATCHED_QOS, SENSOR_QOS, VIEWS_QOS
+from homiebot.ros.calls import EVENTS_QOS, LATCHED_QOS, SENSOR_QOS, VIEWS_QOS
 from homiebot.sim.base import Simulator, make_simulator
 from homiebot.types import Observation, SkillResult, SkillStatus, VIEW_NAMES
 
@@ -90,7 +91,7 @@ class SimBridge(Node):
         )
 
         self._views_pub = self.create_publisher(MultiView, "/homie/views", VIEWS_QOS)
-        self._state_pub = self.create_publisher(WorldStateMsg, "/sim/world_state", LATCHED_QOS)
+        self._state_pub = self.create_publisher(WorldStateMsg, "/sim/world_state", EVENTS_QOS)
         self._scene_pub = self.create_publisher(String, "/sim/scene_description", LATCHED_QOS)
         self._odom_pub = self.create_publisher(Odometry, "/odom", SENSOR_QOS)
         self._joints_pub = self.create_publisher(JointState, "/joint_states", SENSOR_QOS)
@@ -110,6 +111,8 @@ class SimBridge(Node):
         scene = self.get_parameter("scene").value
         if scene:
             self._reset(scene, int(self.get_parameter("seed").value))
+        self._pending_sensors: tuple[MultiView, Observation] | None = None
+        self._publish_later = self.create_guard_condition(self._publish_pending, callback_group=sim_group)
         rate = float(self.get_parameter("publish_rate_hz").value)
         if rate > 0:
             self.create_timer(1.0 / rate, self._on_timer, callback_group=sim_group)
@@ -194,15 +197,35 @@ class SimBridge(Node):
         sequence, observation = self._observe()
         full = convert.observation_to_msg(observation)
         full.state_sequence = sequence
-        if request.include_depth and request.include_segmentation:
-            response.views = full
-        else:
-            response.views = convert.observation_to_msg(
-                observation, depth=request.include_depth, segmentation=request.include_segmentation
-            )
-            response.views.state_sequence = sequence
-        self._publish_sensors(full, observation)
+        response.views = MultiView(
+            header=full.header,
+            state_sequence=sequence,
+            views=[
+                CameraViewMsg(
+                    name=view.name,
+                    rgb=view.rgb,
+                    depth=view.depth if request.include_depth else Image(),
+                    segmentation=view.segmentation if request.include_segmentation else Image(),
+                    camera_info=view.camera_info,
+                    camera_pose=view.camera_pose,
+                )
+                for view in full.views
+            ],
+            instance_ids=full.instance_ids,
+            instance_names=full.instance_names,
+            robot_pose=full.robot_pose,
+            held_object=full.held_object,
+        )
+        # Publish the full views (depth, segmentation, per-camera topics) after the answer has gone out: the
+        # caller is waiting for the answer, the subscribers (perception, rviz, a recorder) are not.
+        self._pending_sensors = (full, observation)
+        self._publish_later.trigger()
         return response
+
+    def _publish_pending(self) -> None:
+        pending, self._pending_sensors = self._pending_sensors, None
+        if pending is not None:
+            self._publish_sensors(*pending)
 
     def _on_timer(self) -> None:
         if not self._loaded:
