@@ -166,11 +166,10 @@ def overlay_environment(
         prefix = package_dsv.parents[2]
         _apply_dsv(env, prefix, package_dsv, seen)
     env.setdefault("RMW_IMPLEMENTATION", "rmw_fastrtps_cpp")
-    # Fast DDS: the "large data" transports (UDP discovery; shared memory and TCP for data) and the project's
-    # profile (launch/config/fastdds.xml: a 100 ms reliability heartbeat). With the default 3 s heartbeat, a
-    # lost fragment of a large answer (the four views) made a service answer arrive 0.3-2.7 s late; with the
-    # default transports, test listeners in one process missed the planner's topics. Settings the user made win.
-    env.setdefault("FASTDDS_BUILTIN_TRANSPORTS", "LARGE_DATA")
+    # Fast DDS: the project's profile (launch/config/fastdds.xml, a 100 ms reliability heartbeat). With the
+    # default 3 s heartbeat, a lost fragment of a large answer (the four views) made a service answer arrive
+    # 0.3-2.7 s late. Fast DDS's "large data" transports were tried and left out: their TCP transport aborted
+    # processes at shutdown ("local_endpoint: Bad file descriptor"). A profile the user set wins.
     profile = repository_root() / "launch" / "config" / "fastdds.xml"
     if profile.is_file():
         env.setdefault("FASTRTPS_DEFAULT_PROFILES_FILE", str(profile))

@@ -66,8 +66,9 @@ def graph_run(tmp_path_factory, ros_domain):
     try:
         supervisor.start()
         ended_by = supervisor.run(lambda: False, timeout_s=180)
-        # The latched graph may arrive a moment after the planner's last round.
-        listener.wait_for(lambda: len(listener.get("/perception/world_graph")) > 0, 5.0)
+        # The latched graph (perception fuses the last views) may arrive a moment after the planner's last round.
+        listener.wait_for(lambda: any(any(n.name == "green_can" for n in g.nodes) and any(e.relation == "in" for e in g.edges)
+                                      for g in listener.get("/perception/world_graph")), 20.0)
     finally:
         time.sleep(0.5)  # the recorder's last messages
         recorder_stop.set()
@@ -133,6 +134,7 @@ def test_messages_on_the_wire(graph_run):
     assert [m.state_sequence for m in views] == sorted(m.state_sequence for m in views)
 
     graphs = messages["/perception/world_graph"]
+    assert graphs, "no world graph from perception"
     names = {n.name for n in graphs[-1].nodes}
     assert {"fridge", "green_can"} <= names
     can = next(n for n in graphs[-1].nodes if n.name == "green_can")
