@@ -19,20 +19,18 @@ in-process; ``perception``: the perception node's ResolveTarget), ``strict_model
 
 from __future__ import annotations
 
-import logging
 from concurrent.futures import ThreadPoolExecutor
 
-import rclpy
 from homie_msgs.action import ExecuteSubtask
 from rclpy.action import ActionServer, CancelResponse, GoalResponse
 from rclpy.callback_groups import ReentrantCallbackGroup
-from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
 from rclpy.node import Node
 from rclpy.task import Future
 
 from homiebot.executor.executor import Executor, ExecutorConfig
 from homiebot.perception.grounding import AliasGrounder
 from homiebot.ros import convert
+from homiebot.ros.spin import spin_node
 from homiebot.ros.remote import RemoteSimulator, RemoteTimeouts, ServiceGrounder
 from homiebot.types import EMMOE_ACTIONS, EMMOE_MODELS
 
@@ -121,18 +119,7 @@ class ExecutorNode(Node):
 
 
 def main(args: list[str] | None = None) -> None:
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    rclpy.init(args=args)
-    node = ExecutorNode()
-    executor = SingleThreadedExecutor()
-    executor.add_node(node)
-    try:
-        executor.spin()
-    except (KeyboardInterrupt, ExternalShutdownException):
-        pass
-    finally:
-        node.destroy_node()
-        rclpy.try_shutdown()
+    spin_node(ExecutorNode, args)
 
 
 if __name__ == "__main__":

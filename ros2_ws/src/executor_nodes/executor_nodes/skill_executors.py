@@ -16,15 +16,14 @@ selects a noise profile at most), so ``accept_any_model`` is true by default.
 
 from __future__ import annotations
 
-import logging
 
-import rclpy
 from action_msgs.msg import GoalStatus
 from homie_msgs.action import Manipulate, Navigate
 from homie_msgs.msg import SkillResult
 from rclpy.action import ActionClient, ActionServer
-from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
 from rclpy.node import Node
+
+from homiebot.ros.spin import spin_node
 
 
 
@@ -76,25 +75,10 @@ class SkillExecutorNode(Node):
         return response.result
 
 
-def _run(node_factory) -> None:
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    rclpy.init()
-    node = node_factory()
-    executor = SingleThreadedExecutor()
-    executor.add_node(node)
-    try:
-        executor.spin()
-    except (KeyboardInterrupt, ExternalShutdownException):
-        pass
-    finally:
-        node.destroy_node()
-        rclpy.try_shutdown()
-
-
 def nav_main() -> None:
-    _run(lambda: SkillExecutorNode("nav_executor", Navigate, "/navigate", "/sim/navigate", ["NoMaD", "PixNav", "M3", "oracle"]))
+    spin_node(lambda: SkillExecutorNode("nav_executor", Navigate, "/navigate", "/sim/navigate", ["NoMaD", "PixNav", "M3", "oracle"]))
 
 
 def manip_main() -> None:
-    _run(lambda: SkillExecutorNode("manip_executor", Manipulate, "/manipulate", "/sim/manipulate", ["octo", "RT-1-X", "M3", "oracle"]))
+    spin_node(lambda: SkillExecutorNode("manip_executor", Manipulate, "/manipulate", "/sim/manipulate", ["octo", "RT-1-X", "M3", "oracle"]))
 

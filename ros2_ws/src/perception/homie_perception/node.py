@@ -12,15 +12,12 @@ grounder (EMMOE's alias map; nearest instance wins).
 
 from __future__ import annotations
 
-import logging
 import threading
 import time
 
-import rclpy
 from homie_msgs.msg import EpisodeStatus, Feedback, MultiView, WorldGraph
 from homie_msgs.msg import WorldState as WorldStateMsg
 from homie_msgs.srv import ResolveTarget
-from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
 from rclpy.node import Node
 from std_msgs.msg import String
 from visualization_msgs.msg import MarkerArray
@@ -30,6 +27,7 @@ from homiebot.perception.grounding import AliasGrounder
 from homiebot.perception.layout import SceneLayout
 from homiebot.perception.privileged import PrivilegedGraphBuilder
 from homiebot.ros import convert
+from homiebot.ros.spin import spin_node
 from homiebot.planner.prompt import split_subtask
 from homiebot.ros.calls import EVENTS_QOS, LATCHED_QOS, VIEWS_QOS
 from homiebot.sim.scene import SceneSpec
@@ -139,18 +137,7 @@ class PerceptionNode(Node):
 
 
 def main(args: list[str] | None = None) -> None:
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    rclpy.init(args=args)
-    node = PerceptionNode()
-    executor = SingleThreadedExecutor()
-    executor.add_node(node)
-    try:
-        executor.spin()
-    except (KeyboardInterrupt, ExternalShutdownException):
-        pass
-    finally:
-        node.destroy_node()
-        rclpy.try_shutdown()
+    spin_node(PerceptionNode, args)
 
 
 if __name__ == "__main__":

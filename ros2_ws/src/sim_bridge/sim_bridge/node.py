@@ -21,12 +21,10 @@ unchanged state (same ``state_sequence``) is served from cache, so the reset's o
 
 from __future__ import annotations
 
-import logging
 import threading
 
 import numpy as np
 
-import rclpy
 from geometry_msgs.msg import PoseStamped
 from homie_msgs.action import Manipulate, Navigate
 from homie_msgs.msg import CameraView as CameraViewMsg
@@ -36,12 +34,12 @@ from homie_msgs.srv import GetWorldState, RenderViews, ResetEpisode
 from nav_msgs.msg import Odometry, Path
 from rclpy.action import ActionServer, GoalResponse
 from rclpy.callback_groups import ReentrantCallbackGroup
-from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
 from rclpy.node import Node
 from sensor_msgs.msg import CameraInfo, Image, JointState
 from std_msgs.msg import String
 
 from homiebot.ros import convert
+from homiebot.ros.spin import spin_node
 from homiebot.ros.calls import EVENTS_QOS, LATCHED_QOS, SENSOR_QOS, VIEWS_QOS
 from homiebot.sim.base import Simulator, make_simulator
 from homiebot.types import Observation, SkillResult, SkillStatus, VIEW_NAMES
@@ -334,20 +332,7 @@ class SimBridge(Node):
 
 
 def main(args: list[str] | None = None) -> None:
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    rclpy.init(args=args)
-    node = SimBridge()
-    # One thread for everything: an OpenGL (EGL) context belongs to the thread that made it current, so
-    # the renderer must never be called from another thread.
-    executor = SingleThreadedExecutor()
-    executor.add_node(node)
-    try:
-        executor.spin()
-    except (KeyboardInterrupt, ExternalShutdownException):
-        pass
-    finally:
-        node.destroy_node()
-        rclpy.try_shutdown()
+    spin_node(SimBridge, args)
 
 
 if __name__ == "__main__":
