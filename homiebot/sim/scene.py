@@ -11,6 +11,7 @@ own frame before ``yaw`` is applied; its ``pose`` is the centre of the footprint
 
 from __future__ import annotations
 
+from functools import lru_cache
 from pathlib import Path
 from typing import Literal
 
@@ -274,7 +275,12 @@ def parse_scene(data: dict, source: str = "<dict>") -> SceneSpec:
 
 
 def load_scene(name_or_path: str | Path) -> SceneSpec:
-    """Load a library scene by name, or a scene file by path."""
+    """Load a library scene by name, or a scene file by path.
+
+    Parsed specs are cached per file version (path, modification time, size): a simulator resets the same
+    scene for every episode of an evaluation, and the YAML parse was half of an imageless episode. Specs are
+    frozen, so sharing one is safe; an edited file is parsed again.
+    """
     path = Path(name_or_path)
     if path.suffix not in (".yaml", ".yml", ".json"):
         path = SCENE_DIR / f"{name_or_path}.yaml"
@@ -282,6 +288,13 @@ def load_scene(name_or_path: str | Path) -> SceneSpec:
             raise SceneError(f"unknown scene {str(name_or_path)!r}; available: {', '.join(list_scenes())}")
     if not path.exists():
         raise SceneError(f"scene file not found: {path}")
+    stat = path.stat()
+    return _load_scene_file(str(path.resolve()), stat.st_mtime_ns, stat.st_size)
+
+
+@lru_cache(maxsize=64)
+def _load_scene_file(path_text: str, mtime_ns: int, size: int) -> SceneSpec:
+    path = Path(path_text)
     try:
         data = yaml.safe_load(path.read_text())
     except yaml.YAMLError as err:

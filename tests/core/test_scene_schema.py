@@ -59,3 +59,19 @@ def test_unknown_scene_lists_available(tmp_path):
     bad.write_text("rooms: [unclosed")
     with pytest.raises(SceneError, match="not valid YAML"):
         load_scene(bad)
+
+
+def test_scene_files_are_parsed_once_per_version(tmp_path):
+    import os
+
+    import yaml
+
+    path = tmp_path / "mini.yaml"
+    path.write_text(yaml.safe_dump(BASE))
+    first = load_scene(path)
+    assert load_scene(path) is first  # cached: a frozen spec is shared
+    data = dict(BASE, name="mini2")
+    path.write_text(yaml.safe_dump(data))
+    os.utime(path, ns=(first_ns := path.stat().st_mtime_ns, first_ns + 10_000_000))
+    assert load_scene(path).name == "mini2"  # an edited file is parsed again
+    assert load_scene("apartment_1") is load_scene("apartment_1")

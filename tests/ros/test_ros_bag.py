@@ -33,7 +33,14 @@ def _publish_episode(stop: threading.Event, done: threading.Event, spacing_s: fl
     out_pub = node.create_publisher(PlannerOutput, "/homie/planner_output", EVENTS_QOS)
     status_pub = node.create_publisher(EpisodeStatus, "/homie/episode_status", EVENTS_QOS)
     views_pub = node.create_publisher(MultiView, "/homie/views", VIEWS_QOS)
-    time.sleep(0.5)  # discovery
+    # Wait until the recorder has matched every publisher (a fixed sleep lost the race on a loaded machine:
+    # the late-joining recorder then got the whole episode in one burst and the timing checks failed).
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline and not all(
+        p.get_subscription_count() > 0 for p in (task_pub, out_pub, status_pub, views_pub)
+    ):
+        time.sleep(0.05)
+    time.sleep(0.2)  # let the match settle on both sides
     task_pub.publish(convert.task_msg("", "tidy up", "apartment_1", 3))
     rng = np.random.default_rng(0)
     for index in range(1, N_ROUNDS + 1):
