@@ -50,6 +50,7 @@ from homiebot.types import (
     ErrorCode,
     Feedback,
     Observation,
+    PlannerOutput,
     RoundRecord,
     Trajectory,
     WorldState,
@@ -108,6 +109,18 @@ class EpisodeConfig:
         if self.max_rounds < 1:
             raise ValueError(f"max_rounds must be >= 1, got {self.max_rounds}")
 
+    def new_session(self, instruction: str, planner: Planner) -> PlannerSession:
+        """The HLP session of one episode with this configuration (shared by both wirings)."""
+        return PlannerSession(
+            instruction,
+            planner,
+            actions=self.actions,
+            models=self.models,
+            model_descriptions=dict(self.model_descriptions) if self.model_descriptions else None,
+            max_rounds=self.max_rounds,
+            history_window=self.history_window,
+        )
+
     def executor_config(self) -> ExecutorConfig:
         return ExecutorConfig(
             actions=self.actions,
@@ -123,8 +136,37 @@ class EpisodeSetupError(ValueError):
     """The episode cannot start: no instruction, no scene, or a planner that cannot take this input."""
 
 
-def _open_furniture(state: WorldState) -> set[str]:
+def open_furniture(state: WorldState) -> set[str]:
+    """Furniture open in ``state`` (every one seen open counts as opened for ``inspected`` goals)."""
     return {n for n, e in state.entities.items() if e.kind is EntityKind.FURNITURE and e.is_open}
+
+
+def append_round(
+    trajectory: Trajectory,
+    session: PlannerSession,
+    instruction: str,
+    output: PlannerOutput,
+    feedback: Feedback,
+    inventory_before: tuple[str, ...],
+    path_length: float,
+    timings: dict[str, float],
+) -> RoundRecord:
+    """Record a finished round in the session and the trajectory (shared by both wirings)."""
+    session.record(output, feedback)
+    record = RoundRecord(
+        index=session.round,
+        instruction=instruction,
+        output=output,
+        feedback=feedback,
+        inventory_before=inventory_before,
+        path_length=path_length,
+        timings=timings,
+    )
+    trajectory.rounds.append(record)
+    trajectory.path_length += path_length
+    if feedback.code is not ErrorCode.OK:
+        log.info("round %d %s -> %s %s", record.index, record.subtask_text, feedback.code.value, feedback.message)
+    return record
 
 
 def run_episode(
@@ -225,22 +267,14 @@ def _run(
         grounder = world_model.grounder()
         if observation is not None:
             world_model.observe(observation, initial)
-    opened = _open_furniture(initial)
+    opened = open_furniture(initial)
     if skills is None:
         # The skill layer, noiseless: model names are checked against the skills that serve them.
         skills = SkillSet(sim, noise=None, seed=scene_seed)
     elif callable(skills) and not isinstance(skills, SkillRunner):
         skills = skills(sim, scene_seed)
     executor = Executor(sim, grounder=grounder, config=config.executor_config(), skills=skills)  # type: ignore[arg-type]
-    session = PlannerSession(
-        instruction,
-        planner,
-        actions=config.actions,
-        models=config.models,
-        model_descriptions=dict(config.model_descriptions) if config.model_descriptions else None,
-        max_rounds=config.max_rounds,
-        history_window=config.history_window,
-    )
+    session = config.new_session(instruction, planner)
     planner.reset(instruction, seed=scene_seed)
     # Extras every planner receives: the round limit, the scene spec (object kinds for baselines such as the
     # random planner; the expert's receptacle facts) and the current observation (its segmentation tells a
@@ -294,27 +328,16 @@ def _run(
             feedback = report.feedback
             path_length = report.path_length
             timings.update(report.timings)
-        session.record(output, feedback)
-        record = RoundRecord(
-            index=session.round,
-            instruction=request.instruction,
-            output=output,
-            feedback=feedback,
-            inventory_before=inventory_before,
-            path_length=path_length,
-            timings=timings,
+        record = append_round(
+            trajectory, session, request.instruction, output, feedback, inventory_before, path_length, timings
         )
-        trajectory.rounds.append(record)
-        trajectory.path_length += path_length
-        if feedback.code is not ErrorCode.OK:
-            log.info("round %d %s -> %s %s", record.index, record.subtask_text, feedback.code.value, feedback.message)
         if recorder is not None:
             t0 = time.perf_counter()
             recorder.add_round(record, observation)
             timings["record_s"] = time.perf_counter() - t0
         try:
             state = sim.state()
-            opened |= _open_furniture(state)
+            opened |= open_furniture(state)
             if world_model is not None and report is not None and feedback.success:
                 world_model.record_action(report.action, report.target, report.place, state)
             if config.render and not session.done:

@@ -27,11 +27,10 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from homiebot.agent.loop import EpisodeConfig
-from homiebot.agent.session import PlannerSession
+from homiebot.agent.loop import EpisodeConfig, append_round, open_furniture
 from homiebot.eval.goals import GoalSpec, goal_satisfied
 from homiebot.planner.base import Planner
-from homiebot.types import EntityKind, ErrorCode, Feedback, PlannerOutput, RoundRecord, Subtask, Trajectory, WorldState
+from homiebot.types import ErrorCode, Feedback, PlannerOutput, RoundRecord, Subtask, Trajectory, WorldState
 
 log = logging.getLogger(__name__)
 
@@ -62,10 +61,6 @@ class EpisodeOutcome:
 OutputCallback = Callable[[int, str, PlannerOutput], None]
 #: Called after every round with the round and the running trajectory.
 RoundCallback = Callable[[RoundRecord, Trajectory], None]
-
-
-def _open_furniture(state: WorldState) -> set[str]:
-    return {n for n, e in state.entities.items() if e.kind is EntityKind.FURNITURE and e.is_open}
 
 
 class GraphEpisode:
@@ -122,16 +117,8 @@ class GraphEpisode:
             log.exception("simulator reset failed")
             trajectory.error = f"simulator reset failed for scene {self.scene!r}: {err}"
             return
-        opened = _open_furniture(initial)
-        session = PlannerSession(
-            self.instruction,
-            planner,
-            actions=config.actions,
-            models=config.models,
-            model_descriptions=dict(config.model_descriptions) if config.model_descriptions else None,
-            max_rounds=config.max_rounds,
-            history_window=config.history_window,
-        )
+        opened = open_furniture(initial)
+        session = config.new_session(self.instruction, planner)
         planner.reset(self.instruction, seed=self.scene_seed)
         extras: dict[str, Any] = {"max_rounds": config.max_rounds, **config.extras}
         if planner.privileged:
@@ -171,22 +158,11 @@ class GraphEpisode:
                     trajectory.error = f"execution of {output.subtask.text()} failed in round {session.round_index}: {err}"
                     break
                 timings.update(exec_timings)
-            session.record(output, feedback)
-            state = backend.state()
-            opened |= _open_furniture(state)
-            record = RoundRecord(
-                index=session.round,
-                instruction=request.instruction,
-                output=output,
-                feedback=feedback,
-                inventory_before=inventory_before,
-                path_length=path_length,
-                timings=timings,
+            record = append_round(
+                trajectory, session, request.instruction, output, feedback, inventory_before, path_length, timings
             )
-            trajectory.rounds.append(record)
-            trajectory.path_length += path_length
-            if feedback.code is not ErrorCode.OK:
-                log.info("round %d %s -> %s %s", record.index, record.subtask_text, feedback.code.value, feedback.message)
+            state = backend.state()
+            opened |= open_furniture(state)
             if config.render and not session.done:
                 t0 = time.perf_counter()
                 images = backend.render()
