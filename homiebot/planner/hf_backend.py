@@ -22,10 +22,29 @@ Decisions (tested in ``tests/planner/test_backends.py``):
   prompt of :func:`homiebot.planner.messages.to_plain_prompt`.
 * **Static cache**: ``cache_implementation="static"`` uses transformers' static KV cache, which compiles
   the decoding step on CUDA automatically (``compile=False`` turns that off); on the CPU it is only slower.
+  It applies to the ``generate`` path only.
+* **Two decoding paths** (``decode``, tested in ``tests/planner/test_fast_decode.py``): ``"fast"`` is the
+  greedy loop of :mod:`homiebot.planner.fast_decode` (no per-step bookkeeping, static cache, the step
+  compiled on CUDA), ``"generate"`` is transformers' ``generate``. ``"auto"`` (the default) picks
+  ``"fast"`` where it is supported and pays off: a Qwen2-VL or Qwen2.5-VL model (the loop needs their
+  ``get_rope_index`` 3D positions) on a CUDA device; ``"generate"`` otherwise. ``"fast"`` forced on
+  another family is a :class:`PlannerLoadError`; forced on the CPU it works (and is how it is tested).
+  Both give the same greedy token ids, constrained or not, for padded batches too. **Sampling**
+  (``do_sample=True``) always runs ``generate``: the fast loop is greedy only.
+* **Shared prefix** (``share_prefix=True``, fast path only): the system turn, identical across rounds and
+  episodes, is prefilled once and its keys and values are reused by every later call (only when every
+  conversation of the batch starts with the same system message and its tokens are the prompt's first
+  tokens; otherwise that call prefills the whole prompt). Same tokens as without it.
+* **Qwen2-VL without torchvision**: transformers builds Qwen2-VL's processor with a video part that needs
+  torchvision. Where torchvision is missing, a Qwen2-VL / Qwen2.5-VL folder loads with an image-only
+  processor (:func:`image_only_qwen_vl_processor`; the planner sends images, never video).
 """
 
 from __future__ import annotations
 
+import functools
+import importlib.util
+import json
 import logging
 import threading
 from collections.abc import Sequence
@@ -62,6 +81,8 @@ class Generation:
     prompt_tokens: int
     completion_tokens: int
     finish_reason: Literal["stop", "length"]
+    #: The answer's token ids, the stop token included when there was one (no padding).
+    token_ids: tuple[int, ...] = ()
 
 
 class LocalModelConfig(BaseModel):
@@ -80,6 +101,15 @@ class LocalModelConfig(BaseModel):
     #: CPU threads for torch (process-wide: ``torch.set_num_threads``); None keeps torch's default. One
     #: thread is much faster for tiny models on a loaded machine, where extra threads only wait on each other.
     torch_threads: int | None = Field(default=None, ge=1)
+    #: Greedy decoding loop: "fast" (homiebot.planner.fast_decode; Qwen2-VL family), "generate"
+    #: (transformers), "auto": fast for a Qwen2-VL-family model on CUDA, else generate.
+    decode: Literal["auto", "fast", "generate"] = "auto"
+    #: Fast path only: prefill the shared system turn once and reuse its keys and values.
+    share_prefix: bool = False
+    #: Fast path: TRANSFORMERS_SDPA_FORCE_GQA=1 while decoding (None: on CUDA only).
+    sdpa_gqa: bool | None = None
+    #: Fast path: one SDPA call per vision layer for same-sized images (None: on CUDA for Qwen2-VL).
+    batched_vision: bool | None = None
 
     @field_validator("model")
     @classmethod
@@ -114,6 +144,60 @@ def _validation_message(exc: ValidationError) -> str:
     return "; ".join(parts)
 
 
+#: Model types whose processors carry a video part (torchvision) that the planner never uses.
+_QWEN_VL_TYPES = ("qwen2_vl", "qwen2_5_vl")
+
+
+def _folder_model_type(folder: str) -> str | None:
+    try:
+        return json.loads((Path(folder) / "config.json").read_text()).get("model_type")
+    except (OSError, ValueError, AttributeError):
+        return None
+
+
+def _folder_chat_template(folder: str) -> str | None:
+    path = Path(folder)
+    if (path / "chat_template.jinja").is_file():
+        return (path / "chat_template.jinja").read_text()
+    if (path / "chat_template.json").is_file():
+        try:
+            return json.loads((path / "chat_template.json").read_text()).get("chat_template")
+        except (OSError, ValueError, AttributeError):
+            return None
+    return None
+
+
+@functools.cache
+def _image_only_processor_class() -> type:
+    from transformers import Qwen2VLProcessor
+    from transformers.processing_utils import ProcessorMixin
+
+    class ImageOnlyQwenVLProcessor(Qwen2VLProcessor):
+        """Qwen2-VL's processor without the video processor (whose construction needs torchvision)."""
+
+        def __init__(self, image_processor: Any = None, tokenizer: Any = None, chat_template: Any = None, **kwargs: Any):
+            self.image_token = getattr(tokenizer, "image_token", None) or "<|image_pad|>"
+            self.video_token = getattr(tokenizer, "video_token", None) or "<|video_pad|>"
+            self.image_token_id = tokenizer.convert_tokens_to_ids(self.image_token)
+            self.video_token_id = tokenizer.convert_tokens_to_ids(self.video_token)
+            ProcessorMixin.__init__(self, image_processor, tokenizer, chat_template=chat_template)
+
+    # What save_pretrained writes as processor_class: a folder saved from it loads with the full processor
+    # wherever torchvision is installed (and through this fallback where it is not).
+    ImageOnlyQwenVLProcessor.__name__ = ImageOnlyQwenVLProcessor.__qualname__ = "Qwen2VLProcessor"
+    return ImageOnlyQwenVLProcessor
+
+
+def image_only_qwen_vl_processor(image_processor: Any, tokenizer: Any, chat_template: str | None = None) -> Any:
+    """A Qwen2-VL / Qwen2.5-VL processor for text and images only (no torchvision needed).
+
+    transformers 5 builds these processors with a video processor that requires torchvision; the planner
+    never sends video. Same text and image handling as the full processor (it subclasses it), including
+    ``mm_token_type_ids``; a ``videos=`` argument is not supported.
+    """
+    return _image_only_processor_class()(image_processor=image_processor, tokenizer=tokenizer, chat_template=chat_template)
+
+
 class VisionLanguageModel:
     """A loaded processor + model that turns chat conversations into answers, optionally grammar-constrained.
 
@@ -124,7 +208,7 @@ class VisionLanguageModel:
     def __init__(self, config: LocalModelConfig) -> None:
         try:
             import torch
-            from transformers import AutoModelForImageTextToText, AutoProcessor
+            from transformers import AutoModelForImageTextToText
         except ImportError as exc:
             raise PlannerLoadError(
                 "the hf planner needs torch and transformers: pip install -e '.[models]'"
@@ -142,19 +226,8 @@ class VisionLanguageModel:
             self.dtype = torch.bfloat16 if self.device.type == "cuda" else torch.float32
         else:
             self.dtype = getattr(torch, config.dtype)
-        try:
-            self.processor = AutoProcessor.from_pretrained(
-                config.model, local_files_only=True, trust_remote_code=config.trust_remote_code
-            )
-        except Exception as exc:  # transformers raises OSError/ValueError/ImportError/TypeError variously
-            raise PlannerLoadError(
-                f"cannot load the processor from {config.model}: {exc}"
-                + (
-                    " (processors with a video part, like Qwen2-VL's, need torchvision built for your torch)"
-                    if "video" in str(exc).lower() or "VIDEO" in str(exc)
-                    else ""
-                )
-            ) from exc
+        self.model_type = _folder_model_type(config.model)
+        self.processor = self._load_processor(config)
         self.tokenizer = getattr(self.processor, "tokenizer", self.processor)
         self.tokenizer.padding_side = "left"
         load_kwargs: dict[str, Any] = {
@@ -188,8 +261,85 @@ class VisionLanguageModel:
         self.image_token = getattr(self.processor, "image_token", None)
         self.has_chat_template = bool(getattr(self.processor, "chat_template", None))
         self._grammar_cache: Any = None
+        self._prefix_ids: dict[str, tuple[int, ...]] = {}
+        #: Which loop the last call ran ("fast" or "generate"), for tests and benchmarks.
+        self.last_decode: str | None = None
+        self.decode_mode, self.fast_decoder = self._decoding(config)
 
     # ------------------------------------------------------------------------------------ loading
+
+    def _load_processor(self, config: LocalModelConfig) -> Any:
+        from transformers import AutoProcessor
+
+        qwen_without_torchvision = (
+            self.model_type in _QWEN_VL_TYPES and importlib.util.find_spec("torchvision") is None
+        )
+        try:
+            processor = AutoProcessor.from_pretrained(
+                config.model, local_files_only=True, trust_remote_code=config.trust_remote_code
+            )
+        except Exception as exc:  # transformers raises OSError/ValueError/ImportError/TypeError variously
+            if qwen_without_torchvision:
+                return self._image_only_processor(config, exc)
+            raise PlannerLoadError(
+                f"cannot load the processor from {config.model}: {exc}"
+                + (
+                    " (processors with a video part, like Qwen2-VL's, need torchvision built for your torch)"
+                    if "video" in str(exc).lower() or "VIDEO" in str(exc)
+                    else ""
+                )
+            ) from exc
+        if qwen_without_torchvision and getattr(processor, "image_processor", None) is None:
+            # No processor config in the folder: AutoProcessor fell back to the tokenizer alone.
+            return self._image_only_processor(config, None)
+        return processor
+
+    def _image_only_processor(self, config: LocalModelConfig, cause: Exception | None) -> Any:
+        from transformers import AutoImageProcessor, AutoTokenizer
+
+        log.info("torchvision is missing: loading %s with an image-only Qwen2-VL processor", config.model)
+        try:
+            tokenizer = AutoTokenizer.from_pretrained(
+                config.model, local_files_only=True, trust_remote_code=config.trust_remote_code
+            )
+            image_processor = AutoImageProcessor.from_pretrained(config.model, local_files_only=True)
+        except Exception as exc:  # reported as a load error with both causes
+            raise PlannerLoadError(
+                f"cannot load the processor from {config.model}: {cause or exc} (image-only fallback: {exc})"
+            ) from exc
+        chat_template = getattr(tokenizer, "chat_template", None) or _folder_chat_template(config.model)
+        return image_only_qwen_vl_processor(image_processor, tokenizer, chat_template)
+
+    def _decoding(self, config: LocalModelConfig) -> tuple[str, Any]:
+        """The decoding path ("fast" or "generate") and the fast loop's decoder (None for generate)."""
+        from homiebot.planner import fast_decode
+
+        reason = fast_decode.unsupported_reason(self.model)
+        cuda = self.device.type == "cuda"
+        if config.decode == "fast" and reason:
+            raise PlannerLoadError(f"decode='fast': {reason}; use decode='generate' (or 'auto')")
+        mode = "fast" if config.decode == "fast" or (config.decode == "auto" and not reason and cuda) else "generate"
+        if config.share_prefix and mode != "fast":
+            raise PlannerLoadError(
+                "share_prefix=True needs the fast decoding loop: pass decode='fast' "
+                + (f"({reason})" if reason else "(decode='auto' chose generate: this device is not CUDA)")
+            )
+        if mode == "generate":
+            return mode, None
+        batched_vision = config.batched_vision
+        if batched_vision is None:
+            batched_vision = cuda and fast_decode.base_model(self.model).config.model_type == "qwen2_vl"
+        try:
+            decoder = fast_decode.FastDecoder(
+                self.model,
+                batched_vision=bool(batched_vision),
+                sdpa_gqa=cuda if config.sdpa_gqa is None else config.sdpa_gqa,
+            )
+        except fast_decode.FastDecodeUnsupported as exc:
+            raise PlannerLoadError(f"decode='fast': {exc}") from exc
+        log.info("decoding with the fast loop (batched vision %s, sdpa gqa %s)", decoder.vision is not None,
+                 decoder.sdpa_gqa)
+        return mode, decoder
 
     def _quantization_config(self, mode: str) -> Any:
         import importlib.util
@@ -275,7 +425,12 @@ class VisionLanguageModel:
         cache_implementation: str | None = None,
         compile: bool = True,
     ) -> list[Generation]:
-        """Answer several conversations as one left-padded batch; ``grammars[i]`` constrains row ``i``."""
+        """Answer several conversations as one left-padded batch; ``grammars[i]`` constrains row ``i``.
+
+        Greedy calls run the fast loop when :attr:`decode_mode` is ``"fast"`` (``compile`` then decides whether
+        its step is compiled on CUDA; ``cache_implementation`` is ``generate``'s and is ignored there); sampling
+        calls always run ``generate``.
+        """
         if not conversations:
             return []
         if grammars is not None and len(grammars) != len(conversations):
@@ -302,6 +457,20 @@ class VisionLanguageModel:
 
             compiled = [self.compile_grammar(g) if g is not None else None for g in grammars]
             logits_processors.append(GrammarLogitsProcessor(compiled))
+        if self.fast_decoder is not None and not do_sample:
+            prefix_ids = self._shared_prefix_ids(conversations) if self.config.share_prefix else None
+            with self._lock:
+                output = self.fast_decoder.generate(
+                    inputs,
+                    max_new_tokens,
+                    stop_token_ids=self.stop_token_ids,
+                    pad_token_id=self.pad_token_id,
+                    logits_processor=logits_processors[0] if logits_processors else None,
+                    prefix_ids=prefix_ids,
+                    compile=compile,
+                )
+                self.last_decode = "fast"
+            return self._generations(output[:, prompt_length:].tolist(), inputs["attention_mask"])
         generate_kwargs: dict[str, Any] = {
             "max_new_tokens": max_new_tokens,
             "do_sample": do_sample,
@@ -321,9 +490,13 @@ class VisionLanguageModel:
             if seed is not None:
                 torch.manual_seed(seed)
             output = self.model.generate(**inputs, logits_processor=logits_processors or None, **generate_kwargs)
-        new_tokens = output[:, prompt_length:].tolist()
+            self.last_decode = "generate"
+        return self._generations(output[:, prompt_length:].tolist(), inputs["attention_mask"])
+
+    def _generations(self, new_tokens: list[list[int]], attention_mask: Any) -> list[Generation]:
+        """Each row's answer: tokens up to the first stop token (kept in ``token_ids``), padding dropped."""
         results: list[Generation] = []
-        attention = inputs["attention_mask"].sum(dim=1).tolist()
+        attention = attention_mask.sum(dim=1).tolist()
         for row, tokens in enumerate(new_tokens):
             stopped = False
             kept: list[int] = []
@@ -339,18 +512,49 @@ class VisionLanguageModel:
                     prompt_tokens=int(attention[row]),
                     completion_tokens=len(kept) + (1 if stopped else 0),
                     finish_reason="stop" if stopped else "length",
+                    token_ids=tuple(kept) + ((tokens[len(kept)],) if stopped else ()),
                 )
             )
         return results
 
+    def _shared_prefix_ids(self, conversations: Sequence[Sequence[ChatMessage]]) -> tuple[int, ...] | None:
+        """The token ids of the system turn that every conversation starts with, or None.
+
+        The turn is rendered alone through the chat template and tokenized as the processor tokenizes the
+        prompt; the fast loop still checks that each row's prompt starts with exactly these ids.
+        """
+        if not self.has_chat_template or not conversations:
+            return None
+        firsts = [conversation[0] if conversation else None for conversation in conversations]
+        first = firsts[0]
+        if first is None or first.role != "system" or first.images or any(f != first for f in firsts):
+            return None
+        cached = self._prefix_ids.get(first.text)
+        if cached is None:
+            hf_messages, _ = to_hf_messages([first])
+            text = self.processor.apply_chat_template(hf_messages, add_generation_prompt=False, tokenize=False)
+            cached = tuple(int(t) for t in self.tokenizer(text)["input_ids"])
+            if len(self._prefix_ids) > 8:
+                self._prefix_ids.clear()
+            self._prefix_ids[first.text] = cached
+        return cached or None
+
     def close(self) -> None:
+        if self.fast_decoder is not None:
+            self.fast_decoder.close()
+            self.fast_decoder = None
         self.model = None  # type: ignore[assignment]
         if self._torch.cuda.is_available():
             self._torch.cuda.empty_cache()
 
 
 class HFPlanner(Planner):
-    """EMMOE planner on a local transformers model (``homie run --planner hf --model PATH``)."""
+    """EMMOE planner on a local transformers model (``homie run --planner hf --model PATH``).
+
+    ``decode`` / ``share_prefix`` / ``sdpa_gqa`` / ``batched_vision``: see :class:`LocalModelConfig` and the
+    module docstring (``homie run --decode fast``, ``-p share_prefix=true``). With ``engine=`` the engine's
+    own configuration rules and these load options are not used.
+    """
 
     name = "hf"
     privileged = False
@@ -377,6 +581,10 @@ class HFPlanner(Planner):
         merge_adapter: bool = True,
         trust_remote_code: bool = False,
         torch_threads: int | None = None,
+        decode: Literal["auto", "fast", "generate"] = "auto",
+        share_prefix: bool = False,
+        sdpa_gqa: bool | None = None,
+        batched_vision: bool | None = None,
         engine: VisionLanguageModel | None = None,
     ) -> None:
         if max_new_tokens < 1:
@@ -394,6 +602,10 @@ class HFPlanner(Planner):
                 attn_implementation=attn_implementation,
                 trust_remote_code=trust_remote_code,
                 torch_threads=torch_threads,
+                decode=decode,
+                share_prefix=share_prefix,
+                sdpa_gqa=sdpa_gqa,
+                batched_vision=batched_vision,
             )
         except ValidationError as exc:
             raise PlannerLoadError(_validation_message(exc)) from None

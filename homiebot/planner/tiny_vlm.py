@@ -3,21 +3,25 @@
 They exist so that the real generate path of the transformers backend, the OpenAI-compatible server and
 constrained decoding run in tests and on machines without weights. They are real architectures
 (transformers' ``LlavaForConditionalGeneration``: a CLIP vision tower, a projector, a Llama decoder; or
-``Qwen2VLForConditionalGeneration``) with random weights, a byte-level BPE tokenizer trained in-process on
-the EMMOE prompt text, a ChatML chat template and a real image processor. Their answers are noise, which is
-the point: a random model makes every format error a trained one would, so constrained decoding is tested
-against the worst case.
+``Qwen2VLForConditionalGeneration`` / ``Qwen2_5_VLForConditionalGeneration``) with random weights, a
+byte-level BPE tokenizer trained in-process on the EMMOE prompt text, a ChatML chat template and a real
+image processor. Their answers are noise, which is the point: a random model makes every format error a
+trained one would, so constrained decoding is tested against the worst case.
 
-Usage: ``python -m homiebot.planner.tiny_vlm OUT_DIR [--arch llava|qwen2_vl] [--seed N]``, then
+Usage: ``python -m homiebot.planner.tiny_vlm OUT_DIR [--arch llava|qwen2_vl|qwen2_5_vl] [--seed N]``, then
 ``homie run --planner hf --model OUT_DIR``.
 
-Qwen2-VL needs torchvision for its processor in transformers 5 (its video processor is part of the
-processor); the CPU torch pinned here has no matching torchvision wheel, so ``llava`` is the default.
+Qwen2-VL needs torchvision for its full processor in transformers 5 (its video processor is part of the
+processor); the CPU torch pinned here has no matching torchvision wheel, so ``llava`` is the default. Without
+torchvision the ``qwen2_vl`` / ``qwen2_5_vl`` models are written with an image-only processor
+(``hf_backend.image_only_qwen_vl_processor``; saved under the real processor's name), and the hf backend
+loads them the same way: that is how the fast decoding loop (Qwen2-VL family only) is tested on the CPU.
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import logging
 import os
 import shutil
@@ -30,7 +34,7 @@ from homiebot.types import EMMOE_ACTIONS, EMMOE_MODELS, Subtask
 
 log = logging.getLogger(__name__)
 
-Architecture = Literal["llava", "qwen2_vl"]
+Architecture = Literal["llava", "qwen2_vl", "qwen2_5_vl"]
 
 #: ChatML, the format of Qwen2-VL's template, with the image placeholder of the architecture.
 _CHAT_TEMPLATE = (
@@ -48,6 +52,7 @@ _SPECIAL_TOKENS = {
     "llava": ["<|endoftext|>", "<|im_start|>", "<|im_end|>", "<image>"],
     "qwen2_vl": ["<|endoftext|>", "<|im_start|>", "<|im_end|>", "<|vision_start|>", "<|vision_end|>", "<|image_pad|>", "<|video_pad|>"],
 }
+_SPECIAL_TOKENS["qwen2_5_vl"] = _SPECIAL_TOKENS["qwen2_vl"]
 
 #: Words the tokenizer should see as whole tokens (objects and places of the EMMOE scenes).
 _WORDS = (
@@ -145,8 +150,11 @@ def build_tiny_vlm(arch: Architecture = "llava", *, seed: int = 0, image_size: i
             vision_feature_select_strategy="default",
             num_additional_image_tokens=1,
         )
-    elif arch == "qwen2_vl":
+    elif arch in ("qwen2_vl", "qwen2_5_vl"):
         from transformers import (
+            Qwen2_5_VLConfig,
+            Qwen2_5_VLForConditionalGeneration,
+            Qwen2_5_VLProcessor,
             Qwen2VLConfig,
             Qwen2VLForConditionalGeneration,
             Qwen2VLImageProcessor,
@@ -154,25 +162,42 @@ def build_tiny_vlm(arch: Architecture = "llava", *, seed: int = 0, image_size: i
             Qwen2VLVideoProcessor,
         )
 
-        config = Qwen2VLConfig(
-            text_config=dict(text, rope_parameters={"rope_type": "default", "rope_theta": 10000.0, "mrope_section": [2, 3, 3]}),
-            vision_config={"depth": 1, "embed_dim": 32, "hidden_size": 64, "num_heads": 2, "mlp_ratio": 2,
-                           "patch_size": 14, "spatial_merge_size": 2, "temporal_patch_size": 2},
-            image_token_id=ids["<|image_pad|>"],
-            video_token_id=ids["<|video_pad|>"],
-            vision_start_token_id=ids["<|vision_start|>"],
-        )
-        model = Qwen2VLForConditionalGeneration(config)
+        text_config = dict(text, rope_parameters={"rope_type": "default", "rope_theta": 10000.0, "mrope_section": [2, 3, 3]})
+        special = {"image_token_id": ids["<|image_pad|>"], "video_token_id": ids["<|video_pad|>"],
+                   "vision_start_token_id": ids["<|vision_start|>"]}
+        if arch == "qwen2_vl":
+            config = Qwen2VLConfig(
+                text_config=text_config,
+                vision_config={"depth": 1, "embed_dim": 32, "hidden_size": 64, "num_heads": 2, "mlp_ratio": 2,
+                               "patch_size": 14, "spatial_merge_size": 2, "temporal_patch_size": 2},
+                **special,
+            )
+            model = Qwen2VLForConditionalGeneration(config)
+        else:  # windowed vision attention in block 0, full attention in block 1
+            config = Qwen2_5_VLConfig(
+                text_config=text_config,
+                vision_config={"depth": 2, "hidden_size": 32, "intermediate_size": 64, "num_heads": 2,
+                               "out_hidden_size": 64, "patch_size": 14, "spatial_merge_size": 2,
+                               "temporal_patch_size": 2, "window_size": 56, "fullatt_block_indexes": [1]},
+                **special,
+            )
+            model = Qwen2_5_VLForConditionalGeneration(config)
         # Each view becomes (side / 28)^2 merged tokens: one at the default 28 px.
         pixels = max(image_size, 28) ** 2
         image_processor = Qwen2VLImageProcessor(min_pixels=pixels, max_pixels=pixels)
-        video_processor = Qwen2VLVideoProcessor()  # needs torchvision (see the module docstring)
-        processor = Qwen2VLProcessor(
-            image_processor=image_processor, tokenizer=tokenizer, video_processor=video_processor,
-            chat_template=tokenizer.chat_template,
-        )
+        if importlib.util.find_spec("torchvision") is None:
+            # The video processor needs torchvision; the planner sends images only (see the module docstring).
+            from homiebot.planner.hf_backend import image_only_qwen_vl_processor
+
+            processor = image_only_qwen_vl_processor(image_processor, tokenizer, tokenizer.chat_template)
+        else:
+            processor_class = Qwen2VLProcessor if arch == "qwen2_vl" else Qwen2_5_VLProcessor
+            processor = processor_class(
+                image_processor=image_processor, tokenizer=tokenizer, video_processor=Qwen2VLVideoProcessor(),
+                chat_template=tokenizer.chat_template,
+            )
     else:
-        raise ValueError(f"unknown tiny architecture {arch!r}; expected 'llava' or 'qwen2_vl'")
+        raise ValueError(f"unknown tiny architecture {arch!r}; expected 'llava', 'qwen2_vl' or 'qwen2_5_vl'")
     model.generation_config.eos_token_id = ids["<|im_end|>"]
     model.generation_config.pad_token_id = ids["<|endoftext|>"]
     return model.eval(), processor
@@ -201,7 +226,7 @@ def save_tiny_vlm(path: str | os.PathLike[str], arch: Architecture = "llava", *,
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="Write a tiny random vision-language model to a local folder.")
     parser.add_argument("out_dir")
-    parser.add_argument("--arch", choices=("llava", "qwen2_vl"), default="llava")
+    parser.add_argument("--arch", choices=("llava", "qwen2_vl", "qwen2_5_vl"), default="llava")
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args(argv)
     os.environ.setdefault("HF_HUB_OFFLINE", "1")

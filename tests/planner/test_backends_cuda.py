@@ -1,7 +1,10 @@
 """The hf backend on a CUDA GPU with a tiny Qwen2-VL (the real Qwen2-VL processor): plain, static cache, constrained.
 
 Skipped without a GPU (CI); run on the GPU machine. Qwen2-VL's processor needs torchvision built for the
-installed torch, which the CPU-only CI torch lacks; the CPU tests use a tiny LLaVA instead.
+installed torch, which the CPU-only CI torch lacks (the CPU tests load Qwen2-VL with an image-only processor
+instead). On CUDA ``decode="auto"`` runs greedy calls through the fast loop (``plain`` and ``static`` below)
+and sampling through ``generate`` (``constrained*``); :func:`test_fast_loop_on_cuda` checks the fast loop's
+CUDA-only parts (compiled step, stop flag read late, batched vision, grouped-query SDPA).
 """
 
 from __future__ import annotations
@@ -55,3 +58,31 @@ def test_qwen2_vl_on_cuda(options: dict, tmp_path_factory: pytest.TempPathFactor
         for answer in answers:
             assert f1_violation(answer) is None, answer
             assert parse_output(answer).subtask.target in (None, *GROUNDED)
+
+
+@pytest.mark.models
+@pytest.mark.gpu
+def test_fast_loop_on_cuda(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """decode="auto" picks the fast loop on CUDA (compiled step, batched vision, grouped-query SDPA).
+
+    bf16 kernels differ between the two loops, so tokens are not compared here (the CPU tests in
+    ``test_fast_decode.py`` compare them in float32); answers must be complete and grammatical.
+    """
+    from homiebot.planner.hf_backend import HFPlanner
+    from homiebot.planner.tiny_vlm import save_tiny_vlm
+
+    path: Path = save_tiny_vlm(tmp_path_factory.mktemp("qwen") / "tiny-qwen2-vl", "qwen2_vl")
+    planner = HFPlanner(model=str(path), max_new_tokens=96, constrained=True, share_prefix=True)
+    engine = planner.engine
+    assert engine.decode_mode == "fast" and engine.fast_decoder.vision is not None and engine.fast_decoder.sdpa_gqa
+    requests = _requests(6)
+    for _ in range(2):  # the second call replays the compiled step on the kept static cache
+        answers = planner.plan_batch(requests)
+        assert engine.last_decode == "fast"
+        for answer, generation in zip(answers, planner.last_generations):
+            assert f1_violation(answer) is None, answer
+            assert generation.finish_reason == "stop"
+    assert engine.fast_decoder.stats["prefix_reused"] >= 1 and engine.fast_decoder.stats["static_cache_reused"] >= 1
+    free = HFPlanner(model=str(path), max_new_tokens=32, engine=engine)  # unconstrained, padded rows
+    assert len(free.plan_batch(requests[:3])) == 3 and engine.last_decode == "fast"
+    assert all(1 <= g.completion_tokens <= 32 for g in free.last_generations)
