@@ -79,6 +79,7 @@ def register(app: typer.Typer) -> None:
         model: str | None = typer.Option(None, "--model", help="Model planners: model name."),
         api_key_env: str | None = typer.Option(None, "--api-key-env", help="Model planners: environment variable holding the API key."),
         constrained: bool | None = typer.Option(None, "--constrained/--no-constrained", help="Model planners: constrained decoding."),
+        decode: str | None = typer.Option(None, "--decode", help="hf planner: greedy decoding loop, auto (default), fast or generate."),
         planner_option: list[str] = typer.Option([], "--planner-option", "-p", help="Other planner option key=value (repeatable)."),
         perception: str = typer.Option("off", "--perception", help="World graph: off (ground through the scene's names), privileged or conceptgraph."),
         describe_world: bool = typer.Option(False, "--describe-world/--no-describe-world", help="With --perception: give model planners PARTNR's text world description (EMMOE forbids it; off by default)."),
@@ -122,7 +123,7 @@ def register(app: typer.Typer) -> None:
                 f"planners that take a free-text instruction: {takers}"
             )
         options = _parse_options(planner_option)
-        options.update(base_url=base_url, model=model, api_key_env=api_key_env, constrained=constrained)
+        options.update(base_url=base_url, model=model, api_key_env=api_key_env, constrained=constrained, decode=decode)
         try:
             recorder = EpisodeRecorder(out, images=render, video=video and render)
         except RecordError as err:

@@ -405,6 +405,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--dtype", default="auto", choices=("auto", "bfloat16", "float16", "float32"))
     parser.add_argument("--quantization", default=None, choices=("4bit", "8bit"))
     parser.add_argument("--torch-threads", type=int, default=None, help="CPU threads for torch (default: torch's)")
+    parser.add_argument("--decode", default="auto", choices=("auto", "fast", "generate"),
+                        help="greedy decoding loop (see homiebot.planner.hf_backend)")
+    parser.add_argument("--share-prefix", action="store_true", help="fast loop: reuse the system turn's KV cache")
     parser.add_argument("--max-batch-size", type=int, default=8)
     parser.add_argument("--max-wait-ms", type=float, default=10.0)
     parser.add_argument("--max-tokens", type=int, default=512, help="default max_tokens of a request")
@@ -422,7 +425,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             parser.error(f"--api-key-env {args.api_key_env}: that environment variable is not set or empty")
     try:
         config = LocalModelConfig(model=args.model, adapter=args.adapter, device=args.device, dtype=args.dtype,
-                                  quantization=args.quantization, torch_threads=args.torch_threads)
+                                  quantization=args.quantization, torch_threads=args.torch_threads,
+                                  decode=args.decode, share_prefix=args.share_prefix)
         engine = VisionLanguageModel(config)
     except (ValidationError, ValueError) as exc:
         parser.error(str(exc))
