@@ -22,7 +22,11 @@ Variants (each the median of ``--repeats`` timed runs after ``--warmup`` untimed
 * ``bN dynamic`` / ``bN static+compile``: the same for a batch of ``--batch`` planning steps (the
   ``homie eval --workers`` case), reported as steps per second;
 * ``bN shared prefix``: the system turn's KV cache is computed once and copied into every row of the
-  batch, so prefill covers only the per-episode part (the copy is inside the timing).
+  batch, so prefill covers only the per-episode part (the copy is inside the timing);
+* ``b1 fast`` / ``bN fast`` / ``bN fast shared prefix`` (``..., eager decode``): the greedy loop the ``hf``
+  planner runs with ``decode="fast"`` (:class:`homiebot.planner.fast_decode.FastDecoder`, kept across
+  calls as the planner keeps it; the shared prefix is computed inside each timed call), with the decoding
+  step compiled on CUDA or, for the ``eager`` variants, not.
 
 Greedy tokens of the variants are compared with ``b1 dynamic`` for the first prompt and reported as a
 match fraction (bf16 kernels differ between variants, so small differences are expected on random
@@ -54,6 +58,12 @@ import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:  # run as a script from a checkout: the package is next to benchmarks/
+    sys.path.insert(0, str(ROOT))
+
+from homiebot.planner import fast_decode  # after the path fix; imports no torch
 
 log = logging.getLogger("bench_planner_gpu")
 
@@ -195,131 +205,35 @@ def make_inputs(shape: Shape, batch: int, device: Any, dtype: Any, seed: int = 0
     return inputs, preprocess_s
 
 
-def prefix_cache(model: Any, inputs: dict[str, Any], prefix_len: int, batch: int) -> Any:
-    """A dynamic cache holding the shared system turn's keys and values, repeated for every row."""
-    import torch
-    from transformers import DynamicCache
-
-    with torch.inference_mode():
-        out = model(input_ids=inputs["input_ids"][:1, :prefix_len], use_cache=True, logits_to_keep=1)
-    single = out.past_key_values
-    cache = DynamicCache(config=model.config)
-    for layer_index, layer in enumerate(single.layers):
-        cache.update(layer.keys.expand(batch, -1, -1, -1).contiguous(),
-                     layer.values.expand(batch, -1, -1, -1).contiguous(), layer_index)
-    return cache
+# The fast loop and its switches live in the library (homiebot.planner.fast_decode), where the hf planner uses
+# them; these names are the benchmark's handles on them.
+prefix_cache = fast_decode.prefix_cache  # the system turn's KV, repeated per row (for generate's shared prefix)
+_DECODERS: dict[tuple[int, bool], Any] = {}
 
 
 def fast_generate(model: Any, inputs: dict[str, Any], new_tokens: int, *, prefix_len: int = 0, compiled: bool = True,
                   timings: dict[str, float] | None = None) -> Any:
-    # ``compiled=False`` decodes eagerly: slower per step at batch 1 (kernel launches), but transformers'
-    # SDPA path then packs the grouped-query heads instead of repeating the keys and values 7x, which is
-    # what a large batch's decoding step is bound by.
-    """Greedy decoding without ``generate``'s per-step bookkeeping: the ``fast`` variants.
-
-    1. Prefill (vision tower + prompt) into a dynamic cache with no attention mask, so SDPA runs its causal
-       kernel; with ``prefix_len`` the system turn is computed once at batch 1 and copied into every row,
-       and only the rest is prefilled (3D rope positions of the full prompt from ``get_rope_index``).
-    2. The keys and values move into a static cache sized for the answer (``StaticCache.update``).
-    3. Each decoding step calls the model's compiled forward (``get_compiled_call``: torch.compile,
-       ``reduce-overhead``, the same compiled call ``generate`` uses) with explicit 3D positions
-       (position + rope delta) kept on the device, and takes the argmax there: nothing waits for the GPU
-       until the answer is complete, so the CPU queues steps ahead of the GPU.
-    """
-    import torch
-    from transformers import DynamicCache, StaticCache
-
-    device = inputs["input_ids"].device
-    batch, length = inputs["input_ids"].shape
-    mark = _Marks(device, timings)
-    with torch.inference_mode():
-        # The vision tower first, on its own, so that the split timings can tell it from the prompt prefill.
-        encoded = model.model.get_image_features(inputs["pixel_values"], inputs["image_grid_thw"], return_dict=True)
-        vision = {"mm_encoder_outputs": {"image": encoded}, "image_grid_thw": inputs["image_grid_thw"]}
-        mark("vision")
-        if prefix_len:
-            positions, deltas = model.model.get_rope_index(
-                inputs["input_ids"], mm_token_type_ids=inputs["mm_token_type_ids"], image_grid_thw=inputs["image_grid_thw"]
-            )
-            cache = prefix_cache(model, inputs, prefix_len, batch)
-            out = model(input_ids=inputs["input_ids"][:, prefix_len:], mm_token_type_ids=inputs["mm_token_type_ids"][:, prefix_len:],
-                        position_ids=positions[..., prefix_len:], past_key_values=cache, use_cache=True, logits_to_keep=1, **vision)
-        else:
-            model.model.rope_deltas = None
-            cache = DynamicCache(config=model.config)
-            out = model(input_ids=inputs["input_ids"], mm_token_type_ids=inputs["mm_token_type_ids"], past_key_values=cache,
-                        use_cache=True, logits_to_keep=1, **vision)
-            deltas = model.model.rope_deltas
-        mark("prefill")
-        static = StaticCache(config=model.config, max_cache_len=length + new_tokens)
-        for layer_index, layer in enumerate(out.past_key_values.layers):
-            static.update(layer.keys, layer.values, layer_index)
-        del out.past_key_values, cache
-        token = out.logits[:, -1].argmax(-1)
-        forward = model.get_compiled_call(None) if compiled else model.__call__
-        position = torch.full((1,), length, dtype=torch.long, device=device)
-        deltas = deltas.to(device).view(1, batch, 1)
-        tokens = [token]
-        for _ in range(new_tokens - 1):
-            position_ids = (position.view(1, 1, 1) + deltas).expand(3, batch, 1)
-            logits = forward(input_ids=token[:, None], position_ids=position_ids, past_key_values=static,
-                             use_cache=True, logits_to_keep=1).logits
-            token = logits[:, -1].argmax(-1)
-            tokens.append(token)
-            position += 1
-        result = torch.stack(tokens, dim=1)
-        mark("decode")
-    return torch.cat([inputs["input_ids"], result], dim=1)
-
-
-class _Marks:
-    """Optional synchronised split timings (they cost a sync, so only when asked)."""
-
-    def __init__(self, device: Any, timings: dict[str, float] | None) -> None:
-        self.device, self.timings, self.last = device, timings, time.perf_counter()
-
-    def __call__(self, name: str) -> None:
-        if self.timings is None:
-            return
-        sync(self.device)
-        now = time.perf_counter()
-        self.timings[name] = self.timings.get(name, 0.0) + now - self.last
-        self.last = now
-
+    """The ``fast`` variants: the hf planner's loop, one :class:`~homiebot.planner.fast_decode.FastDecoder` per
+    model and mode kept across calls as the planner keeps its own (its static cache is reused), except that
+    the shared prefix is computed inside every timed call (``prefix_cache_size=0``). No stop tokens: exactly
+    ``new_tokens`` are decoded."""
+    decoder = _DECODERS.get((id(model), compiled))
+    if decoder is None:
+        decoder = _DECODERS[(id(model), compiled)] = fast_decode.FastDecoder(model, compile=compiled, prefix_cache_size=0)
+    prefix_ids = inputs["input_ids"][0, :prefix_len].tolist() if prefix_len else None
+    return decoder.generate(inputs, new_tokens, prefix_ids=prefix_ids, timings=timings)
 
 
 def batched_vision_attention(model: Any, patches_per_image: int) -> Any:
-    """Run the vision tower's attention as one batched SDPA call when every view has the same patch count.
+    """One batched SDPA call per vision layer for views of ``patches_per_image`` patches; returns a restore.
 
-    transformers' Qwen2-VL vision attention (without flash-attn) splits the patch sequence per image and
-    calls SDPA once per image and layer (256 views x 32 layers = 8,192 calls at batch 64, plus a host sync
-    per layer). The four views of a planning step always have the same size, so the per-image blocks can
-    be stacked into one batch. Returns a function that restores the original; ``--batched-vision`` turns
-    it on after :func:`check_batched_vision` has compared both on the same input.
+    :class:`homiebot.planner.fast_decode.BatchedVisionAttention` installed on the model's vision attention
+    modules with a fixed image size (every view of a planning step has the same size); ``--batched-vision``
+    turns it on after :func:`check_batched_vision` has compared both on the same input.
     """
-    import torch.nn.functional as F
-    from transformers.models.qwen2_vl import modeling_qwen2_vl as qwen
-
-    original = qwen.VisionAttention.forward
-
-    def forward(self, hidden_states, cu_seqlens, position_embeddings=None, max_seqlen=None, **kwargs):
-        seq = hidden_states.shape[0]
-        if seq % patches_per_image or position_embeddings is None:
-            return original(self, hidden_states, cu_seqlens, position_embeddings, max_seqlen, **kwargs)
-        q, k, v = self.qkv(hidden_states).reshape(seq, 3, self.num_heads, -1).permute(1, 0, 2, 3).unbind(0)
-        cos, sin = position_embeddings
-        q, k = qwen.apply_rotary_pos_emb_vision(q, k, cos, sin)
-        views = seq // patches_per_image
-        q, k, v = (t.reshape(views, patches_per_image, self.num_heads, -1).transpose(1, 2) for t in (q, k, v))
-        out = F.scaled_dot_product_attention(q, k, v, scale=self.scaling)
-        return self.proj(out.transpose(1, 2).reshape(seq, -1))
-
-    qwen.VisionAttention.forward = forward
-
-    def restore() -> None:
-        qwen.VisionAttention.forward = original
-
-    return restore
+    handle = fast_decode.BatchedVisionAttention(model)
+    handle.patches_per_image = patches_per_image
+    return handle.remove
 
 
 def check_batched_vision(model: Any, shape: Shape, device: Any, dtype: Any) -> float:

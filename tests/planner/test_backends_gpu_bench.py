@@ -1,9 +1,11 @@
-"""The GPU benchmark script's CPU mode: its own greedy loop and prefix sharing must decode what generate does.
+"""The GPU benchmark script's CPU mode: the fast loop and prefix sharing must decode what generate does.
 
 ``benchmarks/bench_planner_gpu.py --quick`` builds a tiny model of the Qwen2-VL architecture and runs every
 variant in float32 on the CPU, where all of them must produce the same greedy tokens (the script exits 1
-otherwise). This keeps the script that the integrator runs on an H100 working, and checks the
-``fast_generate`` loop and the batched vision attention against transformers' own code.
+otherwise). This keeps the script that the integrator runs on an H100 working, and checks the library's
+fast loop (``homiebot.planner.fast_decode``, which the script imports) and the batched vision attention
+against transformers' own code as the script drives them. The planner-side checks are in
+``test_fast_decode.py``.
 """
 
 from __future__ import annotations
