@@ -100,7 +100,14 @@ def graph_rounds(episodes: int, progress: Progress) -> tuple[list[float], float]
                              lambda m: finals.append(m) if m.state >= EpisodeStatus.ENDED else None, EVENTS_QOS)
     executor = rclpy.executors.SingleThreadedExecutor(context=context)
     executor.add_node(node)
-    spinner = threading.Thread(target=lambda: [executor.spin_once(timeout_sec=0.05) for _ in iter(context.ok, False)], daemon=True)
+    def spin() -> None:
+        try:
+            while context.ok():
+                executor.spin_once(timeout_sec=0.05)
+        except (rclpy.executors.ExternalShutdownException, rclpy.executors.ShutdownException):
+            pass  # the benchmark shut the context down
+
+    spinner = threading.Thread(target=spin, daemon=True)
     spinner.start()
     rounds: list[float] = []
     started = time.monotonic()

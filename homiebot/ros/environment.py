@@ -166,15 +166,44 @@ def overlay_environment(
         prefix = package_dsv.parents[2]
         _apply_dsv(env, prefix, package_dsv, seen)
     env.setdefault("RMW_IMPLEMENTATION", "rmw_fastrtps_cpp")
-    # Fast DDS: the project's profile (launch/config/fastdds.xml, a 100 ms reliability heartbeat). With the
-    # default 3 s heartbeat, a lost fragment of a large answer (the four views) made a service answer arrive
-    # 0.3-2.7 s late. Fast DDS's "large data" transports were tried and left out: their TCP transport aborted
-    # processes at shutdown ("local_endpoint: Bad file descriptor"). A profile the user set wins.
-    profile = repository_root() / "launch" / "config" / "fastdds.xml"
-    if profile.is_file():
+    # Fast DDS: the project's profile (see fastdds_profile). A profile the user set wins.
+    profile = fastdds_profile()
+    if profile is not None:
         env.setdefault("FASTRTPS_DEFAULT_PROFILES_FILE", str(profile))
     env[OVERLAY_MARKER] = str(overlay.install_dir)
     return env
+
+
+#: Free space /dev/shm needs for the shared-memory profile: 16 MB segments for the graph's processes and a
+#: few clients (a recorder, tests, rviz), with room to spare. A container's default /dev/shm is 64 MB.
+SHM_PROFILE_MIN_FREE_BYTES = 512 * 1024 * 1024
+
+
+def fastdds_profile(shm_dir: str | os.PathLike[str] = "/dev/shm") -> Path | None:
+    """The Fast DDS profile for this machine: ``launch/config/fastdds.xml`` (shared memory with 16 MB segments,
+    UDP beside it, a 100 ms heartbeat) where ``shm_dir`` has room for it, else ``fastdds_udp.xml`` (Fast DDS's
+    default transports, the same heartbeat).
+
+    Why: the four views (0.8-2.9 MB) do not fit Fast DDS's default 512 kB shared-memory segment, and over
+    UDP loopback they cost a graph round 12-15 ms more (BENCHMARKS.md). Where a process cannot map its segment
+    (a full /dev/shm), it would fail at start-up or with SIGBUS later, hence the free-space check. With the
+    default 3 s heartbeat a lost fragment made an answer arrive 0.3-2.7 s late, hence the 100 ms heartbeat in
+    both. Fast DDS's "large data" builtin transports were tried and left out: their TCP transport aborted
+    processes at shutdown ("local_endpoint: Bad file descriptor").
+    """
+    config = repository_root() / "launch" / "config"
+    shared, udp = config / "fastdds.xml", config / "fastdds_udp.xml"
+    try:
+        stats = os.statvfs(shm_dir)
+        room = stats.f_bavail * stats.f_frsize >= SHM_PROFILE_MIN_FREE_BYTES
+    except OSError:
+        room = False
+    if room and shared.is_file():
+        return shared
+    if shared.is_file():
+        logger.info("%s has less than %d MB free: Fast DDS runs over UDP (%s)", shm_dir,
+                    SHM_PROFILE_MIN_FREE_BYTES // 2**20, udp.name)
+    return udp if udp.is_file() else None
 
 
 def has_overlay(env: Mapping[str, str] | None = None) -> bool:

@@ -12,6 +12,10 @@ the last render, state after the last round) -> plan -> parse -> F1 / End / exec
 render (unless done) -> after the loop: goal check against the final state, counting every furniture seen
 open in any observed state as "opened".
 
+The state after a round is the one the execution reported (the graph's executor returns it with its
+result, saving a round trip); the backend is asked only when the execution reported none. A round that
+executed nothing (an F1 answer, End) changed nothing, so its state is the one before it.
+
 Nothing here imports rclpy; the backend's calls raise ``TimeoutError`` when the other side does not answer
 in time, which ends the episode with :attr:`EpisodeOutcome.timed_out` set and the reason in
 :attr:`Trajectory.error`, instead of hanging.
@@ -47,8 +51,19 @@ class EpisodeBackend(Protocol):
     def state(self) -> WorldState:
         """The privileged world state now."""
 
-    def execute(self, subtask: Subtask, model: str, inventory: tuple[str, ...], round_index: int) -> tuple[Feedback, float, dict[str, float]]:
-        """Execute one subtask; return the feedback, the metres travelled and timings."""
+    def execute(self, subtask: Subtask, model: str, inventory: tuple[str, ...], round_index: int) -> "ExecutionOutcome":
+        """Execute one subtask against the current world state."""
+
+
+@dataclass
+class ExecutionOutcome:
+    """What one executed subtask reports back to the planner's side."""
+
+    feedback: Feedback
+    path_length: float
+    timings: dict[str, float]
+    #: The world state after the subtask, when the executor reports it (else the backend is asked).
+    state_after: WorldState | None = None
 
 
 @dataclass
@@ -142,26 +157,27 @@ class GraphEpisode:
                 self.on_output(session.round_index, request.instruction, output)
             inventory_before = session.inventory
             path_length = 0.0
+            executed: ExecutionOutcome | None = None
             if output.subtask is None:
                 feedback = session.format_feedback(output)
             elif output.subtask.is_end:
                 feedback = session.end_feedback()
             else:
                 try:
-                    feedback, path_length, exec_timings = backend.execute(
-                        output.subtask, output.model, session.inventory, session.round_index
-                    )
+                    executed = backend.execute(output.subtask, output.model, session.inventory, session.round_index)
                 except TimeoutError:
                     raise
                 except Exception as err:
                     log.exception("executor failed")
                     trajectory.error = f"execution of {output.subtask.text()} failed in round {session.round_index}: {err}"
                     break
-                timings.update(exec_timings)
+                feedback, path_length = executed.feedback, executed.path_length
+                timings.update(executed.timings)
             record = append_round(
                 trajectory, session, request.instruction, output, feedback, inventory_before, path_length, timings
             )
-            state = backend.state()
+            if executed is not None:
+                state = executed.state_after if executed.state_after is not None else backend.state()
             opened |= open_furniture(state)
             if config.render and not session.done:
                 t0 = time.perf_counter()

@@ -10,6 +10,14 @@ checks and the three tries stay in the core.
 saves two action round trips per try. It is flushed as an explicit ``RESET_ARM`` goal when anything reads
 the state first, so every sequence of calls the executor can make sees the same world as in-process.
 
+``state()`` is asked of the bridge only when the proxy does not hold the current state. Within one subtask
+(between :meth:`RemoteSimulator.begin_subtask` and the next) it does: it starts from the state the goal
+carried (the planner's, current when sent) or the first one fetched, and every skill result carries the
+state after the skill. Only this executor acts on the world while a subtask runs (the robot has one body and
+the executor runs one subtask at a time), so that state stays current until the next skill. The cache is
+dropped at every new subtask, so a reset or another actor between subtasks is never missed unless the
+planner itself sends a stale state.
+
 Calls made here block the calling thread; run them from a reentrant callback group of a multi-threaded
 executor or from a thread that does not spin (see :mod:`homiebot.ros.calls`).
 """
@@ -21,6 +29,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from homie_msgs.action import Manipulate, Navigate
+from homie_msgs.msg import WorldState as WorldStateMsg
 from homie_msgs.srv import GetWorldState, ResolveTarget
 from rclpy.action import ActionClient
 from rclpy.callback_groups import CallbackGroup
@@ -67,18 +76,34 @@ class RemoteSimulator:
         self.model = "oracle"  # the low-level model named in the current subtask (set by the executor node)
         self.on_phase: PhaseCallback | None = None
         self._attempt = 0
+        self._current: tuple[WorldStateMsg, WorldState] | None = None  # the state now, while a subtask runs
+        self.bridge_calls = 0  # GetWorldState calls made (the tests count them)
 
-    def begin_subtask(self, model: str, on_phase: PhaseCallback | None = None) -> None:
+    def begin_subtask(self, model: str, on_phase: PhaseCallback | None = None, state: WorldStateMsg | None = None) -> None:
+        """Start a subtask; ``state`` is the goal's world state (``state_sequence`` 0 = not given)."""
         self.model = model
         self.on_phase = on_phase
         self._attempt = 0
+        self._current = None
+        if state is not None and state.state_sequence > 0:
+            self._remember(state)
+
+    def current_state_msg(self) -> WorldStateMsg:
+        """The world state now as a message (for the subtask's result), fetched only if not held."""
+        self.state()
+        assert self._current is not None
+        return self._current[0]
 
     # ------------------------------------------------------------------------------------ protocol
 
     def state(self) -> WorldState:
         self._flush_arm_reset()
-        response = call_service(self._state_client, GetWorldState.Request(), self.timeouts.state_s)
-        return convert.world_state_from_msg(response.state)
+        if self._current is None:
+            response = call_service(self._state_client, GetWorldState.Request(), self.timeouts.state_s)
+            self.bridge_calls += 1
+            self._remember(response.state)
+        assert self._current is not None
+        return self._current[1]
 
     def reset_arm(self) -> None:
         self._arm_reset_pending = True
@@ -87,7 +112,7 @@ class RemoteSimulator:
     def go_to(self, target: str) -> SkillResult:
         goal = Navigate.Goal(target=target, model=self.model, reset_arm_first=self._take_arm_reset())
         self._phase("navigating")
-        return convert.skill_result_from_msg(call_action(self._navigate, goal, self.timeouts.skill_s).result)
+        return self._run_skill(self._navigate, goal)
 
     def pick(self, obj: str) -> SkillResult:
         return self._manipulation(Manipulate.Goal.PICK, obj)
@@ -119,6 +144,17 @@ class RemoteSimulator:
 
     # ------------------------------------------------------------------------------------ helpers
 
+    def _remember(self, msg: WorldStateMsg) -> None:
+        self._current = (msg, convert.world_state_from_msg(msg))
+
+    def _run_skill(self, client: ActionClient, goal) -> SkillResult:
+        """One skill goal; its result gives the outcome and the state after it (absent from an older robot side)."""
+        self._current = None  # a skill changes the world, whatever its outcome (or a timeout) says
+        result = call_action(client, goal, self.timeouts.skill_s)
+        if result.state.state_sequence > 0:
+            self._remember(result.state)
+        return convert.skill_result_from_msg(result.result)
+
     def _take_arm_reset(self) -> bool:
         pending, self._arm_reset_pending = self._arm_reset_pending, False
         return pending
@@ -127,12 +163,12 @@ class RemoteSimulator:
         if self._arm_reset_pending:
             self._arm_reset_pending = False
             goal = Manipulate.Goal(operation=Manipulate.Goal.RESET_ARM, model=self.model)
-            call_action(self._manipulate, goal, self.timeouts.skill_s)
+            self._run_skill(self._manipulate, goal)
 
     def _manipulation(self, operation: int, obj: str, place: str = "") -> SkillResult:
         goal = Manipulate.Goal(operation=operation, object=obj, place=place, model=self.model, reset_arm_first=self._take_arm_reset())
         self._phase("manipulating")
-        return convert.skill_result_from_msg(call_action(self._manipulate, goal, self.timeouts.skill_s).result)
+        return self._run_skill(self._manipulate, goal)
 
     def _phase(self, phase: str) -> None:
         if self.on_phase is not None:

@@ -228,8 +228,10 @@ class InProcessBackend:
         return self.sim.state()
 
     def execute(self, subtask, model, inventory, round_index):
+        from homiebot.ros.episode import ExecutionOutcome
+
         report = self.executor.execute_detailed(subtask, model, inventory)
-        return report.feedback, report.path_length, dict(report.timings)
+        return ExecutionOutcome(report.feedback, report.path_length, dict(report.timings))
 
 
 class TimeoutBackend(InProcessBackend):

@@ -1,10 +1,11 @@
 """executor: the EMMOE low-level executor as a ROS 2 action server (``/homie/execute_subtask``).
 
-Each ``ExecuteSubtask`` goal (subtask, model, inventory) runs the core's
-:class:`homiebot.executor.executor.Executor` unchanged: the checks (F1/F2, L1-L4, D1/D2), the three tries
-and the EMMOE messages are the core's. The executor reaches the world through
-:class:`homiebot.ros.remote.RemoteSimulator` (state from the sim bridge, skills through the navigation and
-manipulation executors). A subtask the checks reject is a *succeeded* goal whose result carries the error
+Each ``ExecuteSubtask`` goal (subtask, model, inventory, optionally the planner's current world state) runs
+the core's :class:`homiebot.executor.executor.Executor` unchanged: the checks (F1/F2, L1-L4, D1/D2), the
+three tries and the EMMOE messages are the core's. The executor reaches the world through
+:class:`homiebot.ros.remote.RemoteSimulator` (skills through the navigation and manipulation executors, whose
+results carry the state after each skill; the sim bridge is asked for the state only when the goal carried
+none). The result carries the state after the subtask, so the planner need not ask for it. A subtask the checks reject is a *succeeded* goal whose result carries the error
 code; a goal is aborted only when the graph itself fails (a skill server that does not answer).
 
 Threads: the node spins a single-threaded executor; each goal's blocking core call runs in one worker
@@ -97,21 +98,25 @@ class ExecutorNode(Node):
 
         def work() -> None:
             on_phase("checking", 0)
-            self.sim.begin_subtask(goal.model, on_phase)
+            # The goal's state (when the planner sent one) is what the checks judge, as in-process.
+            self.sim.begin_subtask(goal.model, on_phase, goal.state)
             try:
-                done.set_result(self.executor_core.execute_detailed(subtask, goal.model, tuple(goal.inventory)))
+                report = self.executor_core.execute_detailed(subtask, goal.model, tuple(goal.inventory))
+                done.set_result((report, self.sim.current_state_msg()))
             except Exception as err:  # the graph failed (timeout, rejected skill goal): not an EMMOE error
                 done.set_exception(err)
 
         self._worker.submit(work)
         try:
-            report = await done
+            report, state = await done
         except Exception as err:
             self.get_logger().error(f"round {goal.round_index} {subtask.text()}: {err}")
             goal_handle.abort()
             return ExecuteSubtask.Result()
         goal_handle.succeed()
-        return ExecuteSubtask.Result(feedback=convert.feedback_to_msg(report.feedback), path_length=float(report.path_length))
+        return ExecuteSubtask.Result(
+            feedback=convert.feedback_to_msg(report.feedback), path_length=float(report.path_length), state=state
+        )
 
     def destroy_node(self) -> None:
         self._worker.shutdown(wait=False, cancel_futures=True)

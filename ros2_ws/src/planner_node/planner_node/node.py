@@ -1,9 +1,9 @@
 """planner_node: EMMOE's high-level planner as a ROS 2 node.
 
-Per round (EMMOE appendix D): take the four views from the sim bridge (``/sim/render_views``), the
-privileged state for privileged planners (``/sim/get_world_state``), ask the planner, publish its answer
-(``/homie/planner_output``), send the subtask to the executor (``/homie/execute_subtask`` action, with a
-deadline), fold the feedback back in and publish ``/homie/episode_status``. The loop itself is
+Per round (EMMOE appendix D): take the four views from the sim bridge (``/sim/render_views``), ask the
+planner, publish its answer (``/homie/planner_output``), send the subtask with the current world state to
+the executor (``/homie/execute_subtask`` action, with a deadline), fold the feedback and the state after the
+subtask back in and publish ``/homie/episode_status``. The loop itself is
 :class:`homiebot.ros.episode.GraphEpisode` (the core loop's order of calls); the planners are the core's
 (:func:`homiebot.planner.registry.make_planner`).
 
@@ -28,6 +28,7 @@ from pathlib import Path
 import rclpy
 from homie_msgs.action import ExecuteSubtask
 from homie_msgs.msg import EpisodeStatus, PlannerOutput, Task
+from homie_msgs.msg import WorldState as WorldStateMsg
 from homie_msgs.srv import GetWorldState, RenderViews, ResetEpisode
 from rclpy.action import ActionClient
 from rclpy.duration import Duration
@@ -39,7 +40,7 @@ from homiebot.eval.tasks import get_task
 from homiebot.planner.registry import make_planner
 from homiebot.ros import convert
 from homiebot.ros.calls import EVENTS_QOS, LATCHED_QOS, call_action, call_service
-from homiebot.ros.episode import EpisodeOutcome, GraphEpisode
+from homiebot.ros.episode import EpisodeOutcome, ExecutionOutcome, GraphEpisode
 from homiebot.sim.scene import SceneSpec
 from homiebot.types import RoundRecord, Subtask, Trajectory
 
@@ -47,7 +48,14 @@ EXIT_TIMEOUT = 3
 
 
 class RosEpisodeBackend:
-    """:class:`homiebot.ros.episode.EpisodeBackend` over the sim bridge's services and the executor's action."""
+    """:class:`homiebot.ros.episode.EpisodeBackend` over the sim bridge's services and the executor's action.
+
+    Round trips are what a graph round costs (``benchmarks/bench_ros.py``), so the backend keeps what it
+    already knows: the last world state it received (from the reset, the bridge or the executor's result)
+    goes out with the next ``ExecuteSubtask`` goal, the result's state is the state after the round, and
+    the views of a state it has already rendered (same ``state_sequence``: a round that executed nothing)
+    are not fetched again.
+    """
 
     def __init__(self, node: "PlannerNode") -> None:
         self.node = node
@@ -55,36 +63,50 @@ class RosEpisodeBackend:
         self._state = node.create_client(GetWorldState, "/sim/get_world_state")
         self._render = node.create_client(RenderViews, "/sim/render_views")
         self._execute = ActionClient(node, ExecuteSubtask, "/homie/execute_subtask")
+        self._state_msg: WorldStateMsg | None = None
+        self._views: tuple[int, list] | None = None
 
-    #: The simulator state version of the last state / views fetched: what the planner's next answer is based on.
-    state_sequence = 0
+    @property
+    def state_sequence(self) -> int:
+        """The simulator state version the planner's next answer is based on."""
+        return self._state_msg.state_sequence if self._state_msg is not None else 0
 
     def reset(self, scene: str, seed: int):
+        self._state_msg, self._views = None, None
         response = call_service(self._reset, ResetEpisode.Request(scene=scene, seed=seed), self.node.service_timeout_s)
         if not response.success:
             raise RuntimeError(response.message)
         spec = SceneSpec.model_validate_json(response.scene_description) if response.scene_description else None
-        self.state_sequence = response.state.state_sequence
+        self._state_msg = response.state
         return convert.world_state_from_msg(response.state), spec
 
     def render(self):
+        if self._views is not None and self._views[0] == self.state_sequence:
+            return self._views[1]
         request = RenderViews.Request(include_depth=False, include_segmentation=False)
         response = call_service(self._render, request, self.node.service_timeout_s)
-        self.state_sequence = response.views.state_sequence
-        return convert.multiview_images(response.views)
+        self._views = (response.views.state_sequence, convert.multiview_images(response.views))
+        return self._views[1]
 
     def state(self):
         response = call_service(self._state, GetWorldState.Request(), self.node.service_timeout_s)
-        self.state_sequence = response.state.state_sequence
+        self._state_msg = response.state
         return convert.world_state_from_msg(response.state)
 
     def execute(self, subtask: Subtask, model: str, inventory: tuple[str, ...], round_index: int):
         goal = ExecuteSubtask.Goal(
-            subtask=convert.subtask_to_msg(subtask), model=model, inventory=list(inventory), round_index=round_index
+            subtask=convert.subtask_to_msg(subtask), model=model, inventory=list(inventory), round_index=round_index,
+            state=self._state_msg or WorldStateMsg(),
         )
         started = time.perf_counter()
+        self._state_msg = None  # the world changes now; an aborted goal leaves it unknown
         result = call_action(self._execute, goal, self.node.execute_timeout_s)
-        return convert.feedback_from_msg(result.feedback), float(result.path_length), {"execute_s": time.perf_counter() - started}
+        after = None
+        if result.state.state_sequence > 0:
+            self._state_msg = result.state
+            after = convert.world_state_from_msg(result.state)
+        return ExecutionOutcome(convert.feedback_from_msg(result.feedback), float(result.path_length),
+                                {"execute_s": time.perf_counter() - started}, after)
 
 
 def trajectory_summary(trajectory: Trajectory, timed_out: bool) -> dict:

@@ -17,6 +17,12 @@ scene spec as JSON, like ``robot_description``).
 The node only converts and calls the simulator; MuJoCo is not thread-safe, so every simulator call holds
 one lock. Views are rendered when asked for (``/sim/render_views``) or at ``publish_rate_hz``; a render of an
 unchanged state (same ``state_sequence``) is served from cache, so the reset's own render is not repeated.
+
+Latency (the round trip of a graph round is what ``benchmarks/bench_ros.py`` measures): a skill's result
+carries the world state after it, so neither the executor nor the planner has to ask for it again; once the
+result has gone out, the bridge publishes that state on ``/sim/world_state`` and, with ``prerender`` (default
+on), renders the new views into the cache while the result travels back to the planner, which asks for
+them next.
 """
 
 from __future__ import annotations
@@ -50,6 +56,10 @@ except ImportError:  # pragma: no cover - depends on the machine
     TFMessage = None
 
 
+#: How long after a skill's answer the bridge publishes its state and pre-renders (see SimBridge.__init__).
+AFTER_SKILL_DELAY_S = 0.003
+
+
 class SimBridge(Node):
     def __init__(self, simulator: Simulator | None = None) -> None:
         super().__init__("sim_bridge")
@@ -61,6 +71,7 @@ class SimBridge(Node):
         self.declare_parameter("seed", 0)
         self.declare_parameter("publish_rate_hz", 0.0)
         self.declare_parameter("publish_camera_topics", True)
+        self.declare_parameter("prerender", True)
 
         if simulator is None:
             backend = self.get_parameter("simulator").value
@@ -110,7 +121,17 @@ class SimBridge(Node):
         if scene:
             self._reset(scene, int(self.get_parameter("seed").value))
         self._pending_sensors: tuple[MultiView, Observation] | None = None
+        self._pending_state: WorldStateMsg | None = None
+        self._prerender = bool(self.get_parameter("prerender").value) and bool(self.get_parameter("render").value)
+        # Work done after an answer has gone out (publishing, pre-rendering): a guard condition's callback runs
+        # in a later turn of the executor than the service or action callback that triggered it.
         self._publish_later = self.create_guard_condition(self._publish_pending, callback_group=sim_group)
+        # After a skill: a one-shot timer rather than the guard condition. The skill's result is sent only when
+        # the caller's get-result request has been taken, and the executor takes ready guard conditions before
+        # an action server's requests, so a guard condition would render (12 ms) in front of the result. The
+        # request is on its way while the skill runs; a few milliseconds later it has been answered.
+        self._after_skill = self.create_timer(AFTER_SKILL_DELAY_S, self._on_after_skill, callback_group=sim_group)
+        self._after_skill.cancel()
         rate = float(self.get_parameter("publish_rate_hz").value)
         if rate > 0:
             self.create_timer(1.0 / rate, self._on_timer, callback_group=sim_group)
@@ -220,6 +241,14 @@ class SimBridge(Node):
         self._publish_later.trigger()
         return response
 
+    def _on_after_skill(self) -> None:
+        self._after_skill.cancel()
+        state, self._pending_state = self._pending_state, None
+        if state is not None:
+            self._publish_state(state)
+            if self._prerender and state.state_sequence == self._sequence:
+                self._observe()  # the views of the new state, cached for the planner's next /sim/render_views
+
     def _publish_pending(self) -> None:
         pending, self._pending_sensors = self._pending_sensors, None
         if pending is not None:
@@ -304,10 +333,17 @@ class SimBridge(Node):
     def _on_navigate(self, goal_handle):
         goal = goal_handle.request
         result = self._skill(goal.reset_arm_first, lambda: self.sim.go_to(goal.target))
-        sequence, state = self._state()
-        goal_handle.publish_feedback(Navigate.Feedback(pose=convert.pose2d_to_pose(state.robot)))
+        state = self._state_after_skill()
+        goal_handle.publish_feedback(Navigate.Feedback(pose=state.robot_pose))
         goal_handle.succeed()
-        return Navigate.Result(result=convert.skill_result_to_msg(result))
+        return Navigate.Result(result=convert.skill_result_to_msg(result), state=state)
+
+    def _state_after_skill(self) -> WorldStateMsg:
+        """The state a skill left, for its result; published (and its views pre-rendered) after the answer."""
+        msg = self._state_msg(*self._state())
+        self._pending_state = msg
+        self._after_skill.reset()
+        return msg
 
     def _on_manipulate(self, goal_handle):
         goal = goal_handle.request
@@ -323,8 +359,9 @@ class SimBridge(Node):
             result = self._skill(goal.reset_arm_first, operations[goal.operation])
         else:
             result = SkillResult(SkillStatus.EXECUTION_FAILED, f"unknown manipulation operation {goal.operation}")
+        state = self._state_after_skill()
         goal_handle.succeed()
-        return Manipulate.Result(result=convert.skill_result_to_msg(result))
+        return Manipulate.Result(result=convert.skill_result_to_msg(result), state=state)
 
     def destroy_node(self) -> None:
         self.sim.shutdown()
