@@ -9,6 +9,10 @@
 #     venv and repairs the wheels' CMake export files, which name the wheel build machine's Python include
 #     folders (DESIGN.md section 5), so that colcon can build a custom interface package against them.
 #
+# Where the ROS 2 in use has no tf2_msgs (the wheels: it is not on PyPI), the workspace also gets
+# ros2_ws/compat/tf2_msgs, an interface package with Jazzy's tf2_msgs definitions (same type hashes), so that
+# the sim bridge can publish /tf and /tf_static. A ROS 2 that has tf2_msgs keeps its own: it is never shadowed.
+#
 # Then `source scripts/ros_env.sh` makes `import rclpy, homie_msgs` work in the venv's python.
 # Idempotent: when neither the pins nor the workspace sources changed, a second run only checks (~1 s).
 # Environment: VENV (default .venv), HOMIE_ROS_FROM_WHEELS=1 to ignore a system ROS 2.
@@ -130,19 +134,46 @@ EOF
 fi
 
 # ---------------------------------------------------------------------------------------------------------
-# 2. Build the workspace when its sources (or the ROS underneath) changed.
+# 2. Which packages: ours, plus the tf2_msgs stand-in where the ROS 2 underneath has no tf2_msgs. The check
+#    leaves this workspace's own install/ out of PYTHONPATH (a shell that sourced ros_env.sh has it there), so
+#    it asks the ROS install alone, never the stand-in built by an earlier run.
+BASE_PATHS=(msgs ros2_ws/src launch)
+BASE_PYTHONPATH="$("$PY" -c '
+import os, sys
+root = os.path.join(sys.argv[1], "install")
+print(os.pathsep.join(p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep)
+                      if p and not os.path.abspath(p).startswith(root + os.sep)))' "$ROOT")"
+if PYTHONPATH="$BASE_PYTHONPATH" "$PY" -c "import tf2_msgs.msg" 2>/dev/null; then
+  COMPAT_TF2=0
+else
+  COMPAT_TF2=1
+  BASE_PATHS+=(ros2_ws/compat/tf2_msgs)
+fi
+if [ "$COMPAT_TF2" = 0 ] && [ -d install/tf2_msgs ]; then
+  # Left by an earlier build against a ROS 2 without tf2_msgs: it would shadow the real one.
+  log "the ROS 2 in use has tf2_msgs: removing the stand-in from install/"
+  rm -rf install/tf2_msgs build/tf2_msgs
+  rm -f install/.homie-build.stamp
+fi
+
+# ---------------------------------------------------------------------------------------------------------
+# 3. Build the workspace when its sources (or the ROS underneath) changed.
 BUILD_STAMP="install/.homie-build.stamp"
 SOURCE_HASH="$(
   {
-    echo "$MODE" "$PY"
-    find msgs ros2_ws/src launch -type f \
+    echo "$MODE" "$PY" "compat_tf2=$COMPAT_TF2"
+    find "${BASE_PATHS[@]}" -type f \
       ! -path '*/__pycache__/*' ! -name '*.pyc' -print0 | sort -z | xargs -0 -r sha256sum
   } | sha256sum | cut -d' ' -f1
 )"
 if [ -f "$BUILD_STAMP" ] && [ "$(cat "$BUILD_STAMP")" = "$SOURCE_HASH" ] && [ -d install/homie_msgs ]; then
   log "workspace up to date (install/)"
 else
-  log "building the workspace with colcon (homie_msgs, node packages, bring-up)"
+  if [ "$COMPAT_TF2" = 1 ]; then
+    log "building the workspace with colcon (homie_msgs, node packages, bring-up, the tf2_msgs stand-in)"
+  else
+    log "building the workspace with colcon (homie_msgs, node packages, bring-up)"
+  fi
   COLCON="$VENV/bin/colcon"
   [ -x "$COLCON" ] || COLCON="colcon"
   mkdir -p build
@@ -152,7 +183,7 @@ else
     AMENT_PREFIX_PATH="$PREFIX_PATH${AMENT_PREFIX_PATH:+:$AMENT_PREFIX_PATH}" \
     PATH="$VENV/bin:$PATH" MAKEFLAGS="-j$(nproc)" \
     "$COLCON" --log-base log build \
-      --base-paths msgs ros2_ws/src launch \
+      --base-paths "${BASE_PATHS[@]}" \
       --build-base build --install-base install \
       --symlink-install \
       --cmake-args -DPython3_EXECUTABLE="$PY" -DBUILD_TESTING=OFF \
@@ -167,10 +198,10 @@ else
 fi
 
 # ---------------------------------------------------------------------------------------------------------
-# 3. Check the result the way the tests will use it.
+# 4. Check the result the way the tests will use it.
 # shellcheck disable=SC1091
 source scripts/ros_env.sh
-if ! "$PY" -c "import rclpy, homie_msgs.msg, homie_msgs.action, homie_msgs.srv" 2>build/setup_ros.check.log; then
+if ! "$PY" -c "import rclpy, homie_msgs.msg, homie_msgs.action, homie_msgs.srv, tf2_msgs.msg" 2>build/setup_ros.check.log; then
   cat build/setup_ros.check.log >&2
   echo "[setup_ros] the built overlay does not import; see above" >&2
   exit 1
