@@ -500,6 +500,21 @@ class MujocoSimulator:
     def travelled_path(self) -> list[tuple[float, float]]:
         return list(self._path)
 
+    def joint_positions(self) -> dict[str, float]:
+        """The current positions of the robot's joints above the base, read back from the model: torso lift
+        (m), head pan and tilt, the seven arm joints (rad), the two fingers (m, opening of each), in that
+        order, by the model's joint names without the ``robot/`` prefix (``shoulder_pan``, ``finger_left``).
+        The planar base joints are left out: the base pose is the observation's ``robot_pose``. The sim
+        bridge publishes these on ``/joint_states``."""
+        compiled, data = self._compiled, self._data
+        if compiled is None or data is None or self._spec is None:
+            raise RuntimeError("no scene loaded: call reset(scene, seed) first")
+        return {
+            joint: float(data.qpos[adr])
+            for joint, adr in compiled.robot_qpos.items()
+            if joint not in robot_model.BASE_JOINTS
+        }
+
     # ------------------------------------------------------------------ internals: skills
 
     def _articulate(self, target: str, opening: bool) -> SkillResult:
