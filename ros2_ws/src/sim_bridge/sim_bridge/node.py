@@ -10,8 +10,9 @@ Serves (names relative to the node's namespace):
 Publishes: ``/homie/views`` (homie_msgs/MultiView), per view ``/camera/<view>/image_raw`` (rgb8),
 ``/camera/<view>/depth/image_raw`` (32FC1), ``/camera/<view>/segmentation/image_raw`` (32SC1) and
 ``/camera/<view>/camera_info``; ``/odom`` (nav_msgs/Odometry), ``/joint_states`` (sensor_msgs/JointState),
-``/sim/path`` (nav_msgs/Path), ``/tf`` (tf2_msgs/TFMessage, when tf2_msgs is installed: it is not on PyPI);
-latched ``/sim/world_state`` (homie_msgs/WorldState) and ``/sim/scene_description`` (std_msgs/String: the
+``/sim/path`` (nav_msgs/Path), ``/tf`` (tf2_msgs/TFMessage: ``map`` -> ``odom`` -> ``base_link``) and latched
+``/tf_static`` (the camera mounts, ``base_link`` -> ``<view>_camera_optical_frame``, sent again only when a mount
+moves); latched ``/sim/world_state`` (homie_msgs/WorldState) and ``/sim/scene_description`` (std_msgs/String: the
 scene spec as JSON, like ``robot_description``).
 
 The node only converts and calls the simulator; MuJoCo is not thread-safe, so every simulator call holds
@@ -50,7 +51,8 @@ from homiebot.ros.calls import EVENTS_QOS, LATCHED_QOS, SENSOR_QOS, VIEWS_QOS
 from homiebot.sim.base import Simulator, make_simulator
 from homiebot.types import Observation, SkillResult, SkillStatus, VIEW_NAMES
 
-try:  # tf2_msgs is part of every ROS 2 install but not of the PyPI wheels.
+try:  # A ROS 2 install's own tf2_msgs; with the PyPI wheels (no tf2_msgs) the workspace's stand-in,
+    # ros2_ws/compat/tf2_msgs (same definitions and type hashes), which scripts/setup_ros.sh builds there.
     from tf2_msgs.msg import TFMessage
 except ImportError:  # pragma: no cover - depends on the machine
     TFMessage = None
@@ -106,6 +108,8 @@ class SimBridge(Node):
         self._joints_pub = self.create_publisher(JointState, "/joint_states", SENSOR_QOS)
         self._path_pub = self.create_publisher(Path, "/sim/path", LATCHED_QOS)
         self._tf_pub = self.create_publisher(TFMessage, "/tf", SENSOR_QOS) if TFMessage is not None else None
+        self._tf_static_pub = self.create_publisher(TFMessage, "/tf_static", LATCHED_QOS) if TFMessage is not None else None
+        self._camera_mounts: np.ndarray | None = None  # the mounts last latched on /tf_static (view x 4 x 4)
         self._camera_pubs: dict[str, tuple] = {}
         if self.get_parameter("publish_camera_topics").value:
             for view in VIEW_NAMES:
@@ -263,7 +267,8 @@ class SimBridge(Node):
         self._publish_sensors(full, observation)
 
     def _publish_sensors(self, views: MultiView, observation: Observation) -> None:
-        """MultiView always; the per-camera topics, odometry, joints, path and /tf only when someone listens."""
+        """MultiView always; the per-camera topics, odometry, joints, path and /tf only when someone listens;
+        /tf_static (latched) when the camera mounts are new."""
         self._views_pub.publish(views)
         seconds = observation.sim_time
         for view_msg in views.views:
@@ -282,12 +287,13 @@ class SimBridge(Node):
             self._joints_pub.publish(self._joint_state(observation, seconds))
         if self._path_pub.get_subscription_count() > 0:
             self._path_pub.publish(self._path(seconds))
-        if self._tf_pub is not None and self._tf_pub.get_subscription_count() > 0:
-            self._tf_pub.publish(self._transforms(views, base_pose, seconds))
+        if self._tf_pub is not None:
+            self._publish_transforms(views, base_pose, seconds)
 
     def _joint_state(self, observation: Observation, seconds: float) -> JointState:
-        """The base as three planar joints, plus the arm when the backend reports its joints
-        (optional ``joint_positions() -> dict[str, float]``; the Simulator protocol does not require it)."""
+        """The base as three planar joints, plus the rest of the robot when the backend reports its joints
+        (optional ``joint_positions() -> dict[str, float]``; the Simulator protocol does not require it). The
+        MuJoCo backend reports torso lift, head pan/tilt, the seven arm joints and the two fingers."""
         positions = {"base_x": observation.robot_pose.x, "base_y": observation.robot_pose.y, "base_yaw": observation.robot_pose.yaw}
         reporter = getattr(self.sim, "joint_positions", None)
         if callable(reporter):
@@ -309,21 +315,31 @@ class SimBridge(Node):
             path.poses.append(pose)
         return path
 
-    def _transforms(self, views: MultiView, base_pose, seconds: float):
-        identity = convert.matrix_to_pose(np.eye(4))
-        transforms = [
-            convert.transform_stamped(identity, convert.MAP_FRAME, convert.ODOM_FRAME, seconds),
-            convert.transform_stamped(base_pose, convert.ODOM_FRAME, convert.BASE_FRAME, seconds),
-        ]
+    def _publish_transforms(self, views: MultiView, base_pose, seconds: float) -> None:
+        """``/tf``: ``map`` -> ``odom`` (identity: the simulator's odometry does not drift) -> ``base_link``, when
+        someone listens. ``/tf_static``: ``base_link`` -> each view's optical frame, latched, sent when the mounts
+        differ from the last ones sent (the first time, and whenever a backend's cameras move on the base)."""
+        if self._tf_pub.get_subscription_count() > 0:
+            identity = convert.matrix_to_pose(np.eye(4))
+            self._tf_pub.publish(TFMessage(transforms=[
+                convert.transform_stamped(identity, convert.MAP_FRAME, convert.ODOM_FRAME, seconds),
+                convert.transform_stamped(base_pose, convert.ODOM_FRAME, convert.BASE_FRAME, seconds),
+            ]))
+        names, mounts = self._mounts(views, base_pose)
+        if names and (self._camera_mounts is None or self._camera_mounts.shape != mounts.shape
+                      or not np.allclose(self._camera_mounts, mounts, atol=1e-6)):
+            self._camera_mounts = mounts
+            self._tf_static_pub.publish(TFMessage(transforms=[
+                convert.transform_stamped(convert.matrix_to_pose(mount), convert.BASE_FRAME, convert.optical_frame(name), seconds)
+                for name, mount in zip(names, mounts)
+            ]))
+
+    @staticmethod
+    def _mounts(views: MultiView, base_pose) -> tuple[list[str], np.ndarray]:
+        """Each view's optical frame in ``base_link`` (its camera pose in ``map`` seen from the base)."""
         base_inverse = np.linalg.inv(convert.pose_to_matrix(base_pose))
-        for view_msg in views.views:
-            camera_in_base = base_inverse @ convert.pose_to_matrix(view_msg.camera_pose)
-            transforms.append(
-                convert.transform_stamped(
-                    convert.matrix_to_pose(camera_in_base), convert.BASE_FRAME, convert.optical_frame(view_msg.name), seconds
-                )
-            )
-        return TFMessage(transforms=transforms)
+        names = [view.name for view in views.views]
+        return names, np.array([base_inverse @ convert.pose_to_matrix(view.camera_pose) for view in views.views])
 
     # ------------------------------------------------------------------------------------ skill actions
 
