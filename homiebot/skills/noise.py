@@ -106,6 +106,18 @@ PRESETS: dict[str, NoiseConfig] = {
     ),
 }
 
+#: The command lines' short names of the presets (``--noise off``, ``--noise emmoe``).
+PRESET_ALIASES: dict[str, str] = {"off": "noiseless", "emmoe": "emmoe_table4"}
+
+
+def preset_name(name: str) -> str:
+    """The preset ``name`` means (a preset name or one of :data:`PRESET_ALIASES`); ValueError for any other."""
+    key = name.strip()
+    resolved = PRESET_ALIASES.get(key, key)
+    if resolved not in PRESETS:
+        raise ValueError(f"unknown noise preset {name!r}; presets: {', '.join([*PRESET_ALIASES, *sorted(PRESETS)])}")
+    return resolved
+
 
 @runtime_checkable
 class SupportsPrecheck(Protocol):
