@@ -94,6 +94,7 @@ def register(app: typer.Typer) -> None:
         planner: Optional[str] = typer.Option(None, "--planner", help="Planner name (default: config/homie.yaml)."),
         simulator: Optional[str] = typer.Option(None, "--simulator", help="Simulator backend (default: config/homie.yaml)."),
         seed: int = typer.Option(0, "--seed", help="Run index: the scene seed is the task's seed + this."),
+        noise: Optional[str] = typer.Option(None, "--noise", help="Skill execution noise of the sim bridge: off, emmoe (EMMOE table 4) or a preset name (default: config/homie.yaml, noiseless)."),
         out: Optional[Path] = typer.Option(None, "--out", "-o", help="Run directory (node logs, result.json, bag). Default runs/up-<time>."),
         params: Optional[Path] = typer.Option(None, "--params", help="Node parameters (default launch/config/homie.yaml)."),
         graph_file: Optional[Path] = typer.Option(None, "--graph", help="Node processes (default launch/config/graph.yaml)."),
@@ -113,6 +114,13 @@ def register(app: typer.Typer) -> None:
         console = Console(stderr=True)
         if instruction and not (scene or task_id):
             raise _fail("a free-text --instruction needs --scene")
+        if noise is not None:
+            from homiebot.skills import preset_name
+
+            try:
+                noise = preset_name(noise)
+            except ValueError as err:
+                raise _fail(f"--noise: {err}") from None
         if task_id:
             try:
                 get_task(task_id)
@@ -141,8 +149,9 @@ def register(app: typer.Typer) -> None:
         if record:
             planner_overrides["await_subscribers"] = 1  # the recorder: the bag then holds the whole episode
         overrides: dict[str, dict[str, Any]] = {"planner_node": planner_overrides}
-        if simulator:
-            overrides["sim_bridge"] = {"simulator": simulator}
+        bridge_overrides = {key: value for key, value in (("simulator", simulator), ("noise", noise)) if value}
+        if bridge_overrides:
+            overrides["sim_bridge"] = bridge_overrides
         try:
             graph = load_graph(graph_file or DEFAULT_GRAPH)
             supervisor = Supervisor(

@@ -6,6 +6,11 @@
 ``close`` over ``Manipulate`` to the manipulation executor; both forward to the sim bridge. The error
 checks and the three tries stay in the core.
 
+:class:`RemoteSkills` is the executor's skill runner over that proxy: it knows which model serves which action
+(the skill layer's table, :class:`homiebot.skills.SkillSet`), so the core Executor substitutes a serving model
+exactly as in-process, and every attempt's goal carries the model the skill layer runs. The skill layer with
+its execution noise runs on the robot side (the sim bridge's ``noise`` parameter).
+
 ``reset_arm()`` is deferred: it sets a flag that the next skill goal carries (``reset_arm_first``), which
 saves two action round trips per try. It is flushed as an explicit ``RESET_ARM`` goal when anything reads
 the state first, so every sequence of calls the executor can make sees the same world as in-process.
@@ -38,7 +43,8 @@ from rclpy.node import Node
 from homiebot.perception.grounding import GroundingResult
 from homiebot.ros import convert
 from homiebot.ros.calls import call_action, call_service
-from homiebot.types import Observation, SkillResult, WorldState
+from homiebot.skills import SkillSet
+from homiebot.types import Action, Observation, SkillResult, WorldState
 
 log = logging.getLogger(__name__)
 
@@ -173,6 +179,32 @@ class RemoteSimulator:
     def _phase(self, phase: str) -> None:
         if self.on_phase is not None:
             self.on_phase(phase if self._attempt <= 1 else "retrying", max(self._attempt, 1))
+
+
+class RemoteSkills:
+    """The executor's :class:`~homiebot.executor.executor.SkillRunner` in the graph.
+
+    In-process the executor runs a :class:`homiebot.skills.SkillSet`; its ``serves`` / ``models_for`` make the
+    lenient executor hand the skill layer a model that serves the action when the planner's listed model does
+    not (``Executor._serving_model``: ``[Open, fridge]`` with NoMaD runs with octo). This runner answers those
+    questions from the same table and sends each attempt as one skill goal that carries the model chosen, so
+    the robot side (the sim bridge's SkillSet, with its noise) runs the same model for the same attempt. The
+    noise itself is not drawn here: this side's SkillSet is noiseless and only dispatches to the proxy.
+    """
+
+    def __init__(self, sim: RemoteSimulator) -> None:
+        self.sim = sim
+        self._skills = SkillSet(sim, noise=None)
+
+    def serves(self, action: Action, model: str) -> bool:
+        return self._skills.serves(action, model)
+
+    def models_for(self, action: Action) -> tuple[str, ...]:
+        return self._skills.models_for(action)
+
+    def run(self, action: Action, model: str, target: str, place: str | None = None) -> SkillResult:
+        self.sim.model = model  # the next skill goal carries it
+        return self._skills.run(action, model, target, place)
 
 
 class ServiceGrounder:

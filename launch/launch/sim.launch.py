@@ -6,6 +6,8 @@ Arguments:
   planner    planner registry name (expert, scripted, random, openai, ...)
   simulator  simulator backend of the sim bridge (mujoco)
   seed       run index (the scene seed is the task's seed + this)
+  noise      skill execution noise preset of the sim bridge: noiseless, emmoe_table4 (alias emmoe);
+             empty: config/homie.yaml's (noiseless)
   rviz       true: also start rviz2 with rviz/homie.rviz
 
 The processes and their order come from config/graph.yaml, the parameters from config/homie.yaml: the same
@@ -33,6 +35,7 @@ ARGUMENTS = {
     "planner": ("expert", "Planner registry name."),
     "simulator": ("mujoco", "Simulator backend of the sim bridge."),
     "seed": ("0", "Run index: the scene seed is the task's seed + this."),
+    "noise": ("", "Skill execution noise preset of the sim bridge (noiseless, emmoe_table4 or emmoe); empty: config/homie.yaml's."),
     "rviz": ("true", "Start rviz2 with the HomieBot layout."),
 }
 
@@ -54,6 +57,8 @@ def _nodes(context, *_args, **_kwargs):
         overrides["planner_node"]["task"] = arg("task")
     if arg("scene"):
         overrides["planner_node"]["scene"] = arg("scene")
+    if arg("noise"):
+        overrides["sim_bridge"]["noise"] = arg("noise")
 
     actions = []
     for spec in graph["nodes"]:

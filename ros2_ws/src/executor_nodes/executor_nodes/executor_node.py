@@ -5,7 +5,10 @@ the core's :class:`homiebot.executor.executor.Executor` unchanged: the checks (F
 three tries and the EMMOE messages are the core's. The executor reaches the world through
 :class:`homiebot.ros.remote.RemoteSimulator` (skills through the navigation and manipulation executors, whose
 results carry the state after each skill; the sim bridge is asked for the state only when the goal carried
-none). The result carries the state after the subtask, so the planner need not ask for it. A subtask the checks reject is a *succeeded* goal whose result carries the error
+none) and runs skills with :class:`homiebot.ros.remote.RemoteSkills`, which knows the skill layer's model
+table: a goal carries the model the in-process skill layer would run (a serving one when the planner's
+listed model does not serve the action). The result carries the state after the subtask, so the planner
+need not ask for it. A subtask the checks reject is a *succeeded* goal whose result carries the error
 code; a goal is aborted only when the graph itself fails (a skill server that does not answer).
 
 Threads: the node spins a single-threaded executor; each goal's blocking core call runs in one worker
@@ -32,7 +35,7 @@ from homiebot.executor.executor import Executor, ExecutorConfig
 from homiebot.perception.grounding import AliasGrounder
 from homiebot.ros import convert
 from homiebot.ros.spin import spin_node
-from homiebot.ros.remote import RemoteSimulator, RemoteTimeouts, ServiceGrounder
+from homiebot.ros.remote import RemoteSimulator, RemoteSkills, RemoteTimeouts, ServiceGrounder
 from homiebot.types import EMMOE_ACTIONS, EMMOE_MODELS
 
 
@@ -71,7 +74,8 @@ class ExecutorNode(Node):
             near_threshold_m=float(param("near_threshold_m")),
             strict_models=bool(param("strict_models")),
         )
-        self.executor_core = Executor(self.sim, grounder=grounder, config=config)
+        # The skill runner knows which model serves which action (the skill layer's table), as in-process.
+        self.executor_core = Executor(self.sim, grounder=grounder, config=config, skills=RemoteSkills(self.sim))
         # One subtask at a time (the robot has one body): a single worker runs them in order.
         self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="subtask")
         self._server = ActionServer(

@@ -4,8 +4,15 @@ Serves (names relative to the node's namespace):
 
 * ``/sim/reset`` (homie_msgs/ResetEpisode), ``/sim/get_world_state`` (homie_msgs/GetWorldState),
   ``/sim/render_views`` (homie_msgs/RenderViews);
-* ``/sim/navigate`` (homie_msgs/Navigate) and ``/sim/manipulate`` (homie_msgs/Manipulate): one oracle-skill
+* ``/sim/navigate`` (homie_msgs/Navigate) and ``/sim/manipulate`` (homie_msgs/Manipulate): one skill
   attempt each, called by the navigation and manipulation executors.
+
+Skills run through the skill layer, :class:`homiebot.skills.SkillSet`, built at every reset with the reset's
+seed and the ``noise`` parameter's preset (``noiseless`` by default; ``emmoe_table4`` or its alias ``emmoe``:
+EMMOE table 4's per-attempt failures): what ``homie run --noise`` builds in-process with the same seed, so a
+task, seed and noise preset give the same attempts through the graph as in-process. The goal's ``model`` is
+the one the skill layer runs (empty: ``oracle``); a model no skill serves is answered with
+``EXECUTION_FAILED`` and the reason.
 
 Publishes: ``/homie/views`` (homie_msgs/MultiView), per view ``/camera/<view>/image_raw`` (rgb8),
 ``/camera/<view>/depth/image_raw`` (32FC1), ``/camera/<view>/segmentation/image_raw`` (32SC1) and
@@ -49,7 +56,8 @@ from homiebot.ros import convert
 from homiebot.ros.spin import spin_node
 from homiebot.ros.calls import EVENTS_QOS, LATCHED_QOS, SENSOR_QOS, VIEWS_QOS
 from homiebot.sim.base import Simulator, make_simulator
-from homiebot.types import Observation, SkillResult, SkillStatus, VIEW_NAMES
+from homiebot.skills import SkillSet, UnservedModelError, preset_name
+from homiebot.types import Action, Observation, SkillResult, SkillStatus, VIEW_NAMES
 
 try:  # A ROS 2 install's own tf2_msgs; with the PyPI wheels (no tf2_msgs) the workspace's stand-in,
     # ros2_ws/compat/tf2_msgs (same definitions and type hashes), which scripts/setup_ros.sh builds there.
@@ -74,6 +82,7 @@ class SimBridge(Node):
         self.declare_parameter("publish_rate_hz", 0.0)
         self.declare_parameter("publish_camera_topics", True)
         self.declare_parameter("prerender", True)
+        self.declare_parameter("noise", "noiseless")
 
         if simulator is None:
             backend = self.get_parameter("simulator").value
@@ -82,6 +91,8 @@ class SimBridge(Node):
                 options["render"] = self.get_parameter("render").value
             simulator = make_simulator(backend, **options)
         self.sim = simulator
+        self.noise = preset_name(str(self.get_parameter("noise").value))  # an unknown preset stops the node here
+        self.skills: SkillSet | None = None  # built at every reset (its noise is seeded with the reset's seed)
         self._lock = threading.Lock()
         self._sequence = 0
         self._loaded = False
@@ -146,6 +157,8 @@ class SimBridge(Node):
     def _reset(self, scene: str, seed: int) -> Observation:
         with self._lock:
             observation = self.sim.reset(scene, seed=seed)
+            # As run_episode's skills factory: SkillSet(sim, noise=preset, seed=scene_seed).
+            self.skills = SkillSet(self.sim, noise=self.noise, seed=seed)
             self._sequence += 1
             self._loaded = True
             self._cached = (self._sequence, observation)
@@ -171,6 +184,14 @@ class SimBridge(Node):
                 return call()
             finally:
                 self._sequence += 1
+
+    def _attempt(self, action: Action, model: str, target: str, place: str | None = None) -> SkillResult:
+        """One attempt through the skill layer (called holding the lock, from :meth:`_skill`)."""
+        assert self.skills is not None  # goals are accepted only once a scene is loaded
+        try:
+            return self.skills.run(action, model.strip() or "oracle", target, place)
+        except UnservedModelError as err:
+            return SkillResult(SkillStatus.EXECUTION_FAILED, str(err))
 
     # ------------------------------------------------------------------------------------ services
 
@@ -348,7 +369,7 @@ class SimBridge(Node):
 
     def _on_navigate(self, goal_handle):
         goal = goal_handle.request
-        result = self._skill(goal.reset_arm_first, lambda: self.sim.go_to(goal.target))
+        result = self._skill(goal.reset_arm_first, lambda: self._attempt(Action.GO_TO, goal.model, goal.target))
         state = self._state_after_skill()
         goal_handle.publish_feedback(Navigate.Feedback(pose=state.robot_pose))
         goal_handle.succeed()
@@ -364,10 +385,10 @@ class SimBridge(Node):
     def _on_manipulate(self, goal_handle):
         goal = goal_handle.request
         operations = {
-            Manipulate.Goal.PICK: lambda: self.sim.pick(goal.object),
-            Manipulate.Goal.PUT: lambda: self.sim.put(goal.object, goal.place),
-            Manipulate.Goal.OPEN: lambda: self.sim.open(goal.object),
-            Manipulate.Goal.CLOSE: lambda: self.sim.close(goal.object),
+            Manipulate.Goal.PICK: lambda: self._attempt(Action.PICK, goal.model, goal.object),
+            Manipulate.Goal.PUT: lambda: self._attempt(Action.PUT, goal.model, goal.object, goal.place),
+            Manipulate.Goal.OPEN: lambda: self._attempt(Action.OPEN, goal.model, goal.object),
+            Manipulate.Goal.CLOSE: lambda: self._attempt(Action.CLOSE, goal.model, goal.object),
         }
         if goal.operation == Manipulate.Goal.RESET_ARM:
             result = self._skill(False, lambda: (self.sim.reset_arm(), SkillResult(SkillStatus.SUCCESS))[1])
