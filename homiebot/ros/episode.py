@@ -5,12 +5,28 @@
 renders and reads the simulator through the sim bridge's services and sends subtasks to the executor node's
 action. :class:`GraphEpisode` is that loop written against an :class:`EpisodeBackend` (the planner node's
 ROS clients implement it), and it keeps ``run_episode``'s order of calls exactly, so the same task and seed
-give the same subtasks and feedback in both wirings (``tests/ros/test_equivalence.py`` checks it):
+give the same subtasks and feedback in both wirings (``tests/ros/test_ros_support.py`` and
+``tests/ros/test_ros_graph.py`` check it):
 
-reset -> state -> (scene spec for privileged planners) -> planner.reset -> per round: request (images of
-the last render, state after the last round) -> plan -> parse -> F1 / End / execute -> record -> state ->
-render (unless done) -> after the loop: goal check against the final state, counting every furniture seen
-open in any observed state as "opened".
+reset -> state -> planner.reset -> per round: request (images of the last render, state after the last
+round) -> plan -> parse -> F1 / End / execute -> record -> state -> render (unless done) -> after the loop:
+goal check against the final state, counting every furniture seen open in any observed state as "opened".
+
+What a request carries, as in-process (``run_episode``'s "extras every planner receives"):
+
+* ``extras["max_rounds"]``, the config's extras, and ``extras["scene"]``: the scene spec from the reset
+  response, for every planner (the expert's receptacle facts, the random baseline's object kinds);
+* ``world_state`` and ``goal`` for privileged planners only (the session decides);
+* ``extras["observation"]`` (the four views with their instance segmentation) and ``grounded_targets`` (the
+  instances the views' segmentation has shown so far, at least ``VISIBLE_MIN_PIXELS`` pixels in one view):
+  for every planner that is not privileged, or that declares ``needs_views`` (the random baseline reads
+  what is visible from them; constrained decoding writes targets from them). For these planners the views
+  are fetched with segmentation (:meth:`EpisodeBackend.observe`). A privileged planner (the expert) reads
+  the world state instead: it gets RGB only, ``extras["observation"]`` is None and ``grounded_targets`` is
+  empty, so its rounds move no segmentation across the wire. The in-process loop computes both for every
+  planner; the expert ignores them, so its answers are the same.
+* Not in the graph: a perception hook (``run_episode(perception=...)``: world description, grounding through
+  the world model). The graph's perception node serves ``ResolveTarget`` to the executor instead.
 
 The state after a round is the one the execution reported (the graph's executor returns it with its
 result, saving a round trip); the backend is asked only when the execution reported none. A round that
@@ -31,10 +47,19 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from homiebot.agent.loop import EpisodeConfig, append_round, open_furniture
+from homiebot.agent.loop import VISIBLE_MIN_PIXELS, EpisodeConfig, append_round, open_furniture
 from homiebot.eval.goals import GoalSpec, goal_satisfied
 from homiebot.planner.base import Planner
-from homiebot.types import ErrorCode, Feedback, PlannerOutput, RoundRecord, Subtask, Trajectory, WorldState
+from homiebot.types import (
+    ErrorCode,
+    Feedback,
+    Observation,
+    PlannerOutput,
+    RoundRecord,
+    Subtask,
+    Trajectory,
+    WorldState,
+)
 
 log = logging.getLogger(__name__)
 
@@ -47,6 +72,10 @@ class EpisodeBackend(Protocol):
 
     def render(self) -> Sequence[np.ndarray]:
         """The four RGB views now, in the planner's order."""
+
+    def observe(self) -> Observation:
+        """The four views now with their instance segmentation and instance names (depth may be left empty):
+        for planners that read the observation (:func:`reads_observation`)."""
 
     def state(self) -> WorldState:
         """The privileged world state now."""
@@ -64,6 +93,12 @@ class ExecutionOutcome:
     timings: dict[str, float]
     #: The world state after the subtask, when the executor reports it (else the backend is asked).
     state_after: WorldState | None = None
+
+
+def reads_observation(planner: Planner) -> bool:
+    """Whether the graph fetches the views' segmentation for ``planner`` (see the module docstring): every
+    planner but a privileged one, and any that declares ``needs_views``."""
+    return bool(getattr(planner, "needs_views", False)) or not bool(getattr(planner, "privileged", False))
 
 
 @dataclass
@@ -123,9 +158,15 @@ class GraphEpisode:
 
     def _run(self) -> None:
         config, trajectory, backend, planner = self.config, self.trajectory, self.backend, self.planner
+        observes = config.render and reads_observation(planner)
+        observation: Observation | None = None
         try:
             initial, scene_spec = backend.reset(self.scene, self.scene_seed)
-            images: Sequence[np.ndarray] = backend.render() if config.render else []
+            if observes:
+                observation = backend.observe()
+                images: Sequence[np.ndarray] = observation.images()
+            else:
+                images = backend.render() if config.render else []
         except TimeoutError:
             raise
         except Exception as err:
@@ -135,15 +176,18 @@ class GraphEpisode:
         opened = open_furniture(initial)
         session = config.new_session(self.instruction, planner)
         planner.reset(self.instruction, seed=self.scene_seed)
-        extras: dict[str, Any] = {"max_rounds": config.max_rounds, **config.extras}
-        if planner.privileged:
-            extras["scene"] = scene_spec
+        # As in-process: every planner gets the round limit and the scene spec; the observation as above.
+        extras: dict[str, Any] = {"max_rounds": config.max_rounds, **config.extras, "scene": scene_spec}
 
         state = initial
+        seen: set[str] = set()  # instances the views' segmentation has shown (run_episode's grounded names)
         while not session.done:
+            if observation is not None:
+                seen.update(observation.visible_instances(VISIBLE_MIN_PIXELS))
             round_start = time.perf_counter()
             timings: dict[str, float] = {}
-            request = session.make_request(images, world_state=state, goal=self.goal, extras=extras)
+            request = session.make_request(images, world_state=state, goal=self.goal, grounded_targets=tuple(sorted(seen)),
+                                           extras={**extras, "observation": observation})
             t0 = time.perf_counter()
             try:
                 raw = planner.plan(request)
@@ -181,7 +225,11 @@ class GraphEpisode:
             opened |= open_furniture(state)
             if config.render and not session.done:
                 t0 = time.perf_counter()
-                images = backend.render()
+                if observes:
+                    observation = backend.observe()
+                    images = observation.images()
+                else:
+                    images = backend.render()
                 timings["render_s"] = time.perf_counter() - t0
             timings["round_s"] = time.perf_counter() - round_start
             if self.on_round is not None:

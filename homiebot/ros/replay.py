@@ -11,6 +11,10 @@ inputs the original planner had; a single divergence does not make every later r
 agrees when the bracketed subtasks are equal (``[Put, apple, fridge]``); the model and the analysis text are
 not compared.
 
+The requests carry what the graph's planner node gives (:mod:`homiebot.ros.episode`): the scene spec
+(``/sim/scene_description``) for every planner and, for planners that read the observation, the recorded
+views with their segmentation and the instances seen so far (``grounded_targets``).
+
 The views and the state of round N are those whose ``state_sequence`` equals the one the planner output
 names (the simulator state version the planner saw); receive times are not used for this, because messages
 of different publishers can reach a recorder out of their causal order.
@@ -27,11 +31,13 @@ from homie_msgs.msg import WorldState as WorldStateMsg
 from rclpy.serialization import deserialize_message
 from std_msgs.msg import String
 
+from homiebot.agent.loop import VISIBLE_MIN_PIXELS
 from homiebot.agent.session import PlannerSession
 from homiebot.eval.tasks import get_task
 from homiebot.planner.base import Planner
 from homiebot.ros import convert
 from homiebot.ros.bag import BagError, read_messages
+from homiebot.ros.episode import reads_observation
 from homiebot.sim.scene import SceneSpec
 
 _TYPES = {
@@ -89,11 +95,11 @@ def replay_planner(bag: str | os.PathLike[str], planner: Planner, max_rounds: in
     session = PlannerSession(task.instruction, planner, max_rounds=rounds_limit)
     seed = (spec.seed if spec is not None else 0) + task.seed
     planner.reset(task.instruction, seed=seed)
-    extras: dict[str, Any] = {"max_rounds": rounds_limit}
-    if planner.privileged:
-        if scene_spec is None or spec is None:
-            raise BagError(f"{bag}: a privileged planner needs /sim/scene_description and a built-in task id")
-        extras["scene"] = scene_spec
+    extras: dict[str, Any] = {"max_rounds": rounds_limit, "scene": scene_spec}
+    if planner.privileged and (scene_spec is None or spec is None):
+        raise BagError(f"{bag}: a privileged planner needs /sim/scene_description and a built-in task id")
+    observes = reads_observation(planner)
+    seen: set[str] = set()
     report = ReplayReport(task.task_id, task.instruction, planner.name)
 
     for _stamp, recorded_msg in outputs:
@@ -104,9 +110,15 @@ def replay_planner(bag: str | os.PathLike[str], planner: Planner, max_rounds: in
         if views is None or state_msg is None:
             raise BagError(f"{bag}: round {recorded_msg.round_index} has no views or state of sequence "
                            f"{recorded_msg.state_sequence} (record /homie/views and /sim/world_state)")
-        images = convert.multiview_images(views)
         state = convert.world_state_from_msg(state_msg)
-        request = session.make_request(images, world_state=state, goal=spec.goal if spec else None, extras=extras)
+        observation = convert.observation_from_msg(views) if observes else None
+        if observation is not None:
+            images = observation.images()
+            seen.update(observation.visible_instances(VISIBLE_MIN_PIXELS))
+        else:
+            images = convert.multiview_images(views)
+        request = session.make_request(images, world_state=state, goal=spec.goal if spec else None,
+                                       grounded_targets=tuple(sorted(seen)), extras={**extras, "observation": observation})
         replayed = session.parse(planner.plan(request))
         recorded = convert.planner_output_from_msg(recorded_msg)
         feedback_msg = feedback_by_round.get(recorded_msg.round_index)

@@ -216,6 +216,7 @@ class InProcessBackend:
 
         self.sim = sim
         self.executor = Executor(sim)
+        self.observed = 0
 
     def reset(self, scene, seed):
         self.sim.reset(scene, seed=seed)
@@ -223,6 +224,10 @@ class InProcessBackend:
 
     def render(self):
         return self.sim.observe().images()
+
+    def observe(self):
+        self.observed += 1
+        return self.sim.observe()
 
     def state(self):
         return self.sim.state()
@@ -262,6 +267,62 @@ def test_graph_episode_loop_matches_run_episode(task_id):
     assert outcome.trajectory.path_length == pytest.approx(reference.path_length)
     assert outcome.trajectory.goal_satisfied == reference.goal_satisfied is True
     assert [r.instruction for r in outcome.trajectory.rounds] == [r.instruction for r in reference.rounds]
+
+
+def test_graph_episode_gives_every_planner_what_the_in_process_loop_gives():
+    """The scene spec reaches every planner; a planner that is not privileged also gets the observation and the
+    instances seen so far. The random baseline (which needs both) then makes the same choices in both loops,
+    and the expert's rounds fetch no segmentation."""
+    from homiebot.agent.loop import EpisodeConfig, run_episode
+    from homiebot.eval.tasks import get_task
+    from homiebot.planner.base import Planner
+    from homiebot.planner.registry import make_planner
+    from homiebot.ros.episode import GraphEpisode, reads_observation, round_signature
+    from homiebot.sim.base import make_simulator
+
+    class Spy(Planner):
+        name = "spy"
+
+        def __init__(self):
+            self.requests = []
+
+        def plan(self, request):
+            self.requests.append(request)
+            return "Analysis: x\nSubtask: [Go to, fridge]\nModel: NoMaD" if len(self.requests) < 3 else "Analysis: x\nSubtask: [End]\nModel: None"
+
+    task = get_task("demo-green-can")
+    config = EpisodeConfig(max_rounds=6)
+    assert reads_observation(make_planner("random")) and not reads_observation(make_planner("expert"))
+    sim = make_simulator("mujoco")
+    try:
+        reference = run_episode(sim, make_planner("random"), task=task, seed=0, config=config)
+        backend = InProcessBackend(sim)
+        outcome = GraphEpisode(backend, make_planner("random"), instruction=task.instruction, scene=task.scene,
+                               scene_seed=task.seed, task_id=task.id, goal=task.goal, config=config).run()
+        assert outcome.trajectory.error is None
+        assert round_signature(outcome.trajectory) == round_signature(reference)
+        assert backend.observed == len(reference.rounds)
+
+        spies = {}
+        for wiring in ("in-process", "graph"):
+            spy = spies[wiring] = Spy()
+            if wiring == "in-process":
+                run_episode(sim, spy, task=task, seed=0, config=config)
+            else:
+                GraphEpisode(InProcessBackend(sim), spy, instruction=task.instruction, scene=task.scene,
+                             scene_seed=task.seed, task_id=task.id, goal=task.goal, config=config).run()
+        for ours, theirs in zip(spies["graph"].requests, spies["in-process"].requests, strict=True):
+            assert ours.extras["scene"] == theirs.extras["scene"] is not None
+            assert ours.extras["max_rounds"] == theirs.extras["max_rounds"] == 6
+            assert ours.extras["observation"].visible_instances(20) == theirs.extras["observation"].visible_instances(20)
+            assert ours.grounded_targets == theirs.grounded_targets and "fridge" in ours.grounded_targets
+
+        expert_backend = InProcessBackend(sim)
+        expert = GraphEpisode(expert_backend, make_planner("expert"), instruction=task.instruction, scene=task.scene,
+                              scene_seed=task.seed, task_id=task.id, goal=task.goal).run()
+        assert expert.trajectory.goal_satisfied is True and expert_backend.observed == 0
+    finally:
+        sim.shutdown()
 
 
 def test_graph_episode_reports_a_timeout_instead_of_raising():

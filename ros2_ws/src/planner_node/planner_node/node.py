@@ -42,7 +42,7 @@ from homiebot.ros import convert
 from homiebot.ros.calls import EVENTS_QOS, LATCHED_QOS, call_action, call_service
 from homiebot.ros.episode import EpisodeOutcome, ExecutionOutcome, GraphEpisode
 from homiebot.sim.scene import SceneSpec
-from homiebot.types import RoundRecord, Subtask, Trajectory
+from homiebot.types import Observation, RoundRecord, Subtask, Trajectory
 
 EXIT_TIMEOUT = 3
 
@@ -54,7 +54,8 @@ class RosEpisodeBackend:
     already knows: the last world state it received (from the reset, the bridge or the executor's result)
     goes out with the next ``ExecuteSubtask`` goal, the result's state is the state after the round, and
     the views of a state it has already rendered (same ``state_sequence``: a round that executed nothing)
-    are not fetched again.
+    are not fetched again. Views are fetched as RGB only, or with the instance segmentation (``observe``) for
+    planners that read the observation (:func:`homiebot.ros.episode.reads_observation`: not the expert).
     """
 
     def __init__(self, node: "PlannerNode") -> None:
@@ -65,6 +66,7 @@ class RosEpisodeBackend:
         self._execute = ActionClient(node, ExecuteSubtask, "/homie/execute_subtask")
         self._state_msg: WorldStateMsg | None = None
         self._views: tuple[int, list] | None = None
+        self._observation: tuple[int, Observation] | None = None
 
     @property
     def state_sequence(self) -> int:
@@ -72,7 +74,7 @@ class RosEpisodeBackend:
         return self._state_msg.state_sequence if self._state_msg is not None else 0
 
     def reset(self, scene: str, seed: int):
-        self._state_msg, self._views = None, None
+        self._state_msg, self._views, self._observation = None, None, None
         response = call_service(self._reset, ResetEpisode.Request(scene=scene, seed=seed), self.node.service_timeout_s)
         if not response.success:
             raise RuntimeError(response.message)
@@ -87,6 +89,14 @@ class RosEpisodeBackend:
         response = call_service(self._render, request, self.node.service_timeout_s)
         self._views = (response.views.state_sequence, convert.multiview_images(response.views))
         return self._views[1]
+
+    def observe(self) -> Observation:
+        if self._observation is not None and self._observation[0] == self.state_sequence:
+            return self._observation[1]
+        request = RenderViews.Request(include_depth=False, include_segmentation=True)
+        response = call_service(self._render, request, self.node.service_timeout_s)
+        self._observation = (response.views.state_sequence, convert.observation_from_msg(response.views))
+        return self._observation[1]
 
     def state(self):
         response = call_service(self._state, GetWorldState.Request(), self.node.service_timeout_s)
