@@ -160,6 +160,91 @@ def test_graph_equals_in_process_loop(graph_run):
     assert graph_run["result"]["goal_satisfied"] == trajectory.goal_satisfied
 
 
+def _episode_through_graph(tmp_path: Path, domain: int, planner_overrides: dict, bridge_overrides: dict | None = None) -> dict:
+    """Run one task through the full graph; its result file.
+
+    The planner starts once a listener has matched it (``await_subscribers``, as in ``graph_run``): the nodes
+    have then discovered each other. A goal sent right after start-up can lose its response to Fast DDS's
+    service discovery race (the server's response writer has not matched the client yet; ros2/ros2#1253)."""
+    from homie_msgs.msg import EpisodeStatus, PlannerOutput
+
+    from homiebot.ros.calls import EVENTS_QOS
+
+    result_path = tmp_path / "result.json"
+    overrides = {"planner_node": {"exit_when_done": True, "result_path": str(result_path), "await_subscribers": 1,
+                                  **planner_overrides}}
+    if bridge_overrides:
+        overrides["sim_bridge"] = bridge_overrides
+    listener = WireListener({"/homie/planner_output": (PlannerOutput, EVENTS_QOS),
+                             "/homie/episode_status": (EpisodeStatus, EVENTS_QOS)})
+    supervisor = _supervisor(tmp_path, domain, overrides)
+    try:
+        supervisor.start()
+        ended_by = supervisor.run(lambda: False, timeout_s=180)
+    finally:
+        supervisor.stop()
+        listener.close()
+    assert ended_by is not None and ended_by.spec.name == "planner_node", f"planner did not finish\n{_logs(tmp_path)}"
+    assert ended_by.exit_codes[-1] == 0 and result_path.exists(), _logs(tmp_path)
+    return json.loads(result_path.read_text())
+
+
+def _graph_signature(result: dict) -> list:
+    return [(r["subtask"], r["code"], r["message"], tuple(r["inventory"]), r["attempts"]) for r in result["rounds"]]
+
+
+def test_noisy_graph_equals_noisy_in_process_loop(tmp_path, ros_domain):
+    """Execution noise lives in the sim bridge's skill layer, seeded at the reset as in-process: the same task,
+    seed and preset fail the same tries (retries, a dropped object) through the graph as in-process."""
+    from homiebot.agent.loop import run_episode
+    from homiebot.eval.tasks import get_task
+    from homiebot.planner.registry import make_planner
+    from homiebot.ros.episode import round_signature
+    from homiebot.sim.base import make_simulator
+    from homiebot.skills import SkillSet
+
+    task, seed = "demo-drawer", 4
+    sim = make_simulator("mujoco")
+    try:
+        trajectory = run_episode(sim, make_planner("expert"), task=get_task(task), seed=seed,
+                                 skills=lambda s, scene_seed: SkillSet(s, noise="emmoe_table4", seed=scene_seed))
+    finally:
+        sim.shutdown()
+    expected = round_signature(trajectory)
+    assert any(attempts > 1 for *_rest, attempts in expected), expected  # at least one failed try
+    assert any(code == "E2" for _subtask, code, *_rest in expected), expected  # a failed put dropped the object
+
+    result = _episode_through_graph(tmp_path, ros_domain, {"task": task, "seed": seed}, {"noise": "emmoe"})
+    assert result["error"] is None
+    assert _graph_signature(result) == expected
+    assert result["path_length"] == pytest.approx(trajectory.path_length, abs=1e-9)
+    assert result["goal_satisfied"] == trajectory.goal_satisfied
+
+
+def test_random_baseline_through_the_graph_equals_in_process(tmp_path, ros_domain):
+    """The random baseline needs the scene spec (object kinds) and the views' segmentation (what is visible):
+    the planner node fetches both for it, so it draws the same subtasks as in-process."""
+    from homiebot.agent.loop import EpisodeConfig, run_episode
+    from homiebot.eval.tasks import get_task
+    from homiebot.planner.registry import make_planner
+    from homiebot.ros.episode import round_signature
+    from homiebot.sim.base import make_simulator
+
+    task, rounds = "demo-green-can", 6
+    sim = make_simulator("mujoco")
+    try:
+        trajectory = run_episode(sim, make_planner("random"), task=get_task(task), seed=0,
+                                 config=EpisodeConfig(max_rounds=rounds))
+    finally:
+        sim.shutdown()
+    expected = round_signature(trajectory)
+    assert len(expected) == rounds and len({subtask for subtask, *_rest in expected}) > 3, expected
+
+    result = _episode_through_graph(tmp_path, ros_domain, {"task": task, "planner": "random", "max_rounds": rounds})
+    assert result["error"] is None
+    assert _graph_signature(result) == expected
+
+
 def test_killed_executor_is_a_timeout_not_a_hang(tmp_path, ros_domain):
     """SIGKILL the executor as soon as the planner has answered round 1: the planner must give up at its
     deadline, publish TIMEOUT and exit with 3, while the rest of the graph stays up."""
