@@ -8,20 +8,35 @@ complete the future.
 
 Every wait has a deadline. A server that died mid-call shows up as :class:`CallTimeout` at the deadline,
 never as a hang: that is what lets the planner report a crashed executor as a timeout.
+
+A lost goal answer is recovered, not waited out. rmw_fastrtps sends a service answer only once the server
+has matched the caller's reply reader, and gives up after about 100 ms ("failed to send response
+(timeout)"); discovery is asymmetric, so the first goal sent to a freshly started server under load can be
+accepted and executed while its answer is dropped (ros2/ros2#1253). :func:`call_action` therefore names the
+goal itself and, when the answer has not come within :data:`GOAL_ANSWER_WAIT_S`, asks for that goal's
+result: a server that has the goal answers with its result when done; one that never got it answers
+"unknown", and the goal is sent again under the same id, which a server that did get it in the meantime
+rejects as a duplicate instead of running it twice.
 """
 
 from __future__ import annotations
 
 import threading
 import time
+import uuid
 from collections.abc import Callable
 from typing import Any
 
 from action_msgs.msg import GoalStatus
 from rclpy.action import ActionClient
+from rclpy.action.client import ClientGoalHandle
 from rclpy.client import Client
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
 from rclpy.task import Future
+from unique_identifier_msgs.msg import UUID
+
+#: How long a goal's answer (accepted / rejected) may take before the goal's result is asked for instead.
+GOAL_ANSWER_WAIT_S = 2.0
 
 #: Latched topics (task, scene description, world state): late joiners get the last message.
 LATCHED_QOS = QoSProfile(
@@ -77,13 +92,25 @@ def wait_for_server(ready: Callable[[float], bool], timeout_s: float, what: str)
         raise CallTimeout(f"{what}: server not available within {timeout_s:.1f} s")
 
 
-def call_service(client: Client, request: Any, timeout_s: float) -> Any:
-    """One service call with a deadline that covers discovery and the answer."""
+def call_service(client: Client, request: Any, timeout_s: float, idempotent: bool = True) -> Any:
+    """One service call with a deadline that covers discovery and the answer.
+
+    An idempotent request (every service of the graph: reset to a scene and seed, state, views, grounding)
+    is sent again when its answer has not come within :data:`GOAL_ANSWER_WAIT_S`: the answer may have been
+    dropped (module docstring), and asking twice is harmless.
+    """
     deadline = time.monotonic() + timeout_s
     name = client.srv_name
     if not client.service_is_ready():
         wait_for_server(client.wait_for_service, timeout_s, f"service {name}")
-    return wait_future(client.call_async(request), deadline - time.monotonic(), f"service {name}")
+    while True:
+        remaining = deadline - time.monotonic()
+        wait = min(GOAL_ANSWER_WAIT_S, remaining) if idempotent else remaining
+        try:
+            return wait_future(client.call_async(request), wait, f"service {name}")
+        except CallTimeout:
+            if wait >= remaining:
+                raise CallTimeout(f"service {name}: no answer within {timeout_s:.1f} s") from None
 
 
 def _in_executor(client: ActionClient, send: Callable[[], Future], deadline: float, what: str) -> Future:
@@ -109,23 +136,40 @@ def call_action(
     """Send one goal and wait for its result within ``timeout_s`` (discovery, acceptance and execution).
 
     Returns the action's Result message. At the deadline the goal is canceled (best effort: the server
-    may be gone) and :class:`CallTimeout` is raised.
+    may be gone) and :class:`CallTimeout` is raised. A lost goal answer is recovered (module docstring).
     """
     deadline = time.monotonic() + timeout_s
     name = client._action_name  # rclpy exposes no public accessor
     if not client.server_is_ready():
         wait_for_server(client.wait_for_server, timeout_s, f"action {name}")
-    goal_future = _in_executor(client, lambda: client.send_goal_async(goal, feedback_callback=feedback_callback),
-                               deadline, f"action {name} (goal)")
-    handle = wait_future(goal_future, deadline - time.monotonic(), f"action {name} (goal)")
-    if not handle.accepted:
-        raise CallFailed(f"action {name}: goal rejected")
-    try:
-        result_future = _in_executor(client, handle.get_result_async, deadline, f"action {name} (result)")
-        response = wait_future(result_future, deadline - time.monotonic(), f"action {name} (result)")
-    except CallTimeout:
-        handle.cancel_goal_async()
-        raise
+    goal_id = UUID(uuid=list(uuid.uuid4().bytes))
+    resent = False
+    while True:
+        goal_future = _in_executor(
+            client, lambda: client.send_goal_async(goal, feedback_callback=feedback_callback, goal_uuid=goal_id),
+            deadline, f"action {name} (goal)",
+        )
+        try:
+            handle = wait_future(goal_future, min(GOAL_ANSWER_WAIT_S, deadline - time.monotonic()), f"action {name} (goal)")
+        except CallTimeout:
+            if time.monotonic() >= deadline:
+                raise
+            handle = None  # no answer yet: ask for the goal's result (module docstring)
+        if handle is not None and not handle.accepted and not resent:
+            raise CallFailed(f"action {name}: goal rejected")
+        if handle is None or not handle.accepted:  # unanswered, or a resent goal the server already has
+            handle = ClientGoalHandle(client, goal_id, client._action_type.Impl.SendGoalService.Response(accepted=True))
+        try:
+            result_future = _in_executor(client, lambda: client._get_result_async(handle), deadline, f"action {name} (result)")
+            response = wait_future(result_future, deadline - time.monotonic(), f"action {name} (result)")
+        except CallTimeout:
+            handle.cancel_goal_async()
+            raise
+        if response.status != GoalStatus.STATUS_UNKNOWN:
+            break
+        if resent:  # sent twice, unknown twice: the server rejected it
+            raise CallFailed(f"action {name}: goal rejected")
+        resent = True  # the server never got the goal: send it again under the same id
     if response.status != GoalStatus.STATUS_SUCCEEDED:
         raise CallFailed(f"action {name}: goal ended with status {response.status}")
     return response.result

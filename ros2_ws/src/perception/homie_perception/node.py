@@ -3,7 +3,9 @@
 Subscribes to the four views (``/homie/views``), the latched scene description (``/sim/scene_description``)
 and the latched privileged state (``/sim/world_state``, the panoptic "sensor" of PARTNR's privileged
 graph). Every MultiView is fused by :class:`homiebot.perception.privileged.PrivilegedGraphBuilder` with the
-world state of the same ``state_sequence`` (or the newest one when the bridge has not published that one);
+world state of the same ``state_sequence``. The two come from different publishers, so the views can arrive
+first: views newer than every state received wait (the newest only) for their state; views of a state the
+bridge never published (an older state is newer than nothing) are fused with the newest state before them.
 the graph is published as ``/perception/world_graph`` (homie_msgs/WorldGraph, latched) and
 ``/perception/markers`` (visualization_msgs/MarkerArray) for rviz. ``/perception/resolve_target``
 (homie_msgs/ResolveTarget) grounds a planner's words against what perception knows, with the core's
@@ -45,6 +47,8 @@ class PerceptionNode(Node):
         self._builder: PrivilegedGraphBuilder | None = None
         self._states: dict[int, object] = {}
         self._latest_state = None
+        self._latest_sequence = 0
+        self._waiting_views: MultiView | None = None  # views that arrived before their state
         self._fused_sequence = 0
         self._grounder = AliasGrounder()
         self._graph_pub = self.create_publisher(WorldGraph, "/perception/world_graph", LATCHED_QOS)
@@ -62,6 +66,8 @@ class PerceptionNode(Node):
             self._spec = SceneSpec.model_validate_json(msg.data)
             self._builder = None  # rebuilt from the first state of the new scene
             self._states.clear()
+            self._latest_sequence = 0
+            self._waiting_views = None
             self._fused_sequence = 0
             self._applied_round = 0
 
@@ -72,13 +78,25 @@ class PerceptionNode(Node):
             while len(self._states) > 8:  # only the last few are ever matched with a view
                 self._states.pop(min(self._states))
             self._latest_state = state
+            self._latest_sequence = max(self._latest_sequence, msg.state_sequence)
             if self._builder is None and self._spec is not None and self._spec.name == state.scene:
                 self._builder = PrivilegedGraphBuilder(SceneLayout.from_scene(self._spec, state))
+            waiting = self._waiting_views
+            if waiting is None or waiting.state_sequence > msg.state_sequence:
+                return
+            self._waiting_views = None
+        self._on_views(waiting)
 
     def _on_views(self, msg: MultiView) -> None:
         with self._lock:
             builder = self._builder
-            state = self._states.get(msg.state_sequence, self._latest_state)
+            if msg.state_sequence > self._latest_sequence:
+                self._waiting_views = msg  # its state is on its way (published before the views were rendered)
+                return
+            state = self._states.get(msg.state_sequence)
+            if state is None:  # a state the bridge did not publish: the newest one before these views
+                older = [seq for seq in self._states if seq < msg.state_sequence]
+                state = self._states[max(older)] if older else self._latest_state
             # Views older than ones already fused (a late join receives the last few) would move objects back.
             if builder is None or state is None or msg.state_sequence < self._fused_sequence:
                 return

@@ -164,6 +164,8 @@ class SimBridge(Node):
             self._cached = (self._sequence, observation)
             spec_json = self.sim.scene_spec().model_dump_json()
         self._scene_pub.publish(String(data=spec_json))
+        # Every state the views can show is published (perception fuses views with the state of their sequence).
+        self._publish_state(self._state_msg(*self._state()))
         return observation
 
     def _state(self):
@@ -324,10 +326,10 @@ class SimBridge(Node):
 
     def _path(self, seconds: float) -> Path:
         points = []
-        reporter = getattr(self.sim, "travelled_path", None)
-        if callable(reporter):
+        reporter = getattr(self.sim, "travelled_path", None)  # a method or a property, depending on the backend
+        if reporter is not None:
             with self._lock:
-                points = list(reporter())
+                points = list(reporter() if callable(reporter) else reporter)
         path = Path(header=convert.header(seconds))
         for x, y in points:
             pose = PoseStamped(header=path.header)
