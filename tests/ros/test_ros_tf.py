@@ -68,6 +68,7 @@ class _Client:
     def __init__(self) -> None:
         import rclpy
         from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
+        from nav_msgs.msg import Path
         from sensor_msgs.msg import JointState
         from tf2_msgs.msg import TFMessage
 
@@ -77,12 +78,12 @@ class _Client:
         self.node = rclpy.create_node("tf_test_client", context=self.context)
         self.executor = rclpy.executors.SingleThreadedExecutor(context=self.context)
         self.executor.add_node(self.node)
-        self.messages: dict[str, list] = {"/tf": [], "/tf_static": [], "/joint_states": []}
+        self.messages: dict[str, list] = {"/tf": [], "/tf_static": [], "/joint_states": [], "/sim/path": []}
         reliable = QoSProfile(depth=100, reliability=ReliabilityPolicy.RELIABLE)
         # What tf2_ros's static listener asks for: reliable, transient local (the mounts are sent once).
         latched = QoSProfile(depth=100, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL)
         for topic, msg_type, qos in (("/tf", TFMessage, reliable), ("/tf_static", TFMessage, latched),
-                                     ("/joint_states", JointState, reliable)):
+                                     ("/joint_states", JointState, reliable), ("/sim/path", Path, latched)):
             self.node.create_subscription(msg_type, topic, self.messages[topic].append, qos)
 
     def wait(self, future, timeout_s: float):
@@ -180,6 +181,7 @@ def episode(tmp_path_factory, ros_domain):
         look("after")
         client.spin_until(lambda: client.messages["/tf_static"], 5.0)
         record["tf_static"] = list(client.messages["/tf_static"])
+        record["paths"] = list(client.messages["/sim/path"])
     finally:
         if client is not None:
             client.close()
@@ -230,3 +232,15 @@ def test_joint_states_carry_the_arm_and_follow_a_pick(episode):
     views = episode["views_after"]
     assert (after["base_x"], after["base_y"]) == pytest.approx((views.robot_pose.position.x, views.robot_pose.position.y))
     assert views.held_object == OBJECT
+
+
+def test_travelled_path_is_published(episode):
+    """/sim/path (nav_msgs/Path, map frame) grows with the Go to and ends where the base stands."""
+    paths = episode["paths"]
+    assert paths, "no /sim/path from the sim bridge"
+    last = paths[-1]
+    assert last.header.frame_id == "map" and len(last.poses) >= 2
+    base = episode["tf_after"]
+    odom_to_base = next(t for t in base.transforms if t.child_frame_id == "base_link").transform.translation
+    end = last.poses[-1].pose.position
+    assert abs(end.x - odom_to_base.x) < 0.05 and abs(end.y - odom_to_base.y) < 0.05
