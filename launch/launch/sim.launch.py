@@ -86,6 +86,8 @@ def generate_launch_description() -> LaunchDescription:
         executable="rviz2",
         name="rviz2",
         arguments=["-d", os.path.join(share, "rviz", "homie.rviz")],
+        # The bridge stamps /tf, images and joints with the simulated time and publishes it on /clock.
+        parameters=[{"use_sim_time": True}],
         condition=IfCondition(LaunchConfiguration("rviz")),
         output="log",
     )

@@ -69,6 +69,7 @@ class _Client:
         import rclpy
         from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
         from nav_msgs.msg import Path
+        from rosgraph_msgs.msg import Clock
         from sensor_msgs.msg import JointState
         from tf2_msgs.msg import TFMessage
 
@@ -78,12 +79,13 @@ class _Client:
         self.node = rclpy.create_node("tf_test_client", context=self.context)
         self.executor = rclpy.executors.SingleThreadedExecutor(context=self.context)
         self.executor.add_node(self.node)
-        self.messages: dict[str, list] = {"/tf": [], "/tf_static": [], "/joint_states": [], "/sim/path": []}
+        self.messages: dict[str, list] = {"/tf": [], "/tf_static": [], "/joint_states": [], "/sim/path": [], "/clock": []}
         reliable = QoSProfile(depth=100, reliability=ReliabilityPolicy.RELIABLE)
         # What tf2_ros's static listener asks for: reliable, transient local (the mounts are sent once).
         latched = QoSProfile(depth=100, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL)
         for topic, msg_type, qos in (("/tf", TFMessage, reliable), ("/tf_static", TFMessage, latched),
-                                     ("/joint_states", JointState, reliable), ("/sim/path", Path, latched)):
+                                     ("/joint_states", JointState, reliable), ("/sim/path", Path, latched),
+                                     ("/clock", Clock, reliable)):
             self.node.create_subscription(msg_type, topic, self.messages[topic].append, qos)
 
     def wait(self, future, timeout_s: float):
@@ -181,7 +183,10 @@ def episode(tmp_path_factory, ros_domain):
         look("after")
         client.spin_until(lambda: client.messages["/tf_static"], 5.0)
         record["tf_static"] = list(client.messages["/tf_static"])
+        after = record["views_after"].header.stamp
+        client.spin_until(lambda: any(m.header.stamp == after for m in client.messages["/sim/path"]), 5.0)
         record["paths"] = list(client.messages["/sim/path"])
+        record["clock"] = list(client.messages["/clock"])
     finally:
         if client is not None:
             client.close()
@@ -236,11 +241,22 @@ def test_joint_states_carry_the_arm_and_follow_a_pick(episode):
 
 def test_travelled_path_is_published(episode):
     """/sim/path (nav_msgs/Path, map frame) grows with the Go to and ends where the base stands."""
-    paths = episode["paths"]
-    assert paths, "no /sim/path from the sim bridge"
+    after = episode["views_after"].header.stamp
+    paths = [m for m in episode["paths"] if m.header.stamp == after]  # topics arrive in no fixed order
+    assert paths, "no /sim/path from the sim bridge for the views after the Go to"
     last = paths[-1]
     assert last.header.frame_id == "map" and len(last.poses) >= 2
     base = episode["tf_after"]
     odom_to_base = next(t for t in base.transforms if t.child_frame_id == "base_link").transform.translation
     end = last.poses[-1].pose.position
     assert abs(end.x - odom_to_base.x) < 0.05 and abs(end.y - odom_to_base.y) < 0.05
+
+
+def test_clock_is_the_simulated_time(episode):
+    """/clock starts at 0 at the reset, advances with the skills, and the views are stamped on it."""
+    from homiebot.ros import convert
+
+    seconds = [convert.time_seconds(m.clock) for m in episode["clock"]]
+    assert seconds and seconds[0] == 0.0
+    assert seconds == sorted(seconds) and seconds[-1] > 0.0
+    assert seconds[-1] == pytest.approx(convert.time_seconds(episode["views_after"].header.stamp))

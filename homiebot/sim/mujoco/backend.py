@@ -500,6 +500,11 @@ class MujocoSimulator:
     def travelled_path(self) -> list[tuple[float, float]]:
         return list(self._path)
 
+    @property
+    def sim_time(self) -> float:
+        """Simulated seconds since the reset (the skills' nominal durations; what the views are stamped with)."""
+        return self._sim_time
+
     def joint_positions(self) -> dict[str, float]:
         """The current positions of the robot's joints above the base, read back from the model: torso lift
         (m), head pan and tilt, the seven arm joints (rad), the two fingers (m, opening of each), in that

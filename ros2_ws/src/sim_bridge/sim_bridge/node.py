@@ -17,7 +17,8 @@ the one the skill layer runs (empty: ``oracle``); a model no skill serves is ans
 Publishes: ``/homie/views`` (homie_msgs/MultiView), per view ``/camera/<view>/image_raw`` (rgb8),
 ``/camera/<view>/depth/image_raw`` (32FC1), ``/camera/<view>/segmentation/image_raw`` (32SC1) and
 ``/camera/<view>/camera_info``; ``/odom`` (nav_msgs/Odometry), ``/joint_states`` (sensor_msgs/JointState),
-``/sim/path`` (nav_msgs/Path), ``/tf`` (tf2_msgs/TFMessage: ``map`` -> ``odom`` -> ``base_link``) and latched
+``/sim/path`` (nav_msgs/Path), ``/clock`` (rosgraph_msgs/Clock: the simulated time, from 0 at every reset, for
+``use_sim_time``), ``/tf`` (tf2_msgs/TFMessage: ``map`` -> ``odom`` -> ``base_link``) and latched
 ``/tf_static`` (the camera mounts, ``base_link`` -> ``<view>_camera_optical_frame``, sent again only when a mount
 moves); latched ``/sim/world_state`` (homie_msgs/WorldState) and ``/sim/scene_description`` (std_msgs/String: the
 scene spec as JSON, like ``robot_description``).
@@ -49,7 +50,9 @@ from nav_msgs.msg import Odometry, Path
 from rclpy.action import ActionServer, GoalResponse
 from rclpy.callback_groups import ReentrantCallbackGroup
 from rclpy.node import Node
+from rclpy.qos import QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import CameraInfo, Image, JointState
+from rosgraph_msgs.msg import Clock
 from std_msgs.msg import String
 
 from homiebot.ros import convert
@@ -115,6 +118,8 @@ class SimBridge(Node):
         self._views_pub = self.create_publisher(MultiView, "/homie/views", VIEWS_QOS)
         self._state_pub = self.create_publisher(WorldStateMsg, "/sim/world_state", EVENTS_QOS)
         self._scene_pub = self.create_publisher(String, "/sim/scene_description", LATCHED_QOS)
+        # rclpy / rclcpp subscribe to /clock best effort, depth 1; a reliable publisher serves them too.
+        self._clock_pub = self.create_publisher(Clock, "/clock", QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE))
         self._odom_pub = self.create_publisher(Odometry, "/odom", SENSOR_QOS)
         self._joints_pub = self.create_publisher(JointState, "/joint_states", SENSOR_QOS)
         self._path_pub = self.create_publisher(Path, "/sim/path", LATCHED_QOS)
@@ -166,6 +171,7 @@ class SimBridge(Node):
         self._scene_pub.publish(String(data=spec_json))
         # Every state the views can show is published (perception fuses views with the state of their sequence).
         self._publish_state(self._state_msg(*self._state()))
+        self._publish_clock()
         return observation
 
     def _state(self):
@@ -203,8 +209,17 @@ class SimBridge(Node):
         return msg
 
     def _sim_time(self) -> float:
+        """The simulator's clock now (a backend's optional ``sim_time``), else that of the last views."""
+        now = getattr(self.sim, "sim_time", None)
+        if isinstance(now, (int, float)):
+            return float(now)
         cached = self._cached
         return cached[1].sim_time if cached is not None else 0.0
+
+    def _publish_clock(self) -> None:
+        """/clock: the simulated time, so that rviz and tf2 run on it (``use_sim_time``). It starts again at 0 at
+        every reset; tf2 buffers and rviz treat that as a jump back in time and clear themselves."""
+        self._clock_pub.publish(Clock(clock=convert.time_msg(self._sim_time())))
 
     def _publish_state(self, msg: WorldStateMsg) -> None:
         if msg.state_sequence != self._published_state_sequence:
@@ -380,6 +395,7 @@ class SimBridge(Node):
     def _state_after_skill(self) -> WorldStateMsg:
         """The state a skill left, for its result; published (and its views pre-rendered) after the answer."""
         msg = self._state_msg(*self._state())
+        self._publish_clock()
         self._pending_state = msg
         self._after_skill.reset()
         return msg
