@@ -1,7 +1,7 @@
 """ROS 2 graph benchmark: per-round cost of the graph against the in-process loop, and MultiView latency.
 
     source scripts/ros_env.sh
-    MUJOCO_GL=egl .venv/bin/python -m benchmarks.bench_ros [--episodes 5] [--messages 60]
+    MUJOCO_GL=egl .venv/bin/python -m benchmarks.bench_ros [--episodes 5] [--messages 60] [--compare-transports]
 
 1. **Per-round overhead.** The same tasks (demo-drawer, demo-green-can; expert planner; four 256x256
    views rendered every round) run in-process (:func:`homiebot.agent.loop.run_episode`) and through the
@@ -72,7 +72,7 @@ def in_process_rounds(episodes: int, progress: Progress) -> list[float]:
 # ------------------------------------------------------------------------------------------------ graph
 
 
-def graph_rounds(episodes: int, progress: Progress) -> tuple[list[float], float]:
+def graph_rounds(episodes: int, progress: Progress, profile: Path | None = None) -> tuple[list[float], float]:
     import rclpy
     import rclpy.executors
     from homie_msgs.msg import EpisodeStatus, Task
@@ -89,6 +89,8 @@ def graph_rounds(episodes: int, progress: Progress) -> tuple[list[float], float]
     result_path = work / "result.json"
     env = overlay_environment()
     env.update(ROS_DOMAIN_ID=str(domain), ROS_AUTOMATIC_DISCOVERY_RANGE="LOCALHOST")
+    if profile is not None:
+        env["FASTRTPS_DEFAULT_PROFILES_FILE"] = str(profile)
     supervisor = Supervisor(load_graph(), overrides={"planner_node": {"result_path": str(result_path)}}, env=env,
                             log_dir=work / "logs")
     context = rclpy.Context()
@@ -111,7 +113,8 @@ def graph_rounds(episodes: int, progress: Progress) -> tuple[list[float], float]
     spinner.start()
     rounds: list[float] = []
     started = time.monotonic()
-    job = progress.add_task("graph episodes", total=(episodes + 1) * len(TASKS))
+    job = progress.add_task(f"graph episodes ({Path(env.get('FASTRTPS_DEFAULT_PROFILES_FILE', 'default')).name})",
+                            total=(episodes + 1) * len(TASKS))
     try:
         supervisor.start()
         for repeat in range(episodes + 1):
@@ -132,6 +135,18 @@ def graph_rounds(episodes: int, progress: Progress) -> tuple[list[float], float]
         supervisor.stop()
         rclpy.try_shutdown(context=context)
     return rounds, time.monotonic() - started
+
+
+def _udp_profile() -> Path:
+    from homiebot.ros.environment import repository_root
+
+    return repository_root() / "launch" / "config" / "fastdds_udp.xml"
+
+
+def _profile_in_use() -> str:
+    from homiebot.ros.environment import overlay_environment
+
+    return overlay_environment().get("FASTRTPS_DEFAULT_PROFILES_FILE", "default")
 
 
 def _instruction(task_id: str) -> str:
@@ -227,6 +242,8 @@ def main() -> None:
     parser.add_argument("--depth", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--rgb-only", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--json", type=Path, help="also write the figures here")
+    parser.add_argument("--compare-transports", action="store_true",
+                        help="also run the graph with launch/config/fastdds_udp.xml (Fast DDS's default transports)")
     args = parser.parse_args()
     if args.sender is not None:
         _sender(args.sender, args.depth, period_s=0.1)
@@ -238,6 +255,7 @@ def main() -> None:
     with Progress(console=console, transient=True) as progress:
         local = in_process_rounds(args.episodes, progress)
         graph, graph_wall = graph_rounds(args.episodes, progress)
+        udp = graph_rounds(args.episodes, progress, _udp_profile())[0] if args.compare_transports else None
         rgb, rgb_bytes = multiview_latency(args.messages, False, progress)
         full, full_bytes = multiview_latency(args.messages, True, progress)
 
@@ -254,7 +272,12 @@ def main() -> None:
         "multiview_rgb": {"bytes": rgb_bytes, "median_ms": statistics.median(rgb) * 1e3, "p95_ms": _percentile(rgb, 95) * 1e3, "n": len(rgb)},
         "multiview_rgbd_seg": {"bytes": full_bytes, "median_ms": statistics.median(full) * 1e3, "p95_ms": _percentile(full, 95) * 1e3, "n": len(full)},
         "load_average_1min": os.getloadavg()[0],
+        "fastdds_profile": Path(_profile_in_use()).name,
     }
+    if udp:
+        figures["round_ms"]["graph_udp"] = {"mean": statistics.mean(udp) * 1e3, "median": statistics.median(udp) * 1e3,
+                                            "p95": _percentile(udp, 95) * 1e3}
+        figures["overhead_ms_per_round_udp"] = (statistics.mean(udp) - local_mean) * 1e3
     table = Table(title="ROS 2 graph vs in-process loop (expert planner, 4 x 256x256 views per round)")
     for column in ("figure", "value", "goal"):
         table.add_column(column)
@@ -262,6 +285,10 @@ def main() -> None:
     table.add_row("round, in-process (mean / median / p95)", f"{r['in_process']['mean']:.1f} / {r['in_process']['median']:.1f} / {r['in_process']['p95']:.1f} ms", "")
     table.add_row("round, graph (mean / median / p95)", f"{r['graph']['mean']:.1f} / {r['graph']['median']:.1f} / {r['graph']['p95']:.1f} ms", "")
     ratio_ok = figures["graph_over_in_process"] <= 1.2 or figures["overhead_ms_per_round"] <= 20
+    if udp:
+        u = r["graph_udp"]
+        table.add_row("round, graph over Fast DDS default transports (UDP loopback for large data)",
+                      f"{u['mean']:.1f} / {u['median']:.1f} / {u['p95']:.1f} ms", "")
     table.add_row("graph / in-process", f"{figures['graph_over_in_process']:.2f}x", "<= 1.2x or <= 20 ms", style=None if ratio_ok else "red")
     table.add_row("overhead per round (mean / median)", f"{figures['overhead_ms_per_round']:.1f} / {figures['overhead_ms_per_round_median']:.1f} ms", "<= 20 ms")
     table.add_row(f"MultiView RGB ({rgb_bytes / 1e6:.2f} MB) latency median / p95",
@@ -270,6 +297,7 @@ def main() -> None:
                   f"{figures['multiview_rgbd_seg']['median_ms']:.2f} / {figures['multiview_rgbd_seg']['p95_ms']:.2f} ms", "")
     table.add_row("1-minute load average", f"{figures['load_average_1min']:.1f}", "")
     console.print(table)
+    console.print(f"Fast DDS profile: {figures['fastdds_profile']}")
     console.print(f"rounds measured: {len(local)} in-process, {len(graph)} graph; graph run {graph_wall:.1f} s incl. bring-up")
     if args.json:
         args.json.write_text(json.dumps(figures, indent=2))
