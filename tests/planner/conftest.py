@@ -1,4 +1,4 @@
-"""Make the FakeWorld test double (``tests/agent/fake_world.py``) importable from this folder's tests."""
+"""Make the FakeWorld test double (``tests/agent/fake_world.py``) and ``plan_requests`` importable from this folder's tests."""
 
 from __future__ import annotations
 
@@ -6,3 +6,4 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "agent"))
+sys.path.insert(0, str(Path(__file__).parent))  # plan_requests

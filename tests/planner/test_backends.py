@@ -19,8 +19,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from plan_requests import GROUNDED, make_request
 
-from homiebot.planner.base import ChatTurn, PlanRequest
+from homiebot.planner.base import PlanRequest
 from homiebot.planner.constrained import f1_violation
 from homiebot.planner.messages import (
     MessageFormatError,
@@ -30,28 +31,13 @@ from homiebot.planner.messages import (
     from_openai_messages,
     to_openai_messages,
 )
-from homiebot.planner.prompt import ICL_EXAMPLE_USER, build_instruction, parse_output, system_prompt
+from homiebot.planner.prompt import ICL_EXAMPLE_USER, parse_output
 
-GROUNDED = ("fridge", "apple", "kitchen table", "cabinet")
 SECRET = "sk-test-0123456789abcdefSECRET"
 
 
 def _request(seed: int = 0, history: int = 0, targets: tuple[str, ...] = GROUNDED, size: int = 64) -> PlanRequest:
-    rng = np.random.default_rng(seed)
-    turns = [
-        ChatTurn(
-            build_instruction("put the apple in the fridge", [], "", "None"),
-            "Analysis: go first\nSubtask: [Go to, fridge]\nModel: NoMaD",
-        )
-        for _ in range(history)
-    ]
-    return PlanRequest(
-        system_prompt=system_prompt(),
-        instruction=build_instruction("put the apple in the fridge", [], "(1) Go to, fridge(success) " * history, "None"),
-        images=[rng.integers(0, 256, (size, size, 3), dtype=np.uint8) for _ in range(4)],
-        history=turns,
-        grounded_targets=targets,
-    )
+    return make_request(seed, history, targets, size=size)
 
 
 # ------------------------------------------------------------------------------ messages (no model)

@@ -14,34 +14,20 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import numpy as np
 import pytest
 
-from homiebot.planner.base import ChatTurn, PlanRequest
+from homiebot.planner.base import PlanRequest
 from homiebot.planner.constrained import f1_violation
-from homiebot.planner.prompt import build_instruction, parse_output, system_prompt
+from homiebot.planner.prompt import parse_output
 
 pytestmark = pytest.mark.models
 
-GROUNDED = ("fridge", "apple", "kitchen table", "cabinet")
+from plan_requests import GROUNDED, make_request
 
 
 def _request(seed: int = 0, history: int = 0, targets: tuple[str, ...] = GROUNDED, system: str | None = None) -> PlanRequest:
-    rng = np.random.default_rng(seed)
-    turns = [
-        ChatTurn(
-            build_instruction("put the apple in the fridge", [], "", "None"),
-            "Analysis: go first\nSubtask: [Go to, fridge]\nModel: NoMaD",
-        )
-        for _ in range(history)
-    ]
-    return PlanRequest(
-        system_prompt=system or system_prompt(),
-        instruction=build_instruction(f"put the apple in the fridge ({seed})", [], "(1) Go to, fridge(success) " * history, "None"),
-        images=[rng.integers(0, 256, (64, 64, 3), dtype=np.uint8) for _ in range(4)],
-        history=turns,
-        grounded_targets=targets,
-    )
+    """A request whose instruction differs per seed (so rows of a batch have different prompts)."""
+    return make_request(seed, history, targets, system=system, task=f"put the apple in the fridge ({seed})")
 
 
 #: Query and key projections of the tiny model are scaled by this. At transformers' initialisation
