@@ -9,7 +9,10 @@
    loopback, tasks sent on ``/homie/task``). A warm-up episode of each kind comes first (process start,
    DDS discovery, scene compile are not per-round costs). Per-round time is the planner side's
    ``round_s`` (request -> plan -> execute -> state -> render), measured the same way in both wirings.
-   Goal: graph <= 1.2x in-process, or at most 20 ms more per round.
+   Goal: graph <= 1.2x in-process, or at most 20 ms more per round. The graph runs twice: whole (its
+   perception node fuses every 2.9 MB MultiView off the planner's path, but on 2 cores it takes CPU from
+   it) and without the perception node, which runs the same components as the in-process loop (planner,
+   executor, skills, simulator; the loop's default is no perception).
 2. **MultiView latency.** A second process converts an Observation of four 256x256 views to
    ``homie_msgs/MultiView`` and publishes it; this process receives it. Latency = receive time minus the
    header stamp written just before conversion (same clock), so it includes conversion, serialization, DDS
@@ -72,7 +75,8 @@ def in_process_rounds(episodes: int, progress: Progress) -> list[float]:
 # ------------------------------------------------------------------------------------------------ graph
 
 
-def graph_rounds(episodes: int, progress: Progress, profile: Path | None = None) -> tuple[list[float], float]:
+def graph_rounds(episodes: int, progress: Progress, profile: Path | None = None,
+                 perception: bool = True) -> tuple[list[float], float]:
     import rclpy
     import rclpy.executors
     from homie_msgs.msg import EpisodeStatus, Task
@@ -80,7 +84,7 @@ def graph_rounds(episodes: int, progress: Progress, profile: Path | None = None)
     from homiebot.ros import convert
     from homiebot.ros.calls import EVENTS_QOS, LATCHED_QOS
     from homiebot.ros.environment import overlay_environment
-    from homiebot.ros.supervisor import Supervisor, load_graph
+    from homiebot.ros.supervisor import GraphSpec, Supervisor, load_graph
 
     domain = random.randint(100, 220)
     os.environ["ROS_DOMAIN_ID"] = str(domain)
@@ -91,7 +95,10 @@ def graph_rounds(episodes: int, progress: Progress, profile: Path | None = None)
     env.update(ROS_DOMAIN_ID=str(domain), ROS_AUTOMATIC_DISCOVERY_RANGE="LOCALHOST")
     if profile is not None:
         env["FASTRTPS_DEFAULT_PROFILES_FILE"] = str(profile)
-    supervisor = Supervisor(load_graph(), overrides={"planner_node": {"result_path": str(result_path)}}, env=env,
+    graph = load_graph()
+    if not perception:  # the components the in-process loop runs: planner, executor, skills, simulator
+        graph = GraphSpec(nodes=[n for n in graph.nodes if n.name != "perception"])
+    supervisor = Supervisor(graph, overrides={"planner_node": {"result_path": str(result_path)}}, env=env,
                             log_dir=work / "logs")
     context = rclpy.Context()
     rclpy.init(context=context)
@@ -113,7 +120,8 @@ def graph_rounds(episodes: int, progress: Progress, profile: Path | None = None)
     spinner.start()
     rounds: list[float] = []
     started = time.monotonic()
-    job = progress.add_task(f"graph episodes ({Path(env.get('FASTRTPS_DEFAULT_PROFILES_FILE', 'default')).name})",
+    label = Path(env.get("FASTRTPS_DEFAULT_PROFILES_FILE", "default")).name + ("" if perception else ", no perception node")
+    job = progress.add_task(f"graph episodes ({label})",
                             total=(episodes + 1) * len(TASKS))
     try:
         supervisor.start()
@@ -255,6 +263,7 @@ def main() -> None:
     with Progress(console=console, transient=True) as progress:
         local = in_process_rounds(args.episodes, progress)
         graph, graph_wall = graph_rounds(args.episodes, progress)
+        bare = graph_rounds(args.episodes, progress, perception=False)[0]
         udp = graph_rounds(args.episodes, progress, _udp_profile())[0] if args.compare_transports else None
         rgb, rgb_bytes = multiview_latency(args.messages, False, progress)
         full, full_bytes = multiview_latency(args.messages, True, progress)
@@ -265,10 +274,13 @@ def main() -> None:
         "round_ms": {
             "in_process": {"mean": local_mean * 1e3, "median": statistics.median(local) * 1e3, "p95": _percentile(local, 95) * 1e3},
             "graph": {"mean": graph_mean * 1e3, "median": statistics.median(graph) * 1e3, "p95": _percentile(graph, 95) * 1e3},
+            "graph_without_perception_node": {"mean": statistics.mean(bare) * 1e3, "median": statistics.median(bare) * 1e3,
+                                              "p95": _percentile(bare, 95) * 1e3},
         },
         "graph_over_in_process": graph_mean / local_mean,
         "overhead_ms_per_round": (graph_mean - local_mean) * 1e3,
         "overhead_ms_per_round_median": (statistics.median(graph) - statistics.median(local)) * 1e3,
+        "overhead_ms_per_round_without_perception_node": (statistics.mean(bare) - local_mean) * 1e3,
         "multiview_rgb": {"bytes": rgb_bytes, "median_ms": statistics.median(rgb) * 1e3, "p95_ms": _percentile(rgb, 95) * 1e3, "n": len(rgb)},
         "multiview_rgbd_seg": {"bytes": full_bytes, "median_ms": statistics.median(full) * 1e3, "p95_ms": _percentile(full, 95) * 1e3, "n": len(full)},
         "load_average_1min": os.getloadavg()[0],
@@ -285,12 +297,17 @@ def main() -> None:
     table.add_row("round, in-process (mean / median / p95)", f"{r['in_process']['mean']:.1f} / {r['in_process']['median']:.1f} / {r['in_process']['p95']:.1f} ms", "")
     table.add_row("round, graph (mean / median / p95)", f"{r['graph']['mean']:.1f} / {r['graph']['median']:.1f} / {r['graph']['p95']:.1f} ms", "")
     ratio_ok = figures["graph_over_in_process"] <= 1.2 or figures["overhead_ms_per_round"] <= 20
+    b = r["graph_without_perception_node"]
+    table.add_row("round, graph without the perception node (what the in-process loop runs)",
+                  f"{b['mean']:.1f} / {b['median']:.1f} / {b['p95']:.1f} ms", "")
     if udp:
         u = r["graph_udp"]
         table.add_row("round, graph over Fast DDS default transports (UDP loopback for large data)",
                       f"{u['mean']:.1f} / {u['median']:.1f} / {u['p95']:.1f} ms", "")
     table.add_row("graph / in-process", f"{figures['graph_over_in_process']:.2f}x", "<= 1.2x or <= 20 ms", style=None if ratio_ok else "red")
     table.add_row("overhead per round (mean / median)", f"{figures['overhead_ms_per_round']:.1f} / {figures['overhead_ms_per_round_median']:.1f} ms", "<= 20 ms")
+    table.add_row("overhead per round, same components (no perception node)",
+                  f"{figures['overhead_ms_per_round_without_perception_node']:.1f} ms", "<= 20 ms")
     table.add_row(f"MultiView RGB ({rgb_bytes / 1e6:.2f} MB) latency median / p95",
                   f"{figures['multiview_rgb']['median_ms']:.2f} / {figures['multiview_rgb']['p95_ms']:.2f} ms", "")
     table.add_row(f"MultiView RGB+depth+seg ({full_bytes / 1e6:.2f} MB) latency median / p95",
