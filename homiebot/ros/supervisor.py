@@ -59,6 +59,7 @@ class NodeSpec(BaseModel):
     restart: Literal["never", "on-failure", "always"] = "on-failure"
     max_restarts: int = Field(3, ge=0)
     required: bool = False
+    nice: int = Field(0, ge=0, le=19, description="Scheduling niceness (homie up only): for nodes off the planner's path")
 
 
 class GraphSpec(BaseModel):
@@ -136,6 +137,16 @@ def _die_with_parent() -> None:  # pragma: no cover - runs in the child between 
         libc.prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG = 1
     except OSError:
         pass
+
+
+def _child_setup(nice: int):  # pragma: no cover - runs in the child between fork and exec
+    def setup() -> None:
+        if sys.platform.startswith("linux"):
+            _die_with_parent()
+        if nice:
+            os.nice(nice)
+
+    return setup
 
 
 @dataclass
@@ -225,7 +236,7 @@ class Supervisor:
             stdout=stdout,
             stderr=subprocess.STDOUT if stdout is not None else None,
             start_new_session=True,  # a terminal's Ctrl-C reaches the supervisor only; it stops the nodes in order
-            preexec_fn=_die_with_parent if sys.platform.startswith("linux") else None,
+            preexec_fn=_child_setup(spec.nice),
         )
         self._emit(spec.name, "started", f"pid {process.popen.pid}")
 

@@ -71,6 +71,8 @@ def _nodes(context, *_args, **_kwargs):
             respawn_delay=0.5,
             output="screen",
             emulate_tty=True,
+            # Nodes off the planner's path (perception) yield the CPU to it, as `homie up` starts them.
+            prefix=f"nice -n {spec['nice']}" if spec.get("nice") else None,
         )
         actions.append(node)
         if spec.get("required", False):

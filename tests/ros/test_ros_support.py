@@ -189,6 +189,26 @@ def test_supervisor_stops_nodes_with_sigint_then_escalates(tmp_path):
     assert time.monotonic() - started < 6
 
 
+def test_supervisor_starts_an_off_path_node_with_its_niceness(tmp_path):
+    out = tmp_path / "nice.txt"
+    graph, params = _script_graph(tmp_path, f"""
+        import os, pathlib
+        pathlib.Path({str(out)!r}).write_text(str(os.nice(0)))
+    """, restart="never", required=True, nice=7)
+    supervisor = Supervisor(graph, params, env=_env(tmp_path))
+    supervisor.start()
+    supervisor.run(lambda: False, timeout_s=30)
+    supervisor.stop()
+    assert int(out.read_text()) == os.nice(0) + 7
+
+
+def test_project_graph_runs_perception_below_the_planners_path():
+    from homiebot.ros.supervisor import load_graph
+
+    nice = {node.name: node.nice for node in load_graph().nodes}
+    assert nice.pop("perception") > 0 and set(nice.values()) == {0}
+
+
 def test_supervisor_passes_params_file_and_overrides(tmp_path):
     out = tmp_path / "argv.txt"
     graph, params = _script_graph(tmp_path, f"""
