@@ -133,11 +133,13 @@ def register(app: typer.Typer) -> None:
         except PlannerError as err:
             raise _fail(str(err)) from None
 
-        from homiebot.skills import PRESETS, SkillSet
+        from homiebot.skills import PRESETS, SkillSet, preset_name
+        from homiebot.skills.noise import PRESET_ALIASES
 
-        preset = {"off": "noiseless", "emmoe": "emmoe_table4"}.get(noise, noise)
-        if preset not in PRESETS:
-            raise _fail(f"unknown --noise {noise!r}; presets: off, emmoe, {', '.join(sorted(PRESETS))}")
+        try:
+            preset = preset_name(noise)
+        except ValueError:
+            raise _fail(f"unknown --noise {noise!r}; presets: {', '.join([*PRESET_ALIASES, *sorted(PRESETS)])}") from None
 
         def skills(sim: Any, scene_seed: int) -> SkillSet:
             return SkillSet(sim, noise=preset, seed=scene_seed)

@@ -348,10 +348,6 @@ class ObservationTap:
         return getattr(self._sim, name)
 
 
-#: ``--noise`` names -> presets of :mod:`homiebot.skills.noise` (``emmoe``: per-try SR of the paper's table 4).
-NOISE_PRESET_NAMES: dict[str, str] = {"off": "noiseless", "emmoe": "emmoe_table4"}
-
-
 def _noise_factory(noise: str) -> Callable[[Any, int], Any] | None:
     """A ``(sim, scene_seed) -> SkillRunner`` factory for the noise preset, None without noise.
 
@@ -360,9 +356,10 @@ def _noise_factory(noise: str) -> Callable[[Any, int], Any] | None:
     """
     if noise == "off":
         return None
+    from homiebot.skills import preset_name
     from homiebot.skills.skillset import SkillSet
 
-    preset = NOISE_PRESET_NAMES[noise]
+    preset = preset_name(noise)  # ``emmoe``: per-try SR of the paper's table 4
 
     def factory(sim: Any, scene_seed: int) -> Any:
         return SkillSet(sim, noise=preset, seed=scene_seed)
