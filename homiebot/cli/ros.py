@@ -118,9 +118,9 @@ def register(app: typer.Typer) -> None:
             from homiebot.skills import preset_name
 
             try:
-                noise = preset_name(noise)
+                noise = preset_name(noise, what="--noise")
             except ValueError as err:
-                raise _fail(f"--noise: {err}") from None
+                raise _fail(str(err)) from None
         if task_id:
             try:
                 get_task(task_id)

@@ -133,13 +133,12 @@ def register(app: typer.Typer) -> None:
         except PlannerError as err:
             raise _fail(str(err)) from None
 
-        from homiebot.skills import PRESETS, SkillSet, preset_name
-        from homiebot.skills.noise import PRESET_ALIASES
+        from homiebot.skills import SkillSet, preset_name
 
         try:
-            preset = preset_name(noise)
-        except ValueError:
-            raise _fail(f"unknown --noise {noise!r}; presets: {', '.join([*PRESET_ALIASES, *sorted(PRESETS)])}") from None
+            preset = preset_name(noise, what="--noise")
+        except ValueError as err:
+            raise _fail(str(err)) from None
 
         def skills(sim: Any, scene_seed: int) -> SkillSet:
             return SkillSet(sim, noise=preset, seed=scene_seed)

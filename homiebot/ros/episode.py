@@ -158,15 +158,20 @@ class GraphEpisode:
 
     def _run(self) -> None:
         config, trajectory, backend, planner = self.config, self.trajectory, self.backend, self.planner
-        observes = config.render and reads_observation(planner)
-        observation: Observation | None = None
-        try:
-            initial, scene_spec = backend.reset(self.scene, self.scene_seed)
+        observes = reads_observation(planner)
+
+        def look() -> tuple[Sequence[np.ndarray], Observation | None]:
+            """The views now: RGB only, or the observation with its segmentation for planners that read it."""
+            if not config.render:
+                return [], None
             if observes:
                 observation = backend.observe()
-                images: Sequence[np.ndarray] = observation.images()
-            else:
-                images = backend.render() if config.render else []
+                return observation.images(), observation
+            return backend.render(), None
+
+        try:
+            initial, scene_spec = backend.reset(self.scene, self.scene_seed)
+            images, observation = look()
         except TimeoutError:
             raise
         except Exception as err:
@@ -225,11 +230,7 @@ class GraphEpisode:
             opened |= open_furniture(state)
             if config.render and not session.done:
                 t0 = time.perf_counter()
-                if observes:
-                    observation = backend.observe()
-                    images = observation.images()
-                else:
-                    images = backend.render()
+                images, observation = look()
                 timings["render_s"] = time.perf_counter() - t0
             timings["round_s"] = time.perf_counter() - round_start
             if self.on_round is not None:

@@ -83,7 +83,6 @@ class RemoteSimulator:
         self.on_phase: PhaseCallback | None = None
         self._attempt = 0
         self._current: tuple[WorldStateMsg, WorldState] | None = None  # the state now, while a subtask runs
-        self.bridge_calls = 0  # GetWorldState calls made (the tests count them)
 
     def begin_subtask(self, model: str, on_phase: PhaseCallback | None = None, state: WorldStateMsg | None = None) -> None:
         """Start a subtask; ``state`` is the goal's world state (``state_sequence`` 0 = not given)."""
@@ -106,7 +105,6 @@ class RemoteSimulator:
         self._flush_arm_reset()
         if self._current is None:
             response = call_service(self._state_client, GetWorldState.Request(), self.timeouts.state_s)
-            self.bridge_calls += 1
             self._remember(response.state)
         assert self._current is not None
         return self._current[1]

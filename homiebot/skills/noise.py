@@ -110,12 +110,13 @@ PRESETS: dict[str, NoiseConfig] = {
 PRESET_ALIASES: dict[str, str] = {"off": "noiseless", "emmoe": "emmoe_table4"}
 
 
-def preset_name(name: str) -> str:
-    """The preset ``name`` means (a preset name or one of :data:`PRESET_ALIASES`); ValueError for any other."""
+def preset_name(name: str, what: str = "noise preset") -> str:
+    """The preset ``name`` means (a preset name or one of :data:`PRESET_ALIASES`); ValueError for any other,
+    naming it as ``what`` (a command line passes its option, ``--noise``)."""
     key = name.strip()
     resolved = PRESET_ALIASES.get(key, key)
     if resolved not in PRESETS:
-        raise ValueError(f"unknown noise preset {name!r}; presets: {', '.join([*PRESET_ALIASES, *sorted(PRESETS)])}")
+        raise ValueError(f"unknown {what} {name!r}; presets: {', '.join([*PRESET_ALIASES, *sorted(PRESETS)])}")
     return resolved
 
 

@@ -24,6 +24,7 @@ import tempfile
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 import rclpy
 from homie_msgs.action import ExecuteSubtask
@@ -65,8 +66,7 @@ class RosEpisodeBackend:
         self._render = node.create_client(RenderViews, "/sim/render_views")
         self._execute = ActionClient(node, ExecuteSubtask, "/homie/execute_subtask")
         self._state_msg: WorldStateMsg | None = None
-        self._views: tuple[int, list] | None = None
-        self._observation: tuple[int, Observation] | None = None
+        self._views: tuple[tuple[int, bool], Any] | None = None  # ((state_sequence, with segmentation), views)
 
     @property
     def state_sequence(self) -> int:
@@ -74,7 +74,7 @@ class RosEpisodeBackend:
         return self._state_msg.state_sequence if self._state_msg is not None else 0
 
     def reset(self, scene: str, seed: int):
-        self._state_msg, self._views, self._observation = None, None, None
+        self._state_msg, self._views = None, None
         response = call_service(self._reset, ResetEpisode.Request(scene=scene, seed=seed), self.node.service_timeout_s)
         if not response.success:
             raise RuntimeError(response.message)
@@ -83,20 +83,19 @@ class RosEpisodeBackend:
         return convert.world_state_from_msg(response.state), spec
 
     def render(self):
-        if self._views is not None and self._views[0] == self.state_sequence:
-            return self._views[1]
-        request = RenderViews.Request(include_depth=False, include_segmentation=False)
-        response = call_service(self._render, request, self.node.service_timeout_s)
-        self._views = (response.views.state_sequence, convert.multiview_images(response.views))
-        return self._views[1]
+        return self._fetch_views(segmentation=False)
 
     def observe(self) -> Observation:
-        if self._observation is not None and self._observation[0] == self.state_sequence:
-            return self._observation[1]
-        request = RenderViews.Request(include_depth=False, include_segmentation=True)
-        response = call_service(self._render, request, self.node.service_timeout_s)
-        self._observation = (response.views.state_sequence, convert.observation_from_msg(response.views))
-        return self._observation[1]
+        return self._fetch_views(segmentation=True)
+
+    def _fetch_views(self, segmentation: bool):
+        """The RGB images, or the observation with segmentation; not fetched again for an unchanged state."""
+        if self._views is None or self._views[0] != (self.state_sequence, segmentation):
+            request = RenderViews.Request(include_depth=False, include_segmentation=segmentation)
+            views = call_service(self._render, request, self.node.service_timeout_s).views
+            value = convert.observation_from_msg(views) if segmentation else convert.multiview_images(views)
+            self._views = ((views.state_sequence, segmentation), value)
+        return self._views[1]
 
     def state(self):
         response = call_service(self._state, GetWorldState.Request(), self.node.service_timeout_s)

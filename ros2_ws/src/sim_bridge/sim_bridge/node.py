@@ -159,7 +159,8 @@ class SimBridge(Node):
 
     # ------------------------------------------------------------------------------------ simulator calls
 
-    def _reset(self, scene: str, seed: int) -> Observation:
+    def _reset(self, scene: str, seed: int) -> tuple[WorldStateMsg, str]:
+        """Load ``scene``; publish its description, first state and clock; return the state and the description."""
         with self._lock:
             observation = self.sim.reset(scene, seed=seed)
             # As run_episode's skills factory: SkillSet(sim, noise=preset, seed=scene_seed).
@@ -170,9 +171,10 @@ class SimBridge(Node):
             spec_json = self.sim.scene_spec().model_dump_json()
         self._scene_pub.publish(String(data=spec_json))
         # Every state the views can show is published (perception fuses views with the state of their sequence).
-        self._publish_state(self._state_msg(*self._state()))
+        state = self._state_msg(*self._state())
+        self._publish_state(state)
         self._publish_clock()
-        return observation
+        return state, spec_json
 
     def _state(self):
         with self._lock:
@@ -228,18 +230,13 @@ class SimBridge(Node):
 
     def _on_reset(self, request: ResetEpisode.Request, response: ResetEpisode.Response) -> ResetEpisode.Response:
         try:
-            self._reset(request.scene, int(request.seed))
+            response.state, response.scene_description = self._reset(request.scene, int(request.seed))
         except Exception as err:  # an unknown scene or a broken spec: answer, do not crash the bridge
             self.get_logger().error(f"reset of scene {request.scene!r} failed: {err}")
             response.success = False
             response.message = str(err)
             return response
-        sequence, state = self._state()
         response.success = True
-        response.state = self._state_msg(sequence, state)
-        with self._lock:
-            response.scene_description = self.sim.scene_spec().model_dump_json()
-        self._publish_state(response.state)
         return response
 
     def _on_get_state(self, request: GetWorldState.Request, response: GetWorldState.Response) -> GetWorldState.Response:
