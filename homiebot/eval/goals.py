@@ -80,7 +80,14 @@ class Count(Selector):
 
 
 class Cleared(_Cond):
-    """Nothing (except the listed categories) is left on/in the receptacle."""
+    """Nothing (except the listed categories) is left on/in the receptacle, and what was taken off it was put
+    away: every object that started on/in it ends on/in some other receptacle.
+
+    Decision (EMMOE's "clean up X" names no destination): an object dropped to the floor or still in the
+    hand at the end has not been cleaned up, though X is empty; the keypaths (appendix C.1) likewise only
+    accept items carried to a surface. Without this, a failed Put that lets the object fall would count
+    as success for the tasks whose only condition is ``cleared``.
+    """
 
     type: Literal["cleared"] = "cleared"
     receptacle: str
@@ -179,12 +186,13 @@ def condition_holds(cond: Condition, initial: WorldState, final: WorldState, ope
         chosen = select(cond, initial, final)
         return sum(_is_at(final.entities[n], cond.relation, cond.receptacle) for n in chosen) == cond.equals
     if isinstance(cond, Cleared):
-        left = [
-            e
-            for e in final.entities.values()
-            if e.parent == cond.receptacle and not any(_matches_category(e, c) for c in cond.except_)
-        ]
-        return not left
+        def concerned(e: EntityState) -> bool:
+            return e.parent == cond.receptacle and not any(_matches_category(e, c) for c in cond.except_)
+
+        if any(concerned(e) for e in final.entities.values()):
+            return False
+        taken = [final.entities[n] for n, e in initial.entities.items() if concerned(e) and n in final.entities]
+        return all(e.parent is not None and not e.held for e in taken)
     if isinstance(cond, Articulation):
         ent = final.entities[cond.furniture]
         return ent.is_open is (cond.state == "open")

@@ -315,6 +315,31 @@ def test_distinct_placed_counts_categories():
                                           "receptacle": "beige_table", "all": True, "distinct": True}]})
 
 
+def test_cleared_needs_every_item_put_away():
+    """goals.py ``cleared`` (task 47, "clean up the tvstand"): the stand must end empty *and* what was on it
+    must rest on some other receptacle; an item dropped to the floor or still in the hand is not cleaned up."""
+    spec = load_scene("apartment_5")
+    initial = initial_state(spec)
+    goal = GoalSpec.model_validate({"all": [{"type": "cleared", "receptacle": "tv_stand"}]})
+    items = sorted(n for n, e in initial.entities.items() if e.kind is EntityKind.OBJECT and e.parent == "tv_stand")
+    assert len(items) >= 2, items
+    assert not goal_satisfied(goal, initial, initial)
+    put_away = initial
+    for name in items:
+        put_away = _with(put_away, name, parent="sofa", relation="on")
+    assert goal_satisfied(goal, initial, put_away)
+    dropped = _with(put_away, items[0], parent=None, relation=None)
+    assert not goal_satisfied(goal, initial, dropped), "an item on the floor is not cleaned up"
+    held = _with(put_away, items[0], parent=None, relation=None, held=True)
+    assert not goal_satisfied(goal, initial, held), "an item still in the hand is not cleaned up"
+    something_else_on_floor = initial
+    for name in items:
+        something_else_on_floor = _with(something_else_on_floor, name, parent="sofa", relation="on")
+    other = next(n for n, e in initial.entities.items() if e.kind is EntityKind.OBJECT and e.parent not in (None, "tv_stand"))
+    something_else_on_floor = _with(something_else_on_floor, other, parent=None, relation=None)
+    assert goal_satisfied(goal, initial, something_else_on_floor), "only the stand's own items are judged"
+
+
 # ------------------------------------------------------------------------------------------------ simulator
 
 
