@@ -362,13 +362,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--batched-vision", action="store_true",
                         help="one SDPA call per layer for all views (see batched_vision_attention)")
     parser.add_argument("--gqa-sdpa", action="store_true",
-                        help="TRANSFORMERS_SDPA_FORCE_GQA=1: SDPA reads grouped KV heads instead of repeated ones")
+                        help="SDPA reads grouped KV heads instead of repeated ones (fast_decode.GroupedQuerySDPA on the "
+                             "model, for every variant)")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-    if args.gqa_sdpa:
-        os.environ["TRANSFORMERS_SDPA_FORCE_GQA"] = "1"
     import torch
     import transformers
 
@@ -393,6 +392,8 @@ def main(argv: list[str] | None = None) -> int:
              build_s, device, dtype)
     _, preprocess_s = make_inputs(shape, 1, device, dtype)
     vision_check = None
+    if args.gqa_sdpa:
+        fast_decode.GroupedQuerySDPA(model)  # per model, for every variant (generate and the fast loop)
     if args.batched_vision:
         vision_check = check_batched_vision(model, shape, device, dtype)
         log.info("batched vision attention: relative difference %.2e", vision_check)

@@ -40,10 +40,10 @@ Sampling is not implemented here: the backend falls back to ``generate`` for ``d
 
 Two optional speed-ups measured in ``BENCHMARKS.md`` (H100 section):
 
-* :func:`sdpa_gqa`: ``TRANSFORMERS_SDPA_FORCE_GQA=1`` while decoding, so SDPA reads the grouped key/value
-  heads instead of transformers repeating them (Qwen2-VL-7B: 4 KV heads for 28 query heads). It is an
-  environment variable of transformers, read when attention runs (or is traced for compilation), so it is
-  set only for the duration of the call.
+* :class:`GroupedQuerySDPA`: SDPA reads the grouped key/value heads instead of transformers repeating them
+  under compile (Qwen2-VL-7B: 4 KV heads for 28 query heads). It is transformers' process-wide
+  ``TRANSFORMERS_SDPA_FORCE_GQA=1`` made per model: an attention function registered with transformers'
+  ``AttentionInterface`` and selected for this model's language model only.
 * :class:`BatchedVisionAttention`: Qwen2-VL's vision tower (without flash-attn) calls SDPA once per image
   and layer and syncs with the host per layer; when every image has the same patch count (the planner's
   four views always do), the per-image blocks are stacked into one SDPA call. Patched on the model
@@ -54,7 +54,6 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import os
 import time
 import types
 from collections import OrderedDict, deque
@@ -71,8 +70,6 @@ SUPPORTED_MODEL_TYPES: tuple[str, ...] = ("qwen2_vl", "qwen2_5_vl")
 CACHE_BUCKET = 256
 #: On CUDA, how many steps late the "every row has stopped" flag is read (the host queues this far ahead).
 STOP_CHECK_LAG = 2
-#: transformers' switch for grouped-query SDPA (see :func:`sdpa_gqa`).
-SDPA_GQA_ENV = "TRANSFORMERS_SDPA_FORCE_GQA"
 
 
 class FastDecodeUnsupported(ValueError):
@@ -102,25 +99,76 @@ def unsupported_reason(model: Any) -> str | None:
 # ------------------------------------------------------------------------------------------ helpers
 
 
-@contextlib.contextmanager
-def sdpa_gqa(enabled: bool | None) -> Iterator[None]:
-    """Set ``TRANSFORMERS_SDPA_FORCE_GQA=1`` for the duration (no-op when ``enabled`` is falsy).
+#: The attention implementation name :class:`GroupedQuerySDPA` registers with transformers.
+GQA_SDPA_IMPLEMENTATION = "homie_sdpa_gqa"
 
-    transformers reads it when an attention call runs, or is traced for ``torch.compile`` (then the compiled
-    graph keeps it). Process-wide while set: another thread's attention in the same process sees it too.
+
+def grouped_query_sdpa(module: Any, query: Any, key: Any, value: Any, attention_mask: Any, dropout: float = 0.0,
+                       scaling: float | None = None, is_causal: bool | None = None, **kwargs: Any) -> tuple[Any, None]:
+    """transformers' SDPA attention, but SDPA reads the grouped key/value heads (``enable_gqa``) when it can.
+
+    transformers repeats the key/value heads to the query heads' count under ``torch.compile`` unless the
+    process-wide ``TRANSFORMERS_SDPA_FORCE_GQA=1`` is set; this function is the per-model form of that switch
+    (registered with ``AttentionInterface`` and selected for one model's text config by
+    :class:`GroupedQuerySDPA`), written here because transformers offers no per-model option. Grouped heads
+    are used for decoding steps (one query token; with a static cache's mask SDPA's math kernel is cheap at
+    one query) and for unmasked prefills (flash kernel); a *masked* prefill (left-padded batch) goes to
+    transformers' own path, which repeats the heads so that the memory-efficient kernel takes the mask
+    (grouped heads with a mask would fall back to the math kernel and its full score matrix on CUDA).
     """
-    if not enabled:
-        yield
-        return
-    previous = os.environ.get(SDPA_GQA_ENV)
-    os.environ[SDPA_GQA_ENV] = "1"
-    try:
-        yield
-    finally:
-        if previous is None:
-            os.environ.pop(SDPA_GQA_ENV, None)
-        else:
-            os.environ[SDPA_GQA_ENV] = previous
+    from transformers.integrations.sdpa_attention import sdpa_attention_forward
+
+    groups = getattr(module, "num_key_value_groups", 1)
+    q_length = query.shape[2]
+    special = kwargs.get("output_attentions") or any(kwargs.get(k) is not None for k in ("position_bias", "softcap", "cache"))
+    if groups <= 1 or special or (attention_mask is not None and q_length > 1):
+        return sdpa_attention_forward(module, query, key, value, attention_mask, dropout=dropout, scaling=scaling,
+                                      is_causal=is_causal, **kwargs)
+    import torch.nn.functional as F
+
+    causal = is_causal if is_causal is not None else getattr(module, "is_causal", True)
+    causal = q_length > 1 and attention_mask is None and bool(causal)
+    if causal and key.shape[2] > q_length:  # as transformers: a causal prefill into an empty static cache
+        key, value = key[:, :, :q_length], value[:, :, :q_length]
+    out = F.scaled_dot_product_attention(query, key, value, attn_mask=attention_mask, dropout_p=dropout, scale=scaling,
+                                         is_causal=causal, enable_gqa=True)
+    return out.transpose(1, 2).contiguous(), None
+
+
+class GroupedQuerySDPA:
+    """Select :func:`grouped_query_sdpa` for one model's language model (its vision tower is left alone).
+
+    Installing registers the function (and transformers' SDPA mask builder) under
+    :data:`GQA_SDPA_IMPLEMENTATION` and sets the model's text config to it, so only this model's attention
+    changes, for ``generate`` and the fast loop alike; :meth:`remove` restores the previous implementation.
+    The text config's implementation must be ``sdpa`` (a flash-attention model needs no switch).
+    """
+
+    def __init__(self, model: Any) -> None:
+        from transformers import AttentionInterface
+        from transformers.masking_utils import AttentionMaskInterface, sdpa_mask
+
+        self.model = base_model(model)
+        text_config = getattr(self.model.config, "text_config", None)
+        if text_config is None:
+            raise FastDecodeUnsupported("grouped-query SDPA needs a model with a text_config (a Qwen2-VL-family VLM)")
+        self.previous = text_config._attn_implementation
+        if self.previous not in ("sdpa", GQA_SDPA_IMPLEMENTATION):
+            raise FastDecodeUnsupported(
+                f"grouped-query SDPA replaces the 'sdpa' attention; this model's language model uses {self.previous!r}"
+            )
+        AttentionInterface.register(GQA_SDPA_IMPLEMENTATION, grouped_query_sdpa)
+        AttentionMaskInterface.register(GQA_SDPA_IMPLEMENTATION, sdpa_mask)
+        self.model.set_attn_implementation({"text_config": GQA_SDPA_IMPLEMENTATION})
+
+    @property
+    def active(self) -> bool:
+        return self.model.config.text_config._attn_implementation == GQA_SDPA_IMPLEMENTATION
+
+    def remove(self) -> None:
+        if self.active:
+            previous = "sdpa" if self.previous == GQA_SDPA_IMPLEMENTATION else self.previous
+            self.model.set_attn_implementation({"text_config": previous})
 
 
 class Marks:
@@ -334,7 +382,7 @@ class FastDecoder:
     """Greedy decoding of a Qwen2-VL-family model without ``generate`` (see the module docstring).
 
     ``compile``: compile the decoding step on CUDA (never elsewhere). ``batched_vision``: install
-    :class:`BatchedVisionAttention` (Qwen2-VL only). ``sdpa_gqa``: see :func:`sdpa_gqa`. ``prefix_cache_size``:
+    :class:`BatchedVisionAttention` (Qwen2-VL only). ``sdpa_gqa``: install :class:`GroupedQuerySDPA` on the model (until :meth:`close`). ``prefix_cache_size``:
     how many shared prefixes to keep (0: compute the prefix on every call). ``stop_check_lag``: how many
     steps late the "every row stopped" flag is read (None: :data:`STOP_CHECK_LAG` on CUDA without a grammar,
     else 0). Not thread-safe: the caller serialises calls (``VisionLanguageModel`` holds a lock).
@@ -359,7 +407,7 @@ class FastDecoder:
         self.model = model
         self.base = base_model(model)
         self.compile = compile
-        self.sdpa_gqa = sdpa_gqa
+        self.gqa = GroupedQuerySDPA(model) if sdpa_gqa else None
         self.cache_bucket = cache_bucket
         self.prefix_cache_size = prefix_cache_size
         self.stop_check_lag = stop_check_lag
@@ -375,9 +423,15 @@ class FastDecoder:
         #: Decoding steps the last call ran (with a stop-check lag, up to that many past the last stop).
         self.last_steps = 0
 
+    @property
+    def sdpa_gqa(self) -> bool:
+        return self.gqa is not None and self.gqa.active
+
     def close(self) -> None:
         if self.vision is not None:
             self.vision.remove()
+        if self.gqa is not None:
+            self.gqa.remove()
         self._prefixes.clear()
         self._static = None
 
@@ -452,7 +506,7 @@ class FastDecoder:
         compiled = (self.compile if compile is None else compile) and device.type == "cuda"
         self.stats["calls"] += 1
         marks = Marks(device, timings)
-        with torch.inference_mode(), sdpa_gqa(self.sdpa_gqa):
+        with torch.inference_mode():
             ids = prompt_ids
             mask = inputs.get("attention_mask")
             if mask is not None and bool(mask.all()):

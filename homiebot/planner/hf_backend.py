@@ -31,9 +31,9 @@ Decisions (tested in ``tests/planner/test_backends.py``):
   another family is a :class:`PlannerLoadError`; forced on the CPU it works (and is how it is tested).
   Both give the same greedy token ids, constrained or not, for padded batches too. **Sampling**
   (``do_sample=True``) always runs ``generate``: the fast loop is greedy only.
-* **Shared prefix** (``share_prefix=True``, fast path only): the system turn, identical across rounds and
-  episodes, is prefilled once and its keys and values are reused by every later call (only when every
-  conversation of the batch starts with the same system message and its tokens are the prompt's first
+* **Shared prefix** (``share_prefix=True``, fast path only): the preamble, identical across rounds and
+  episodes (the system turn, and the in-context example pair when ``icl_example=True``), is prefilled once and its keys and values are reused by every later call (only when every
+  conversation of the batch starts with the same preamble and its tokens are the prompt's first
   tokens; otherwise that call prefills the whole prompt). Same tokens as without it.
 * **Qwen2-VL without torchvision**: transformers builds Qwen2-VL's processor with a video part that needs
   torchvision. Where torchvision is missing, a Qwen2-VL / Qwen2.5-VL folder loads with an image-only
@@ -57,6 +57,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from homiebot.planner.base import Planner, PlanRequest
 from homiebot.planner.constrained import DEFAULT_ANALYSIS_MAX_CHARS, AnswerConstraint
 from homiebot.planner.messages import ChatMessage, build_messages, to_hf_messages, to_plain_prompt
+from homiebot.planner.prompt import ICL_EXAMPLE_ASSISTANT, ICL_EXAMPLE_USER
 
 log = logging.getLogger(__name__)
 
@@ -106,7 +107,8 @@ class LocalModelConfig(BaseModel):
     decode: Literal["auto", "fast", "generate"] = "auto"
     #: Fast path only: prefill the shared system turn once and reuse its keys and values.
     share_prefix: bool = False
-    #: Fast path: TRANSFORMERS_SDPA_FORCE_GQA=1 while decoding (None: on CUDA only).
+    #: Fast path: the language model's SDPA reads grouped key/value heads (fast_decode.GroupedQuerySDPA, on
+    #: this model only); None: on CUDA when its attention is "sdpa".
     sdpa_gqa: bool | None = None
     #: Fast path: one SDPA call per vision layer for same-sized images (None: on CUDA for Qwen2-VL).
     batched_vision: bool | None = None
@@ -261,7 +263,7 @@ class VisionLanguageModel:
         self.image_token = getattr(self.processor, "image_token", None)
         self.has_chat_template = bool(getattr(self.processor, "chat_template", None))
         self._grammar_cache: Any = None
-        self._prefix_ids: dict[str, tuple[int, ...]] = {}
+        self._prefix_ids: dict[tuple[ChatMessage, ...], tuple[int, ...]] = {}
         #: Which loop the last call ran ("fast" or "generate"), for tests and benchmarks.
         self.last_decode: str | None = None
         self.decode_mode, self.fast_decoder = self._decoding(config)
@@ -329,12 +331,12 @@ class VisionLanguageModel:
         batched_vision = config.batched_vision
         if batched_vision is None:
             batched_vision = cuda and fast_decode.base_model(self.model).config.model_type == "qwen2_vl"
+        sdpa_gqa = config.sdpa_gqa
+        if sdpa_gqa is None:  # auto: on CUDA, where the language model runs transformers' SDPA attention
+            text_config = getattr(fast_decode.base_model(self.model).config, "text_config", None)
+            sdpa_gqa = cuda and getattr(text_config, "_attn_implementation", None) == "sdpa"
         try:
-            decoder = fast_decode.FastDecoder(
-                self.model,
-                batched_vision=bool(batched_vision),
-                sdpa_gqa=cuda if config.sdpa_gqa is None else config.sdpa_gqa,
-            )
+            decoder = fast_decode.FastDecoder(self.model, batched_vision=bool(batched_vision), sdpa_gqa=sdpa_gqa)
         except fast_decode.FastDecodeUnsupported as exc:
             raise PlannerLoadError(f"decode='fast': {exc}") from exc
         log.info("decoding with the fast loop (batched vision %s, sdpa gqa %s)", decoder.vision is not None,
@@ -518,25 +520,27 @@ class VisionLanguageModel:
         return results
 
     def _shared_prefix_ids(self, conversations: Sequence[Sequence[ChatMessage]]) -> tuple[int, ...] | None:
-        """The token ids of the system turn that every conversation starts with, or None.
+        """The token ids of the preamble every conversation starts with, or None.
 
-        The turn is rendered alone through the chat template and tokenized as the processor tokenizes the
-        prompt; the fast loop still checks that each row's prompt starts with exactly these ids.
+        The preamble is the part of a round's conversation that never changes: the system turn, and appendix
+        H.1's in-context example pair after it when the planner sends one (:func:`preamble_length`). It is
+        rendered alone through the chat template and tokenized as the processor tokenizes the prompt; the
+        fast loop still checks that each row's prompt starts with exactly these ids.
         """
         if not self.has_chat_template or not conversations:
             return None
-        firsts = [conversation[0] if conversation else None for conversation in conversations]
-        first = firsts[0]
-        if first is None or first.role != "system" or first.images or any(f != first for f in firsts):
+        size = preamble_length(conversations[0])
+        preamble = tuple(conversations[0][:size])
+        if not size or any(tuple(c[:size]) != preamble or len(c) <= size for c in conversations):
             return None
-        cached = self._prefix_ids.get(first.text)
+        cached = self._prefix_ids.get(preamble)
         if cached is None:
-            hf_messages, _ = to_hf_messages([first])
+            hf_messages, _ = to_hf_messages(list(preamble))
             text = self.processor.apply_chat_template(hf_messages, add_generation_prompt=False, tokenize=False)
             cached = tuple(int(t) for t in self.tokenizer(text)["input_ids"])
             if len(self._prefix_ids) > 8:
                 self._prefix_ids.clear()
-            self._prefix_ids[first.text] = cached
+            self._prefix_ids[preamble] = cached
         return cached or None
 
     def close(self) -> None:
@@ -546,6 +550,18 @@ class VisionLanguageModel:
         self.model = None  # type: ignore[assignment]
         if self._torch.cuda.is_available():
             self._torch.cuda.empty_cache()
+
+
+def preamble_length(conversation: Sequence[ChatMessage]) -> int:
+    """How many leading messages of a planner conversation are its fixed preamble: the system turn (1), and
+    appendix H.1's in-context example pair after it (3), which are the same in every round and episode that
+    share a system prompt; 0 when the conversation does not open with a text-only system turn."""
+    if not conversation or conversation[0].role != "system" or conversation[0].images:
+        return 0
+    pair = tuple((m.role, m.text, bool(m.images)) for m in conversation[1:3])
+    if pair == (("user", ICL_EXAMPLE_USER, False), ("assistant", ICL_EXAMPLE_ASSISTANT, False)):
+        return 3
+    return 1
 
 
 class HFPlanner(Planner):

@@ -238,6 +238,29 @@ def test_shared_prefix_gives_the_same_tokens_and_is_computed_once(generate_engin
     assert engine.fast_decoder.stats["prefix_computed"] == 2
 
 
+def test_shared_prefix_covers_the_in_context_example(generate_engine, tiny_qwen: Path) -> None:
+    """With appendix H.1's in-context example on, the preamble shared across rounds is the system turn and the
+    example pair (not just the system turn); same tokens as generate."""
+    from homiebot.planner.hf_backend import preamble_length
+
+    engine = _engine(tiny_qwen, decode="fast", share_prefix=True)
+    plain = _planner(generate_engine, tiny_qwen)
+    icl = _planner(generate_engine, tiny_qwen, icl_example=True)
+    rounds = [[icl.messages_for(_request(20))], [icl.messages_for(r) for r in (_request(21, history=2), _request(22))]]
+    assert preamble_length(rounds[0][0]) == 3 and preamble_length(plain.messages_for(_request(20))) == 1
+    for conversations in rounds:
+        _same(generate_engine.generate(conversations, max_new_tokens=32), engine.generate(conversations, max_new_tokens=32))
+    stats = engine.fast_decoder.stats
+    assert stats["prefix_computed"] == 1 and stats["prefix_reused"] == 1 and stats["prefix_not_shared"] == 0
+    with_example = engine._shared_prefix_ids(rounds[0])
+    system_only = engine._shared_prefix_ids([plain.messages_for(_request(20))])
+    assert with_example[: len(system_only)] == system_only and len(with_example) > len(system_only) + 60
+    # An example pair that is not appendix H.1's is conversation, not preamble.
+    edited = list(rounds[0][0])
+    edited[2] = type(edited[2])("assistant", "Sure.")
+    assert preamble_length(edited) == 1
+
+
 def test_prefix_that_does_not_match_the_prompt_is_not_used(generate_engine, fast_engine, tiny_qwen: Path) -> None:
     """The loop checks the ids: a wrong prefix must cost sharing, never correctness."""
     import torch
@@ -264,6 +287,7 @@ def test_gpu_switches_forced_on_the_cpu_keep_the_tokens(generate_engine, tiny_qw
 
     engine = _engine(tiny_qwen, decode="fast", share_prefix=True, batched_vision=True, sdpa_gqa=True)
     assert engine.fast_decoder.vision is not None and engine.fast_decoder.sdpa_gqa
+    assert generate_engine.model.config.text_config._attn_implementation == "sdpa"  # per model, not per process
     planner = _planner(generate_engine, tiny_qwen)
     conversations = [planner.messages_for(r) for r in (_request(16), _request(17, history=2))]
     _same(generate_engine.generate(conversations, max_new_tokens=32), engine.generate(conversations, max_new_tokens=32))
@@ -294,6 +318,68 @@ def test_gpu_switches_forced_on_the_cpu_keep_the_tokens(generate_engine, tiny_qw
     assert torch.allclose(batched, reference, atol=1e-5, rtol=1e-5)
     assert not torch.allclose(fused, reference, atol=1e-3)
     assert torch.equal(features(), reference)  # removed: transformers' forward again
+
+
+def test_grouped_query_sdpa_matches_transformers_attention_and_stays_on_its_model(tiny_qwen: Path) -> None:
+    """The per-model GQA switch: the same attention output as transformers' SDPA path on every shape the loop
+    produces (unmasked prefill, masked decoding step; prefills after a cached prefix and left-padded ones, which
+    keep transformers' repeated heads for the masked kernel), grouped
+    heads really read where promised, and only the model it was installed on changes."""
+    import torch
+    import torch.nn.functional as F
+    from transformers.integrations.sdpa_attention import sdpa_attention_forward
+
+    from homiebot.planner.fast_decode import GQA_SDPA_IMPLEMENTATION, GroupedQuerySDPA, grouped_query_sdpa
+    from homiebot.planner.tiny_vlm import build_tiny_vlm
+
+    model, _ = build_tiny_vlm("qwen2_vl", seed=0)
+    other, _ = build_tiny_vlm("qwen2_vl", seed=1)
+    module = model.model.language_model.layers[0].self_attn
+    assert module.num_key_value_groups == 2
+    generator = torch.Generator().manual_seed(0)
+
+    def qkv(q_len: int, kv_len: int):
+        q = torch.randn(2, 4, q_len, 8, generator=generator) * 3
+        k, v = (torch.randn(2, 2, kv_len, 8, generator=generator) * 3 for _ in range(2))
+        return q, k, v
+
+    causal_past = torch.ones(2, 1, 3, 7, dtype=torch.bool).tril(diagonal=4)  # 3 new tokens after 4 cached
+    decode_mask = torch.ones(2, 1, 1, 9, dtype=torch.bool)
+    decode_mask[:, :, :, 6:] = False  # static cache: slots past the current token are masked
+    padded = torch.ones(2, 1, 5, 5, dtype=torch.bool).tril()
+    padded[1, :, :, :2] = False  # row 1 left-padded by two tokens
+    padded[1, :, :2, :2] = torch.eye(2, dtype=torch.bool)
+    gqa_calls = []
+    original = F.scaled_dot_product_attention
+
+    def spy(*args, **kwargs):
+        gqa_calls.append(bool(kwargs.get("enable_gqa")))
+        return original(*args, **kwargs)
+
+    cases = [(qkv(5, 5), None, True), (qkv(3, 7), causal_past, False), (qkv(1, 9), decode_mask, True),
+             (qkv(5, 5), padded, False)]
+    for (q, k, v), mask, grouped in cases:
+        reference, _ = sdpa_attention_forward(module, q, k, v, mask, scaling=module.scaling)
+        gqa_calls.clear()
+        F.scaled_dot_product_attention = spy
+        try:
+            out, _ = grouped_query_sdpa(module, q, k, v, mask, scaling=module.scaling)
+        finally:
+            F.scaled_dot_product_attention = original
+        assert torch.allclose(out, reference, atol=1e-5), (q.shape, k.shape, mask is not None)
+        assert gqa_calls == [grouped]
+
+    switch = GroupedQuerySDPA(model)
+    assert switch.active and model.config.text_config._attn_implementation == GQA_SDPA_IMPLEMENTATION
+    assert model.config.vision_config._attn_implementation == "sdpa"  # the vision tower is left alone
+    assert other.config.text_config._attn_implementation == "sdpa"  # another model in the process too
+    ids = torch.tensor([[3, 5, 7, 9, 11, 13]])
+    with torch.inference_mode():
+        grouped_logits = model(input_ids=ids).logits
+        switch.remove()
+        assert model.config.text_config._attn_implementation == "sdpa"
+        stock_logits = model(input_ids=ids).logits
+    assert torch.allclose(grouped_logits, stock_logits, atol=1e-5)
 
 
 def test_qwen2_5_vl_matches_generate(tiny_qwen: Path, tmp_path: Path) -> None:
