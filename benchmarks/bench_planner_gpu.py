@@ -41,6 +41,7 @@ Usage::
     python benchmarks/bench_planner_gpu.py --quick          # tiny config on CPU, < 1 min: proves the script
     python benchmarks/bench_planner_gpu.py                  # full: Qwen2-VL-7B config on cuda (H100: ~5 min)
     python benchmarks/bench_planner_gpu.py --batch 32 --variants b1-static,bN-shared
+    python benchmarks/bench_planner_gpu.py --gqa-sdpa --batched-vision --fp8   # FP8 GEMMs (needs torchao)
 
 Needs torch with CUDA, transformers >= 5.23 (``mm_token_type_ids`` API of Qwen2-VL), torchvision for the
 real image processor (optional).
@@ -361,6 +362,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", default=None, help="also write the results here")
     parser.add_argument("--batched-vision", action="store_true",
                         help="one SDPA call per layer for all views (see batched_vision_attention)")
+    parser.add_argument("--fp8", action="store_true",
+                        help="FP8 weights and activations for the language model's linear layers (torchao, per-row "
+                             "scales: hf_backend.quantize_fp8, the planner's quantization='fp8'); needs compute "
+                             "capability >= 8.9")
     parser.add_argument("--gqa-sdpa", action="store_true",
                         help="SDPA reads grouped KV heads instead of repeated ones (fast_decode.GroupedQuerySDPA on the "
                              "model, for every variant)")
@@ -392,6 +397,14 @@ def main(argv: list[str] | None = None) -> int:
              build_s, device, dtype)
     _, preprocess_s = make_inputs(shape, 1, device, dtype)
     vision_check = None
+    if args.fp8:
+        from homiebot.planner.hf_backend import PlannerLoadError, check_fp8_support, quantize_fp8
+
+        try:
+            check_fp8_support(device)
+        except PlannerLoadError as exc:
+            parser.error(str(exc))
+        quantize_fp8(model)
     if args.gqa_sdpa:
         fast_decode.GroupedQuerySDPA(model)  # per model, for every variant (generate and the fast loop)
     if args.batched_vision:
@@ -440,7 +453,7 @@ def main(argv: list[str] | None = None) -> int:
         payload = {"shape": asdict(shape), "prompt_tokens": shape.prompt_tokens, "floors": bounds,
                    "preprocess_s": preprocess_s, "results": [asdict(r) | {"steps_per_s": r.steps_per_s} for r in results],
                    "options": {"batched_vision": args.batched_vision, "vision_check": vision_check,
-                               "gqa_sdpa": args.gqa_sdpa, "attn": args.attn},
+                               "gqa_sdpa": args.gqa_sdpa, "attn": args.attn, "fp8": args.fp8},
                    "failures": failures, "torch": torch.__version__, "transformers": transformers.__version__,
                    "device": torch.cuda.get_device_name() if device.type == "cuda" else "cpu"}
         Path(args.json).write_text(json.dumps(payload, indent=2))

@@ -7,8 +7,9 @@ model transformers maps to that Auto class. HomieBot-7B is a base model plus a L
 PATH`` applies one through peft (merged into the weights unless the model is quantised).
 
 Precision: bfloat16 on a GPU, float32 on the CPU (``dtype="auto"``); 4- or 8-bit weights through
-bitsandbytes where it is installed and a CUDA GPU is present (``quantization="4bit"|"8bit"``), else a
-clear error.
+bitsandbytes where it is installed and a CUDA GPU is present (``quantization="4bit"|"8bit"``), or FP8
+weights and activations through torchao on an FP8-capable GPU (``quantization="fp8"``: the language model's
+linear layers only; the vision tower and the output head stay in bf16), else a clear error.
 
 Decisions (tested in ``tests/planner/test_backends.py``):
 
@@ -52,7 +53,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from homiebot.planner.base import Planner, PlanRequest
 from homiebot.planner.constrained import DEFAULT_ANALYSIS_MAX_CHARS, AnswerConstraint
@@ -60,6 +61,10 @@ from homiebot.planner.messages import ChatMessage, build_messages, to_hf_message
 from homiebot.planner.prompt import ICL_EXAMPLE_ASSISTANT, ICL_EXAMPLE_USER
 
 log = logging.getLogger(__name__)
+
+#: Module names that ``quantization="fp8"`` leaves in bf16: vision towers and projectors (small, and their
+#: variable-length attention dominates them, not GEMMs) and the output head (its logits pick the answer).
+FP8_KEEP_MODULES: tuple[str, ...] = ("visual", "vision_tower", "multi_modal_projector", "lm_head")
 
 
 class PlannerBackendError(RuntimeError):
@@ -96,7 +101,9 @@ class LocalModelConfig(BaseModel):
     merge_adapter: bool = True
     device: str = "auto"  # "auto": cuda when available, else cpu
     dtype: Literal["auto", "bfloat16", "float16", "float32"] = "auto"
-    quantization: Literal["4bit", "8bit"] | None = None
+    #: "4bit" / "8bit": bitsandbytes weights; "fp8": FP8 weights and activations (torchao, per-row scales)
+    #: for the language model's linear layers, on a GPU of compute capability >= 8.9 (H100, L40, RTX 40).
+    quantization: Literal["4bit", "8bit", "fp8"] | None = None
     attn_implementation: str | None = None  # e.g. "sdpa", "flash_attention_2"; None: transformers' default
     trust_remote_code: bool = False
     #: CPU threads for torch (process-wide: ``torch.set_num_threads``); None keeps torch's default. One
@@ -135,6 +142,12 @@ class LocalModelConfig(BaseModel):
         if not (path / "adapter_config.json").is_file():
             raise ValueError(f"adapter folder {value!r} has no adapter_config.json (expected a peft adapter)")
         return str(path)
+
+    @model_validator(mode="after")
+    def _fp8_quantises_merged_weights(self) -> LocalModelConfig:
+        if self.quantization == "fp8" and self.adapter is not None and not self.merge_adapter:
+            raise ValueError("quantization='fp8' quantises merged weights: it needs merge_adapter=true")
+        return self
 
 
 def _validation_message(exc: ValidationError) -> str:
@@ -239,7 +252,9 @@ class VisionLanguageModel:
         }
         if config.attn_implementation:
             load_kwargs["attn_implementation"] = config.attn_implementation
-        if config.quantization is not None:
+        if config.quantization == "fp8":
+            check_fp8_support(self.device)  # before loading: a clear error costs no load
+        elif config.quantization is not None:
             load_kwargs["quantization_config"] = self._quantization_config(config.quantization)
             load_kwargs["device_map"] = {"": self.device.index or 0}
         try:
@@ -253,10 +268,12 @@ class VisionLanguageModel:
             raise PlannerLoadError(f"cannot load the model from {config.model}: {exc}") from exc
         except OSError as exc:
             raise PlannerLoadError(f"cannot load the model from {config.model}: {exc}") from exc
-        if config.quantization is None:
+        if config.quantization in (None, "fp8"):
             model = model.to(self.device)
         if config.adapter is not None:
             model = self._apply_adapter(model, config)
+        if config.quantization == "fp8":
+            quantize_fp8(model)  # after the adapter's merge: the merged weights are what gets quantised
         self.model = model.eval()
         self.vocab_size = int(self.model.get_output_embeddings().weight.shape[0])
         self.stop_token_ids = self._stop_token_ids()
@@ -365,7 +382,7 @@ class VisionLanguageModel:
         except ImportError as exc:
             raise PlannerLoadError("--adapter needs peft: pip install -e '.[models]'") from exc
         adapted = PeftModel.from_pretrained(model, config.adapter, is_trainable=False)
-        if config.merge_adapter and config.quantization is None:
+        if config.merge_adapter and config.quantization in (None, "fp8"):
             # Merged weights decode as fast as the base model; quantised weights cannot take the merge.
             return adapted.merge_and_unload()
         return adapted
@@ -564,6 +581,55 @@ def preamble_length(conversation: Sequence[ChatMessage]) -> int:
     return 1
 
 
+def check_fp8_support(device: Any) -> None:
+    """Raise :class:`PlannerLoadError` naming what ``quantization="fp8"`` lacks here (torchao, a CUDA GPU,
+    compute capability >= 8.9), or return."""
+    import importlib.util
+
+    import torch
+
+    if importlib.util.find_spec("torchao") is None:
+        raise PlannerLoadError(
+            "quantization='fp8' needs torchao, which is not installed (pip install -e '.[fp8]'); "
+            "or load the model unquantised"
+        )
+    if torch.device(device).type != "cuda":
+        raise PlannerLoadError("quantization='fp8' needs a CUDA GPU with FP8 tensor cores (compute capability "
+                               ">= 8.9: H100, L40, RTX 40); none is in use")
+    capability = torch.cuda.get_device_capability(device)
+    if capability < (8, 9):
+        raise PlannerLoadError(
+            f"quantization='fp8' needs compute capability >= 8.9 (H100, L40, RTX 40); "
+            f"{torch.cuda.get_device_name(device)} has {capability[0]}.{capability[1]}: use '8bit' or '4bit'"
+        )
+
+
+def quantize_fp8(model: Any) -> int:
+    """FP8 (e4m3) weights and dynamically scaled FP8 activations, per-row scales, for the language model's
+    linear layers, in place; returns how many layers were converted. The planner (``quantization="fp8"``,
+    applied after a bf16 load, so that the adapter merge happens first) and the GPU benchmark (``--fp8``)
+    both call this.
+
+    torchao rather than transformers' ``FineGrainedFP8Config``: its per-row scaled GEMM is cuBLAS's
+    ``_scaled_mm``, the kernel the prefill's large matrices want, and it composes with ``torch.compile``
+    (the fast loop's decoding step). Modules named in :data:`FP8_KEEP_MODULES` stay bf16.
+    """
+    import torch
+    from torchao.quantization import Float8DynamicActivationFloat8WeightConfig, PerRow, quantize_
+
+    converted: list[str] = []
+
+    def wanted(module: Any, name: str) -> bool:
+        keep = isinstance(module, torch.nn.Linear) and not any(part in FP8_KEEP_MODULES for part in name.split("."))
+        if keep:
+            converted.append(name)
+        return keep
+
+    quantize_(model, Float8DynamicActivationFloat8WeightConfig(granularity=PerRow()), filter_fn=wanted)
+    log.info("FP8 weights for %d linear layers (kept in bf16: %s)", len(converted), ", ".join(FP8_KEEP_MODULES))
+    return len(converted)
+
+
 class HFPlanner(Planner):
     """EMMOE planner on a local transformers model (``homie run --planner hf --model PATH``).
 
@@ -590,7 +656,7 @@ class HFPlanner(Planner):
         top_p: float = 1.0,
         device: str = "auto",
         dtype: Literal["auto", "bfloat16", "float16", "float32"] = "auto",
-        quantization: Literal["4bit", "8bit"] | None = None,
+        quantization: Literal["4bit", "8bit", "fp8"] | None = None,
         cache_implementation: Literal["static"] | None = None,
         compile: bool = True,
         attn_implementation: str | None = None,

@@ -403,7 +403,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--port-file", default=None, help="write the bound port here once listening")
     parser.add_argument("--device", default="auto")
     parser.add_argument("--dtype", default="auto", choices=("auto", "bfloat16", "float16", "float32"))
-    parser.add_argument("--quantization", default=None, choices=("4bit", "8bit"))
+    parser.add_argument("--quantization", default=None, choices=("4bit", "8bit", "fp8"))
     parser.add_argument("--torch-threads", type=int, default=None, help="CPU threads for torch (default: torch's)")
     parser.add_argument("--decode", default="auto", choices=("auto", "fast", "generate"),
                         help="greedy decoding loop (see homiebot.planner.hf_backend)")

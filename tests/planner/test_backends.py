@@ -257,6 +257,20 @@ def test_load_errors_are_clear(tiny_model: Path, tmp_path: Path) -> None:
     if importlib.util.find_spec("bitsandbytes") is None:
         with pytest.raises(PlannerLoadError, match="needs bitsandbytes, which is not installed"):
             HFPlanner(model=str(tiny_model), quantization="4bit")
+    # FP8 needs torchao and an FP8-capable GPU: each missing piece is named (CI has neither).
+    import torch
+
+    if importlib.util.find_spec("torchao") is None:
+        with pytest.raises(PlannerLoadError, match=r"quantization='fp8' needs torchao, which is not installed"):
+            HFPlanner(model=str(tiny_model), quantization="fp8")
+    elif not torch.cuda.is_available():
+        with pytest.raises(PlannerLoadError, match=r"quantization='fp8' needs a CUDA GPU with FP8 tensor cores"):
+            HFPlanner(model=str(tiny_model), quantization="fp8")
+    with pytest.raises(PlannerError, match="quantization"):
+        make_planner("hf", model=str(tiny_model), quantization="fp4")
+    (tmp_path / "adapter_config.json").write_text("{}")
+    with pytest.raises(PlannerError, match=r"quantization='fp8' quantises merged weights: it needs merge_adapter=true"):
+        make_planner("hf", model=str(tiny_model), adapter=str(tmp_path), merge_adapter=False, quantization="fp8")
 
 
 # ------------------------------------------------------------------------------ OpenAI backend + local server

@@ -86,3 +86,29 @@ def test_fast_loop_on_cuda(tmp_path_factory: pytest.TempPathFactory) -> None:
     free = HFPlanner(model=str(path), max_new_tokens=32, engine=engine)  # unconstrained, padded rows
     assert len(free.plan_batch(requests[:3])) == 3 and engine.last_decode == "fast"
     assert all(1 <= g.completion_tokens <= 32 for g in free.last_generations)
+
+
+@pytest.mark.models
+@pytest.mark.gpu
+def test_fp8_quantization_on_cuda(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """quantization="fp8": the language model's linear layers hold FP8 weights (torchao), the vision tower and
+    the output head stay bf16, and the fast loop plans grammatical answers with them."""
+    torch = pytest.importorskip("torch")
+    pytest.importorskip("torchao", reason="quantization='fp8' needs torchao (pip install -e '.[fp8]')")
+    if torch.cuda.get_device_capability() < (8, 9):
+        pytest.skip("FP8 GEMMs need compute capability >= 8.9")
+    from homiebot.planner.hf_backend import HFPlanner
+    from homiebot.planner.tiny_vlm import save_tiny_vlm
+
+    path: Path = save_tiny_vlm(tmp_path_factory.mktemp("qwen") / "tiny-qwen2-vl", "qwen2_vl")
+    planner = HFPlanner(model=str(path), max_new_tokens=96, constrained=True, quantization="fp8")
+    model = planner.engine.model
+    layer = model.model.language_model.layers[0]
+    weight = layer.mlp.gate_proj.weight
+    assert "Float8" in type(weight).__name__ or "Float8" in type(weight.data).__name__, type(weight)
+    assert model.lm_head.weight.dtype == torch.bfloat16
+    assert next(model.model.visual.parameters()).dtype == torch.bfloat16
+    answers = planner.plan_batch(_requests(4))
+    assert planner.engine.last_decode == "fast"
+    for answer in answers:
+        assert f1_violation(answer) is None, answer
