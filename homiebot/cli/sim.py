@@ -7,9 +7,13 @@
   ``{view}_seg.png`` (one colour per instance, same colour for the same instance in every view),
   ``topdown.png`` and ``instances.json`` (segmentation id -> instance name). Every file is written to a
   temporary name in DIR and renamed into place, so an interrupted run leaves no half-written image.
+* ``homie sim urdf [-o FILE]``: the robot's URDF, generated from the simulator's MJCF
+  (:mod:`homiebot.sim.mujoco.urdf`; what the sim bridge latches on ``/robot_description``), to stdout or
+  written atomically to FILE (temporary file in FILE's folder, renamed into place).
 
 Exit codes: 0 success; 2 invalid or unknown scene (the message names the field or lists the available
-scenes) or a bad option; 1 no offscreen OpenGL (the message says which packages to install).
+scenes) or a bad option; 1 no offscreen OpenGL (the message says which packages to install), or a file that
+cannot be written (``urdf -o``: the message names the path and the reason).
 """
 
 from __future__ import annotations
@@ -150,6 +154,39 @@ def render_command(
     finally:
         sim.shutdown()
     typer.echo(f"wrote {len(obs.views) * 4 + 2} files to {out}")
+
+
+def _write_text(tmp: Path, text: str, target: Path) -> None:
+    """Write ``text`` to ``tmp`` with the mode ``target`` has, or a new file's (mkstemp's 0600 is not meant)."""
+    tmp.write_text(text, encoding="utf-8")
+    if target.exists():
+        mode = target.stat().st_mode & 0o7777
+    else:
+        umask = os.umask(0)
+        os.umask(umask)
+        mode = 0o666 & ~umask
+    os.chmod(tmp, mode)
+
+
+@sim_app.command("urdf")
+def urdf_command(
+    out: Path = typer.Option(None, "--out", "-o", help="Write the URDF to this file (default: stdout)."),
+) -> None:
+    """Print or write the robot's URDF, generated from the simulator's own robot model."""
+    from homiebot.sim.mujoco.urdf import robot_urdf
+
+    text = robot_urdf()
+    if out is None:
+        typer.echo(text, nl=False)
+        return
+    try:
+        if out.is_dir():
+            raise IsADirectoryError(21, "is a directory")
+        _atomic_write(out, lambda p: _write_text(p, text, out))
+    except OSError as err:
+        typer.echo(f"cannot write the URDF to {out}: {err.strerror or err}", err=True)
+        raise typer.Exit(1) from None
+    typer.echo(f"wrote {out}", err=True)
 
 
 def register(app: typer.Typer) -> None:
