@@ -2,7 +2,8 @@
 
 * tf2_msgs in use (a ROS install's own, or the workspace's stand-in ros2_ws/compat/tf2_msgs where the ROS 2
   wheels lack it) has Jazzy's type hashes, so a real tf2 / rviz on another machine matches its topics;
-* the bridge (its own process, over DDS) publishes ``map -> odom -> base_link`` on /tf and the four camera
+* the bridge (its own process, over DDS) publishes ``map -> odom -> base_link`` on /tf (one message per instant;
+  the robot's links travel in a message of their own, checked in test_robot_description.py) and the four camera
   mounts ``base_link -> <view>_camera_optical_frame`` latched on /tf_static; chained, they give the camera
   poses the views carry;
 * /joint_states holds the base, torso, head, the seven arm joints and the fingers: the stowed arm after a
@@ -94,8 +95,11 @@ class _Client:
         return future.result()
 
     def at(self, stamp, topic: str) -> list:
-        """The messages of ``topic`` stamped ``stamp``."""
-        return [m for m in self.messages[topic] if _stamp(m) == stamp]
+        """The messages of ``topic`` stamped ``stamp``; on /tf, the base chain's (the ones that hold base_link)."""
+        found = [m for m in self.messages[topic] if _stamp(m) == stamp]
+        if topic == "/tf":
+            found = [m for m in found if any(t.child_frame_id == "base_link" for t in m.transforms)]
+        return found
 
     def spin_until(self, predicate, timeout_s: float) -> bool:
         deadline = time.monotonic() + timeout_s

@@ -18,10 +18,21 @@ Publishes: ``/homie/views`` (homie_msgs/MultiView), per view ``/camera/<view>/im
 ``/camera/<view>/depth/image_raw`` (32FC1), ``/camera/<view>/segmentation/image_raw`` (32SC1) and
 ``/camera/<view>/camera_info``; ``/odom`` (nav_msgs/Odometry), ``/joint_states`` (sensor_msgs/JointState),
 ``/sim/path`` (nav_msgs/Path), ``/clock`` (rosgraph_msgs/Clock: the simulated time, from 0 at every reset, for
-``use_sim_time``), ``/tf`` (tf2_msgs/TFMessage: ``map`` -> ``odom`` -> ``base_link``) and latched
-``/tf_static`` (the camera mounts, ``base_link`` -> ``<view>_camera_optical_frame``, sent again only when a mount
-moves); latched ``/sim/world_state`` (homie_msgs/WorldState) and ``/sim/scene_description`` (std_msgs/String: the
-scene spec as JSON, like ``robot_description``).
+``use_sim_time``), ``/tf`` (tf2_msgs/TFMessage: ``map`` -> ``odom`` -> ``base_link``, and the robot's links from
+their URDF parents) and latched ``/tf_static`` (the camera mounts, ``base_link`` -> ``<view>_camera_optical_frame``,
+sent again only when a mount moves); latched ``/sim/world_state`` (homie_msgs/WorldState),
+``/sim/scene_description`` (std_msgs/String: the scene spec as JSON, like ``robot_description``) and
+``/robot_description`` (std_msgs/String: the robot's URDF, :func:`homiebot.sim.mujoco.urdf.robot_urdf`, sent once at
+start-up).
+
+Robot model in rviz: there is no robot_state_publisher here (it is not among the ROS 2 wheels), so the bridge
+plays its part. Its URDF is generated from the simulator's own MJCF (link names = the frames published here,
+joint names = the names on ``/joint_states``); with every ``/tf`` it also sends each robot link's transform from
+its URDF parent (torso, head, arm, gripper, fingers), computed by MuJoCo's forward kinematics (``xpos`` /
+``xquat``) of the same robot at the joint positions the backend reports (``joint_positions()``, as on
+``/joint_states``). Those go in a TFMessage of their own ahead of ``map -> odom -> base_link`` (on a robot they
+come from two publishers: the state publisher and localisation), fixed links (``gripper_link``) included,
+so that ``/tf_static`` keeps the camera mounts alone.
 
 The node only converts and calls the simulator; MuJoCo is not thread-safe, so every simulator call holds
 one lock. Views are rendered when asked for (``/sim/render_views``) or at ``publish_rate_hz``; a render of an
@@ -59,6 +70,7 @@ from homiebot.ros import convert
 from homiebot.ros.spin import spin_node
 from homiebot.ros.calls import EVENTS_QOS, LATCHED_QOS, SENSOR_QOS, VIEWS_QOS
 from homiebot.sim.base import Simulator, make_simulator
+from homiebot.sim.mujoco.urdf import RobotKinematics
 from homiebot.skills import SkillSet, UnservedModelError, preset_name
 from homiebot.types import Action, Observation, SkillResult, SkillStatus, VIEW_NAMES
 
@@ -126,6 +138,10 @@ class SimBridge(Node):
         self._tf_pub = self.create_publisher(TFMessage, "/tf", SENSOR_QOS) if TFMessage is not None else None
         self._tf_static_pub = self.create_publisher(TFMessage, "/tf_static", LATCHED_QOS) if TFMessage is not None else None
         self._camera_mounts: np.ndarray | None = None  # the mounts last latched on /tf_static (view x 4 x 4)
+        # The robot's URDF, latched once; its kinematics give the robot links' /tf (see the module docstring).
+        self._kinematics = RobotKinematics()
+        self._description_pub = self.create_publisher(String, "/robot_description", LATCHED_QOS)
+        self._description_pub.publish(String(data=self._kinematics.urdf()))
         self._camera_pubs: dict[str, tuple] = {}
         if self.get_parameter("publish_camera_topics").value:
             for view in VIEW_NAMES:
@@ -318,22 +334,30 @@ class SimBridge(Node):
             odom = Odometry(header=convert.header(seconds, convert.ODOM_FRAME), child_frame_id=convert.BASE_FRAME)
             odom.pose.pose = base_pose
             self._odom_pub.publish(odom)
+        tf_listened = self._tf_pub is not None and self._tf_pub.get_subscription_count() > 0
+        reported = self._reported_joints() if tf_listened or self._joints_pub.get_subscription_count() > 0 else None
         if self._joints_pub.get_subscription_count() > 0:
-            self._joints_pub.publish(self._joint_state(observation, seconds))
+            self._joints_pub.publish(self._joint_state(observation, reported, seconds))
         if self._path_pub.get_subscription_count() > 0:
             self._path_pub.publish(self._path(seconds))
         if self._tf_pub is not None:
-            self._publish_transforms(views, base_pose, seconds)
+            self._publish_transforms(views, base_pose, reported, seconds)
 
-    def _joint_state(self, observation: Observation, seconds: float) -> JointState:
-        """The base as three planar joints, plus the rest of the robot when the backend reports its joints
-        (optional ``joint_positions() -> dict[str, float]``; the Simulator protocol does not require it). The
-        MuJoCo backend reports torso lift, head pan/tilt, the seven arm joints and the two fingers."""
-        positions = {"base_x": observation.robot_pose.x, "base_y": observation.robot_pose.y, "base_yaw": observation.robot_pose.yaw}
+    def _reported_joints(self) -> dict[str, float] | None:
+        """The robot's joints above the base when the backend reports them (optional ``joint_positions() ->
+        dict[str, float]``; the Simulator protocol does not require it), else None. The MuJoCo backend reports
+        torso lift, head pan/tilt, the seven arm joints and the two fingers."""
         reporter = getattr(self.sim, "joint_positions", None)
-        if callable(reporter):
-            with self._lock:
-                positions.update(reporter())
+        if not callable(reporter):
+            return None
+        with self._lock:
+            return dict(reporter())
+
+    @staticmethod
+    def _joint_state(observation: Observation, reported: dict[str, float] | None, seconds: float) -> JointState:
+        """The base as three planar joints, plus the rest of the robot when the backend reports its joints."""
+        positions = {"base_x": observation.robot_pose.x, "base_y": observation.robot_pose.y, "base_yaw": observation.robot_pose.yaw}
+        positions.update(reported or {})
         return JointState(header=convert.header(seconds, convert.BASE_FRAME), name=list(positions), position=[float(v) for v in positions.values()])
 
     def _path(self, seconds: float) -> Path:
@@ -350,11 +374,19 @@ class SimBridge(Node):
             path.poses.append(pose)
         return path
 
-    def _publish_transforms(self, views: MultiView, base_pose, seconds: float) -> None:
-        """``/tf``: ``map`` -> ``odom`` (identity: the simulator's odometry does not drift) -> ``base_link``, when
-        someone listens. ``/tf_static``: ``base_link`` -> each view's optical frame, latched, sent when the mounts
-        differ from the last ones sent (the first time, and whenever a backend's cameras move on the base)."""
+    def _publish_transforms(self, views: MultiView, base_pose, reported: dict[str, float] | None, seconds: float) -> None:
+        """``/tf``: the robot's links from their URDF parents at the reported joint positions (when the backend
+        reports them), then ``map`` -> ``odom`` (identity: the simulator's odometry does not drift) ->
+        ``base_link``, when someone listens. ``/tf_static``: ``base_link`` -> each view's optical frame, latched,
+        sent when the mounts differ from the last ones sent (the first time, and whenever a backend's cameras
+        move on the base)."""
         if self._tf_pub.get_subscription_count() > 0:
+            if reported is not None:
+                # A message of its own (on a robot: the state publisher's, beside localisation's base chain).
+                self._tf_pub.publish(TFMessage(transforms=[
+                    convert.transform_stamped(convert.matrix_to_pose(transform), parent, child, seconds)
+                    for parent, child, transform in self._kinematics.link_transforms(reported)
+                ]))
             identity = convert.matrix_to_pose(np.eye(4))
             self._tf_pub.publish(TFMessage(transforms=[
                 convert.transform_stamped(identity, convert.MAP_FRAME, convert.ODOM_FRAME, seconds),
