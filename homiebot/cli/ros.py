@@ -1,4 +1,5 @@
-"""``homie up`` (bring up the ROS 2 graph) and ``homie bag`` (record, play, inspect and replay rosbag2 files).
+"""``homie up`` (bring up the ROS 2 graph), ``homie bag`` (record, play, inspect and replay rosbag2 files) and
+``homie ros`` (maintenance: ``clean-shm`` removes the shared-memory files of killed Fast DDS processes).
 
 Exit codes: 0 success (``up``: the episode ran to End or the round limit; the result says whether the task
 succeeded); 1 the graph or the episode failed (a node gave up, the planner hit an error, a bag could not be
@@ -8,7 +9,7 @@ shutdown. Messages go to stderr.
 
 The commands that talk ROS 2 (``up``, ``bag record``, ``bag play``, ``bag replay``) need the overlay built by
 ``scripts/setup_ros.sh``; they re-execute themselves once with its environment when it is not sourced.
-``bag info`` reads files only.
+``bag info`` and ``ros clean-shm`` read files only.
 """
 
 from __future__ import annotations
@@ -22,6 +23,8 @@ from pathlib import Path
 from typing import Any, Optional
 
 import typer
+
+from homiebot.ros.shm import DEFAULT_MIN_AGE_S, DEFAULT_SHM_DIR
 
 log = logging.getLogger(__name__)
 
@@ -79,12 +82,14 @@ def _result_table(result: dict[str, Any]) -> Any:
 
 
 def register(app: typer.Typer) -> None:
-    """Add ``homie up`` and ``homie bag``."""
+    """Add ``homie up``, ``homie bag`` and ``homie ros``."""
     up_app = typer.Typer(help="Bring up the HomieBot ROS 2 graph (the same graph as `ros2 launch homie sim.launch.py`).",
                          no_args_is_help=True)
     bag_app = typer.Typer(help="Record, play, inspect and replay rosbag2 (MCAP) files of the graph.", no_args_is_help=True)
+    ros_app = typer.Typer(help="ROS 2 maintenance on this machine.", no_args_is_help=True)
     app.add_typer(up_app, name="up")
     app.add_typer(bag_app, name="bag")
+    app.add_typer(ros_app, name="ros")
 
     @up_app.command("sim")
     def up_sim(
@@ -330,3 +335,57 @@ def register(app: typer.Typer) -> None:
             write_json_atomically(out, report.to_dict())
         if report.agreement < min_agreement:
             raise _fail(f"agreement {report.agreement:.2f} is below {min_agreement:.2f}", EXIT_FAILED)
+
+    # ------------------------------------------------------------------------------------------ maintenance
+
+    @ros_app.command("clean-shm")
+    def ros_clean_shm(
+        directory: Path = typer.Option(DEFAULT_SHM_DIR, "--dir", help="Where Fast DDS keeps its shared memory."),
+        dry_run: bool = typer.Option(False, "--dry-run", help="Only report what would be removed."),
+        min_age: float = typer.Option(DEFAULT_MIN_AGE_S, "--min-age", min=0.0,
+                                      help="Leave lock files younger than this (s) alone."),
+        list_entries: bool = typer.Option(False, "--list", help="One row per segment / port instead of totals."),
+    ) -> None:
+        """Remove the shared-memory files that killed Fast DDS processes left behind.
+
+        A segment or port is stale when no live process holds its lock file (the rule of `fastdds shm clean`);
+        those of running participants are never touched. Exit 2 when DIR is missing, 1 when a file could not be
+        removed."""
+        from rich.console import Console
+        from rich.table import Table
+
+        from homiebot.ros.shm import ShmDirectoryError, clean_stale_segments
+
+        try:
+            report = clean_stale_segments(directory, dry_run=dry_run, min_age_s=min_age)
+        except ShmDirectoryError as err:
+            raise _fail(str(err)) from None
+        verb = "to remove" if dry_run else "removed"
+        groups = ((verb, report.removed), ("in use", report.in_use), ("kept", report.kept))
+        if list_entries:
+            table = Table(title=f"Fast DDS shared memory in {report.directory}")
+            for column in ("entry", "kind", "action", "files", "KiB", "why"):
+                table.add_column(column, overflow="fold")
+            for action, entries in groups:
+                for entry in entries:
+                    table.add_row(entry.name, entry.kind, action, str(len(entry.files)),
+                                  f"{entry.allocated_bytes / 1024:.0f}", entry.reason)
+        else:
+            table = Table(title=f"Fast DDS shared memory in {report.directory}"
+                                + (" (dry run)" if dry_run else ""))
+            for column in ("action", "state", "segments", "ports", "files", "MiB"):
+                table.add_column(column, justify="left" if column in ("action", "state") else "right")
+            for action, entries in groups:
+                by_state: dict[str, list] = {}
+                for entry in entries:
+                    by_state.setdefault(entry.state.value, []).append(entry)
+                for state, items in by_state.items():
+                    table.add_row(
+                        action, state, str(sum(e.kind == "segment" for e in items)),
+                        str(sum(e.kind == "port" for e in items)), str(sum(len(e.files) for e in items)),
+                        f"{sum(e.allocated_bytes for e in items) / 2**20:.1f}",
+                    )
+        Console().print(table)
+        typer.echo(report.summary())
+        if report.errors:
+            raise _fail(f"{len(report.errors)} files could not be removed: " + "; ".join(report.errors[:5]), EXIT_FAILED)
