@@ -11,7 +11,9 @@ brings up the same graph from the same files (``launch/config/graph.yaml`` for t
 * shuts down cleanly on request (Ctrl-C / SIGTERM handled by the caller): SIGINT to every node in reverse
   order (rclpy's own clean shutdown), SIGTERM after ``stop_timeout_s``, SIGKILL as the last resort;
 * asks the kernel to end the children if the supervisor itself dies (``PR_SET_PDEATHSIG``), so no orphan
-  node keeps a DDS domain busy.
+  node keeps a DDS domain busy;
+* before the first start, removes the Fast DDS shared-memory files that killed processes left in /dev/shm
+  (:mod:`homiebot.ros.shm`; a few milliseconds), when the graph's Fast DDS uses shared memory.
 
 A hand-written supervisor rather than a library: the process semantics (ROS arguments, the graph file,
 restart policies, rclpy's SIGINT shutdown) are this project's, and the standard library's ``subprocess``
@@ -37,6 +39,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from homiebot.ros.environment import overlay_environment, repository_root
+from homiebot.ros.shm import DEFAULT_SHM_DIR, ShmDirectoryError, clean_stale_segments, fastdds_uses_shm
 
 log = logging.getLogger(__name__)
 
@@ -189,6 +192,7 @@ class Supervisor:
         stop_timeout_s: float = 10.0,
         restart_delay_s: float = 0.5,
         on_event: Callable[[SupervisorEvent], None] | None = None,
+        shm_dir: str | os.PathLike[str] | None = DEFAULT_SHM_DIR,
     ) -> None:
         self.graph = graph
         self.params_file = Path(params_file).resolve()
@@ -204,6 +208,8 @@ class Supervisor:
         self.on_event = on_event
         self.processes = {spec.name: NodeProcess(spec) for spec in graph.nodes}
         self._log_handles: dict[str, Any] = {}
+        #: Where stale Fast DDS shared-memory files are removed at start (None: leave shared memory alone).
+        self.shm_dir = Path(shm_dir) if shm_dir is not None else None
 
     # ------------------------------------------------------------------------------------ lifecycle
 
@@ -241,8 +247,26 @@ class Supervisor:
         self._emit(spec.name, "started", f"pid {process.popen.pid}")
 
     def start(self) -> None:
+        self.clean_shared_memory()
         for process in self.processes.values():
             self._spawn(process)
+
+    def clean_shared_memory(self) -> None:
+        """Remove what killed Fast DDS processes left in ``shm_dir`` (segments whose lock no live process
+        holds), so that a machine where nodes were SIGKILLed does not fill its /dev/shm run after run. Never
+        fails the start: a problem is logged."""
+        if self.shm_dir is None or not fastdds_uses_shm(self.env):
+            return
+        try:
+            report = clean_stale_segments(self.shm_dir)
+        except (ShmDirectoryError, OSError) as err:
+            log.warning("shared memory not cleaned: %s", err)
+            return
+        log.info("shared memory: removed %d stale Fast DDS segments/ports (%d files, %.1f MiB) in %s, %d in use (%.0f ms)",
+                 len(report.removed), len(report.files_removed), report.bytes_freed / 2**20, report.directory,
+                 len(report.in_use), report.elapsed_s * 1000)
+        for error in report.errors:
+            log.warning("shared memory: %s", error)
 
     def poll(self) -> list[SupervisorEvent]:
         """Reap exited nodes and restart them by policy. Returns what happened."""
