@@ -185,3 +185,47 @@ def test_remote_skills_hand_the_robot_side_the_model_the_skill_layer_runs():
     finally:
         sim.shutdown()
     assert proxy.calls == [("go_to", "PixNav"), ("open", "octo")]
+
+
+def test_robot_model_only_for_the_embedded_simulator(make_bridge) -> None:
+    """The URDF on /robot_description describes the embedded MuJoCo robot: a bridge over another backend (here
+    the MuJoCo simulator behind a wrapper that is not one) publishes no robot model and no arm links on /tf,
+    rather than a wrong one."""
+    import time
+
+    import rclpy
+    import rclpy.executors
+    from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
+    from sim_bridge.node import SimBridge
+    from std_msgs.msg import String
+
+    mujoco_bridge = make_bridge()
+    assert mujoco_bridge._kinematics is not None
+
+    class OtherBackend:
+        def __init__(self, inner) -> None:
+            self._inner = inner
+
+        def __getattr__(self, name):
+            return getattr(self._inner, name)
+
+    other = SimBridge(simulator=OtherBackend(mujoco_bridge.sim))
+    try:
+        assert other._kinematics is None
+        latched = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL)
+        received: list = []
+        listener = rclpy.create_node("robot_description_listener")
+        listener.create_subscription(String, "/robot_description", received.append, latched)
+        executor = rclpy.executors.SingleThreadedExecutor()
+        for node in (listener, other, mujoco_bridge):
+            executor.add_node(node)
+        deadline = time.monotonic() + 5.0
+        while len(received) < 1 and time.monotonic() < deadline:
+            executor.spin_once(timeout_sec=0.05)
+        for _ in range(20):  # a little longer: a second description would come from the other bridge
+            executor.spin_once(timeout_sec=0.05)
+        assert len(received) == 1 and received[0].data.startswith("<?xml")  # the MuJoCo bridge's only
+        executor.shutdown()
+        listener.destroy_node()
+    finally:
+        other.destroy_node()

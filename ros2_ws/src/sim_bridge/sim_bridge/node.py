@@ -70,6 +70,7 @@ from homiebot.ros import convert
 from homiebot.ros.spin import spin_node
 from homiebot.ros.calls import EVENTS_QOS, LATCHED_QOS, SENSOR_QOS, VIEWS_QOS
 from homiebot.sim.base import Simulator, make_simulator
+from homiebot.sim.mujoco.backend import MujocoSimulator
 from homiebot.sim.mujoco.urdf import RobotKinematics
 from homiebot.skills import SkillSet, UnservedModelError, preset_name
 from homiebot.types import Action, Observation, SkillResult, SkillStatus, VIEW_NAMES
@@ -139,9 +140,14 @@ class SimBridge(Node):
         self._tf_static_pub = self.create_publisher(TFMessage, "/tf_static", LATCHED_QOS) if TFMessage is not None else None
         self._camera_mounts: np.ndarray | None = None  # the mounts last latched on /tf_static (view x 4 x 4)
         # The robot's URDF, latched once; its kinematics give the robot links' /tf (see the module docstring).
-        self._kinematics = RobotKinematics()
+        # It describes the embedded simulator's robot, so another backend gets neither (a wrong model is worse
+        # than none in rviz).
+        self._kinematics = RobotKinematics() if isinstance(simulator, MujocoSimulator) else None
         self._description_pub = self.create_publisher(String, "/robot_description", LATCHED_QOS)
-        self._description_pub.publish(String(data=self._kinematics.urdf()))
+        if self._kinematics is not None:
+            self._description_pub.publish(String(data=self._kinematics.urdf()))
+        else:
+            self.get_logger().info(f"{type(simulator).__name__} is not the embedded MuJoCo simulator: no /robot_description")
         self._camera_pubs: dict[str, tuple] = {}
         if self.get_parameter("publish_camera_topics").value:
             for view in VIEW_NAMES:
@@ -381,7 +387,7 @@ class SimBridge(Node):
         sent when the mounts differ from the last ones sent (the first time, and whenever a backend's cameras
         move on the base)."""
         if self._tf_pub.get_subscription_count() > 0:
-            if reported is not None:
+            if reported is not None and self._kinematics is not None:
                 # A message of its own (on a robot: the state publisher's, beside localisation's base chain).
                 self._tf_pub.publish(TFMessage(transforms=[
                     convert.transform_stamped(convert.matrix_to_pose(transform), parent, child, seconds)
