@@ -14,12 +14,11 @@ from __future__ import annotations
 
 import json
 import math
-import time
 from pathlib import Path
 
 import numpy as np
 import pytest
-from ros_helpers import graph_environment
+from ros_helpers import PICK_OBJECT, bridge_pick_episode, tf_edges
 
 pytestmark = [pytest.mark.ros, pytest.mark.slow]
 
@@ -34,7 +33,6 @@ JAZZY_TF2_MSGS_HASHES = {
     "action/LookupTransform": "RIHS01_0b8adf6bc0b5958879e3265b41a457e03558fe523890a81252c70eba97a82c5d",
 }
 
-SCENE, OBJECT, RECEPTACLE = "apartment_1", "green_can", "brown_table"
 VIEWS = ("front", "left", "back", "right")
 
 
@@ -63,152 +61,26 @@ def test_tf2_msgs_hashes_agree_with_rosbags_jazzy_store():
 # ---------------------------------------------------------------------------------------------- on the wire
 
 
-class _Client:
-    """An rclpy node in its own context, spun from the test's thread (textbook single-threaded use)."""
-
-    def __init__(self) -> None:
-        import rclpy
-        from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
-        from nav_msgs.msg import Path
-        from rosgraph_msgs.msg import Clock
-        from sensor_msgs.msg import JointState
-        from tf2_msgs.msg import TFMessage
-
-        self.rclpy = rclpy
-        self.context = rclpy.Context()
-        rclpy.init(context=self.context)
-        self.node = rclpy.create_node("tf_test_client", context=self.context)
-        self.executor = rclpy.executors.SingleThreadedExecutor(context=self.context)
-        self.executor.add_node(self.node)
-        self.messages: dict[str, list] = {"/tf": [], "/tf_static": [], "/joint_states": [], "/sim/path": [], "/clock": []}
-        reliable = QoSProfile(depth=100, reliability=ReliabilityPolicy.RELIABLE)
-        # What tf2_ros's static listener asks for: reliable, transient local (the mounts are sent once).
-        latched = QoSProfile(depth=100, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL)
-        for topic, msg_type, qos in (("/tf", TFMessage, reliable), ("/tf_static", TFMessage, latched),
-                                     ("/joint_states", JointState, reliable), ("/sim/path", Path, latched),
-                                     ("/clock", Clock, reliable)):
-            self.node.create_subscription(msg_type, topic, self.messages[topic].append, qos)
-
-    def wait(self, future, timeout_s: float):
-        self.executor.spin_until_future_complete(future, timeout_sec=timeout_s)
-        assert future.done(), "no answer from the sim bridge"
-        return future.result()
-
-    def at(self, stamp, topic: str) -> list:
-        """The messages of ``topic`` stamped ``stamp``; on /tf, the base chain's (the ones that hold base_link)."""
-        found = [m for m in self.messages[topic] if _stamp(m) == stamp]
-        if topic == "/tf":
-            found = [m for m in found if any(t.child_frame_id == "base_link" for t in m.transforms)]
-        return found
-
-    def spin_until(self, predicate, timeout_s: float) -> bool:
-        deadline = time.monotonic() + timeout_s
-        while not predicate() and time.monotonic() < deadline:
-            self.executor.spin_once(timeout_sec=0.05)
-        return predicate()
-
-    def close(self) -> None:
-        self.executor.shutdown()
-        self.node.destroy_node()
-        self.rclpy.try_shutdown(context=self.context)
-
-
-def _matrix(transform) -> np.ndarray:
-    from geometry_msgs.msg import Pose
-
-    from homiebot.ros import convert
-
-    pose = Pose()
-    pose.position.x, pose.position.y, pose.position.z = (transform.translation.x, transform.translation.y,
-                                                         transform.translation.z)
-    pose.orientation = transform.rotation
-    return convert.pose_to_matrix(pose)
-
-
-def _stamp(msg):
-    """A /tf message's stamp (its transforms', all alike) or a JointState's."""
-    return msg.transforms[0].header.stamp if hasattr(msg, "transforms") else msg.header.stamp
-
-
-def _edges(tf_messages) -> dict[tuple[str, str], np.ndarray]:
-    """(parent, child) -> the latest transform between them."""
-    return {(t.header.frame_id, t.child_frame_id): _matrix(t.transform) for msg in tf_messages for t in msg.transforms}
-
-
 @pytest.fixture(scope="module")
 def episode(tmp_path_factory, ros_domain):
-    """The bridge alone in its own process; reset, look, go to the table, pick the can, look again."""
-    from homie_msgs.action import Manipulate, Navigate
-    from homie_msgs.srv import RenderViews, ResetEpisode
-    from rclpy.action import ActionClient
-
-    from homiebot.ros import convert
-    from homiebot.ros.supervisor import GraphSpec, Supervisor, load_graph
-
-    tmp_path = tmp_path_factory.mktemp("tf")
-    nodes = [n for n in load_graph().nodes if n.name == "sim_bridge"]
-    supervisor = Supervisor(GraphSpec(nodes=nodes), overrides={"sim_bridge": {"render": False}},
-                            env=graph_environment(ros_domain), log_dir=tmp_path / "logs")
-    client = None
-    record: dict = {}
-    try:
-        supervisor.start()
-        client = _Client()
-        reset = client.node.create_client(ResetEpisode, "/sim/reset")
-        render = client.node.create_client(RenderViews, "/sim/render_views")
-        assert reset.wait_for_service(timeout_sec=60) and render.wait_for_service(timeout_sec=60)
-        assert client.wait(reset.call_async(ResetEpisode.Request(scene=SCENE, seed=0)), 60).success
-
-        def look(key: str) -> None:
-            """Render until the bridge (which sends /tf and /joint_states only to matched subscribers) has sent
-            both for the rendered instant (same stamp: the simulation time); keep the views and those two."""
-            deadline = time.monotonic() + 30
-            while time.monotonic() < deadline:
-                views = client.wait(render.call_async(RenderViews.Request()), 30).views
-                stamp = views.header.stamp
-                if client.spin_until(lambda: client.at(stamp, "/joint_states") and client.at(stamp, "/tf"), 0.5):  # noqa: B023
-                    record[f"views_{key}"] = views
-                    record[f"joints_{key}"] = client.at(stamp, "/joint_states")[-1]
-                    record[f"tf_{key}"] = client.at(stamp, "/tf")[-1]
-                    return
-            raise AssertionError("no /joint_states or /tf from the sim bridge")
-
-        look("before")
-
-        navigate = ActionClient(client.node, Navigate, "/sim/navigate")
-        manipulate = ActionClient(client.node, Manipulate, "/sim/manipulate")
-        assert navigate.wait_for_server(timeout_sec=30) and manipulate.wait_for_server(timeout_sec=30)
-        for action, goal in ((navigate, Navigate.Goal(target=RECEPTACLE, reset_arm_first=True)),
-                             (manipulate, Manipulate.Goal(operation=Manipulate.Goal.PICK, object=OBJECT))):
-            handle = client.wait(action.send_goal_async(goal), 30)
-            assert handle.accepted
-            result = client.wait(handle.get_result_async(), 60).result
-            assert convert.skill_result_from_msg(result.result).success, result.result
-        look("after")
-        client.spin_until(lambda: client.messages["/tf_static"], 5.0)
-        record["tf_static"] = list(client.messages["/tf_static"])
-        after = record["views_after"].header.stamp
-        client.spin_until(lambda: any(m.header.stamp == after for m in client.messages["/sim/path"]), 5.0)
-        record["paths"] = list(client.messages["/sim/path"])
-        record["clock"] = list(client.messages["/clock"])
-    finally:
-        if client is not None:
-            client.close()
-        codes = supervisor.stop()
-    logs = "\n".join(p.read_text()[-3000:] for p in (tmp_path / "logs").glob("*.log"))
-    assert all(code == 0 for code in codes.values()), f"{codes}\n{logs}"
+    """The bridge alone in its own process; reset, look, go to the table, pick the can, look again
+    (:func:`ros_helpers.bridge_pick_episode`). Here ``tf_<key>`` is the base chain's /tf message of the instant
+    (the robot links' message is checked in test_robot_description.py)."""
+    record = bridge_pick_episode(tmp_path_factory.mktemp("tf"), ros_domain)
+    for key in ("before", "after"):
+        record[f"tf_{key}"] = [m for m in record[f"tf_{key}"] if any(t.child_frame_id == "base_link" for t in m.transforms)][-1]
     return record
 
 
 def test_tf_tree_from_map_to_the_camera_optical_frames(episode):
     from homiebot.ros import convert
 
-    static = _edges(episode["tf_static"])
+    static = tf_edges(episode["tf_static"])
     assert set(static) == {(convert.BASE_FRAME, convert.optical_frame(v)) for v in VIEWS}
     # Sent once: the mounts do not move on this robot, however far the base drove.
     assert len(episode["tf_static"]) == 1
     for key in ("before", "after"):
-        dynamic = _edges([episode[f"tf_{key}"]])
+        dynamic = tf_edges([episode[f"tf_{key}"]])
         assert set(dynamic) == {(convert.MAP_FRAME, convert.ODOM_FRAME), (convert.ODOM_FRAME, convert.BASE_FRAME)}
         np.testing.assert_allclose(dynamic[(convert.MAP_FRAME, convert.ODOM_FRAME)], np.eye(4), atol=1e-12)
         map_to_base = dynamic[(convert.MAP_FRAME, convert.ODOM_FRAME)] @ dynamic[(convert.ODOM_FRAME, convert.BASE_FRAME)]
@@ -219,8 +91,8 @@ def test_tf_tree_from_map_to_the_camera_optical_frames(episode):
             chained = map_to_base @ static[(convert.BASE_FRAME, convert.optical_frame(view.name))]
             np.testing.assert_allclose(chained, convert.pose_to_matrix(view.camera_pose), atol=1e-6)
     # The base drove to the table: odom -> base_link moved.
-    before = _edges([episode["tf_before"]])[(convert.ODOM_FRAME, convert.BASE_FRAME)]
-    after = _edges([episode["tf_after"]])[(convert.ODOM_FRAME, convert.BASE_FRAME)]
+    before = tf_edges([episode["tf_before"]])[(convert.ODOM_FRAME, convert.BASE_FRAME)]
+    after = tf_edges([episode["tf_after"]])[(convert.ODOM_FRAME, convert.BASE_FRAME)]
     assert np.linalg.norm(after[:2, 3] - before[:2, 3]) > 0.1
 
 
@@ -240,7 +112,7 @@ def test_joint_states_carry_the_arm_and_follow_a_pick(episode):
     assert after["finger_left"] == after["finger_right"] < robot.FINGER_OPEN
     views = episode["views_after"]
     assert (after["base_x"], after["base_y"]) == pytest.approx((views.robot_pose.position.x, views.robot_pose.position.y))
-    assert views.held_object == OBJECT
+    assert views.held_object == PICK_OBJECT
 
 
 def test_travelled_path_is_published(episode):
