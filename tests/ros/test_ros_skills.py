@@ -188,9 +188,9 @@ def test_remote_skills_hand_the_robot_side_the_model_the_skill_layer_runs():
 
 
 def test_robot_model_only_for_the_embedded_simulator(make_bridge) -> None:
-    """The URDF on /robot_description describes the embedded MuJoCo robot: a bridge over another backend (here
-    the MuJoCo simulator behind a wrapper that is not one) publishes no robot model and no arm links on /tf,
-    rather than a wrong one."""
+    """The URDF on /robot_description is the backend's own (``robot_kinematics``, which the MuJoCo backend has): a
+    bridge over a backend without it (here the MuJoCo simulator behind a wrapper that hides the method) publishes
+    no robot model and no arm links on /tf, rather than a wrong one."""
     import time
 
     import rclpy
@@ -207,6 +207,8 @@ def test_robot_model_only_for_the_embedded_simulator(make_bridge) -> None:
             self._inner = inner
 
         def __getattr__(self, name):
+            if name == "robot_kinematics":  # another robot's backend: it does not describe the MuJoCo one
+                raise AttributeError(name)
             return getattr(self._inner, name)
 
     other = SimBridge(simulator=OtherBackend(mujoco_bridge.sim))

@@ -67,6 +67,7 @@ from homiebot.sim.mujoco.geometry import (
 )
 from homiebot.sim.mujoco.navigation import OccupancyGrid, build_grid
 from homiebot.sim.mujoco.placement import Spot, footprint_radius, half_height, sample_spot
+from homiebot.sim.mujoco.urdf import RobotKinematics
 from homiebot.sim.scene import FurnitureSpec, ObjectSpec, SceneError, SceneSpec, load_scene
 from homiebot.types import (
     VIEW_NAMES,
@@ -521,6 +522,13 @@ class MujocoSimulator:
         }
 
     # ------------------------------------------------------------------ internals: skills
+
+
+    def robot_kinematics(self) -> RobotKinematics:
+        """This robot's URDF and its links' forward kinematics (:class:`homiebot.sim.mujoco.urdf.RobotKinematics`),
+        which the sim bridge publishes on ``/robot_description`` and ``/tf``. Optional for a backend, like
+        :meth:`joint_positions`: a backend without it gets no robot model in rviz rather than this one."""
+        return RobotKinematics()
 
     def _articulate(self, target: str, opening: bool) -> SkillResult:
         verb = "open" if opening else "close"

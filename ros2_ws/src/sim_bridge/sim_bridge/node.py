@@ -70,8 +70,6 @@ from homiebot.ros import convert
 from homiebot.ros.spin import spin_node
 from homiebot.ros.calls import EVENTS_QOS, LATCHED_QOS, SENSOR_QOS, VIEWS_QOS
 from homiebot.sim.base import Simulator, make_simulator
-from homiebot.sim.mujoco.backend import MujocoSimulator
-from homiebot.sim.mujoco.urdf import RobotKinematics
 from homiebot.skills import SkillSet, UnservedModelError, preset_name
 from homiebot.types import Action, Observation, SkillResult, SkillStatus, VIEW_NAMES
 
@@ -140,14 +138,15 @@ class SimBridge(Node):
         self._tf_static_pub = self.create_publisher(TFMessage, "/tf_static", LATCHED_QOS) if TFMessage is not None else None
         self._camera_mounts: np.ndarray | None = None  # the mounts last latched on /tf_static (view x 4 x 4)
         # The robot's URDF, latched once; its kinematics give the robot links' /tf (see the module docstring).
-        # It describes the embedded simulator's robot, so another backend gets neither (a wrong model is worse
-        # than none in rviz).
-        self._kinematics = RobotKinematics() if isinstance(simulator, MujocoSimulator) else None
+        # Asked of the backend (optional, like joint_positions): only it knows its robot, and a backend without
+        # it gets neither (a wrong model is worse than none in rviz).
+        provider = getattr(simulator, "robot_kinematics", None)
+        self._kinematics = provider() if callable(provider) else None
         self._description_pub = self.create_publisher(String, "/robot_description", LATCHED_QOS)
         if self._kinematics is not None:
             self._description_pub.publish(String(data=self._kinematics.urdf()))
         else:
-            self.get_logger().info(f"{type(simulator).__name__} is not the embedded MuJoCo simulator: no /robot_description")
+            self.get_logger().info(f"{type(simulator).__name__} describes no robot (robot_kinematics): no /robot_description")
         self._camera_pubs: dict[str, tuple] = {}
         if self.get_parameter("publish_camera_topics").value:
             for view in VIEW_NAMES:
