@@ -47,7 +47,7 @@ import logging
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import NamedTuple, Protocol
 
 import numpy as np
 
@@ -161,6 +161,13 @@ class _Track:
     @property
     def label(self) -> str:
         return self.votes.most_common(1)[0][0]
+
+
+class _Similarity(NamedTuple):
+    voxels: float  # the two directed 26-neighbour voxel ratios, the larger
+    shape: float  # also box overlap and the image-border rule
+    geo: float  # also, for objects, centroid distance
+    sem: float  # label similarity
 
 
 @dataclass
@@ -288,15 +295,15 @@ class ConceptGraphBuilder:
         near = float(np.hypot(*(det.centroid[:2] - robot_xy))) <= self.config.held_radius
         return near and any(self._tracks[h].label == det.label.category for h in held if h in self._tracks)
 
-    def _similarity(self, det: _Detection, track: _Track) -> tuple[float, float, float]:
-        """(geometric similarity from shape alone, geometric similarity, semantic similarity); see step 4."""
+    def _similarity(self, det: _Detection, track: _Track) -> _Similarity:
+        """The similarities of step 4 between a detection (or a node, in the merge pass) and a node."""
         cfg = self.config
         margin = 2 * det.voxel
-        shape = max(
+        voxels = max(
             neighbour_ratio(det.keys, track.keys, cfg.overlap_samples),
             neighbour_ratio(track.keys, det.keys, cfg.overlap_samples),
-            _box_overlap(det.box_min, det.box_max, track.box_min, track.box_max, det.voxel / 2),
         )
+        shape = max(voxels, _box_overlap(det.box_min, det.box_max, track.box_min, track.box_max, det.voxel / 2))
         if det.edge_points is not None:
             # A mask cut off by the image edge continues beyond it, in the neighbouring view: its cut lies
             # against the node's box when the node is the other part of the same thing.
@@ -305,15 +312,18 @@ class ConceptGraphBuilder:
         geo = shape
         if det.label.kind is EntityKind.OBJECT:
             geo = max(geo, _centroid_similarity(det, track, cfg.min_object_size))
-        return shape, geo, self.label_similarity(det.label.category, track.label)
+        return _Similarity(voxels, shape, geo, self.label_similarity(det.label.category, track.label))
 
-    def _fuses(self, shape: float, geo: float, sem: float) -> bool:
+    def _fuses(self, sim: _Similarity, merge: bool = False) -> bool:
         cfg = self.config
-        if geo < cfg.min_geometric:
+        if sim.geo < cfg.min_geometric:
             return False
         # The label-blind override needs the shapes themselves to coincide: centroids alone (a can on a plate)
-        # must not merge two differently labelled things.
-        return geo + sem >= cfg.match_threshold or shape >= cfg.geometric_override
+        # must not merge two differently labelled things. Between two nodes (the merge pass), each with its own
+        # label vote, only coinciding voxels count: boxes are a poor witness there (an opened fridge's box, grown
+        # by its swung door, holds the whole fruit-bowl stand beside it, and the stand's node would swallow it).
+        blind = sim.voxels if merge else sim.shape
+        return sim.geo + sim.sem >= cfg.match_threshold or blind >= cfg.geometric_override
 
     def _near(self, det: _Detection, tracks: list[_Track]) -> list[_Track]:
         """Box pre-filter for all candidate nodes at once (one numpy call instead of one per node)."""
@@ -342,9 +352,9 @@ class ConceptGraphBuilder:
             if inside and 1.0 + sem >= cfg.match_threshold and (best_moved is None or sem > best_moved[0]):
                 best_moved = (sem, track)
         for track in self._near(det, [t for t in same_kind if t.node_id not in self._moved]):
-            shape, geo, sem = self._similarity(det, track)
-            if self._fuses(shape, geo, sem) and (best is None or geo + sem > best[0]):
-                best = (geo + sem, track)
+            sim = self._similarity(det, track)
+            if self._fuses(sim) and (best is None or sim.geo + sim.sem > best[0]):
+                best = (sim.geo + sim.sem, track)
         if best is not None:
             return best[1]
         return best_moved[1] if best_moved else None
@@ -364,8 +374,7 @@ class ConceptGraphBuilder:
             others = [t for t in self._tracks.values()
                       if t.kind is track.kind and t.node_id != node_id and t.node_id not in self._moved]
             for other in self._near(probe, others):
-                shape, geo, sem = self._similarity(probe, other)
-                if not self._fuses(shape, geo, sem):
+                if not self._fuses(self._similarity(probe, other), merge=True):
                     continue
                 keep, drop = sorted((track, other), key=lambda t: (-t.detections, t.node_id))
                 self._absorb(keep, drop)

@@ -140,6 +140,41 @@ class WorldModel:
     def grounder(self) -> GraphGrounder:
         return GraphGrounder(self, self._semantic)
 
+    def instance_of(self, node: GraphNode, state: WorldState) -> str | None:
+        """The simulator instance a node stands for (what grounding through the node answers)."""
+        placement = self.graph.placement(node.id)
+        if placement is not None and placement[1] is Relation.HELD_BY and state.held is not None:
+            return state.held  # the node in the hand is what the simulator says the hand holds
+        if self.config.builder == "privileged":
+            entity = state.entities.get(node.name)
+            if entity is not None and entity.category == node.category:
+                return node.name  # the privileged graph keeps the simulator's names
+        # An image-built graph numbers its own nodes: its "apple_1" is not the simulator's apple_1.
+        return resolve_instance(node, state)
+
+    def perceived_names(self, state: WorldState) -> dict[str, str]:
+        """Simulator instance -> the graph name that grounds to it, for every instance the graph holds.
+
+        For a privileged planner (the expert) that decides in simulator instances but must speak perception's
+        language: an image-built graph numbers its nodes in the order it found them, so its ``apple_1`` may be
+        the simulator's ``apple_2``. Built as the inverse of grounding (:meth:`instance_of`), so saying the name
+        grounds back to the same instance. Where two nodes stand for one instance (a duplicate detection) the
+        node nearest the instance wins; an instance absent from the result is one perception has not seen.
+        """
+        names: dict[str, str] = {}
+        best: dict[str, float] = {}
+        for node in self.graph.nodes():
+            if node.kind is NodeKind.AGENT:
+                continue
+            instance = self.instance_of(node, state)
+            entity = state.entities.get(instance) if instance is not None else None
+            if entity is None:
+                continue
+            distance = math.dist(node.position, entity.position)
+            if distance < best.get(instance, math.inf):
+                names[instance], best[instance] = node.name, distance
+        return names
+
 
 class GraphGrounder:
     """Grounds against the perceived graph; answers with the simulator instance the chosen node stands for."""
@@ -154,20 +189,11 @@ class GraphGrounder:
         if result.instance is None:
             return result
         node = graph.by_name(result.instance)
-        instance = self._instance(node, state) if node is not None else None
+        instance = self.model.instance_of(node, state) if node is not None else None
         if instance is None:
             return GroundingResult(None, result.score, "none", result.candidates)
         self.model.remember_grounding(instance, node.id)  # what record_action updates if the action succeeds
-        candidates = tuple(c for c in (self._instance(graph.by_name(n), state) for n in result.candidates) if c)
+        candidates = tuple(
+            c for c in (self.model.instance_of(n, state) for n in map(graph.by_name, result.candidates) if n) if c
+        )
         return GroundingResult(instance, result.score, result.method, candidates)
-
-    def _instance(self, node: GraphNode | None, state: WorldState) -> str | None:
-        if node is None:
-            return None
-        placement = self.model.graph.placement(node.id)
-        if placement is not None and placement[1] is Relation.HELD_BY and state.held is not None:
-            return state.held  # the node in the hand is what the simulator says the hand holds
-        entity = state.entities.get(node.name)
-        if entity is not None and entity.category == node.category:
-            return node.name  # privileged graphs keep the simulator's names
-        return resolve_instance(node, state)
