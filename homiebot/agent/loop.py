@@ -52,6 +52,7 @@ from homiebot.types import (
     Observation,
     PlannerOutput,
     RoundRecord,
+    Subtask,
     Trajectory,
     WorldState,
 )
@@ -150,6 +151,7 @@ def append_round(
     inventory_before: tuple[str, ...],
     path_length: float,
     timings: dict[str, float],
+    grounded: Subtask | None = None,
 ) -> RoundRecord:
     """Record a finished round in the session and the trajectory (shared by both wirings)."""
     session.record(output, feedback)
@@ -161,6 +163,7 @@ def append_round(
         inventory_before=inventory_before,
         path_length=path_length,
         timings=timings,
+        grounded=grounded,
     )
     trajectory.rounds.append(record)
     trajectory.path_length += path_length
@@ -263,6 +266,8 @@ def _run(
         observation = None
     world_model = perception(scene_spec, initial) if perception is not None else None
     describe_world = bool(getattr(getattr(world_model, "config", None), "describe_world", True))
+    # Optional (WorldModel has it): the names perception knows instances by, for a privileged planner to speak.
+    perceived_names = getattr(world_model, "perceived_names", None) if getattr(planner, "privileged", False) else None
     if world_model is not None:
         grounder = world_model.grounder()
         if observation is not None:
@@ -297,6 +302,7 @@ def _run(
             world_state=state,
             goal=goal,
             grounded_targets=world_model.observed_targets() if world_model is not None else tuple(sorted(seen)),
+            perceived_names=perceived_names(state) if perceived_names is not None else None,
             extras={**extras, "observation": observation},
         )
         if world_model is not None and describe_world:
@@ -328,8 +334,12 @@ def _run(
             feedback = report.feedback
             path_length = report.path_length
             timings.update(report.timings)
+        grounded = None
+        if world_model is not None and report is not None and report.target is not None and output.subtask is not None:
+            grounded = Subtask(output.subtask.action, report.target, report.place)
         record = append_round(
-            trajectory, session, request.instruction, output, feedback, inventory_before, path_length, timings
+            trajectory, session, request.instruction, output, feedback, inventory_before, path_length, timings,
+            grounded,
         )
         if recorder is not None:
             t0 = time.perf_counter()

@@ -22,7 +22,7 @@ Decisions (tested in ``tests/agent/test_session.py``):
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -106,9 +106,11 @@ class PlannerSession:
         goal: Any = None,
         *,
         grounded_targets: Sequence[str] = (),
+        perceived_names: Mapping[str, str] | None = None,
         extras: dict[str, Any] | None = None,
     ) -> PlanRequest:
-        """The request for the current round. ``world_state``/``goal`` are dropped for unprivileged planners."""
+        """The request for the current round. ``world_state``, ``goal`` and ``perceived_names`` are dropped for
+        unprivileged planners."""
         if self.done:
             raise SessionFinished(f"the session has ended after {self.round} rounds")
         instruction = self.instruction()
@@ -129,6 +131,7 @@ class PlannerSession:
             grounded_targets=tuple(grounded_targets),
             world_state=world_state if privileged else None,
             goal=goal if privileged else None,
+            perceived_names=dict(perceived_names) if privileged and perceived_names is not None else None,
             extras=dict(extras or {}),
         )
 

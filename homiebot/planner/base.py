@@ -11,7 +11,7 @@ Privileged fields (``world_state``, ``goal``) are filled only for planners that 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -44,6 +44,9 @@ class PlanRequest:
     grounded_targets: tuple[str, ...] = ()  # names perception has grounded (for constrained decoding)
     world_state: WorldState | None = None  # privileged: expert only
     goal: Any = None  # privileged: expert only (homiebot.eval.goals.GoalSpec)
+    # Privileged, with a perception world model only: simulator instance -> the name perception knows it by
+    # (WorldModel.perceived_names). None: no perception, targets are the simulator's instance names.
+    perceived_names: Mapping[str, str] | None = None
     extras: dict[str, Any] = field(default_factory=dict)
 
 

@@ -39,13 +39,21 @@ Decisions (tested in ``tests/planner/test_expert.py``):
 * After the same subtask fails twice in a row with E1, the object is set aside for another candidate when
   there is one.
 * After an F2 on a name (a perception that has not seen it yet), the expert goes to where it can be
-  seen: the object's receptacle, after a second F2 its room, then tries again; after a third it stops
-  searching. With the default alias grounder F2 never happens to it.
+  seen: the object's receptacle, after a second F2 its room, then tries again; an F2 after that marks the
+  instance lost (no longer chosen; with nothing else to do the expert ends). With the default alias
+  grounder F2 never happens to it.
+* With a perception world model the request carries ``perceived_names`` (simulator instance -> the name the
+  world graph knows it by; an image-built graph numbers its own ``apple_1``, ``apple_2`` in the order it
+  found them). The expert still decides over simulator instances but *speaks* perception's names: in the
+  Subtask and in the Analysis. An instance perception has not seen is not named at all (its category name
+  could ground to another instance of that category and loop): the expert searches for it as after an F2
+  (its receptacle, when perception knows it, then its room) and marks it lost when it is still unseen there.
 """
 
 from __future__ import annotations
 
 import logging
+import re
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -105,7 +113,11 @@ class _Memory:
     last: Subtask | None = None
     failures_in_a_row: int = 0
     set_aside: set[str] = field(default_factory=set)
-    unfound: Counter[str] = field(default_factory=Counter)  # names answered with F2 (perception has not seen them)
+    unfound: Counter[str] = field(default_factory=Counter)  # instances answered with F2 (perception has not seen them)
+    last_spoken: Subtask | None = None  # ``last`` in perception's names (what the history shows)
+    spoken: dict[str, str] = field(default_factory=dict)  # the last subtask's spoken names -> instances
+    looked_at: set[str] = field(default_factory=set)  # places reached by a Go to since the last Open
+    lost: set[str] = field(default_factory=set)  # searched everywhere, still not found: no longer chosen
 
 
 def _closed(entity: EntityState) -> bool:
@@ -138,6 +150,7 @@ class ExpertPlanner(Planner):
         self.close_opened = close_opened
         self._memory = _Memory()
         self._articulated: dict[str, bool] = {}
+        self._perceived: dict[str, str] | None = None  # this round's request.perceived_names
 
     # ------------------------------------------------------------------------------------ Planner API
 
@@ -155,11 +168,13 @@ class ExpertPlanner(Planner):
             )
         scene: SceneSpec | None = request.extras.get("scene")
         self._articulated = {n: e.articulated for n, e in state.entities.items()}
+        self._perceived = dict(request.perceived_names) if request.perceived_names is not None else None
         max_rounds = int(request.extras.get("max_rounds", 20))
         memory = self._memory
         if memory.initial is None:
             memory.initial = state
         self._observe_last_round(request)
+        self._update_lost(state)
         memory.seen_open |= {n for n, e in state.entities.items() if e.is_open}
 
         decision = self._decide(state, goal, scene, rounds_left=max_rounds - request.round_index + 1)
@@ -167,10 +182,56 @@ class ExpertPlanner(Planner):
         reason = decision.reason
         if memory.last is None and reason.startswith("so "):
             reason = reason[3:]  # "According to my final task, I should ..."
-        analysis = f"{summary}, {reason}"
+        analysis = self._speak_text(state, f"{summary}, {reason}")
         analysis = analysis[0].upper() + analysis[1:]
         memory.last = decision.subtask
-        return format_output(analysis, decision.subtask, decision.model)
+        memory.last_spoken = self._speak_subtask(state, decision.subtask)
+        memory.spoken = {
+            said: name
+            for name, said in ((n, self._say(state, n)) for n in (decision.subtask.target, decision.subtask.place) if n)
+        }
+        return format_output(analysis, memory.last_spoken, decision.model)
+
+    # ------------------------------------------------------------------------------------ perception's names
+
+    def _unseen(self, name: str) -> bool:
+        """Whether a perception world model is in use and has not seen ``name`` (module docstring)."""
+        return self._perceived is not None and name not in self._perceived
+
+    def _say(self, state: WorldState, name: str) -> str:
+        """The name to speak for an instance: perception's name for it, its category while perception has not
+        seen it (only in text: an unseen instance is never a target), itself without perception."""
+        if self._perceived is None:
+            return name
+        said = self._perceived.get(name)
+        if said is not None:
+            return said
+        entity = state.entities.get(name)
+        return entity.category if entity is not None else name
+
+    def _speak_subtask(self, state: WorldState, subtask: Subtask) -> Subtask:
+        if self._perceived is None:
+            return subtask
+        return Subtask(
+            subtask.action,
+            self._say(state, subtask.target) if subtask.target else subtask.target,
+            self._say(state, subtask.place) if subtask.place else subtask.place,
+        )
+
+    def _speak_text(self, state: WorldState, text: str) -> str:
+        """Replace every instance name in the Analysis by its spoken name, in one pass (so that perception's
+        ``apple_1`` for the simulator's ``apple_2`` and the reverse cannot chain). The reasons are written in
+        instance names throughout; translating the finished text here keeps that in one place."""
+        if self._perceived is None:
+            return text
+        renames = {n: self._say(state, n) for n in state.entities}
+        renames = {n: said for n, said in renames.items() if said != n}
+        if not renames:
+            return text
+        pattern = re.compile(
+            r"(?<![\w])(" + "|".join(re.escape(n) for n in sorted(renames, key=len, reverse=True)) + r")(?![\w])"
+        )
+        return pattern.sub(lambda m: renames[m.group(1)], text)
 
     # ------------------------------------------------------------------------------------ memory
 
@@ -180,13 +241,21 @@ class ExpertPlanner(Planner):
             return
         # The last answer in the window is ours; its feedback is request.feedback.
         previous = parse_output(request.history[-1].answer).subtask
-        if previous is None or previous != memory.last:
+        if previous is None or previous != memory.last_spoken:
             return
         failed = request.feedback != "None"
         if failed and request.feedback.endswith(F2_SUFFIX):
-            memory.unfound[request.feedback[: -len(F2_SUFFIX)]] += 1
-        elif not failed and previous.target:
-            memory.unfound.pop(previous.target, None)
+            said = request.feedback[: -len(F2_SUFFIX)]
+            instance = memory.spoken.get(said, said)
+            if memory.unfound[instance] > len(self._search_spots(request.world_state, instance)):
+                self._lose(instance)  # searched everywhere already
+            memory.unfound[instance] += 1
+        elif not failed and memory.last.target:
+            memory.unfound.pop(memory.last.target, None)
+        if not failed and Action.parse(memory.last.action) is Action.GO_TO and memory.last.target:
+            memory.looked_at.add(memory.last.target)  # the views from there are in the graph now
+        elif not failed and Action.parse(memory.last.action) is Action.OPEN:
+            memory.looked_at.clear()  # what the opened furniture held can be seen now, from wherever
         if failed and "too difficult" in request.feedback:
             memory.failures_in_a_row += 1
             if memory.failures_in_a_row >= 2 and memory.committed is not None:
@@ -195,6 +264,30 @@ class ExpertPlanner(Planner):
                 memory.failures_in_a_row = 0
         elif not failed:
             memory.failures_in_a_row = 0
+
+    def _update_lost(self, state: WorldState) -> None:
+        """With perception's names: an instance is lost while perception has not seen it although the robot has
+        been to every place it can be seen from; found again as soon as perception sees it."""
+        if self._perceived is None:
+            return
+        memory = self._memory
+        memory.lost -= set(self._perceived)
+        for name in state.entities:
+            if name in memory.lost or not self._unseen(name):
+                continue
+            parent = state.entities[name].parent
+            if parent is not None and parent in state.entities and _closed(state.entities[parent]):
+                continue  # hidden until its container is opened, which the plan does first
+            spots = self._search_spots(state, name)
+            if spots and all(s in memory.looked_at for s in spots):
+                self._lose(name)
+
+    def _lose(self, name: str) -> None:
+        memory = self._memory
+        log.debug("expert: %s not found after searching; giving it up", name)
+        memory.lost.add(name)
+        if memory.committed is not None and name in (memory.committed.obj, memory.committed.receptacle):
+            memory.committed = None
 
     def _last_succeeded(self, request: PlanRequest) -> bool:
         return self._memory.last is not None and request.feedback == "None"
@@ -228,19 +321,36 @@ class ExpertPlanner(Planner):
             return action
         return self._go_to(state, name, why)
 
+    def _search_spots(self, state: WorldState | None, name: str) -> list[str]:
+        """Where ``name`` can be seen from, in search order: its receptacle, then its room (with perception,
+        only places perception knows: the way there must be nameable)."""
+        entity = state.entities.get(name) if state is not None else None
+        if entity is None:
+            return []
+        spots = dict.fromkeys(s for s in (entity.parent, entity.room) if s and s != name and s in state.entities)
+        return [s for s in spots if not self._unseen(s)]
+
     def _search_spot(self, state: WorldState, name: str) -> Decision | None:
-        """After an F2 on ``name`` (perception has not seen it yet), go where it can be seen: its receptacle
-        first, its room after a second F2; None when there is nowhere better to look, or the robot just went."""
-        misses = self._memory.unfound.get(name, 0)
-        if misses == 0 or misses > 2:
-            return None
-        entity = state.entities[name]
-        spot = entity.parent if misses == 1 and entity.parent else entity.room
-        if spot is None or spot == name or spot not in state.entities:
-            return None
-        last = self._memory.last
-        if last is not None and Action.parse(last.action) is Action.GO_TO and last.target == spot:
-            return None  # arrived where it should be visible: try the subtask again
+        """Go where ``name`` can be seen when perception has not seen it: after an F2 on it (its receptacle
+        first, its room after a second F2), or, with perception's names, while it is not among them (one spot
+        after another). None when there is nowhere left to look, or the robot just went (try the subtask)."""
+        memory = self._memory
+        spots = self._search_spots(state, name)
+        if self._unseen(name):
+            # Places perception knows and the robot has not looked from yet (the receptacle may become known at
+            # the room).
+            left = [s for s in spots if s not in memory.looked_at]
+            if not left:
+                return None
+            spot = left[0]
+        else:
+            misses = memory.unfound.get(name, 0)
+            if misses == 0 or misses > len(spots):
+                return None
+            spot = spots[misses - 1]
+            last = memory.last
+            if last is not None and Action.parse(last.action) is Action.GO_TO and last.target == spot:
+                return None  # arrived where it should be visible: try the subtask again
         model = NAV_OBJECT_MODEL if state.entities[spot].kind is EntityKind.OBJECT else NAV_ROOM_MODEL
         return Decision(
             Subtask("Go to", spot), model,
@@ -293,6 +403,7 @@ class ExpertPlanner(Planner):
             if (
                 isinstance(cond, Inspected)
                 and cond.furniture not in memory.seen_open
+                and cond.furniture not in memory.lost
                 and _closed(ents[cond.furniture])
                 and ents[cond.furniture].interactive
             ):
@@ -324,7 +435,11 @@ class ExpertPlanner(Planner):
         wanted_open = {c.furniture for c in goal.all if isinstance(c, Articulation) and c.state == "open"}
         if held is None:
             for cond in goal.all:
-                if isinstance(cond, Articulation) and not condition_holds(cond, initial, state):
+                if (
+                    isinstance(cond, Articulation)
+                    and cond.furniture not in self._memory.lost
+                    and not condition_holds(cond, initial, state)
+                ):
                     if cond.state == "open":
                         return self._open(state, cond.furniture, "as my task asks for it to be open")
                     return self._close(state, cond.furniture, "as my task asks for it to be closed")
@@ -341,7 +456,10 @@ class ExpertPlanner(Planner):
                         return self._close(state, name, "since I opened it and its better to close it")
             for cond in goal.all:
                 if isinstance(cond, Holding) and not condition_holds(cond, initial, state):
-                    candidates = [n for n in select(cond, initial, state) if n not in self._memory.set_aside]
+                    candidates = [
+                        n for n in select(cond, initial, state)
+                        if n not in self._memory.set_aside and n not in self._memory.lost
+                    ]
                     if candidates:
                         obj = min(candidates, key=lambda n: (state.reach_distance(n), n))
                         source = ents[obj].parent
@@ -396,7 +514,8 @@ class ExpertPlanner(Planner):
         memory = self._memory
         claimed: set[str] = set()
         moves: list[Move] = []
-        locked = self._locked_objects(goal, initial, state)
+        # Lost objects and receptacles (searched for, never seen) are not chosen: the work is impossible.
+        locked = self._locked_objects(goal, initial, state) | memory.lost
 
         def order(names: Iterable[str], receptacle: str) -> list[str]:
             dest = ents[receptacle].position
@@ -412,7 +531,8 @@ class ExpertPlanner(Planner):
 
         def add(obj: str, relation: str, receptacle: str) -> None:
             claimed.add(obj)
-            moves.append(Move(obj, relation, receptacle))
+            if receptacle not in memory.lost:
+                moves.append(Move(obj, relation, receptacle))
 
         for cond in goal.all:
             if isinstance(cond, Placed):
@@ -451,6 +571,7 @@ class ExpertPlanner(Planner):
                     for n, e in ents.items()
                     if e.kind is EntityKind.OBJECT
                     and e.parent == cond.receptacle
+                    and n not in memory.lost
                     and not any(_category_match(e, c) for c in cond.except_)
                 )
                 for obj in left:

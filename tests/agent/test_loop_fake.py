@@ -213,3 +213,23 @@ def test_expert_searches_after_F2_from_a_perception_that_has_not_seen_the_object
     assert traj.rounds[2].feedback.code is ErrorCode.F2
     assert "cant find the green_can in my sight" in traj.rounds[3].output.analysis
     assert traj.goal_satisfied and traj.ended
+
+
+class BlindToCans(RecordingPerception):
+    """Never sees a can, wherever the robot stands (an object hidden from every view)."""
+
+    def observe(self, observation, state):
+        super().observe(observation, state)
+        self.seen.discard("green_can")
+
+
+def test_expert_gives_up_after_searching_everywhere_and_ends():
+    task = make_task({"all": [{"type": "placed", "object": "green_can", "relation": "in", "receptacle": "fridge"}]})
+    traj = run_episode(FakeWorld(kitchen_world(), robot=Pose2D(9.0, 1.0, 0.0)), ExpertPlanner(), task=task,
+                       perception=lambda spec, state: BlindToCans(spec, state))
+    texts = [r.subtask_text for r in traj.rounds]
+    codes = [r.feedback.code for r in traj.rounds]
+    # F2, then its receptacle; F2, then its room; F2 once more: lost, nothing else to do, End (not 20 rounds of F2)
+    assert codes.count(ErrorCode.F2) == 3, texts
+    assert texts[-1] == "[End]" and len(texts) < 12, texts
+    assert traj.ended and not traj.goal_satisfied
