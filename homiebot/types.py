@@ -271,6 +271,10 @@ class RoundRecord:
     inventory_before: tuple[str, ...] = ()
     path_length: float = 0.0  # metres the base travelled in this round
     timings: dict[str, float] = field(default_factory=dict)  # seconds: plan, execute, render, ...
+    # The subtask in simulator instance names as the executor grounded it through a world graph, whose names are
+    # perception's own ("fridge_1"); TP reads this one then (homiebot.eval.keypaths.steps_of). None without a
+    # world graph (the planner's words are the scene's names) and for rounds that grounded nothing.
+    grounded: Subtask | None = None
 
     @property
     def subtask_text(self) -> str:

@@ -6,7 +6,7 @@ Layout (EMMOE appendix B/D names where the paper has them)::
       subtask1_front.png subtask1_left.png subtask1_back.png subtask1_right.png   # views seen in round 1
       subtask2_front.png ...                                                        # ... every round
       conversation.json   # appendix D Conversations.save: ["USER:\\n{instruction}ASSISTANT:\\n{output}\\n", ...]
-      rounds.jsonl        # one JSON object per round (see ROUND_FIELDS)
+      rounds.jsonl        # one JSON object per round (_round_to_json; grounded_subtask only with a world graph)
       summary.json        # task, success, number of rounds, subtasks, error codes, ... (see finish())
       episode.mp4         # the four views of every round with the subtask and feedback written under them
       topdown.png         # the top-down map at the end (rooms, furniture, objects, the robot's path)
@@ -107,6 +107,8 @@ def _round_to_json(record: RoundRecord) -> dict[str, Any]:
         "inventory": list(record.feedback.inventory),
         "path_length_m": record.path_length,
         "timings_s": dict(record.timings),
+        **({} if record.grounded is None else {"grounded_subtask": {
+            "action": record.grounded.action, "target": record.grounded.target, "place": record.grounded.place}}),
     }
 
 
@@ -125,7 +127,9 @@ def _round_from_json(data: dict[str, Any]) -> RoundRecord:
         inventory=tuple(data.get("inventory", ())),
         attempts=int(data.get("attempts", 0)),
     )
+    grounded = data.get("grounded_subtask")
     return RoundRecord(
+        grounded=None if grounded is None else Subtask(grounded["action"], grounded.get("target"), grounded.get("place")),
         index=int(data["round"]),
         instruction=data["instruction"],
         output=output,

@@ -210,10 +210,12 @@ class Step:
 
 
 def steps_of(rounds: Sequence[RoundRecord]) -> list[Step]:
-    """The rounds as TP steps. End outputs count as successful (see the module docstring)."""
+    """The rounds as TP steps. End outputs count as successful (see the module docstring). A round grounded
+    through a world graph is read as grounded (``RoundRecord.grounded``): the graph's names are perception's
+    own, which the scene's name table does not know."""
     steps = []
     for record in rounds:
-        subtask = record.output.subtask
+        subtask = record.grounded or record.output.subtask
         if subtask is None:
             steps.append(Step(None, False))
             continue

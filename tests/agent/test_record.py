@@ -111,3 +111,16 @@ def test_no_render_record_has_logs_only(tmp_path):
     names = set(os.listdir(out))
     assert not any(n.endswith(".png") and n.startswith("subtask") for n in names)
     assert "episode.mp4" not in names and "rounds.jsonl" in names
+
+
+def test_grounded_subtasks_round_trip(tmp_path):
+    from homiebot.data.record import _round_from_json, _round_to_json
+    from homiebot.types import ErrorCode, Feedback, PlannerOutput, RoundRecord, Subtask
+
+    output = PlannerOutput(raw="r", analysis="a", subtask=Subtask("Put", "apple_1", "sofa_1"), model="RT-1-X")
+    record = RoundRecord(3, "i", output, Feedback(ErrorCode.OK, "None"), grounded=Subtask("Put", "apple_2", "sofa"))
+    data = json.loads(json.dumps(_round_to_json(record)))
+    assert data["grounded_subtask"] == {"action": "Put", "target": "apple_2", "place": "sofa"}
+    assert _round_from_json(data).grounded == record.grounded
+    plain = _round_to_json(RoundRecord(1, "i", output, Feedback(ErrorCode.OK, "None")))
+    assert "grounded_subtask" not in plain and _round_from_json(plain).grounded is None

@@ -112,3 +112,21 @@ def test_end_output_matches_end_node_whatever_its_feedback() -> None:
 def test_task_progress_needs_keypaths() -> None:
     with pytest.raises(KeypathError):
         task_progress([], [], emmoe_resolver())
+
+
+def test_rounds_grounded_through_a_world_graph_are_read_as_grounded() -> None:
+    """With perception the planner speaks the graph's names ("fridge_1"), which the scene's table does not know;
+    TP then reads the subtask the executor grounded (simulator instances), recorded per round."""
+    from homiebot.types import ErrorCode, Feedback, PlannerOutput, RoundRecord, Subtask
+
+    resolver = SceneNameResolver.from_entities([("meat_can", "meat_can", ["tuna can"]), ("fridge", "fridge", [])])
+
+    def round_(index: int, said: Subtask, grounded: Subtask | None) -> RoundRecord:
+        output = PlannerOutput(raw="", analysis="", subtask=said, model="octo")
+        return RoundRecord(index, "", output, Feedback(ErrorCode.OK, "None"), grounded=grounded)
+
+    spoken = [round_(1, Subtask("Open", "fridge_1"), None), round_(2, Subtask("Pick", "potted_meat_can_1"), None)]
+    assert task_progress([["[Open, fridge]", "[Pick, meat_can]"]], spoken, resolver).value == 0
+    grounded = [round_(1, Subtask("Open", "fridge_1"), Subtask("Open", "fridge")),
+                round_(2, Subtask("Pick", "potted_meat_can_1"), Subtask("Pick", "meat_can"))]
+    assert task_progress([["[Open, fridge]", "[Pick, meat_can]"]], grounded, resolver).value == 1
