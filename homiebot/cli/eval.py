@@ -35,12 +35,12 @@ def _print_summary(report: dict[str, Any], out_dir: Path) -> None:
     from rich.console import Console
     from rich.table import Table
 
-    from homiebot.eval.report import pct
+    from homiebot.eval.report import pct, setting_label
 
     console = Console()
     t2 = report["table2"]
     setting = report["setting"]
-    table = Table(title=f"{setting.get('suite', '?')}: {setting['planner']} planner, noise {setting['noise']}")
+    table = Table(title=f"{setting.get('suite', '?')}: {setting_label(setting)}")
     for column in ("split", "episodes", "SR", "PLWSR", "TP", "SRR", "SER", "goal-check SR"):
         table.add_column(column, justify="right")
     rows = [("all", t2)] + [(split, report["table3"][split]) for split in ("train", "test")]
@@ -73,6 +73,7 @@ def register(app: typer.Typer) -> None:
         split: str = typer.Option("all", "--split", help="all, train or test."),
         tasks: list[str] = typer.Option([], "--tasks", help="Task ids, comma-separated or repeated (default: all)."),
         max_rounds: int = typer.Option(20, "--max-rounds", help="Round limit per episode (paper: 20)."),
+        perception: str = typer.Option("off", "--perception", help="World graph the episodes ground through: off (the scene's names, as EMMOE), privileged or conceptgraph (renders every round)."),
         images: bool = typer.Option(False, "--images/--no-images", help="Store the four views per round in each record."),
         video: bool = typer.Option(False, "--video/--no-video", help="Store an episode.mp4 per record."),
         progress: bool = typer.Option(True, "--progress/--no-progress", help="Show a progress bar."),
@@ -90,6 +91,7 @@ def register(app: typer.Typer) -> None:
                 planner_options=_parse_options(planner_option),
                 noise=noise,  # type: ignore[arg-type]
                 max_rounds=max_rounds,
+                perception=perception,  # type: ignore[arg-type]
             )
         except ValidationError as err:
             details = "; ".join(f"--{'.'.join(str(p) for p in e['loc']).replace('_', '-')}: {e['msg']}" for e in err.errors())

@@ -139,10 +139,17 @@ def _summary_cells(summary: dict[str, Any]) -> list[str]:
     return [pct(summary[k]) for k in ("sr", "plwsr", "tp", "srr", "ser")]
 
 
+def setting_label(setting: dict[str, Any], sep: str = ", ") -> str:
+    """"expert planner, noise off" (+ ", perception conceptgraph" when the episodes used a world graph)."""
+    label = f"{setting.get('planner', '?')} planner{sep}noise {setting.get('noise', '?')}"
+    perception = setting.get("perception", "off")
+    return label if perception == "off" else f"{label}{sep}perception {perception}"
+
+
 def render_markdown(report: dict[str, Any]) -> str:
     setting = report["setting"]
     t2 = report["table2"]
-    label = f"{setting.get('planner', '?')} planner, noise {setting.get('noise', '?')}"
+    label = setting_label(setting)
     out = [f"# {setting.get('suite', 'EMMOE-100')} evaluation: {label}", ""]
     out.append("## Setting\n")
     out.append(_table(["key", "value"], [[k, f"`{v}`"] for k, v in setting.items()]))
@@ -282,7 +289,7 @@ def write_plots(report: dict[str, Any], out_dir: Path) -> dict[str, str]:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    label = f"{report['setting'].get('planner', '?')} / noise {report['setting'].get('noise', '?')}"
+    label = setting_label(report["setting"], sep=" / ")
     plots: dict[str, str] = {}
 
     fig, ax = plt.subplots(figsize=(8, 3.6))

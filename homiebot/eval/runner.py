@@ -88,14 +88,22 @@ class EvalSettings(BaseModel):
     noise: Literal["off", "emmoe"] = "off"
     max_rounds: int = Field(20, ge=1)
     backend: str = "mujoco"
+    # The episodes' world graph (homiebot.perception): "off" grounds through the scene's names (EMMOE); with a
+    # graph the executor grounds through it (F2 for what no view has shown) and the episodes render. The PLWSR
+    # reference episodes never use one: L* is the expert's path with full knowledge.
+    perception: Literal["off", "privileged", "conceptgraph"] = "off"
 
     @property
     def self_reference(self) -> bool:
-        """The expert without noise is its own PLWSR reference (no separate reference episodes)."""
-        return self.planner == EXPERT_PLANNER and self.noise == "off" and not self.planner_options
+        """The expert without noise or perception is its own PLWSR reference (no separate reference episodes)."""
+        return (
+            self.planner == EXPERT_PLANNER and self.noise == "off" and not self.planner_options
+            and self.perception == "off"
+        )
 
     def label(self) -> str:
-        return f"{self.planner} planner, noise {self.noise}"
+        label = f"{self.planner} planner, noise {self.noise}"
+        return label if self.perception == "off" else f"{label}, perception {self.perception}"
 
 
 @dataclass(frozen=True)
@@ -224,6 +232,9 @@ def _prepare_manifest(out_dir: Path, settings: EvalSettings, tasks: Sequence[Tas
     if path.exists():
         manifest = load_manifest(out_dir)
         pinned = manifest.get("settings", {})
+        with contextlib.suppress(ValueError):
+            # Settings added since the directory was started take their defaults (what those episodes ran with).
+            pinned = EvalSettings.model_validate(pinned).model_dump(mode="json")
         wanted = settings.model_dump(mode="json")
         if pinned != wanted:
             diff = ", ".join(
@@ -367,6 +378,20 @@ def _noise_factory(noise: str) -> Callable[[Any, int], Any] | None:
     return factory
 
 
+def _perception_factory(perception: str) -> Callable[[Any, Any], Any] | None:
+    """A ``(scene spec, initial state) -> WorldModel`` factory, None without perception."""
+    if perception == "off":
+        return None
+    from homiebot.perception.world_model import PerceptionConfig, WorldModel
+
+    config = PerceptionConfig(builder=perception)  # type: ignore[arg-type]
+
+    def factory(spec: Any, state: Any) -> Any:
+        return WorldModel(spec, state, config)
+
+    return factory
+
+
 class _WorkerState:
     """One worker's long-lived objects: the simulator, the planners and the scene resolvers."""
 
@@ -378,7 +403,7 @@ class _WorkerState:
         settings = options.settings
         cls = planner_class(settings.planner)
         self.needs_views = bool(getattr(cls, "needs_views", False))
-        self.render = self.needs_views or options.images or options.video
+        self.render = self.needs_views or options.images or options.video or settings.perception != "off"
         sim = make_simulator(settings.backend, render=self.render)
         self.tap = ObservationTap(sim) if self.needs_views else None
         self.sim = self.tap if self.tap is not None else sim
@@ -392,6 +417,7 @@ class _WorkerState:
         self.tasks = {k: TaskSpec.model_validate(v) for k, v in options.tasks.items()}
         self.resolvers = {scene: resolver_for(rows) for scene, rows in options.names.items()}
         self.noise = _noise_factory(settings.noise)
+        self.perception = _perception_factory(settings.perception)
 
     def expert_planner(self) -> Any:
         if self.expert is None:
@@ -407,7 +433,8 @@ class _WorkerState:
         recorder = EpisodeRecorder(out, images=self.options.images, video=self.options.video)
         reference = job.kind == "reference"
         # The expert's reference episodes render only when the records keep images.
-        render = self.options.images or self.options.video or (self.needs_views and not reference)
+        with_perception = self.perception is not None and not reference
+        render = self.options.images or self.options.video or ((self.needs_views or with_perception) and not reference)
         config = EpisodeConfig(max_rounds=self.options.settings.max_rounds, render=render)
         trajectory = run_episode(
             self.sim,
@@ -417,6 +444,7 @@ class _WorkerState:
             config=config,
             recorder=recorder,
             skills=None if reference else self.noise,
+            perception=self.perception if with_perception else None,
         )
         score = score_episode(trajectory, task, self.resolvers[task.scene], run=job.run)
         return {
@@ -840,11 +868,12 @@ def write_eval_report(out_dir: str | Path, report_dir: str | Path | None = None,
         "noise": scored.settings.noise,
         "max_rounds": scored.settings.max_rounds,
         "backend": scored.settings.backend,
+        "perception": scored.settings.perception,
         "runs": scored.runs,
         "tasks": len({s.task_id for s in scored.scores}),
         "episodes": len(scored.scores),
         "missing_episodes": scored.missing,
-        "expert_reference": "self" if scored.settings.self_reference else "expert planner, noise off, same seed",
+        "expert_reference": "self" if scored.settings.self_reference else "expert planner, noise off, no perception, same seed",
         "expert_reference_failures": scored.reference_failures,
     }
     return write_report(scored.scores, setting, Path(report_dir) if report_dir else out, plots=plots)

@@ -175,3 +175,36 @@ def test_cli_exit_codes(tmp_path: Path) -> None:
     split = subprocess.run([*HOMIE, "eval", "--suite", "demo", "--split", "val", "--out", str(tmp_path / "s")],
                            check=False, capture_output=True, text=True)
     assert split.returncode == 2 and "split" in split.stderr
+
+
+def test_perception_setting_runs_episodes_through_the_world_graph(tmp_path: Path) -> None:
+    settings = EvalSettings(suite="demo", planner="expert", perception="conceptgraph")
+    assert not settings.self_reference  # L* comes from the expert without perception
+    assert settings.label() == "expert planner, noise off, perception conceptgraph"
+    outcome = run_evaluation(settings, tmp_path, runs=1, workers=1, progress=False)
+    assert outcome.finished == outcome.total == 4 and not outcome.failed_jobs  # 2 episodes + 2 references
+    report = _report(tmp_path)
+    assert report["setting"]["perception"] == "conceptgraph"
+    assert "perception conceptgraph" in (tmp_path / "report.md").read_text()
+    for summary in (tmp_path / "episodes").glob("*/run0/summary.json"):
+        assert json.loads(summary.read_text())["success"] is True
+    # episodes render (the graph is built from the views); the references do not use perception
+    assert list((tmp_path / "episodes").glob("*/run0/rounds.jsonl"))
+    with pytest.raises(EvalError, match="perception: 'conceptgraph' there, 'off' now"):
+        run_evaluation(EvalSettings(suite="demo", planner="expert"), tmp_path, runs=1, workers=1, progress=False)
+
+
+def test_directories_started_before_a_setting_existed_resume_with_its_default(tmp_path: Path) -> None:
+    run_evaluation(EXPERT, tmp_path, runs=1, workers=1, task_ids=["demo-drawer"], progress=False)
+    manifest = json.loads((tmp_path / "eval.json").read_text())
+    del manifest["settings"]["perception"]  # as written before `perception` was a setting
+    (tmp_path / "eval.json").write_text(json.dumps(manifest))
+    outcome = run_evaluation(EXPERT, tmp_path, runs=1, workers=1, progress=False)
+    assert outcome.skipped == 1 and outcome.finished == 1
+
+
+def test_cli_rejects_an_unknown_perception(tmp_path: Path) -> None:
+    bad = subprocess.run([*HOMIE, "eval", "--suite", "demo", "--perception", "x-ray", "--out", str(tmp_path / "p")],
+                         check=False, capture_output=True, text=True)
+    assert bad.returncode == 2 and "perception" in bad.stderr
+    assert not (tmp_path / "p").exists()
