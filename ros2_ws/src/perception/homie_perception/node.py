@@ -1,15 +1,20 @@
 """perception: the 3D world graph of the core (``homiebot.perception``) as a ROS 2 node.
 
 Subscribes to the four views (``/homie/views``), the latched scene description (``/sim/scene_description``)
-and the latched privileged state (``/sim/world_state``, the panoptic "sensor" of PARTNR's privileged
-graph). Every MultiView is fused by :class:`homiebot.perception.privileged.PrivilegedGraphBuilder` with the
-world state of the same ``state_sequence``. The two come from different publishers, so the views can arrive
-first: views newer than every state received wait (the newest only) for their state; views of a state the
-bridge never published (an older state is newer than nothing) are fused with the newest state before them.
-the graph is published as ``/perception/world_graph`` (homie_msgs/WorldGraph, latched) and
-``/perception/markers`` (visualization_msgs/MarkerArray) for rviz. ``/perception/resolve_target``
-(homie_msgs/ResolveTarget) grounds a planner's words against what perception knows, with the core's
-grounder (EMMOE's alias map; nearest instance wins).
+and the latched privileged state (``/sim/world_state``). Every MultiView is fused by the core's
+:class:`~homiebot.perception.world_model.WorldModel` with the world state of the same ``state_sequence``.
+Parameter ``builder``: ``privileged`` (default; PARTNR's privileged graph, for which the state is the panoptic
+"sensor") or ``conceptgraph`` (the ConceptGraphs-style graph built from depth and class-agnostic masks; the
+state only stands in for the detector's labels and for finding the simulator instance a node stands for).
+``semantic_grounding`` (default false) adds the MiniLM tier to the exact ones (a model load at start).
+
+The views and the state come from different publishers, so the views can arrive first: views newer than every
+state received wait (the newest only) for their state; views of a state the bridge never published (an older
+state is newer than nothing) are fused with the newest state before them. The graph is published as
+``/perception/world_graph`` (homie_msgs/WorldGraph, latched) and ``/perception/markers``
+(visualization_msgs/MarkerArray) for rviz. ``/perception/resolve_target`` (homie_msgs/ResolveTarget) grounds a
+planner's words against the graph and answers with the simulator instance the chosen node stands for (the
+model's :class:`~homiebot.perception.world_model.GraphGrounder`; nearest instance wins among equals).
 """
 
 from __future__ import annotations
@@ -25,9 +30,7 @@ from std_msgs.msg import String
 from visualization_msgs.msg import MarkerArray
 
 from homiebot.perception.actions import ActionUpdateError
-from homiebot.perception.grounding import AliasGrounder
-from homiebot.perception.layout import SceneLayout
-from homiebot.perception.privileged import PrivilegedGraphBuilder
+from homiebot.perception.world_model import PerceptionConfig, WorldModel
 from homiebot.ros import convert
 from homiebot.ros.spin import spin_node
 from homiebot.planner.prompt import split_subtask
@@ -39,18 +42,20 @@ class PerceptionNode(Node):
     def __init__(self) -> None:
         super().__init__("perception")
         self.declare_parameter("builder", "privileged")
+        self.declare_parameter("semantic_grounding", False)
         builder = self.get_parameter("builder").value
-        if builder != "privileged":
-            raise ValueError(f"unknown world-graph builder {builder!r}; this node runs 'privileged'")
+        if builder not in ("privileged", "conceptgraph"):
+            raise ValueError(f"unknown world-graph builder {builder!r}; choose privileged or conceptgraph")
+        self._config = PerceptionConfig(builder=builder, describe_world=False,
+                                        semantic_grounding=bool(self.get_parameter("semantic_grounding").value))
         self._lock = threading.Lock()
         self._spec: SceneSpec | None = None
-        self._builder: PrivilegedGraphBuilder | None = None
+        self._model: WorldModel | None = None
         self._states: dict[int, object] = {}
         self._latest_state = None
         self._latest_sequence = 0
         self._waiting_views: MultiView | None = None  # views that arrived before their state
         self._fused_sequence = 0
-        self._grounder = AliasGrounder()
         self._graph_pub = self.create_publisher(WorldGraph, "/perception/world_graph", LATCHED_QOS)
         self._markers_pub = self.create_publisher(MarkerArray, "/perception/markers", LATCHED_QOS)
         self.create_subscription(String, "/sim/scene_description", self._on_scene, LATCHED_QOS)
@@ -59,12 +64,12 @@ class PerceptionNode(Node):
         self.create_subscription(EpisodeStatus, "/homie/episode_status", self._on_status, EVENTS_QOS)
         self._applied_round = 0
         self.create_service(ResolveTarget, "/perception/resolve_target", self._on_resolve)
-        self.get_logger().info("perception ready (privileged world graph)")
+        self.get_logger().info(f"perception ready ({builder} world graph)")
 
     def _on_scene(self, msg: String) -> None:
         with self._lock:
             self._spec = SceneSpec.model_validate_json(msg.data)
-            self._builder = None  # rebuilt from the first state of the new scene
+            self._model = None  # rebuilt from the first state of the new scene
             self._states.clear()
             self._latest_sequence = 0
             self._waiting_views = None
@@ -79,8 +84,8 @@ class PerceptionNode(Node):
                 self._states.pop(min(self._states))
             self._latest_state = state
             self._latest_sequence = max(self._latest_sequence, msg.state_sequence)
-            if self._builder is None and self._spec is not None and self._spec.name == state.scene:
-                self._builder = PrivilegedGraphBuilder(SceneLayout.from_scene(self._spec, state))
+            if self._model is None and self._spec is not None and self._spec.name == state.scene:
+                self._model = WorldModel(self._spec, state, self._config)
             waiting = self._waiting_views
             if waiting is None or waiting.state_sequence > msg.state_sequence:
                 return
@@ -89,7 +94,7 @@ class PerceptionNode(Node):
 
     def _on_views(self, msg: MultiView) -> None:
         with self._lock:
-            builder = self._builder
+            model = self._model
             if msg.state_sequence > self._latest_sequence:
                 self._waiting_views = msg  # its state is on its way (published before the views were rendered)
                 return
@@ -98,11 +103,11 @@ class PerceptionNode(Node):
                 older = [seq for seq in self._states if seq < msg.state_sequence]
                 state = self._states[max(older)] if older else self._latest_state
             # Views older than ones already fused (a late join receives the last few) would move objects back.
-            if builder is None or state is None or msg.state_sequence < self._fused_sequence:
+            if model is None or state is None or msg.state_sequence < self._fused_sequence:
                 return
             self._fused_sequence = msg.state_sequence
-            builder.update(convert.observation_from_msg(msg), state)
-            export = builder.graph.to_export()
+            model.observe(convert.observation_from_msg(msg), state)
+            export = model.graph.to_export()
         seconds = convert.time_seconds(msg.header.stamp)
         self._graph_pub.publish(convert.world_graph_to_msg(export, seconds))
         if self._markers_pub.get_subscription_count() > 0:
@@ -115,19 +120,20 @@ class PerceptionNode(Node):
             return
         subtask = split_subtask(msg.last_subtask)
         with self._lock:
-            builder = self._builder
-            if builder is None:
+            model, state = self._model, self._latest_state
+            if model is None or state is None:
                 return
             self._applied_round = msg.round_index
-            known = builder.graph.as_world_state()
-            target = self._grounder.ground(subtask.target, known).instance if subtask.target else None
-            place = self._grounder.ground(subtask.place, known).instance if subtask.place else None
+            # The planner's words, grounded as the executor grounded them (through the graph), to instances.
+            grounder = model.grounder()
+            target = grounder.ground(subtask.target, state).instance if subtask.target else None
+            place = grounder.ground(subtask.place, state).instance if subtask.place else None
             try:
-                changed = builder.apply_action(subtask.action, target, place)
+                changed = model.record_action(subtask.action, target, place, state)
             except ActionUpdateError as err:  # an object perception has not seen yet: the views will bring it
                 self.get_logger().debug(f"round {msg.round_index} {msg.last_subtask}: graph not updated ({err})")
                 return
-            export = builder.graph.to_export() if changed else None
+            export = model.graph.to_export() if changed else None
         if export is not None:
             seconds = convert.time_seconds(msg.header.stamp)
             self._graph_pub.publish(convert.world_graph_to_msg(export, seconds))
@@ -136,20 +142,20 @@ class PerceptionNode(Node):
 
     def _on_resolve(self, request: ResolveTarget.Request, response: ResolveTarget.Response) -> ResolveTarget.Response:
         with self._lock:
-            if self._builder is None:
+            model, state = self._model, self._latest_state
+            if model is None or state is None:
                 return response
-            graph = self._builder.graph
-            known = graph.as_world_state(robot=self._latest_state.robot if self._latest_state else None)
-        result = self._grounder.ground(request.name, known)
+            result = model.grounder().ground(request.name, state)
+            node = model.node_for_instance(result.instance, state) if result.instance is not None else None
         response.method = result.method
         response.candidates = list(result.candidates)
-        if result.instance is not None:
-            entity = known.entities[result.instance]
+        if result.instance is not None and node is not None:
+            # The pose is where perception has the instance (its node), not the simulator's truth.
             response.found = True
             response.instance = result.instance
             response.score = float(result.score)
             response.pose.header = convert.header(time.time())
-            response.pose.pose.position = convert.point(entity.position)
+            response.pose.pose.position = convert.point(node.position)
             response.pose.pose.orientation.w = 1.0
         return response
 
