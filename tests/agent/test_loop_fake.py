@@ -229,7 +229,9 @@ def test_expert_gives_up_after_searching_everywhere_and_ends():
                        perception=lambda spec, state: BlindToCans(spec, state))
     texts = [r.subtask_text for r in traj.rounds]
     codes = [r.feedback.code for r in traj.rounds]
-    # F2, then its receptacle; F2, then its room; F2 once more: lost, nothing else to do, End (not 20 rounds of F2)
+    # F2; its receptacle (the fake world's only place to look); F2: nowhere left to look; F2 once more: lost,
+    # nothing else to do: it closes the fridge it opened and ends (not 20 rounds of F2)
     assert codes.count(ErrorCode.F2) == 3, texts
+    assert texts[3] == "[Go to, brown_table]" and texts[-2:] == ["[Close, fridge]", "[End]"], texts
     assert texts[-1] == "[End]" and len(texts) < 12, texts
     assert traj.ended and not traj.goal_satisfied
