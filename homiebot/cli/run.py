@@ -8,6 +8,7 @@ an output directory that cannot be written, bad options). Messages go to stderr.
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 from pathlib import Path
@@ -147,14 +148,12 @@ def register(app: typer.Typer) -> None:
             raise _fail(f"unknown --perception {perception!r}; choose off, privileged or conceptgraph")
         if describe_world and perception == "off":
             raise _fail("--describe-world needs --perception privileged or conceptgraph")
-        perception_factory = None
+        perception_factory: Any = None
         if perception != "off":
             from homiebot.perception.world_model import PerceptionConfig, WorldModel
 
             perception_config = PerceptionConfig(builder=perception, describe_world=describe_world)
-
-            def perception_factory(spec: Any, state: Any) -> Any:
-                return WorldModel(spec, state, perception_config)
+            perception_factory = functools.partial(WorldModel, config=perception_config)
 
         from rich.console import Console
         from rich.markup import escape

@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import functools
 import json
 import logging
 import os
@@ -384,12 +385,7 @@ def _perception_factory(perception: str) -> Callable[[Any, Any], Any] | None:
         return None
     from homiebot.perception.world_model import PerceptionConfig, WorldModel
 
-    config = PerceptionConfig(builder=perception)  # type: ignore[arg-type]
-
-    def factory(spec: Any, state: Any) -> Any:
-        return WorldModel(spec, state, config)
-
-    return factory
+    return functools.partial(WorldModel, config=PerceptionConfig(builder=perception))  # type: ignore[arg-type]
 
 
 class _WorkerState:

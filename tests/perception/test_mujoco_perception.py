@@ -15,19 +15,6 @@ from homiebot.perception.world_graph import ROBOT_ID, NodeKind, Relation, WorldG
 from homiebot.perception.world_model import PerceptionConfig, WorldModel
 
 
-@pytest.fixture(scope="module")
-def sim():
-    from homiebot.sim.base import make_simulator
-    from homiebot.sim.mujoco.rendering import RendererUnavailable
-
-    try:
-        simulator = make_simulator("mujoco")
-    except RendererUnavailable as err:
-        pytest.skip(str(err))
-    yield simulator
-    simulator.shutdown()
-
-
 def test_exploration_graph_matches_ground_truth(sim):
     sim.reset("apartment_1", seed=0)
     spec = sim.scene_spec()

@@ -22,19 +22,6 @@ EXACT = {"semantic_grounding": False}  # the exact tiers are enough for graph na
 
 
 @pytest.fixture(scope="module")
-def sim():
-    from homiebot.sim.base import make_simulator
-    from homiebot.sim.mujoco.rendering import RendererUnavailable
-
-    try:
-        simulator = make_simulator("mujoco")
-    except RendererUnavailable as err:
-        pytest.skip(str(err))
-    yield simulator
-    simulator.shutdown()
-
-
-@pytest.fixture(scope="module")
 def tasks() -> dict[str, TaskSpec]:
     return {t.id: t for t in load_suite("emmoe100").tasks}
 

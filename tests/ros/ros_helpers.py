@@ -216,9 +216,19 @@ def bridge_pick_episode(tmp_path, domain: int) -> dict:
                            ("descriptions", "/robot_description")):
             record[key] = list(client.messages[topic])
     finally:
-        if client is not None:
-            client.close()
-        codes = supervisor.stop()
-    logs = "\n".join(p.read_text()[-3000:] for p in (tmp_path / "logs").glob("*.log"))
-    assert all(code == 0 for code in codes.values()), f"{codes}\n{logs}"
+        codes = stop_graph(supervisor, client)
+    assert_clean_exit(codes, tmp_path / "logs")
     return record
+
+
+def stop_graph(supervisor, client: TopicClient | None) -> dict:
+    """Close the test's client and stop the graph; the nodes' exit codes."""
+    if client is not None:
+        client.close()
+    return supervisor.stop()
+
+
+def assert_clean_exit(codes: dict, log_dir) -> None:
+    """Every node exited 0 (else the end of their logs)."""
+    logs = "\n".join(p.read_text()[-3000:] for p in log_dir.glob("*.log"))
+    assert all(code == 0 for code in codes.values()), f"{codes}\n{logs}"

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from ros_helpers import TopicClient, graph_environment
+from ros_helpers import TopicClient, assert_clean_exit, graph_environment, stop_graph
 
 pytestmark = [pytest.mark.ros, pytest.mark.slow]
 
@@ -84,8 +84,5 @@ def test_conceptgraph_node_publishes_its_own_names_and_grounds_them(tmp_path, ro
         # the pose is where perception has the apple on the stand (its visible surface), not the fridge's apple
         assert abs(answer.pose.pose.position.x - state.entities["apple_2"].position[0]) < 0.1
     finally:
-        if client is not None:
-            client.close()
-        codes = supervisor.stop()
-    logs = "\n".join(p.read_text()[-3000:] for p in (tmp_path / "logs").glob("*.log"))
-    assert all(code == 0 for code in codes.values()), f"{codes}\n{logs}"
+        codes = stop_graph(supervisor, client)
+    assert_clean_exit(codes, tmp_path / "logs")
