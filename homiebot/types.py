@@ -17,6 +17,9 @@ import numpy as np
 
 #: The action list of the EMMOE system prompt (appendix D), in the paper's order.
 EMMOE_ACTIONS: tuple[str, ...] = ("Go to", "Pick", "Put", "Open", "Close", "End")
+#: EMMOE's list extended with the household skills ALFWorld's task types need (switching appliances and lamps,
+#: cleaning, heating, cooling; declared in ``homiebot/skills/actions.py``, see docs/textworld.md). ``End`` stays last.
+HOUSEHOLD_ACTIONS: tuple[str, ...] = EMMOE_ACTIONS[:-1] + ("Turn on", "Turn off", "Clean", "Heat", "Cool", "End")
 #: The model list of the EMMOE system prompt (appendix D), in the paper's order.
 EMMOE_MODELS: tuple[str, ...] = ("NoMaD", "PixNav", "octo", "RT-1-X")
 #: The order of the four first-person views everywhere (system prompt item 1; file names of appendix B).
@@ -29,6 +32,11 @@ class Action(str, enum.Enum):
     PUT = "Put"
     OPEN = "Open"
     CLOSE = "Close"
+    TURN_ON = "Turn on"
+    TURN_OFF = "Turn off"
+    CLEAN = "Clean"
+    HEAT = "Heat"
+    COOL = "Cool"
     END = "End"
 
     @classmethod
@@ -203,6 +211,12 @@ class EntityState:
     appliance: bool = False
     powered_on: bool | None = None  # None when not an appliance
     level: int = 0  # storey (0 ground floor)
+    # What a furniture does to what is held at it ("heat", "cool", "clean", "light"; docs/textworld.md).
+    functions: tuple[str, ...] = ()
+    # Object states of ALFWorld's task types (isClean, isHot, isCool); None for rooms and furniture.
+    is_clean: bool | None = None
+    is_hot: bool | None = None
+    is_cold: bool | None = None
 
 
 @dataclass(frozen=True)

@@ -49,11 +49,11 @@ from homiebot.executor import messages
 from homiebot.perception.grounding import AliasGrounder, Grounder
 from homiebot.planner.conversation import update_inventory
 from homiebot.sim.base import Simulator
+from homiebot.skills.actions import HandRule, action_spec
 from homiebot.types import (
     EMMOE_ACTIONS,
     EMMOE_MODELS,
     Action,
-    EntityKind,
     ErrorCode,
     Feedback,
     SkillResult,
@@ -72,6 +72,14 @@ DEFAULT_MODEL_ACTIONS: Mapping[str, tuple[Action, ...]] = {
     "RT-1-X": (Action.PICK, Action.PUT),
     "M3": (Action.GO_TO, Action.PICK, Action.PUT, Action.OPEN, Action.CLOSE),
     "oracle": (Action.GO_TO, Action.PICK, Action.PUT, Action.OPEN, Action.CLOSE),
+}
+# The household actions (homiebot/skills/actions.py) are manipulations: octo switches like it opens, RT-1-X
+# treats the held object like it puts it (a decision: table E2 predates these actions).
+_HOUSEHOLD = {"octo": (Action.TURN_ON, Action.TURN_OFF), "RT-1-X": (Action.CLEAN, Action.HEAT, Action.COOL)}
+_ALL_HOUSEHOLD = (Action.TURN_ON, Action.TURN_OFF, Action.CLEAN, Action.HEAT, Action.COOL)
+DEFAULT_MODEL_ACTIONS = {
+    model: actions + _HOUSEHOLD.get(model, _ALL_HOUSEHOLD if model in ("M3", "oracle") else ())
+    for model, actions in DEFAULT_MODEL_ACTIONS.items()
 }
 
 
@@ -108,18 +116,7 @@ class SimulatorSkills:
         self.sim = sim
 
     def run(self, action: Action, model: str, target: str, place: str | None = None) -> SkillResult:
-        if action is Action.GO_TO:
-            return self.sim.go_to(target)
-        if action is Action.PICK:
-            return self.sim.pick(target)
-        if action is Action.PUT:
-            assert place is not None
-            return self.sim.put(target, place)
-        if action is Action.OPEN:
-            return self.sim.open(target)
-        if action is Action.CLOSE:
-            return self.sim.close(target)
-        raise ValueError(f"no skill for {action}")
+        return action_spec(action).run(self.sim, target, place)
 
 
 @dataclass
@@ -225,16 +222,17 @@ class Executor:
         if action is Action.END:
             return
         report.model = self._check_model(model, action)
+        spec = action_spec(action)  # which checks apply (homiebot/skills/actions.py)
         target_text = (subtask.target or "").strip()
         if not target_text:
             raise _Fail(ErrorCode.F1, messages.missing_target(action.value))
-        place_text = (subtask.place or "").strip() if action is Action.PUT else None
-        if action is Action.PUT and not place_text:
-            raise _Fail(ErrorCode.F1, messages.missing_place())
+        place_text = (subtask.place or "").strip() if spec.needs_place else None
+        if spec.needs_place and not place_text:
+            raise _Fail(ErrorCode.F1, messages.missing_place(action.value))
 
         if state is None:
             state = self.sim.state()
-        target = self._ground(target_text, state, prefer_held=action is Action.PUT)
+        target = self._ground(target_text, state, prefer_held=spec.needs_place)
         place = self._ground(place_text, state) if place_text is not None else None
         report.target, report.place = target, place
         # What the checks below are about: the place of a Put, the target otherwise (the paper's ``target``).
@@ -242,18 +240,18 @@ class Executor:
         assert subject is not None and subject_text is not None
 
         word = action.value
-        # Logical errors, in the paper's order.
-        if inventory and action in (Action.PICK, Action.OPEN, Action.CLOSE):
+        # Logical errors, in the paper's order, as the action declares them.
+        if inventory and spec.hand is HandRule.EMPTY:
             raise _Fail(ErrorCode.L1, messages.hand_full(word))
-        if not inventory and action is Action.PUT:
+        if not inventory and spec.hand is HandRule.HOLDING:
             raise _Fail(ErrorCode.L2, messages.hand_empty(word))
         entity = state.entities[subject]
-        if action is Action.PUT and entity.articulated and entity.is_open is False:
+        if spec.place_must_be_open and entity.articulated and entity.is_open is False:
             raise _Fail(ErrorCode.L3, messages.container_closed(subject_text))
-        if action in (Action.OPEN, Action.CLOSE) and not (entity.interactive and entity.kind is EntityKind.FURNITURE):
+        if spec.acts_on is not None and not spec.acts_on(entity):
             raise _Fail(ErrorCode.L4, messages.not_interactive(word, subject_text))
         # Distance errors, for every action but Go to.
-        if action is not Action.GO_TO:
+        if spec.checks_distance:
             distance = state.reach_distance(subject)
             report.reach_distance_m = distance
             if distance > self.config.far_threshold_m:

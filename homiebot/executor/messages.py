@@ -45,8 +45,9 @@ def missing_target(action: str) -> str:
     return f"{action_word(action)} needs a target! You should output in format [action, target]."
 
 
-def missing_place() -> str:
-    return "put needs a place! You should output in format [Put, object, place]."
+def missing_place(action: str = "Put") -> str:
+    word = action_word(action)
+    return f"{word} needs a place! You should output in format [{action.strip().capitalize()}, object, place]."
 
 
 # ----------------------------------------------------------------------------- L: logical errors (E.1)

@@ -56,6 +56,23 @@ class Simulator(Protocol):
         """Release renderers and engine resources."""
 
 
+@runtime_checkable
+class SupportsHouseholdSkills(Protocol):
+    """The skills ALFWorld's task types add to EMMOE's (declared in ``homiebot/skills/actions.py``): switching an
+    appliance or lamp on and off, and cleaning, heating or cooling the held object at a sink, a microwave or a
+    fridge. A backend without them answers those actions with a failure, never an exception."""
+
+    def turn_on(self, target: str) -> SkillResult: ...
+
+    def turn_off(self, target: str) -> SkillResult: ...
+
+    def clean(self, obj: str, place: str) -> SkillResult: ...
+
+    def heat(self, obj: str, place: str) -> SkillResult: ...
+
+    def cool(self, obj: str, place: str) -> SkillResult: ...
+
+
 SimulatorFactory = Callable[..., Simulator]
 
 _BACKENDS: dict[str, str] = {

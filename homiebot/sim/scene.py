@@ -128,6 +128,22 @@ class ArticulationSpec(_Model):
     range: float = Field(1.6, gt=0, description="radians for a hinge, metres for a slide")
 
 
+#: What a furniture of a category does to what is held at it when the scene does not say (``functions``):
+#: ALFWorld heats in a microwave, cools in a fridge and cleans in a sink basin (ALFWorld's PDDL domain,
+#: ``alfred.pddl``); an oven heats as well, and a lamp lights what is looked at under it. docs/textworld.md.
+DEFAULT_FUNCTIONS: dict[str, tuple[str, ...]] = {
+    "microwave": ("heat",),
+    "oven": ("heat",),
+    "fridge": ("cool",),
+    "sink": ("clean",),
+    "sink_basin": ("clean",),
+    "desk_lamp": ("light",),
+    "floor_lamp": ("light",),
+}
+
+FurnitureFunction = Literal["heat", "cool", "clean", "light"]
+
+
 class FurnitureSpec(_Model):
     name: str
     category: str
@@ -143,8 +159,18 @@ class FurnitureSpec(_Model):
     appliance: bool = Field(False, description="has an on/off state (tasks such as 'turn off all appliances')")
     powered_on: bool = False
     level: int = 0
+    functions: list[FurnitureFunction] | None = Field(
+        None, description="heat / cool / clean / light; default by category (DEFAULT_FUNCTIONS)"
+    )
 
     _c = field_validator("color")(_check_color)
+
+    @property
+    def effective_functions(self) -> tuple[str, ...]:
+        """The declared ``functions``, else the category's default."""
+        if self.functions is not None:
+            return tuple(self.functions)
+        return DEFAULT_FUNCTIONS.get(self.category, ())
 
     @model_validator(mode="after")
     def _consistent(self) -> FurnitureSpec:
@@ -152,6 +178,8 @@ class FurnitureSpec(_Model):
             raise ValueError("an articulated furniture needs an interior (what it opens onto)")
         if any(s <= 0 for s in self.size):
             raise ValueError("size components must be positive")
+        if "light" in self.effective_functions and not self.appliance:
+            raise ValueError("a light must be an appliance (it is switched on and off)")
         return self
 
 
@@ -170,6 +198,7 @@ class ObjectSpec(_Model):
     position: Vec3 | None = None
     cold: bool = False
     washed: bool = False
+    hot: bool = False
 
     model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
 

@@ -29,6 +29,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from homiebot.sim.base import Simulator
+from homiebot.skills.actions import action_spec
 from homiebot.skills.noise import ExecutionNoise, NoiseConfig, SupportsDrop, SupportsPrecheck
 from homiebot.types import Action, SkillResult, SkillStatus
 
@@ -53,19 +54,7 @@ class Skill:
         return any(key == m.lower() for m in self.models)
 
     def __call__(self, sim: Simulator, target: str, place: str | None = None) -> SkillResult:
-        if self.action is Action.GO_TO:
-            return sim.go_to(target)
-        if self.action is Action.PICK:
-            return sim.pick(target)
-        if self.action is Action.PUT:
-            if place is None:
-                return SkillResult(SkillStatus.EXECUTION_FAILED, "put needs a place")
-            return sim.put(target, place)
-        if self.action is Action.OPEN:
-            return sim.open(target)
-        if self.action is Action.CLOSE:
-            return sim.close(target)
-        raise ValueError(f"{self.action.value} is not a skill")
+        return action_spec(self.action).run(sim, target, place)
 
 
 DEFAULT_SKILLS: tuple[Skill, ...] = (
@@ -74,9 +63,13 @@ DEFAULT_SKILLS: tuple[Skill, ...] = (
     Skill(Action.PUT, MANIPULATION_MODELS + UNIVERSAL_MODELS),
     Skill(Action.OPEN, MANIPULATION_MODELS + UNIVERSAL_MODELS),
     Skill(Action.CLOSE, MANIPULATION_MODELS + UNIVERSAL_MODELS),
+    # The household skills of ALFWorld's task types (homiebot/skills/actions.py), manipulations as well.
+    Skill(Action.TURN_ON, MANIPULATION_MODELS + UNIVERSAL_MODELS),
+    Skill(Action.TURN_OFF, MANIPULATION_MODELS + UNIVERSAL_MODELS),
+    Skill(Action.CLEAN, MANIPULATION_MODELS + UNIVERSAL_MODELS),
+    Skill(Action.HEAT, MANIPULATION_MODELS + UNIVERSAL_MODELS),
+    Skill(Action.COOL, MANIPULATION_MODELS + UNIVERSAL_MODELS),
 )
-
-_SIM_ACTION = {Action.GO_TO: "go_to", Action.PICK: "pick", Action.PUT: "put", Action.OPEN: "open", Action.CLOSE: "close"}
 
 
 class SkillSet:
@@ -159,7 +152,7 @@ class SkillSet:
         action = skill.action
         if self.noise.config.failure(action) > 0.0:
             if isinstance(self.sim, SupportsPrecheck):
-                refusal = self.sim.precheck(_SIM_ACTION[action], target, place)
+                refusal = self.sim.precheck(action_spec(action).sim_name, target, place)
                 if refusal is not None:
                     return refusal
             if self.noise.attempt_fails(action):

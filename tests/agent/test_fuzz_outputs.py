@@ -90,7 +90,7 @@ def expected_family(raw: str, initial_state) -> str:
     if out.subtask is None:
         return "parse"
     action = Action.parse(out.subtask.action)
-    if action is None:
+    if action is None or action.value not in EMMOE_ACTIONS:  # the household actions are not in EMMOE's list
         return "F1"
     if action is Action.END:
         return "end"

@@ -51,7 +51,7 @@ import mujoco
 import numpy as np
 
 from homiebot.sim.mujoco import robot as robot_model
-from homiebot.sim.mujoco.compiler import CompiledScene, compile_scene, scene_bounds
+from homiebot.sim.mujoco.compiler import LAMP_OFF_RGBA, LAMP_ON_RGBA, CompiledScene, compile_scene, scene_bounds
 from homiebot.sim.mujoco.geometry import (
     OrientedRect,
     furniture_rect,
@@ -94,6 +94,7 @@ FOLLOW_STEP = 0.05
 DRIVE_SPEED = 0.6  # m/s, for sim_time
 TURN_SPEED = 1.0  # rad/s, for sim_time
 MANIPULATION_TIME = 4.0  # s per pick/put/open/close, for sim_time
+_LAMP_OFF = tuple(float(v) for v in LAMP_OFF_RGBA.split())
 #: Objects lower than this (centre height) count as lying on the floor: obstacles for the base.
 FLOOR_OBJECT_HEIGHT = 0.3
 
@@ -104,6 +105,13 @@ class _ObjectState:
     spot: Spot | None = None  # on/in a receptacle (receptacle frame)
     world: tuple[float, float, float, float] | None = None  # free-standing: x, y, z, yaw
     held_yaw: float = 0.0  # yaw relative to the robot while held
+    clean: bool = False  # ALFWorld's isClean / isHot / isCool (docs/textworld.md)
+    hot: bool = False
+    cold: bool = False
+
+
+#: The object treatments and their past participles (clean at a sink, heat in a microwave, cool in a fridge).
+_TREATMENTS = {"clean": "cleaned", "heat": "heated", "cool": "cooled"}
 
 
 def _result(status: SkillStatus, detail: str, length: float = 0.0) -> SkillResult:
@@ -135,6 +143,7 @@ class MujocoSimulator:
         self._put_rng = np.random.default_rng(0)
         self._objects: dict[str, _ObjectState] = {}
         self._open: dict[str, bool] = {}
+        self._power: dict[str, bool] = {}  # appliance -> on
         self._robot = Pose2D(0.0, 0.0, 0.0)
         self._held: str | None = None
         self._path: list[tuple[float, float]] = []
@@ -158,10 +167,11 @@ class MujocoSimulator:
         # A separate stream for puts, so that a put's spot does not depend on how many objects the scene has.
         self._put_rng = np.random.default_rng([seed, 1])
         self._open = {f.name: f.articulation.open for f in spec.furniture if f.articulation is not None}
+        self._power = {f.name: f.powered_on for f in spec.furniture if f.appliance}
         self._held = None
         self._objects = {}
         for obj in spec.objects:
-            state = _ObjectState(obj)
+            state = _ObjectState(obj, clean=obj.washed, hot=obj.hot, cold=obj.cold)
             if obj.position is not None:
                 state.world = (obj.position[0], obj.position[1], obj.position[2], 0.0)
             else:
@@ -297,8 +307,9 @@ class MujocoSimulator:
                 is_open=self._open[f.name] if f.articulation is not None else None,
                 color=f.color if isinstance(f.color, str) else None,
                 appliance=f.appliance,
-                powered_on=f.powered_on if f.appliance else None,
+                powered_on=self._power[f.name] if f.appliance else None,
                 level=f.level,
+                functions=f.effective_functions,
             )
         for name, obj in self._objects.items():
             x, y, z, _ = self._object_pose(name)
@@ -317,6 +328,9 @@ class MujocoSimulator:
                 relation=spot.relation if spot is not None else None,
                 held=name == self._held,
                 color=obj.spec.color if isinstance(obj.spec.color, str) else None,
+                is_clean=obj.clean,
+                is_hot=obj.hot,
+                is_cold=obj.cold,
             )
         return WorldState(
             robot=self._robot,
@@ -413,6 +427,21 @@ class MujocoSimulator:
     def close(self, target: str) -> SkillResult:
         return self._articulate(target, False)
 
+    def turn_on(self, target: str) -> SkillResult:
+        return self._switch(target, True)
+
+    def turn_off(self, target: str) -> SkillResult:
+        return self._switch(target, False)
+
+    def clean(self, obj: str, place: str) -> SkillResult:
+        return self._treat(obj, place, "clean")
+
+    def heat(self, obj: str, place: str) -> SkillResult:
+        return self._treat(obj, place, "heat")
+
+    def cool(self, obj: str, place: str) -> SkillResult:
+        return self._treat(obj, place, "cool")
+
     def reset_arm(self) -> None:
         if self._held is None:
             self._set_arm(robot_model.STOW_POSE, robot_model.FINGER_OPEN)
@@ -425,7 +454,8 @@ class MujocoSimulator:
     def precheck(self, action: str, target: str, place: str | None = None) -> SkillResult | None:
         """The failure a skill would return before acting, or None when it would act.
 
-        ``action`` is ``go_to``, ``pick``, ``put``, ``open`` or ``close``. The execution-noise wrapper uses
+        ``action`` is ``go_to``, ``pick``, ``put``, ``open``, ``close``, ``turn_on``, ``turn_off``, ``clean``,
+        ``heat`` or ``cool``. The execution-noise wrapper uses
         this so that an injected failure never hides a precise physical reason. Go to is checked for the
         name only (its path is known after planning).
         """
@@ -476,6 +506,24 @@ class MujocoSimulator:
             if furniture.articulation is None or not furniture.interactive:
                 return _result(SkillStatus.NOT_INTERACTIVE, f"{target} is not interactive: it cannot be {action}ed")
             return self._distance_failure(target)
+        if action in ("turn_on", "turn_off"):
+            # The hand may be full: ALFWorld's look-at-in-light task switches the lamp on holding the object.
+            if kind is not EntityKind.FURNITURE or not self._require_spec().furniture_by_name(target).appliance:
+                return _result(SkillStatus.NOT_INTERACTIVE, f"{target} has no power switch")
+            return self._distance_failure(target)
+        if action in _TREATMENTS:
+            if place is None:
+                return _result(SkillStatus.EXECUTION_FAILED, f"{action} needs a place")
+            place_kind = self._kind(place)
+            if place_kind is None:
+                return _result(SkillStatus.NOT_FOUND, f"{place} is not in the scene")
+            if self._held is None:
+                return _result(SkillStatus.HAND_EMPTY, "the hand is empty")
+            if self._held != target:
+                return _result(SkillStatus.EXECUTION_FAILED, f"the hand holds {self._held}, not {target}")
+            if place_kind is not EntityKind.FURNITURE or action not in self._require_spec().furniture_by_name(place).effective_functions:
+                return _result(SkillStatus.NOT_INTERACTIVE, f"{place} cannot {action} anything")
+            return self._distance_failure(place)
         raise ValueError(f"unknown action {action!r}")
 
     def drop_held(self) -> str | None:
@@ -541,6 +589,34 @@ class MujocoSimulator:
         self._sim_time += MANIPULATION_TIME
         self._sync()
         return _result(SkillStatus.SUCCESS, f"{'opened' if opening else 'closed'} {target}")
+
+    def _switch(self, target: str, on: bool) -> SkillResult:
+        failure = self.precheck("turn_on" if on else "turn_off", target)
+        if failure is not None:
+            return failure
+        word = "on" if on else "off"
+        if self._power[target] == on:
+            return _result(SkillStatus.SUCCESS, f"the {target} is already {word}")
+        self._power[target] = on
+        self._sim_time += MANIPULATION_TIME
+        self._sync()
+        return _result(SkillStatus.SUCCESS, f"turned {word} {target}")
+
+    def _treat(self, obj: str, place: str, action: str) -> SkillResult:
+        """Clean, heat or cool the held object at a furniture with that function. As in ALFWorld's domain,
+        heating makes an object hot and not cold, cooling the reverse; a microwave's door may stay closed."""
+        failure = self.precheck(action, obj, place)
+        if failure is not None:
+            return failure
+        state = self._objects[obj]
+        if action == "clean":
+            state.clean = True
+        elif action == "heat":
+            state.hot, state.cold = True, False
+        else:
+            state.hot, state.cold = False, True
+        self._sim_time += MANIPULATION_TIME
+        return _result(SkillStatus.SUCCESS, f"{_TREATMENTS[action]} {obj} with {place}")
 
     def _distance_failure(self, target: str) -> SkillResult | None:
         distance = self.state().reach_distance(target)
@@ -830,6 +906,10 @@ class MujocoSimulator:
             adr = compiled.object_qpos[name]
             data.qpos[adr : adr + 3] = (x, y, z)
             data.qpos[adr + 3 : adr + 7] = (math.cos(yaw / 2), 0.0, 0.0, math.sin(yaw / 2))
+        for lamp, geom in compiled.lamp_shade_geoms.items():
+            on = self._power.get(lamp, False)
+            model.geom_rgba[geom] = LAMP_ON_RGBA if on else _LAMP_OFF
+            model.light_active[compiled.lamp_lights[lamp]] = on
         mujoco.mj_kinematics(model, data)
         mujoco.mj_camlight(model, data)
         # Position actuators hold the current pose should anyone step the model.

@@ -36,6 +36,9 @@ from homiebot.sim.scene import FurnitureSpec, ObjectSpec, SceneSpec, rgba
 
 #: Thickness of panels (sides, backs, shelves, doors) of furniture built from boxes, metres.
 PANEL = 0.025
+#: A lamp's shade when off and when on (the simulator switches between them).
+LAMP_OFF_RGBA = "0.5 0.48 0.45 1"
+LAMP_ON_RGBA = (1.0, 0.95, 0.7, 1.0)
 _STATIC = 'contype="1" conaffinity="0"'
 
 
@@ -53,6 +56,10 @@ class CompiledScene:
     robot_base_geoms: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int32))
     camera_ids: dict[str, int] = field(default_factory=dict)  # view name -> camera id
     grip_site: int = -1
+    # Lamps (furniture with the "light" function): the shade geom recoloured and the light switched with the
+    # lamp's power (MujocoSimulator._sync), so that a lamp that is on is lit in the views.
+    lamp_shade_geoms: dict[str, int] = field(default_factory=dict)
+    lamp_lights: dict[str, int] = field(default_factory=dict)
 
 
 def _fmt(*values: float) -> str:
@@ -89,6 +96,8 @@ class _GeomWriter:
 
 def _shape_kind(f: FurnitureSpec) -> str:
     category = f.category.lower()
+    if "light" in f.effective_functions:
+        return "lamp"
     if f.interior is not None or f.articulation is not None:
         return "container"
     if any(k in category for k in ("sofa", "couch", "armchair", "bed")):
@@ -123,6 +132,13 @@ def _furniture_geoms(f: FurnitureSpec, g: _GeomWriter, color: str) -> None:
         # Lower the inside floor a touch darker so that interiors read as interiors.
         dim = _shade(color, 0.8)
         g.box((lo[0], lo[1], lo[2] - 0.004), (hi[0], hi[1], lo[2]), dim, 'contype="0" conaffinity="0"')
+    elif kind == "lamp":
+        # A base, a pole and a shade (the shade is the geom the simulator lights up); a desk lamp's surface,
+        # when it has one, is its base.
+        pole = min(0.02, hx / 3)
+        g.box((-hx * 0.6, -hy * 0.6, 0), (hx * 0.6, hy * 0.6, 0.03), _shade(color, 0.6))
+        g.box((-pole, -pole, 0.03), (pole, pole, sz * 0.75), _shade(color, 0.6))
+        g.box((-hx, -hy, sz * 0.75), (hx, hy, sz), LAMP_OFF_RGBA)
     elif kind == "upholstered":
         seat = f.surfaces[0].height if f.surfaces else min(0.45, sz)
         back = min(0.22, sy * 0.3)
@@ -289,9 +305,16 @@ def compile_scene(spec: SceneSpec, width: int = 256, height: int = 256) -> Compi
         g = _GeomWriter(f.name, owner)
         _furniture_geoms(f, g, color)
         moving = _articulated_body(f, owner, color) if f.articulation is not None else ""
+        light = ""
+        if _shape_kind(f) == "lamp":
+            # Off at compile time; MujocoSimulator._sync sets light_active from the lamp's power.
+            light = (
+                f'<light name={quoteattr(f.name + "/light")} pos="0 0 {f.size[2] * 0.74:.4g}" dir="0 0 -1" '
+                'cutoff="75" attenuation="1 0.4 0.2" diffuse="0.9 0.8 0.5" specular="0 0 0" castshadow="false" active="false"/>'
+            )
         world.append(
             f'<body name={quoteattr("furniture/" + f.name)} pos="{_fmt(f.pose.x, f.pose.y, 0)}" '
-            f'euler="0 0 {f.pose.yaw:.6f}">{"".join(g.lines)}{moving}</body>'
+            f'euler="0 0 {f.pose.yaw:.6f}">{"".join(g.lines)}{moving}{light}</body>'
         )
 
     for obj in spec.objects:
@@ -347,6 +370,7 @@ def _index(spec: SceneSpec, model: mujoco.MjModel, xml: str, owner: dict[str, st
         + robot_model.ARM_JOINTS
         + robot_model.FINGER_JOINTS
     )
+    lamps = [f for f in spec.furniture if _shape_kind(f) == "lamp"]
     base_body = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_BODY, robot_model.ROBOT_PREFIX + "base")
     base_geoms = np.array([i for i in range(model.ngeom) if model.geom_bodyid[i] == base_body and model.geom_conaffinity[i]], dtype=np.int32)
     return CompiledScene(
@@ -363,4 +387,12 @@ def _index(spec: SceneSpec, model: mujoco.MjModel, xml: str, owner: dict[str, st
             for view in robot_model.VIEW_YAWS
         },
         grip_site=mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_SITE, robot_model.ROBOT_PREFIX + "grip"),
+        lamp_shade_geoms={f.name: _last_geom(model, owner, f.name) for f in lamps},
+        lamp_lights={f.name: mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_LIGHT, f.name + "/light") for f in lamps},
     )
+
+
+def _last_geom(model: mujoco.MjModel, owner: dict[str, str | None], instance: str) -> int:
+    """The id of the last geom written for ``instance`` (a lamp's shade is written last)."""
+    name = [g for g, i in owner.items() if i == instance][-1]
+    return int(mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_GEOM, name))
