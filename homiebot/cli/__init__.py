@@ -17,6 +17,7 @@ COMMAND_MODULES = (
     "homiebot.cli.eval",  # homie eval, homie metrics
     "homiebot.cli.perception",  # homie perception ...
     "homiebot.cli.ros",  # homie up, homie bag ...
+    "homiebot.cli.report",  # homie report
 )
 
 

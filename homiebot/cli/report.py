@@ -1,0 +1,30 @@
+"""``homie report DIR``: the HTML page of an episode record or an evaluation directory (docs/reports.md)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``homie report``."""
+
+    @app.command("report")
+    def report_command(
+        directory: Path = typer.Argument(..., help="An episode record (homie run --out) or an evaluation directory (homie eval --out)."),
+        out: Path = typer.Option(None, "--out", "-o", help="Write the main page here instead of DIR/report.html."),
+        embed: bool = typer.Option(True, "--embed/--link", help="Episode page: images inside the page (default) or linked beside it."),
+        episodes: bool = typer.Option(True, "--episodes/--no-episodes", help="Evaluation: also write each episode's page."),
+        plots: bool = typer.Option(True, "--plots/--no-plots", help="Evaluation: draw and embed the plots."),
+    ) -> None:
+        """Write a self-contained HTML report (no network): an episode's timeline, or an evaluation's tables."""
+        from homiebot.report import ReportError, write_report
+
+        try:
+            pages = write_report(directory, out, embed=embed, episodes=episodes, plots=plots)
+        except ReportError as err:
+            typer.secho(f"error: {err}", fg="red", err=True)
+            raise typer.Exit(2) from None
+        extra = f" (+ {len(pages) - 1} episode pages)" if len(pages) > 1 else ""
+        typer.echo(f"report: {pages[0]}{extra}")

@@ -1,0 +1,249 @@
+"""The HTML page of one episode record (the layout of homiebot/data/record.py; docs/reports.md).
+
+What it shows, from the record's files alone: the outcome and the episode's metrics (TP and which nodes of
+each keypath the rounds matched, EMMOE section 2.3 / appendix C; PC when a record carries one), the top-down
+map with the robot's path (``topdown.png``), the scene's world graph with what the episode touched, and a
+round-by-round timeline: the four views the planner saw, its whole answer, the parsed subtask and model, the
+feedback code and message, the inventory before and after, and the world description when one was sent.
+
+Decision: the metrics need the task's keypaths and the scene's name table. Inside an evaluation directory
+they come from the snapshot in ``eval.json`` (what the evaluation scored); for a lone record, from the task
+library and the scene file. A free-text episode (no task) has no TP.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from homiebot.data.record import ROUNDS_FILE, TOPDOWN_FILE, VIDEO_FILE, RecordError, read_episode, read_summary, view_filename
+from homiebot.eval.keypaths import NameResolver, matched_prefix, parse_keypath, steps_of, task_progress
+from homiebot.eval.tasks import TaskError, TaskSpec, get_task
+from homiebot.report.graph import final_placements, world_graph_svg
+from homiebot.report.html import atomic_write_text, code_badge, esc, image_src, page, table
+from homiebot.sim.scene import SceneError, SceneSpec, load_scene
+from homiebot.types import VIEW_NAMES, Trajectory
+
+log = logging.getLogger(__name__)
+
+#: The page's file name inside a record directory.
+REPORT_FILE = "report.html"
+
+
+class ReportError(RuntimeError):
+    """A report cannot be written; the message names the path and what is wrong."""
+
+
+@dataclass(frozen=True)
+class EpisodeContext:
+    """What scores an episode: its task (keypaths) and the scene's name resolver; the scene for the graph."""
+
+    task: TaskSpec | None
+    resolver: NameResolver | None
+    scene: SceneSpec | None
+
+
+@dataclass(frozen=True)
+class EpisodeMetrics:
+    tp: str | None  # exact fraction, e.g. "3/4"
+    tp_percent: float | None
+    best_keypath: int | None
+    matched: tuple[int, ...]  # matched prefix length per keypath
+    keypaths: tuple[tuple[str, ...], ...]
+    pc: float | None  # percent complete, when the record carries one
+
+
+def standalone_context(summary: dict[str, Any]) -> EpisodeContext:
+    """Task and names for a record outside an evaluation: the task library and the scene file."""
+    from homiebot.eval.runner import resolver_for, scene_name_rows
+
+    scene: SceneSpec | None = None
+    resolver: NameResolver | None = None
+    try:
+        scene = load_scene(summary["scene"])
+        resolver = resolver_for(scene_name_rows(summary["scene"]))
+    except SceneError as err:
+        log.warning("no world graph or names for this record: %s", err)
+    task = None
+    if summary.get("task"):
+        try:
+            task = get_task(summary["task"])
+        except TaskError as err:
+            log.warning("no metrics for this record: %s", err)
+    return EpisodeContext(task, resolver, scene)
+
+
+def episode_metrics(trajectory: Trajectory, summary: dict[str, Any], context: EpisodeContext) -> EpisodeMetrics:
+    pc = summary.get("pc", summary.get("percent_complete"))
+    if context.task is None or context.resolver is None:
+        return EpisodeMetrics(None, None, None, (), (), pc)
+    keypaths = tuple(tuple(path) for path in context.task.keypaths)
+    progress = task_progress(keypaths, trajectory.rounds, context.resolver)
+    steps = steps_of(trajectory.rounds)
+    matched = tuple(matched_prefix(parse_keypath(path), steps, context.resolver) for path in keypaths)
+    return EpisodeMetrics(str(progress.value), 100 * float(progress.value), progress.best_keypath, matched, keypaths, pc)
+
+
+def _read_round_lines(record_dir: Path) -> list[dict[str, Any]]:
+    """The rounds' raw JSON (fields beyond the RoundRecord, such as a world description, are kept)."""
+    lines = (record_dir / ROUNDS_FILE).read_text(encoding="utf-8").splitlines()
+    return [json.loads(line) for line in lines if line.strip()]
+
+
+def _yes_no(value: Any) -> str:
+    if value is None:
+        return '<span class="muted">n/a</span>'
+    return '<span class="ok">yes</span>' if value else '<span class="fail">no</span>'
+
+
+def _outcome(summary: dict[str, Any], trajectory: Trajectory, metrics: EpisodeMetrics) -> str:
+    rows = [
+        ("task", esc(summary.get("task") or "free text")),
+        ("scene", esc(summary.get("scene"))),
+        ("planner", esc(summary.get("planner"))),
+        ("run seed / scene seed", f"{esc(summary.get('seed'))} / {esc(summary.get('scene_seed'))}"),
+        ("success (ended and goal met)", _yes_no(summary.get("success"))),
+        ("ended with [End]", _yes_no(summary.get("ended"))),
+        ("final-state goal check", _yes_no(summary.get("goal_satisfied"))),
+        ("rounds", esc(len(trajectory.rounds))),
+        ("path length", f"{trajectory.path_length:.2f} m"),
+        ("wall time", f"{trajectory.wall_time_s:.2f} s"),
+        ("TP", "n/a (no task)" if metrics.tp is None else f"{metrics.tp_percent:.2f}% ({esc(metrics.tp)})"),
+    ]
+    if metrics.pc is not None:
+        rows.append(("PC", f"{100 * float(metrics.pc):.2f}%"))
+    if trajectory.error:
+        rows.append(("infrastructure error", f'<span class="fail">{esc(trajectory.error)}</span>'))
+    return '<section id="outcome"><h2>Outcome</h2>' + table(["", ""], rows, escape=False) + _keypaths(metrics) + "</section>"
+
+
+def _keypaths(metrics: EpisodeMetrics) -> str:
+    if not metrics.keypaths:
+        return ""
+    out = ["<h3>Keypaths (matched nodes shaded; TP is the best ratio)</h3>"]
+    for i, (path, matched) in enumerate(zip(metrics.keypaths, metrics.matched)):
+        nodes = " &rarr; ".join(
+            f'<span class="{"hit" if j < matched else "miss"}">{esc(node)}</span>' for j, node in enumerate(path)
+        )
+        best = " <b>(best)</b>" if i == metrics.best_keypath else ""
+        out.append(f'<div class="kp">{i + 1}. {matched}/{len(path)}{best}: {nodes}</div>')
+    return "".join(out)
+
+
+def _views(record_dir: Path, page_dir: Path, index: int, embed: bool) -> str:
+    cells = []
+    for view in VIEW_NAMES:
+        path = record_dir / view_filename(index, view)
+        if path.is_file():
+            cells.append(
+                f'<div class="view" data-view="{view}"><img alt="{view} view, round {index}" '
+                f'src="{image_src(path, page_dir, embed)}"><span>{view}</span></div>'
+            )
+        else:
+            cells.append(f'<div class="view missing" data-view="{view}">{view}: not recorded</div>')
+    return f'<div class="views">{"".join(cells)}</div>'
+
+
+def _round(data: dict[str, Any], record_dir: Path, page_dir: Path, embed: bool) -> str:
+    index = int(data["round"])
+    inventory_before = ", ".join(data.get("inventory_before", [])) or "None"
+    inventory_after = ", ".join(data.get("inventory", [])) or "None"
+    grounded = data.get("grounded_subtask")
+    lines = [
+        f"<h3>Round {index}: {esc(data.get('subtask_text'))}</h3>",
+        f"<div>model <b>{esc(data.get('model') or '-')}</b>; {code_badge(data['error_code'])} "
+        f"{esc(data.get('feedback'))} <span class=\"muted\">({esc(data.get('attempts', 0))} tries)</span></div>",
+    ]
+    if data.get("parse_error"):
+        lines.append(f'<div class="fail">not parsed: {esc(data["parse_error"])}</div>')
+    if grounded:
+        text = ", ".join(str(v) for v in (grounded.get("action"), grounded.get("target"), grounded.get("place")) if v)
+        lines.append(f"<div>grounded as [{esc(text)}]</div>")
+    lines.append(
+        f"<div>inventory {esc(inventory_before)} &rarr; {esc(inventory_after)}; "
+        f"base moved {float(data.get('path_length_m', 0.0)):.2f} m</div>"
+    )
+    lines.append(f"<div>planner's answer:</div><pre class=\"answer\">{esc(data.get('raw_output', ''))}</pre>")
+    if data.get("world_description"):
+        lines.append(
+            f"<details open><summary>world description sent</summary><pre>{esc(data['world_description'])}</pre></details>"
+        )
+    lines.append(f"<details><summary>instruction</summary><pre>{esc(data.get('instruction', ''))}</pre></details>")
+    return (
+        f'<div class="round" id="round{index}" data-code="{esc(data["error_code"])}">'
+        f"{_views(record_dir, page_dir, index, embed)}<div>{''.join(lines)}</div></div>"
+    )
+
+
+def _map_and_graph(record_dir: Path, page_dir: Path, embed: bool, trajectory: Trajectory, context: EpisodeContext) -> str:
+    topdown = record_dir / TOPDOWN_FILE
+    map_html = (
+        f'<div><h3>Top-down map and path</h3><img class="map" alt="top-down map" src="{image_src(topdown, page_dir, embed)}"></div>'
+        if topdown.is_file()
+        else '<div><h3>Top-down map</h3><p class="muted">not recorded</p></div>'
+    )
+    graph_html = '<div><h3>World graph</h3><p class="muted">scene file not found</p></div>'
+    if context.scene is not None:
+        named = {v for r in trajectory.rounds if r.output.subtask for v in (r.output.subtask.target, r.output.subtask.place) if v}
+        named |= {v for r in trajectory.rounds if r.grounded for v in (r.grounded.target, r.grounded.place) if v}
+        steps = [
+            (r.output.subtask.action, (r.grounded or r.output.subtask).target, (r.grounded or r.output.subtask).place,
+             r.feedback.success)
+            for r in trajectory.rounds
+            if r.output.subtask is not None
+        ]
+        svg = world_graph_svg(context.scene, named, final_placements(steps))
+        graph_html = (
+            "<div><h3>World graph (scene at the start; named entities marked, moved objects where the episode "
+            f'left them)</h3><div class="graph">{svg}</div></div>'
+        )
+    return f'<section id="map"><h2>Map and world graph</h2><div class="pair">{map_html}{graph_html}</div></section>'
+
+
+def render_episode(
+    record_dir: str | Path, page_dir: str | Path | None = None, *, embed: bool = True, context: EpisodeContext | None = None
+) -> str:
+    """The episode page's HTML. ``page_dir``: where the page will live (relative image paths when not ``embed``)."""
+    record = Path(record_dir)
+    try:
+        summary = read_summary(record)
+        trajectory = read_episode(record)
+        rounds = _read_round_lines(record)
+    except (RecordError, OSError, json.JSONDecodeError, KeyError) as err:
+        raise ReportError(f"{record}: not a readable episode record ({err})") from None
+    where = Path(page_dir) if page_dir is not None else record
+    context = context or standalone_context(summary)
+    metrics = episode_metrics(trajectory, summary, context)
+    outcome = "success" if summary.get("success") else ("failure" if summary.get("success") is False else "no goal")
+    title = f"{summary.get('task') or 'episode'} ({outcome}): {summary.get('planner')} planner"
+    timeline = "".join(_round(data, record, where, embed) for data in rounds)
+    video = ""
+    if (record / VIDEO_FILE).is_file() and where.resolve() == record.resolve():
+        video = f'<section id="video"><h2>Video</h2><video controls width="512" src="{VIDEO_FILE}"></video></section>'
+    body = (
+        _outcome(summary, trajectory, metrics)
+        + _map_and_graph(record, where, embed, trajectory, context)
+        + f'<section id="timeline"><h2>Timeline ({len(rounds)} rounds)</h2>{timeline or "<p>no rounds</p>"}</section>'
+        + video
+    )
+    return page(title, str(summary.get("instruction", "")), body)
+
+
+def write_episode_report(
+    record_dir: str | Path, out: str | Path | None = None, *, embed: bool = True, context: EpisodeContext | None = None
+) -> Path:
+    """Write the episode page (default ``<record>/report.html``) atomically; return its path."""
+    record = Path(record_dir)
+    target = Path(out) if out is not None else record / REPORT_FILE
+    atomic_write_text(target, render_episode(record, target.parent, embed=embed, context=context))
+    log.debug("episode report written to %s", target)
+    return target
+
+
+def round_failures(rounds: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The rounds of a record whose feedback is not OK (for an evaluation's failures by code)."""
+    return [r for r in rounds if r.get("error_code") != "OK"]
