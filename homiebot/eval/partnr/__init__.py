@@ -1,0 +1,1 @@
+"""PARTNR's evaluation language on the embedded simulator (docs/partnr.md)."""
