@@ -226,6 +226,15 @@ def _powered(value: bool) -> UnaryTest:
     return test
 
 
+def _clean(value: bool) -> UnaryTest:
+    # PARTNR: cleanable objects only; is_clean None means the object has no cleanliness state.
+    def test(state: WorldState, name: str) -> bool:
+        ent = state.entities.get(name)
+        return ent is not None and ent.is_clean is value
+
+    return test
+
+
 def _open(value: bool) -> UnaryTest:
     def test(state: WorldState, name: str) -> bool:
         ent = state.entities.get(name)
@@ -308,9 +317,12 @@ def _registry() -> dict[str, PredicateSpec]:
                       _unary_evaluator(_powered(True)), object_arg="object_handles"),
         PredicateSpec("is_powered_off", "state", ("object_handles",), ("object_handles",), ("number",),
                       _unary_evaluator(_powered(False)), object_arg="object_handles"),
+        PredicateSpec("is_clean", "state", ("object_handles",), ("object_handles",), ("number",),
+                      _unary_evaluator(_clean(True)), object_arg="object_handles"),
+        PredicateSpec("is_dirty", "state", ("object_handles",), ("object_handles",), ("number",),
+                      _unary_evaluator(_clean(False)), object_arg="object_handles"),
     ]
-    for name, state_name in (("is_clean", "cleanliness"), ("is_dirty", "cleanliness"),
-                             ("is_filled", "filling"), ("is_empty", "filling")):
+    for name, state_name in (("is_filled", "filling"), ("is_empty", "filling")):
         specs.append(PredicateSpec(name, "state", ("object_handles",), ("object_handles",), ("number",), None,
                                    unsupported_reason=_NOT_SIMULATED.format(state_name),
                                    object_arg="object_handles"))

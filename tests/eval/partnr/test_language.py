@@ -93,6 +93,18 @@ def test_power_states_and_non_powerable_entities():
     assert not holds(P("is_powered_on", object_handles=["table"]), world())
 
 
+def test_clean_and_dirty_read_the_cleanliness_state():
+    from dataclasses import replace
+
+    dirty = world(replace(obj("cup", "counter"), is_clean=False))
+    clean = world(replace(obj("cup", "counter"), is_clean=True))
+    assert holds(P("is_dirty", object_handles=["cup"]), dirty) and not holds(P("is_clean", object_handles=["cup"]), dirty)
+    assert holds(P("is_clean", object_handles=["cup"]), clean)
+    # no cleanliness state (a table): neither
+    assert not holds(P("is_clean", object_handles=["table"]), clean)
+    assert not holds(P("is_dirty", object_handles=["table"]), clean)
+
+
 def test_number_and_same_receptacle_follow_partnrs_set_evaluation():
     spoons = ["spoon_1", "spoon_2", "spoon_3"]
     two = P("is_on_top", object_handles=spoons, receptacle_handles=["table", "sink"], number=2)
@@ -382,8 +394,8 @@ def broken(mutate) -> str:
 def test_validation_names_the_task_and_the_proposition():
     msg = broken(lambda d: d["evaluation_propositions"][3].update(function_name="is_sparkling"))
     assert msg.startswith("task partnr-007: proposition 3 (is_sparkling): unknown predicate")
-    msg = broken(lambda d: d["evaluation_propositions"][3].update(function_name="is_clean"))
-    assert msg.startswith("task partnr-007: proposition 3 (is_clean): cannot be evaluated: the embedded simulator")
+    msg = broken(lambda d: d["evaluation_propositions"][3].update(function_name="is_filled"))
+    assert msg.startswith("task partnr-007: proposition 3 (is_filled): cannot be evaluated: the embedded simulator")
     msg = broken(lambda d: d["evaluation_proposition_dependencies"][0].update(depends_on=[9]))
     assert msg == "task partnr-007: dependency 0: proposition index 9 out of range (the task has 4 propositions)"
     msg = broken(lambda d: d["evaluation_constraints"][0]["args"].update(dag_edges=[[0, 3], [3, 0]]))
