@@ -10,7 +10,10 @@ VENV="${VENV:-.venv}"
 PYTHON="${PYTHON:-python3}"
 
 need_apt=()
-for pkg in libegl1 libopengl0 libgl1-mesa-dri libosmesa6; do
+APT_PACKAGES="libegl1 libopengl0 libgl1-mesa-dri libosmesa6"
+# The test profile also opens the HTML reports in a headless browser (tests/report/test_browser.py).
+if [ "$PROFILE" = test ]; then APT_PACKAGES="$APT_PACKAGES chromium"; fi
+for pkg in $APT_PACKAGES; do
   dpkg -s "$pkg" >/dev/null 2>&1 || need_apt+=("$pkg")
 done
 if [ ${#need_apt[@]} -gt 0 ]; then
@@ -28,7 +31,7 @@ PIP="$VENV/bin/pip"
 
 case "$PROFILE" in
   core) EXTRAS="" ;;
-  test) EXTRAS="[test,perception,models]" ;;
+  test) EXTRAS="[test,perception,models,browser,live]" ;;
   *) echo "usage: $0 [core|test]" >&2; exit 2 ;;
 esac
 echo "[setup] installing homiebot$EXTRAS"

@@ -17,6 +17,7 @@ def register(app: typer.Typer) -> None:
         embed: bool = typer.Option(True, "--embed/--link", help="Episode page: images inside the page (default) or linked beside it."),
         episodes: bool = typer.Option(True, "--episodes/--no-episodes", help="Evaluation: also write each episode's page."),
         plots: bool = typer.Option(True, "--plots/--no-plots", help="Evaluation: draw and embed the plots."),
+        screenshot: Path = typer.Option(None, "--screenshot", help="Also save a full-page PNG of the main page (headless Chromium)."),
     ) -> None:
         """Write a self-contained HTML report (no network): an episode's timeline, or an evaluation's tables."""
         from homiebot.report import ReportError, write_report
@@ -28,3 +29,15 @@ def register(app: typer.Typer) -> None:
             raise typer.Exit(2) from None
         extra = f" (+ {len(pages) - 1} episode pages)" if len(pages) > 1 else ""
         typer.echo(f"report: {pages[0]}{extra}")
+        if screenshot is not None:
+            from homiebot.report.browser import BrowserError, browser_missing, screenshot_page
+
+            missing = browser_missing()
+            if missing:
+                typer.secho(f"error: no screenshot: {missing}", fg="red", err=True)
+                raise typer.Exit(2)
+            try:
+                typer.echo(f"screenshot: {screenshot_page(pages[0], screenshot)}")
+            except BrowserError as err:
+                typer.secho(f"error: no screenshot: {err}", fg="red", err=True)
+                raise typer.Exit(1) from None
