@@ -404,14 +404,23 @@ class MujocoSimulator:
         if failure is not None:
             return failure
         spec = self._require_spec()
-        furniture = spec.furniture_by_name(place)
-        relation = self._put_relation(furniture)
+        # A Put whose place is an object puts next to it, on its receptacle (PARTNR's is_next_to: within
+        # 0.5 m; docs/partnr.md). The centre radius keeps the boxes' gap well under that threshold.
+        reference = self._objects[place].spot if place in self._objects else None
+        receptacle = reference.receptacle if reference is not None else place
+        furniture = spec.furniture_by_name(receptacle)
+        relation = reference.relation if reference is not None else self._put_relation(furniture)
         assert relation is not None
-        taken = [s.spot for s in self._objects.values() if s.spot is not None and s.spot.receptacle == place]
+        taken = [s.spot for s in self._objects.values() if s.spot is not None and s.spot.receptacle == receptacle]
         radii = {s.spot: footprint_radius(s.spec) for s in self._objects.values() if s.spot is not None}
-        spot = sample_spot(self._put_rng, furniture, relation, self._objects[obj].spec, taken, radii)
+        near_radius = 0.0
+        if reference is not None:
+            near_radius = footprint_radius(self._objects[obj].spec) + footprint_radius(self._objects[place].spec) + 0.25
+        spot = sample_spot(self._put_rng, furniture, relation, self._objects[obj].spec, taken, radii,
+                           near=reference, near_radius=near_radius)
         if spot is None:
-            return _result(SkillStatus.EXECUTION_FAILED, f"no free spot {relation} {place}")
+            where = f"next to {place}" if reference is not None else f"{relation} {place}"
+            return _result(SkillStatus.EXECUTION_FAILED, f"no free spot {where}")
         state = self._objects[obj]
         state.spot = spot
         state.world = None
@@ -488,8 +497,17 @@ class MujocoSimulator:
                 return _result(SkillStatus.HAND_EMPTY, "the hand is empty")
             if self._held != target:
                 return _result(SkillStatus.EXECUTION_FAILED, f"the hand holds {self._held}, not {target}")
+            if place_kind is EntityKind.OBJECT:
+                # Next to an object: it must rest on/in a receptacle that is open (docs/partnr.md).
+                reference = self._objects[place].spot
+                if place == target or reference is None:
+                    why = "the object itself" if place == target else "not on or in a receptacle"
+                    return _result(SkillStatus.EXECUTION_FAILED, f"cannot put next to {place}: {why}")
+                if reference.relation == "in" and not self._open.get(reference.receptacle, True):
+                    return _result(SkillStatus.CONTAINER_CLOSED, f"the {reference.receptacle} is closed")
+                return self._distance_failure(place)
             if place_kind is not EntityKind.FURNITURE:
-                return _result(SkillStatus.EXECUTION_FAILED, f"{place} is {'a room' if place_kind is EntityKind.ROOM else 'an object'}, not a receptacle")
+                return _result(SkillStatus.EXECUTION_FAILED, f"{place} is a room, not a receptacle")
             furniture = self._require_spec().furniture_by_name(place)
             relation = self._put_relation(furniture)
             if relation is None:

@@ -62,11 +62,14 @@ def sample_spot(
     obj: ObjectSpec,
     occupied: list[Spot],
     radii: dict[Spot, float] | None = None,
+    near: Spot | None = None,
+    near_radius: float = 0.0,
 ) -> Spot | None:
     """A free spot for ``obj`` on/in ``furniture``; None when none was found in a bounded number of tries.
 
     ``occupied`` are the spots already taken on/in this furniture; ``radii`` their footprint radii
-    (the new object's radius is assumed where missing).
+    (the new object's radius is assumed where missing). ``near``: a spot on the same surface whose centre
+    is at most ``near_radius`` from that spot's centre (the "next to" placement of docs/partnr.md).
     """
     radius = footprint_radius(obj)
     radii = radii or {}
@@ -86,8 +89,20 @@ def sample_spot(
         index = int(rng.choice(len(areas), p=weights)) if len(areas) > 1 else 0
         xmin, ymin, xmax, ymax = areas[index]
         # Keep the whole footprint on the area when it fits; a too-large object sits at the centre.
-        x = float(rng.uniform(xmin + radius, xmax - radius)) if xmax - xmin > 2 * radius else (xmin + xmax) / 2
-        y = float(rng.uniform(ymin + radius, ymax - radius)) if ymax - ymin > 2 * radius else (ymin + ymax) / 2
+        if near is not None:
+            # Sample in the square around the reference, keep the footprint on the area, then test the disc.
+            lo_x, hi_x = max(xmin + radius, near.x - near_radius), min(xmax - radius, near.x + near_radius)
+            lo_y, hi_y = max(ymin + radius, near.y - near_radius), min(ymax - radius, near.y + near_radius)
+            if lo_x > hi_x or lo_y > hi_y:
+                return None
+            x, y = float(rng.uniform(lo_x, hi_x)), float(rng.uniform(lo_y, hi_y))
+            same_surface = (near.surface == "interior") if relation == "in" else (
+                furniture.surfaces[index].name == near.surface)
+            if not same_surface or math.hypot(x - near.x, y - near.y) > near_radius:
+                continue
+        else:
+            x = float(rng.uniform(xmin + radius, xmax - radius)) if xmax - xmin > 2 * radius else (xmin + xmax) / 2
+            y = float(rng.uniform(ymin + radius, ymax - radius)) if ymax - ymin > 2 * radius else (ymin + ymax) / 2
         yaw = float(rng.uniform(-math.pi, math.pi))
         if relation == "on":
             name = furniture.surfaces[index].name
