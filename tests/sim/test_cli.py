@@ -33,7 +33,7 @@ def test_scenes_lists_the_library_one_per_line():
 def test_validate_accepts_a_library_scene():
     result = invoke("validate", str(SCENE_DIR / "apartment_1.yaml"))
     assert result.exit_code == 0, result.output
-    assert "ok (2 rooms, 9 furniture, 7 objects)" in result.output
+    assert "ok (2 rooms, 11 furniture, 7 objects)" in result.output
 
 
 def test_validate_names_the_field_at_fault(tmp_path):
