@@ -31,13 +31,14 @@ PIP="$VENV/bin/pip"
 
 case "$PROFILE" in
   core) EXTRAS="" ;;
-  test) EXTRAS="[test,perception,models,browser,live]" ;;
+  test) EXTRAS="[test,perception,models,browser,live,textworld]" ;;
   *) echo "usage: $0 [core|test]" >&2; exit 2 ;;
 esac
 echo "[setup] installing homiebot$EXTRAS"
 # torch is pinned to the CPU build; install it first so nothing pulls a CUDA build.
 if [ "$PROFILE" = test ]; then "$PIP" install -q "torch==2.13.0"; fi
-"$PIP" install -q -e ".$EXTRAS"
+# The venv's bin first on PATH: textworld's fast-downward build runs a bare `python build.py`.
+PATH="$(cd "$VENV/bin" && pwd):$PATH" "$PIP" install -q -e ".$EXTRAS"
 
 if [ "$PROFILE" = test ] && [ -x scripts/setup_ros.sh ]; then
   scripts/setup_ros.sh
