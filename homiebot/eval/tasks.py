@@ -8,10 +8,10 @@ from __future__ import annotations
 
 from functools import lru_cache
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
 
 from homiebot.eval.goals import GoalSpec
 
@@ -34,6 +34,18 @@ class TaskSpec(BaseModel):
     goal: GoalSpec
     encoding: str = Field("", description="how a task the embedded world cannot express literally was encoded")
     paper_index: int | None = None
+    evaluation: dict[str, Any] | None = Field(
+        None, description="PARTNR evaluation function (PARTNR's JSON; docs/partnr.md); None: derived from the goal"
+    )
+
+    @field_validator("evaluation")
+    @classmethod
+    def _evaluation_well_formed(cls, evaluation: dict[str, Any] | None, info: ValidationInfo) -> dict[str, Any] | None:
+        if evaluation is not None:
+            from homiebot.eval.partnr.language import EvaluationFunction
+
+            EvaluationFunction.from_json(evaluation, str(info.data.get("id", "?")))
+        return evaluation
 
     @field_validator("keypaths")
     @classmethod
