@@ -54,7 +54,7 @@ def final_placements(steps: Iterable[tuple[str, str | None, str | None, bool]]) 
 
 
 def _tree(spec: SceneSpec, placements: Mapping[str, Placement]) -> _Node:
-    plan = FloorPlan({r.name: [tuple(p) for p in r.polygon] for r in spec.rooms}, {r.name: r.level for r in spec.rooms})
+    plan = FloorPlan({r.name: [(p[0], p[1]) for p in r.polygon] for r in spec.rooms}, {r.name: r.level for r in spec.rooms})
     house = _Node(spec.name, "house", f"house ({spec.name})")
     rooms = {r.name: _Node(r.name, "room", r.name) for r in spec.rooms}
     house.children.extend(rooms.values())
