@@ -164,11 +164,15 @@ class Browser:
         result = self.command("Page.navigate", url=url)
         if result.get("errorText"):
             raise BrowserError(f"cannot open {url}: {result['errorText']}")
+        self.wait_for_load()
+
+    def wait_for_load(self) -> None:
+        """Wait for the next load event (after a navigation, or a click on a link)."""
         deadline = time.monotonic() + self.timeout_s
         while time.monotonic() < deadline:
             if self._receive().get("method") == "Page.loadEventFired":
                 return
-        raise BrowserError(f"{url} did not finish loading in {self.timeout_s:.0f} s")
+        raise BrowserError(f"the page did not finish loading in {self.timeout_s:.0f} s")
 
     def evaluate(self, expression: str) -> Any:
         """The JSON value of a JavaScript expression in the page (promises awaited)."""

@@ -81,4 +81,11 @@ def test_evaluation_table_sorts_on_click(random_evaluation: Path, tmp_path: Path
         plots = browser.evaluate("Array.from(document.querySelectorAll('img.plot')).map(i => i.naturalWidth)")
         assert len(plots) == 3 and all(w > 100 for w in plots)
         _keep("report_evaluation.png", browser.screenshot(), tmp_path)
+        # An episode page of the evaluation links its images beside it: they load too.
+        browser.evaluate("document.querySelector('table.per-task tbody a').click()")
+        browser.wait_for_load()
+        views = browser.evaluate(
+            "Array.from(document.querySelectorAll('.view img')).map(i => i.complete && i.naturalWidth === 256)"
+        )
+        assert views and all(views)
         _offline(browser.requested_urls)

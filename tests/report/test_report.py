@@ -149,3 +149,16 @@ def test_free_text_episode_has_no_tp(episode_record: Path, tmp_path: Path) -> No
     (free / "summary.json").write_text(json.dumps(summary))
     (page,) = write_report(free)
     assert "n/a (no task)" in page.read_text()
+
+
+def test_planner_text_is_escaped(episode_record: Path, tmp_path: Path) -> None:
+    import shutil
+
+    hostile = tmp_path / "hostile"
+    shutil.copytree(episode_record, hostile)
+    lines = (hostile / "rounds.jsonl").read_text().splitlines()
+    first = json.loads(lines[0])
+    first["raw_output"] = "Analysis: <script>alert(1)</script> & <img src=x>\nSubtask: [Go to, kitchen_drawer]\nModel: NoMaD"
+    (hostile / "rounds.jsonl").write_text("\n".join([json.dumps(first), *lines[1:]]) + "\n")
+    html = write_report(hostile)[0].read_text()
+    assert "<script>alert" not in html and "&lt;script&gt;alert(1)&lt;/script&gt; &amp; &lt;img src=x&gt;" in html
