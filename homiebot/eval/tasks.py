@@ -29,7 +29,7 @@ class TaskSpec(BaseModel):
     scene: str
     seed: int = Field(0, description="scene placement seed of run 0; run r uses seed + r")
     attributes: list[Attribute] = Field(min_length=1)
-    split: Literal["train", "test"] = "train"
+    split: Literal["train", "validation", "test"] = "train"
     keypaths: list[list[str]] = Field(min_length=1, description='ordered nodes such as "[Open, fridge]"; last is "[End]"')
     goal: GoalSpec
     encoding: str = Field("", description="how a task the embedded world cannot express literally was encoded")

@@ -18,6 +18,7 @@ from homiebot.planner.base import Planner
 
 _PLANNERS: dict[str, str] = {
     "expert": "homiebot.planner.expert:ExpertPlanner",
+    "partnr_expert": "homiebot.planner.partnr_expert:PartnrExpertPlanner",
     "scripted": "homiebot.planner.scripted:ScriptedPlanner",
     "openai": "homiebot.planner.openai_backend:OpenAIPlanner",
     "hf": "homiebot.planner.hf_backend:HFPlanner",

@@ -7,7 +7,7 @@ import pytest
 from homiebot.eval.partnr.convert import goal_to_evaluation
 from homiebot.eval.partnr.language import EvaluationFunction, TerminalSatisfactionConstraint
 from homiebot.eval.partnr.tracker import evaluate_states
-from homiebot.eval.tasks import get_task, load_suite
+from homiebot.eval.tasks import load_suite
 
 mujoco = pytest.importorskip("mujoco", reason="the converter resolves selectors on the MuJoCo simulator's state")
 
@@ -22,7 +22,7 @@ def sim():
 
 
 def converted(sim, task_id: str):
-    task = get_task(task_id)
+    (task,) = [t for t in load_suite("emmoe100").tasks if t.id == task_id]
     sim.reset(task.scene, seed=task.seed)
     state = sim.state()
     return goal_to_evaluation(task.goal, state, task.id), state

@@ -1,0 +1,289 @@
+"""PARTNR's heuristic expert: a privileged planner that plans from the task's evaluation function.
+
+PARTNR ("PARTNR: A Benchmark for Planning and Reasoning in Embodied Multi-agent Tasks", section 4 and
+table 2, "Heuristic-Expert") runs an expert with full observability that pre-plans from the evaluation
+function. Ours is the single-robot, closed-loop version: every round it feeds the state into a
+:class:`~homiebot.eval.partnr.tracker.PropositionTracker` and works on the first proposition (in the
+temporal DAG's order, dependency heads first) that is not done:
+
+* placements (``is_on_top``, ``is_inside``, ``is_on_or_in``, ``is_in_room``): pick an object of the OR-list
+  that is not already serving another done placement, carry it to the first receptacle (for a room: a
+  surface of a furniture in that room), opening a closed destination before the pick (one hand);
+* ``is_next_to(a, b)``: carry ``a`` and Put it with ``b`` as the place (the simulator's next-to placement);
+* ``is_powered_on/off``: Turn on / Turn off; ``is_clean``: Clean the held object at a sink (both need the
+  household action list, docs/textworld.md);
+* ``is_open/is_closed``: Open / Close; ``is_held``: Pick; ``is_robot_in_room``: Go to.
+
+A proposition is done when it holds now (or, outside the terminal-satisfaction constraint, has held once).
+The expert ends when every proposition is done. It answers in EMMOE's format like the goal expert.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from typing import Any
+
+import networkx as nx
+
+from homiebot.eval.partnr.convert import goal_to_evaluation
+from homiebot.eval.partnr.explain import phrase
+from homiebot.eval.partnr.language import EvaluationFunction, EvaluationProposition, dependency_graph
+from homiebot.eval.partnr.predicates import PLACEMENT_PREDICATES, room_matches
+from homiebot.eval.partnr.tracker import PropositionTracker
+from homiebot.planner.base import Planner, PlanRequest
+from homiebot.planner.prompt import format_output
+from homiebot.types import EntityKind, Subtask, WorldState
+
+log = logging.getLogger(__name__)
+
+NAV_MODEL = "NoMaD"
+OBJECT_NAV_MODEL = "PixNav"
+ARTICULATION_MODEL = "octo"
+GRASP_MODEL = "RT-1-X"
+#: Within this reach distance (m) the expert acts instead of going closer; EMMOE's D2 is 0.1 m.
+INTERACT_RANGE_M = 1.0
+NEAR_LIMIT_M = 0.1
+#: Right after a successful Go to, anything within EMMOE's D1 limit counts as reached.
+FAR_LIMIT_M = 2.0
+
+
+@dataclass
+class _Memory:
+    tracker: PropositionTracker | None = None
+    last: Subtask | None = None
+    opened: set[str] = field(default_factory=set)
+
+
+@dataclass(frozen=True)
+class _Step:
+    subtask: Subtask
+    model: str
+    why: str
+
+
+class PartnrExpertPlanner(Planner):
+    """Privileged planner: evaluation function + world state -> the next subtask."""
+
+    name = "partnr_expert"
+    privileged = True
+    accepts_free_text = False
+
+    def __init__(self) -> None:
+        self._memory = _Memory()
+        self._surfaces: set[str] | None = None  # furniture with a surface (from the scene spec)
+        #: The states this episode's rounds were planned on (state 0 = after the reset), for verification.
+        self.seen_states: list[WorldState] = []
+
+    def reset(self, task: str, seed: int = 0) -> None:
+        self._memory = _Memory()
+        self.seen_states = []
+
+    # ------------------------------------------------------------------------------------ Planner API
+
+    def plan(self, request: PlanRequest) -> str:
+        state = request.world_state
+        if state is None:
+            raise ValueError("the PARTNR expert needs the privileged world state")
+        memory = self._memory
+        scene = request.extras.get("scene")
+        self._surfaces = {f.name for f in scene.furniture if f.surfaces} if scene is not None else None
+        self.seen_states.append(state)
+        if memory.tracker is None:
+            memory.tracker = PropositionTracker(self._function(request, state))
+        tracker = memory.tracker
+        tracker.update(state)
+        step = self._decide(tracker, state, request)
+        memory.last = step.subtask
+        return format_output(step.why, step.subtask, step.model)
+
+    @staticmethod
+    def _function(request: PlanRequest, state: WorldState) -> EvaluationFunction:
+        given: Any = request.extras.get("evaluation")
+        if isinstance(given, EvaluationFunction):
+            return given
+        if isinstance(given, dict):
+            return EvaluationFunction.from_json(given)
+        goal = getattr(request.goal, "goal", request.goal)
+        if goal is None:
+            raise ValueError("the PARTNR expert needs an evaluation function (extras['evaluation']) or a goal")
+        return goal_to_evaluation(goal, state)
+
+    # ------------------------------------------------------------------------------------ deciding
+
+    def _order(self, function: EvaluationFunction) -> list[int]:
+        graph = dependency_graph(function)
+        graph.add_edges_from(function.temporal_edges())
+        return list(nx.lexicographical_topological_sort(graph))
+
+    def _done(self, tracker: PropositionTracker, index: int) -> bool:
+        current = tracker.states[-1][index].is_satisfied
+        if index in tracker.function.terminal_indices():
+            return current
+        return current or tracker.satisfied_at[index] != -1
+
+    def _decide(self, tracker: PropositionTracker, state: WorldState, request: PlanRequest) -> _Step:
+        function = tracker.function
+        ancestors_graph = nx.DiGraph(function.temporal_edges())
+        for index in self._order(function):
+            if self._done(tracker, index):
+                continue
+            before = nx.ancestors(ancestors_graph, index) if index in ancestors_graph else set()
+            if any(tracker.satisfied_at[a] == -1 for a in before):
+                continue  # an earlier step is not done yet; it comes first in the order
+            step = self._step_for(function.propositions[index], index, tracker, state, request)
+            if step is not None:
+                return step
+        # Everything done (or nothing left that the expert can do): put down what is held? No: end.
+        return _Step(Subtask("End"), "", "All steps of the task are done, so the task is complete.")
+
+    def _in_use(self, tracker: PropositionTracker, exclude: int) -> set[str]:
+        """Objects that satisfy another placement that must still hold at the end: moving them would undo it."""
+        used: set[str] = set()
+        terminal = tracker.function.terminal_indices()
+        for i, prop in enumerate(tracker.function.propositions):
+            if i == exclude or i not in terminal or not tracker.states[-1][i].is_satisfied:
+                continue
+            if prop.function_name in PLACEMENT_PREDICATES or prop.function_name == "is_next_to":
+                info = tracker.states[-1][i].info
+                for key in ("object_handles", "entity_handles_a"):
+                    if info.get(key):
+                        used.add(str(info[key]))
+        return used
+
+    def _reachable(self, state: WorldState, name: str) -> bool:
+        distance = state.reach_distance(name)
+        last = self._memory.last
+        limit = FAR_LIMIT_M if last is not None and last.action == "Go to" and last.target == name else INTERACT_RANGE_M
+        return NEAR_LIMIT_M <= distance <= limit
+
+    def _approach(self, state: WorldState, name: str, step: _Step) -> _Step:
+        if self._reachable(state, name):
+            return step
+        kind = state.entities[name].kind
+        model = OBJECT_NAV_MODEL if kind is EntityKind.OBJECT else NAV_MODEL
+        return _Step(Subtask("Go to", name), model, f"{step.why.rstrip('.')}, so I should first go to the {name}.")
+
+    def _step_for(self, prop: EvaluationProposition, index: int, tracker: PropositionTracker,
+                  state: WorldState, request: PlanRequest) -> _Step | None:
+        name = prop.function_name
+        args = prop.args
+        categories = tracker.categories
+        want = f"To make sure {phrase(prop, categories, should=False)}".replace(" should have been", "")
+        if name in ("is_on_top", "is_inside", "is_on_or_in", "is_in_room"):
+            used = self._in_use(tracker, index)
+            objects = [o for o in args["object_handles"] if o not in used or o == state.held]
+            if not objects:
+                return None
+            if name == "is_in_room":
+                place = self._surface_in_room(state, args["room_ids"])
+                if place is None:
+                    return None
+            else:
+                place = args["receptacle_handles"][0]
+            partner = self._pending_partner(tracker, state, objects, place)
+            if partner is not None:
+                # A pending next-to with an object already there: one Put satisfies both.
+                return self._carry(state, [partner[0]], partner[1], want)
+            return self._carry(state, objects, place, want)
+        if name == "is_next_to":
+            return self._carry(state, list(args["entity_handles_a"]), args["entity_handles_b"][0], want)
+        if name in ("is_powered_on", "is_powered_off"):
+            target = args["object_handles"][0]
+            action = "Turn on" if name == "is_powered_on" else "Turn off"
+            return self._approach(state, target, _Step(Subtask(action, target), ARTICULATION_MODEL, want + "."))
+        if name == "is_clean":
+            obj = args["object_handles"][0]
+            if state.held != obj:
+                return self._pick(state, [obj], want)
+            cleaners = sorted((n for n, e in state.entities.items() if "clean" in e.functions),
+                              key=lambda n: (state.reach_distance(n), n))
+            if not cleaners:
+                return None
+            return self._approach(state, cleaners[0], _Step(Subtask("Clean", obj, cleaners[0]), GRASP_MODEL, want + "."))
+        if name in ("is_open", "is_closed"):
+            target = args["object_handles"][0]
+            if state.held is not None:
+                return self._set_down(state, want)
+            action = "Open" if name == "is_open" else "Close"
+            return self._approach(state, target, _Step(Subtask(action, target), ARTICULATION_MODEL, want + "."))
+        if name == "is_held":
+            return self._pick(state, list(args["object_handles"]), want)
+        if name == "is_robot_in_room":
+            return _Step(Subtask("Go to", args["room_ids"][0]), NAV_MODEL, want + ".")
+        return None  # count_equals, has_distinct_categories, clusters: the goal expert's business
+
+    def _pending_partner(self, tracker: PropositionTracker, state: WorldState, objects: list[str],
+                         place: str) -> tuple[str, str] | None:
+        """(object, partner) of a not-yet-satisfied next-to whose partner already rests on ``place``."""
+        for i, prop in enumerate(tracker.function.propositions):
+            if prop.function_name != "is_next_to" or tracker.states[-1][i].is_satisfied:
+                continue
+            sides = (prop.args["entity_handles_a"], prop.args["entity_handles_b"])
+            for movers, partners in (sides, sides[::-1]):  # next to is symmetric
+                for a in movers:
+                    if a not in objects:
+                        continue
+                    for b in partners:
+                        if b != a and state.entities[b].parent == place and not state.entities[b].held:
+                            return a, b
+        return None
+
+    # ------------------------------------------------------------------------------------ carrying
+
+    def _carry(self, state: WorldState, objects: list[str], place: str, want: str) -> _Step:
+        held = state.held
+        if held is not None and held in objects:
+            container = state.entities[place] if place in state.entities else None
+            reference = container.parent if container is not None and container.kind is EntityKind.OBJECT else None
+            closed_target = reference if reference is not None else place
+            if state.entities[closed_target].is_open is False:
+                # Holding the object at a closed destination: set it down first (one hand cannot open).
+                return self._set_down(state, want)
+            return self._approach(state, place, _Step(Subtask("Put", held, place), GRASP_MODEL, want + "."))
+        if held is not None:
+            return self._set_down(state, want)
+        # Open a closed destination before the pick (a one-hand robot cannot open while holding).
+        target_entity = state.entities[place]
+        destination = target_entity.parent if target_entity.kind is EntityKind.OBJECT else place
+        if destination is not None and state.entities[destination].is_open is False:
+            return self._approach(state, destination,
+                                  _Step(Subtask("Open", destination), ARTICULATION_MODEL, want + f", the {destination} must be open."))
+        return self._pick(state, objects, want)
+
+    def _pick(self, state: WorldState, objects: list[str], want: str) -> _Step:
+        if state.held is not None and state.held not in objects:
+            return self._set_down(state, want)
+        candidates = sorted(objects, key=lambda o: (state.reach_distance(o), o))
+        obj = candidates[0]
+        container = state.entities[obj].parent
+        if container is not None and state.entities[obj].relation == "in" and state.entities[container].is_open is False:
+            return self._approach(state, container,
+                                  _Step(Subtask("Open", container), ARTICULATION_MODEL, want + f", the {container} must be open."))
+        return self._approach(state, obj, _Step(Subtask("Pick", obj), GRASP_MODEL, want + f", I should pick up the {obj}."))
+
+    def _set_down(self, state: WorldState, want: str) -> _Step:
+        """Put what is held on the nearest open surface so the hand is free."""
+        held = state.held
+        assert held is not None
+        surfaces = sorted(
+            (e for e in state.entities.values()
+             if e.kind is EntityKind.FURNITURE and not e.articulated
+             and (self._surfaces is None or e.name in self._surfaces)),
+            key=lambda e: (state.reach_distance(e.name), e.name),
+        )
+        spot = surfaces[0].name
+        return self._approach(state, spot, _Step(Subtask("Put", held, spot), GRASP_MODEL,
+                                                 f"{want}, my hand must be free first."))
+
+    def _surface_in_room(self, state: WorldState, rooms: list[str]) -> str | None:
+        with_surface = self._surfaces
+        for room in rooms:
+            options = sorted(
+                e.name for e in state.entities.values()
+                if e.kind is EntityKind.FURNITURE and not e.articulated and room_matches(state, e.room, room)
+                and (with_surface is None or e.name in with_surface)
+            )
+            if options:
+                return min(options, key=lambda n: (state.reach_distance(n), n))
+        return None
