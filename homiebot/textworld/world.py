@@ -80,6 +80,18 @@ _COMMANDS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("look", re.compile(r"^look$")),
     ("help", re.compile(r"^help$")),
 )
+def command_names(command: str, phrasing: Phrasing) -> list[str] | None:
+    """The names a command mentions when it matches the grammar of ``phrasing``, else None."""
+    text = " ".join(command.strip().lower().split())
+    for kind, pattern in _COMMANDS:
+        if (kind == "put" and phrasing is not Phrasing.PAPERS) or (kind == "move" and phrasing is not Phrasing.ALFWORLD):
+            continue
+        match = pattern.match(text)
+        if match is not None:
+            return [v for k, v in match.groupdict().items() if k != "verb" and v is not None]
+    return None
+
+
 _TREAT_ACTION = {"heat": Action.HEAT, "cool": Action.COOL, "clean": Action.CLEAN}
 
 
