@@ -1,0 +1,182 @@
+"""Run the MuEP-style suite with a text agent on either engine, write the records, report MuEP's table.
+
+Engines: ``sim`` plays the parallel text world of the embedded simulator (:mod:`homiebot.textworld.world`);
+``alfworld`` exports every task as an ALFWorld game folder and plays it through alfworld's TextWorld
+environment (:mod:`homiebot.textworld.alfworld`). Agents: ``expert`` (on ``sim`` the privileged
+:class:`~homiebot.eval.muep_suite.TextExpert`; on ``alfworld`` ALFWorld's own planner expert, Fast Downward's
+plan) and ``random`` (uniform over the admissible commands). Both run under MuEP's protocol (30 steps,
+AA / ABAB early stop). ``episodes.jsonl`` holds one record per task; :func:`recompute` rebuilds the table from
+it alone, under either convention (docs/muep.md).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from homiebot.eval.muep import Convention, MuepEpisode, RepetitionStop, format_table, muep_table
+from homiebot.eval.muep_suite import AlfredTask, RandomTextAgent, TextAgent, TextExpert, run_text_episode
+from homiebot.sim.base import Simulator
+from homiebot.textworld.world import NOTHING_HAPPENS, Phrasing
+
+log = logging.getLogger(__name__)
+
+ENGINES: tuple[str, ...] = ("sim", "alfworld")
+AGENTS: tuple[str, ...] = ("expert", "random")
+EPISODES_FILE = "episodes.jsonl"
+
+
+@dataclass(frozen=True)
+class EpisodeRecord:
+    episode: MuepEpisode
+    engine: str
+    agent: str
+    phrasing: str
+    transcript: tuple[tuple[str, str], ...]
+    seconds: float
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self))
+
+    @classmethod
+    def from_json(cls, line: str) -> EpisodeRecord:
+        data = json.loads(line)
+        ep = data["episode"]
+        episode = MuepEpisode(**{**ep, "actions": tuple(ep["actions"]), "valid": tuple(ep["valid"])})
+        return cls(episode, data["engine"], data["agent"], data["phrasing"], tuple(tuple(t) for t in data["transcript"]), data["seconds"])
+
+
+def _sim_agent(name: str) -> TextAgent:
+    if name == "expert":
+        return TextExpert()
+    if name == "random":
+        return RandomTextAgent()
+    raise ValueError(f"unknown agent {name!r}; known: {', '.join(AGENTS)}")
+
+
+def run_suite(
+    tasks: Sequence[AlfredTask],
+    agent: str,
+    engine: str,
+    out_dir: Path,
+    phrasing: Phrasing | str = Phrasing.ALFWORLD,
+    sim: Simulator | None = None,
+) -> list[EpisodeRecord]:
+    """Play every task; ``out_dir`` receives ``episodes.jsonl``, ``report.md`` (and ``games/`` for ALFWorld)."""
+    if engine not in ENGINES:
+        raise ValueError(f"unknown engine {engine!r}; known: {', '.join(ENGINES)}")
+    if agent not in AGENTS:
+        raise ValueError(f"unknown agent {agent!r}; known: {', '.join(AGENTS)}")
+    phrasing = Phrasing(phrasing)
+    own_sim = sim is None
+    if sim is None:
+        from homiebot.sim.mujoco.backend import MujocoSimulator
+
+        sim = MujocoSimulator(render=False)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    records: list[EpisodeRecord] = []
+    try:
+        with (out_dir / EPISODES_FILE).open("w") as sink:
+            for task in tasks:
+                started = time.perf_counter()
+                if engine == "sim":
+                    played = run_text_episode(sim, task, _sim_agent(agent), phrasing)
+                    episode, transcript = played.episode, played.transcript
+                else:
+                    episode, transcript = play_alfworld(sim, task, agent, out_dir / "games" / task.id, phrasing)
+                record = EpisodeRecord(episode, engine, agent, phrasing.value, transcript, time.perf_counter() - started)
+                sink.write(record.to_json() + "\n")
+                records.append(record)
+    finally:
+        if own_sim:
+            sim.shutdown()
+    write_report(records, out_dir)
+    return records
+
+
+def play_alfworld(
+    sim: Simulator, task: AlfredTask, agent: str, folder: Path, phrasing: Phrasing | str = Phrasing.ALFWORLD
+) -> tuple[MuepEpisode, tuple[tuple[str, str], ...]]:
+    """Export the task from the simulator's start state and play it on ALFWorld's engine."""
+    from homiebot.textworld.alfworld import AlfworldGame, export_game
+
+    sim.reset(task.scene, seed=task.seed)
+    exported = export_game(
+        sim, task.task_type, task.object_type, task.receptacle_type, task.toggle_type, task.instruction, folder,
+        phrasing=Phrasing(phrasing).value,
+    )
+    game = AlfworldGame(exported.game_file, expert=agent == "expert")
+    policy = RepetitionStop()
+    chooser = RandomTextAgent()
+    chooser.rng.seed(task.id)
+    transcript: list[tuple[str, str]] = []
+    valid: list[bool] = []
+    try:
+        step = game.reset()
+        won = step.won
+        while not won:
+            if agent == "expert":
+                command = game.expert_plan[0] if game.expert_plan else None
+            else:
+                command = chooser.act(step.observation, list(step.admissible))
+            if command is None or not policy.allows(command):
+                break
+            admissible = command in step.admissible
+            step = game.step(command)
+            transcript.append((command, step.observation))
+            valid.append(admissible or step.observation != NOTHING_HAPPENS)
+            won = step.won
+        met, total = game.goal_conditions(task)
+    finally:
+        game.close()
+    episode = MuepEpisode(
+        task_type=task.task_type,
+        success=won,
+        goal_conditions_met=total if won else met,
+        goal_conditions_total=total,
+        actions=tuple(c for c, _ in transcript),
+        valid=tuple(valid),
+        split=task.split,
+        stopped_on_repeat=policy.stopped == "repeat",
+        task_id=task.id,
+    )
+    return episode, tuple(transcript)
+
+
+def write_report(records: Sequence[EpisodeRecord], out_dir: Path, convention: Convention | str = Convention.TABLES) -> str:
+    """``report.md``: MuEP's table of these records (``convention``), and the time per episode."""
+    if not records:
+        text = "No episodes.\n"
+    else:
+        first = records[0]
+        title = f"{first.agent} on the {first.engine} engine ({first.phrasing} phrasing), {Convention(convention).value} convention"
+        seconds = sorted(r.seconds for r in records)
+        text = format_table(muep_table([r.episode for r in records], convention), title)
+        text += f"\n\n{len(records)} episodes; median {seconds[len(seconds) // 2]:.3f} s per episode.\n"
+    (out_dir / "report.md").write_text(text)
+    return text
+
+
+def load_records(out_dir: Path | str) -> list[EpisodeRecord]:
+    path = Path(out_dir) / EPISODES_FILE
+    if not path.exists():
+        raise FileNotFoundError(f"no {EPISODES_FILE} in {out_dir}")
+    records = []
+    for number, line in enumerate(path.read_text().splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            records.append(EpisodeRecord.from_json(line))
+        except (ValueError, KeyError, TypeError) as err:
+            raise ValueError(f"{path}:{number}: not an episode record ({err})") from None
+    return records
+
+
+def recompute(out_dir: Path | str, convention: Convention | str = Convention.TABLES) -> str:
+    """MuEP's table from ``episodes.jsonl`` alone (no rerun)."""
+    records = load_records(out_dir)
+    return format_table(muep_table([r.episode for r in records], convention), f"{Convention(convention).value} convention")
