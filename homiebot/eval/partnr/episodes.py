@@ -1,0 +1,110 @@
+"""Running tasks and scoring them with PARTNR's metrics: the evaluation function of a task, one episode with
+its state sequence, and a whole suite (noiseless or with EMMOE's execution noise).
+
+The state sequence is taken where the loop already has it: every planner request carries the privileged
+state of that round (the state after the previous round), and the state after the last round is read from
+the simulator once the episode is over. :class:`StateTap` records the requests' states without changing
+what the planner sees or says. docs/partnr.md, "Running the suite", shows the commands.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from homiebot.eval.partnr.convert import goal_to_evaluation
+from homiebot.eval.partnr.language import EvaluationFunction
+from homiebot.eval.partnr.metrics import PartnrEpisode, score_episode
+from homiebot.eval.tasks import TaskSpec
+from homiebot.planner.base import Planner, PlanRequest
+from homiebot.types import EMMOE_ACTIONS, HOUSEHOLD_ACTIONS, Trajectory, WorldState
+
+log = logging.getLogger(__name__)
+
+
+def task_function(task: TaskSpec, initial: WorldState) -> EvaluationFunction:
+    """The task's own evaluation function, else its goal converted on the state after the reset."""
+    if task.evaluation is not None:
+        return EvaluationFunction.from_json(task.evaluation, task.id, initial.entities)
+    return goal_to_evaluation(task.goal, initial, task.id)
+
+
+class StateTap(Planner):
+    """Wraps a planner and keeps the world state of every request it answers."""
+
+    def __init__(self, inner: Planner) -> None:
+        self.inner = inner
+        self.name = inner.name
+        self.privileged = inner.privileged
+        self.accepts_free_text = inner.accepts_free_text
+        self.states: list[WorldState] = []
+
+    def reset(self, task: str, seed: int = 0) -> None:
+        self.states = []
+        self.inner.reset(task, seed)
+
+    def plan(self, request: PlanRequest) -> str:
+        if request.world_state is not None:
+            self.states.append(request.world_state)
+        return self.inner.plan(request)
+
+
+@dataclass(frozen=True)
+class ScoredEpisode:
+    trajectory: Trajectory
+    states: list[WorldState]
+    function: EvaluationFunction
+    partnr: PartnrEpisode
+
+
+def run_scored(sim: Any, planner: Planner, task: TaskSpec, seed: int = 0, *, max_rounds: int = 20,
+               skills: Callable[[Any, int], Any] | None = None) -> ScoredEpisode:
+    """One episode of ``task`` and its PARTNR score (state 0 after the reset, one state per round after)."""
+    from homiebot.agent.loop import EpisodeConfig, run_episode
+
+    sim.reset(task.scene, seed=task.seed + seed)
+    function = task_function(task, sim.state())
+    tap = StateTap(planner)
+    # PARTNR-style tasks switch and clean (the household list); EMMOE's tasks keep the paper's list.
+    actions = HOUSEHOLD_ACTIONS if task.evaluation is not None else EMMOE_ACTIONS
+    config = EpisodeConfig(render=False, max_rounds=max_rounds, actions=actions, extras={"evaluation": function})
+    trajectory = run_episode(sim, tap, task=task, seed=seed, config=config, skills=skills)
+    states = [*tap.states, sim.state()]
+    goal_check = None if trajectory.goal_satisfied is None else bool(trajectory.ended and trajectory.goal_satisfied)
+    partnr = score_episode(task.id, function, states, trajectory.rounds, ended=trajectory.ended,
+                           goal_check=goal_check, path_length_m=trajectory.path_length,
+                           sim_time_s=sim.observe().sim_time)
+    return ScoredEpisode(trajectory, states, function, partnr)
+
+
+def run_suite(tasks: Iterable[TaskSpec], planner_factory: Callable[[], Planner], *, runs: int = 1,
+              noise: str = "off", max_rounds: int = 20) -> list[PartnrEpisode]:
+    """Every task ``runs`` times (run r resets with the task's seed + r), scored with PARTNR's metrics."""
+    from homiebot.sim.mujoco.backend import MujocoSimulator
+    from homiebot.skills.noise import preset_name
+    from homiebot.skills.skillset import SkillSet
+
+    skills = None
+    if noise != "off":
+        preset = preset_name(noise)
+
+        def skills(sim: Any, scene_seed: int) -> SkillSet:
+            return SkillSet(sim, noise=preset, seed=scene_seed)
+
+    sim = MujocoSimulator(render=False)
+    episodes: list[PartnrEpisode] = []
+    try:
+        for task in tasks:
+            for run in range(runs):
+                episodes.append(run_scored(sim, planner_factory(), task, run, max_rounds=max_rounds,
+                                           skills=skills).partnr)
+    finally:
+        sim.shutdown()
+    return episodes
+
+
+def planner_for(tasks: Sequence[TaskSpec]) -> str:
+    """The expert that reads a suite: tasks with their own functions need the PARTNR expert."""
+    return "partnr_expert" if any(t.evaluation is not None for t in tasks) else "expert"
