@@ -18,6 +18,7 @@ COMMAND_MODULES = (
     "homiebot.cli.perception",  # homie perception ...
     "homiebot.cli.ros",  # homie up, homie bag ...
     "homiebot.cli.report",  # homie report
+    "homiebot.cli.muep",  # homie muep run / metrics / export
 )
 
 

@@ -102,14 +102,21 @@ def play_alfworld(
     sim: Simulator, task: AlfredTask, agent: str, folder: Path, phrasing: Phrasing | str = Phrasing.ALFWORLD
 ) -> tuple[MuepEpisode, tuple[tuple[str, str], ...]]:
     """Export the task from the simulator's start state and play it on ALFWorld's engine."""
-    from homiebot.textworld.alfworld import AlfworldGame, export_game
+    from homiebot.textworld.alfworld import export_game
 
     sim.reset(task.scene, seed=task.seed)
     exported = export_game(
         sim, task.task_type, task.object_type, task.receptacle_type, task.toggle_type, task.instruction, folder,
         phrasing=Phrasing(phrasing).value,
     )
-    game = AlfworldGame(exported.game_file, expert=agent == "expert")
+    return play_game(exported.game_file, task, agent)
+
+
+def play_game(game_file: Path, task: AlfredTask, agent: str) -> tuple[MuepEpisode, tuple[tuple[str, str], ...]]:
+    """Play one ALFWorld game file (ours or ALFWorld's own) under MuEP's protocol."""
+    from homiebot.textworld.alfworld import AlfworldGame
+
+    game = AlfworldGame(game_file, expert=agent == "expert")
     policy = RepetitionStop()
     chooser = RandomTextAgent()
     chooser.rng.seed(task.id)
@@ -145,6 +152,66 @@ def play_alfworld(
         task_id=task.id,
     )
     return episode, tuple(transcript)
+
+
+def task_of_game(game_file: Path, split: str) -> AlfredTask:
+    """The task of an ALFWorld game folder, from its ``traj_data.json`` (types lower-cased, as ALFWorld's
+    templates write them)."""
+    traj = json.loads((game_file.parent / "traj_data.json").read_text())
+    params = traj["pddl_params"]
+    return AlfredTask(
+        id=f"{game_file.parent.parent.name}/{game_file.parent.name}",
+        task_type=traj["task_type"],
+        scene=str(traj.get("scene", {}).get("scene_name", "")),
+        seed=0,
+        split=split,
+        object_type=params["object_target"].lower(),
+        receptacle_type=params.get("parent_target", "").lower(),
+        toggle_type=params.get("toggle_target", "").lower(),
+    )
+
+
+def run_alfworld_data(data_dir: Path, agent: str, out_dir: Path, split: str | None = None, limit: int | None = None) -> list[EpisodeRecord]:
+    """Play the games of an ALFWorld data directory (the user's download, or folders exported here) with
+    ALFWorld's planner expert or the random agent; splits as the folders name them (``valid_seen``...)."""
+    from homiebot.textworld.alfworld import find_games
+
+    if agent not in AGENTS:
+        raise ValueError(f"unknown agent {agent!r}; known: {', '.join(AGENTS)}")
+    games = list(find_games(data_dir, split))
+    if limit is not None:
+        games = games[:limit]
+    if not games:
+        raise FileNotFoundError(f"no playable ALFWorld game under {data_dir}" + (f" in split {split}" if split else ""))
+    out_dir.mkdir(parents=True, exist_ok=True)
+    records = []
+    with (out_dir / EPISODES_FILE).open("w") as sink:
+        for game_split, game_file in games:
+            started = time.perf_counter()
+            episode, transcript = play_game(game_file, task_of_game(game_file, game_split), agent)
+            record = EpisodeRecord(episode, "alfworld", agent, "alfworld", transcript, time.perf_counter() - started)
+            sink.write(record.to_json() + "\n")
+            records.append(record)
+    write_report(records, out_dir)
+    return records
+
+
+def export_suite(tasks: Sequence[AlfredTask], out_dir: Path, phrasing: Phrasing | str = Phrasing.ALFWORLD) -> list[Path]:
+    """Every task as an ALFWorld game folder, in ALFWorld's layout (``valid_seen/<id>/``, ``valid_unseen/<id>/``)."""
+    from homiebot.sim.mujoco.backend import MujocoSimulator
+    from homiebot.textworld.alfworld import export_game
+
+    sim = MujocoSimulator(render=False)
+    files = []
+    try:
+        for task in tasks:
+            sim.reset(task.scene, seed=task.seed)
+            folder = out_dir / f"valid_{task.split}" / task.id
+            files.append(export_game(sim, task.task_type, task.object_type, task.receptacle_type, task.toggle_type,
+                                     task.instruction, folder, phrasing=Phrasing(phrasing).value).game_file)
+    finally:
+        sim.shutdown()
+    return files
 
 
 def write_report(records: Sequence[EpisodeRecord], out_dir: Path, convention: Convention | str = Convention.TABLES) -> str:

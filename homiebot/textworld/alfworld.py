@@ -330,6 +330,9 @@ def goal_conditions_from_facts(
     return int(bool(placed)) + int(bool(treated)) + int(bool(placed & treated)), total
 
 
+_SPLITS = ("train", "valid_seen", "valid_unseen", "valid_train", "seen", "unseen")
+
+
 def find_games(data_dir: Path | str, split: str | None = None) -> Iterator[tuple[str, Path]]:
     """The playable games under an ALFWorld data directory (``$ALFWORLD_DATA/json_2.1.1/...``), as
     ``(split, game file)``: folders with ``traj_data.json`` and a solvable ``game.tw-pddl``, of the six task
@@ -353,7 +356,7 @@ def find_games(data_dir: Path | str, split: str | None = None) -> Iterator[tuple
             continue
         if task_type not in TASK_TYPES or not solvable:
             continue
-        game_split = next((p for p in folder.parts if p in ("train", "valid_seen", "valid_unseen", "seen", "unseen")), "")
+        game_split = next((p for p in reversed(folder.parts) if p in _SPLITS), "")
         if split is None or game_split == split:
             yield game_split, game
 

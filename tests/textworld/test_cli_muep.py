@@ -1,0 +1,71 @@
+"""``homie muep``: run, metrics, export and --alfworld-data; bad input is one line and exit code 2."""
+
+from __future__ import annotations
+
+import pytest
+from typer.testing import CliRunner
+
+from homiebot.cli import build_app
+from homiebot.eval.muep import TASK_TYPES
+from homiebot.eval.muep_suite import load_suite, save_suite
+from homiebot.textworld import alfworld as engine
+
+runner = CliRunner()
+
+
+def invoke(*args: str):
+    return runner.invoke(build_app(), ["muep", *args])
+
+
+@pytest.fixture()
+def small_suite(tmp_path):
+    suite = load_suite()
+    tasks = [next(t for t in suite if t.task_type == kind and t.split == split) for kind in TASK_TYPES[:2] for split in ("seen", "unseen")]
+    path = tmp_path / "small.yaml"
+    save_suite(tasks, path)
+    return path
+
+
+def test_run_in_the_text_world_and_recompute(small_suite, tmp_path) -> None:
+    out = tmp_path / "run"
+    result = invoke("run", "--agent", "expert", "--engine", "sim", "--suite", str(small_suite), "--out", str(out))
+    assert result.exit_code == 0, result.output
+    assert "| seen | Overall | 2 | 100.00 |" in result.output and "| unseen | Overall | 2 | 100.00 |" in result.output
+    again = invoke("metrics", str(out), "--convention", "prose")
+    assert again.exit_code == 0 and "| unseen | Overall | 2 | 100.00 |" in again.output
+    papers = invoke("run", "--suite", str(small_suite), "--split", "unseen", "--phrasing", "papers", "--out", str(tmp_path / "p"))
+    assert papers.exit_code == 0 and "| seen |" not in papers.output
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["run", "--agent", "oracle"], "unknown agent 'oracle'"),
+        (["run", "--engine", "thor"], "unknown engine 'thor'"),
+        (["run", "--phrasing", "old"], "unknown phrasing 'old'"),
+        (["run", "--split", "train"], "unknown split 'train'"),
+        (["run", "--suite", "/nonexistent/muep.yaml"], "MuEP suite not found"),
+        (["run", "--alfworld-data", "/nonexistent"], "ALFWorld data directory not found"),
+        (["metrics", "/nonexistent"], "no episodes.jsonl"),
+        (["metrics", ".", "--convention", "mine"], "unknown convention 'mine'"),
+    ],
+)
+def test_bad_input_is_one_precise_line(args, message, tmp_path) -> None:
+    if "--out" not in args and args[0] == "run":
+        args = [*args, "--out", str(tmp_path / "o")]
+    result = invoke(*args)
+    assert result.exit_code == 2
+    lines = [line for line in result.output.splitlines() if line.strip()]
+    assert len(lines) == 1 and message in lines[0] and "Traceback" not in result.output
+
+
+@pytest.mark.skipif(not engine.available(), reason="the ALFWorld engine needs the 'textworld' extra")
+def test_export_then_play_it_as_alfworld_data(small_suite, tmp_path) -> None:
+    data = tmp_path / "json_2.1.1"
+    exported = invoke("export", "--suite", str(small_suite), "--out", str(data))
+    assert exported.exit_code == 0 and "4 game folders" in exported.output
+    result = invoke("run", "--alfworld-data", str(data), "--split", "valid_unseen", "--agent", "expert", "--out", str(tmp_path / "a"))
+    assert result.exit_code == 0, result.output
+    assert "| valid_unseen | Overall | 2 | 100.00 |" in result.output
+    empty = invoke("run", "--alfworld-data", str(data), "--split", "valid_train", "--out", str(tmp_path / "b"))
+    assert empty.exit_code == 2 and "no playable ALFWorld game" in empty.output
