@@ -30,10 +30,11 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
+from homiebot.agent.observers import EpisodeObserver, notify_end, notify_round, notify_start
 from homiebot.agent.session import PlannerSession
 from homiebot.eval.goals import goal_satisfied
 from homiebot.eval.tasks import TaskSpec
@@ -186,6 +187,7 @@ def run_episode(
     grounder: Grounder | None = None,
     skills: SkillRunner | Callable[[Simulator, int], SkillRunner] | None = None,
     perception: PerceptionFactory | None = None,
+    observers: Sequence[EpisodeObserver] = (),
 ) -> Trajectory:
     """Run one episode and return its trajectory (and write its record when ``recorder`` is given).
 
@@ -221,7 +223,7 @@ def run_episode(
         recorder.start(trajectory, scene_seed=scene_seed, config=config)
     try:
         _run(sim, planner, task, instruction, scene, scene_seed, config, recorder, progress, grounder, skills,
-             perception, trajectory)
+             perception, trajectory, observers)
     except BaseException:
         # Interrupted, or a failure outside the planner/simulator calls (e.g. the disk filled up while
         # recording): drop the partial record and let the caller see the exception.
@@ -253,6 +255,7 @@ def _run(
     skills: SkillRunner | Callable[[Simulator, int], SkillRunner] | None,
     perception: PerceptionFactory | None,
     trajectory: Trajectory,
+    observers: Sequence[EpisodeObserver],
 ) -> None:
     try:
         observation: Observation | None = sim.reset(scene, seed=scene_seed)
@@ -261,9 +264,11 @@ def _run(
     except Exception as err:
         log.exception("simulator reset failed")
         trajectory.error = f"simulator reset failed for scene {scene!r}: {err}"
+        notify_end(observers, trajectory, None)
         return
     if not config.render:
         observation = None
+    notify_start(observers, trajectory, initial, observation)
     world_model = perception(scene_spec, initial) if perception is not None else None
     describe_world = bool(getattr(getattr(world_model, "config", None), "describe_world", True))
     # Optional (WorldModel has it): the names perception knows instances by, for a privileged planner to speak.
@@ -345,6 +350,7 @@ def _run(
             t0 = time.perf_counter()
             recorder.add_round(record, observation)
             timings["record_s"] = time.perf_counter() - t0
+        seen_views = observation
         try:
             state = sim.state()
             opened |= open_furniture(state)
@@ -363,11 +369,13 @@ def _run(
             trajectory.error = f"simulator failed after round {record.index}: {err}"
             break
         timings["round_s"] = time.perf_counter() - round_start
+        notify_round(observers, record, seen_views, state)
         if progress is not None:
             progress(record, config.max_rounds)
     trajectory.ended = session.ended
     if task is not None and trajectory.error is None:
         trajectory.goal_satisfied = goal_satisfied(task.goal, initial, state, opened)
+    notify_end(observers, trajectory, state)
     if recorder is not None:
         recorder.note(opened=sorted(opened), conversation=session.conversation.to_paper_json(),
                       system_prompt=session.system_prompt)

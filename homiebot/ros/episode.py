@@ -47,6 +47,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from homiebot.agent.observers import EpisodeObserver, notify_end, notify_round, notify_start
 from homiebot.agent.loop import VISIBLE_MIN_PIXELS, EpisodeConfig, append_round, open_furniture
 from homiebot.eval.goals import GoalSpec, goal_satisfied
 from homiebot.planner.base import Planner
@@ -130,6 +131,7 @@ class GraphEpisode:
         config: EpisodeConfig | None = None,
         on_output: OutputCallback | None = None,
         on_round: RoundCallback | None = None,
+        observers: Sequence[EpisodeObserver] = (),
     ) -> None:
         self.backend = backend
         self.planner = planner
@@ -140,6 +142,7 @@ class GraphEpisode:
         self.config = config or EpisodeConfig()
         self.on_output = on_output
         self.on_round = on_round
+        self.observers = tuple(observers)
         self.trajectory = Trajectory(
             task_id=task_id, instruction=instruction, scene=scene, seed=run_seed, planner=planner.name
         )
@@ -177,7 +180,9 @@ class GraphEpisode:
         except Exception as err:
             log.exception("simulator reset failed")
             trajectory.error = f"simulator reset failed for scene {self.scene!r}: {err}"
+            notify_end(self.observers, trajectory, None)
             return
+        notify_start(self.observers, trajectory, initial, observation)
         opened = open_furniture(initial)
         session = config.new_session(self.instruction, planner)
         planner.reset(self.instruction, seed=self.scene_seed)
@@ -228,16 +233,20 @@ class GraphEpisode:
             if executed is not None:
                 state = executed.state_after if executed.state_after is not None else backend.state()
             opened |= open_furniture(state)
+            seen_views = observation
             if config.render and not session.done:
                 t0 = time.perf_counter()
                 images, observation = look()
                 timings["render_s"] = time.perf_counter() - t0
             timings["round_s"] = time.perf_counter() - round_start
+            notify_round(self.observers, record, seen_views, state)
             if self.on_round is not None:
                 self.on_round(record, trajectory)
         trajectory.ended = session.ended
+        final = backend.state() if trajectory.error is None else state
         if self.goal is not None and trajectory.error is None:
-            trajectory.goal_satisfied = goal_satisfied(self.goal, initial, backend.state(), opened)
+            trajectory.goal_satisfied = goal_satisfied(self.goal, initial, final, opened)
+        notify_end(self.observers, trajectory, final)
 
 
 def round_signature(trajectory: Trajectory) -> list[tuple[str, str, str, tuple[str, ...], int]]:
