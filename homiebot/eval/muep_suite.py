@@ -32,7 +32,8 @@ from homiebot.types import EntityKind, WorldState
 
 log = logging.getLogger(__name__)
 
-SUITE_PATH = Path(__file__).parent / "suites" / "muep.yaml"
+# Not beside the EMMOE-format suites: homiebot.eval.tasks loads every suites/*.yaml as a TaskSuite.
+SUITE_PATH = Path(__file__).parent / "suites" / "alfred" / "muep.yaml"
 #: ALFWorld's instruction templates per type (``alfworld/gen/goal_library.py``; one of two is drawn). They are
 #: kept word for word because text agents trained on ALFWorld expect exactly these.
 TEMPLATES: dict[str, tuple[str, str]] = {
