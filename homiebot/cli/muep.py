@@ -19,7 +19,7 @@ def register(app: typer.Typer) -> None:
     @muep.command("run")
     def run_command(
         out: Path = typer.Option(..., "--out", "-o", help="Directory for episodes.jsonl and report.md."),
-        agent: str = typer.Option("expert", help="expert or random."),
+        agent: str = typer.Option("expert", help="expert, random, or smollm2 (text mode; --engine sim)."),
         engine: str = typer.Option("sim", help="sim (the simulator's text world) or alfworld (ALFWorld's engine)."),
         phrasing: str = typer.Option("alfworld", help="alfworld (ALFWorld 0.4: move X to Y) or papers (put X in/on Y)."),
         split: str = typer.Option("all", help="seen, unseen or all (with --alfworld-data: the data's split, e.g. valid_unseen)."),

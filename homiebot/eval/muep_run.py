@@ -26,7 +26,7 @@ from homiebot.textworld.world import NOTHING_HAPPENS, Phrasing
 log = logging.getLogger(__name__)
 
 ENGINES: tuple[str, ...] = ("sim", "alfworld")
-AGENTS: tuple[str, ...] = ("expert", "random")
+AGENTS: tuple[str, ...] = ("expert", "random", "smollm2")  # smollm2: text mode, the simulator's text world only
 EPISODES_FILE = "episodes.jsonl"
 
 
@@ -55,6 +55,10 @@ def _sim_agent(name: str) -> TextAgent:
         return TextExpert()
     if name == "random":
         return RandomTextAgent()
+    if name == "smollm2":
+        from homiebot.eval.muep_lm import LanguageModelTextAgent
+
+        return LanguageModelTextAgent.bundled(name)
     raise ValueError(f"unknown agent {name!r}; known: {', '.join(AGENTS)}")
 
 
@@ -72,6 +76,8 @@ def run_suite(
     if agent not in AGENTS:
         raise ValueError(f"unknown agent {agent!r}; known: {', '.join(AGENTS)}")
     phrasing = Phrasing(phrasing)
+    if engine == "alfworld" and agent == "smollm2":
+        raise ValueError("the smollm2 agent plays the simulator's text world only (--engine sim)")
     own_sim = sim is None
     if sim is None:
         from homiebot.sim.mujoco.backend import MujocoSimulator
@@ -79,12 +85,13 @@ def run_suite(
         sim = MujocoSimulator(render=False)
     out_dir.mkdir(parents=True, exist_ok=True)
     records: list[EpisodeRecord] = []
+    text_agent = _sim_agent(agent) if engine == "sim" else None  # one model for every episode
     try:
         with (out_dir / EPISODES_FILE).open("w") as sink:
             for task in tasks:
                 started = time.perf_counter()
-                if engine == "sim":
-                    played = run_text_episode(sim, task, _sim_agent(agent), phrasing)
+                if text_agent is not None:
+                    played = run_text_episode(sim, task, text_agent, phrasing)
                     episode, transcript = played.episode, played.transcript
                 else:
                     episode, transcript = play_alfworld(sim, task, agent, out_dir / "games" / task.id, phrasing)
@@ -94,6 +101,9 @@ def run_suite(
     finally:
         if own_sim:
             sim.shutdown()
+        close = getattr(text_agent, "close", None)  # only model agents hold resources
+        if close is not None:
+            close()
     write_report(records, out_dir)
     return records
 

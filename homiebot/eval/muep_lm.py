@@ -1,0 +1,67 @@
+"""A language model as a text agent of the MuEP-style suite (text mode: it reads ALFWorld's text, no images).
+
+The input follows MuEP's test client for text-only models (MuEP section 4.2; docs/muep.md): one growing
+string ``[STATE] {room sentence} {task sentence} [action] `` to which every step appends ``{command} [STATE]
+{observation} [action] ``. The model (a bundled GGUF model, :mod:`homiebot.planner.text_lm`, e.g. SmolLM2)
+answers with the next command, greedily; the first line of its answer is played as is, so an answer outside
+the game's grammar is "Nothing happens." and counts against LC, as in MuEP. Unlike MuEP's models, ours are not
+fine-tuned on ALFWorld, so the system turn explains the game and shows a short example (our own).
+"""
+
+from __future__ import annotations
+
+from homiebot.eval.muep_suite import AlfredTask
+from homiebot.planner.messages import ChatMessage
+from homiebot.planner.text_lm import TextLanguageModel, TextModelConfig
+from homiebot.textworld.world import TextWorld
+
+SYSTEM_PROMPT = (
+    "You control a robot in a household text game. After [STATE] you read what the robot sees; after [action] "
+    "you write exactly one command and nothing else. Commands: go to (place), take (object) from (place), "
+    "move (object) to (place), open (place), close (place), heat (object) with (microwave), cool (object) with "
+    "(fridge), clean (object) with (sinkbasin), use (lamp), examine (thing), inventory, look. Use the names "
+    "with their numbers exactly as the game writes them. Example: to put an apple in the fridge you may write "
+    "'go to countertop 1', then 'take apple 1 from countertop 1', then 'go to fridge 1', then "
+    "'move apple 1 to fridge 1' (open the fridge first, with empty hands, if it is closed)."
+)
+
+
+class LanguageModelTextAgent:
+    """MuEP's text-mode input to a bundled language model; one model serves every episode of a run."""
+
+    def __init__(self, model: TextLanguageModel, name: str = "smollm2", max_new_tokens: int = 20) -> None:
+        self.model = model
+        self.name = name
+        self.max_new_tokens = max_new_tokens
+        self.prompt = ""
+        self._last: str | None = None
+
+    @classmethod
+    def bundled(cls, name: str = "smollm2") -> LanguageModelTextAgent:
+        from homiebot.planner.models import bundled_model
+
+        model = bundled_model(name)
+        if model is None:
+            raise ValueError(f"no bundled model named {name!r}")
+        return cls(TextLanguageModel(TextModelConfig(model)), name)
+
+    def reset(self, task: AlfredTask, world: TextWorld | None, observation: str) -> None:
+        paragraphs = observation.split("\n\n")
+        scene, goal = (paragraphs[1], paragraphs[2]) if len(paragraphs) >= 3 else (observation, "")
+        self.prompt = f"[STATE] {scene} {goal} [action] "
+        self._last = None
+
+    def act(self, observation: str, admissible: list[str]) -> str | None:
+        if self._last is not None:
+            self.prompt += f"{self._last} [STATE] {observation} [action] "
+        conversation = [ChatMessage("system", SYSTEM_PROMPT), ChatMessage("user", self.prompt)]
+        answer = self.model.generate([conversation], max_new_tokens=self.max_new_tokens)[0].text
+        lines = [line.strip() for line in answer.strip().splitlines() if line.strip()]
+        command = (lines[0] if lines else "").strip(" .'\"`").lower()
+        for marker in ("[state]", "[action]"):
+            command = command.split(marker)[0].strip()
+        self._last = command or "look"
+        return self._last
+
+    def close(self) -> None:
+        self.model.close()
