@@ -203,6 +203,15 @@ class EpisodeRecorder:
         """Extra episode facts for the summary and files (conversation, system prompt, opened furniture)."""
         self._notes.update(fields)
 
+    def add_file(self, name: str, text: str) -> None:
+        """Write one more file into the record before :meth:`finish` (an observer's ``states.jsonl``,
+        docs/partnr.md); it moves into place with the rest, or is dropped with it on abort."""
+        if self._tmp is None:
+            raise RecordError("add_file() outside start() ... finish()")
+        if not name or "/" in name or name.startswith(".") or name in (SUMMARY_FILE, ROUNDS_FILE, CONVERSATION_FILE):
+            raise RecordError(f"{name!r} cannot be added to a record")
+        (self._tmp / name).write_text(text, encoding="utf-8")
+
     def add_round(self, record: RoundRecord, observation: Observation | None) -> None:
         """Store a round; its views are written at once (images are not kept in memory)."""
         if self._tmp is None:

@@ -1,10 +1,8 @@
 """Running tasks and scoring them with PARTNR's metrics: the evaluation function of a task, one episode with
 its state sequence, and a whole suite (noiseless or with EMMOE's execution noise).
 
-The state sequence is taken where the loop already has it: every planner request carries the privileged
-state of that round (the state after the previous round), and the state after the last round is read from
-the simulator once the episode is over. :class:`StateTap` records the requests' states without changing
-what the planner sees or says. docs/partnr.md, "Running the suite", shows the commands.
+The state sequence comes from the loop's :class:`~homiebot.agent.observers.StateRecorder` (the state after
+the reset, then the state after every round). docs/partnr.md, "Running the suite", shows the commands.
 """
 
 from __future__ import annotations
@@ -18,7 +16,8 @@ from homiebot.eval.partnr.convert import goal_to_evaluation
 from homiebot.eval.partnr.language import EvaluationFunction
 from homiebot.eval.partnr.metrics import PartnrEpisode, score_episode
 from homiebot.eval.tasks import TaskSpec
-from homiebot.planner.base import Planner, PlanRequest
+from homiebot.agent.observers import StateRecorder
+from homiebot.planner.base import Planner
 from homiebot.types import EMMOE_ACTIONS, HOUSEHOLD_ACTIONS, Trajectory, WorldState
 
 log = logging.getLogger(__name__)
@@ -29,26 +28,6 @@ def task_function(task: TaskSpec, initial: WorldState) -> EvaluationFunction:
     if task.evaluation is not None:
         return EvaluationFunction.from_json(task.evaluation, task.id, initial.entities)
     return goal_to_evaluation(task.goal, initial, task.id)
-
-
-class StateTap(Planner):
-    """Wraps a planner and keeps the world state of every request it answers."""
-
-    def __init__(self, inner: Planner) -> None:
-        self.inner = inner
-        self.name = inner.name
-        self.privileged = inner.privileged
-        self.accepts_free_text = inner.accepts_free_text
-        self.states: list[WorldState] = []
-
-    def reset(self, task: str, seed: int = 0) -> None:
-        self.states = []
-        self.inner.reset(task, seed)
-
-    def plan(self, request: PlanRequest) -> str:
-        if request.world_state is not None:
-            self.states.append(request.world_state)
-        return self.inner.plan(request)
 
 
 @dataclass(frozen=True)
@@ -66,12 +45,12 @@ def run_scored(sim: Any, planner: Planner, task: TaskSpec, seed: int = 0, *, max
 
     sim.reset(task.scene, seed=task.seed + seed)
     function = task_function(task, sim.state())
-    tap = StateTap(planner)
+    recorder = StateRecorder()
     # PARTNR-style tasks switch and clean (the household list); EMMOE's tasks keep the paper's list.
     actions = HOUSEHOLD_ACTIONS if task.evaluation is not None else EMMOE_ACTIONS
     config = EpisodeConfig(render=False, max_rounds=max_rounds, actions=actions, extras={"evaluation": function})
-    trajectory = run_episode(sim, tap, task=task, seed=seed, config=config, skills=skills)
-    states = [*tap.states, sim.state()]
+    trajectory = run_episode(sim, planner, task=task, seed=seed, config=config, skills=skills, observers=[recorder])
+    states = recorder.states
     goal_check = None if trajectory.goal_satisfied is None else bool(trajectory.ended and trajectory.goal_satisfied)
     partnr = score_episode(task.id, function, states, trajectory.rounds, ended=trajectory.ended,
                            goal_check=goal_check, path_length_m=trajectory.path_length,

@@ -108,3 +108,33 @@ def test_noiseless_expert_reaches_pc_1_on_all_emmoe_tasks():
     assert len(episodes) == 100
     assert [e.task_id for e in episodes if e.pc != 1.0] == []
     assert all(e.goal_check for e in episodes)  # full agreement with the goal check
+
+
+def test_record_with_states_rescored_from_its_files_alone(tmp_path):
+    pytest.importorskip("mujoco")
+    from homiebot.agent.loop import EpisodeConfig, run_episode
+    from homiebot.data.record import EpisodeRecorder
+    from homiebot.eval.partnr.episodes import task_function
+    from homiebot.eval.partnr.recording import StatesFileRecorder, score_record
+    from homiebot.eval.tasks import load_suite
+    from homiebot.planner.registry import make_planner
+    from homiebot.sim.mujoco.backend import MujocoSimulator
+    from homiebot.types import HOUSEHOLD_ACTIONS
+
+    (task,) = [t for t in load_suite("partnr").tasks if t.instruction.startswith("First put")][:1]
+    sim = MujocoSimulator(render=False)
+    try:
+        sim.reset(task.scene, seed=task.seed)
+        fn = task_function(task, sim.state())
+        recorder = EpisodeRecorder(tmp_path / "ep", images=False, video=False)
+        config = EpisodeConfig(render=False, actions=HOUSEHOLD_ACTIONS, extras={"evaluation": fn})
+        run_episode(sim, make_planner("partnr_expert"), task=task, config=config, recorder=recorder,
+                    observers=[StatesFileRecorder(recorder, fn)])
+    finally:
+        sim.shutdown()
+    assert (tmp_path / "ep" / "states.jsonl").is_file() and (tmp_path / "ep" / "evaluation.json").is_file()
+    scored = score_record(tmp_path / "ep")
+    assert scored is not None and scored.pc == 1.0 and scored.success and scored.category == "temporal"
+    # an older record without the state file: n/a (None), never a PC of 0
+    (tmp_path / "ep" / "states.jsonl").unlink()
+    assert score_record(tmp_path / "ep") is None
