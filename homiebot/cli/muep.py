@@ -57,7 +57,7 @@ def register(app: typer.Typer) -> None:
 
     @muep.command("metrics")
     def metrics_command(
-        run_dir: Path = typer.Argument(..., help="A directory written by homie muep run."),
+        run_dir: Path = typer.Argument(..., help="A directory written by homie muep run, or by homie eval (EMMOE-100)."),
         convention: str = typer.Option("tables", help="tables (MuEP's tables, default) or prose (the paper's formulas)."),
     ) -> None:
         """Recompute MuEP's table from episodes.jsonl alone."""

@@ -24,9 +24,13 @@ cap. An episode the policy stopped is a failure with a repetition.
 from __future__ import annotations
 
 import enum
+import json
 from collections import deque
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from fractions import Fraction
+from pathlib import Path
+from typing import Any
 
 #: ALFWorld's six task types (``alfred_tw_env.TASK_TYPES``), in MuEP's table order.
 TASK_TYPES: tuple[str, ...] = (
@@ -217,3 +221,49 @@ def format_table(table: dict[str, dict[str, MuepRow]], title: str = "") -> str:
             label = "Overall" if task_type == "overall" else TYPE_LABELS.get(task_type, task_type)
             lines.append(f"| {split} | {label} | {row.n} | " + " | ".join(row.cells()) + " |")
     return "\n".join(lines)
+
+
+# ----------------------------------------------------------------------------------------------- EMMOE runs
+
+
+def episode_from_trajectory(trajectory: Any, task_type: str, split: str, success: bool, progress: Fraction) -> MuepEpisode:
+    """MuEP's record of an EMMOE episode (a :class:`homiebot.types.Trajectory`).
+
+    Decisions (docs/muep.md): an action is a round's subtask; it is language-compliant unless its feedback is
+    F1 (unparseable output, or an action or model outside the lists; F2, an unknown target, is not a language
+    fault); the goal conditions are EMMOE's keypath progress TP as a fraction (EMMOE's own partial-completion
+    measure; the records keep no final state to count goal conditions on); repetitions are found after the
+    fact (EMMOE's loop retries an identical subtask legitimately, so it is not stopped early)."""
+    actions = tuple(r.subtask_text for r in trajectory.rounds)
+    valid = tuple(r.feedback.code.value != "F1" for r in trajectory.rounds)
+    return MuepEpisode(
+        task_type=task_type,
+        success=success,
+        goal_conditions_met=progress.numerator,
+        goal_conditions_total=progress.denominator,
+        actions=actions,
+        valid=valid,
+        split=split,
+        task_id=str(trajectory.task_id),
+    )
+
+
+def emmoe_episodes(eval_dir: Path | str) -> list[MuepEpisode]:
+    """MuEP records of every episode of a ``homie eval`` directory, grouped by the task's first attribute
+    (EMMOE-100 has no ALFWorld types; its attributes are the grouping of its table H8)."""
+    from homiebot.data.record import read_episode
+    from homiebot.eval.tasks import get_task
+
+    root = Path(eval_dir)
+    results = root / "results.jsonl"
+    if not results.exists():
+        raise FileNotFoundError(f"{root} is not a homie eval directory (no results.jsonl)")
+    episodes = []
+    for line in results.read_text().splitlines():
+        row = json.loads(line) if line.strip() else {}
+        if row.get("kind") != "episode":
+            continue
+        task = get_task(row["task_id"])
+        trajectory = read_episode(root / "episodes" / row["task_id"] / f"run{row['run']}")
+        episodes.append(episode_from_trajectory(trajectory, task.attributes[0], task.split, bool(row["success"]), Fraction(row["tp"])))
+    return episodes

@@ -254,6 +254,12 @@ def load_records(out_dir: Path | str) -> list[EpisodeRecord]:
 
 
 def recompute(out_dir: Path | str, convention: Convention | str = Convention.TABLES) -> str:
-    """MuEP's table from ``episodes.jsonl`` alone (no rerun)."""
-    records = load_records(out_dir)
-    return format_table(muep_table([r.episode for r in records], convention), f"{Convention(convention).value} convention")
+    """MuEP's table from ``episodes.jsonl`` alone (no rerun), or from a ``homie eval`` directory's records
+    (EMMOE-100, grouped by attribute; :func:`homiebot.eval.muep.emmoe_episodes`)."""
+    from homiebot.eval.muep import emmoe_episodes
+
+    if not (Path(out_dir) / EPISODES_FILE).exists() and (Path(out_dir) / "results.jsonl").exists():
+        episodes = emmoe_episodes(out_dir)
+    else:
+        episodes = [r.episode for r in load_records(out_dir)]
+    return format_table(muep_table(episodes, convention), f"{Convention(convention).value} convention")

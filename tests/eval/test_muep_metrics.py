@@ -115,3 +115,24 @@ def test_bad_episodes_are_refused() -> None:
         MuepEpisode(HEAT, True, 3, 3, ("a",), (True, False))
     with pytest.raises(ValueError, match="goal_conditions_met"):
         MuepEpisode(HEAT, True, 4, 3)
+
+
+def test_muep_metrics_of_an_emmoe_evaluation(tmp_path) -> None:
+    """`homie muep metrics` on a `homie eval` directory: MuEP's table of EMMOE episodes, by attribute."""
+    from typer.testing import CliRunner
+
+    from homiebot.cli import build_app
+    from homiebot.eval.muep import emmoe_episodes
+
+    runner = CliRunner()
+    out = tmp_path / "eval"
+    ran = runner.invoke(build_app(), ["eval", "--suite", "emmoe", "--planner", "random", "--tasks", "emmoe-001,emmoe-084",
+                                      "--runs", "1", "--workers", "1", "--out", str(out)])
+    assert ran.exit_code == 0, ran.output
+    episodes = emmoe_episodes(out)
+    assert len(episodes) == 2 and all(e.steps >= 1 and len(e.valid) == e.steps for e in episodes)
+    assert all(e.task_type in ("short-horizon", "long-horizon", "open-ended", "logical", "human-style") for e in episodes)
+    result = runner.invoke(build_app(), ["muep", "metrics", str(out)])
+    assert result.exit_code == 0, result.output
+    overall = [line.split("|") for line in result.output.splitlines() if "| Overall |" in line]
+    assert sum(int(cells[3]) for cells in overall) == 2
