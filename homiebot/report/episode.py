@@ -109,7 +109,10 @@ def _outcome(summary: dict[str, Any], trajectory: Trajectory, metrics: EpisodeMe
         ("success (ended and goal met)", _yes_no(summary.get("success"))),
         ("ended with [End]", _yes_no(summary.get("ended"))),
         ("final-state goal check", _yes_no(summary.get("goal_satisfied"))),
-        ("rounds", esc(len(trajectory.rounds))),
+        ("rounds", f"{len(trajectory.rounds)}: " + " ".join(
+            f'<a href="#round{r.index}" title="{esc(r.subtask_text)}">{code_badge(r.feedback.code.value)}</a>'
+            for r in trajectory.rounds
+        )),
         ("path length", f"{trajectory.path_length:.2f} m"),
         ("wall time", f"{trajectory.wall_time_s:.2f} s"),
         ("TP", "n/a (no task)" if metrics.tp is None else f"{metrics.tp_percent:.2f}% ({esc(metrics.tp)})"),
