@@ -180,3 +180,35 @@ def test_text_and_simulator_stay_in_step_under_emmoe_subtasks(sim) -> None:
         held = f"a {world.names.text(state.held)}" if state.held else None
         assert world.inventory(state) == (f"You are carrying: {held}." if held else "You are not carrying anything.")
     assert sim.state().entities["apple"].is_hot and sim.state().entities["apple"].parent == "fridge"
+
+
+def test_the_text_view_of_an_expert_episode_follows_the_simulator(tmp_path) -> None:
+    """An EMMOE episode of the expert planner watched by the text observer: after every successful round the
+    text names what the round did, in the simulator's state; the JSON lines file holds one row per round."""
+    from homiebot.agent.loop import EpisodeConfig, run_episode
+    from homiebot.eval.tasks import get_task
+    from homiebot.planner.registry import make_planner
+    from homiebot.textworld.observer import TextWorldObserver
+
+    simulator = MujocoSimulator(render=False)
+    try:
+        observer = TextWorldObserver(simulator, path=tmp_path / "text.jsonl")
+        trajectory = run_episode(simulator, make_planner("expert"), task=get_task("emmoe-084"),
+                                 config=EpisodeConfig(render=False), observers=[observer])
+        assert trajectory.goal_satisfied
+        assert observer.texts[0].startswith("-= Welcome to TextWorld, ALFRED! =-")
+        assert len(observer.texts) == len(trajectory.rounds) + 1
+        for record, text in zip(trajectory.rounds, observer.texts[1:]):
+            action = record.output.subtask.action if record.output.subtask else ""
+            if action == "End" or not record.feedback.success:
+                assert text == NOTHING_HAPPENS
+            elif action == "Pick":
+                assert text.startswith("You pick up the ")
+            elif action == "Go to":
+                assert text.startswith(("You arrive at ", "You are in the middle of a room."))
+            elif action == "Put":
+                assert text.startswith("You move the ")
+        rows = (tmp_path / "text.jsonl").read_text().splitlines()
+        assert len(rows) == len(trajectory.rounds) + 1
+    finally:
+        simulator.shutdown()
