@@ -62,25 +62,25 @@ def bench_report(eval_dir: Path, repeats: int) -> None:
 
 
 def _episode_rounds(tasks: list[str]) -> list[tuple[Any, Any, Any]]:
-    """(round record, views the planner saw, state after) of real expert episodes."""
+    """(round record, views the planner saw, state after) of real expert episodes, as the loop's observers get them."""
     from homiebot.agent.loop import run_episode
+    from homiebot.agent.observers import ObserverBase
     from homiebot.eval.tasks import get_task
     from homiebot.planner.expert import ExpertPlanner
     from homiebot.sim.base import make_simulator
 
+    class Capture(ObserverBase):
+        def __init__(self) -> None:
+            self.rounds: list[tuple[Any, Any, Any]] = []
+
+        def on_round(self, record: Any, seen: Any, state: Any) -> None:
+            self.rounds.append((record, seen, state))
+
     sim = make_simulator("mujoco", render=True)
-    rounds: list[tuple[Any, Any, Any]] = []
+    capture = Capture()
     for task_id in tasks:
-        task = get_task(task_id)
-        seen = [sim.reset(task.scene, seed=task.seed)]
-
-        def capture(record: Any, _limit: int) -> None:
-            # After a round the loop has rendered the next round's views (none after the last round).
-            rounds.append((record, seen[-1], sim.state()))
-            seen.append(sim.observe())
-
-        run_episode(sim, ExpertPlanner(), task=task, progress=capture)
-    return rounds
+        run_episode(sim, ExpertPlanner(), task=get_task(task_id), observers=[capture])
+    return capture.rounds
 
 
 def bench_live(repeats: int) -> None:

@@ -20,8 +20,8 @@ The layout file ``docs/foxglove/homiebot_layout.json`` arranges these panels in 
 Cost: when no client is subscribed to a topic nothing is built for it (``Channel.has_sinks``); the world graph
 is rebuilt only when an entity moved, opened or closed (BENCHMARKS.md, "Live view").
 
-It is an episode observer (the loop's ``on_start`` / ``on_round`` / ``on_end``), so it sees the same calls in
-the in-process loop and in the ROS graph's episode.
+It is an episode observer (homiebot/agent/observers.py: ``on_start`` / ``on_round`` / ``on_end``), so it sees
+the same calls in the in-process loop and in the ROS graph's episode.
 """
 
 from __future__ import annotations
@@ -34,6 +34,7 @@ from typing import Any
 
 import numpy as np
 
+from homiebot.agent.observers import ObserverBase
 from homiebot.types import VIEW_NAMES, EntityKind, EntityState, Observation, RoundRecord, Trajectory, WorldState
 
 log = logging.getLogger(__name__)
@@ -102,9 +103,9 @@ class LiveViewConfig:
 
 
 @dataclass
-class FoxgloveLiveView:
+class FoxgloveLiveView(ObserverBase):
     """Serves an episode live to the Foxglove app. ``start()`` opens the server, ``stop()`` closes it; it is a
-    context manager too. Between the two it takes the loop's observer calls."""
+    context manager too. Between the two it is an episode observer: ``run_episode(..., observers=[view])``."""
 
     config: LiveViewConfig = field(default_factory=LiveViewConfig)
     _server: Any = None

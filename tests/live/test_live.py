@@ -61,73 +61,79 @@ def _drain(client: Any, wanted: set[str], timeout_s: float = 5.0) -> dict[str, l
 
 @pytest.mark.slow
 @pytest.mark.skipif(_client_missing() is not None, reason=str(_client_missing()))
-def test_websocket_client_decodes_views_pose_tf_graph_and_log() -> None:
+def test_websocket_client_follows_a_real_episode(tmp_path: Path) -> None:
+    """A real expert episode through the loop with the live view as its observer (and a record beside it): the
+    client decodes every round's front view (the record's PNG of that round), the final pose, /tf, the graph
+    and the log lines."""
     from foxglove_client import FoxgloveClient
+    from PIL import Image
 
+    from homiebot.agent.loop import run_episode
+    from homiebot.agent.observers import EpisodeObserver
+    from homiebot.data.record import EpisodeRecorder, view_filename
     from homiebot.eval.tasks import get_task
     from homiebot.live import FoxgloveLiveView, LiveViewConfig
     from homiebot.live.foxglove_view import yaw_quaternion
+    from homiebot.planner.expert import ExpertPlanner
     from homiebot.sim.base import make_simulator
-    from homiebot.types import ErrorCode, Feedback, PlannerOutput, RoundRecord, Subtask, Trajectory
+    from homiebot.types import Trajectory
 
     task = get_task("emmoe-084")
     sim = make_simulator("mujoco", render=True)
-    observation = sim.reset(task.scene, seed=task.seed)
-    state = sim.state()
-    trajectory = Trajectory(task.id, task.instruction, task.scene, 0, "expert")
     with FoxgloveLiveView(LiveViewConfig(port=0)) as view, FoxgloveClient(f"ws://127.0.0.1:{view.port}") as client:
-        assert client.server_info.get("name", "HomieBot") == "HomieBot"
+        assert isinstance(view, EpisodeObserver)
         client.subscribe(TOPICS)
-        # The server applies a subscription asynchronously: repeat the start until the first messages arrive.
-        got: dict[str, list[Any]] = {}
+        assert client.server_info.get("name") == "HomieBot"
+        # The server applies a subscription asynchronously: probe with a start until messages arrive.
+        probe = sim.reset(task.scene, seed=task.seed)
         for _ in range(20):
-            view.on_start(trajectory, state, observation)
-            got = _drain(client, set(TOPICS) - {"/robot/path"}, timeout_s=0.5)
-            if set(TOPICS) <= set(got):
+            view.on_start(Trajectory(task.id, task.instruction, task.scene, 0, "probe"), sim.state(), probe)
+            if set(TOPICS) - {"/robot/path"} <= set(_drain(client, set(TOPICS), timeout_s=0.5)):
                 break
-        assert set(TOPICS) <= set(got), sorted(got)
-        image = got["/camera/front/image"][-1]
-        front = observation.views["front"]
+        else:
+            pytest.fail("the live view's messages never reached the client")
+        record_dir = tmp_path / "t84"
+        trajectory = run_episode(sim, ExpertPlanner(), task=task, recorder=EpisodeRecorder(record_dir, video=False),
+                                 observers=[view])
+        got = _drain(client, set(TOPICS))
+    assert trajectory.goal_satisfied and len(trajectory.rounds) == 8
+    # The views: the start's, then one per round, each the record's PNG of the views the planner saw.
+    images = got["/camera/front/image"]
+    assert len(images) == 1 + len(trajectory.rounds)
+    for index, image in enumerate(images[1:], start=1):
         assert (image.width, image.height, image.encoding, image.frame_id) == (256, 256, "rgb8", "front_camera_optical_frame")
-        assert bytes(image.data) == front.rgb.tobytes()
-        graph = got["/world_graph"][-1]
-        labels = {t.text for e in graph.entities for t in e.texts}
-        assert {"kitchen", "kitchen_drawer", "short_can"} <= labels and len(graph.entities) == len(state.entities)
-        assert any("emmoe-084" in m.message for m in got["/planner/log"])
-
-        # One real round: the robot drives to the drawer and opens it.
-        assert sim.go_to("kitchen_drawer").success and sim.open("kitchen_drawer").success
-        after = sim.state()
-        record = RoundRecord(
-            index=1, instruction="Task: ...",
-            output=PlannerOutput("Analysis: open it\nSubtask: [Open, kitchen_drawer]\nModel: octo", "open it",
-                                 Subtask("Open", "kitchen_drawer"), "octo"),
-            feedback=Feedback(ErrorCode.OK, "None", attempts=1),
-        )
-        view.on_round(record, observation, after)
-        got = _drain(client, {"/robot/pose", "/world_graph", "/planner/log", "/tf"})
-        pose = got["/robot/pose"][-1]
-        assert pose.frame_id == "map"
-        assert (pose.pose.position.x, pose.pose.position.y) == pytest.approx((after.robot.x, after.robot.y), abs=1e-9)
-        q = pose.pose.orientation
-        assert 2 * math.atan2(q.z, q.w) == pytest.approx(after.robot.yaw, abs=1e-9)
-        assert len(got["/robot/path"][-1].poses) >= 2
-        labels = {t.text for e in got["/world_graph"][-1].entities for t in e.texts}
-        assert "kitchen_drawer (open)" in labels
-        lines = [m.message for m in got["/planner/log"]]
-        assert "round 1: [Open, kitchen_drawer] model octo" in lines and "round 1 feedback OK: None" in lines
-        # /tf: map -> base_link -> front camera reproduces the camera's pose in the world.
-        tf = {t.child_frame_id: t for t in got["/tf"][-1].transforms}
-        assert tf["base_link"].parent_frame_id == "map" and tf["front_camera_optical_frame"].parent_frame_id == "base_link"
-        assert np.allclose(_transform(tf["base_link"])[:2, 3], (after.robot.x, after.robot.y))
-        # The mount is rigid: hung under the base pose the views were taken from, it gives the view's camera pose.
-        seen = observation.robot_pose
-        base_then = np.eye(4)
-        base_then[:3, :3] = _quaternion_matrix(type("Q", (), dict(zip("xyzw", yaw_quaternion(seen.yaw))))())
-        base_then[:2, 3] = (seen.x, seen.y)
-        assert np.allclose(base_then @ _transform(tf["front_camera_optical_frame"]), front.camera_to_world, atol=1e-6)
-        view.on_end(trajectory, after)
-        assert any("episode over" in m.message for m in _drain(client, {"/planner/log"})["/planner/log"])
+        expected = np.asarray(Image.open(record_dir / view_filename(index, "front")))
+        assert bytes(image.data) == expected.tobytes()
+    # The pose after the last round is the simulator's final pose; the path has one pose per call.
+    final = sim.state().robot
+    pose = got["/robot/pose"][-1]
+    assert pose.frame_id == "map"
+    assert (pose.pose.position.x, pose.pose.position.y) == pytest.approx((final.x, final.y), abs=1e-9)
+    q = pose.pose.orientation
+    assert 2 * math.atan2(q.z, q.w) == pytest.approx(final.yaw, abs=1e-9)
+    assert len(got["/robot/path"][-1].poses) == 1 + len(trajectory.rounds)
+    # The log: the task, every round's subtask and feedback, the end.
+    lines = [m.message for m in got["/planner/log"]]
+    for record in trajectory.rounds:
+        assert f"round {record.index}: {record.subtask_text} model {record.output.model or '-'}" in lines
+        assert f"round {record.index} feedback {record.feedback.code.value}: {record.feedback.message}" in lines
+    assert any(line.startswith("episode over after 8 rounds: ended with [End], goal met") for line in lines)
+    # The graph: re-sent when something changed; the drawer was opened and closed, the can moved into it.
+    labels = [{t.text for e in update.entities for t in e.texts} for update in got["/world_graph"]]
+    assert any("kitchen_drawer (open)" in seen for seen in labels)
+    assert any("short_can (held)" in seen for seen in labels)
+    assert "kitchen_drawer" in labels[-1] and len(got["/world_graph"][-1].entities) == len(sim.state().entities)
+    # /tf: map -> base_link is the final pose; base_link -> camera hung under the pose the views were taken
+    # from reproduces that view's camera pose.
+    tf = {t.child_frame_id: t for t in got["/tf"][-1].transforms}
+    assert tf["base_link"].parent_frame_id == "map" and tf["front_camera_optical_frame"].parent_frame_id == "base_link"
+    assert np.allclose(_transform(tf["base_link"])[:2, 3], (final.x, final.y))
+    last_seen = sim.observe()  # the episode ended after [End]: the robot has not moved since the last views
+    base = np.eye(4)
+    base[:3, :3] = _quaternion_matrix(type("Q", (), dict(zip("xyzw", yaw_quaternion(last_seen.robot_pose.yaw))))())
+    base[:2, 3] = (last_seen.robot_pose.x, last_seen.robot_pose.y)
+    assert np.allclose(base @ _transform(tf["front_camera_optical_frame"]), last_seen.views["front"].camera_to_world,
+                       atol=1e-6)
 
 
 def test_quaternions_round_trip() -> None:
