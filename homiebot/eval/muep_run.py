@@ -97,6 +97,7 @@ def run_suite(
                     episode, transcript = play_alfworld(sim, task, agent, out_dir / "games" / task.id, phrasing)
                 record = EpisodeRecord(episode, engine, agent, phrasing.value, transcript, time.perf_counter() - started)
                 sink.write(record.to_json() + "\n")
+                sink.flush()  # a run cut short keeps what it played
                 records.append(record)
     finally:
         if own_sim:
