@@ -10,6 +10,8 @@ import logging
 
 import typer
 
+from homiebot.logs import configure_logging
+
 #: Modules that add commands to the ``homie`` app, in help order.
 COMMAND_MODULES = (
     "homiebot.cli.run",  # homie run, homie tasks
@@ -33,10 +35,8 @@ def build_app() -> typer.Typer:
 
     @app.callback()
     def _root(verbose: bool = typer.Option(False, "--verbose", "-v", help="Debug logging.")) -> None:
-        logging.basicConfig(
-            level=logging.DEBUG if verbose else logging.INFO,
-            format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-        )
+        # Without --verbose a logged exception is one line; the command's error line says what to do.
+        configure_logging(logging.DEBUG if verbose else logging.INFO, "%(asctime)s %(levelname)s %(name)s: %(message)s")
 
     for module_name in COMMAND_MODULES:
         importlib.import_module(module_name).register(app)

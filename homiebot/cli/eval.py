@@ -119,9 +119,11 @@ def register(app: typer.Typer) -> None:
         report = json.loads((outcome.out_dir / "report.json").read_text())
         _print_summary(report, outcome.out_dir)
         if outcome.failed_jobs:
-            typer.secho(f"{len(outcome.failed_jobs)} episode(s) could not be run:", fg="red", err=True)
-            for line in outcome.failed_jobs:
-                typer.echo(f"  {line}", err=True)
+            # Not results: nothing was stored for them, and the same command runs them later.
+            typer.secho(
+                f"{len(outcome.failed_jobs)} episode(s) could not run: {outcome.first_failure}", fg="red", err=True
+            )
+            typer.echo("nothing was stored for them; rerun the same command to run them", err=True)
             raise typer.Exit(1)
 
     @app.command("metrics")

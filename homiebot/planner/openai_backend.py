@@ -43,6 +43,15 @@ from homiebot.planner.messages import build_messages, to_openai_messages
 
 log = logging.getLogger(__name__)
 
+
+class OpenAIServerError(PlannerBackendError):
+    """The OpenAI-compatible server could not give an answer (unreachable, timed out, refused the request).
+
+    A subclass of the backends' common error, so callers that treat every backend alike still catch it, while
+    logs and tracebacks name the backend that failed.
+    """
+
+
 DEFAULT_API_KEY_ENV = "OPENAI_API_KEY"
 #: Sent when no key is configured: OpenAI-compatible local servers ignore it (vLLM's own convention).
 PLACEHOLDER_API_KEY = "EMPTY"
@@ -202,7 +211,7 @@ class OpenAIPlanner(Planner):
         except self._openai.OpenAIError as exc:
             raise self._translate(exc, "listing the served models") from None
         if len(served) != 1:
-            raise PlannerBackendError(
+            raise OpenAIServerError(
                 f"no --model given and the server at {self.base_url} serves {len(served)} models "
                 f"({', '.join(served[:10]) or 'none'}); pass --model"
             )
@@ -218,7 +227,7 @@ class OpenAIPlanner(Planner):
         except self._openai.OpenAIError as exc:
             raise self._translate(exc, f"asking model {model!r}") from None
         if not response.choices:
-            raise PlannerBackendError(f"the server at {self.base_url} answered with no choices")
+            raise OpenAIServerError(f"the server at {self.base_url} answered with no choices")
         choice = response.choices[0]
         self.last_finish_reason = choice.finish_reason
         self.last_usage = response.usage.model_dump() if response.usage is not None else None
@@ -229,7 +238,7 @@ class OpenAIPlanner(Planner):
             return ""
         return content
 
-    def _translate(self, exc: Exception, doing: str) -> PlannerBackendError:
+    def _translate(self, exc: Exception, doing: str) -> OpenAIServerError:
         """A message that names the server and what failed, never the key."""
         openai = self._openai
         attempts = self.max_retries + 1
@@ -257,7 +266,7 @@ class OpenAIPlanner(Planner):
                 )
         else:
             message = f"request to {self.base_url} failed while {doing}: {type(exc).__name__}: {exc}"
-        return PlannerBackendError(redact(message, self.__api_key))
+        return OpenAIServerError(redact(message, self.__api_key))
 
 
 def _error_text(exc: Any) -> str:

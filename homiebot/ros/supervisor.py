@@ -22,7 +22,6 @@ covers the rest. It needs no rclpy itself.
 
 from __future__ import annotations
 
-import ctypes
 import json
 import logging
 import os
@@ -38,6 +37,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from homiebot.process import die_with_parent
 from homiebot.ros.environment import overlay_environment, repository_root
 from homiebot.ros.shm import DEFAULT_SHM_DIR, ShmDirectoryError, clean_stale_segments, fastdds_uses_shm
 
@@ -133,19 +133,12 @@ def ros_parameter_argument(name: str, value: Any) -> str:
     return f"{name}:={text}"
 
 
-def _die_with_parent() -> None:  # pragma: no cover - runs in the child between fork and exec
-    """Linux: SIGTERM this child when the supervisor dies, even by SIGKILL (no orphan nodes)."""
-    try:
-        libc = ctypes.CDLL("libc.so.6", use_errno=True)
-        libc.prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG = 1
-    except OSError:
-        pass
+def _child_setup(nice: int):  # the returned function runs in the child between fork and exec
+    supervisor_pid = os.getpid()
 
-
-def _child_setup(nice: int):  # pragma: no cover - runs in the child between fork and exec
     def setup() -> None:
-        if sys.platform.startswith("linux"):
-            _die_with_parent()
+        # SIGTERM, not SIGKILL: a node left by a dead supervisor still shuts its middleware down cleanly.
+        die_with_parent(signal.SIGTERM, parent_pid=supervisor_pid)
         if nice:
             os.nice(nice)
 

@@ -1,0 +1,227 @@
+"""An evaluation directory's setting, task snapshot and lock (the layout is in :mod:`homiebot.eval.runner`).
+
+``eval.json`` pins what decides an episode's outcome (planner, options, noise, round limit, perception) and
+snapshots the tasks and the scenes' name tables, so that a resume cannot mix settings and the metrics can be
+recomputed from the directory alone. ``.lock`` is held while an evaluation writes the directory.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import logging
+import os
+import shutil
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from homiebot.eval.keypaths import SceneNameResolver
+from homiebot.eval.tasks import TaskSpec, load_suite
+
+log = logging.getLogger(__name__)
+
+EVAL_FILE = "eval.json"
+INDEX_FILE = "results.jsonl"
+LOCK_FILE = ".lock"
+EPISODES_DIR = "episodes"
+REFERENCE_DIR = "reference"
+#: Suite names accepted on the command line beside the file names (``--suite emmoe``).
+SUITE_ALIASES = {"emmoe": "emmoe100"}
+#: The planner and noise preset whose episodes are their own PLWSR reference.
+EXPERT_PLANNER = "expert"
+NOISE_PRESETS: tuple[str, ...] = ("off", "emmoe")
+
+JobKind = Literal["episode", "reference"]
+
+
+class EvalError(RuntimeError):
+    """The evaluation cannot start or resume; the message says why and what to do."""
+
+
+class EvalSettings(BaseModel):
+    """What decides an episode's outcome; pinned in ``eval.json`` so a resume cannot mix settings."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    suite: str = "emmoe100"
+    planner: str = EXPERT_PLANNER
+    planner_options: dict[str, Any] = Field(default_factory=dict)
+    noise: Literal["off", "emmoe"] = "off"
+    max_rounds: int = Field(20, ge=1)
+    backend: str = "mujoco"
+    # The episodes' world graph (homiebot.perception): "off" grounds through the scene's names (EMMOE); with a
+    # graph the executor grounds through it (F2 for what no view has shown) and the episodes render. The PLWSR
+    # reference episodes never use one: L* is the expert's path with full knowledge.
+    perception: Literal["off", "privileged", "conceptgraph"] = "off"
+
+    @property
+    def self_reference(self) -> bool:
+        """The expert without noise or perception is its own PLWSR reference (no separate reference episodes)."""
+        return (
+            self.planner == EXPERT_PLANNER and self.noise == "off" and not self.planner_options
+            and self.perception == "off"
+        )
+
+    def label(self) -> str:
+        label = f"{self.planner} planner, noise {self.noise}"
+        return label if self.perception == "off" else f"{label}, perception {self.perception}"
+
+
+@dataclass(frozen=True)
+class Job:
+    kind: JobKind
+    task_id: str
+    run: int
+
+    @property
+    def key(self) -> str:
+        return f"{self.kind}:{self.task_id}:{self.run}"
+
+    def relpath(self) -> str:
+        root = EPISODES_DIR if self.kind == "episode" else REFERENCE_DIR
+        return f"{root}/{self.task_id}/run{self.run}"
+
+
+def resolve_suite(name: str) -> str:
+    return SUITE_ALIASES.get(name, name)
+
+
+def select_tasks(suite: str, split: str = "all", task_ids: Sequence[str] | None = None) -> list[TaskSpec]:
+    tasks = list(load_suite(resolve_suite(suite)).tasks)
+    if split not in ("all", "train", "test"):
+        raise EvalError(f"unknown split {split!r}; use all, train or test")
+    if split != "all":
+        tasks = [t for t in tasks if t.split == split]
+    if task_ids:
+        known = {t.id: t for t in tasks}
+        unknown = [t for t in task_ids if t not in known]
+        if unknown:
+            raise EvalError(f"unknown task id(s) {', '.join(unknown)} in suite {suite!r} (split {split})")
+        tasks = [known[t] for t in dict.fromkeys(task_ids)]
+    if not tasks:
+        raise EvalError(f"no task selected (suite {suite!r}, split {split})")
+    return tasks
+
+
+def scene_name_rows(scene: str) -> list[list[Any]]:
+    """``[name, category, aliases]`` for every room, furniture and object of a library scene."""
+    from homiebot.sim.scene import load_scene
+
+    spec = load_scene(scene)
+    entities: list[Any] = [*spec.rooms, *spec.furniture, *spec.objects]  # three pydantic models with these fields
+    return [[e.name, e.category, list(e.aliases)] for e in entities]
+
+
+def resolver_for(rows: Sequence[Sequence[Any]]) -> SceneNameResolver:
+    from homiebot.eval.goals import CATEGORY_GROUPS
+
+    return SceneNameResolver.from_entities(((r[0], r[1], tuple(r[2])) for r in rows), groups=CATEGORY_GROUPS)
+
+
+def is_finished(record_dir: Path) -> bool:
+    from homiebot.data.record import SUMMARY_FILE
+
+    return (record_dir / SUMMARY_FILE).is_file()
+
+
+def atomic_write_json(path: Path, data: Any) -> None:
+    """Write JSON next to ``path``, fsync it, then rename it into place: readers see the old or the new file."""
+    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+    try:
+        with open(tmp, "w", encoding="utf-8") as fh:
+            json.dump(data, fh, indent=1, sort_keys=True)
+            fh.write("\n")
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+
+
+@contextlib.contextmanager
+def eval_lock(out_dir: Path) -> Iterator[None]:
+    """An exclusive ``flock`` on ``DIR/.lock``: two evaluations never write one directory. The kernel drops
+    the lock when the holder dies, so a killed evaluation never leaves a stale lock behind."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    fd = os.open(out_dir / LOCK_FILE, os.O_CREAT | os.O_RDWR, 0o644)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise EvalError(f"another evaluation is writing {out_dir} (its {LOCK_FILE} is locked)") from None
+        yield
+    finally:
+        os.close(fd)
+
+
+def load_manifest(out_dir: Path) -> dict[str, Any]:
+    path = out_dir / EVAL_FILE
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise EvalError(f"{out_dir} holds no evaluation ({EVAL_FILE} missing)") from None
+    except json.JSONDecodeError as err:
+        raise EvalError(
+            f"{path} is damaged (invalid JSON: {err}); it cannot be rebuilt from the records: evaluate into a new --out"
+        ) from None
+
+
+def prepare_manifest(out_dir: Path, settings: EvalSettings, tasks: Sequence[TaskSpec]) -> dict[str, Any]:
+    """Create ``eval.json`` or check it against this run's setting; add newly selected tasks to it."""
+    task_json = {t.id: t.model_dump(mode="json", by_alias=True) for t in tasks}
+    path = out_dir / EVAL_FILE
+    if path.exists():
+        manifest = load_manifest(out_dir)
+        pinned = manifest.get("settings", {})
+        with contextlib.suppress(ValueError):
+            # Settings added since the directory was started take their defaults (what those episodes ran with).
+            pinned = EvalSettings.model_validate(pinned).model_dump(mode="json")
+        wanted = settings.model_dump(mode="json")
+        if pinned != wanted:
+            diff = ", ".join(
+                f"{k}: {pinned.get(k)!r} there, {wanted.get(k)!r} now"
+                for k in sorted(set(pinned) | set(wanted))
+                if pinned.get(k) != wanted.get(k)
+            )
+            raise EvalError(f"{out_dir} holds an evaluation with another setting ({diff}); use another --out")
+        for task_id, spec in task_json.items():
+            old = manifest["tasks"].get(task_id)
+            if old is not None and old != spec:
+                raise EvalError(
+                    f"task {task_id} changed since {out_dir} was started (instruction, keypaths or goal); "
+                    "use another --out to evaluate the new version"
+                )
+        changed = any(t not in manifest["tasks"] for t in task_json)
+    else:
+        manifest = {"format_version": 1, "settings": settings.model_dump(mode="json"), "tasks": {}, "names": {}}
+        changed = True
+    manifest["tasks"].update({k: v for k, v in task_json.items() if k not in manifest["tasks"]})
+    for task in tasks:
+        if task.scene not in manifest["names"]:
+            manifest["names"][task.scene] = scene_name_rows(task.scene)
+            changed = True
+    if changed:
+        atomic_write_json(path, manifest)
+    return manifest
+
+
+def remove_stale_temp_dirs(out_dir: Path) -> int:
+    """Temp directories of records that were being written when a previous run died."""
+    removed = 0
+    for root in (out_dir / EPISODES_DIR, out_dir / REFERENCE_DIR):
+        if not root.is_dir():
+            continue
+        for task_dir in root.iterdir():
+            if not task_dir.is_dir():
+                continue
+            for child in task_dir.iterdir():
+                if child.name.startswith(".") and (".tmp-" in child.name or ".old-" in child.name):
+                    shutil.rmtree(child, ignore_errors=True)
+                    removed += 1
+    return removed

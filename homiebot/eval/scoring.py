@@ -1,0 +1,114 @@
+"""An evaluation's scores and report, recomputed from its episode records alone (never from the index).
+
+The layout of an evaluation directory is in :mod:`homiebot.eval.runner`; the metrics in
+:mod:`homiebot.eval.metrics`; the tables in :mod:`homiebot.eval.report`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from homiebot.eval.manifest import (
+    EPISODES_DIR,
+    REFERENCE_DIR,
+    EvalError,
+    EvalSettings,
+    is_finished,
+    load_manifest,
+    resolver_for,
+)
+from homiebot.eval.metrics import EpisodeScore, ExpertReference, score_episode
+from homiebot.eval.tasks import TaskSpec
+
+
+@dataclass
+class ScoredEvaluation:
+    settings: EvalSettings
+    scores: list[EpisodeScore]
+    missing: list[str]  # (task, run) of the manifest's tasks with no episode record, "task/runN"
+    runs: int
+    reference_failures: list[str] = field(default_factory=list)  # expert references that did not succeed
+
+
+def compute_scores(out_dir: str | Path) -> ScoredEvaluation:
+    """Every episode's score from the records in ``out_dir`` alone (plus the snapshot in ``eval.json``)."""
+    out = Path(out_dir).expanduser().absolute()
+    manifest = load_manifest(out)
+    try:
+        settings = EvalSettings.model_validate(manifest["settings"])
+        tasks = {k: TaskSpec.model_validate(v) for k, v in manifest["tasks"].items()}
+        resolvers = {scene: resolver_for(rows) for scene, rows in manifest["names"].items()}
+    except (KeyError, TypeError, AttributeError, IndexError, ValidationError) as err:
+        raise EvalError(
+            f"{out / 'eval.json'} is damaged ({type(err).__name__}: {err}); it cannot be repaired from the records: "
+            "evaluate into a new --out"
+        ) from None
+    scores: list[EpisodeScore] = []
+    reference_failures: list[str] = []
+    runs_seen: set[int] = set()
+    for task_id in sorted(tasks):
+        task = tasks[task_id]
+        task_dir = out / EPISODES_DIR / task_id
+        if not task_dir.is_dir():
+            continue
+        for run_dir in sorted(task_dir.iterdir()):
+            if run_dir.name.startswith(".") or not run_dir.name.startswith("run") or not is_finished(run_dir):
+                continue
+            run = int(run_dir.name[3:])
+            runs_seen.add(run)
+            trajectory = _read_record(run_dir)
+            reference_dir = run_dir if settings.self_reference else out / REFERENCE_DIR / task_id / run_dir.name
+            expert = None
+            if is_finished(reference_dir):
+                ref = trajectory if reference_dir == run_dir else _read_record(reference_dir)
+                ref_score = score_episode(ref, task, resolvers[task.scene], run=run)
+                expert = ExpertReference(len(ref.rounds), ref.path_length, ref_score.success)
+                if not ref_score.success:
+                    # Its length still serves as L_expert (the expert's best effort); the report lists it.
+                    reference_failures.append(f"{task_id}/{run_dir.name}")
+            scores.append(score_episode(trajectory, task, resolvers[task.scene], run=run, expert=expert))
+    runs = max(runs_seen) + 1 if runs_seen else 0
+    have = {(s.task_id, s.run) for s in scores}
+    missing = [f"{t}/run{r}" for t in sorted(tasks) for r in range(runs) if (t, r) not in have]
+    return ScoredEvaluation(settings, scores, missing, runs, reference_failures)
+
+
+def _read_record(record_dir: Path) -> Any:
+    """One episode record; a damaged one names the folder to delete (the next ``homie eval`` reruns it)."""
+    from homiebot.data.record import RecordError, read_episode
+
+    try:
+        return read_episode(record_dir)
+    except (RecordError, OSError, ValueError, KeyError, TypeError) as err:
+        raise EvalError(
+            f"the episode record {record_dir} is damaged ({err}); delete that folder and rerun the same "
+            "homie eval command to run the episode again"
+        ) from None
+
+
+def write_eval_report(out_dir: str | Path, report_dir: str | Path | None = None, *, plots: bool = True) -> dict[str, Any]:
+    """Recompute the scores from the records and write ``report.md``/``report.json``/plots."""
+    from homiebot.eval.report import write_report
+
+    out = Path(out_dir).expanduser().absolute()
+    scored = compute_scores(out)
+    setting = {
+        "suite": scored.settings.suite,
+        "planner": scored.settings.planner,
+        "planner_options": scored.settings.planner_options,
+        "noise": scored.settings.noise,
+        "max_rounds": scored.settings.max_rounds,
+        "backend": scored.settings.backend,
+        "perception": scored.settings.perception,
+        "runs": scored.runs,
+        "tasks": len({s.task_id for s in scored.scores}),
+        "episodes": len(scored.scores),
+        "missing_episodes": scored.missing,
+        "expert_reference": "self" if scored.settings.self_reference else "expert planner, noise off, no perception, same seed",
+        "expert_reference_failures": scored.reference_failures,
+    }
+    return write_report(scored.scores, setting, Path(report_dir) if report_dir else out, plots=plots)

@@ -1,0 +1,309 @@
+"""An evaluation worker process: one simulator and planner, built once, running the jobs its parent sends.
+
+Workers are ``spawn``-ed (:mod:`homiebot.eval.pool`); each talks to the parent over its own pipe, sending one
+message per job: ``("done", job, index line)`` for an episode that is a result, ``("not_run", job, reason)``
+for one that ended by an infrastructure failure (see :class:`InfrastructureGuard`), ``("job_failed", job,
+reason)`` for a failure outside the episode loop's own guard.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import logging
+import os
+import signal
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from multiprocessing import connection
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from homiebot.data.record import EpisodeRecorder
+from homiebot.eval.manifest import EXPERT_PLANNER, EvalSettings, Job, resolver_for
+from homiebot.eval.metrics import score_episode
+from homiebot.eval.tasks import TaskSpec
+from homiebot.planner.base import Planner, PlanRequest
+from homiebot.planner.hf_backend import PlannerBackendError
+from homiebot.logs import configure_logging
+from homiebot.process import die_with_parent
+from homiebot.types import Trajectory
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class WorkerOptions:
+    """Everything a worker process needs to build its simulator and planners (picklable)."""
+
+    settings: EvalSettings
+    tasks: dict[str, dict[str, Any]]  # task id -> TaskSpec JSON
+    names: dict[str, list[list[Any]]]  # scene -> [name, category, aliases] rows
+    out_dir: str
+    images: bool = False
+    video: bool = False
+    log_level: int = logging.WARNING
+    parent_pid: int | None = None
+
+
+class EpisodeNotRun(RuntimeError):
+    """The episode ended by an infrastructure failure (the planner's server or model): not a result."""
+
+
+class InfrastructureGuard(Planner):
+    """Runs a planner and remembers the first infrastructure failure of the current episode.
+
+    The episode loop turns every planner exception into an ended episode with an error (right for a planner
+    that misbehaves: that is the planner's score). A planner *backend* that cannot answer at all (server
+    unreachable, model not loadable: :class:`~homiebot.planner.hf_backend.PlannerBackendError`) says nothing
+    about the planner, so such an episode must not be stored as a result; the guard lets the worker tell the
+    two apart without parsing error text.
+
+    Everything the :class:`Planner` interface declares (attributes and methods) is taken from the wrapped
+    planner, so the loop sees the same capabilities; anything else is forwarded by ``__getattr__``.
+    """
+
+    def __init__(self, inner: Planner) -> None:
+        self.inner = inner
+        self.failure: PlannerBackendError | None = None
+        own = set(vars(InfrastructureGuard))
+        for attr in dir(Planner):
+            if not attr.startswith("_") and attr not in own:
+                setattr(self, attr, getattr(inner, attr))
+
+    def __getattr__(self, attr: str) -> Any:
+        return getattr(self.inner, attr)
+
+    def reset(self, task: str, seed: int = 0) -> None:
+        self.failure = None
+        self.inner.reset(task, seed)
+
+    def plan(self, request: PlanRequest) -> str:
+        try:
+            return self.inner.plan(request)
+        except PlannerBackendError as err:
+            self.failure = self.failure or err
+            raise
+
+    def plan_batch(self, requests: Sequence[PlanRequest]) -> list[str]:
+        try:
+            return self.inner.plan_batch(requests)
+        except PlannerBackendError as err:
+            self.failure = self.failure or err
+            raise
+
+    def close(self) -> None:
+        self.inner.close()
+
+
+class ObservationTap:
+    """Wraps a simulator and keeps the last observation it returned (``reset``/``observe``).
+
+    The agent loop hands planners only the RGB images; the random planner needs the segmentation of the
+    same views. The tap gives it exactly the views the loop rendered for this round, with no extra render.
+    """
+
+    def __init__(self, sim: Any) -> None:
+        self._sim = sim
+        self.latest: Any = None
+
+    def reset(self, scene: Any, seed: int = 0) -> Any:
+        self.latest = self._sim.reset(scene, seed=seed)
+        return self.latest
+
+    def observe(self) -> Any:
+        self.latest = self._sim.observe()
+        return self.latest
+
+    def latest_observation(self) -> Any:
+        return self.latest
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._sim, name)
+
+
+def _noise_factory(noise: str) -> Callable[[Any, int], Any] | None:
+    """A ``(sim, scene_seed) -> SkillRunner`` factory for the noise preset, None without noise.
+
+    The noise generator is seeded with the episode's scene seed, so an episode draws the same failures
+    whichever worker runs it and whatever ran before (what makes resumed evaluations identical).
+    """
+    if noise == "off":
+        return None
+    from homiebot.skills import preset_name
+    from homiebot.skills.skillset import SkillSet
+
+    preset = preset_name(noise)  # ``emmoe``: per-try SR of the paper's table 4
+
+    def factory(sim: Any, scene_seed: int) -> Any:
+        return SkillSet(sim, noise=preset, seed=scene_seed)
+
+    return factory
+
+
+def _perception_factory(perception: str) -> Callable[[Any, Any], Any] | None:
+    """A ``(scene spec, initial state) -> WorldModel`` factory, None without perception."""
+    if perception == "off":
+        return None
+    from homiebot.perception.world_model import PerceptionConfig, WorldModel
+
+    return functools.partial(WorldModel, config=PerceptionConfig.model_validate({"builder": perception}))
+
+
+class GuardedRecorder(EpisodeRecorder):
+    """An episode recorder that keeps the record only when the episode is a result.
+
+    When the guard saw an infrastructure failure, ``finish`` drops the temp directory (nothing reaches the
+    evaluation directory, so the index never lists it and a later run runs it again) and raises
+    :class:`EpisodeNotRun` with the first failure's message.
+    """
+
+    def __init__(self, out_dir: str | Path, guard: InfrastructureGuard, *, images: bool, video: bool) -> None:
+        super().__init__(out_dir, images=images, video=video)
+        self.guard = guard
+
+    def finish(self, trajectory: Trajectory, topdown: np.ndarray | None = None) -> Path:
+        if self.guard.failure is not None:
+            self.abort()
+            raise EpisodeNotRun(str(self.guard.failure))
+        return super().finish(trajectory, topdown=topdown)
+
+
+class _WorkerState:
+    """One worker's long-lived objects: the simulator, the planners and the scene resolvers."""
+
+    def __init__(self, options: WorkerOptions) -> None:
+        from homiebot.planner.registry import make_planner, planner_class
+        from homiebot.sim.base import make_simulator
+
+        self.options = options
+        settings = options.settings
+        cls = planner_class(settings.planner)
+        self.needs_views = bool(getattr(cls, "needs_views", False))
+        self.render = self.needs_views or options.images or options.video or settings.perception != "off"
+        sim = make_simulator(settings.backend, render=self.render)
+        self.tap = ObservationTap(sim) if self.needs_views else None
+        self.sim = self.tap if self.tap is not None else sim
+        planner_options = dict(settings.planner_options)
+        if self.tap is not None:
+            planner_options["observation_source"] = self.tap.latest_observation
+            planner_options["scene_source"] = sim.scene_spec
+        self.planner = InfrastructureGuard(make_planner(settings.planner, **planner_options))
+        self.expert: InfrastructureGuard | None = self.planner if settings.self_reference else None
+        self._make_planner = make_planner
+        self.tasks = {k: TaskSpec.model_validate(v) for k, v in options.tasks.items()}
+        self.resolvers = {scene: resolver_for(rows) for scene, rows in options.names.items()}
+        self.noise = _noise_factory(settings.noise)
+        self.perception = _perception_factory(settings.perception)
+
+    def expert_planner(self) -> InfrastructureGuard:
+        if self.expert is None:
+            self.expert = InfrastructureGuard(self._make_planner(EXPERT_PLANNER))
+        return self.expert
+
+    def run(self, job: Job) -> dict[str, Any]:
+        """Run one episode into its record and return its index line; raises :class:`EpisodeNotRun` (and
+        writes nothing) when the episode ended by an infrastructure failure."""
+        from homiebot.agent.loop import EpisodeConfig, run_episode
+
+        task = self.tasks[job.task_id]
+        reference = job.kind == "reference"
+        planner = self.expert_planner() if reference else self.planner
+        out = Path(self.options.out_dir) / job.relpath()
+        recorder = GuardedRecorder(out, planner, images=self.options.images, video=self.options.video)
+        # The expert's reference episodes render only when the records keep images.
+        with_perception = self.perception is not None and not reference
+        render = self.options.images or self.options.video or ((self.needs_views or with_perception) and not reference)
+        config = EpisodeConfig(max_rounds=self.options.settings.max_rounds, render=render)
+        trajectory = run_episode(
+            self.sim,
+            planner,
+            task=task,
+            seed=job.run,
+            config=config,
+            recorder=recorder,
+            skills=None if reference else self.noise,
+            perception=self.perception if with_perception else None,
+        )
+        score = score_episode(trajectory, task, self.resolvers[task.scene], run=job.run)
+        return {
+            "kind": job.kind,
+            "task_id": job.task_id,
+            "run": job.run,
+            "seed": task.seed + job.run,
+            "rounds": len(trajectory.rounds),
+            "tp": score.tp_exact,
+            "success": score.success,
+            "goal_satisfied": trajectory.goal_satisfied,
+            "ended": trajectory.ended,
+            "error": trajectory.error,
+            "wall_s": round(trajectory.wall_time_s, 4),
+        }
+
+    def close(self) -> None:
+        with contextlib.suppress(Exception):
+            self.planner.close()
+        with contextlib.suppress(Exception):
+            self.sim.shutdown()
+
+
+def _release_memory() -> None:
+    """Collect garbage and hand freed heap pages back to the OS after an episode.
+
+    Without it a worker's RSS wanders by +-20% with the size of the last scenes it compiled (glibc keeps
+    freed arenas), which hides a real leak; with it RSS is flat across passes over the suite
+    (``benchmarks/bench_eval.py``). ``malloc_trim`` is glibc's; elsewhere only the collection runs.
+    """
+    import ctypes
+    import gc
+
+    gc.collect()
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+
+
+def _rss_mb() -> float:
+    import psutil  # type: ignore[import-untyped]
+
+    return psutil.Process().memory_info().rss / 2**20
+
+
+def worker_main(conn: connection.Connection, options: WorkerOptions) -> None:
+    """Entry point of a worker process: build once, then run the jobs the parent sends until ``None``."""
+    die_with_parent(signal.SIGKILL, parent_pid=options.parent_pid)
+    # Ctrl-C reaches the whole process group; the parent alone handles it (and ends the workers), so the
+    # terminal shows one line instead of a traceback per worker.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    configure_logging(options.log_level, "%(asctime)s %(levelname)s worker %(process)d %(name)s: %(message)s")
+    os.environ.setdefault("MUJOCO_GL", "egl")
+    try:
+        state = _WorkerState(options)
+    except Exception as err:  # report the setup failure instead of dying silently
+        conn.send(("setup_failed", None, f"{type(err).__name__}: {err}"))
+        return
+    conn.send(("ready", None, None))
+    try:
+        while True:
+            job = conn.recv()
+            if job is None:
+                break
+            started = time.perf_counter()
+            try:
+                result = state.run(job)
+            except EpisodeNotRun as err:
+                conn.send(("not_run", job, str(err)))
+                continue
+            except Exception as err:  # an infrastructure failure outside the loop's own guard
+                log.exception("job %s failed", job.key)
+                conn.send(("job_failed", job, f"{type(err).__name__}: {err}"))
+                continue
+            _release_memory()
+            result["worker_pid"] = os.getpid()
+            result["worker_rss_mb"] = round(_rss_mb(), 1)
+            result["job_s"] = round(time.perf_counter() - started, 4)
+            conn.send(("done", job, result))
+    finally:
+        state.close()

@@ -1,0 +1,33 @@
+"""Logging set-up for the command line and its worker processes.
+
+Tracebacks in log lines are for developers: without ``--verbose`` a logged exception shows as its one-line
+message (the command's own error line says what to do), with ``--verbose`` in full.
+"""
+
+from __future__ import annotations
+
+import logging
+
+
+class ConciseFormatter(logging.Formatter):
+    """A formatter that appends ``: <exception message>`` instead of a traceback unless ``tracebacks``."""
+
+    def __init__(self, fmt: str, *, tracebacks: bool) -> None:
+        super().__init__(fmt)
+        self.tracebacks = tracebacks
+
+    def format(self, record: logging.LogRecord) -> str:
+        if self.tracebacks or not record.exc_info:
+            return super().format(record)
+        exc = record.exc_info[1]
+        # Format a copy without the exception, so other handlers of the same record still see it.
+        plain = logging.makeLogRecord({**record.__dict__, "exc_info": None, "exc_text": None})
+        text = super().format(plain)
+        return f"{text}: {type(exc).__name__}: {exc}" if exc is not None else text
+
+
+def configure_logging(level: int, fmt: str, *, tracebacks: bool | None = None) -> None:
+    """Log to stderr at ``level``; tracebacks only when asked (by default: at DEBUG level)."""
+    handler = logging.StreamHandler()
+    handler.setFormatter(ConciseFormatter(fmt, tracebacks=level <= logging.DEBUG if tracebacks is None else tracebacks))
+    logging.basicConfig(level=level, handlers=[handler])
