@@ -19,6 +19,7 @@ never assigned by the template. The split is by scene, as PARTNR's: apartments 1
 from __future__ import annotations
 
 import argparse
+import itertools
 import logging
 import random
 import sys
@@ -97,6 +98,15 @@ def say(name: str) -> str:
     if len(words) > 1 and words[-1].isdigit():
         words = words[:-1]
     return " ".join(words)
+
+
+def plural(words: str) -> str:
+    """English plural of a noun phrase's last word (boxes, peaches, strawberries, apples)."""
+    if words.endswith(("s", "x", "ch", "sh")):
+        return words + "es"
+    if words.endswith("y") and words[-2:-1] not in "aeiou":
+        return words[:-1] + "ies"
+    return words + "s"
 
 
 @dataclass
@@ -186,7 +196,7 @@ def _any_of_kind(c: SceneContents, rng: random.Random) -> Iterator[Draft]:
                     if all(c.objects[o] != f for o in instances))
         prop = EvaluationProposition("is_on_top", {"object_handles": instances, "receptacle_handles": [dest]})
         goal = {"type": "placed", "category": c.categories[instances[0]], "relation": "on", "receptacle": dest}
-        yield Draft(f"Put one of the {kind}s on the {say(dest)}.", [prop], [*instances, dest], goal=[goal],
+        yield Draft(f"Put one of the {plural(kind)} on the {say(dest)}.", [prop], [*instances, dest], goal=[goal],
                     template="any of a kind")
 
 
@@ -341,7 +351,9 @@ def generate(scenes: Sequence[str] = SCENES, per_scene: int = 48) -> tuple[list[
             rng = random.Random(f"partnr-{scene}")
             sim.reset(scene, seed=SEED_BASE)
             contents = scene_contents(sim.state(), sim.scene_spec())
-            drafts = [d for template in TEMPLATES for d in template(contents, rng)]
+            # Round-robin over the templates, so that every template gets a share of its category's places.
+            per_template = [list(template(contents, rng)) for template in TEMPLATES]
+            drafts = [d for batch in itertools.zip_longest(*per_template) for d in batch if d is not None]
             kept_by_category: Counter[str] = Counter()
             cap = per_scene // 4
             seen_instructions: set[str] = set()
