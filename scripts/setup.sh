@@ -31,12 +31,15 @@ PIP="$VENV/bin/pip"
 
 case "$PROFILE" in
   core) EXTRAS="" ;;
-  test) EXTRAS="[test,perception,models,browser,live,textworld]" ;;
+  test) EXTRAS="[test,perception,models,browser,live,textworld,smollm2]" ;;
   *) echo "usage: $0 [core|test]" >&2; exit 2 ;;
 esac
 echo "[setup] installing homiebot$EXTRAS"
 # torch is pinned to the CPU build; install it first so nothing pulls a CUDA build.
 if [ "$PROFILE" = test ]; then "$PIP" install -q "torch==2.13.0"; fi
+# The smollm2 extra's llama-cpp-python is compiled from source the first time (about 10-12 minutes on 2 cores, both
+# used); pip keeps the built wheel in its cache (~/.cache/pip/wheels), so later setups on this machine reuse it.
+if [ "$PROFILE" = test ]; then export CMAKE_BUILD_PARALLEL_LEVEL="${CMAKE_BUILD_PARALLEL_LEVEL:-2}"; fi
 # The venv's bin first on PATH: textworld's fast-downward build runs a bare `python build.py`.
 PATH="$(cd "$VENV/bin" && pwd):$PATH" "$PIP" install -q -e ".$EXTRAS"
 

@@ -51,16 +51,24 @@ import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from homiebot.planner.base import Planner, PlanRequest
 from homiebot.planner.constrained import DEFAULT_ANALYSIS_MAX_CHARS, AnswerConstraint
 from homiebot.planner.messages import ChatMessage, build_messages, to_hf_messages, to_plain_prompt
+from homiebot.planner.models import bundled_model
 from homiebot.planner.prompt import ICL_EXAMPLE_ASSISTANT, ICL_EXAMPLE_USER
+from homiebot.planner.text_planning import TextTranscript
+
+if TYPE_CHECKING:
+    from homiebot.planner.text_lm import TextLanguageModel
 
 log = logging.getLogger(__name__)
+
+#: Answer budget of a bundled text model (``max_new_tokens`` when not given): room for a short analysis.
+TEXT_MODEL_MAX_NEW_TOKENS = 160
 
 #: Module names that ``quantization="fp8"`` leaves in bf16: vision towers and projectors (small, and their
 #: variable-length attention dominates them, not GEMMs) and the output head (its logits pick the answer).
@@ -219,6 +227,9 @@ class VisionLanguageModel:
     Shared by :class:`HFPlanner` and the OpenAI-compatible server (:mod:`homiebot.planner.openai_server`).
     ``generate`` holds a lock: one batch runs on the model at a time.
     """
+
+    #: It takes images (the text mode of homiebot.planner.text_planning is for engines where this is True).
+    text_only = False
 
     def __init__(self, config: LocalModelConfig) -> None:
         try:
@@ -636,6 +647,11 @@ class HFPlanner(Planner):
     ``decode`` / ``share_prefix`` / ``sdpa_gqa`` / ``batched_vision``: see :class:`LocalModelConfig` and the
     module docstring (``homie run --decode fast``, ``-p share_prefix=true``). With ``engine=`` the engine's
     own configuration rules and these load options are not used.
+
+    A bundled model's name instead of a folder (``--model smollm2``, :mod:`homiebot.planner.models`) loads it
+    on the CPU runtime of :mod:`homiebot.planner.text_lm` (``runtime``, ``prefix_reuse``; ``torch_threads``
+    sets its threads) and plans in the text mode of :mod:`homiebot.planner.text_planning`. ``prompt_log``
+    (any engine) appends each round's exact prompt text and answer to a JSON-lines file.
     """
 
     name = "hf"
@@ -649,7 +665,7 @@ class HFPlanner(Planner):
         constrained: bool = False,
         icl_example: bool = False,
         include_history: bool = True,
-        max_new_tokens: int = 512,
+        max_new_tokens: int | None = None,
         analysis_max_chars: int = DEFAULT_ANALYSIS_MAX_CHARS,
         do_sample: bool = False,
         temperature: float = 1.0,
@@ -667,31 +683,54 @@ class HFPlanner(Planner):
         share_prefix: bool = False,
         sdpa_gqa: bool | None = None,
         batched_vision: bool | None = None,
-        engine: VisionLanguageModel | None = None,
+        runtime: Literal["auto", "llama_cpp", "transformers"] = "auto",
+        prefix_reuse: bool = True,
+        prompt_log: str | None = None,
+        engine: VisionLanguageModel | TextLanguageModel | None = None,
     ) -> None:
+        bundled = bundled_model(model)
+        if max_new_tokens is None:
+            # A bundled text model is small and on the CPU: a short answer keeps a round near a second
+            # (the constrained analysis is capped to what fits, homiebot.planner.constrained.analysis_budget).
+            max_new_tokens = TEXT_MODEL_MAX_NEW_TOKENS if bundled is not None else 512
         if max_new_tokens < 1:
             raise ValueError(f"max_new_tokens must be >= 1, got {max_new_tokens}")
         if cache_implementation not in (None, "static"):
             raise ValueError(f"cache_implementation must be 'static' or None, got {cache_implementation!r}")
-        try:
-            load = LocalModelConfig(
-                model=model,
-                adapter=adapter,
-                merge_adapter=merge_adapter,
-                device=device,
-                dtype=dtype,
-                quantization=quantization,
-                attn_implementation=attn_implementation,
-                trust_remote_code=trust_remote_code,
-                torch_threads=torch_threads,
-                decode=decode,
-                share_prefix=share_prefix,
-                sdpa_gqa=sdpa_gqa,
-                batched_vision=batched_vision,
+        self.prompt_log = Path(prompt_log) if prompt_log else None
+        if self.prompt_log is not None and not self.prompt_log.parent.is_dir():
+            raise ValueError(f"prompt_log: folder {str(self.prompt_log.parent)!r} does not exist")
+        self.engine: VisionLanguageModel | TextLanguageModel
+        if engine is not None:
+            self.engine = engine
+        elif bundled is not None:
+            from homiebot.planner.text_lm import TextLanguageModel, TextModelConfig  # it imports Generation from here
+
+            self.engine = TextLanguageModel(
+                TextModelConfig(bundled, runtime=runtime, threads=torch_threads, prefix_reuse=prefix_reuse)
             )
-        except ValidationError as exc:
-            raise PlannerLoadError(_validation_message(exc)) from None
-        self.engine = engine if engine is not None else VisionLanguageModel(load)
+        else:
+            try:
+                load = LocalModelConfig(
+                    model=model,
+                    adapter=adapter,
+                    merge_adapter=merge_adapter,
+                    device=device,
+                    dtype=dtype,
+                    quantization=quantization,
+                    attn_implementation=attn_implementation,
+                    trust_remote_code=trust_remote_code,
+                    torch_threads=torch_threads,
+                    decode=decode,
+                    share_prefix=share_prefix,
+                    sdpa_gqa=sdpa_gqa,
+                    batched_vision=batched_vision,
+                )
+            except ValidationError as exc:
+                raise PlannerLoadError(_validation_message(exc)) from None
+            self.engine = VisionLanguageModel(load)
+        #: One episode's growing chat when the engine is text-only (homiebot.planner.text_planning).
+        self._transcript = TextTranscript()
         self.constrained = constrained
         self.icl_example = icl_example
         self.include_history = include_history
@@ -710,19 +749,29 @@ class HFPlanner(Planner):
     def reset(self, task: str, seed: int = 0) -> None:
         self._seed = seed
         self._calls = 0
+        self._transcript.reset()
+
+    @property
+    def text_mode(self) -> bool:
+        """Whether rounds are planned in the text mode (a text-only engine)."""
+        return self.engine.text_only
 
     def grammar_for(self, request: PlanRequest) -> str:
-        """The EBNF grammar of one request's answer (its actions, models and grounded targets)."""
+        """The EBNF grammar of one request's answer (its actions, models and grounded targets; in the text
+        mode, the described scene's names when perception grounded none)."""
+        targets = self._transcript.targets(request) if self.text_mode else request.grounded_targets
         constraint = AnswerConstraint.build(
             request.actions,
             request.models,
-            request.grounded_targets,
+            targets,
             max_new_tokens=self.max_new_tokens,
             analysis_max_chars=self.analysis_max_chars,
         )
         return constraint.grammar()
 
     def messages_for(self, request: PlanRequest) -> list[ChatMessage]:
+        if self.text_mode:
+            return self._transcript.conversation(request)
         return build_messages(request, icl_example=self.icl_example, include_history=self.include_history)
 
     def plan(self, request: PlanRequest) -> str:
@@ -731,13 +780,17 @@ class HFPlanner(Planner):
     def plan_batch(self, requests: Sequence[PlanRequest]) -> list[str]:
         if not requests:
             return []
+        if self.text_mode and len(requests) > 1:
+            # The text mode keeps one episode's growing chat; several episodes at once would interleave it.
+            raise ValueError(f"the text mode plans one episode at a time; got a batch of {len(requests)}")
         grammars = [self.grammar_for(r) for r in requests] if self.constrained else None
         seed = None
         if self.do_sample and self._seed is not None:
             seed = self._seed * 1_000_003 + self._calls  # reproducible per episode and round
         self._calls += 1
+        conversations = [self.messages_for(r) for r in requests]
         generations = self.engine.generate(
-            [self.messages_for(r) for r in requests],
+            conversations,
             grammars=grammars,
             max_new_tokens=self.max_new_tokens,
             do_sample=self.do_sample,
@@ -748,7 +801,29 @@ class HFPlanner(Planner):
             compile=self.compile,
         )
         self.last_generations = generations
+        if self.text_mode:
+            self._transcript.keep(conversations[0], generations[0].text, requests[0])
+        if self.prompt_log is not None:
+            self._log_prompts(requests, conversations, generations)
         return [g.text for g in generations]
+
+    def _log_prompts(
+        self, requests: Sequence[PlanRequest], conversations: Sequence[Sequence[ChatMessage]], generations: Sequence[Generation]
+    ) -> None:
+        """Append each round's exact prompt (rendered by the model's chat template) and answer, one JSON line each."""
+        assert self.prompt_log is not None
+        with self.prompt_log.open("a", encoding="utf-8") as log_file:
+            for request, conversation, generation in zip(requests, conversations, generations, strict=True):
+                entry = {
+                    "task": request.task,
+                    "round": request.round_index,
+                    "prompt": self.engine.render(conversation)[0],
+                    "images": sum(len(m.images) for m in conversation),
+                    "answer": generation.text,
+                    "prompt_tokens": generation.prompt_tokens,
+                    "completion_tokens": generation.completion_tokens,
+                }
+                log_file.write(json.dumps(entry) + "\n")
 
     def close(self) -> None:
         self.engine.close()

