@@ -1,7 +1,8 @@
 """A local HTTP server that speaks the OpenAI chat-completions wire format and serves a transformers model.
 
 ``python -m homiebot.planner.openai_server --model PATH [--port 8000]`` serves the model in ``PATH`` (any
-model the hf backend loads) at ``http://127.0.0.1:PORT/v1``; ``homie run --planner openai --base-url
+model the hf backend loads, or a bundled model's name such as ``smollm2``: :mod:`homiebot.planner.models`,
+served by :mod:`homiebot.planner.text_lm`, text only, with its grammars in llama.cpp's GBNF) at ``http://127.0.0.1:PORT/v1``; ``homie run --planner openai --base-url
 http://127.0.0.1:PORT/v1 --model NAME`` (or any OpenAI client) then plans through it. Tests run it as a
 real subprocess on a free loopback port with a tiny random model.
 
@@ -51,6 +52,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from homiebot.planner.batching import RequestBatcher
 from homiebot.planner.hf_backend import Generation, LocalModelConfig, VisionLanguageModel
 from homiebot.planner.messages import ChatMessage, MessageFormatError, from_openai_messages
+from homiebot.planner.models import bundled_model
+from homiebot.planner.text_lm import TextLanguageModel, TextModelConfig
 
 log = logging.getLogger(__name__)
 
@@ -107,7 +110,7 @@ class ChatCompletionServer:
 
     def __init__(
         self,
-        engine: VisionLanguageModel,
+        engine: VisionLanguageModel | TextLanguageModel,
         *,
         served_name: str,
         host: str = "127.0.0.1",
@@ -395,7 +398,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         prog="python -m homiebot.planner.openai_server",
         description="Serve a local transformers vision-language model over the OpenAI chat-completions API.",
     )
-    parser.add_argument("--model", required=True, help="local model folder")
+    parser.add_argument("--model", required=True, help="local model folder, or a bundled model's name (smollm2)")
     parser.add_argument("--served-name", default=None, help="model id clients use (default: the folder name)")
     parser.add_argument("--adapter", default=None, help="local peft (LoRA) adapter folder")
     parser.add_argument("--host", default="127.0.0.1")
@@ -408,6 +411,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--decode", default="auto", choices=("auto", "fast", "generate"),
                         help="greedy decoding loop (see homiebot.planner.hf_backend)")
     parser.add_argument("--share-prefix", action="store_true", help="fast loop: reuse the system turn's KV cache")
+    parser.add_argument("--runtime", default="auto", choices=("auto", "llama_cpp", "transformers"),
+                        help="a bundled model's CPU runtime (homiebot.planner.text_lm)")
     parser.add_argument("--max-batch-size", type=int, default=8)
     parser.add_argument("--max-wait-ms", type=float, default=10.0)
     parser.add_argument("--max-tokens", type=int, default=512, help="default max_tokens of a request")
@@ -423,17 +428,24 @@ def main(argv: Sequence[str] | None = None) -> int:
         api_key = os.environ.get(args.api_key_env)
         if not api_key:
             parser.error(f"--api-key-env {args.api_key_env}: that environment variable is not set or empty")
+    bundled = bundled_model(args.model)
+    engine: VisionLanguageModel | TextLanguageModel
     try:
-        config = LocalModelConfig(model=args.model, adapter=args.adapter, device=args.device, dtype=args.dtype,
-                                  quantization=args.quantization, torch_threads=args.torch_threads,
-                                  decode=args.decode, share_prefix=args.share_prefix)
-        engine = VisionLanguageModel(config)
+        if bundled is not None:
+            engine = TextLanguageModel(TextModelConfig(bundled, runtime=args.runtime, threads=args.torch_threads))
+            default_name = bundled.name
+        else:
+            config = LocalModelConfig(model=args.model, adapter=args.adapter, device=args.device, dtype=args.dtype,
+                                      quantization=args.quantization, torch_threads=args.torch_threads,
+                                      decode=args.decode, share_prefix=args.share_prefix)
+            engine = VisionLanguageModel(config)
+            default_name = Path(config.model).name
     except (ValidationError, ValueError) as exc:
         parser.error(str(exc))
     except RuntimeError as exc:  # PlannerBackendError
         log.error("%s", exc)
         return 1
-    served_name = args.served_name or Path(config.model).name
+    served_name = args.served_name or default_name
     server = ChatCompletionServer(
         engine,
         served_name=served_name,

@@ -20,7 +20,9 @@ evaluated and compute only the tokens after the longest common prefix: llama.cpp
 off (for the benchmark's comparison). The cache is per process and holds one sequence: a call with an
 unrelated conversation simply shares less (often only the system turn).
 
-Both runtimes decode greedily; the answer ends at the model's end-of-turn token or after ``max_new_tokens``.
+Both runtimes decode greedily unless a call asks for sampling (``do_sample``, ``temperature``, ``top_p``,
+``seed``: the OpenAI-compatible server passes a request's); the answer ends at the model's end-of-turn token
+or after ``max_new_tokens``.
 """
 
 from __future__ import annotations
@@ -58,6 +60,18 @@ class TextModelConfig:
 
 
 @dataclass(frozen=True)
+class Sampling:
+    """Greedy (``temperature`` None) or sampled decoding of one call."""
+
+    temperature: float | None = None
+    top_p: float = 1.0
+    seed: int | None = None
+
+
+GREEDY = Sampling()
+
+
+@dataclass(frozen=True)
 class CallStats:
     """What one call cost: how many prompt tokens came from the cache, and the seconds it took."""
 
@@ -75,11 +89,17 @@ class _Backend(Protocol):
 
     def tokenize(self, text: str) -> list[int]: ...
 
-    def decode(self, prompt: list[int], grammar: str | None, max_new_tokens: int, reuse: bool) -> tuple[list[int], int, bool]:
+    def decode(
+        self, prompt: list[int], grammar: str | None, max_new_tokens: int, reuse: bool, sampling: Sampling
+    ) -> tuple[list[int], int, bool]:
         """(answer token ids without the stop token, reused prompt tokens, whether a stop token ended it)."""
         ...
 
     def detokenize(self, tokens: list[int]) -> str: ...
+
+    def check_grammar(self, grammar: str) -> None:
+        """Raise ``ValueError`` when the runtime cannot use ``grammar``."""
+        ...
 
 
 def _common_prefix(a: Sequence[int], b: Sequence[int]) -> int:
@@ -97,6 +117,7 @@ class _LlamaCppBackend:
         import llama_cpp
         from llama_cpp import Llama, LlamaGrammar
 
+        self._llama_cpp = llama_cpp
         self._grammar_class = LlamaGrammar
         self._is_end_of_generation = llama_cpp.llama_vocab_is_eog
         self.llm = Llama(
@@ -117,17 +138,28 @@ class _LlamaCppBackend:
     def detokenize(self, tokens: list[int]) -> str:
         return self.llm.detokenize(tokens).decode("utf-8", errors="replace")
 
+    def check_grammar(self, grammar: str) -> None:
+        # llama-cpp-python parses the grammar only when it builds its sampler, and adds a failed (NULL)
+        # grammar sampler to the chain unchecked: parse it here first and refuse it with an error.
+        sampler = self._llama_cpp.llama_sampler_init_grammar(self.llm._model.vocab, grammar.encode("utf-8"), b"root")
+        if not sampler:
+            raise ValueError("llama.cpp cannot parse the grammar (GBNF); its log names the error")
+        self._llama_cpp.llama_sampler_free(sampler)
+
     def _grammar(self, text: str) -> Any:
-        # Parsing a GBNF grammar with a long bounded repetition takes milliseconds; rounds of one episode
-        # often repeat their grammar (the grounded targets change only when perception sees something new).
+        # Rounds of one episode often repeat their grammar (the grounded targets change only when perception
+        # sees something new): a grammar checked once is kept.
         grammar = self._grammars.get(text)
         if grammar is None:
+            self.check_grammar(text)
             if len(self._grammars) > 16:
                 self._grammars.clear()
             grammar = self._grammars[text] = self._grammar_class.from_string(text, verbose=False)
         return grammar
 
-    def decode(self, prompt: list[int], grammar: str | None, max_new_tokens: int, reuse: bool) -> tuple[list[int], int, bool]:
+    def decode(
+        self, prompt: list[int], grammar: str | None, max_new_tokens: int, reuse: bool, sampling: Sampling
+    ) -> tuple[list[int], int, bool]:
         llm = self.llm
         if not reuse:
             llm.reset()
@@ -135,9 +167,15 @@ class _LlamaCppBackend:
         reused = min(_common_prefix(evaluated, prompt), len(prompt) - 1)
         tokens: list[int] = []
         stopped = False
-        # temp=0: greedy. generate() itself keeps the longest common prefix of its cache and the prompt.
-        for token in llm.generate(prompt, temp=0.0, top_k=1, repeat_penalty=1.0,
-                                  grammar=self._grammar(grammar) if grammar else None, reset=True):
+        if sampling.temperature is None:
+            options: dict[str, Any] = {"temp": 0.0, "top_k": 1}  # greedy
+        else:
+            options = {"temp": sampling.temperature, "top_p": sampling.top_p, "top_k": 0}
+            if sampling.seed is not None:
+                llm.set_seed(sampling.seed)
+        # generate() itself keeps the longest common prefix of its cache and the prompt.
+        for token in llm.generate(prompt, repeat_penalty=1.0, grammar=self._grammar(grammar) if grammar else None,
+                                  reset=True, **options):
             if token == self.eos or self._is_end_of_generation(llm._model.vocab, token):
                 stopped = True
                 break
@@ -179,15 +217,22 @@ class _TransformersBackend:
     def detokenize(self, tokens: list[int]) -> str:
         return str(self.tokenizer.decode(tokens, skip_special_tokens=True, clean_up_tokenization_spaces=False))
 
-    def _processor(self, grammar: str) -> Any:
-        from homiebot.planner.constrained import GrammarCompilerCache, GrammarLogitsProcessor
+    def _compiled(self, grammar: str) -> Any:
+        from homiebot.planner.constrained import GrammarCompilerCache
 
         if self._compiler is None:
             self._compiler = GrammarCompilerCache(self.tokenizer, self.vocab_size, self.stop_ids)
-        return GrammarLogitsProcessor([self._compiler.compile(grammar)])
+        return self._compiler.compile(grammar)
 
-    def decode(self, prompt: list[int], grammar: str | None, max_new_tokens: int, reuse: bool) -> tuple[list[int], int, bool]:
+    def check_grammar(self, grammar: str) -> None:
+        self._compiled(grammar)  # ConstraintError is a ValueError
+
+    def decode(
+        self, prompt: list[int], grammar: str | None, max_new_tokens: int, reuse: bool, sampling: Sampling
+    ) -> tuple[list[int], int, bool]:
         from transformers import DynamicCache
+
+        from homiebot.planner.constrained import GrammarLogitsProcessor
 
         torch = self._torch
         reused = min(_common_prefix(self._cached_ids, prompt), len(prompt) - 1) if reuse and self._cache is not None else 0
@@ -198,19 +243,22 @@ class _TransformersBackend:
         else:
             self._cache = DynamicCache()
         input_ids = torch.tensor([prompt], dtype=torch.long)
+        if sampling.temperature is None:
+            options: dict[str, Any] = {"do_sample": False, "temperature": None, "top_p": None, "top_k": None}
+        else:
+            options = {"do_sample": True, "temperature": sampling.temperature, "top_p": sampling.top_p, "top_k": None}
+            if sampling.seed is not None:
+                torch.manual_seed(sampling.seed)
         with torch.inference_mode():
             output = self.model.generate(
                 input_ids=input_ids,
                 attention_mask=torch.ones_like(input_ids),
                 past_key_values=self._cache,
                 max_new_tokens=max_new_tokens,
-                do_sample=False,
-                temperature=None,
-                top_p=None,
-                top_k=None,
                 eos_token_id=self.stop_ids,
                 pad_token_id=self.stop_ids[0] if self.stop_ids else 0,
-                logits_processor=[self._processor(grammar)] if grammar else None,
+                logits_processor=[GrammarLogitsProcessor([self._compiled(grammar)])] if grammar else None,
+                **options,
             )
         sequence = [int(t) for t in output[0].tolist()]
         self._cached_ids = sequence[: self._cache.get_seq_length()]
@@ -292,17 +340,28 @@ class TextLanguageModel:
         *,
         grammars: Sequence[str | None] | None = None,
         max_new_tokens: int = 512,
-        **_sampling: Any,
+        do_sample: bool = False,
+        temperature: float = 1.0,
+        top_p: float = 1.0,
+        seed: int | None = None,
+        **_transformers_options: Any,
     ) -> list[Generation]:
-        """Greedy answers, one conversation after another (a CPU runtime gains nothing from batching one
-        sequence cache). Sampling options of the transformers engine are accepted and ignored: greedy only."""
+        """Answers one conversation after another (a CPU runtime gains nothing from batching with one sequence
+        cache); the signature of :meth:`~homiebot.planner.hf_backend.VisionLanguageModel.generate`, whose
+        ``cache_implementation`` / ``compile`` options do not apply here."""
+        sampling = Sampling(temperature, top_p, seed) if do_sample else GREEDY
         results = []
         for index, conversation in enumerate(conversations):
             grammar = grammars[index] if grammars is not None else None
-            results.append(self._one(conversation, grammar, max_new_tokens))
+            results.append(self._one(conversation, grammar, max_new_tokens, sampling))
         return results
 
-    def _one(self, conversation: Sequence[ChatMessage], grammar: str | None, max_new_tokens: int) -> Generation:
+    def compile_grammar(self, grammar: str) -> None:
+        """Check that the runtime can use ``grammar`` (``ValueError`` otherwise): the server refuses a broken one."""
+        with self._lock:
+            self.backend.check_grammar(grammar)
+
+    def _one(self, conversation: Sequence[ChatMessage], grammar: str | None, max_new_tokens: int, sampling: Sampling) -> Generation:
         text, _ = self.render(conversation)
         with self._lock:
             started = time.perf_counter()
@@ -313,7 +372,7 @@ class TextLanguageModel:
                     f"the prompt has {len(prompt)} tokens, more than the {self.config.context_tokens}-token context"
                 )
             tokens, reused, stopped = self.backend.decode(
-                prompt, grammar, min(max_new_tokens, room), self.prefix_reuse
+                prompt, grammar, min(max_new_tokens, room), self.prefix_reuse, sampling
             )
             answer = self.backend.detokenize(tokens)
             self.last_prompt = text

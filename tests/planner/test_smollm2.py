@@ -214,3 +214,60 @@ def test_homie_run_real_episode_constrained_records_its_prompts(tmp_path: Path):
     # The conversation grows at its end: each prompt starts with the previous prompt and its answer.
     for before, after in zip(logged, logged[1:]):
         assert after["prompt"].startswith(before["prompt"] + before["answer"])
+
+
+# ---------------------------------------------------------------------- served over the OpenAI wire format
+
+
+@pytest.mark.models
+@needs_smollm2
+def test_openai_backend_plans_through_the_local_server_serving_smollm2(tmp_path: Path):
+    """The project's OpenAI-compatible server serves the real model; the OpenAI backend plans through it."""
+    import os
+    import time
+
+    import httpx
+
+    from homiebot.planner.openai_backend import OpenAIPlanner
+    from homiebot.planner.text_planning import describe_scene
+
+    port_file, log_path = tmp_path / "port", tmp_path / "server.log"
+    with open(log_path, "w") as log_file:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "homiebot.planner.openai_server", "--model", "smollm2", "--port", "0",
+             "--port-file", str(port_file), "--torch-threads", "1"],
+            stdout=log_file, stderr=subprocess.STDOUT, env={**os.environ, "HF_HUB_OFFLINE": "1"},
+        )
+    try:
+        deadline = time.monotonic() + 120
+        while not port_file.exists():
+            assert proc.poll() is None, log_path.read_text()[-2000:]
+            assert time.monotonic() < deadline, "the server did not start within 120 s"
+            time.sleep(0.05)
+        url = f"http://127.0.0.1:{int(port_file.read_text())}/v1"
+        assert httpx.get(f"{url}/models").json()["data"][0]["id"] == "smollm2"
+        scene = load_scene("apartment_2")
+        described = describe_scene(scene)
+        planner = OpenAIPlanner(base_url=url, model="smollm2", constrained=True, max_tokens=160, grammar_field="grammar")
+        request = _request(1, world_description=described.text, grounded_targets=described.names)
+        answer = planner.plan(request)
+        planner.close()
+        assert f1_violation(answer) is None, answer
+        body = answer.split("Subtask: [", 1)[1].split("]", 1)[0]
+        assert all(part.strip() in described.names for part in body.split(",")[1:]), answer
+        # A grammar llama.cpp cannot parse is refused with 400, and the server keeps serving.
+        bad = httpx.post(f"{url}/chat/completions", json={
+            "model": "smollm2", "messages": [{"role": "user", "content": "hi"}], "grammar": "root ::= (", "max_tokens": 4,
+        }, timeout=60)
+        assert bad.status_code == 400 and "grammar" in bad.json()["error"]["message"]
+        again = httpx.post(f"{url}/chat/completions", json={
+            "model": "smollm2", "messages": [{"role": "user", "content": "Say hello."}], "max_tokens": 8, "temperature": 0,
+        }, timeout=60)
+        assert again.status_code == 200 and again.json()["choices"][0]["message"]["content"]
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()

