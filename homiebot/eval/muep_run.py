@@ -4,8 +4,10 @@ Engines: ``sim`` plays the parallel text world of the embedded simulator (:mod:`
 ``alfworld`` exports every task as an ALFWorld game folder and plays it through alfworld's TextWorld
 environment (:mod:`homiebot.textworld.alfworld`). Agents: ``expert`` (on ``sim`` the privileged
 :class:`~homiebot.eval.muep_suite.TextExpert`; on ``alfworld`` ALFWorld's own planner expert, Fast Downward's
-plan) and ``random`` (uniform over the admissible commands). Both run under MuEP's protocol (30 steps,
-AA / ABAB early stop). ``episodes.jsonl`` holds one record per task; :func:`recompute` rebuilds the table from
+plan), ``random`` (uniform over the admissible commands) and ``smollm2`` (a bundled language model in MuEP's
+text mode, :mod:`homiebot.eval.muep_lm`). All run under MuEP's protocol (30 steps, AA / ABAB early stop).
+On ``sim`` the agent takes the text, the four rendered views, or both (:class:`~homiebot.eval.muep_suite.Observe`);
+ALFWorld's engine has text only. ``episodes.jsonl`` holds one record per task; :func:`recompute` rebuilds the table from
 it alone, under either convention (docs/muep.md).
 """
 
@@ -19,7 +21,15 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from homiebot.eval.muep import Convention, MuepEpisode, RepetitionStop, format_table, muep_table
-from homiebot.eval.muep_suite import AlfredTask, RandomTextAgent, TextAgent, TextExpert, run_text_episode
+from homiebot.eval.muep_suite import (
+    AlfredTask,
+    MuepObservation,
+    Observe,
+    RandomTextAgent,
+    TextAgent,
+    TextExpert,
+    run_text_episode,
+)
 from homiebot.sim.base import Simulator
 from homiebot.textworld.world import NOTHING_HAPPENS, Phrasing
 
@@ -38,6 +48,7 @@ class EpisodeRecord:
     phrasing: str
     transcript: tuple[tuple[str, str], ...]
     seconds: float
+    observe: str = Observe.TEXT.value  # what the agent was given (text, images, both)
 
     def to_json(self) -> str:
         return json.dumps(asdict(self))
@@ -47,7 +58,25 @@ class EpisodeRecord:
         data = json.loads(line)
         ep = data["episode"]
         episode = MuepEpisode(**{**ep, "actions": tuple(ep["actions"]), "valid": tuple(ep["valid"])})
-        return cls(episode, data["engine"], data["agent"], data["phrasing"], tuple(tuple(t) for t in data["transcript"]), data["seconds"])
+        return cls(
+            episode, data["engine"], data["agent"], data["phrasing"], tuple(tuple(t) for t in data["transcript"]),
+            data["seconds"], data.get("observe", Observe.TEXT.value),  # records written before the modes were text
+        )
+
+
+def check_run(agent: str, engine: str, observe: Observe | str = Observe.TEXT) -> None:
+    """Refuse a combination that cannot run, before anything is written (ValueError with one line)."""
+    if engine not in ENGINES:
+        raise ValueError(f"unknown engine {engine!r}; choose {', '.join(ENGINES)}")
+    if agent not in AGENTS:
+        raise ValueError(f"unknown agent {agent!r}; choose {', '.join(AGENTS)}")
+    mode = observe.value if isinstance(observe, Observe) else observe
+    if mode not in {o.value for o in Observe}:
+        raise ValueError(f"unknown observation mode {mode!r}; choose {', '.join(o.value for o in Observe)}")
+    if engine == "alfworld" and agent == "smollm2":
+        raise ValueError("the smollm2 agent plays the simulator's text world only (--engine sim)")
+    if engine == "alfworld" and mode != Observe.TEXT.value:
+        raise ValueError(f"ALFWorld's engine has no images: --observe {mode} needs --engine sim")
 
 
 def _sim_agent(name: str) -> TextAgent:
@@ -69,20 +98,17 @@ def run_suite(
     out_dir: Path,
     phrasing: Phrasing | str = Phrasing.ALFWORLD,
     sim: Simulator | None = None,
+    observe: Observe | str = Observe.TEXT,
 ) -> list[EpisodeRecord]:
-    """Play every task; ``out_dir`` receives ``episodes.jsonl``, ``report.md`` (and ``games/`` for ALFWorld)."""
-    if engine not in ENGINES:
-        raise ValueError(f"unknown engine {engine!r}; known: {', '.join(ENGINES)}")
-    if agent not in AGENTS:
-        raise ValueError(f"unknown agent {agent!r}; known: {', '.join(AGENTS)}")
-    phrasing = Phrasing(phrasing)
-    if engine == "alfworld" and agent == "smollm2":
-        raise ValueError("the smollm2 agent plays the simulator's text world only (--engine sim)")
+    """Play every task; ``out_dir`` receives ``episodes.jsonl``, ``report.md`` (and ``games/`` for ALFWorld).
+    ``observe``: what the agent is given on ``sim`` (the images modes render the four views every step)."""
+    check_run(agent, engine, observe)
+    phrasing, observe = Phrasing(phrasing), Observe(observe)
     own_sim = sim is None
     if sim is None:
         from homiebot.sim.mujoco.backend import MujocoSimulator
 
-        sim = MujocoSimulator(render=False)
+        sim = MujocoSimulator(render=observe.with_images)
     out_dir.mkdir(parents=True, exist_ok=True)
     records: list[EpisodeRecord] = []
     text_agent = _sim_agent(agent) if engine == "sim" else None  # one model for every episode
@@ -91,11 +117,12 @@ def run_suite(
             for task in tasks:
                 started = time.perf_counter()
                 if text_agent is not None:
-                    played = run_text_episode(sim, task, text_agent, phrasing)
+                    played = run_text_episode(sim, task, text_agent, phrasing, mode=observe)
                     episode, transcript = played.episode, played.transcript
                 else:
                     episode, transcript = play_alfworld(sim, task, agent, out_dir / "games" / task.id, phrasing)
-                record = EpisodeRecord(episode, engine, agent, phrasing.value, transcript, time.perf_counter() - started)
+                seconds = time.perf_counter() - started
+                record = EpisodeRecord(episode, engine, agent, phrasing.value, transcript, seconds, observe.value)
                 sink.write(record.to_json() + "\n")
                 sink.flush()  # a run cut short keeps what it played
                 records.append(record)
@@ -140,7 +167,7 @@ def play_game(game_file: Path, task: AlfredTask, agent: str) -> tuple[MuepEpisod
             if agent == "expert":
                 command = game.expert_plan[0] if game.expert_plan else None
             else:
-                command = chooser.act(step.observation, list(step.admissible))
+                command = chooser.act(MuepObservation(Observe.TEXT, "", step.observation), list(step.admissible))
             if command is None or not policy.allows(command):
                 break
             admissible = command in step.admissible
@@ -202,6 +229,7 @@ def run_alfworld_data(data_dir: Path, agent: str, out_dir: Path, split: str | No
             episode, transcript = play_game(game_file, task_of_game(game_file, game_split), agent)
             record = EpisodeRecord(episode, "alfworld", agent, "alfworld", transcript, time.perf_counter() - started)
             sink.write(record.to_json() + "\n")
+            sink.flush()
             records.append(record)
     write_report(records, out_dir)
     return records
@@ -231,7 +259,10 @@ def write_report(records: Sequence[EpisodeRecord], out_dir: Path, convention: Co
         text = "No episodes.\n"
     else:
         first = records[0]
-        title = f"{first.agent} on the {first.engine} engine ({first.phrasing} phrasing), {Convention(convention).value} convention"
+        title = (
+            f"{first.agent} on the {first.engine} engine ({first.phrasing} phrasing, observing {first.observe}), "
+            f"{Convention(convention).value} convention"
+        )
         seconds = sorted(r.seconds for r in records)
         text = format_table(muep_table([r.episode for r in records], convention), title)
         text += f"\n\n{len(records)} episodes; median {seconds[len(seconds) // 2]:.3f} s per episode.\n"

@@ -9,11 +9,14 @@ ALFRED's goal conditions, played in the parallel text world of the embedded simu
   the start), balanced over the types and the seen / unseen scenes, each verified by the expert in the loop;
 * :class:`TextExpert` (privileged, like MuEP's FF planner) and :class:`RandomTextAgent` play ALFWorld commands;
   :func:`run_text_episode` plays one task under MuEP's protocol (30 steps, AA / ABAB early stop) and returns a
-  :class:`~homiebot.eval.muep.MuepEpisode`.
+  :class:`~homiebot.eval.muep.MuepEpisode`;
+* :class:`Observe`: what the agent is given after each step, as MuEP compares its planners (section 4.2): the
+  text observation only, the four rendered views only, or both (:class:`MuepObservation`).
 """
 
 from __future__ import annotations
 
+import enum
 import logging
 import random
 from collections.abc import Callable, Iterable
@@ -28,7 +31,7 @@ from homiebot.sim.base import Simulator
 from homiebot.sim.scene import SceneError
 from homiebot.textworld.names import alfred_type
 from homiebot.textworld.world import AT_DISTANCE_M, NOTHING_HAPPENS, Phrasing, TextWorld, command_names
-from homiebot.types import EntityKind, WorldState
+from homiebot.types import EntityKind, Observation, WorldState
 
 log = logging.getLogger(__name__)
 
@@ -116,17 +119,75 @@ def goal_satisfied(task: AlfredTask, state: WorldState) -> bool:
     return met == total
 
 
+# ----------------------------------------------------------------------------------------- observations
+
+
+class Observe(str, enum.Enum):
+    """What a planner is given after each step (MuEP section 4.2 runs text models on the text observation and
+    multimodal models on the egocentric image with the task and their own action history)."""
+
+    TEXT = "text"  # ALFWorld's text observation (the intro at the start)
+    IMAGES = "images"  # the robot's four rendered views, the task sentence and the commands played so far
+    BOTH = "both"  # the text observation and the four views, of the same simulator state
+
+    @property
+    def with_text(self) -> bool:
+        return self is not Observe.IMAGES
+
+    @property
+    def with_images(self) -> bool:
+        return self is not Observe.TEXT
+
+
+#: A thing counts as shown by the views when it covers at least this many pixels of one view's instance
+#: segmentation: the threshold of the privileged world-graph builder (docs/perception.md, PrivilegedConfig).
+VIEW_MIN_PIXELS = 12
+
+
+@dataclass(frozen=True)
+class MuepObservation:
+    """One observation of an episode under an :class:`Observe` mode. ``text`` is None in the images mode and
+    ``views`` None in the text mode; ``task`` (``Your task is to: ...``) and ``command`` (the command just
+    played, None at the start) are always given. Text and views are taken from the same simulator state."""
+
+    mode: Observe
+    task: str
+    text: str | None = None
+    views: Observation | None = None
+    command: str | None = None
+
+    def shown(self, world: TextWorld, min_pixels: int = VIEW_MIN_PIXELS) -> list[str]:
+        """The ALFWorld names of the receptacles and objects the views show (instance segmentation, at least
+        ``min_pixels`` in one view), in ALFWorld's order; empty without views. This is how a text-only
+        model reads the images (a vision-language model would take ``views.images()`` themselves)."""
+        if self.views is None:
+            return []
+        table = world.names
+        names = [table.to_text[n] for n in self.views.visible_instances(min_pixels) if n in table.to_text]
+        return sorted(names, key=lambda t: (t.rsplit(" ", 1)[0], int(t.rsplit(" ", 1)[1])))
+
+
+def observe(world: TextWorld, mode: Observe, text: str, command: str | None = None) -> MuepObservation:
+    """The observation of ``mode`` now: ``text`` (the step's text) kept or dropped, the views rendered or not."""
+    views = world.sim.observe() if mode.with_images else None
+    if views is not None and any(view.rgb.size == 0 for view in views.views.values()):
+        raise ValueError(f"--observe {mode.value} needs a simulator that renders its views (render=True)")
+    task = f"Your task is to: {world.instruction}." if world.instruction else ""
+    return MuepObservation(mode, task, text if mode.with_text else None, views, command)
+
+
 # ----------------------------------------------------------------------------------------------- agents
 
 
 class TextAgent(Protocol):
-    """Plays ALFWorld commands in a text world. ``act`` returns the next command, or None to stop."""
+    """Plays ALFWorld commands in the simulator's world. ``act`` returns the next command, or None to stop.
+    ``admissible`` is ALFWorld's list of the commands that apply now (the random baseline draws from it)."""
 
     name: str
 
-    def reset(self, task: AlfredTask, world: TextWorld, observation: str) -> None: ...
+    def reset(self, task: AlfredTask, world: TextWorld, observation: MuepObservation) -> None: ...
 
-    def act(self, observation: str, admissible: list[str]) -> str | None: ...
+    def act(self, observation: MuepObservation, admissible: list[str]) -> str | None: ...
 
 
 class TextExpert:
@@ -140,10 +201,10 @@ class TextExpert:
         self._task: AlfredTask | None = None
         self._world: TextWorld | None = None
 
-    def reset(self, task: AlfredTask, world: TextWorld, observation: str) -> None:
+    def reset(self, task: AlfredTask, world: TextWorld, observation: MuepObservation) -> None:
         self._task, self._world = task, world
 
-    def act(self, observation: str, admissible: list[str]) -> str | None:
+    def act(self, observation: MuepObservation, admissible: list[str]) -> str | None:
         task, world = self._task, self._world
         assert task is not None and world is not None
         state = world.sim.state()
@@ -206,10 +267,10 @@ class RandomTextAgent:
     def __init__(self, seed: int = 0) -> None:
         self.rng = random.Random(seed)
 
-    def reset(self, task: AlfredTask, world: TextWorld, observation: str) -> None:
+    def reset(self, task: AlfredTask, world: TextWorld, observation: MuepObservation) -> None:
         self.rng = random.Random(f"{task.id}")
 
-    def act(self, observation: str, admissible: list[str]) -> str | None:
+    def act(self, observation: MuepObservation, admissible: list[str]) -> str | None:
         useful = [c for c in admissible if c not in ("help", "look", "inventory")]
         return self.rng.choice(useful) if useful else None
 
@@ -232,15 +293,20 @@ def run_text_episode(
     agent: TextAgent,
     phrasing: Phrasing | str = Phrasing.ALFWORLD,
     policy: RepetitionStop | None = None,
+    mode: Observe | str = Observe.TEXT,
 ) -> TextEpisode:
-    """Reset the scene, play until the goal holds, the agent stops, or MuEP's policy ends the episode."""
+    """Reset the scene, play until the goal holds, the agent stops, or MuEP's policy ends the episode.
+
+    ``mode`` says what the agent is given after each step (:class:`Observe`); the images modes need a
+    simulator that renders. The transcript keeps the text of every step whatever the mode."""
+    mode = Observe(mode)
     policy = policy if policy is not None else RepetitionStop()
     policy.reset()
     sim.reset(task.scene, seed=task.seed)
     world = TextWorld(sim, phrasing)
     intro = world.reset(task.instruction)
-    agent.reset(task, world, intro)
-    observation = intro
+    observation = observe(world, mode, intro)
+    agent.reset(task, world, observation)
     transcript: list[tuple[str, str]] = []
     valid: list[bool] = []
     success = goal_satisfied(task, sim.state())
@@ -250,11 +316,12 @@ def run_text_episode(
         if command is None or not policy.allows(command):
             break
         step = world.step(command)
-        observation = step.observation
-        transcript.append((step.command, observation))
+        transcript.append((step.command, step.observation))
         # Language compliance: a command of the game's grammar (whether or not it applies now), as MuEP's LC.
-        valid.append(observation != NOTHING_HAPPENS or _grammatical(step.command, world))
+        valid.append(step.observation != NOTHING_HAPPENS or _grammatical(step.command, world))
         success = goal_satisfied(task, sim.state())
+        if not success:  # the views of a finished episode would be rendered for nobody
+            observation = observe(world, mode, step.observation, step.command)
     met, total = goal_conditions(task, sim.state())
     episode = MuepEpisode(
         task_type=task.task_type,
