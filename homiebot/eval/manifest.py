@@ -34,6 +34,9 @@ REFERENCE_DIR = "reference"
 SUITE_ALIASES = {"emmoe": "emmoe100"}
 #: The planner and noise preset whose episodes are their own PLWSR reference.
 EXPERT_PLANNER = "expert"
+#: Suites whose tasks carry their own PARTNR evaluation functions are referenced by the expert that plans from
+#: them (docs/partnr.md, "The PARTNR expert"); the goal expert cannot switch or clean.
+REFERENCE_PLANNERS = {"partnr": "partnr_expert"}
 NOISE_PRESETS: tuple[str, ...] = ("off", "emmoe")
 
 JobKind = Literal["episode", "reference"]
@@ -60,10 +63,15 @@ class EvalSettings(BaseModel):
     perception: Literal["off", "privileged", "conceptgraph"] = "off"
 
     @property
+    def reference_planner(self) -> str:
+        """The expert whose noiseless episodes are the PLWSR reference for this suite."""
+        return REFERENCE_PLANNERS.get(resolve_suite(self.suite), EXPERT_PLANNER)
+
+    @property
     def self_reference(self) -> bool:
         """The expert without noise or perception is its own PLWSR reference (no separate reference episodes)."""
         return (
-            self.planner == EXPERT_PLANNER and self.noise == "off" and not self.planner_options
+            self.planner == self.reference_planner and self.noise == "off" and not self.planner_options
             and self.perception == "off"
         )
 
@@ -93,8 +101,8 @@ def resolve_suite(name: str) -> str:
 
 def select_tasks(suite: str, split: str = "all", task_ids: Sequence[str] | None = None) -> list[TaskSpec]:
     tasks = list(load_suite(resolve_suite(suite)).tasks)
-    if split not in ("all", "train", "test"):
-        raise EvalError(f"unknown split {split!r}; use all, train or test")
+    if split not in ("all", "train", "validation", "test"):
+        raise EvalError(f"unknown split {split!r}; use all, train, validation (PARTNR-style suite) or test")
     if split != "all":
         tasks = [t for t in tasks if t.split == split]
     if task_ids:
