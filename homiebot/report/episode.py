@@ -233,7 +233,10 @@ def render_episode(
         + f'<section id="timeline"><h2>Timeline ({len(rounds)} rounds)</h2>{timeline or "<p>no rounds</p>"}</section>'
         + video
     )
-    return page(title, str(summary.get("instruction", "")), body)
+    sections = [("outcome", "outcome"), ("map", "map and world graph"), ("timeline", "timeline")]
+    if video:
+        sections.append(("video", "video"))
+    return page(title, str(summary.get("instruction", "")), body, sections)
 
 
 def write_episode_report(

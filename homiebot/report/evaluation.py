@@ -21,6 +21,7 @@ from typing import Any
 
 from markdown_it import MarkdownIt
 
+from homiebot.data.record import read_episode
 from homiebot.eval.metrics import ERROR_CODES, EpisodeScore
 from homiebot.eval.report import build_report, render_markdown, setting_label, write_plots
 from homiebot.eval.runner import EPISODES_DIR, EvalError, compute_scores, load_manifest, resolver_for
@@ -28,7 +29,6 @@ from homiebot.eval.tasks import TaskSpec
 from homiebot.report.episode import REPORT_FILE, EpisodeContext, ReportError, write_episode_report
 from homiebot.report.html import atomic_write_text, code_badge, esc, page, png_data_uri, table
 from homiebot.sim.scene import SceneError, load_scene
-from homiebot.data.record import read_episode
 
 log = logging.getLogger(__name__)
 
@@ -221,6 +221,8 @@ def write_evaluation_report(
         body += _plots(report, root)
     body += _per_task(scored.scores, links) + _failures(failures, failed_by_last)
     title = f"{report['setting']['suite']} evaluation: {setting_label(report['setting'])}"
-    atomic_write_text(target, page(title, f"{root} ({len(scored.scores)} episodes)", body))
+    sections = [("tables", "tables"), *([("plots", "plots")] if plots and scored.scores else []),
+                ("tasks", "per task"), ("failures", "failures by error code")]
+    atomic_write_text(target, page(title, f"{root} ({len(scored.scores)} episodes)", body, sections))
     log.info("evaluation report written to %s (%d episode pages)", target, len(result.episode_pages))
     return result

@@ -22,6 +22,7 @@ _CSS = """
 body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:0;background:#f4f5f7;color:#1d1f23}
 header{background:#24292f;color:#fff;padding:14px 24px}
 header h1{margin:0;font-size:20px}header p{margin:4px 0 0;color:#c9d1d9;font-size:14px}
+header nav{margin-top:6px;font-size:13px}header nav a{color:#9ecbff}
 main{padding:16px 24px;max-width:1500px}
 section{background:#fff;border:1px solid #d8dee4;border-radius:6px;padding:12px 16px;margin:0 0 16px}
 h2{font-size:17px;margin:0 0 10px}h3{font-size:15px;margin:12px 0 6px}
@@ -109,12 +110,17 @@ def table(header: Sequence[str], rows: Iterable[Sequence[str]], *, css_class: st
     return f"<table{cls}><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
 
 
-def page(title: str, subtitle: str, body: str) -> str:
-    """A whole HTML document around ``body`` (trusted HTML)."""
+def page(title: str, subtitle: str, body: str, sections: Sequence[tuple[str, str]] = ()) -> str:
+    """A whole HTML document around ``body`` (trusted HTML); ``sections``: (anchor, label) links under the title."""
+    nav = " &middot; ".join(f'<a href="#{esc(anchor)}">{esc(label)}</a>' for anchor, label in sections)
+    if nav:
+        subtitle_html = f"<p>{esc(subtitle)}</p><nav>{nav}</nav>"
+    else:
+        subtitle_html = f"<p>{esc(subtitle)}</p>"
     return (
         "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
         f"<title>{esc(title)}</title><meta name=\"viewport\" content=\"width=device-width\">"
-        f"<style>{_CSS}</style></head><body><header><h1>{esc(title)}</h1><p>{esc(subtitle)}</p></header>"
+        f"<style>{_CSS}</style></head><body><header><h1>{esc(title)}</h1>{subtitle_html}</header>"
         f"<main>{body}</main><script>{_SORT_JS}</script></body></html>\n"
     )
 
