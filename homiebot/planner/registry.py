@@ -23,6 +23,7 @@ _PLANNERS: dict[str, str] = {
     "openai": "homiebot.planner.openai_backend:OpenAIPlanner",
     "hf": "homiebot.planner.hf_backend:HFPlanner",
     "random": "homiebot.planner.random_planner:RandomPlanner",
+    "recovery": "homiebot.recovery.planner:RecoveryPlanner",
 }
 
 
