@@ -172,7 +172,7 @@ class Observation:
         counts: dict[int, int] = {}
         for view in self.views.values():
             ids, n = np.unique(view.segmentation, return_counts=True)
-            for instance_id, count in zip(ids.tolist(), n.tolist()):
+            for instance_id, count in zip(ids.tolist(), n.tolist(), strict=False):
                 counts[instance_id] = max(counts.get(instance_id, 0), count)
         return sorted(
             {
@@ -313,3 +313,8 @@ class Trajectory:
     path_length: float = 0.0
     wall_time_s: float = 0.0
     error: str | None = None  # an infrastructure failure that stopped the episode (not a planner error)
+    # What the loop knew at the end, for the record: furniture seen open in any observed state (``inspected``
+    # goals), the system prompt and EMMOE appendix D's conversation log.
+    opened: list[str] = field(default_factory=list)
+    system_prompt: str | None = None
+    conversation: list[str] | None = None

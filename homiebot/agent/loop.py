@@ -1,29 +1,37 @@
-"""HomieBot's episode loop in the core: instruction -> planner -> executor -> skills -> simulator -> feedback.
+"""HomieBot's episode loop: instruction -> planner -> executor -> skills -> simulator -> feedback, written once.
 
-One round (EMMOE appendix D's main loop and appendix E.1's executor loop, in one process):
+One round (EMMOE appendix D's main loop and appendix E.1's executor loop):
 
-1. render the four first-person views (when ``config.render``) and build the instruction;
+1. build the request: the views fetched after the last round, the instruction, the world knowledge
+   (:mod:`homiebot.agent.knowledge`);
 2. ask the planner; parse its answer (appendix D pattern, appendix H.1 fallback);
 3. an unparseable answer gets F1 format feedback; ``[End]`` ends the episode; anything else goes to the
-   :class:`~homiebot.executor.executor.Executor` (checks, three tries, skills, simulator);
-4. the feedback goes back into the session (inventory, history, conversation).
+   backend, which executes it (checks, three tries, skills, simulator) and reports feedback;
+4. the feedback goes back into the session (inventory, history, conversation); the state after the round
+   is read, the views fetched again (unless the episode is over), and the observers are told.
 
-Until the planner answers ``[End]`` or ``config.max_rounds`` (20) rounds have run. With a task the final
-state is checked against its goal (:attr:`Trajectory.goal_satisfied`), counting as "opened" every
-furniture that was open in any state the loop observed (the start and after every round), which is what
-``inspected`` conditions ask.
+Until the planner answers ``[End]`` or ``config.max_rounds`` (20) rounds have run. With a goal the final
+state is checked against it (:attr:`Trajectory.goal_satisfied`), counting as "opened" every furniture that
+was open in any state the loop observed (the start and after every round), which is what ``inspected``
+conditions ask.
+
+The loop runs over an :class:`EpisodeBackend`: :class:`homiebot.agent.in_process.InProcessBackend` (the
+simulator, the executor and the skills in this process; :func:`run_episode`) or the planner node's ROS 2
+clients (``homiebot.ros.episode.GraphEpisode``). Recording, live views and state files are
+:mod:`homiebot.agent.observers`. docs/loop.md describes the design.
 
 Decisions:
 
 * ``seed`` is the run index on top of the task's seed: the scene is reset with ``task.seed + seed``
   (``TaskSpec.seed`` is run 0's seed), or with ``seed`` for a free-text instruction.
   :attr:`Trajectory.seed` stores the argument, so ``run_episode(..., seed=trajectory.seed)`` replays it.
-* A planner or simulator exception does not escape: the episode stops, :attr:`Trajectory.error` says
-  where and why, and the record (if any) is still written with that error. Anything else that escapes
-  (``KeyboardInterrupt``, a recording failure) aborts the record (nothing half-written is left) and
-  propagates.
-* The images of round N are the views the planner saw when it chose subtask N (EMMOE's
+* A planner or backend exception does not escape: the episode stops and :attr:`Trajectory.error` says
+  where and why (a backend's ``TimeoutError`` also sets :attr:`EpisodeOutcome.timed_out`). Anything else
+  that escapes (``KeyboardInterrupt``, an observer's failure such as a full disk while recording)
+  propagates, and :func:`run_episode` drops the partial record.
+* The views of round N are the ones the planner saw when it chose subtask N (EMMOE's
   ``subtaskN_front.png`` ...).
+* A round that executed nothing (F1, End) changed nothing: its state is the one before it.
 """
 
 from __future__ import annotations
@@ -32,18 +40,28 @@ import logging
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol
 
-from homiebot.agent.observers import EpisodeObserver, notify_end, notify_round, notify_start
+import numpy as np
+
+from homiebot.agent.knowledge import (
+    VISIBLE_MIN_PIXELS,
+    KnowledgeFactory,
+    PerceptionFactory,
+    PerceptionHook,
+    PerceptionKnowledge,
+    WorldKnowledge,
+    segmentation_knowledge,
+)
+from homiebot.agent.observers import EpisodeObserver, ObserverBase, notify_end, notify_round, notify_start
 from homiebot.agent.session import PlannerSession
-from homiebot.eval.goals import goal_satisfied
+from homiebot.eval.goals import GoalSpec, goal_satisfied
 from homiebot.eval.tasks import TaskSpec
-from homiebot.executor.executor import Executor, ExecutorConfig, SkillRunner
+from homiebot.executor.executor import ExecutorConfig, SkillRunner
 from homiebot.perception.grounding import Grounder
 from homiebot.planner.base import Planner
 from homiebot.sim.base import Simulator
 from homiebot.sim.scene import SceneSpec
-from homiebot.skills import SkillSet
 from homiebot.types import (
     EMMOE_ACTIONS,
     EMMOE_MODELS,
@@ -61,34 +79,18 @@ from homiebot.types import (
 if TYPE_CHECKING:
     from homiebot.data.record import EpisodeRecorder
 
-log = logging.getLogger(__name__)
+__all__ = [
+    "VISIBLE_MIN_PIXELS", "EpisodeBackend", "EpisodeConfig", "EpisodeLoop", "EpisodeOutcome", "EpisodeSetupError",
+    "EpisodeSpec", "ExecutionOutcome", "PerceptionFactory", "PerceptionHook", "ProgressCallback", "open_furniture",
+    "reads_observation", "run_episode",
+]
 
-#: Pixels an instance needs in one view to count as seen (the random baseline uses the same bar).
-VISIBLE_MIN_PIXELS = 20
+log = logging.getLogger(__name__)
 
 #: Called after every round with the round and the round limit (a progress bar, a log line).
 ProgressCallback = Callable[[RoundRecord, int], None]
-
-
-@runtime_checkable
-class PerceptionHook(Protocol):
-    """What the loop needs from perception (``homiebot.perception.world_model.WorldModel`` fits): fuse each
-    observation, update after successful actions, describe the world, list the grounded names, ground."""
-
-    def observe(self, observation: Observation, state: WorldState) -> Any: ...
-
-    def record_action(self, action: Any, target: str | None, place: str | None = None,
-                      state: WorldState | None = None) -> Any: ...
-
-    def describe(self) -> str: ...
-
-    def observed_targets(self) -> tuple[str, ...]: ...
-
-    def grounder(self) -> Grounder: ...
-
-
-#: Builds the episode's perception after the reset: ``(scene spec, initial state) -> hook``.
-PerceptionFactory = Callable[[SceneSpec, WorldState], PerceptionHook]
+#: Called with (round index, instruction, output) before the subtask is executed (the graph publishes it).
+OutputCallback = Callable[[int, str, PlannerOutput], None]
 
 
 @dataclass(frozen=True)
@@ -143,34 +145,279 @@ def open_furniture(state: WorldState) -> set[str]:
     return {n for n, e in state.entities.items() if e.kind is EntityKind.FURNITURE and e.is_open}
 
 
-def append_round(
-    trajectory: Trajectory,
-    session: PlannerSession,
-    instruction: str,
-    output: PlannerOutput,
-    feedback: Feedback,
-    inventory_before: tuple[str, ...],
-    path_length: float,
-    timings: dict[str, float],
-    grounded: Subtask | None = None,
-) -> RoundRecord:
-    """Record a finished round in the session and the trajectory (shared by both wirings)."""
-    session.record(output, feedback)
-    record = RoundRecord(
-        index=session.round,
-        instruction=instruction,
-        output=output,
-        feedback=feedback,
-        inventory_before=inventory_before,
-        path_length=path_length,
-        timings=timings,
-        grounded=grounded,
-    )
-    trajectory.rounds.append(record)
-    trajectory.path_length += path_length
-    if feedback.code is not ErrorCode.OK:
-        log.info("round %d %s -> %s %s", record.index, record.subtask_text, feedback.code.value, feedback.message)
-    return record
+def reads_observation(planner: Planner) -> bool:
+    """Whether ``planner``'s requests need the views' segmentation: every planner but a privileged one (which
+    reads the world state), and any that declares ``needs_views``. The graph moves segmentation across the
+    wire only for these."""
+    return planner.needs_views or not planner.privileged
+
+
+@dataclass
+class ExecutionOutcome:
+    """What one executed subtask reports back to the planner's side."""
+
+    feedback: Feedback
+    path_length: float
+    timings: dict[str, float]
+    #: The world state after the subtask, when the executor reports it (else the backend is asked).
+    state_after: WorldState | None = None
+    #: The subtask in simulator instance names as the executor grounded it (None: not grounded here).
+    grounded: Subtask | None = None
+
+
+class EpisodeBackend(Protocol):
+    """What the loop needs from the world: the simulator and the executor, in this process or over a wire.
+
+    A call that gets no answer in time raises ``TimeoutError``; the episode then stops, marked timed out.
+    """
+
+    def reset(self, scene: str, seed: int) -> tuple[WorldState, SceneSpec | None]:
+        """Load ``scene`` with ``seed``; return the first state and the scene spec (or None)."""
+
+    def render(self) -> Sequence[np.ndarray]:
+        """The four RGB views now, in the planner's order."""
+
+    def observe(self) -> Observation:
+        """The four views now with their instance segmentation and instance names (depth may be empty)."""
+
+    def state(self) -> WorldState:
+        """The privileged world state now."""
+
+    def execute(self, subtask: Subtask, model: str, inventory: tuple[str, ...], round_index: int) -> ExecutionOutcome:
+        """Execute one subtask against the current world state."""
+
+
+@dataclass(frozen=True)
+class EpisodeSpec:
+    """Which episode to run: the instruction, the scene and its seed, and the task it belongs to (if any)."""
+
+    instruction: str
+    scene: str
+    scene_seed: int
+    task_id: str | None = None
+    goal: GoalSpec | None = None
+    run_seed: int = 0  # Trajectory.seed: the run index on top of the task's seed
+
+
+@dataclass
+class EpisodeOutcome:
+    trajectory: Trajectory
+    timed_out: bool = False
+
+
+class _BackendTimeout(Exception):
+    """Internal: a backend call timed out (carries the original error out of the round)."""
+
+    def __init__(self, error: TimeoutError) -> None:
+        super().__init__(str(error))
+        self.error = error
+
+
+class EpisodeLoop:
+    """The one episode loop (module docstring). One agent takes the rounds today; the round body
+    (:meth:`_round`) reads everything it needs from the session it is given, so a second agent with its own
+    planner and session can take rounds in the same loop (docs/loop.md)."""
+
+    def __init__(
+        self,
+        backend: EpisodeBackend,
+        planner: Planner,
+        spec: EpisodeSpec,
+        config: EpisodeConfig | None = None,
+        *,
+        knowledge: KnowledgeFactory = segmentation_knowledge,
+        observers: Sequence[EpisodeObserver] = (),
+        on_output: OutputCallback | None = None,
+        always_observe: bool = False,
+    ) -> None:
+        """``always_observe``: fetch the views with their segmentation for every planner (in-process they are
+        rendered together anyway); otherwise only for planners that read it (:func:`reads_observation`)."""
+        self.backend = backend
+        self.planner = planner
+        self.spec = spec
+        self.config = config or EpisodeConfig()
+        self.knowledge_factory = knowledge
+        self.observers = tuple(observers)
+        self.on_output = on_output
+        self.observes = always_observe or reads_observation(planner)
+        self._last_state: WorldState | None = None  # for the final observers' call after a timeout
+        self.trajectory = Trajectory(
+            task_id=spec.task_id, instruction=spec.instruction, scene=spec.scene, seed=spec.run_seed,
+            planner=planner.name,
+        )
+
+    def run(self) -> EpisodeOutcome:
+        started = time.perf_counter()
+        outcome = EpisodeOutcome(self.trajectory)
+        final: WorldState | None = None
+        try:
+            final = self._run()
+        except _BackendTimeout as timeout:
+            log.error("episode stopped: %s", timeout.error)
+            self.trajectory.error = f"timeout: {timeout.error}"
+            outcome.timed_out = True
+            final = self._last_state
+        self.trajectory.wall_time_s = time.perf_counter() - started
+        notify_end(self.observers, self.trajectory, final)
+        return outcome
+
+    # ------------------------------------------------------------------------------------ steps
+
+    def _call(self, what: Callable[..., Any], *args: Any) -> Any:
+        """A backend call; a timeout leaves the episode at once (the other side is gone or stuck)."""
+        try:
+            return what(*args)
+        except TimeoutError as err:
+            raise _BackendTimeout(err) from err
+
+    def _look(self) -> tuple[Sequence[np.ndarray], Observation | None]:
+        """The views now: the observation with its segmentation, or RGB only (see ``always_observe``)."""
+        if not self.config.render:
+            return [], None
+        if self.observes:
+            observation: Observation = self._call(self.backend.observe)
+            return observation.images(), observation
+        return self._call(self.backend.render), None
+
+    def _run(self) -> WorldState | None:
+        config, trajectory, spec, planner = self.config, self.trajectory, self.spec, self.planner
+        try:
+            initial, scene_spec = self._call(self.backend.reset, spec.scene, spec.scene_seed)
+            images, observation = self._look()
+        except _BackendTimeout:
+            raise
+        except Exception as err:
+            log.exception("simulator reset failed")
+            trajectory.error = f"simulator reset failed for scene {spec.scene!r}: {err}"
+            return None
+        self._last_state = state = initial
+        knowledge = self.knowledge_factory(scene_spec, initial)
+        if observation is not None:
+            knowledge.see(observation, initial)
+        notify_start(self.observers, trajectory, initial, observation)
+        opened = open_furniture(initial)
+        session = config.new_session(spec.instruction, planner)
+        planner.reset(spec.instruction, seed=spec.scene_seed)
+        # Extras every planner receives: the round limit, the scene spec (object kinds for baselines such as the
+        # random planner; the expert's receptacle facts) and the current observation (its segmentation tells a
+        # baseline what is visible). Model backends build their prompts from the request's text and images only.
+        extras: dict[str, Any] = {"max_rounds": config.max_rounds, **config.extras, "scene": scene_spec}
+
+        while not session.done:
+            round_start = time.perf_counter()
+            timings: dict[str, float] = {}
+            request = session.make_request(
+                images,
+                world_state=state,
+                goal=spec.goal,
+                grounded_targets=knowledge.grounded_targets(),
+                perceived_names=knowledge.perceived_names(state) if planner.privileged else None,
+                extras={**extras, "observation": observation},
+            )
+            description = knowledge.world_description()
+            if description is not None:
+                request.world_description = description
+            t0 = time.perf_counter()
+            try:
+                raw = planner.plan(request)
+            except Exception as err:
+                log.exception("planner failed")
+                trajectory.error = f"planner {planner.name!r} failed in round {session.round_index}: {err}"
+                break
+            timings["plan_s"] = time.perf_counter() - t0
+            output = session.parse(raw)
+            if self.on_output is not None:
+                self.on_output(session.round_index, request.instruction, output)
+            inventory_before = session.inventory
+            path_length = 0.0
+            executed: ExecutionOutcome | None = None
+            if output.subtask is None:
+                feedback = session.format_feedback(output)
+            elif output.subtask.is_end:
+                feedback = session.end_feedback()
+            else:
+                subtask = output.subtask
+                try:
+                    executed = self._call(self.backend.execute, subtask, output.model, session.inventory,
+                                          session.round_index)
+                except _BackendTimeout:
+                    raise
+                except Exception as err:
+                    log.exception("executor failed")
+                    trajectory.error = f"execution of {subtask.text()} failed in round {session.round_index}: {err}"
+                    break
+                assert executed is not None
+                feedback, path_length = executed.feedback, executed.path_length
+                timings.update(executed.timings)
+            # A round records its grounding only where the planner's names are perception's own (a world graph):
+            # otherwise they are the simulator's and the subtask says it already.
+            grounded = executed.grounded if executed is not None and knowledge.perceives else None
+            record = self._append_round(session, request.instruction, output, feedback, inventory_before,
+                                        path_length, timings, grounded)
+            seen = observation
+            try:
+                if executed is not None:
+                    state = executed.state_after if executed.state_after is not None else self._call(self.backend.state)
+                    self._last_state = state
+                    if feedback.success and executed.grounded is not None:
+                        knowledge.after_success(executed.grounded, state)
+                opened |= open_furniture(state)
+                if config.render and not session.done:
+                    t0 = time.perf_counter()
+                    images, observation = self._look()
+                    timings["render_s"] = time.perf_counter() - t0
+                    if observation is not None:
+                        t0 = time.perf_counter()
+                        knowledge.see(observation, state)
+                        if knowledge.perceives:
+                            timings["perceive_s"] = time.perf_counter() - t0
+            except _BackendTimeout:
+                raise
+            except Exception as err:
+                log.exception("simulator failed")
+                trajectory.error = f"simulator failed after round {record.index}: {err}"
+                break
+            timings["round_s"] = time.perf_counter() - round_start
+            notify_round(self.observers, record, seen, state)
+        trajectory.ended = session.ended
+        trajectory.opened = sorted(opened)
+        trajectory.system_prompt = session.system_prompt
+        trajectory.conversation = session.conversation.to_paper_json()
+        if spec.goal is not None and trajectory.error is None:
+            trajectory.goal_satisfied = goal_satisfied(spec.goal, initial, state, opened)
+        return state
+
+    def _append_round(self, session: PlannerSession, instruction: str, output: PlannerOutput, feedback: Feedback,
+                      inventory_before: tuple[str, ...], path_length: float, timings: dict[str, float],
+                      grounded: Subtask | None) -> RoundRecord:
+        """Record a finished round in the session and the trajectory."""
+        session.record(output, feedback)
+        record = RoundRecord(
+            index=session.round,
+            instruction=instruction,
+            output=output,
+            feedback=feedback,
+            inventory_before=inventory_before,
+            path_length=path_length,
+            timings=timings,
+            grounded=grounded,
+        )
+        self.trajectory.rounds.append(record)
+        self.trajectory.path_length += path_length
+        if feedback.code is not ErrorCode.OK:
+            log.info("round %d %s -> %s %s", record.index, record.subtask_text, feedback.code.value, feedback.message)
+        return record
+
+
+class _Progress(ObserverBase):
+    """A :data:`ProgressCallback` as an observer."""
+
+    def __init__(self, callback: ProgressCallback, limit: int) -> None:
+        self.callback = callback
+        self.limit = limit
+
+    def on_round(self, record: RoundRecord, seen: Observation | None, state: WorldState) -> None:
+        self.callback(record, self.limit)
 
 
 def run_episode(
@@ -189,14 +436,19 @@ def run_episode(
     perception: PerceptionFactory | None = None,
     observers: Sequence[EpisodeObserver] = (),
 ) -> Trajectory:
-    """Run one episode and return its trajectory (and write its record when ``recorder`` is given).
+    """Run one episode in this process and return its trajectory (and write its record when ``recorder`` is
+    given).
 
     ``skills``: a skill runner, or a factory ``(sim, scene_seed) -> runner`` (for seeded execution noise);
     default: a noiseless :class:`homiebot.skills.SkillSet` over ``sim``.
     ``perception``: a factory of a :class:`PerceptionHook`; with it the executor grounds through perception
-    (F2 for what it does not know), every request carries its grounded names and (unless its config says
-    ``describe_world=False``) its world description, and it observes every rendered round.
+    (F2 for what it does not know), every request carries its grounded names and (when the hook declares
+    ``describes_world``) its world description, and it fuses every rendered view.
+    ``observers``: told of the start, every round and the end (:mod:`homiebot.agent.observers`).
     """
+    from homiebot.agent.in_process import InProcessBackend
+    from homiebot.data.record import RecordingObserver
+
     config = config or EpisodeConfig()
     if task is not None:
         instruction = instruction or task.instruction
@@ -211,171 +463,32 @@ def run_episode(
     if task is None and not planner.accepts_free_text:
         raise EpisodeSetupError(f"planner {planner.name!r} needs a task with a goal specification, not free text")
 
-    started = time.perf_counter()
-    trajectory = Trajectory(
-        task_id=task.id if task is not None else None,
-        instruction=instruction,
-        scene=scene,
-        seed=seed,
-        planner=planner.name,
-    )
+    backend = InProcessBackend(sim, config.executor_config(), skills=skills, grounder=grounder)
+    knowledge: KnowledgeFactory = segmentation_knowledge
+    if perception is not None:
+        def knowledge(scene_spec: SceneSpec | None, initial: WorldState) -> WorldKnowledge:
+            # The executor grounds through the same world graph the planner is told about.
+            perceived = PerceptionKnowledge(perception(scene_spec, initial))
+            backend.ground_with(perceived.grounder())
+            return perceived
+
+    watchers = list(observers)
+    recording = None
     if recorder is not None:
-        recorder.start(trajectory, scene_seed=scene_seed, config=config)
+        recording = RecordingObserver(recorder, scene_seed=scene_seed, config=config, topdown=sim.render_topdown)
+        watchers.insert(0, recording)
+    if progress is not None:
+        watchers.append(_Progress(progress, config.max_rounds))
+    spec = EpisodeSpec(instruction, scene, scene_seed, task.id if task is not None else None,
+                       task.goal if task is not None else None, seed)
+    loop = EpisodeLoop(backend, planner, spec, config, knowledge=knowledge, observers=watchers, always_observe=True)
+    if recording is not None:
+        recording.begin(loop.trajectory)
     try:
-        _run(sim, planner, task, instruction, scene, scene_seed, config, recorder, progress, grounder, skills,
-             perception, trajectory, observers)
+        return loop.run().trajectory
     except BaseException:
-        # Interrupted, or a failure outside the planner/simulator calls (e.g. the disk filled up while
+        # Interrupted, or a failure outside the planner/backend calls (e.g. the disk filled up while
         # recording): drop the partial record and let the caller see the exception.
-        if recorder is not None:
-            recorder.abort()
+        if recording is not None:
+            recording.abort()
         raise
-    trajectory.wall_time_s = time.perf_counter() - started
-    if recorder is not None:
-        topdown = None
-        try:
-            topdown = sim.render_topdown()
-        except Exception as err:  # a missing map must not lose the episode
-            log.warning("top-down map not rendered: %s", err)
-        recorder.finish(trajectory, topdown=topdown)
-    return trajectory
-
-
-def _run(
-    sim: Simulator,
-    planner: Planner,
-    task: TaskSpec | None,
-    instruction: str,
-    scene: str,
-    scene_seed: int,
-    config: EpisodeConfig,
-    recorder: EpisodeRecorder | None,
-    progress: ProgressCallback | None,
-    grounder: Grounder | None,
-    skills: SkillRunner | Callable[[Simulator, int], SkillRunner] | None,
-    perception: PerceptionFactory | None,
-    trajectory: Trajectory,
-    observers: Sequence[EpisodeObserver],
-) -> None:
-    try:
-        observation: Observation | None = sim.reset(scene, seed=scene_seed)
-        initial = sim.state()
-        scene_spec = sim.scene_spec()
-    except Exception as err:
-        log.exception("simulator reset failed")
-        trajectory.error = f"simulator reset failed for scene {scene!r}: {err}"
-        notify_end(observers, trajectory, None)
-        return
-    if not config.render:
-        observation = None
-    notify_start(observers, trajectory, initial, observation)
-    world_model = perception(scene_spec, initial) if perception is not None else None
-    describe_world = bool(getattr(getattr(world_model, "config", None), "describe_world", True))
-    # Optional (WorldModel has it): the names perception knows instances by, for a privileged planner to speak.
-    perceived_names = getattr(world_model, "perceived_names", None) if getattr(planner, "privileged", False) else None
-    if world_model is not None:
-        grounder = world_model.grounder()
-        if observation is not None:
-            world_model.observe(observation, initial)
-    opened = open_furniture(initial)
-    if skills is None:
-        # The skill layer, noiseless: model names are checked against the skills that serve them.
-        skills = SkillSet(sim, noise=None, seed=scene_seed)
-    elif callable(skills) and not isinstance(skills, SkillRunner):
-        skills = skills(sim, scene_seed)
-    executor = Executor(sim, grounder=grounder, config=config.executor_config(), skills=skills)  # type: ignore[arg-type]
-    session = config.new_session(instruction, planner)
-    planner.reset(instruction, seed=scene_seed)
-    # Extras every planner receives: the round limit, the scene spec (object kinds for baselines such as the
-    # random planner; the expert's receptacle facts) and the current observation (its segmentation tells a
-    # baseline what is visible). Model backends build their prompts from the request's text and images only.
-    extras: dict[str, Any] = {"max_rounds": config.max_rounds, **config.extras, "scene": scene_spec}
-    goal = task.goal if task is not None else None
-
-    state = initial
-    # Without a perception hook, the names grounded so far are the instances the views' segmentation has
-    # shown (privileged panoptic perception): what constrained decoding lets a planner name.
-    seen: set[str] = set()
-    while not session.done:
-        if world_model is None and observation is not None:
-            seen.update(observation.visible_instances(VISIBLE_MIN_PIXELS))
-        round_start = time.perf_counter()
-        timings: dict[str, float] = {}
-        images = observation.images() if observation is not None else []
-        request = session.make_request(
-            images,
-            world_state=state,
-            goal=goal,
-            grounded_targets=world_model.observed_targets() if world_model is not None else tuple(sorted(seen)),
-            perceived_names=perceived_names(state) if perceived_names is not None else None,
-            extras={**extras, "observation": observation},
-        )
-        if world_model is not None and describe_world:
-            request.world_description = world_model.describe()
-        t0 = time.perf_counter()
-        try:
-            raw = planner.plan(request)
-        except Exception as err:
-            log.exception("planner failed")
-            trajectory.error = f"planner {planner.name!r} failed in round {session.round_index}: {err}"
-            break
-        timings["plan_s"] = time.perf_counter() - t0
-        output = session.parse(raw)
-        inventory_before = session.inventory
-        path_length = 0.0
-        report = None
-        if output.subtask is None:
-            feedback: Feedback = session.format_feedback(output)
-        elif output.subtask.is_end:
-            feedback = session.end_feedback()
-        else:
-            try:
-                # ``state`` is current: nothing acted on the world since it was taken after the last round.
-                report = executor.execute_detailed(output.subtask, output.model, session.inventory, state)
-            except Exception as err:
-                log.exception("executor failed")
-                trajectory.error = f"execution of {output.subtask.text()} failed in round {session.round_index}: {err}"
-                break
-            feedback = report.feedback
-            path_length = report.path_length
-            timings.update(report.timings)
-        grounded = None
-        if world_model is not None and report is not None and report.target is not None and output.subtask is not None:
-            grounded = Subtask(output.subtask.action, report.target, report.place)
-        record = append_round(
-            trajectory, session, request.instruction, output, feedback, inventory_before, path_length, timings,
-            grounded,
-        )
-        if recorder is not None:
-            t0 = time.perf_counter()
-            recorder.add_round(record, observation)
-            timings["record_s"] = time.perf_counter() - t0
-        seen_views = observation
-        try:
-            state = sim.state()
-            opened |= open_furniture(state)
-            if world_model is not None and report is not None and feedback.success:
-                world_model.record_action(report.action, report.target, report.place, state)
-            if config.render and not session.done:
-                t0 = time.perf_counter()
-                observation = sim.observe()
-                timings["render_s"] = time.perf_counter() - t0
-                if world_model is not None:
-                    t0 = time.perf_counter()
-                    world_model.observe(observation, state)
-                    timings["perceive_s"] = time.perf_counter() - t0
-        except Exception as err:
-            log.exception("simulator failed")
-            trajectory.error = f"simulator failed after round {record.index}: {err}"
-            break
-        timings["round_s"] = time.perf_counter() - round_start
-        notify_round(observers, record, seen_views, state)
-        if progress is not None:
-            progress(record, config.max_rounds)
-    trajectory.ended = session.ended
-    if task is not None and trajectory.error is None:
-        trajectory.goal_satisfied = goal_satisfied(task.goal, initial, state, opened)
-    notify_end(observers, trajectory, state)
-    if recorder is not None:
-        recorder.note(opened=sorted(opened), conversation=session.conversation.to_paper_json(),
-                      system_prompt=session.system_prompt)

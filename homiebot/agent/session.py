@@ -115,7 +115,7 @@ class PlannerSession:
             raise SessionFinished(f"the session has ended after {self.round} rounds")
         instruction = self.instruction()
         self._pending_instruction = instruction
-        privileged = bool(getattr(self.planner, "privileged", False))
+        privileged = self.planner.privileged
         return PlanRequest(
             system_prompt=self.system_prompt,
             instruction=instruction,

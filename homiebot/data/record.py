@@ -28,7 +28,8 @@ import logging
 import os
 import shutil
 import tempfile
-from collections.abc import Sequence
+import time
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, is_dataclass
 from pathlib import Path
 from typing import Any
@@ -36,6 +37,7 @@ from typing import Any
 import numpy as np
 from PIL import Image, ImageDraw
 
+from homiebot.agent.observers import ObserverBase
 from homiebot.types import (
     VIEW_NAMES,
     ErrorCode,
@@ -45,6 +47,7 @@ from homiebot.types import (
     RoundRecord,
     Subtask,
     Trajectory,
+    WorldState,
 )
 
 log = logging.getLogger(__name__)
@@ -203,14 +206,15 @@ class EpisodeRecorder:
         """Extra episode facts for the summary and files (conversation, system prompt, opened furniture)."""
         self._notes.update(fields)
 
-    def add_file(self, name: str, text: str) -> None:
-        """Write one more file into the record before :meth:`finish` (an observer's ``states.jsonl``,
-        docs/partnr.md); it moves into place with the rest, or is dropped with it on abort."""
+    def add_file(self, name: str, text: str, append: bool = False) -> None:
+        """Write (or append to) one more file of the record before :meth:`finish` (an observer's
+        ``states.jsonl``, docs/partnr.md); it moves into place with the rest, or is dropped with it on abort."""
         if self._tmp is None:
             raise RecordError("add_file() outside start() ... finish()")
         if not name or "/" in name or name.startswith(".") or name in (SUMMARY_FILE, ROUNDS_FILE, CONVERSATION_FILE):
             raise RecordError(f"{name!r} cannot be added to a record")
-        (self._tmp / name).write_text(text, encoding="utf-8")
+        with open(self._tmp / name, "a" if append else "w", encoding="utf-8") as fh:
+            fh.write(text)
 
     def add_round(self, record: RoundRecord, observation: Observation | None) -> None:
         """Store a round; its views are written at once (images are not kept in memory)."""
@@ -327,6 +331,56 @@ class EpisodeRecorder:
         else:
             os.replace(tmp, out)
         log.info("episode record written to %s", out)
+
+
+class RecordingObserver(ObserverBase):
+    """Writes the episode's record as an observer of the loop (docs/records.md).
+
+    :meth:`begin` starts the record before the reset, so an episode whose reset failed still leaves a record
+    that says so; every round's views are the ones the planner saw; :meth:`on_end` writes the summary, the
+    conversation and the top-down map (``topdown``: a callable rendering it; a failure there only warns).
+    The caller calls :meth:`abort` when the episode raises: nothing half-written is left.
+    """
+
+    def __init__(self, recorder: EpisodeRecorder, *, scene_seed: int | None = None, config: Any = None,
+                 topdown: Callable[[], np.ndarray | None] | None = None) -> None:
+        self.recorder = recorder
+        self.scene_seed = scene_seed
+        self.config = config
+        self.topdown = topdown
+        self._started = False
+
+    def begin(self, trajectory: Trajectory) -> None:
+        self.recorder.start(trajectory, scene_seed=self.scene_seed, config=self.config)
+        self._started = True
+
+    def on_start(self, trajectory: Trajectory, state: WorldState, observation: Observation | None) -> None:
+        if not self._started:
+            self.begin(trajectory)
+
+    def on_round(self, record: RoundRecord, seen: Observation | None, state: WorldState) -> None:
+        started = time.perf_counter()
+        self.recorder.add_round(record, seen)
+        record.timings["record_s"] = time.perf_counter() - started
+
+    def on_end(self, trajectory: Trajectory, state: WorldState | None) -> None:
+        if not self._started:
+            self.begin(trajectory)
+        if trajectory.system_prompt is not None:
+            self.recorder.note(opened=list(trajectory.opened), conversation=trajectory.conversation,
+                               system_prompt=trajectory.system_prompt)
+        topdown = None
+        if self.topdown is not None:
+            try:
+                topdown = self.topdown()
+            except Exception as err:  # a missing map must not lose the episode
+                log.warning("top-down map not rendered: %s", err)
+        self.recorder.finish(trajectory, topdown=topdown)
+        self._started = False
+
+    def abort(self) -> None:
+        self.recorder.abort()
+        self._started = False
 
 
 def tmp_has(directory: Path | None, name: str) -> bool:

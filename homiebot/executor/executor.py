@@ -104,12 +104,32 @@ class ExecutorConfig:
 
 @runtime_checkable
 class SkillRunner(Protocol):
-    """Runs one attempt of an action with scene instance names (already grounded)."""
+    """Runs one attempt of an action with scene instance names (already grounded), and declares which
+    skill models serve which action (EMMOE appendix E.1 lists the models; :class:`homiebot.skills.SkillSet`
+    maps them). :class:`SkillRunnerBase` gives the defaults: every model serves every action."""
 
     def run(self, action: Action, model: str, target: str, place: str | None = None) -> SkillResult: ...
 
+    def serves(self, action: Action, model: str) -> bool:
+        """Whether ``model`` runs ``action``."""
+        ...
 
-class SimulatorSkills:
+    def models_for(self, action: Action) -> tuple[str, ...]:
+        """The models that run ``action``, preferred first (empty: no preference)."""
+        ...
+
+
+class SkillRunnerBase:
+    """Defaults of :class:`SkillRunner`'s declarations for a runner that has no model table."""
+
+    def serves(self, action: Action, model: str) -> bool:
+        return True
+
+    def models_for(self, action: Action) -> tuple[str, ...]:
+        return ()
+
+
+class SimulatorSkills(SkillRunnerBase):
     """The simulator's own oracle skills, dispatched by action (used when no skill layer is given)."""
 
     def __init__(self, sim: Simulator) -> None:
@@ -280,14 +300,13 @@ class Executor:
         return canonical
 
     def _serving_model(self, action: Action, model: str) -> str:
-        """The model name handed to the skill runner. A runner that says which models serve which action
+        """The model name handed to the skill runner. A runner that declares which models serve which action
         (``serves`` / ``models_for``, as :class:`homiebot.skills.SkillSet` does) gets, in the lenient default,
         a model that serves the action when the planner's listed model does not (the paper checks list
         membership only); with ``strict_models`` that case was already F1."""
-        serves = getattr(self.skills, "serves", None)
-        if serves is None or serves(action, model):
+        if self.skills.serves(action, model):
             return model
-        for candidate in getattr(self.skills, "models_for", lambda _action: ())(action):
+        for candidate in self.skills.models_for(action):
             log.debug("%s does not serve %s; running it with %s", model, action.value, candidate)
             return candidate
         raise _Fail(ErrorCode.F1, messages.model_cannot(model, action.value))

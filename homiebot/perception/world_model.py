@@ -74,6 +74,11 @@ class WorldModel:
     def graph(self) -> WorldGraph:
         return self._builder.graph
 
+    @property
+    def describes_world(self) -> bool:
+        """Whether planner requests carry :meth:`describe` (the loop's perception hook declares it)."""
+        return self.config.describe_world
+
     def observe(self, observation: Observation, state: WorldState) -> list[str]:
         """Fuse one observation (four views). ``state`` is read only by the privileged builder."""
         if self.config.builder == "privileged":

@@ -59,8 +59,11 @@ class Planner(ABC):
     privileged: bool = False
     #: Whether the planner can take a free-text instruction with no goal specification.
     accepts_free_text: bool = True
+    #: Whether a privileged planner still reads the views' segmentation (the random baseline picks what is
+    #: visible); unprivileged planners always get it.
+    needs_views: bool = False
 
-    def reset(self, task: str, seed: int = 0) -> None:
+    def reset(self, task: str, seed: int = 0) -> None:  # noqa: B027 (optional hook: most planners keep no state)
         """Called once at the start of an episode."""
 
     @abstractmethod
@@ -71,5 +74,5 @@ class Planner(ABC):
         """Answer several episodes' requests; backends that batch on a GPU override this."""
         return [self.plan(r) for r in requests]
 
-    def close(self) -> None:
+    def close(self) -> None:  # noqa: B027 (optional hook: only model backends hold resources)
         """Release model servers, GPU memory, connections."""

@@ -36,7 +36,6 @@ import random
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
-
 from homiebot.planner.base import Planner, PlanRequest
 from homiebot.planner.prompt import format_output
 from homiebot.types import Action, Observation, Subtask

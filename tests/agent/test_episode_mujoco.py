@@ -87,7 +87,7 @@ def test_grounded_targets_grow_with_what_the_views_have_shown(sim):
 
     traj = run_episode(sim, Spy(), task=get_task("emmoe-084"))
     assert traj.goal_satisfied
-    assert seen[0] and all(set(a) <= set(b) for a, b in zip(seen, seen[1:]))
+    assert seen[0] and all(set(a) <= set(b) for a, b in zip(seen, seen[1:], strict=False))
     assert "kitchen_drawer" in seen[-1] and "short_can" in seen[-1]
     state = sim.state()
     assert set(seen[-1]) <= set(state.entities)

@@ -149,6 +149,8 @@ def test_simulator_exception_stops_episode_with_error(tmp_path):
 class RecordingPerception:
     """A perception hook that knows only what it was told: names it saw, actions recorded."""
 
+    describes_world = True
+
     def __init__(self, spec, state):
         self.seen: set[str] = set()
         self.calls: list[str] = []
@@ -168,6 +170,9 @@ class RecordingPerception:
 
     def observed_targets(self):
         return tuple(sorted(self.seen))
+
+    def perceived_names(self, state):
+        return None  # it knows instances by the simulator's names
 
     def grounder(self):
         from homiebot.perception.grounding import AliasGrounder, GroundingResult
@@ -207,7 +212,7 @@ def test_perception_hook_grounds_describes_and_observes():
 def test_expert_searches_after_F2_from_a_perception_that_has_not_seen_the_object():
     task = make_task({"all": [{"type": "placed", "object": "green_can", "relation": "in", "receptacle": "fridge"}]})
     traj = run_episode(FakeWorld(kitchen_world(), robot=Pose2D(9.0, 1.0, 0.0)), ExpertPlanner(), task=task,
-                       perception=lambda spec, state: RecordingPerception(spec, state))
+                       perception=RecordingPerception)
     texts = [r.subtask_text for r in traj.rounds]
     assert texts[2:5] == ["[Go to, green_can]", "[Go to, brown_table]", "[Pick, green_can]"]
     assert traj.rounds[2].feedback.code is ErrorCode.F2
@@ -226,7 +231,7 @@ class BlindToCans(RecordingPerception):
 def test_expert_gives_up_after_searching_everywhere_and_ends():
     task = make_task({"all": [{"type": "placed", "object": "green_can", "relation": "in", "receptacle": "fridge"}]})
     traj = run_episode(FakeWorld(kitchen_world(), robot=Pose2D(9.0, 1.0, 0.0)), ExpertPlanner(), task=task,
-                       perception=lambda spec, state: BlindToCans(spec, state))
+                       perception=BlindToCans)
     texts = [r.subtask_text for r in traj.rounds]
     codes = [r.feedback.code for r in traj.rounds]
     # F2; its receptacle (the fake world's only place to look); F2: nowhere left to look; F2 once more: lost,

@@ -8,6 +8,7 @@ import pytest
 from homiebot.agent.loop import EpisodeConfig, run_episode
 from homiebot.eval.goals import GoalSpec
 from homiebot.eval.tasks import TaskSpec
+from homiebot.executor.executor import SkillRunnerBase
 from homiebot.planner.base import PlanRequest
 from homiebot.planner.expert import ExpertPlanner
 from homiebot.planner.prompt import STRICT_PATTERN, parse_output
@@ -130,7 +131,7 @@ def test_expert_answer_parses_with_the_papers_pattern(sim):
     assert first.analysis.startswith("According to my final task")
 
 
-class InjectedFailures:
+class InjectedFailures(SkillRunnerBase):
     """A seeded skill runner that fails attempts (EXECUTION_FAILED) and drops objects during puts (DROPPED,
     the object falls to the floor), to exercise re-planning after E1 and E2."""
 

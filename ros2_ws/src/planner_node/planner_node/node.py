@@ -59,7 +59,7 @@ class RosEpisodeBackend:
     planners that read the observation (:func:`homiebot.ros.episode.reads_observation`: not the expert).
     """
 
-    def __init__(self, node: "PlannerNode") -> None:
+    def __init__(self, node: PlannerNode) -> None:
         self.node = node
         self._reset = node.create_client(ResetEpisode, "/sim/reset")
         self._state = node.create_client(GetWorldState, "/sim/get_world_state")
