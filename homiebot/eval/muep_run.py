@@ -101,19 +101,28 @@ def run_suite(
     observe: Observe | str = Observe.TEXT,
 ) -> list[EpisodeRecord]:
     """Play every task; ``out_dir`` receives ``episodes.jsonl``, ``report.md`` (and ``games/`` for ALFWorld).
-    ``observe``: what the agent is given on ``sim`` (the images modes render the four views every step)."""
+    ``observe``: what the agent is given on ``sim`` (the images modes render the four views every step).
+
+    A directory that already holds episodes of the same agent, engine, phrasing and mode is resumed: its
+    tasks are not played again and the report covers them all (a run cut short is completed by the same
+    command); episodes of other settings are refused (ValueError), before anything is played."""
     check_run(agent, engine, observe)
     phrasing, observe = Phrasing(phrasing), Observe(observe)
+    previous = _previous_records(out_dir, engine, agent, phrasing.value, observe.value)
+    done = {r.episode.task_id for r in previous}
+    if done:
+        log.info("%s: %d episode(s) already played, %d to play", out_dir, len(done), sum(t.id not in done for t in tasks))
+    tasks = [t for t in tasks if t.id not in done]
     own_sim = sim is None
     if sim is None:
         from homiebot.sim.mujoco.backend import MujocoSimulator
 
         sim = MujocoSimulator(render=observe.with_images)
     out_dir.mkdir(parents=True, exist_ok=True)
-    records: list[EpisodeRecord] = []
-    text_agent = _sim_agent(agent) if engine == "sim" else None  # one model for every episode
+    records: list[EpisodeRecord] = list(previous)
+    text_agent = _sim_agent(agent) if engine == "sim" and tasks else None  # one model for every episode
     try:
-        with (out_dir / EPISODES_FILE).open("w") as sink:
+        with (out_dir / EPISODES_FILE).open("a") as sink:
             for task in tasks:
                 started = time.perf_counter()
                 if text_agent is not None:
@@ -134,6 +143,36 @@ def run_suite(
             close()
     write_report(records, out_dir)
     return records
+
+
+def _previous_records(out_dir: Path, engine: str, agent: str, phrasing: str, observe: str) -> list[EpisodeRecord]:
+    """The episodes ``out_dir`` already holds; ValueError when they were played with other settings."""
+    if not (out_dir / EPISODES_FILE).exists():
+        return []
+    records = load_records(out_dir)
+    for record in records:
+        if (record.engine, record.agent, record.phrasing, record.observe) != (engine, agent, phrasing, observe):
+            raise ValueError(
+                f"{out_dir} holds episodes of {record.agent} on {record.engine} ({record.phrasing} phrasing, observing "
+                f"{record.observe}); give another --out to run {agent} on {engine} ({phrasing}, observing {observe})"
+            )
+    return records
+
+
+def balanced_order(tasks: Sequence[AlfredTask]) -> list[AlfredTask]:
+    """The tasks in turns over (task type, split), MuEP's type order, seen before unseen: any first part of a run
+    (``--limit``, or a run cut short) covers the types and splits evenly."""
+    from homiebot.eval.muep import TASK_TYPES
+
+    rank = {kind: i for i, kind in enumerate(TASK_TYPES)}
+    groups: dict[tuple[int, str], list[AlfredTask]] = {}
+    for task in tasks:
+        groups.setdefault((rank.get(task.task_type, len(rank)), task.split), []).append(task)
+    queues = [groups[key] for key in sorted(groups, key=lambda k: (k[0], k[1] != "seen", k[1]))]
+    ordered: list[AlfredTask] = []
+    for turn in range(max((len(q) for q in queues), default=0)):
+        ordered += [q[turn] for q in queues if turn < len(q)]
+    return ordered
 
 
 def play_alfworld(
