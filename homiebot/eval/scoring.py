@@ -6,6 +6,7 @@ The layout of an evaluation directory is in :mod:`homiebot.eval.runner`; the met
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -22,6 +23,7 @@ from homiebot.eval.manifest import (
     resolver_for,
 )
 from homiebot.eval.metrics import EpisodeScore, ExpertReference, score_episode
+from homiebot.eval.partnr.metrics import PartnrEpisode
 from homiebot.eval.tasks import TaskSpec
 
 
@@ -32,6 +34,10 @@ class ScoredEvaluation:
     missing: list[str]  # (task, run) of the manifest's tasks with no episode record, "task/runN"
     runs: int
     reference_failures: list[str] = field(default_factory=list)  # expert references that did not succeed
+    # PARTNR's view of the episodes whose records keep their states (docs/partnr.md), each with its EMMOE score;
+    # the others ("task/runN") have no PC: n/a, never 0.
+    partnr: list[tuple[EpisodeScore, PartnrEpisode]] = field(default_factory=list)
+    partnr_unscored: list[str] = field(default_factory=list)
 
 
 def compute_scores(out_dir: str | Path) -> ScoredEvaluation:
@@ -49,6 +55,8 @@ def compute_scores(out_dir: str | Path) -> ScoredEvaluation:
         ) from None
     scores: list[EpisodeScore] = []
     reference_failures: list[str] = []
+    partnr: list[tuple[EpisodeScore, PartnrEpisode]] = []
+    partnr_unscored: list[str] = []
     runs_seen: set[int] = set()
     for task_id in sorted(tasks):
         task = tasks[task_id]
@@ -71,10 +79,30 @@ def compute_scores(out_dir: str | Path) -> ScoredEvaluation:
                     # Its length still serves as L_expert (the expert's best effort); the report lists it.
                     reference_failures.append(f"{task_id}/{run_dir.name}")
             scores.append(score_episode(trajectory, task, resolvers[task.scene], run=run, expert=expert))
+            pc = _score_partnr(run_dir)
+            if pc is None:
+                partnr_unscored.append(f"{task_id}/{run_dir.name}")
+            else:
+                partnr.append((scores[-1], pc))
     runs = max(runs_seen) + 1 if runs_seen else 0
     have = {(s.task_id, s.run) for s in scores}
     missing = [f"{t}/run{r}" for t in sorted(tasks) for r in range(runs) if (t, r) not in have]
-    return ScoredEvaluation(settings, scores, missing, runs, reference_failures)
+    return ScoredEvaluation(settings, scores, missing, runs, reference_failures, partnr, partnr_unscored)
+
+
+def _score_partnr(record_dir: Path) -> PartnrEpisode | None:
+    """PARTNR's metrics from a record's ``states.jsonl`` and ``evaluation.json`` alone; None without them."""
+    from homiebot.eval.partnr.language import EvaluationError
+    from homiebot.eval.partnr.recording import score_record
+    from homiebot.eval.partnr.states import StatesError
+
+    try:
+        return score_record(record_dir)
+    except (StatesError, EvaluationError, OSError, ValueError, KeyError, TypeError) as err:
+        raise EvalError(
+            f"the PARTNR files of the episode record {record_dir} are damaged ({err}); delete that folder and "
+            "rerun the same homie eval command to run the episode again"
+        ) from None
 
 
 def _read_record(record_dir: Path) -> Any:
@@ -108,7 +136,22 @@ def write_eval_report(out_dir: str | Path, report_dir: str | Path | None = None,
         "tasks": len({s.task_id for s in scored.scores}),
         "episodes": len(scored.scores),
         "missing_episodes": scored.missing,
-        "expert_reference": "self" if scored.settings.self_reference else "expert planner, noise off, no perception, same seed",
+        "expert_reference": "self" if scored.settings.self_reference
+        else f"{scored.settings.reference_planner} planner, noise off, no perception, same seed",
         "expert_reference_failures": scored.reference_failures,
     }
-    return write_report(scored.scores, setting, Path(report_dir) if report_dir else out, plots=plots)
+    target = Path(report_dir) if report_dir else out
+    result = write_report(scored.scores, setting, target, plots=plots)
+    # PARTNR's metrics beside EMMOE's (docs/partnr.md, "Metrics"): a section of report.md, a key of
+    # report.json, and partnr.md / partnr.json with the per-episode rows.
+    from homiebot.eval.partnr.report import partnr_report
+    from homiebot.eval.report import atomic_write_text
+
+    section, data = partnr_report(scored.partnr, scored.partnr_unscored)
+    result["partnr"] = data
+    atomic_write_text(target / "report.json", json.dumps(result, indent=1, sort_keys=False) + "\n")
+    emmoe_markdown = (target / "report.md").read_text(encoding="utf-8")
+    atomic_write_text(target / "report.md", emmoe_markdown.rstrip("\n") + "\n\n" + section)
+    atomic_write_text(target / "partnr.md", section)
+    atomic_write_text(target / "partnr.json", json.dumps(data, indent=1) + "\n")
+    return result

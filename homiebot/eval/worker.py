@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from homiebot.data.record import EpisodeRecorder
-from homiebot.eval.manifest import EXPERT_PLANNER, EvalSettings, Job, resolver_for
+from homiebot.eval.manifest import EvalSettings, Job, resolver_for
 from homiebot.eval.metrics import score_episode
 from homiebot.eval.tasks import TaskSpec
 from homiebot.planner.base import Planner, PlanRequest
@@ -185,6 +185,8 @@ class _WorkerState:
         self.needs_views = bool(getattr(cls, "needs_views", False))
         self.render = self.needs_views or options.images or options.video or settings.perception != "off"
         sim = make_simulator(settings.backend, render=self.render)
+        # The simulator's nominal clock for PARTNR's simulated time, where the backend keeps one (MuJoCo does).
+        self.clock: Callable[[], float] | None = (lambda: float(sim.sim_time)) if hasattr(sim, "sim_time") else None
         self.tap = ObservationTap(sim) if self.needs_views else None
         self.sim = self.tap if self.tap is not None else sim
         planner_options = dict(settings.planner_options)
@@ -201,13 +203,15 @@ class _WorkerState:
 
     def expert_planner(self) -> InfrastructureGuard:
         if self.expert is None:
-            self.expert = InfrastructureGuard(self._make_planner(EXPERT_PLANNER))
+            self.expert = InfrastructureGuard(self._make_planner(self.options.settings.reference_planner))
         return self.expert
 
     def run(self, job: Job) -> dict[str, Any]:
         """Run one episode into its record and return its index line; raises :class:`EpisodeNotRun` (and
         writes nothing) when the episode ended by an infrastructure failure."""
         from homiebot.agent.loop import EpisodeConfig, run_episode
+        from homiebot.eval.partnr.recording import StatesFileRecorder
+        from homiebot.types import HOUSEHOLD_ACTIONS
 
         task = self.tasks[job.task_id]
         reference = job.kind == "reference"
@@ -217,7 +221,13 @@ class _WorkerState:
         # The expert's reference episodes render only when the records keep images.
         with_perception = self.perception is not None and not reference
         render = self.options.images or self.options.video or ((self.needs_views or with_perception) and not reference)
-        config = EpisodeConfig(max_rounds=self.options.settings.max_rounds, render=render)
+        # PARTNR: every record keeps its states and evaluation function (docs/partnr.md); tasks with their own
+        # function switch and clean (the household actions), and the PARTNR expert plans from that function.
+        states = StatesFileRecorder(recorder, task=task, clock=self.clock)
+        extra: dict[str, Any] = {}
+        if task.evaluation is not None:
+            extra = {"actions": HOUSEHOLD_ACTIONS, "extras": {"evaluation": task.evaluation}}
+        config = EpisodeConfig(max_rounds=self.options.settings.max_rounds, render=render, **extra)
         trajectory = run_episode(
             self.sim,
             planner,
@@ -227,6 +237,7 @@ class _WorkerState:
             recorder=recorder,
             skills=None if reference else self.noise,
             perception=self.perception if with_perception else None,
+            observers=[states],
         )
         score = score_episode(trajectory, task, self.resolvers[task.scene], run=job.run)
         return {

@@ -5,33 +5,60 @@ percent complete from the record alone (docs/partnr.md, "Recorded states")."""
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from homiebot.agent.observers import StateRecorder
 from homiebot.data.record import EpisodeRecorder, read_episode, read_summary
 from homiebot.eval.partnr.language import EvaluationFunction
 from homiebot.eval.partnr.metrics import PartnrEpisode, score_episode
-from homiebot.eval.partnr.states import EVALUATION_FILE, STATES_FILE, read_states, snapshot_lines
-from homiebot.types import Trajectory, WorldState
+from homiebot.eval.partnr.states import EVALUATION_FILE, STATES_FILE, read_states, snapshot_line
+from homiebot.eval.tasks import TaskSpec
+from homiebot.types import Observation, RoundRecord, Trajectory, WorldState
 
 
 class StatesFileRecorder(StateRecorder):
-    """Keeps every round's state (the loop's :class:`StateRecorder`) and, at the end, adds ``states.jsonl``
-    and ``evaluation.json`` to the record being written. A failed reset (no state) adds nothing."""
+    """Keeps every round's state (the loop's :class:`StateRecorder`) and writes it into the record being
+    written as it comes: ``evaluation.json`` and line 0 of ``states.jsonl`` at the start, one line per round
+    after, so the files are complete whatever the order in which the observers end. The file is rewritten
+    whole each round (a few kB: line 0 plus small diffs), which needs nothing of the recorder but
+    :meth:`~homiebot.data.record.EpisodeRecorder.add_file`."""
 
-    def __init__(self, recorder: EpisodeRecorder, function: EvaluationFunction | None = None) -> None:
+    def __init__(self, recorder: EpisodeRecorder, function: EvaluationFunction | None = None,
+                 task: TaskSpec | None = None, clock: Callable[[], float] | None = None) -> None:
         super().__init__()
         self.recorder = recorder
         self.function = function
+        self.task = task  # without a function: the task's own, or its goal converted on the state after reset
+        # The simulator's nominal clock (seconds since the reset): each line carries it as "sim_time", so the
+        # record alone gives PARTNR's simulated-time analog (docs/partnr.md, "Metrics").
+        self.clock = clock
+        self._previous: dict[str, dict[str, Any]] = {}
+        self._lines: list[str] = []
 
-    def on_end(self, trajectory: Trajectory, state: WorldState | None) -> None:
-        super().on_end(trajectory, state)
-        if state is None or not self.states:
-            return
-        text = "".join(json.dumps(line, separators=(",", ":")) + "\n" for line in snapshot_lines(self.states))
-        self.recorder.add_file(STATES_FILE, text)
+    def on_start(self, trajectory: Trajectory, state: WorldState, observation: Observation | None) -> None:
+        super().on_start(trajectory, state, observation)
+        if self.function is None and self.task is not None:
+            from homiebot.eval.partnr.episodes import task_function
+
+            self.function = task_function(self.task, state)
         if self.function is not None:
             self.recorder.add_file(EVALUATION_FILE, json.dumps(self.function.to_json(), indent=1) + "\n")
+        self._previous = {}
+        self._lines = []
+        self._write(0, state)
+
+    def on_round(self, record: RoundRecord, seen: Observation | None, state: WorldState) -> None:
+        super().on_round(record, seen, state)
+        self._write(len(self.states) - 1, state)
+
+    def _write(self, index: int, state: WorldState) -> None:
+        line = snapshot_line(index, state, self._previous)
+        if self.clock is not None:
+            line["sim_time"] = round(self.clock(), 3)
+        self._lines.append(json.dumps(line, separators=(",", ":")) + "\n")
+        self.recorder.add_file(STATES_FILE, "".join(self._lines))
 
 
 def score_record(episode_dir: str | Path) -> PartnrEpisode | None:
@@ -47,4 +74,17 @@ def score_record(episode_dir: str | Path) -> PartnrEpisode | None:
     function = EvaluationFunction.from_json(json.loads(evaluation_path.read_text(encoding="utf-8")), task_id)
     trajectory = read_episode(directory)
     return score_episode(task_id, function, states, trajectory.rounds, ended=trajectory.ended,
-                         goal_check=summary.get("success"), path_length_m=trajectory.path_length)
+                         goal_check=summary.get("success"), path_length_m=trajectory.path_length,
+                         sim_time_s=recorded_sim_time(directory))
+
+
+def recorded_sim_time(episode_dir: str | Path) -> float | None:
+    """The simulated time at the end of a recorded episode (the last ``states.jsonl`` line's ``sim_time``);
+    None when the states were written without a clock."""
+    path = Path(episode_dir) / STATES_FILE
+    lines = [text for text in path.read_text(encoding="utf-8").splitlines() if text.strip()] if path.is_file() else []
+    if not lines:
+        return None
+    value = json.loads(lines[-1]).get("sim_time")
+    return float(value) if isinstance(value, (int, float)) else None
+

@@ -1,0 +1,98 @@
+"""PARTNR's metrics in an evaluation's report, beside EMMOE's (docs/partnr.md, "Metrics").
+
+``homie eval`` / ``homie metrics`` score every episode record twice: EMMOE's way (SR = TP 100%, TP, the
+final-state goal check; :mod:`homiebot.eval.metrics`) and PARTNR's way (PC and success from the record's
+``states.jsonl`` and ``evaluation.json``; :mod:`homiebot.eval.partnr.metrics`). This module writes the second
+beside the first: one table with SR, TP, goal-check SR, PARTNR success and PC over the same episodes, how
+often PARTNR success agrees with SR and with the goal check, then PARTNR's own tables. Records written
+before states were recorded have no PC: they are counted as n/a, never as 0.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Sequence
+from dataclasses import asdict
+from typing import Any
+
+from homiebot.eval.metrics import EpisodeScore
+from homiebot.eval.partnr.metrics import PartnrEpisode, format_tables, summarize
+
+_AGREEMENT_KEYS = ("both", "partnr_only", "other_only", "neither")
+
+
+def _pct(value: float | None) -> str:
+    return "n/a" if value is None else f"{100 * value:.1f}"
+
+
+def _agreement(pairs: Sequence[tuple[bool, bool | None]]) -> dict[str, int]:
+    """Counts of (PARTNR success, other success) pairs; pairs whose other side is None are left out."""
+    counts = dict.fromkeys(_AGREEMENT_KEYS, 0)
+    for partnr, other in pairs:
+        if other is None:
+            continue
+        key = {(True, True): "both", (True, False): "partnr_only", (False, True): "other_only",
+               (False, False): "neither"}[(partnr, other)]
+        counts[key] += 1
+    return counts
+
+
+def partnr_report(pairs: Sequence[tuple[EpisodeScore, PartnrEpisode]], unscored: Sequence[str]) -> tuple[str, dict[str, Any]]:
+    """The PARTNR section of ``report.md`` and its JSON (``report.json["partnr"]``, ``partnr.json``).
+
+    ``pairs``: every episode with recorded states, its EMMOE score beside its PARTNR score; ``unscored``:
+    the episodes ("task/runN") whose records have no states (PC n/a).
+    """
+    lines = ["## PARTNR metrics (percent complete from the recorded states)", ""]
+    if not pairs:
+        lines.append(f"PARTNR percent complete: n/a ({len(unscored)} episode record(s) without states.jsonl; "
+                     "records written before the states were recorded cannot be re-scored).")
+        return "\n".join(lines) + "\n", {"episodes": 0, "unscored": list(unscored), "summary": None, "rows": []}
+    emmoe = [score for score, _ in pairs]
+    partnr = [episode for _, episode in pairs]
+    summary = summarize(partnr)
+    checked = [e.goal_check for e in partnr if e.goal_check is not None]
+    beside = {
+        "episodes": len(pairs),
+        "sr": statistics.fmean(float(s.success) for s in emmoe),
+        "tp": statistics.fmean(s.tp for s in emmoe),
+        "goal_sr": statistics.fmean(float(c) for c in checked) if checked else None,
+        "partnr_sr": summary.sr,
+        "pc": summary.pc,
+    }
+    vs_sr = _agreement([(p.success, s.success) for s, p in pairs])
+    vs_goal = _agreement([(p.success, p.goal_check) for p in partnr])
+    lines += [
+        "Percentages over the episodes whose records keep their states "
+        f"({len(pairs)}; {len(unscored)} without: n/a). SR: TP = 100% (EMMOE); PARTNR success: PC = 1.",
+        "",
+        "| episodes | SR | TP | goal-check SR | PARTNR success | PC |",
+        "|---|---|---|---|---|---|",
+        f"| {len(pairs)} | {_pct(beside['sr'])} | {_pct(beside['tp'])} | {_pct(beside['goal_sr'])} | "
+        f"{_pct(beside['partnr_sr'])} | {_pct(beside['pc'])} |",
+        "",
+        "### PARTNR success vs SR and vs the goal check",
+        "",
+        "| compared with | both succeed | PARTNR only | other only | neither |",
+        "|---|---|---|---|---|",
+        "| SR (TP = 100%) | " + " | ".join(str(vs_sr[k]) for k in _AGREEMENT_KEYS) + " |",
+        "| goal check | " + " | ".join(str(vs_goal[k]) for k in _AGREEMENT_KEYS) + " |",
+        "",
+        "### PARTNR's tables (table 2 and 12 columns, table 13 per category)",
+        "",
+        format_tables(summary, "PARTNR metrics"),
+    ]
+    disagree = [f"{s.task_id}/run{s.run}" for s, p in pairs if p.success != s.success]
+    if disagree:
+        lines += ["", f"PARTNR success and SR disagree on: {', '.join(disagree[:20])}"
+                      + (f" ... ({len(disagree)} in all)" if len(disagree) > 20 else "")]
+    data = {
+        "episodes": len(pairs),
+        "unscored": list(unscored),
+        "beside": beside,
+        "agreement_sr": vs_sr,
+        "agreement_goal_check": vs_goal,
+        "summary": asdict(summary),
+        "rows": [{"run": s.run, **p.to_json()} for s, p in pairs],
+    }
+    return "\n".join(lines) + "\n", data
