@@ -4,10 +4,14 @@ from __future__ import annotations
 
 import json
 import logging
+import shlex
+import sys
 from pathlib import Path
 from typing import Any
 
 import typer
+
+from homiebot.cli.failures import EXIT_INTERRUPTED, check_output, report
 
 log = logging.getLogger(__name__)
 
@@ -84,6 +88,8 @@ def register(app: typer.Typer) -> None:
         from homiebot.eval.runner import EvalError, EvalSettings, resolve_suite, run_evaluation
         from homiebot.eval.tasks import TaskError
 
+        check_output(out)
+
         try:
             settings = EvalSettings(
                 suite=resolve_suite(suite),
@@ -95,8 +101,7 @@ def register(app: typer.Typer) -> None:
             )
         except ValidationError as err:
             details = "; ".join(f"--{'.'.join(str(p) for p in e['loc']).replace('_', '-')}: {e['msg']}" for e in err.errors())
-            typer.secho(f"error: {details}", fg="red", err=True)
-            raise typer.Exit(2) from None
+            raise report(details) from None
         try:
             outcome = run_evaluation(
                 settings,
@@ -110,14 +115,17 @@ def register(app: typer.Typer) -> None:
                 progress=progress,
             )
         except (EvalError, TaskError) as err:
-            typer.secho(f"error: {err}", fg="red", err=True)
-            raise typer.Exit(2) from None
+            raise report(str(err)) from None
+        except KeyboardInterrupt:
+            # The workers ignore Ctrl-C and are ended by the pool; finished episodes are kept.
+            raise report(f"interrupted; to resume, run the same command again: {shlex.join(['homie', *sys.argv[1:]])}",
+                         EXIT_INTERRUPTED) from None
         typer.echo(
             f"{outcome.finished} episode(s) run, {outcome.skipped} already done, {outcome.total} in all, "
             f"{outcome.wall_s:.1f} s"
         )
-        report = json.loads((outcome.out_dir / "report.json").read_text())
-        _print_summary(report, outcome.out_dir)
+        tables = json.loads((outcome.out_dir / "report.json").read_text())
+        _print_summary(tables, outcome.out_dir)
         if outcome.failed_jobs:
             # Not results: nothing was stored for them, and the same command runs them later.
             typer.secho(
@@ -137,14 +145,14 @@ def register(app: typer.Typer) -> None:
         from homiebot.eval.runner import EvalError, write_eval_report
 
         if not directory.is_dir():
-            typer.secho(f"error: {directory} is not a directory", fg="red", err=True)
-            raise typer.Exit(2)
+            raise report(f"{directory} is not a directory")
+        if report_dir is not None:
+            check_output(report_dir, option="--report-dir")
         try:
-            report = write_eval_report(directory, report_dir, plots=plots)
+            written = write_eval_report(directory, report_dir, plots=plots)
         except EvalError as err:
-            typer.secho(f"error: {err}", fg="red", err=True)
-            raise typer.Exit(2) from None
+            raise report(str(err)) from None
         if as_json:
-            typer.echo(json.dumps(report, indent=1))
+            typer.echo(json.dumps(written, indent=1))
         else:
-            _print_summary(report, Path(report_dir) if report_dir else directory)
+            _print_summary(written, Path(report_dir) if report_dir else directory)

@@ -23,16 +23,13 @@ from pathlib import Path
 
 import typer
 
+from homiebot.cli.failures import check_output, fail
+
 perception_app = typer.Typer(help="Perception: world graphs, their quality, grounding of target names.",
                              no_args_is_help=True)
 
 EXIT_BAD_SCENE = 2
 EXIT_NO_MODEL = 3
-
-
-def _fail(message: str, code: int) -> None:
-    typer.echo(message, err=True)
-    raise typer.Exit(code)
 
 
 def _grounder(semantic: bool):
@@ -43,10 +40,21 @@ def _grounder(semantic: bool):
         return ExactTiersGrounder()
     reason = perception_extra_missing()
     if reason:
-        _fail(f"semantic grounding needs the MiniLM model: {reason}; or pass --no-semantic", EXIT_NO_MODEL)
+        fail(f"semantic grounding needs the MiniLM model: {reason}; or pass --no-semantic", EXIT_NO_MODEL)
     grounder = SemanticGrounder()
     grounder.embedder.encode(["warm up"])
     return grounder
+
+
+def _check_scenes(scenes: list[str]) -> None:
+    """Refuse a bad scene before anything slow (the MiniLM model, a renderer) is loaded."""
+    from homiebot.sim.scene import SceneError, load_scene
+
+    for scene in scenes:
+        try:
+            load_scene(scene)
+        except SceneError as err:
+            fail(str(err), EXIT_BAD_SCENE)
 
 
 def _simulator(scene: str, seed: int):
@@ -57,7 +65,7 @@ def _simulator(scene: str, seed: int):
     try:
         load_scene(scene)
     except SceneError as err:
-        _fail(str(err), EXIT_BAD_SCENE)
+        fail(str(err), EXIT_BAD_SCENE)
     sim = make_simulator("mujoco")
     sim.reset(scene, seed=seed)
     return sim
@@ -183,8 +191,11 @@ def eval_command(
     from homiebot.perception.world_graph import atomic_write_text
     from homiebot.sim.scene import list_scenes
 
-    grounder = _grounder(semantic)
     scenes = list_scenes() if scene == "all" else [scene]
+    _check_scenes(scenes)
+    if out is not None:
+        check_output(out)
+    grounder = _grounder(semantic)
     reports = []
     for name in scenes:
         sim = _simulator(name, seed)
@@ -222,7 +233,8 @@ def graph_command(
     from homiebot.perception.layout import SceneLayout
 
     if builder not in ("conceptgraph", "privileged", "both"):
-        _fail(f"unknown builder {builder!r}; choose conceptgraph, privileged or both", EXIT_BAD_SCENE)
+        fail(f"unknown builder {builder!r}; choose conceptgraph, privileged or both", EXIT_BAD_SCENE)
+    check_output(out)
     sim = _simulator(scene, seed)
     try:
         spec, exploration = _explore(sim, confusion, seed)
@@ -248,6 +260,7 @@ def ground_command(
     from rich.console import Console
     from rich.table import Table
 
+    _check_scenes([scene])
     grounder = _grounder(True)
     sim = _simulator(scene, seed)
     try:
@@ -272,9 +285,11 @@ def calibrate_command(
     from homiebot.perception.quality import calibrate, emmoe_alias_cases, paraphrase_cases
     from homiebot.sim.scene import list_scenes
 
+    scenes = scene or list_scenes()
+    _check_scenes(scenes)
     grounder = _grounder(True)
     pairs = []
-    for name in scene or list_scenes():
+    for name in scenes:
         sim = _simulator(name, seed)
         try:
             state = sim.state()

@@ -6,6 +6,8 @@ from pathlib import Path
 
 import typer
 
+from homiebot.cli.failures import EXIT_ENVIRONMENT, check_output, fail
+
 
 def register(app: typer.Typer) -> None:
     """Add ``homie report``."""
@@ -22,11 +24,16 @@ def register(app: typer.Typer) -> None:
         """Write a self-contained HTML report (no network): an episode's timeline, or an evaluation's tables."""
         from homiebot.report import ReportError, write_report
 
+        if not directory.is_dir():
+            fail(f"{directory} is not a directory (give an episode record or an evaluation directory)")
+        if out is not None:
+            check_output(out, directory=False)
+        if screenshot is not None:
+            check_output(screenshot, option="--screenshot", directory=False)
         try:
             pages = write_report(directory, out, embed=embed, episodes=episodes, plots=plots)
         except ReportError as err:
-            typer.secho(f"error: {err}", fg="red", err=True)
-            raise typer.Exit(2) from None
+            fail(str(err))
         extra = f" (+ {len(pages) - 1} episode pages)" if len(pages) > 1 else ""
         typer.echo(f"report: {pages[0]}{extra}")
         if screenshot is not None:
@@ -34,10 +41,8 @@ def register(app: typer.Typer) -> None:
 
             missing = browser_missing()
             if missing:
-                typer.secho(f"error: no screenshot: {missing}", fg="red", err=True)
-                raise typer.Exit(2)
+                fail(f"no screenshot: {missing}")
             try:
                 typer.echo(f"screenshot: {screenshot_page(pages[0], screenshot)}")
             except BrowserError as err:
-                typer.secho(f"error: no screenshot: {err}", fg="red", err=True)
-                raise typer.Exit(1) from None
+                fail(f"no screenshot: {err}", EXIT_ENVIRONMENT)

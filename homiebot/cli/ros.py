@@ -24,19 +24,14 @@ from typing import Any, Optional
 
 import typer
 
+from homiebot.cli.failures import EXIT_ENVIRONMENT, EXIT_INTERRUPTED, check_output
+from homiebot.cli.failures import report as _fail
 from homiebot.ros.shm import DEFAULT_MIN_AGE_S, DEFAULT_SHM_DIR
 
 log = logging.getLogger(__name__)
 
-EXIT_FAILED = 1
-EXIT_BAD_INPUT = 2
+EXIT_FAILED = EXIT_ENVIRONMENT
 EXIT_TIMEOUT = 3
-EXIT_INTERRUPTED = 130
-
-
-def _fail(message: str, code: int = EXIT_BAD_INPUT) -> typer.Exit:
-    typer.secho(f"error: {message}", fg="red", err=True)
-    return typer.Exit(code)
 
 
 def _need_overlay() -> None:
@@ -46,6 +41,12 @@ def _need_overlay() -> None:
         reexec_with_overlay()
     except RosEnvironmentError as err:
         raise _fail(str(err), EXIT_FAILED) from None
+
+
+def _need_bag(bag: Path) -> None:
+    """A missing bag is bad input (exit 2), said before the ROS environment is looked for."""
+    if not bag.exists():
+        raise _fail(f"no bag at {bag} (give a bag directory or its .mcap file)")
 
 
 class _StopFlag:
@@ -131,6 +132,15 @@ def register(app: typer.Typer) -> None:
                 get_task(task_id)
             except TaskError as err:
                 raise _fail(str(err)) from None
+        if planner is not None:
+            from homiebot.planner.registry import PlannerError, planner_class
+
+            try:
+                planner_class(planner)
+            except PlannerError as err:
+                raise _fail(str(err)) from None
+        if out is not None:
+            check_output(out)
         try:
             env = overlay_environment(find_overlay())
         except RosEnvironmentError as err:
@@ -234,6 +244,7 @@ def register(app: typer.Typer) -> None:
         ready_file: Optional[Path] = typer.Option(None, "--ready-file", help="Create this file once the recorder listens."),
     ) -> None:
         """Record the graph's topics with raw (serialized) subscriptions into a rosbag2 MCAP bag."""
+        check_output(output, option="OUTPUT")
         _need_overlay()
         from homiebot.ros.bag import BagError, record_bag
 
@@ -256,6 +267,7 @@ def register(app: typer.Typer) -> None:
         wait_subscribers: float = typer.Option(1.0, "--wait", min=0.0, help="Seconds to let subscribers discover the publishers."),
     ) -> None:
         """Publish a bag's messages again, raw (no deserialization), with the original timing or as fast as possible."""
+        _need_bag(bag)
         _need_overlay()
         from homiebot.ros.bag import BagError, play_bag
 
@@ -307,6 +319,9 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Offline regression: feed the recorded views, states and feedback to a planner, round by round, and
         compare its subtasks with the recorded ones."""
+        _need_bag(bag)
+        if out is not None:
+            check_output(out, directory=False)
         _need_overlay()
         from rich.console import Console
         from rich.table import Table

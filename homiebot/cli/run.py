@@ -16,12 +16,10 @@ from typing import Any
 
 import typer
 
+from homiebot.cli.failures import EXIT_ENVIRONMENT, check_output
+from homiebot.cli.failures import report as _fail
+
 log = logging.getLogger(__name__)
-
-
-def _fail(message: str, code: int = 2) -> typer.Exit:
-    typer.secho(f"error: {message}", fg="red", err=True)
-    return typer.Exit(code)
 
 
 def _parse_options(pairs: list[str]) -> dict[str, Any]:
@@ -105,7 +103,8 @@ def register(app: typer.Typer) -> None:
             raise _fail("the instruction is empty")
         elif scene is None:
             raise _fail("a free-text instruction needs --scene NAME")
-        scene_name = scene or (task.scene if task else None)
+        scene_name = scene or (task.scene if task else "")
+        check_output(out)
         if backend == "mujoco":
             try:
                 load_scene(scene_name)
@@ -152,7 +151,7 @@ def register(app: typer.Typer) -> None:
         if perception != "off":
             from homiebot.perception.world_model import PerceptionConfig, WorldModel
 
-            perception_config = PerceptionConfig(builder=perception, describe_world=describe_world)
+            perception_config = PerceptionConfig.model_validate({"builder": perception, "describe_world": describe_world})
             perception_factory = functools.partial(WorldModel, config=perception_config)
 
         from rich.console import Console
@@ -215,7 +214,7 @@ def register(app: typer.Typer) -> None:
             f"{trajectory.wall_time_s:.2f} s; record: {recorder.out_dir}"
         )
         if trajectory.error:
-            raise _fail(trajectory.error, code=1)
+            raise _fail(trajectory.error, code=EXIT_ENVIRONMENT)
 
     @app.command("tasks")
     def tasks_command(

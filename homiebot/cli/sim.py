@@ -25,14 +25,10 @@ from pathlib import Path
 
 import typer
 
+from homiebot.cli.failures import EXIT_ENVIRONMENT, check_output, fail
+from homiebot.files import publish
+
 sim_app = typer.Typer(help="Embedded MuJoCo simulator: scenes, validation, rendering.", no_args_is_help=True)
-
-EXIT_BAD_SCENE = 2
-
-
-def _fail(message: str) -> None:
-    typer.echo(message, err=True)
-    raise typer.Exit(EXIT_BAD_SCENE)
 
 
 def _atomic_write(path: Path, write) -> None:
@@ -41,10 +37,21 @@ def _atomic_write(path: Path, write) -> None:
     os.close(fd)
     try:
         write(Path(tmp))
+        publish(tmp)
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def _id_image(segmentation):
+    """The instance-id image as 16-bit greyscale (lossless; ids above 65535 do not occur in a scene)."""
+    import numpy as np
+
+    ids = np.asarray(segmentation)
+    if ids.size and (ids.min() < 0 or ids.max() > np.iinfo(np.uint16).max):
+        raise ValueError(f"instance ids {ids.min()}..{ids.max()} do not fit a 16-bit image")
+    return ids.astype(np.uint16)
 
 
 def _instance_colours(count: int):
@@ -98,9 +105,9 @@ def validate_command(file: Path = typer.Argument(..., help="Scene file (.yaml, .
         finally:
             sim.shutdown()
     except SceneError as err:
-        _fail(str(err))
+        fail(str(err))
     except ValueError as err:  # MuJoCo compile errors
-        _fail(f"invalid scene {file}: the simulator cannot build it: {err}")
+        fail(f"invalid scene {file}: the simulator cannot build it: {err}")
     typer.echo(f"{file}: ok ({len(spec.rooms)} rooms, {len(spec.furniture)} furniture, {len(spec.objects)} objects)")
 
 
@@ -118,25 +125,24 @@ def render_command(
 
     from homiebot.sim.scene import SceneError, load_scene
 
+    if size <= 0 or map_size <= 0:
+        fail("--size and --map-size must be positive")
     try:
         spec = load_scene(scene)
     except SceneError as err:
-        _fail(str(err))
+        fail(str(err))
+    check_output(out)
     from homiebot.sim.mujoco.backend import MujocoSimulator
     from homiebot.sim.mujoco.rendering import RendererUnavailable
 
-    if size <= 0 or map_size <= 0:
-        typer.echo("--size and --map-size must be positive", err=True)
-        raise typer.Exit(2)
     sim = MujocoSimulator(width=size, height=size)
     try:
         try:
             obs = sim.reset(spec, seed=seed)
         except SceneError as err:
-            _fail(str(err))
+            fail(str(err))
         except RendererUnavailable as err:
-            typer.echo(str(err), err=True)
-            raise typer.Exit(1) from None
+            fail(str(err), EXIT_ENVIRONMENT)
         out.mkdir(parents=True, exist_ok=True)
         colours = _instance_colours(max(obs.instance_names, default=0))
 
@@ -148,12 +154,14 @@ def render_command(
             _atomic_write(out / f"{name}_depth.png", png(_colour_depth(view.depth)))
             _atomic_write(out / f"{name}_depth.npy", lambda p, d=view.depth: np.save(p, d))
             _atomic_write(out / f"{name}_seg.png", png(colours[view.segmentation]))
+            # The raw instance ids (instances.json names them): colours are for people, ids for programs.
+            _atomic_write(out / f"{name}_seg_ids.png", png(_id_image(view.segmentation)))
         _atomic_write(out / "topdown.png", png(sim.render_topdown(map_size)))
         legend = {str(i): n for i, n in sorted(obs.instance_names.items())}
         _atomic_write(out / "instances.json", lambda p: p.write_text(json.dumps(legend, indent=2) + "\n"))
     finally:
         sim.shutdown()
-    typer.echo(f"wrote {len(obs.views) * 4 + 2} files to {out}")
+    typer.echo(f"wrote {len(obs.views) * 5 + 2} files to {out}")
 
 
 def _write_text(tmp: Path, text: str, target: Path) -> None:
@@ -179,13 +187,8 @@ def urdf_command(
     if out is None:
         typer.echo(text, nl=False)
         return
-    try:
-        if out.is_dir():
-            raise IsADirectoryError(21, "is a directory")
-        _atomic_write(out, lambda p: _write_text(p, text, out))
-    except OSError as err:
-        typer.echo(f"cannot write the URDF to {out}: {err.strerror or err}", err=True)
-        raise typer.Exit(1) from None
+    check_output(out, directory=False)
+    _atomic_write(out, lambda p: _write_text(p, text, out))
     typer.echo(f"wrote {out}", err=True)
 
 

@@ -1,0 +1,178 @@
+"""How every ``homie`` command fails: one line on stderr and an exit code, never a traceback for what a user
+caused or what the machine lacks (docs/cli.md, "Errors and exit codes").
+
+* exit 2, **bad input**: a bad name or option, a missing or malformed input file, an output path that cannot
+  be written (read-only file system, no permission, under ``/proc``), a model path that does not load;
+* exit 1, **environment**: an unreachable planner server, a full disk, a missing renderer or ROS install;
+* exit 130: interrupted (Ctrl-C).
+
+:func:`guard_command` wraps every command callback (``homiebot.cli.build_app`` applies it to all of them),
+so a new command gets the same behaviour without code of its own. Errors are matched by the qualified name
+of their class (walking the class's bases), which keeps ``homie --help`` from importing MuJoCo, torch or
+rclpy just to know the classes. An exception of any other class is a bug: it keeps its traceback.
+"""
+
+from __future__ import annotations
+
+import errno
+import functools
+import os
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, NoReturn, TypeVar
+
+import click
+import typer
+
+EXIT_ENVIRONMENT = 1
+EXIT_BAD_INPUT = 2
+EXIT_INTERRUPTED = 130
+
+#: Error classes a user causes by what they typed or pointed at.
+BAD_INPUT_ERRORS = frozenset({
+    "homiebot.agent.loop.EpisodeSetupError",
+    "homiebot.data.record.RecordError",
+    "homiebot.eval.keypaths.KeypathError",
+    "homiebot.eval.manifest.EvalError",
+    "homiebot.eval.tasks.TaskError",
+    "homiebot.perception.emmoe_names.NameDictError",
+    "homiebot.perception.world_graph.GraphSchemaError",
+    "homiebot.planner.constrained.ConstraintError",
+    "homiebot.planner.hf_backend.PlannerLoadError",
+    "homiebot.planner.messages.MessageFormatError",
+    "homiebot.planner.models.ModelNotInstalledError",
+    "homiebot.planner.registry.PlannerError",
+    "homiebot.report.episode.ReportError",
+    "homiebot.ros.bag.BagError",
+    "homiebot.ros.convert.ConversionError",
+    "homiebot.ros.supervisor.GraphConfigError",
+    "homiebot.sim.mujoco.urdf.UrdfError",
+    "homiebot.sim.scene.SceneError",
+    "homiebot.skills.skillset.UnservedModelError",
+    "pydantic_core._pydantic_core.ValidationError",
+})
+#: Error classes that say the machine or a service it needs is not in a state to run the command.
+ENVIRONMENT_ERRORS = frozenset({
+    "homiebot.eval.pool.WorkerSetupError",
+    "homiebot.planner.batching.BatcherClosed",
+    "homiebot.planner.hf_backend.PlannerBackendError",
+    "homiebot.report.browser.BrowserError",
+    "homiebot.ros.calls.CallFailed",
+    "homiebot.ros.calls.CallTimeout",
+    "homiebot.ros.environment.RosEnvironmentError",
+    "homiebot.ros.shm.ShmDirectoryError",
+    "homiebot.sim.mujoco.rendering.RendererUnavailable",
+    "homiebot.textworld.alfworld.AlfworldUnavailable",
+})
+#: ``OSError`` numbers that mean "this path cannot be used as given" (the user picks another path).
+PATH_ERRNOS = frozenset({
+    errno.EACCES, errno.EPERM, errno.EROFS, errno.ENOENT, errno.ENOTDIR, errno.EISDIR, errno.EEXIST,
+    errno.ENAMETOOLONG, errno.ELOOP, errno.EXDEV,
+})
+
+
+class CommandFailed(Exception):
+    """Raised by a command for its own checks: ``message`` is the line to print, ``code`` the exit status."""
+
+    def __init__(self, message: str, code: int = EXIT_BAD_INPUT) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+def _qualified_names(err: BaseException) -> list[str]:
+    return [f"{cls.__module__}.{cls.__qualname__}" for cls in type(err).__mro__]
+
+
+def _os_error_line(err: OSError) -> tuple[int, str]:
+    where = f" {err.filename}" if err.filename is not None else ""
+    if err.filename2 is not None:
+        where += f" -> {err.filename2}"
+    reason = err.strerror or str(err)
+    if err.errno in (errno.ENOSPC, errno.EDQUOT):
+        return EXIT_ENVIRONMENT, f"no space left on the device writing{where}; nothing half-written was kept"
+    if err.errno in PATH_ERRNOS:
+        return EXIT_BAD_INPUT, f"cannot use{where}: {reason}"
+    return EXIT_ENVIRONMENT, f"{reason}{':' + where if where else ''}"
+
+
+def classify(err: BaseException) -> tuple[int, str] | None:
+    """``(exit code, one line)`` for an error a user or the machine caused; None for a bug."""
+    if isinstance(err, CommandFailed):
+        return err.code, str(err)
+    for name in _qualified_names(err):
+        if name in ENVIRONMENT_ERRORS:
+            return EXIT_ENVIRONMENT, _first_line(err)
+        if name in BAD_INPUT_ERRORS:
+            return EXIT_BAD_INPUT, _first_line(err)
+    if isinstance(err, OSError):
+        return _os_error_line(err)
+    return None
+
+
+def _first_line(err: BaseException) -> str:
+    """The message on one line (pydantic's and some libraries' messages span several)."""
+    text = " ".join(line.strip() for line in str(err).splitlines() if line.strip())
+    return text or type(err).__name__
+
+
+def report(message: str, code: int = EXIT_BAD_INPUT) -> typer.Exit:
+    """Print ``error: message`` on stderr and return the :class:`typer.Exit` to raise (``raise report(...)``)."""
+    typer.secho(f"error: {message}", fg="red", err=True)
+    return typer.Exit(code)
+
+
+def fail(message: str, code: int = EXIT_BAD_INPUT) -> NoReturn:
+    """Print ``error: message`` on stderr and exit with ``code``."""
+    raise report(message, code)
+
+
+def check_output(path: Path, *, option: str = "--out", directory: bool = True) -> Path:
+    """Refuse an output path that cannot be written, before the command does any work.
+
+    Probes the nearest folder that exists with a temporary directory it removes again, so what the kernel
+    refuses (read-only file system, no permission, ``/proc``, a full disk) is found whoever runs the command
+    (``os.access`` says yes to root on most of these). Creates nothing that stays. ``directory``: the path
+    is a directory to create or reuse; else a file (an existing directory there is refused).
+    """
+    target = Path(path).expanduser().absolute()
+    if directory and target.exists() and not target.is_dir():
+        fail(f"{option} {target} exists and is not a directory")
+    if not directory and target.is_dir():
+        fail(f"{option} {target} is a directory; give a file name")
+    folder = target if directory and target.is_dir() else target.parent
+    while not folder.exists() and folder != folder.parent:
+        folder = folder.parent
+    if not folder.is_dir():
+        fail(f"cannot write {option} {target}: {folder} is not a directory")
+    try:
+        os.rmdir(tempfile.mkdtemp(prefix=".homie-probe-", dir=folder))
+    except OSError as err:
+        code, _ = _os_error_line(err)
+        fail(f"cannot write {option} {target}: {err.strerror or err}", code)
+    return target
+
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def guard_command(callback: F) -> F:
+    """Wrap a command callback: mapped errors become one line and their exit code; Ctrl-C one line, 130."""
+
+    @functools.wraps(callback)
+    def guarded(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return callback(*args, **kwargs)
+        except (click.exceptions.Exit, click.exceptions.Abort, click.ClickException):
+            raise
+        except KeyboardInterrupt:
+            # Commands that can resume catch it themselves and raise CommandFailed with the resume command.
+            raise report("interrupted", EXIT_INTERRUPTED) from None
+        except Exception as err:
+            mapped = classify(err)
+            if mapped is None:
+                raise
+            code, line = mapped
+            raise report(line, code) from None
+
+    return guarded  # type: ignore[return-value]

@@ -1,0 +1,189 @@
+"""Every ``homie`` subcommand fails the same way on what a user gets wrong (docs/cli.md, "Errors and exit
+codes"): one ``error:`` line on stderr, exit 2, no traceback, nothing written.
+
+The commands are discovered from the app, so a new subcommand fails :func:`test_every_command_has_cases`
+until it gets its cases here. For each command the applicable classes are run as real subprocesses:
+an output path that cannot be written (under ``/proc``, and under a regular file), a missing input file,
+and a bad name (scene, task, planner, suite, builder, ...).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+import typer
+
+from homiebot.cli import build_app
+from homiebot.cli.failures import EXIT_BAD_INPUT, EXIT_ENVIRONMENT, CommandFailed, check_output, classify
+
+HOMIE = str(Path(sys.executable).with_name("homie"))
+UNWRITABLE = "{unwritable}"  # replaced by each unwritable location in turn
+MISSING = "{missing}"  # replaced by a path that does not exist
+
+# command -> {case class: arguments}. Absent classes do not apply (the command has no such input).
+CASES: dict[str, dict[str, list[str]]] = {
+    "run": {
+        "unwritable": ["--task", "demo-drawer", "--out", UNWRITABLE],
+        "bad_name": ["--task", "nope-000", "--out", "{tmp}/out"],
+    },
+    "tasks": {"bad_name": ["--suite", "nope"]},
+    "eval": {
+        "unwritable": ["--suite", "demo", "--out", UNWRITABLE],
+        "bad_name": ["--suite", "demo", "--planner", "nope", "--out", "{tmp}/out"],
+    },
+    "metrics": {
+        "unwritable": ["{tmp}", "--report-dir", UNWRITABLE],
+        "missing_input": [MISSING],
+    },
+    "report": {
+        "unwritable": ["{tmp}", "--out", UNWRITABLE],
+        "missing_input": [MISSING],
+    },
+    "sim scenes": {},
+    "sim validate": {"missing_input": [MISSING]},
+    "sim render": {
+        "unwritable": ["--scene", "apartment_1", "--out", UNWRITABLE],
+        "bad_name": ["--scene", "nope", "--out", "{tmp}/out"],
+        "missing_input": ["--scene", MISSING + ".yaml", "--out", "{tmp}/out"],
+    },
+    "sim urdf": {"unwritable": ["--out", UNWRITABLE]},
+    "perception eval": {
+        "unwritable": ["--scene", "apartment_1", "--no-semantic", "--out", UNWRITABLE],
+        "bad_name": ["--scene", "nope", "--no-semantic"],
+    },
+    "perception graph": {
+        "unwritable": ["--scene", "apartment_1", "--out", UNWRITABLE],
+        "bad_name": ["--scene", "apartment_1", "--builder", "nope", "--out", "{tmp}/out"],
+    },
+    "perception ground": {"bad_name": ["fridge", "--scene", "nope"]},
+    "perception calibrate": {"bad_name": ["--scene", "nope"]},
+    "up sim": {
+        "unwritable": ["--task", "demo-drawer", "--out", UNWRITABLE],
+        "bad_name": ["--task", "demo-drawer", "--planner", "nope", "--out", "{tmp}/out"],
+    },
+    "bag record": {"unwritable": [UNWRITABLE, "--duration", "1"]},
+    "bag play": {"missing_input": [MISSING]},
+    "bag info": {"missing_input": [MISSING]},
+    "bag replay": {
+        "missing_input": [MISSING],
+        "unwritable": [MISSING, "--out", UNWRITABLE],
+    },
+    "ros clean-shm": {},
+    "muep run": {
+        "unwritable": ["--out", UNWRITABLE, "--limit", "1"],
+        "bad_name": ["--out", "{tmp}/out", "--agent", "nope"],
+    },
+    "muep metrics": {"missing_input": [MISSING]},
+    "muep export": {
+        "unwritable": ["--out", UNWRITABLE],
+        "bad_name": ["--out", "{tmp}/out", "--phrasing", "nope"],
+    },
+}
+
+
+def _leaf_commands() -> list[str]:
+    root = typer.main.get_command(build_app())
+    found: list[str] = []
+
+    def walk(command: object, prefix: list[str]) -> None:
+        children = getattr(command, "commands", None)  # click groups hold their subcommands here
+        if children is None:
+            found.append(" ".join(prefix))
+            return
+        for name, child in children.items():
+            walk(child, [*prefix, name])
+
+    walk(root, [])
+    return sorted(found)
+
+
+def test_every_command_has_cases() -> None:
+    assert sorted(CASES) == _leaf_commands()
+
+
+def _invocations(tmp: Path) -> list[tuple[str, str, list[str]]]:
+    blocker = tmp / "a-file"
+    blocker.write_text("not a folder")
+    unwritable = ["/proc/homie-test/out", str(blocker / "out")]
+    runs = []
+    for command, cases in CASES.items():
+        for case, arguments in cases.items():
+            variants = unwritable if case == "unwritable" else [None]
+            for location in variants:
+                args = [
+                    a.replace(UNWRITABLE, location or "").replace(MISSING, str(tmp / "missing"))
+                    .replace("{tmp}", str(tmp / "work"))
+                    for a in arguments
+                ]
+                runs.append((command, f"{case} {location or ''}".strip(), [*command.split(), *args]))
+    return runs
+
+
+def _snapshot(root: Path) -> set[str]:
+    return {str(p.relative_to(root)) for p in root.rglob("*")}
+
+
+@pytest.mark.slow
+def test_every_command_fails_with_one_line_and_exit_2(tmp_path: Path) -> None:
+    (tmp_path / "work").mkdir()
+    runs = _invocations(tmp_path)
+    before = _snapshot(tmp_path)
+    env = {**os.environ, "MUJOCO_GL": os.environ.get("MUJOCO_GL", "egl"), "COLUMNS": "200"}
+
+    def invoke(run: tuple[str, str, list[str]]) -> tuple[str, str, subprocess.CompletedProcess]:
+        command, case, argv = run
+        done = subprocess.run([HOMIE, *argv], capture_output=True, text=True, timeout=300, env=env,
+                              cwd=tmp_path / "work")
+        return command, case, done
+
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        results = list(pool.map(invoke, runs))
+    problems = []
+    for command, case, done in results:
+        lines = [line for line in done.stderr.splitlines() if line.strip()]
+        ok = (
+            done.returncode == EXIT_BAD_INPUT
+            and len(lines) == 1
+            and lines[0].startswith("error: ")
+            and "Traceback" not in done.stderr + done.stdout
+        )
+        if not ok:
+            problems.append(f"homie {command} [{case}]: exit {done.returncode}, stderr {done.stderr.strip()[-400:]!r}")
+    assert not problems, "\n".join(problems)
+    assert _snapshot(tmp_path) == before, "a refused command wrote something"
+    assert len(results) >= 40
+
+
+# ------------------------------------------------------------------------------ the mapping itself
+
+
+def test_error_classes_map_to_their_exit_code() -> None:
+    from homiebot.eval.runner import EvalError
+    from homiebot.planner.hf_backend import PlannerBackendError, PlannerLoadError
+    from homiebot.planner.openai_backend import OpenAIServerError
+
+    assert classify(OpenAIServerError("cannot reach the server"))[0] == EXIT_ENVIRONMENT
+    assert classify(PlannerBackendError("x"))[0] == EXIT_ENVIRONMENT
+    assert classify(PlannerLoadError("no model at /nope"))[0] == EXIT_BAD_INPUT  # a bad model path
+    assert classify(EvalError("x")) == (EXIT_BAD_INPUT, "x")
+    assert classify(OSError(28, "No space left on device", "/data/x"))[0] == EXIT_ENVIRONMENT
+    assert classify(PermissionError(13, "Permission denied", "/x"))[0] == EXIT_BAD_INPUT
+    assert classify(CommandFailed("why", 1)) == (1, "why")
+    assert classify(ValueError("a bug")) is None  # anything else keeps its traceback
+
+
+def test_check_output_creates_nothing(tmp_path: Path) -> None:
+    target = tmp_path / "a" / "b" / "out"
+    assert check_output(target) == target
+    assert list(tmp_path.iterdir()) == []
+    (tmp_path / "file").write_text("x")
+    with pytest.raises(typer.Exit) as raised:
+        check_output(tmp_path / "file")
+    assert raised.value.exit_code == EXIT_BAD_INPUT
+    with pytest.raises(typer.Exit):
+        check_output(tmp_path, directory=False)
