@@ -182,18 +182,14 @@ class _WorkerState:
         self.options = options
         settings = options.settings
         cls = planner_class(settings.planner)
-        self.needs_views = bool(getattr(cls, "needs_views", False))
+        # A planner that reads the views' segmentation (the random baseline) gets them in its request: the loop
+        # fetches them for it (homiebot.agent.loop.reads_observation); the simulator must render for that.
+        self.needs_views = cls.needs_views
         self.render = self.needs_views or options.images or options.video or settings.perception != "off"
-        sim = make_simulator(settings.backend, render=self.render)
+        self.sim = sim = make_simulator(settings.backend, render=self.render)
         # The simulator's nominal clock for PARTNR's simulated time, where the backend keeps one (MuJoCo does).
         self.clock: Callable[[], float] | None = (lambda: float(sim.sim_time)) if hasattr(sim, "sim_time") else None
-        self.tap = ObservationTap(sim) if self.needs_views else None
-        self.sim = self.tap if self.tap is not None else sim
-        planner_options = dict(settings.planner_options)
-        if self.tap is not None:
-            planner_options["observation_source"] = self.tap.latest_observation
-            planner_options["scene_source"] = sim.scene_spec
-        self.planner = InfrastructureGuard(make_planner(settings.planner, **planner_options))
+        self.planner = InfrastructureGuard(make_planner(settings.planner, **settings.planner_options))
         self.expert: InfrastructureGuard | None = self.planner if settings.self_reference else None
         self._make_planner = make_planner
         self.tasks = {k: TaskSpec.model_validate(v) for k, v in options.tasks.items()}
@@ -209,9 +205,8 @@ class _WorkerState:
     def run(self, job: Job) -> dict[str, Any]:
         """Run one episode into its record and return its index line; raises :class:`EpisodeNotRun` (and
         writes nothing) when the episode ended by an infrastructure failure."""
-        from homiebot.agent.loop import EpisodeConfig, run_episode
+        from homiebot.agent.loop import run_episode
         from homiebot.eval.partnr.recording import StatesFileRecorder
-        from homiebot.types import HOUSEHOLD_ACTIONS
 
         task = self.tasks[job.task_id]
         reference = job.kind == "reference"
@@ -224,10 +219,7 @@ class _WorkerState:
         # PARTNR: every record keeps its states and evaluation function (docs/partnr.md); tasks with their own
         # function switch and clean (the household actions), and the PARTNR expert plans from that function.
         states = StatesFileRecorder(recorder, task=task, clock=self.clock)
-        extra: dict[str, Any] = {}
-        if task.evaluation is not None:
-            extra = {"actions": HOUSEHOLD_ACTIONS, "extras": {"evaluation": task.evaluation}}
-        config = EpisodeConfig(max_rounds=self.options.settings.max_rounds, render=render, **extra)
+        config = _episode_config(task, max_rounds=self.options.settings.max_rounds, render=render)
         trajectory = run_episode(
             self.sim,
             planner,
@@ -259,6 +251,25 @@ class _WorkerState:
             self.planner.close()
         with contextlib.suppress(Exception):
             self.sim.shutdown()
+
+
+def _episode_config(task: TaskSpec, **options: Any) -> Any:
+    """The loop's ``EpisodeConfig`` for a task: PARTNR-style tasks (their own evaluation function) switch and
+    clean, so they get the household action list (docs/partnr.md, "The PARTNR expert").
+
+    The loop hands the task's function to privileged planners in the request; a loop whose config still has
+    an ``extras`` field needs it there instead (kept until every wiring passes the task's field).
+    """
+    from dataclasses import fields
+
+    from homiebot.agent.loop import EpisodeConfig
+    from homiebot.types import HOUSEHOLD_ACTIONS
+
+    if task.evaluation is not None:
+        options["actions"] = HOUSEHOLD_ACTIONS
+        if "extras" in {f.name for f in fields(EpisodeConfig)}:
+            options["extras"] = {"evaluation": task.evaluation}
+    return EpisodeConfig(**options)
 
 
 def _release_memory() -> None:
