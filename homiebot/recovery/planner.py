@@ -366,7 +366,7 @@ class RecoveryPlanner(Planner):
         if 2 in stages:
             self.stats.reached["2"] += 1
             text = self._ask("preconditions", request, self._fields(request, chain))
-            steps = self._read_steps(text, "preconditions", request)
+            steps = self._read_steps(text, "preconditions", request, chain.subtask)
             missing = parsing.parse_bool(text, "missing") if text is not None else None
             if steps and missing is not False:
                 self.stats.stage2_with_steps += 1
@@ -386,7 +386,7 @@ class RecoveryPlanner(Planner):
         if chain.preconditions:
             fields["tried"] = "\nAlready tried first, without success: " + ", ".join(chain.preconditions)
         text = self._ask("workaround", request, fields)
-        steps = self._read_steps(text, "workaround", request)
+        steps = self._read_steps(text, "workaround", request, chain.subtask)
         if steps:
             self.stats.stage3_with_steps += 1
             reason = parsing.parse_reason(text or "")
@@ -395,7 +395,7 @@ class RecoveryPlanner(Planner):
     def _cot(self, chain: _Chain, request: PlanRequest) -> None:
         text = self._ask("cot", request, self._fields(request, chain))
         choice = parsing.parse_choice(text) if text is not None else None
-        steps = self._read_steps(text, "cot", request)
+        steps = self._read_steps(text, "cot", request, chain.subtask)
         if choice is None:
             choice = "skip"
         if choice in ("insert", "replace") and not steps:
@@ -458,14 +458,24 @@ class RecoveryPlanner(Planner):
         log.debug("recovery %s answered %r", kind, reply.text)
         return reply.text
 
-    def _read_steps(self, text: str | None, kind: str, request: PlanRequest) -> list[Subtask]:
+    def _read_steps(self, text: str | None, kind: str, request: PlanRequest, failed: Subtask | None = None) -> list[Subtask]:
+        """The executable steps of a stage answer, each once. A step equal to the failed subtask is dropped
+        from stage 2 and 3 answers: it is neither a precondition of itself (stage 2 retries it anyway) nor a
+        substitute for it (small models often echo the failed step)."""
         if text is None:
             return []
         read = parsing.parse_steps(text, self._actions(request))
         if not read.ok:
             self.stats.count_malformed(kind)
-        self.stats.dropped_steps += read.dropped
-        return list(read.steps)
+        steps: list[Subtask] = []
+        dropped = read.dropped
+        for step in read.steps:
+            if step in steps or (failed is not None and _same(step, failed)):
+                dropped += 1
+            else:
+                steps.append(step)
+        self.stats.dropped_steps += dropped
+        return steps
 
     # ------------------------------------------------------------------------------------ what the stages see
 
@@ -494,7 +504,7 @@ class RecoveryPlanner(Planner):
         state = self._state(request)
         if state is not None:
             return [n for n, e in state.entities.items()]
-        scene = request.extras.get("scene")
+        scene = request.scene
         names = getattr(scene, "all_names", None)
         return list(names()) if callable(names) else []
 
@@ -542,12 +552,20 @@ class RecoveryPlanner(Planner):
             entity = state.entities.get(subtask.target or "") if state is not None else None
             is_object = entity is not None and entity.kind is EntityKind.OBJECT
             if entity is None:
-                scene = request.extras.get("scene")
+                scene = request.scene
                 is_object = any(getattr(o, "name", None) == subtask.target for o in getattr(scene, "objects", ()))
             model = "PixNav" if is_object else "NoMaD"
         else:
             model = _MODEL_BY_ACTION.get(action, "RT-1-X") if action is not None else "RT-1-X"
         return model if model in models else models[0]
+
+
+def _same(a: Subtask, b: Subtask) -> bool:
+    """The same subtask up to case and spacing."""
+    def key(s: Subtask) -> tuple[str, ...]:
+        return tuple(" ".join((p or "").lower().split()) for p in (s.action, s.target, s.place))
+
+    return key(a) == key(b)
 
 
 def _one_line(text: str) -> str:

@@ -319,3 +319,13 @@ def test_the_state_clauses_follow_cmfr_appendix_e():
     assert names == ["apple", "fridge", "table"]
     text = describe_state(state, names)
     assert text == "(apple in fridge), (fridge is closed), (fridge contains apple), (agent holding cup), (agent in kitchen)"
+
+
+def test_echoed_and_repeated_steps_are_dropped():
+    d = Driver([answer("[Pick, apple]")],
+               [importance(True), steps_answer(["[Pick, apple]", "[Open, fridge]", "[open,  fridge]"], missing=True)],
+               stages="1,2")
+    d.step()
+    assert d.step(TOO_HARD) == "[Open, fridge]"
+    assert d.step() == "[Pick, apple]"  # the retry, once
+    assert d.planner.stats.dropped_steps == 2
