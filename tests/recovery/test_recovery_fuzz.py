@@ -45,7 +45,7 @@ _answer = st.one_of(
     _json_answer.map(lambda j: f"Sure! Here it is:\n```json\n{j}\n```"),
     _json_answer.map(lambda j: j[: len(j) // 2]),  # cut off mid-answer (max_tokens)
     st.text(max_size=200),
-    st.builds(lambda s: " ".join(s), st.lists(_step.map(str), max_size=5)),
+    st.builds(" ".join, st.lists(_step.map(str), max_size=5)),
     st.sampled_from(["yes", "no", "{", "}", "{}", "[]", "null", "\x00", "{" * 50, "important: false"]),
 )
 _feedback = st.sampled_from([
