@@ -258,17 +258,27 @@ def _run_jobs(
         TimeRemainingColumn,
     )
 
+    # Everything on the row is short and fixed-width, so the count and the times survive an 80-column terminal
+    # (rich shrinks a bar of width None first); the setting, which can be long, is printed once above it.
     columns = (
-        TextColumn("[bold]{task.description}"),
-        BarColumn(),
+        TextColumn("[bold]eval"),
+        BarColumn(bar_width=None),
         MofNCompleteColumn(),
-        TextColumn("success {task.fields[wins]}"),
+        TextColumn("{task.fields[what]}"),
         TimeElapsedColumn(),
+        TextColumn("eta"),
         TimeRemainingColumn(),
     )
+    episodes = sum(job.kind == "episode" for job in todo)
+    references = len(todo) - episodes
+    # PLWSR needs the expert's noiseless path on the same task and seed (EMMOE section 5.1): those runs are
+    # jobs too, and the bar says so instead of counting them as the planner's episodes.
+    what = f"jobs ({episodes} episodes + {references} expert references)" if references else "episodes"
     wins = 0
     with Progress(*columns, disable=not show_progress, transient=False) as bar:
-        bar_id = bar.add_task(f"eval ({label}, {n_workers} workers)", total=len(todo), wins=0)
+        if show_progress:
+            bar.console.print(f"[bold]eval[/bold] {label}, {n_workers} workers: {what}", highlight=False)
+        bar_id = bar.add_task("eval", total=len(todo), what="done, 0 succeeded")
 
         def on_done(job: Job, result: dict[str, Any]) -> None:
             nonlocal wins
@@ -278,7 +288,7 @@ def _run_jobs(
             outcome.worker_rss_mb.append(result.get("worker_rss_mb", 0.0))
             if job.kind == "episode" and result["success"]:
                 wins += 1
-            bar.update(bar_id, advance=1, wins=wins)
+            bar.update(bar_id, advance=1, what=f"done, {wins} succeeded")
 
         def on_failed(job: Job, reason: str) -> None:
             # Logged quietly: the command line prints how many could not run and the first reason, once.
