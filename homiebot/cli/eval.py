@@ -55,6 +55,10 @@ def _print_summary(report: dict[str, Any], out_dir: Path) -> None:
             *(pct(summary[k]) for k in ("sr", "plwsr", "tp", "srr", "ser", "goal_sr")),
         )
     console.print(table)
+    if "partnr" in report:  # PARTNR's PC from the records' states (docs/partnr.md)
+        from homiebot.eval.partnr.report import summary_line
+
+        console.print(summary_line(report["partnr"]), highlight=False)
     missing = report["setting"].get("missing_episodes") or []
     if missing:
         console.print(f"[yellow]{len(missing)} episode(s) have no record yet: {', '.join(missing[:8])}"
