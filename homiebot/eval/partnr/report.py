@@ -96,3 +96,18 @@ def partnr_report(pairs: Sequence[tuple[EpisodeScore, PartnrEpisode]], unscored:
         "rows": [{"run": s.run, **p.to_json()} for s, p in pairs],
     }
     return "\n".join(lines) + "\n", data
+
+
+def summary_line(data: dict[str, Any] | None) -> str:
+    """One line for ``homie eval`` / ``homie metrics``: PARTNR success, PC, SR per category, explanations."""
+    if not data or data.get("summary") is None:
+        unscored = len(data.get("unscored", [])) if data else 0
+        return f"PARTNR: percent complete n/a ({unscored} episode record(s) without states.jsonl)"
+    s = data["summary"]
+    categories = ", ".join("{} {}".format(c, "n/a" if v is None else f"{v[0]:.2f} (n={v[1]})")
+                           for c, v in s["sr_by_category"].items())
+    kinds = ", ".join(f"{k} {n}" for k, n in sorted(s["explanations"].items()))
+    unscored = len(data["unscored"])
+    return (f"PARTNR ({data['episodes']} episodes with states" + (f", {unscored} without: n/a" if unscored else "")
+            + f"): success {_pct(s['sr'])}%, PC {_pct(s['pc'])}%; SR by category: {categories}; "
+            f"failure explanations: {kinds}")

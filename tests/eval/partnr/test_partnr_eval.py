@@ -17,7 +17,7 @@ import pytest
 
 from homiebot.eval.metrics import EpisodeScore
 from homiebot.eval.partnr.metrics import PartnrEpisode
-from homiebot.eval.partnr.report import partnr_report
+from homiebot.eval.partnr.report import partnr_report, summary_line
 from homiebot.eval.runner import EvalError, EvalSettings, run_evaluation, write_eval_report
 
 pytest.importorskip("mujoco", reason="the episodes run on the MuJoCo simulator")
@@ -70,8 +70,9 @@ def test_metrics_recomputes_pc_from_the_records_alone(partnr_eval: Path, tmp_pat
     subprocess.run(["cp", "-r", str(partnr_eval), str(out)], check=True)
     for name in ("report.json", "report.md", "partnr.md", "partnr.json", "results.jsonl"):
         (out / name).unlink()
-    done = subprocess.run([HOMIE, "metrics", str(out), "--no-plots", "--json"], capture_output=True, text=True)
+    done = subprocess.run([HOMIE, "metrics", str(out), "--no-plots"], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
+    assert "PARTNR (4 episodes with states): success 100.0%, PC 100.0%" in done.stdout
     assert json.loads((out / "report.json").read_text())["partnr"]["summary"]["pc"] == 1.0
 
     # A record from before the states were recorded: that episode is n/a, the others keep PC 1 (not 3/4).
@@ -131,3 +132,4 @@ def test_report_section_without_states_is_na_not_zero():
     assert data["summary"] is None and data["episodes"] == 0
     assert "n/a (2 episode record(s) without states.jsonl" in section
     assert "0.0" not in section
+    assert summary_line(data) == "PARTNR: percent complete n/a (2 episode record(s) without states.jsonl)"
