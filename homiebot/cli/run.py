@@ -82,6 +82,9 @@ def register(app: typer.Typer) -> None:
         planner_option: list[str] = typer.Option([], "--planner-option", "-p", help="Other planner option key=value (repeatable)."),
         perception: str = typer.Option("off", "--perception", help="World graph: off (ground through the scene's names), privileged or conceptgraph."),
         describe_world: bool = typer.Option(False, "--describe-world/--no-describe-world", help="With --perception: give model planners PARTNR's text world description (EMMOE forbids it; off by default)."),
+        report: bool = typer.Option(True, "--report/--no-report", help="Write the episode's HTML page OUT/report.html at the end (docs/reports.md)."),
+        live: bool = typer.Option(False, "--live", help="Serve the episode live to the Foxglove app over its WebSocket protocol (docs/reports.md)."),
+        live_port: int = typer.Option(8765, "--live-port", min=0, max=65535, help="--live: the port on 127.0.0.1 (0: a free one, logged)."),
     ) -> None:
         """Run one HomieBot episode (planner -> executor -> skills -> simulator) and record it into OUT."""
         from homiebot.agent.loop import EpisodeConfig, EpisodeSetupError, run_episode
@@ -162,6 +165,19 @@ def register(app: typer.Typer) -> None:
 
         console = Console(stderr=True)
         config = EpisodeConfig(max_rounds=max_rounds, render=render, strict_models=strict_models)
+        observers: list[Any] = []
+        if live:
+            from homiebot.live import FoxgloveLiveView, LiveViewConfig, live_missing
+
+            missing = live_missing()
+            if missing:
+                raise _fail(f"--live: {missing}")
+            try:
+                view = FoxgloveLiveView(LiveViewConfig(port=live_port)).start()
+            except Exception as err:  # the SDK raises its own error type for a port in use
+                raise _fail(f"--live: cannot serve on 127.0.0.1:{live_port}: {err}") from None
+            console.print(f"live view: ws://127.0.0.1:{view.port} (Foxglove app: Open connection, layout docs/foxglove/)")
+            observers.append(view)
         sim = make_simulator(backend, render=render) if backend == "mujoco" else make_simulator(backend)
         try:
             with Progress(
@@ -194,6 +210,7 @@ def register(app: typer.Typer) -> None:
                     progress=on_round,
                     skills=skills,
                     perception=perception_factory,
+                    observers=observers,
                 )
                 bar.update(progress_task, total=len(trajectory.rounds) or 1, completed=len(trajectory.rounds) or 1)
         except EpisodeSetupError as err:
@@ -201,6 +218,8 @@ def register(app: typer.Typer) -> None:
         finally:
             sim.shutdown()
             the_planner.close()
+            for observer in observers:
+                observer.stop()
 
         Console().print(_round_table(trajectory))
         if trajectory.goal_satisfied is None:
@@ -213,6 +232,14 @@ def register(app: typer.Typer) -> None:
             f"{verdict}: {len(trajectory.rounds)} rounds, path {trajectory.path_length:.1f} m, "
             f"{trajectory.wall_time_s:.2f} s; record: {recorder.out_dir}"
         )
+        if report:
+            from homiebot.report import ReportError, write_report
+
+            try:
+                (page,) = write_report(recorder.out_dir)
+            except ReportError as err:
+                raise _fail(f"the record is kept but its report was not written: {err}", code=EXIT_ENVIRONMENT) from None
+            Console().print(f"report: {page}")
         if trajectory.error:
             raise _fail(trajectory.error, code=EXIT_ENVIRONMENT)
 
