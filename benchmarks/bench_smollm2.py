@@ -48,7 +48,7 @@ def _round_request(index: int, history: str, scene: Any) -> PlanRequest:
         images=(),
         task=TASK,
         round_index=index,
-        extras={"scene": scene},
+        scene=scene,
     )
 
 

@@ -39,7 +39,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
@@ -107,7 +107,6 @@ class EpisodeConfig:
     max_tries: int = 3
     far_threshold_m: float = 2.0
     near_threshold_m: float = 0.1
-    extras: Mapping[str, Any] = field(default_factory=dict)  # passed to every PlanRequest
 
     def __post_init__(self) -> None:
         if self.max_rounds < 1:
@@ -197,6 +196,7 @@ class EpisodeSpec:
     task_id: str | None = None
     goal: GoalSpec | None = None
     run_seed: int = 0  # Trajectory.seed: the run index on top of the task's seed
+    evaluation: Any = None  # the task's PARTNR evaluation function (JSON), for privileged planners
 
 
 @dataclass
@@ -298,10 +298,6 @@ class EpisodeLoop:
         opened = open_furniture(initial)
         session = config.new_session(spec.instruction, planner)
         planner.reset(spec.instruction, seed=spec.scene_seed)
-        # Extras every planner receives: the round limit, the scene spec (object kinds for baselines such as the
-        # random planner; the expert's receptacle facts) and the current observation (its segmentation tells a
-        # baseline what is visible). Model backends build their prompts from the request's text and images only.
-        extras: dict[str, Any] = {"max_rounds": config.max_rounds, **config.extras, "scene": scene_spec}
 
         while not session.done:
             round_start = time.perf_counter()
@@ -312,7 +308,9 @@ class EpisodeLoop:
                 goal=spec.goal,
                 grounded_targets=knowledge.grounded_targets(),
                 perceived_names=knowledge.perceived_names(state) if planner.privileged else None,
-                extras={**extras, "observation": observation},
+                evaluation=spec.evaluation,
+                scene=scene_spec,
+                observation=observation,
             )
             description = knowledge.world_description()
             if description is not None:
@@ -480,7 +478,8 @@ def run_episode(
     if progress is not None:
         watchers.append(_Progress(progress, config.max_rounds))
     spec = EpisodeSpec(instruction, scene, scene_seed, task.id if task is not None else None,
-                       task.goal if task is not None else None, seed)
+                       task.goal if task is not None else None, seed,
+                       task.evaluation if task is not None else None)
     loop = EpisodeLoop(backend, planner, spec, config, knowledge=knowledge, observers=watchers, always_observe=True)
     if recording is not None:
         recording.begin(loop.trajectory)

@@ -17,7 +17,9 @@ Decisions (tested in ``tests/agent/test_session.py``):
 * **End** is detected on the parsed action (``Action.END``), not with the paper's ``"end" in
   subtask.lower()``, which also fires on ``[Pick, blender]``.
 * **Inventory** follows :func:`homiebot.planner.conversation.update_inventory` on the parsed action.
-* **Privileged fields** (``world_state``, ``goal``) reach only planners with ``privileged = True``.
+* **Privileged fields** (``world_state``, ``goal``, ``evaluation``, ``perceived_names``) reach only planners
+  with ``privileged = True``; ``world_state`` (never the goal) also reaches one that declares
+  ``reads_state = True``.
 """
 
 from __future__ import annotations
@@ -30,7 +32,8 @@ import numpy as np
 from homiebot.planner.base import Planner, PlanRequest
 from homiebot.planner.conversation import Conversation, update_inventory
 from homiebot.planner.prompt import build_instruction, history_entry, parse_output, system_prompt
-from homiebot.types import EMMOE_ACTIONS, EMMOE_MODELS, ErrorCode, Feedback, PlannerOutput, WorldState
+from homiebot.sim.scene import SceneSpec
+from homiebot.types import EMMOE_ACTIONS, EMMOE_MODELS, ErrorCode, Feedback, Observation, PlannerOutput, WorldState
 
 #: F1 feedback for an answer that does not follow the response template (the paper defines none).
 FORMAT_ERROR_MESSAGE = (
@@ -77,6 +80,7 @@ class PlannerSession:
         self.inventory: tuple[str, ...] = ()
         self.historical_execution = ""
         self.feedback = "None"  # message of the last round's feedback
+        self.last_error: ErrorCode | None = None  # code of the last round's feedback
         self.round = 0  # rounds completed
         self.ended = False  # the planner answered [End]
         self._pending_instruction: str | None = None
@@ -107,15 +111,18 @@ class PlannerSession:
         *,
         grounded_targets: Sequence[str] = (),
         perceived_names: Mapping[str, str] | None = None,
-        extras: dict[str, Any] | None = None,
+        evaluation: Any = None,
+        scene: SceneSpec | None = None,
+        observation: Observation | None = None,
     ) -> PlanRequest:
-        """The request for the current round. ``world_state``, ``goal`` and ``perceived_names`` are dropped for
-        unprivileged planners."""
+        """The request for the current round. The privileged fields are dropped for planners that do not
+        declare them (module docstring)."""
         if self.done:
             raise SessionFinished(f"the session has ended after {self.round} rounds")
         instruction = self.instruction()
         self._pending_instruction = instruction
         privileged = self.planner.privileged
+        reads_state = privileged or self.planner.reads_state
         return PlanRequest(
             system_prompt=self.system_prompt,
             instruction=instruction,
@@ -129,10 +136,14 @@ class PlannerSession:
             models=self.models,
             world_description=self.world_description,
             grounded_targets=tuple(grounded_targets),
-            world_state=world_state if privileged else None,
+            world_state=world_state if reads_state else None,
             goal=goal if privileged else None,
             perceived_names=dict(perceived_names) if privileged and perceived_names is not None else None,
-            extras=dict(extras or {}),
+            evaluation=evaluation if privileged else None,
+            scene=scene,
+            observation=observation,
+            max_rounds=self.max_rounds,
+            last_error=self.last_error,
         )
 
     @staticmethod
@@ -163,5 +174,6 @@ class PlannerSession:
             subtask_text = INVALID_SUBTASK_TEXT
         self.historical_execution += history_entry(self.round, subtask_text, feedback.signal)
         self.feedback = feedback.message
+        self.last_error = feedback.code
         if output.subtask is not None and output.subtask.is_end:
             self.ended = True

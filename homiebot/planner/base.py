@@ -12,12 +12,13 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from homiebot.types import WorldState
+from homiebot.sim.scene import SceneSpec
+from homiebot.types import ErrorCode, Observation, WorldState
 
 
 @dataclass(frozen=True)
@@ -47,7 +48,17 @@ class PlanRequest:
     # Privileged, with a perception world model only: simulator instance -> the name perception knows it by
     # (WorldModel.perceived_names). None: no perception, targets are the simulator's instance names.
     perceived_names: Mapping[str, str] | None = None
-    extras: dict[str, Any] = field(default_factory=dict)
+    # Privileged: the task's PARTNR evaluation function (PARTNR's JSON), when the task has one.
+    evaluation: Any = None
+    # What every planner may read besides the prompt's text and images (model backends build their prompts from
+    # those only): the scene's static description (object kinds for baselines, receptacle facts for the expert,
+    # the room list a text planner describes), this round's views with their instance segmentation (None when
+    # the wiring fetched RGB only: see homiebot.agent.loop.reads_observation), the episode's round limit, and
+    # the error code of the previous round's feedback (None in round 1).
+    scene: SceneSpec | None = None
+    observation: Observation | None = None
+    max_rounds: int = 20
+    last_error: ErrorCode | None = None
 
 
 class Planner(ABC):
@@ -62,6 +73,9 @@ class Planner(ABC):
     #: Whether a privileged planner still reads the views' segmentation (the random baseline picks what is
     #: visible); unprivileged planners always get it.
     needs_views: bool = False
+    #: Whether an unprivileged planner reads the world state, never the goal (a failure-recovery wrapper builds
+    #: its scene representation from it). Privileged planners read both.
+    reads_state: bool = False
 
     def reset(self, task: str, seed: int = 0) -> None:  # noqa: B027 (optional hook: most planners keep no state)
         """Called once at the start of an episode."""

@@ -33,7 +33,7 @@ Decisions (tested in ``tests/planner/test_expert.py``):
   that no goal condition mentions (the "dump" surface).
 * Put goes *in* an articulated furniture with an interior (fridge, drawer, cabinet), else *on* its
   surface, else in its interior (a sink); this is the embedded simulator's rule, read from the scene spec
-  in ``request.extras["scene"]``. Parking and dump spots are non-articulated surfaces.
+  in ``request.scene``. Parking and dump spots are non-articulated surfaces.
 * A target counts as within reach when its reach distance lies in [0.1 m, ``interact_range_m``], or in
   [0.1 m, 2 m] right after a successful Go to it (the simulator may stop a little farther away).
 * After the same subtask fails twice in a row with E1, the object is set aside for another candidate when
@@ -160,16 +160,15 @@ class ExpertPlanner(Planner):
     def plan(self, request: PlanRequest) -> str:
         state = request.world_state
         goal = request.goal
-        goal = getattr(goal, "goal", goal)  # a TaskSpec is accepted too
         if state is None or not isinstance(goal, GoalSpec):
             raise ValueError(
                 "the expert planner needs the privileged world state and a goal specification "
                 "(run a built-in task, or choose a planner that takes free text)"
             )
-        scene: SceneSpec | None = request.extras.get("scene")
+        scene = request.scene
         self._articulated = {n: e.articulated for n, e in state.entities.items()}
         self._perceived = dict(request.perceived_names) if request.perceived_names is not None else None
-        max_rounds = int(request.extras.get("max_rounds", 20))
+        max_rounds = request.max_rounds
         memory = self._memory
         if memory.initial is None:
             memory.initial = state

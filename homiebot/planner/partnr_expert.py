@@ -86,7 +86,7 @@ class PartnrExpertPlanner(Planner):
         if state is None:
             raise ValueError("the PARTNR expert needs the privileged world state")
         memory = self._memory
-        scene = request.extras.get("scene")
+        scene = request.scene
         self._surfaces = {f.name for f in scene.furniture if f.surfaces} if scene is not None else None
         self.seen_states.append(state)
         if memory.tracker is None:
@@ -99,14 +99,14 @@ class PartnrExpertPlanner(Planner):
 
     @staticmethod
     def _function(request: PlanRequest, state: WorldState) -> EvaluationFunction:
-        given: Any = request.extras.get("evaluation")
+        given: Any = request.evaluation
         if isinstance(given, EvaluationFunction):
             return given
         if isinstance(given, dict):
             return EvaluationFunction.from_json(given)
-        goal = getattr(request.goal, "goal", request.goal)
+        goal = request.goal
         if goal is None:
-            raise ValueError("the PARTNR expert needs an evaluation function (extras['evaluation']) or a goal")
+            raise ValueError("the PARTNR expert needs an evaluation function (the task's) or a goal")
         return goal_to_evaluation(goal, state)
 
     # ------------------------------------------------------------------------------------ deciding

@@ -4,10 +4,8 @@ What "visible" means here (a decision; tested in ``tests/eval/test_random_planne
 visible when at least ``min_pixels`` pixels of the four first-person views' instance segmentation belong to
 it. That is exactly what a perfect open-vocabulary detector would report from the images the planner
 receives, and no more: no memory of earlier rounds, no map, no goal. The views come from
-``request.extras["observation"]`` (an :class:`~homiebot.types.Observation`) when the wiring puts it there,
-else from ``observation_source`` (a callable returning the views the loop rendered for this round: the
-evaluation runner passes its :class:`~homiebot.eval.runner.ObservationTap`); ``request.extras["visible"]``
-(a list of names) overrides both, so other wirings can send what their own perception saw.
+``request.observation`` (an :class:`~homiebot.types.Observation`): the planner declares ``needs_views``, so
+both wirings fetch the views with their segmentation for it (:func:`homiebot.agent.loop.reads_observation`).
 
 What "valid" means: a subtask that the system prompt's rules allow, so the baseline is not failing on
 format alone:
@@ -17,9 +15,8 @@ format alone:
 * the one-hand rule of the prompt, read from the inventory the planner is told: with an empty hand it may
   Go to, Pick, Open or Close; holding something it may Go to or Put the held object somewhere;
 * kind sense a detector would give: Pick targets small objects; Open, Close and Put places are furniture;
-  Go to takes any room, furniture or object. Kinds come from the scene spec in ``request.extras["scene"]``
-  or from ``scene_source``; without either (``homie run`` gives unprivileged planners no scene spec), every
-  visible name is a candidate for every role. Whether a furniture opens, or is near enough, is *not*
+  Go to takes any room, furniture or object. Kinds come from the scene spec in ``request.scene``; without
+  it every visible name is a candidate for every role. Whether a furniture opens, or is near enough, is *not*
   known to the planner; those mistakes (L4, D1, ...) are its to make;
 * ``[End]`` is always one of the candidates.
 
@@ -33,11 +30,11 @@ from __future__ import annotations
 
 import hashlib
 import random
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any
+from collections.abc import Iterable, Mapping, Sequence
 
 from homiebot.planner.base import Planner, PlanRequest
 from homiebot.planner.prompt import format_output
+from homiebot.sim.scene import SceneSpec
 from homiebot.types import Action, Observation, Subtask
 
 _MODEL_FOR = {Action.PICK: "RT-1-X", Action.PUT: "RT-1-X", Action.OPEN: "octo", Action.CLOSE: "octo"}
@@ -48,7 +45,7 @@ def visible_instances(observation: Observation, min_pixels: int = 1) -> list[str
     return observation.visible_instances(min_pixels)
 
 
-def _kinds_from_scene(scene: Any) -> dict[str, str]:
+def _kinds_from_scene(scene: SceneSpec | None) -> dict[str, str]:
     if scene is None:
         return {}
     kinds = {r.name: "room" for r in scene.rooms}
@@ -91,22 +88,14 @@ class RandomPlanner(Planner):
     name = "random"
     privileged = False
     accepts_free_text = True
-    #: The evaluation runner renders the views for this planner and hands it ``observation_source``.
+    #: It reads the views' segmentation (request.observation), so the wirings fetch it.
     needs_views = True
 
-    def __init__(
-        self,
-        seed: int = 0,
-        min_pixels: int = 20,
-        observation_source: Callable[[], Observation | None] | None = None,
-        scene_source: Callable[[], Any] | None = None,
-    ) -> None:
+    def __init__(self, seed: int = 0, min_pixels: int = 20) -> None:
         if min_pixels < 1:
             raise ValueError(f"min_pixels must be >= 1, got {min_pixels}")
         self.base_seed = seed
         self.min_pixels = min_pixels
-        self.observation_source = observation_source
-        self.scene_source = scene_source
         self._rng = random.Random(seed)
 
     def reset(self, task: str, seed: int = 0) -> None:
@@ -115,23 +104,12 @@ class RandomPlanner(Planner):
         self._rng = random.Random(int.from_bytes(digest[:8], "little"))
 
     def _visible(self, request: PlanRequest) -> list[str]:
-        if "visible" in request.extras:
-            return sorted(set(request.extras["visible"]))
-        observation = request.extras.get("observation")
-        if observation is None and self.observation_source is not None:
-            observation = self.observation_source()
-        if observation is None:
-            raise ValueError(
-                "the random planner needs the views' segmentation: request.extras['observation'] "
-                "(an Observation) or request.extras['visible'] (instance names)"
-            )
-        return visible_instances(observation, self.min_pixels)
+        if request.observation is None:
+            raise ValueError("the random planner needs the views' segmentation (request.observation)")
+        return visible_instances(request.observation, self.min_pixels)
 
     def plan(self, request: PlanRequest) -> str:
-        scene = request.extras.get("scene")
-        if scene is None and self.scene_source is not None:
-            scene = self.scene_source()
-        kinds = _kinds_from_scene(scene)
+        kinds = _kinds_from_scene(request.scene)
         visible = self._visible(request)
         candidates = candidate_subtasks(visible, request.inventory, kinds, request.actions)
         choice = candidates[self._rng.randrange(len(candidates))]

@@ -27,9 +27,8 @@ shown is lost.
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 from homiebot.planner.base import PlanRequest
 from homiebot.planner.messages import ChatMessage
@@ -138,7 +137,7 @@ class TextTranscript:
     def _description(self, request: PlanRequest) -> str | None:
         if request.world_description:
             return request.world_description
-        scene = _scene_of(request.extras)
+        scene = request.scene
         if scene is None:
             return None
         if self._scene_text is None or self._scene_name != scene.name:
@@ -147,6 +146,3 @@ class TextTranscript:
         return self._scene_text
 
 
-def _scene_of(extras: Mapping[str, Any]) -> SceneSpec | None:
-    scene = extras.get("scene")
-    return scene if isinstance(scene, SceneSpec) else None

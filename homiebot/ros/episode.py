@@ -25,6 +25,7 @@ time, which ends the episode with :attr:`EpisodeOutcome.timed_out` set and the r
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from typing import Any
 
 from homiebot.agent.loop import (
     EpisodeBackend,
@@ -71,12 +72,13 @@ class GraphEpisode:
         task_id: str | None = None,
         goal: GoalSpec | None = None,
         run_seed: int = 0,
+        evaluation: Any = None,
         config: EpisodeConfig | None = None,
         on_output: OutputCallback | None = None,
         on_round: RoundCallback | None = None,
         observers: Sequence[EpisodeObserver] = (),
     ) -> None:
-        spec = EpisodeSpec(instruction, scene, scene_seed, task_id, goal, run_seed)
+        spec = EpisodeSpec(instruction, scene, scene_seed, task_id, goal, run_seed, evaluation)
         watchers = list(observers)
         self.loop = EpisodeLoop(backend, planner, spec, config, observers=watchers, on_output=on_output)
         if on_round is not None:

@@ -95,7 +95,6 @@ def replay_planner(bag: str | os.PathLike[str], planner: Planner, max_rounds: in
     session = PlannerSession(task.instruction, planner, max_rounds=rounds_limit)
     seed = (spec.seed if spec is not None else 0) + task.seed
     planner.reset(task.instruction, seed=seed)
-    extras: dict[str, Any] = {"max_rounds": rounds_limit, "scene": scene_spec}
     if planner.privileged and (scene_spec is None or spec is None):
         raise BagError(f"{bag}: a privileged planner needs /sim/scene_description and a built-in task id")
     observes = reads_observation(planner)
@@ -118,7 +117,8 @@ def replay_planner(bag: str | os.PathLike[str], planner: Planner, max_rounds: in
         else:
             images = convert.multiview_images(views)
         request = session.make_request(images, world_state=state, goal=spec.goal if spec else None,
-                                       grounded_targets=tuple(sorted(seen)), extras={**extras, "observation": observation})
+                                       grounded_targets=tuple(sorted(seen)), evaluation=spec.evaluation if spec else None,
+                                       scene=scene_spec, observation=observation)
         replayed = session.parse(planner.plan(request))
         recorded = convert.planner_output_from_msg(recorded_msg)
         feedback_msg = feedback_by_round.get(recorded_msg.round_index)

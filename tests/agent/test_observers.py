@@ -124,7 +124,7 @@ def test_the_views_an_observer_gets_are_the_ones_the_planner_saw():
 
     class Remembering(ExpertPlanner):
         def plan(self, request):
-            seen_by_planner.append(request.extras["observation"])
+            seen_by_planner.append(request.observation)
             return super().plan(request)
 
     log = CallLog(world)

@@ -89,7 +89,8 @@ def _request(obs: Observation, inventory=()) -> PlanRequest:
         inventory=tuple(inventory),
         actions=EMMOE_ACTIONS,
         models=EMMOE_MODELS,
-        extras={"observation": obs, "scene": _scene()},
+        observation=obs,
+        scene=_scene(),
     )
 
 
@@ -128,21 +129,10 @@ def test_reset_makes_episodes_reproducible_whatever_came_before() -> None:
     assert [c.plan(_request(obs)) for _ in range(10)] != first
 
 
-def test_observation_source_and_visible_override() -> None:
-    obs = observation()
-    planner = RandomPlanner(observation_source=lambda: obs)
-    planner.reset("t", seed=0)
-    request = _request(obs)
-    request.extras = {}
-    assert parse_output(planner.plan(request)).subtask is not None
-    request.extras = {"visible": []}
-    assert parse_output(planner.plan(request)).subtask.is_end
-
-
 def test_without_views_it_says_what_it_needs() -> None:
     planner = RandomPlanner()
     request = _request(observation())
-    request.extras = {}
+    request.observation = None
     with pytest.raises(ValueError, match="segmentation"):
         planner.plan(request)
     with pytest.raises(ValueError):

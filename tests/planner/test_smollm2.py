@@ -110,21 +110,21 @@ def test_describe_scene_lists_every_name_once_with_places():
 def test_transcript_grows_at_its_end_and_sends_the_description_once():
     scene = load_scene("apartment_2")
     transcript = TextTranscript()
-    first = transcript.conversation(_request(1, extras={"scene": scene}))
+    first = transcript.conversation(_request(1, scene=scene))
     assert [m.role for m in first] == ["system", "user"]
     assert first[1].text.startswith("World description:\nFurniture:") and "Task: put the apple" in first[1].text
-    transcript.keep(first, "Analysis: go.\nSubtask: [Go to, fridge]\nModel: NoMaD", _request(1, extras={"scene": scene}))
-    second = transcript.conversation(_request(2, history="(1) Go to, fridge(success) ", extras={"scene": scene}))
+    transcript.keep(first, "Analysis: go.\nSubtask: [Go to, fridge]\nModel: NoMaD", _request(1, scene=scene))
+    second = transcript.conversation(_request(2, history="(1) Go to, fridge(success) ", scene=scene))
     assert second[: len(first)] == first and second[len(first)].role == "assistant"
     assert "World description" not in second[-1].text and "(1) Go to, fridge(success)" in second[-1].text
-    assert transcript.targets(_request(2, extras={"scene": scene})) == tuple(scene.all_names())
+    assert transcript.targets(_request(2, scene=scene)) == tuple(scene.all_names())
     # Perception's names win over the scene's; a changed description is sent again.
     assert transcript.targets(_request(2, grounded_targets=("fridge_1",))) == ("fridge_1",)
-    transcript.keep(second, "Analysis: a.\nSubtask: [Open, fridge]\nModel: octo", _request(2, extras={"scene": scene}))
+    transcript.keep(second, "Analysis: a.\nSubtask: [Open, fridge]\nModel: octo", _request(2, scene=scene))
     third = transcript.conversation(_request(3, world_description="Furniture:\nkitchen: fridge (open)"))
     assert third[-1].text.startswith("World description (updated):\nFurniture:\nkitchen: fridge (open)")
     # A new episode (round 1) starts over.
-    assert len(transcript.conversation(_request(1, extras={"scene": scene}))) == 2
+    assert len(transcript.conversation(_request(1, scene=scene))) == 2
 
 
 def test_transcript_does_not_use_the_paper_window():
@@ -141,12 +141,12 @@ def test_transcript_does_not_use_the_paper_window():
 def _conversation(rounds: int) -> list[ChatMessage]:
     scene = load_scene("apartment_2")
     transcript = TextTranscript()
-    conversation = transcript.conversation(_request(1, extras={"scene": scene}))
+    conversation = transcript.conversation(_request(1, scene=scene))
     for index in range(2, rounds + 1):
         transcript.keep(conversation, f"Analysis: step {index}.\nSubtask: [Go to, fridge]\nModel: NoMaD",
-                        _request(index - 1, extras={"scene": scene}))
+                        _request(index - 1, scene=scene))
         conversation = transcript.conversation(
-            _request(index, history=f"({index - 1}) Go to, fridge(success) ", extras={"scene": scene})
+            _request(index, history=f"({index - 1}) Go to, fridge(success) ", scene=scene)
         )
     return conversation
 

@@ -332,9 +332,10 @@ def test_graph_episode_gives_every_planner_what_the_in_process_loop_gives():
                 GraphEpisode(InProcessBackend(sim), spy, instruction=task.instruction, scene=task.scene,
                              scene_seed=task.seed, task_id=task.id, goal=task.goal, config=config).run()
         for ours, theirs in zip(spies["graph"].requests, spies["in-process"].requests, strict=True):
-            assert ours.extras["scene"] == theirs.extras["scene"] is not None
-            assert ours.extras["max_rounds"] == theirs.extras["max_rounds"] == 6
-            assert ours.extras["observation"].visible_instances(20) == theirs.extras["observation"].visible_instances(20)
+            assert ours.scene == theirs.scene is not None
+            assert ours.max_rounds == theirs.max_rounds == 6
+            assert ours.last_error == theirs.last_error
+            assert ours.observation.visible_instances(20) == theirs.observation.visible_instances(20)
             assert ours.grounded_targets == theirs.grounded_targets and "fridge" in ours.grounded_targets
 
         expert_backend = InProcessBackend(sim)

@@ -48,7 +48,7 @@ def run_scored(sim: Any, planner: Planner, task: TaskSpec, seed: int = 0, *, max
     recorder = StateRecorder()
     # PARTNR-style tasks switch and clean (the household list); EMMOE's tasks keep the paper's list.
     actions = HOUSEHOLD_ACTIONS if task.evaluation is not None else EMMOE_ACTIONS
-    config = EpisodeConfig(render=False, max_rounds=max_rounds, actions=actions, extras={"evaluation": function})
+    config = EpisodeConfig(render=False, max_rounds=max_rounds, actions=actions)
     trajectory = run_episode(sim, planner, task=task, seed=seed, config=config, skills=skills, observers=[recorder])
     states = recorder.states
     goal_check = None if trajectory.goal_satisfied is None else bool(trajectory.ended and trajectory.goal_satisfied)

@@ -328,8 +328,7 @@ def verify(sim: Any, draft: Draft, scene: str, seed: int, task_id: str) -> Verdi
     task = TaskSpec(id=task_id, instruction=draft.instruction, scene=scene, seed=seed, attributes=["long-horizon"],
                     keypaths=[["[End]"]], goal={"all": draft.goal}, evaluation=function.to_json())
     planner = PartnrExpertPlanner()
-    config = EpisodeConfig(render=False, max_rounds=MAX_ROUNDS, actions=HOUSEHOLD_ACTIONS,
-                           extras={"evaluation": function})
+    config = EpisodeConfig(render=False, max_rounds=MAX_ROUNDS, actions=HOUSEHOLD_ACTIONS)
     trajectory = run_episode(sim, planner, task=task, seed=0, config=config)
     result = evaluate_states(function, [*planner.seen_states, sim.state()])
     plan = tuple(r.subtask_text for r in trajectory.rounds)

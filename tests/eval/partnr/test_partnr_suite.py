@@ -96,7 +96,7 @@ def _verify_task(sim, task) -> bool:
 
     fn = function(task)
     planner = PartnrExpertPlanner()
-    config = EpisodeConfig(render=False, actions=HOUSEHOLD_ACTIONS, extras={"evaluation": fn})
+    config = EpisodeConfig(render=False, actions=HOUSEHOLD_ACTIONS)
     trajectory = run_episode(sim, planner, task=task, seed=0, config=config)
     result = evaluate_states(fn, [*planner.seen_states, sim.state()])
     return bool(trajectory.ended and result.success and len(trajectory.rounds) <= 20)

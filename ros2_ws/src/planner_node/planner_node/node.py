@@ -241,6 +241,7 @@ class PlannerNode(Node):
             task_id=task.task_id or None,
             goal=spec.goal if spec is not None else None,
             run_seed=int(task.seed),
+            evaluation=spec.evaluation if spec is not None else None,
             config=config,
             on_output=self._publish_output,
             on_round=lambda record, trajectory: self._publish_round(task.task_id, record, trajectory),
