@@ -19,6 +19,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from homiebot.files import publish
 from homiebot.eval.metrics import (
     ERROR_CODES,
     ERROR_FAMILIES,
@@ -41,6 +42,10 @@ PAPER_TABLE4: dict[str, dict[str, float]] = {
 #: Column labels of table 4 (the paper calls Put "Place" there).
 TABLE4_LABELS = {"Go to": "Go to", "Pick": "Pick", "Put": "Place (Put)", "Open": "Open", "Close": "Close"}
 _TABLE_KEYS = [c for fam, codes in ERROR_FAMILIES.items() for c in (*codes, fam)] + ["All"]
+
+
+#: The top-level ``summary`` of report.json: EMMOE's table 2 metrics (section 5.1) and the goal check's SR.
+SUMMARY_KEYS = ("sr", "plwsr", "tp", "ser", "srr", "goal_sr")
 
 
 def pct(value: float | None) -> str:
@@ -96,9 +101,12 @@ def build_report(scores: Sequence[EpisodeScore], setting: dict[str, Any]) -> dic
             "ci95": interval,
             "within_ci95": None if interval is None else interval[0] <= paper <= interval[1],
         }
+    table2 = summarize(scores).to_json()
     return {
+        # The headline figures first, so a script (or `jq .summary`) need not know the paper's table numbers.
+        "summary": {"episodes": table2["n"], **{key: table2[key] for key in SUMMARY_KEYS}},
         "setting": setting,
-        "table2": summarize(scores).to_json(),
+        "table2": table2,
         "table3": {split: summary.to_json() for split, summary in split_summaries(scores).items()},
         "table4": [row.__dict__ for row in actions],
         "table4_calibration": calibration,
@@ -273,7 +281,7 @@ def _save_figure(fig: Any, path: Path) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.stem}.", suffix=".png")
     os.close(fd)
-    os.chmod(tmp, 0o644)  # mkstemp creates 0600; a report is for everyone to read
+    publish(tmp)  # mkstemp creates 0600; a report gets the umask's mode like any file the user writes
     try:
         fig.savefig(tmp, dpi=110, bbox_inches="tight")
         os.replace(tmp, path)
@@ -299,13 +307,19 @@ def write_plots(report: dict[str, Any], out_dir: Path) -> dict[str, str]:
         table = report[key]
         values = [100 * (table["shares"][c] or 0.0) for c in ERROR_CODES]
         all_share = table["shares"]["All"]
+        # No trajectories of this kind: no share to state ("n/a%" read like a broken figure).
+        of_rounds = "no trajectories" if all_share is None else f"{pct(all_share)}% of rounds"
         ax.bar(
             [x + (offset - 0.5) * width for x in xs],
             values,
             width,
-            label=f"{name} trajectories ({table['n_errors']} errors, {pct(all_share)}% of rounds)",
+            label=f"{name} trajectories ({table['n_errors']} errors, {of_rounds})",
         )
     ax.set_xticks(list(xs), ERROR_CODES)
+    # Shares are percentages: a fixed 0..100 axis (with no errors matplotlib centres an empty axis on 0, -0.04..0.04).
+    ax.set_ylim(0, 100)
+    if not any(report[key]["n_errors"] for key in ("errors_successful", "errors_failed")):
+        ax.text(0.5, 0.5, "no errors in any round", transform=ax.transAxes, ha="center", va="center")
     ax.set_ylabel("share of errors (%)")
     ax.set_title(f"Error types ({label})")
     ax.legend(fontsize=8)
@@ -360,7 +374,7 @@ def write_plots(report: dict[str, Any], out_dir: Path) -> dict[str, str]:
 def atomic_write_text(path: Path, text: str) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    os.chmod(tmp, 0o644)
+    publish(tmp)
     try:
         with os.fdopen(fd, "w") as handle:
             handle.write(text)
