@@ -85,8 +85,20 @@ def register(app: typer.Typer) -> None:
         images: bool = typer.Option(False, "--images/--no-images", help="Store the four views per round in each record."),
         video: bool = typer.Option(False, "--video/--no-video", help="Store an episode.mp4 per record."),
         progress: bool = typer.Option(True, "--progress/--no-progress", help="Show a progress bar."),
+        observe: str = typer.Option(None, "--observe", help="--suite muep: what the planner is given, text, images or both (docs/muep.md)."),
     ) -> None:
-        """Run the EMMOE-100 evaluation in parallel worker processes; rerun the same command to resume."""
+        """Run the EMMOE-100 evaluation in parallel worker processes; rerun the same command to resume.
+        ``--suite muep`` runs the MuEP-style suite instead (homie muep run; docs/muep.md)."""
+        if suite == "muep":  # MuEP's protocol and table, not EMMOE's loop: its own runner
+            from homiebot.cli.muep import eval_muep
+
+            eval_muep(out, planner, observe, split, _task_list(tasks), _parse_options(planner_option), {
+                "--runs": runs != 3, "--workers": workers != 2, "--noise": noise != "off", "--max-rounds": max_rounds != 20,
+                "--perception": perception != "off", "--images": images, "--video": video,
+            })
+            return
+        if observe is not None:
+            raise report("--observe is an option of --suite muep (EMMOE's planners are given the four views)")
         from pydantic import ValidationError
 
         from homiebot.eval.runner import EvalError, EvalSettings, resolve_suite, run_evaluation
@@ -150,6 +162,11 @@ def register(app: typer.Typer) -> None:
 
         if not directory.is_dir():
             raise report(f"{directory} is not a directory")
+        if (directory / "episodes.jsonl").is_file() and not (directory / "results.jsonl").exists():
+            from homiebot.cli.muep import metrics_muep  # a MuEP run (homie eval --suite muep): MuEP's table
+
+            metrics_muep(directory, report_dir)
+            return
         if report_dir is not None:
             check_output(report_dir, option="--report-dir")
         try:
