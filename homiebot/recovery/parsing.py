@@ -16,6 +16,7 @@ import json
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
 from homiebot.types import Action, Subtask
@@ -79,6 +80,11 @@ def _common_rules(actions: Sequence[str], names: Sequence[str], reason_chars: in
 def grammar(kind: str, actions: Sequence[str], names: Sequence[str], reason_chars: int = REASON_MAX_CHARS) -> str:
     """The EBNF grammar of one stage's answer (``importance``, ``preconditions``, ``workaround``,
     ``post_execution``, ``search``, ``locations`` or ``cot``)."""
+    return _grammar(kind, tuple(actions), tuple(names), reason_chars)
+
+
+@lru_cache(maxsize=256)  # rounds of an episode ask with the same actions and names
+def _grammar(kind: str, actions: tuple[str, ...], names: tuple[str, ...], reason_chars: int) -> str:
     rules = _common_rules(actions, usable_names(names), reason_chars)
     roots = {
         "importance": '"{\\"reason\\": " reason ", \\"important\\": " bool "}"',

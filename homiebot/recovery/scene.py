@@ -19,10 +19,12 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Sequence
+from functools import lru_cache
 
 from homiebot.types import EntityKind, EntityState, WorldState
 
 
+@lru_cache(maxsize=8192)  # the same names and aliases are matched every round
 def _words(text: str) -> str:
     return " " + " ".join(re.split(r"[^a-z0-9]+", text.lower().replace("_", " "))) + " "
 
