@@ -160,13 +160,27 @@ def run_evaluation(
     video: bool = False,
     progress: bool = True,
     report: bool = True,
+    backend: str = "local",
+    address: str | None = None,
 ) -> EvalOutcome:
     """Run (or resume) an evaluation into ``out_dir`` and write its report. See the module docstring.
+
+    ``backend``: ``local`` (worker processes, :mod:`homiebot.eval.pool`) or ``ray`` (Ray actors on this
+    machine or on the cluster at ``address``: :mod:`homiebot.eval.ray_backend`); both read and write the same
+    directory layout, so either resumes the other's run.
 
     Every argument is checked before anything touches ``out_dir``: a refused command leaves no trace.
     """
     out = Path(out_dir).expanduser().absolute()
     tasks = check_arguments(settings, out, runs=runs, workers=workers, split=split, task_ids=task_ids)
+    if backend not in ("local", "ray"):
+        raise EvalError(f"unknown --backend {backend!r}; use local or ray")
+    if backend == "ray":
+        from homiebot.eval.ray_backend import check_ray
+
+        check_ray(address)
+    elif address is not None:
+        raise EvalError("--address needs --backend ray")
     jobs = plan_jobs(settings, tasks, runs)
     started = time.perf_counter()
     created = not out.exists()
@@ -197,7 +211,8 @@ def run_evaluation(
                     log_level=logging.DEBUG if log.isEnabledFor(logging.DEBUG) else logging.WARNING,
                 )
                 try:
-                    _run_jobs(options, todo, min(workers, len(todo)), index, outcome, progress, settings.label())
+                    pool = _make_pool(options, min(workers, len(todo)), backend, address)
+                    _run_jobs(pool, todo, index, outcome, progress, settings.label())
                 except WorkerSetupError as err:
                     # No worker could start (a model that does not load, a bad planner option): nothing ran.
                     done = {f"{job.kind}:{job.task_id}:{job.run}" for job in todo if is_finished(out / job.relpath())}
@@ -240,10 +255,18 @@ def check_arguments(
     return tasks
 
 
+def _make_pool(options: WorkerOptions, size: int, backend: str, address: str | None) -> Any:
+    """The worker pool of ``backend``; both have ``size``, ``run(jobs, on_done, on_failed)`` and ``close()``."""
+    if backend == "ray":
+        from homiebot.eval.ray_backend import RayOptions, RayPool
+
+        return RayPool(options, size, RayOptions(address=address))
+    return WorkerPool(options, size)
+
+
 def _run_jobs(
-    options: WorkerOptions,
+    pool: Any,
     todo: Sequence[Job],
-    n_workers: int,
     index: IndexWriter,
     outcome: EvalOutcome,
     show_progress: bool,
@@ -277,7 +300,7 @@ def _run_jobs(
     wins = 0
     with Progress(*columns, disable=not show_progress, transient=False) as bar:
         if show_progress:
-            bar.console.print(f"[bold]eval[/bold] {label}, {n_workers} workers: {what}", highlight=False)
+            bar.console.print(f"[bold]eval[/bold] {label}, {pool.size} workers: {what}", highlight=False)
         bar_id = bar.add_task("eval", total=len(todo), what="done, 0 succeeded")
 
         def on_done(job: Job, result: dict[str, Any]) -> None:
@@ -296,4 +319,4 @@ def _run_jobs(
             outcome.failed_jobs.append(f"{job.key}: {reason}")
             bar.update(bar_id, advance=1)
 
-        WorkerPool(options, n_workers).run(todo, on_done, on_failed)
+        pool.run(todo, on_done, on_failed)

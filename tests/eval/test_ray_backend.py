@@ -1,0 +1,121 @@
+"""``homie eval --backend ray``: the same directory, the same results as the local backend, and resumable by it.
+
+The record transport (pack on the actor, place on the driver) and the refusals need no Ray; the evaluations
+start a private Ray instance (``ray.init``, a few seconds) and run the two-task ``demo`` suite like
+tests/eval/test_runner.py, whose local results they are compared with.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from homiebot.eval.ray_backend import check_ray, pack_record, place_record, ray_missing
+from homiebot.eval.runner import INDEX_FILE, EvalError, EvalSettings, read_index, run_evaluation
+
+# The expert under EMMOE's execution noise: outcomes depend on the seeds, and each episode has its reference.
+NOISY = EvalSettings(suite="demo", planner="expert", noise="emmoe")
+HOMIE = [str(Path(sys.executable).with_name("homie"))]
+needs_ray = pytest.mark.skipif(ray_missing() is not None, reason=str(ray_missing()))
+
+
+def _report(out: Path) -> dict:
+    report = json.loads((out / "report.json").read_text())
+    report.pop("plots", None)
+    return report
+
+
+def _rounds(out: Path) -> dict[str, list[dict]]:
+    """Every record's rounds without their timings (the deterministic content of the records)."""
+    found = {}
+    for path in sorted(out.glob("*/*/run*/rounds.jsonl")):
+        rows = [json.loads(line) for line in path.read_text().splitlines()]
+        for row in rows:
+            row.pop("timings_s")
+        found[str(path.relative_to(out))] = rows
+    return found
+
+
+def _index_keys(out: Path) -> list[str]:
+    lines = [json.loads(line) for line in (out / INDEX_FILE).read_text().splitlines()]
+    return [f"{e['kind']}:{e['task_id']}:{e['run']}" for e in lines]
+
+
+# ------------------------------------------------------------------------------------ without Ray
+
+
+def test_a_record_travels_whole_and_is_placed_once(tmp_path: Path) -> None:
+    source = tmp_path / "scratch" / "run0"
+    (source / "views").mkdir(parents=True)
+    (source / "summary.json").write_text('{"ok": true}')
+    (source / "views" / "r0_front.png").write_bytes(bytes(range(256)) * 4)
+    data = pack_record(source)
+    target = tmp_path / "out" / "episodes" / "t" / "run0"
+    assert place_record(data, target)
+    assert (target / "summary.json").read_text() == '{"ok": true}'
+    assert (target / "views" / "r0_front.png").read_bytes() == bytes(range(256)) * 4
+    assert not [p for p in target.parent.iterdir() if p.name.startswith(".")]  # no temp directory left
+    (target / "summary.json").write_text('{"first": true}')
+    assert not place_record(data, target)  # a second copy of a finished record is dropped
+    assert (target / "summary.json").read_text() == '{"first": true}'
+
+
+def test_a_half_directory_without_summary_is_replaced(tmp_path: Path) -> None:
+    source = tmp_path / "s"
+    source.mkdir()
+    (source / "summary.json").write_text("{}")
+    target = tmp_path / "t"
+    target.mkdir()
+    (target / "rounds.jsonl").write_text("torn")
+    assert place_record(pack_record(source), target)
+    assert sorted(p.name for p in target.iterdir()) == ["summary.json"]
+
+
+def test_refusals_before_anything_is_written(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    out = tmp_path / "never"
+    with pytest.raises(EvalError, match="use local or ray"):
+        run_evaluation(NOISY, out, backend="spark", progress=False)
+    with pytest.raises(EvalError, match="--address needs --backend ray"):
+        run_evaluation(NOISY, out, address="auto", progress=False)
+    if ray_missing() is None:
+        with pytest.raises(EvalError, match="HOST:PORT"):
+            check_ray("no-port")
+    monkeypatch.setitem(sys.modules, "ray", None)  # as if Ray were not installed
+    with pytest.raises(EvalError, match=r"the 'ray' extra"):
+        run_evaluation(NOISY, out, backend="ray", progress=False)
+    assert not out.exists()
+
+
+# ------------------------------------------------------------------------------------- with Ray
+
+
+@pytest.fixture(scope="module")
+def local_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The local backend's result: the noisy expert (episodes + noiseless references), 2 tasks x 2 runs."""
+    out = tmp_path_factory.mktemp("local")
+    outcome = run_evaluation(NOISY, out, runs=2, workers=2, progress=False)
+    assert outcome.finished == outcome.total == 8 and not outcome.failed_jobs
+    return out
+
+
+@needs_ray
+@pytest.mark.slow
+def test_ray_gives_the_local_results(tmp_path: Path, local_run: Path) -> None:
+    outcome = run_evaluation(NOISY, tmp_path, runs=2, workers=2, progress=False, backend="ray")
+    assert (outcome.finished, outcome.skipped, outcome.failed_jobs) == (8, 0, [])
+    assert _report(tmp_path) == _report(local_run)
+    assert _rounds(tmp_path) == _rounds(local_run)
+    index = read_index(tmp_path)
+    assert len(index) == 8 and sorted(_index_keys(tmp_path)) == sorted(_index_keys(local_run))
+    assert all(entry.get("worker_node") for entry in index.values())  # run by Ray actors
+    assert not list(tmp_path.glob("*/*/.*tmp-*"))
+    # Resuming the finished directory with the local backend runs nothing.
+    again = run_evaluation(NOISY, tmp_path, runs=2, workers=1, progress=False)
+    assert (again.finished, again.skipped) == (0, 8)
