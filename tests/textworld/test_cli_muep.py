@@ -69,3 +69,56 @@ def test_export_then_play_it_as_alfworld_data(small_suite, tmp_path) -> None:
     assert "| valid_unseen | Overall | 2 | 100.00 |" in result.output
     empty = invoke("run", "--alfworld-data", str(data), "--split", "valid_train", "--out", str(tmp_path / "b"))
     assert empty.exit_code == 2 and "no playable ALFWorld game" in empty.output
+
+
+def test_a_run_cut_short_is_completed_by_the_same_command(small_suite, tmp_path) -> None:
+    out = tmp_path / "run"
+    first = invoke("run", "--suite", str(small_suite), "--limit", "2", "--out", str(out))
+    assert first.exit_code == 0, first.output
+    played = (out / "episodes.jsonl").read_text().splitlines()
+    # --limit takes the tasks in turns over types and splits: one seen and one unseen of the first type
+    assert [line.split('"split": "')[1].split('"')[0] for line in played] == ["seen", "unseen"]
+    again = invoke("run", "--suite", str(small_suite), "--out", str(out))
+    assert again.exit_code == 0, again.output
+    lines = (out / "episodes.jsonl").read_text().splitlines()
+    assert lines[:2] == played and len(lines) == 4 and len({line.split('"task_id": ')[1] for line in lines}) == 4
+    assert "| seen | Overall | 2 | 100.00 |" in again.output and "| unseen | Overall | 2 | 100.00 |" in again.output
+    other = invoke("run", "--suite", str(small_suite), "--agent", "random", "--out", str(out))
+    assert other.exit_code == 2
+    assert "holds episodes of expert on sim" in other.output and len(other.output.strip().splitlines()) == 1
+    assert (out / "episodes.jsonl").read_text().splitlines() == lines
+
+
+def test_observe_option_is_checked_before_anything_runs(tmp_path) -> None:
+    for args, message in [
+        (["--observe", "smell"], "unknown observation mode 'smell'"),
+        (["--observe", "images", "--engine", "alfworld"], "ALFWorld's engine has no images"),
+    ]:
+        result = invoke("run", *args, "--out", str(tmp_path / "o"))
+        assert result.exit_code == 2 and message in result.output and len(result.output.strip().splitlines()) == 1
+        assert not (tmp_path / "o").exists()
+
+
+def test_homie_eval_runs_the_muep_suite_and_homie_metrics_recomputes_it(tmp_path) -> None:
+    ids = [t.id for t in load_suite() if t.task_type == "pick_two_obj_and_place"][::20]  # one seen, one unseen
+    out = tmp_path / "eval"
+    app = build_app()
+    ran = runner.invoke(app, ["eval", "--suite", "muep", "--planner", "expert", "--observe", "text",
+                              "--tasks", ",".join(ids), "--out", str(out)])
+    assert ran.exit_code == 0, ran.output
+    assert "| seen | Pick two & place | 1 | 100.00 |" in ran.output and "| unseen | Overall | 1 | 100.00 |" in ran.output
+    (out / "report.md").unlink()
+    again = runner.invoke(app, ["metrics", str(out)])
+    assert again.exit_code == 0, again.output
+    assert (out / "report.md").read_text() in again.output and "| unseen | Overall | 1 | 100.00 |" in again.output
+    for args, message in [
+        (["--runs", "5"], "--runs is not an option of --suite muep"),
+        (["--planner", "openai"], "unknown agent 'openai'"),
+        (["--tasks", "emmoe-001"], "unknown MuEP task id"),
+        (["-p", "engine=alfworld", "--observe", "both"], "ALFWorld's engine has no images"),
+    ]:
+        bad = runner.invoke(app, ["eval", "--suite", "muep", *args, "--out", str(tmp_path / "bad")])
+        assert bad.exit_code == 2 and message in bad.output and len(bad.output.strip().splitlines()) == 1, bad.output
+        assert not (tmp_path / "bad").exists()
+    emmoe = runner.invoke(app, ["eval", "--suite", "emmoe", "--observe", "text", "--out", str(tmp_path / "e")])
+    assert emmoe.exit_code == 2 and "--observe" in emmoe.output and not (tmp_path / "e").exists()
