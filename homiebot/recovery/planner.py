@@ -88,13 +88,12 @@ _MESSAGE_CODES: tuple[tuple[re.Pattern[str], ErrorCode], ...] = (
 
 
 def feedback_code(request: PlanRequest) -> ErrorCode:
-    """The error code of the last round's feedback: the request's own field when it has one, else read from
-    the message (every message the executor writes is one of appendix E.1's fixed texts; any other is F1)."""
-    code = getattr(request, "feedback_code", None)
+    """The error code of the last round's feedback: the request's ``last_error`` (the code beside the message),
+    else read from the message for a request that carries none (a replayed or hand-built one: every message
+    the executor writes is one of appendix E.1's fixed texts; any other is F1)."""
+    code = request.last_error
     if isinstance(code, ErrorCode):
         return code
-    if isinstance(code, str) and code in ErrorCode.__members__:
-        return ErrorCode[code]
     message = (request.feedback or "None").strip()
     for pattern, mapped in _MESSAGE_CODES:
         if pattern.search(message):

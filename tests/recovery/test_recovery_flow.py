@@ -268,7 +268,7 @@ def test_feedback_code_field_or_message():
     assert feedback_code(request("None")) is ErrorCode.OK
     assert feedback_code(request("The output is not in the required format!")) is ErrorCode.F1
     r = request(HAND_FULL)
-    r.feedback_code = ErrorCode.E2  # type: ignore[attr-defined]  # the field wins over the message
+    r.last_error = ErrorCode.E2  # the code beside the message wins
     assert feedback_code(r) is ErrorCode.E2
 
 
@@ -329,3 +329,16 @@ def test_echoed_and_repeated_steps_are_dropped():
     assert d.step(TOO_HARD) == "[Open, fridge]"
     assert d.step() == "[Pick, apple]"  # the retry, once
     assert d.planner.stats.dropped_steps == 2
+
+
+def test_the_session_gives_the_wrapper_the_state_and_the_code_but_never_the_goal():
+    from homiebot.agent.session import PlannerSession
+    from homiebot.types import Feedback, PlannerOutput, Subtask
+
+    planner = RecoveryPlanner(ScriptedPlanner([]), llm=ScriptedLLM())
+    session = PlannerSession(TASK, planner)
+    state = kitchen_state()
+    session.record(PlannerOutput(raw="x", subtask=Subtask("Pick", "apple"), model="RT-1-X"),
+                   Feedback(ErrorCode.L1, HAND_FULL))
+    req = session.make_request([], world_state=state, goal=_GoalTrap())
+    assert req.world_state is state and req.goal is None and req.last_error is ErrorCode.L1

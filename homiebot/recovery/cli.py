@@ -1,0 +1,67 @@
+"""What ``--recovery`` and ``--recovery-stages`` do on ``homie run`` and ``homie eval``: wrap the chosen planner.
+
+``--recovery cmfr|cot|none`` turns ``--planner NAME -p k=v ...`` into the registered ``recovery`` planner with
+``base=NAME`` and ``base_options={k: v, ...}`` (so an evaluation's ``eval.json`` pins the whole setting);
+without ``--recovery`` the planner runs alone. ``--recovery-stages 1,2,3,4`` picks CMFR's stages and
+``--recovery-search/--no-recovery-search`` its object search.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from homiebot.recovery.planner import MODES, parse_stages
+from homiebot.recovery.stats import STATS_DIR, load_stats, summarize, summary_markdown
+
+
+def recovery_planner(
+    planner: str,
+    options: dict[str, Any],
+    recovery: str | None,
+    stages: str | None = None,
+    search: bool | None = None,
+    stats_dir: Path | None = None,
+) -> tuple[str, dict[str, Any]]:
+    """The planner name and options to build: unchanged without ``recovery``, else the wrapper around them.
+    Raises ``ValueError`` with one line for a bad mode or stage list."""
+    if recovery is None:
+        if stages is not None or search is not None:
+            raise ValueError("--recovery-stages and --recovery-search need --recovery cmfr (or cot)")
+        return planner, options
+    if recovery not in MODES:
+        raise ValueError(f"unknown --recovery {recovery!r}; choose {', '.join(MODES)}")
+    if planner == "recovery":
+        raise ValueError("--recovery wraps the --planner; do not also name --planner recovery")
+    if stages is not None and recovery != "cmfr":
+        raise ValueError("--recovery-stages applies to --recovery cmfr")
+    wrapped: dict[str, Any] = {
+        "base": planner,
+        "base_options": {k: v for k, v in options.items() if v is not None},
+        "mode": recovery,
+    }
+    if stages is not None:
+        wrapped["stages"] = sorted(parse_stages(stages))
+    if search is not None:
+        wrapped["search"] = search
+    if stats_dir is not None:
+        wrapped["stats_dir"] = str(stats_dir)
+    return "recovery", wrapped
+
+
+def write_recovery_summary(eval_dir: Path, report_dir: Path | None = None) -> dict[str, Any] | None:
+    """Pool an evaluation's per-episode recovery statistics (``DIR/recovery/``) into ``recovery.json`` and
+    ``recovery.md`` beside its report; None when the evaluation ran without ``--recovery``."""
+    folder = eval_dir / STATS_DIR
+    if not folder.is_dir():
+        return None
+    episodes = load_stats(folder)
+    if not episodes:
+        return None
+    summary = summarize(episodes)
+    target = report_dir or eval_dir
+    target.mkdir(parents=True, exist_ok=True)
+    (target / "recovery.json").write_text(json.dumps(summary, indent=1) + "\n", encoding="utf-8")
+    (target / "recovery.md").write_text(summary_markdown(summary), encoding="utf-8")
+    return summary

@@ -1,0 +1,51 @@
+"""--recovery / --recovery-stages: how the CLI options become the wrapper's options, and the pooled summary."""
+
+from __future__ import annotations
+
+import pytest
+
+from homiebot.planner.registry import make_planner
+from homiebot.recovery.cli import recovery_planner, write_recovery_summary
+from homiebot.recovery.planner import RecoveryPlanner
+from homiebot.recovery.stats import RecoveryStats, write_stats
+
+
+def test_without_recovery_the_planner_is_unchanged():
+    assert recovery_planner("hf", {"model": "smollm2"}, None) == ("hf", {"model": "smollm2"})
+
+
+def test_recovery_wraps_the_planner_and_its_options(tmp_path):
+    name, options = recovery_planner("scripted", {"outputs": ["x"], "path": None}, "cmfr", "1,2", False, tmp_path)
+    assert name == "recovery"
+    assert options == {"base": "scripted", "base_options": {"outputs": ["x"]}, "mode": "cmfr", "stages": [1, 2],
+                       "search": False, "stats_dir": str(tmp_path)}
+    planner = make_planner(name, **{**options, "mode": "none"})
+    assert isinstance(planner, RecoveryPlanner) and planner.inner.name == "scripted"
+    assert planner.config.stages == frozenset({1, 2}) and not planner.config.search
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (("expert", {}, "magic"), "unknown --recovery 'magic'"),
+    (("expert", {}, "cmfr", "1,7"), "stages are 1, 2, 3 and 4"),
+    (("expert", {}, "cot", "1,2"), "--recovery-stages applies to --recovery cmfr"),
+    (("expert", {}, None, "1,2"), "need --recovery"),
+    (("recovery", {}, "cmfr"), "do not also name --planner recovery"),
+])
+def test_bad_recovery_options_are_one_line(args, message):
+    with pytest.raises(ValueError, match=message):
+        recovery_planner(*args)
+
+
+def test_the_summary_is_written_beside_the_report(tmp_path):
+    assert write_recovery_summary(tmp_path) is None  # an evaluation without --recovery
+    stats = RecoveryStats(mode="cmfr", instruction="a", seed=1, failed_subtasks=2, unimportant=1,
+                          reached={"1": 2, "2": 1, "3": 0, "4": 1}, failures_by_code={"L1": 2, "E1": 1},
+                          llm_calls=5, prompt_tokens=100, completion_tokens=20)
+    write_stats(tmp_path / "recovery", stats)
+    write_stats(tmp_path / "recovery", RecoveryStats(mode="cmfr", instruction="b", seed=1))
+    summary = write_recovery_summary(tmp_path, tmp_path / "report")
+    assert summary is not None and summary["episodes"] == 2
+    assert summary["reached_share"]["1"] == 1.0 and summary["unimportant_share"] == 0.5
+    assert summary["llm_calls_per_episode"] == 2.5 and summary["tokens_per_episode"] == 60.0
+    markdown = (tmp_path / "report" / "recovery.md").read_text()
+    assert "| L1 | 2 | 0.67 |" in markdown and (tmp_path / "report" / "recovery.json").is_file()
