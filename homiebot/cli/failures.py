@@ -90,7 +90,8 @@ def _os_error_line(err: OSError) -> tuple[int, str]:
         where += f" -> {err.filename2}"
     reason = err.strerror or str(err)
     if err.errno in (errno.ENOSPC, errno.EDQUOT):
-        return EXIT_ENVIRONMENT, f"no space left on the device writing{where}; nothing half-written was kept"
+        what = f" writing{where}" if where else ""
+        return EXIT_ENVIRONMENT, f"no space left on the device{what}; nothing half-written was kept; free some space and run the command again"
     if err.errno in PATH_ERRNOS:
         return EXIT_BAD_INPUT, f"cannot use{where}: {reason}"
     return EXIT_ENVIRONMENT, f"{reason}{':' + where if where else ''}"

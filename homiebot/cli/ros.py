@@ -20,7 +20,7 @@ import signal
 import threading
 import time
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any
 
 import typer
 
@@ -94,21 +94,21 @@ def register(app: typer.Typer) -> None:
 
     @up_app.command("sim")
     def up_sim(
-        task_id: Optional[str] = typer.Option(None, "--task", "-t", help="Built-in task id: run it to the end, then shut down."),
-        instruction: Optional[str] = typer.Option(None, "--instruction", help="Free-text task (with --scene)."),
-        scene: Optional[str] = typer.Option(None, "--scene", help="Scene (overrides the task's)."),
-        planner: Optional[str] = typer.Option(None, "--planner", help="Planner name (default: config/homie.yaml)."),
-        simulator: Optional[str] = typer.Option(None, "--simulator", help="Simulator backend (default: config/homie.yaml)."),
+        task_id: str | None = typer.Option(None, "--task", "-t", help="Built-in task id: run it to the end, then shut down."),
+        instruction: str | None = typer.Option(None, "--instruction", help="Free-text task (with --scene)."),
+        scene: str | None = typer.Option(None, "--scene", help="Scene (overrides the task's)."),
+        planner: str | None = typer.Option(None, "--planner", help="Planner name (default: config/homie.yaml)."),
+        simulator: str | None = typer.Option(None, "--simulator", help="Simulator backend (default: config/homie.yaml)."),
         seed: int = typer.Option(0, "--seed", help="Run index: the scene seed is the task's seed + this."),
-        noise: Optional[str] = typer.Option(None, "--noise", help="Skill execution noise of the sim bridge: off, emmoe (EMMOE table 4) or a preset name (default: config/homie.yaml, noiseless)."),
-        out: Optional[Path] = typer.Option(None, "--out", "-o", help="Run directory (node logs, result.json, bag). Default runs/up-<time>."),
-        params: Optional[Path] = typer.Option(None, "--params", help="Node parameters (default launch/config/homie.yaml)."),
-        graph_file: Optional[Path] = typer.Option(None, "--graph", help="Node processes (default launch/config/graph.yaml)."),
-        domain_id: Optional[int] = typer.Option(None, "--domain-id", min=0, max=232, help="ROS_DOMAIN_ID for the graph."),
+        noise: str | None = typer.Option(None, "--noise", help="Skill execution noise of the sim bridge: off, emmoe (EMMOE table 4) or a preset name (default: config/homie.yaml, noiseless)."),
+        out: Path | None = typer.Option(None, "--out", "-o", help="Run directory (node logs, result.json, bag). Default runs/up-<time>."),
+        params: Path | None = typer.Option(None, "--params", help="Node parameters (default launch/config/homie.yaml)."),
+        graph_file: Path | None = typer.Option(None, "--graph", help="Node processes (default launch/config/graph.yaml)."),
+        domain_id: int | None = typer.Option(None, "--domain-id", min=0, max=232, help="ROS_DOMAIN_ID for the graph."),
         localhost: bool = typer.Option(True, "--localhost/--network", help="Keep DDS discovery on this machine."),
         record: bool = typer.Option(False, "--record", help="Also record the graph's topics to <out>/bag (MCAP)."),
-        timeout: Optional[float] = typer.Option(None, "--timeout", min=1.0, help="Give up after this many seconds (exit 3)."),
-        execute_timeout: Optional[float] = typer.Option(None, "--execute-timeout", min=0.1, help="Planner's deadline per subtask (s)."),
+        timeout: float | None = typer.Option(None, "--timeout", min=1.0, help="Give up after this many seconds (exit 3)."),
+        execute_timeout: float | None = typer.Option(None, "--execute-timeout", min=0.1, help="Planner's deadline per subtask (s)."),
     ) -> None:
         """Start the node processes, run a task through the graph (or wait for tasks on /homie/task), shut down cleanly."""
         from rich.console import Console
@@ -236,12 +236,12 @@ def register(app: typer.Typer) -> None:
     @bag_app.command("record")
     def bag_record(
         output: Path = typer.Argument(..., help="Bag directory to create (rosbag2 with one MCAP file)."),
-        topics: Optional[list[str]] = typer.Option(None, "--topic", help="Topics to record (repeatable). Default: every topic."),
-        duration: Optional[float] = typer.Option(None, "--duration", min=0.1, help="Stop after this many seconds."),
+        topics: list[str] | None = typer.Option(None, "--topic", help="Topics to record (repeatable). Default: every topic."),
+        duration: float | None = typer.Option(None, "--duration", min=0.1, help="Stop after this many seconds."),
         until_end: bool = typer.Option(False, "--until-end", help="Stop when /homie/episode_status reports the episode over."),
         overwrite: bool = typer.Option(False, "--overwrite", help="Replace an existing bag at OUTPUT."),
         exclude_camera_topics: bool = typer.Option(False, "--no-camera-topics", help="Skip the per-camera image topics (MultiView still holds the views)."),
-        ready_file: Optional[Path] = typer.Option(None, "--ready-file", help="Create this file once the recorder listens."),
+        ready_file: Path | None = typer.Option(None, "--ready-file", help="Create this file once the recorder listens."),
     ) -> None:
         """Record the graph's topics with raw (serialized) subscriptions into a rosbag2 MCAP bag."""
         check_output(output, option="OUTPUT")
@@ -253,7 +253,7 @@ def register(app: typer.Typer) -> None:
         try:
             summary = record_bag(output, topics=topics or None, duration_s=duration, until_episode_end=until_end,
                                  overwrite=overwrite, should_stop=stop, exclude_camera_topics=exclude_camera_topics,
-                                 ready=(lambda: ready_file.touch()) if ready_file is not None else None)
+                                 ready=ready_file.touch if ready_file is not None else None)
         except BagError as err:
             raise _fail(str(err), err.exit_code) from None
         typer.echo(f"recorded {summary.messages} messages on {len(summary.topics)} topics in {summary.duration_s:.2f} s -> {summary.path}")
@@ -263,7 +263,7 @@ def register(app: typer.Typer) -> None:
         bag: Path = typer.Argument(..., help="Bag directory (or its .mcap file)."),
         rate: float = typer.Option(1.0, "--rate", min=0.01, help="Playback speed factor (original timing at 1.0)."),
         fast: bool = typer.Option(False, "--fast", help="Publish as fast as possible, ignoring the recorded timing."),
-        topics: Optional[list[str]] = typer.Option(None, "--topic", help="Only these topics (repeatable)."),
+        topics: list[str] | None = typer.Option(None, "--topic", help="Only these topics (repeatable)."),
         wait_subscribers: float = typer.Option(1.0, "--wait", min=0.0, help="Seconds to let subscribers discover the publishers."),
     ) -> None:
         """Publish a bag's messages again, raw (no deserialization), with the original timing or as fast as possible."""
@@ -313,7 +313,7 @@ def register(app: typer.Typer) -> None:
     def bag_replay(
         bag: Path = typer.Argument(..., help="A bag recorded during an episode (homie up sim --record)."),
         planner: str = typer.Option("expert", "--planner", help="Planner to check against the recorded rounds."),
-        out: Optional[Path] = typer.Option(None, "--out", help="Write the per-round comparison as JSON."),
+        out: Path | None = typer.Option(None, "--out", help="Write the per-round comparison as JSON."),
         min_agreement: float = typer.Option(0.0, "--min-agreement", min=0.0, max=1.0,
                                             help="Exit 1 when fewer rounds than this fraction agree (regression gate)."),
     ) -> None:

@@ -38,6 +38,7 @@ import numpy as np
 from PIL import Image, ImageDraw
 
 from homiebot.agent.observers import ObserverBase
+from homiebot.files import publish
 from homiebot.types import (
     VIEW_NAMES,
     ErrorCode,
@@ -190,6 +191,7 @@ class EpisodeRecorder:
 
     def start(self, trajectory: Trajectory, scene_seed: int | None = None, config: Any = None) -> None:
         self._tmp = Path(tempfile.mkdtemp(prefix=f".{self.out_dir.name}.tmp-", dir=self.out_dir.parent))
+        publish(self._tmp)  # mkdtemp makes it 0700; the record is renamed into place and keeps the umask's mode
         self._rounds = []
         self._notes = {}
         self._meta = {
@@ -246,7 +248,10 @@ class EpisodeRecorder:
 
             assert self._tmp is not None
             self._writer = imageio.get_writer(
-                str(self._tmp / VIDEO_FILE), fps=self.fps, codec="libx264", quality=7, macro_block_size=16
+                str(self._tmp / VIDEO_FILE), fps=self.fps, codec="libx264", quality=7, macro_block_size=16,
+                # ffmpeg's own log lines (e.g. on a full disk) would stand beside the command's one error line;
+                # a failure still raises here and is reported by the command.
+                ffmpeg_log_level="fatal",
             )
         return self._writer
 

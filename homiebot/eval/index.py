@@ -56,7 +56,7 @@ class IndexWriter:
     def __init__(self, path: Path) -> None:
         self.path = path
         _repair_index_tail(path)
-        self._fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        self._fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o666)  # the umask takes its part, as for open()
 
     def append(self, entry: dict[str, Any]) -> None:
         data = (json.dumps(entry, sort_keys=True) + "\n").encode()

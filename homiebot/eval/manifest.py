@@ -157,7 +157,7 @@ def eval_lock(out_dir: Path) -> Iterator[None]:
     """An exclusive ``flock`` on ``DIR/.lock``: two evaluations never write one directory. The kernel drops
     the lock when the holder dies, so a killed evaluation never leaves a stale lock behind."""
     out_dir.mkdir(parents=True, exist_ok=True)
-    fd = os.open(out_dir / LOCK_FILE, os.O_CREAT | os.O_RDWR, 0o644)
+    fd = os.open(out_dir / LOCK_FILE, os.O_CREAT | os.O_RDWR, 0o666)  # the umask takes its part, as for open()
     try:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)

@@ -7,6 +7,7 @@ import os
 import tempfile
 from pathlib import Path
 
+from homiebot.files import publish
 from homiebot.perception.layout import SceneLayout
 from homiebot.perception.world_graph import ROBOT_ID, NodeKind, Relation, WorldGraph
 from homiebot.types import EntityKind, WorldState
@@ -66,7 +67,7 @@ def render_topdown(graph: WorldGraph, layout: SceneLayout, path: str | Path, tru
     os.close(fd)
     try:
         fig.savefig(tmp, dpi=dpi)
-        os.chmod(tmp, 0o644)  # mkstemp creates 0600
+        publish(tmp)  # mkstemp makes 0600; the file gets the mode the user's umask gives
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)

@@ -33,6 +33,7 @@ from pathlib import Path
 import networkx as nx
 from pydantic import TypeAdapter, ValidationError
 
+from homiebot.files import publish
 from homiebot.types import EntityKind, EntityState, Pose2D, WorldState
 
 #: Version of the plain-data schema (``WorldGraphExport``). Bump on any incompatible change; readers refuse
@@ -492,7 +493,7 @@ def atomic_write_text(path: str | Path, text: str) -> Path:
     try:
         with os.fdopen(fd, "w") as handle:
             handle.write(text)
-        os.chmod(tmp, 0o644)  # mkstemp creates 0600; a graph file is meant to be read by other tools
+        publish(tmp)  # mkstemp makes 0600; the file gets the mode the user's umask gives
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)

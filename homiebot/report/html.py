@@ -15,6 +15,8 @@ import tempfile
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
+from homiebot.files import publish
+
 #: Colours of the feedback badges: OK green, the error families of EMMOE appendix E.1 each their own.
 CODE_COLOURS: dict[str, str] = {"OK": "#2e7d32", "L": "#8e24aa", "D": "#ef6c00", "F": "#c62828", "E": "#1565c0"}
 
@@ -132,7 +134,7 @@ def atomic_write_text(path: Path, text: str) -> None:
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
             handle.write(text)
-        os.chmod(tmp, 0o644)  # mkstemp makes 0600; a report is for everyone to read
+        publish(tmp)  # mkstemp makes 0600; the file gets the mode the user's umask gives
         os.replace(tmp, path)
     finally:
         if os.path.exists(tmp):

@@ -35,6 +35,7 @@ from rosbags.interfaces import Qos, QosDurability, QosHistory, QosLiveliness, Qo
 from rosbags.rosbag2 import Reader, StoragePlugin, Writer
 from rosbags.typesys import Stores, get_types_from_msg, get_typestore
 
+from homiebot.files import publish
 from homiebot.ros.environment import repository_root
 
 log = logging.getLogger(__name__)
@@ -81,9 +82,14 @@ def write_json_atomically(path: str | os.PathLike[str], data: Any) -> None:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    with os.fdopen(fd, "w") as handle:
-        json.dump(data, handle, indent=2)
-    os.replace(tmp, path)
+    try:
+        with os.fdopen(fd, "w") as handle:
+            json.dump(data, handle, indent=2)
+        publish(tmp)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
 
 
 # ------------------------------------------------------------------------------------------------ type system
@@ -184,6 +190,7 @@ def record_bag(
     # The bag is written under a hidden sibling folder and moved into place when complete. rosbags names
     # the storage file after the bag folder, so the bag folder inside keeps the final name.
     staging = Path(tempfile.mkdtemp(prefix=f".{output.name}.", dir=output.parent))
+    publish(staging)
     tmp = staging / output.name
     wanted = set(topics) if topics else None
     writer = Writer(tmp, version=BAG_VERSION, storage_plugin=StoragePlugin.MCAP)
@@ -208,7 +215,7 @@ def record_bag(
             connections[topic] = None
             return
         if msgtype not in store.fielddefs:
-            register_package(store, msgtype.split("/")[0])  # a package found on the ament path
+            register_package(store, msgtype.split("/", maxsplit=1)[0])  # a package found on the ament path
         if latched is None:  # adapt to the publishers, as rosbag2 does
             infos = node.get_publishers_info_by_topic(topic)
             transient = bool(infos) and all(i.qos_profile.durability == DurabilityPolicy.TRANSIENT_LOCAL for i in infos)
