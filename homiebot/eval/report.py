@@ -19,7 +19,6 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from homiebot.files import publish
 from homiebot.eval.metrics import (
     ERROR_CODES,
     ERROR_FAMILIES,
@@ -30,6 +29,7 @@ from homiebot.eval.metrics import (
     split_summaries,
     summarize,
 )
+from homiebot.files import publish
 
 #: Table 4 of the paper (P and SR per action, %), the target of the ``emmoe`` noise preset's calibration.
 PAPER_TABLE4: dict[str, dict[str, float]] = {
