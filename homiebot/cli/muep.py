@@ -10,8 +10,15 @@ from homiebot.cli.failures import check_output
 from homiebot.cli.failures import report as _fail
 
 
-def eval_muep(out: Path, planner: str, observe: str | None, split: str, task_ids: list[str] | None,
-              options: dict[str, object], ignored: dict[str, bool]) -> None:
+def eval_muep(
+    out: Path,
+    planner: str,
+    observe: str | None,
+    split: str,
+    task_ids: list[str] | None,
+    options: dict[str, object],
+    ignored: dict[str, bool],
+) -> None:
     """``homie eval --suite muep``: the MuEP-style suite through :func:`homiebot.eval.muep_run.run_suite`
     (MuEP's text protocol and table, not EMMOE's loop). ``planner``: expert, random or smollm2; planner
     options ``engine`` (sim or alfworld) and ``phrasing``; ``split``: all, seen or unseen; ``ignored``: the
@@ -70,7 +77,10 @@ def metrics_muep(directory: Path, report_dir: Path | None = None, convention: st
 
 
 def register(app: typer.Typer) -> None:
-    muep = typer.Typer(help="MuEP-style evaluation: ALFWorld's six task types in the text world or ALFWorld's engine.", no_args_is_help=True)
+    muep = typer.Typer(
+        help="MuEP-style evaluation: ALFWorld's six task types in the text world or ALFWorld's engine.",
+        no_args_is_help=True,
+    )
     app.add_typer(muep, name="muep")
 
     @muep.command("run")
@@ -78,12 +88,22 @@ def register(app: typer.Typer) -> None:
         out: Path = typer.Option(..., "--out", "-o", help="Directory for episodes.jsonl and report.md."),
         agent: str = typer.Option("expert", help="expert, random, or smollm2 (text mode; --engine sim)."),
         engine: str = typer.Option("sim", help="sim (the simulator's text world) or alfworld (ALFWorld's engine)."),
-        observe: str = typer.Option("text", help="What the agent is given on --engine sim: text, images (the four views) or both."),
-        phrasing: str = typer.Option("alfworld", help="alfworld (ALFWorld 0.4: move X to Y) or papers (put X in/on Y)."),
-        split: str = typer.Option("all", help="seen, unseen or all (with --alfworld-data: the data's split, e.g. valid_unseen)."),
-        limit: int = typer.Option(0, help="Play only the first N tasks, taken in turns over the types and splits (0: all)."),
+        observe: str = typer.Option(
+            "text", help="What the agent is given on --engine sim: text, images (the four views) or both."
+        ),
+        phrasing: str = typer.Option(
+            "alfworld", help="alfworld (ALFWorld 0.4: move X to Y) or papers (put X in/on Y)."
+        ),
+        split: str = typer.Option(
+            "all", help="seen, unseen or all (with --alfworld-data: the data's split, e.g. valid_unseen)."
+        ),
+        limit: int = typer.Option(
+            0, help="Play only the first N tasks, taken in turns over the types and splits (0: all)."
+        ),
         suite: Path = typer.Option(None, help="A suite file (default: the built-in muep.yaml)."),
-        alfworld_data: Path = typer.Option(None, "--alfworld-data", help="Play the games of your own ALFWorld data directory instead."),
+        alfworld_data: Path = typer.Option(
+            None, "--alfworld-data", help="Play the games of your own ALFWorld data directory instead."
+        ),
     ) -> None:
         """Play the suite and print MuEP's table (SR, IS, GCS, LC, RDI per task type). An --out directory with
         episodes of the same settings is resumed (rerun the same command to complete a run cut short)."""
@@ -117,8 +137,12 @@ def register(app: typer.Typer) -> None:
 
     @muep.command("metrics")
     def metrics_command(
-        run_dir: Path = typer.Argument(..., help="A directory written by homie muep run, or by homie eval (EMMOE-100)."),
-        convention: str = typer.Option("tables", help="tables (MuEP's tables, default) or prose (the paper's formulas)."),
+        run_dir: Path = typer.Argument(
+            ..., help="A directory written by homie muep run, or by homie eval (EMMOE-100)."
+        ),
+        convention: str = typer.Option(
+            "tables", help="tables (MuEP's tables, default) or prose (the paper's formulas)."
+        ),
     ) -> None:
         """Recompute MuEP's table from episodes.jsonl alone."""
         from homiebot.eval.muep import Convention
@@ -133,7 +157,9 @@ def register(app: typer.Typer) -> None:
 
     @muep.command("export")
     def export_command(
-        out: Path = typer.Option(..., "--out", "-o", help="Directory for the game folders (valid_seen/, valid_unseen/)."),
+        out: Path = typer.Option(
+            ..., "--out", "-o", help="Directory for the game folders (valid_seen/, valid_unseen/)."
+        ),
         phrasing: str = typer.Option("alfworld", help="alfworld or papers (the grammar's put command)."),
         suite: Path = typer.Option(None, help="A suite file (default: the built-in muep.yaml)."),
     ) -> None:

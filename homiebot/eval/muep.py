@@ -204,7 +204,11 @@ def muep_table(
     table: dict[str, dict[str, MuepRow]] = {}
     for split in sorted({e.split for e in eps}):
         in_split = [e for e in eps if e.split == split]
-        rows = {t: muep_row([e for e in in_split if e.task_type == t], convention) for t in TASK_TYPES if any(e.task_type == t for e in in_split)}
+        rows = {
+            t: muep_row([e for e in in_split if e.task_type == t], convention)
+            for t in TASK_TYPES
+            if any(e.task_type == t for e in in_split)
+        }
         others = sorted({e.task_type for e in in_split} - set(TASK_TYPES))
         rows.update({t: muep_row([e for e in in_split if e.task_type == t], convention) for t in others})
         rows["overall"] = muep_row(in_split, convention)
@@ -226,7 +230,9 @@ def format_table(table: dict[str, dict[str, MuepRow]], title: str = "") -> str:
 # ----------------------------------------------------------------------------------------------- EMMOE runs
 
 
-def episode_from_trajectory(trajectory: Any, task_type: str, split: str, success: bool, progress: Fraction) -> MuepEpisode:
+def episode_from_trajectory(
+    trajectory: Any, task_type: str, split: str, success: bool, progress: Fraction
+) -> MuepEpisode:
     """MuEP's record of an EMMOE episode (a :class:`homiebot.types.Trajectory`).
 
     Decisions (docs/muep.md): an action is a round's subtask; it is language-compliant unless its feedback is
@@ -265,5 +271,9 @@ def emmoe_episodes(eval_dir: Path | str) -> list[MuepEpisode]:
             continue
         task = get_task(row["task_id"])
         trajectory = read_episode(root / "episodes" / row["task_id"] / f"run{row['run']}")
-        episodes.append(episode_from_trajectory(trajectory, task.attributes[0], task.split, bool(row["success"]), Fraction(row["tp"])))
+        episodes.append(
+            episode_from_trajectory(
+                trajectory, task.attributes[0], task.split, bool(row["success"]), Fraction(row["tp"])
+            )
+        )
     return episodes

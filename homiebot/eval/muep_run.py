@@ -59,8 +59,13 @@ class EpisodeRecord:
         ep = data["episode"]
         episode = MuepEpisode(**{**ep, "actions": tuple(ep["actions"]), "valid": tuple(ep["valid"])})
         return cls(
-            episode, data["engine"], data["agent"], data["phrasing"], tuple(tuple(t) for t in data["transcript"]),
-            data["seconds"], data.get("observe", Observe.TEXT.value),  # records written before the modes were text
+            episode,
+            data["engine"],
+            data["agent"],
+            data["phrasing"],
+            tuple(tuple(t) for t in data["transcript"]),
+            data["seconds"],
+            data.get("observe", Observe.TEXT.value),  # records written before the modes were text
         )
 
 
@@ -111,7 +116,9 @@ def run_suite(
     previous = _previous_records(out_dir, engine, agent, phrasing.value, observe.value)
     done = {r.episode.task_id for r in previous}
     if done:
-        log.info("%s: %d episode(s) already played, %d to play", out_dir, len(done), sum(t.id not in done for t in tasks))
+        log.info(
+            "%s: %d episode(s) already played, %d to play", out_dir, len(done), sum(t.id not in done for t in tasks)
+        )
     tasks = [t for t in tasks if t.id not in done]
     own_sim = sim is None
     if sim is None:
@@ -183,7 +190,13 @@ def play_alfworld(
 
     sim.reset(task.scene, seed=task.seed)
     exported = export_game(
-        sim, task.task_type, task.object_type, task.receptacle_type, task.toggle_type, task.instruction, folder,
+        sim,
+        task.task_type,
+        task.object_type,
+        task.receptacle_type,
+        task.toggle_type,
+        task.instruction,
+        folder,
         phrasing=Phrasing(phrasing).value,
     )
     return play_game(exported.game_file, task, agent)
@@ -248,7 +261,9 @@ def task_of_game(game_file: Path, split: str) -> AlfredTask:
     )
 
 
-def run_alfworld_data(data_dir: Path, agent: str, out_dir: Path, split: str | None = None, limit: int | None = None) -> list[EpisodeRecord]:
+def run_alfworld_data(
+    data_dir: Path, agent: str, out_dir: Path, split: str | None = None, limit: int | None = None
+) -> list[EpisodeRecord]:
     """Play the games of an ALFWorld data directory (the user's download, or folders exported here) with
     ALFWorld's planner expert or the random agent; splits as the folders name them (``valid_seen``...)."""
     from homiebot.textworld.alfworld import find_games
@@ -274,7 +289,9 @@ def run_alfworld_data(data_dir: Path, agent: str, out_dir: Path, split: str | No
     return records
 
 
-def export_suite(tasks: Sequence[AlfredTask], out_dir: Path, phrasing: Phrasing | str = Phrasing.ALFWORLD) -> list[Path]:
+def export_suite(
+    tasks: Sequence[AlfredTask], out_dir: Path, phrasing: Phrasing | str = Phrasing.ALFWORLD
+) -> list[Path]:
     """Every task as an ALFWorld game folder, in ALFWorld's layout (``valid_seen/<id>/``, ``valid_unseen/<id>/``)."""
     from homiebot.sim.mujoco.backend import MujocoSimulator
     from homiebot.textworld.alfworld import export_game
@@ -285,14 +302,26 @@ def export_suite(tasks: Sequence[AlfredTask], out_dir: Path, phrasing: Phrasing 
         for task in tasks:
             sim.reset(task.scene, seed=task.seed)
             folder = out_dir / f"valid_{task.split}" / task.id
-            files.append(export_game(sim, task.task_type, task.object_type, task.receptacle_type, task.toggle_type,
-                                     task.instruction, folder, phrasing=Phrasing(phrasing).value).game_file)
+            files.append(
+                export_game(
+                    sim,
+                    task.task_type,
+                    task.object_type,
+                    task.receptacle_type,
+                    task.toggle_type,
+                    task.instruction,
+                    folder,
+                    phrasing=Phrasing(phrasing).value,
+                ).game_file
+            )
     finally:
         sim.shutdown()
     return files
 
 
-def write_report(records: Sequence[EpisodeRecord], out_dir: Path, convention: Convention | str = Convention.TABLES) -> str:
+def write_report(
+    records: Sequence[EpisodeRecord], out_dir: Path, convention: Convention | str = Convention.TABLES
+) -> str:
     """``report.md``: MuEP's table of these records (``convention``), and the time per episode."""
     if not records:
         text = "No episodes.\n"

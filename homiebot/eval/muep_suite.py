@@ -229,7 +229,9 @@ class TextExpert:
         entity = state.entities[target]
         if entity.articulated and not entity.is_open:
             if held is not None:
-                return world.put_command(text(held), text(world.location)) if world.location else f"go to {text(target)}"
+                return (
+                    world.put_command(text(held), text(world.location)) if world.location else f"go to {text(target)}"
+                )
             return go_or(target, f"open {text(target)}")
         done = {o for o in objects if state.entities[o].parent == target}
         if held in objects and held not in done:
@@ -373,8 +375,13 @@ def _candidates(scene: str, seed: int, sim: Simulator) -> list[AlfredTask]:
     return out
 
 
-def generate_suite(per_type: int = 40, scenes_seen: Iterable[str] = SEEN_SCENES, scenes_unseen: Iterable[str] = UNSEEN_SCENES,
-                   seed: int = 0, sim_factory: Callable[[], Simulator] | None = None) -> list[AlfredTask]:
+def generate_suite(
+    per_type: int = 40,
+    scenes_seen: Iterable[str] = SEEN_SCENES,
+    scenes_unseen: Iterable[str] = UNSEEN_SCENES,
+    seed: int = 0,
+    sim_factory: Callable[[], Simulator] | None = None,
+) -> list[AlfredTask]:
     """``per_type`` tasks per type, half on seen and half on unseen scenes, each verified: the goal does not
     hold at all at the start (no condition met) and the expert solves it in the simulator within 30 steps."""
     if sim_factory is None:
@@ -402,17 +409,27 @@ def generate_suite(per_type: int = 40, scenes_seen: Iterable[str] = SEEN_SCENES,
                         break
                     number = sum(t.task_type == task_type for t in tasks) + 1
                     variant = rng.randrange(2)
-                    instruction = instruction_for(task_type, cand.object_type, cand.receptacle_type, cand.toggle_type, variant)
+                    instruction = instruction_for(
+                        task_type, cand.object_type, cand.receptacle_type, cand.toggle_type, variant
+                    )
                     task = AlfredTask(
-                        id=f"muep-{split}-{task_type}-{number:03d}", task_type=task_type, scene=cand.scene,
-                        seed=cand.seed + number, split=split, object_type=cand.object_type,
-                        receptacle_type=cand.receptacle_type, toggle_type=cand.toggle_type, instruction=instruction,
+                        id=f"muep-{split}-{task_type}-{number:03d}",
+                        task_type=task_type,
+                        scene=cand.scene,
+                        seed=cand.seed + number,
+                        split=split,
+                        object_type=cand.object_type,
+                        receptacle_type=cand.receptacle_type,
+                        toggle_type=cand.toggle_type,
+                        instruction=instruction,
                     )
                     if _verified(sim, task):
                         tasks.append(task)
                         chosen += 1
                 if chosen < quota:
-                    raise SceneError(f"only {chosen} verifiable {task_type} tasks on the {split} scenes (wanted {quota})")
+                    raise SceneError(
+                        f"only {chosen} verifiable {task_type} tasks on the {split} scenes (wanted {quota})"
+                    )
     finally:
         sim.shutdown()
     return tasks
@@ -440,4 +457,3 @@ def load_suite(path: Path | str = SUITE_PATH) -> list[AlfredTask]:
         return [AlfredTask(**row) for row in data]
     except (yaml.YAMLError, TypeError, ValueError) as err:
         raise SceneError(f"invalid MuEP suite {path}: {err}") from None
-

@@ -20,7 +20,11 @@ def invoke(*args: str):
 @pytest.fixture()
 def small_suite(tmp_path):
     suite = load_suite()
-    tasks = [next(t for t in suite if t.task_type == kind and t.split == split) for kind in TASK_TYPES[:2] for split in ("seen", "unseen")]
+    tasks = [
+        next(t for t in suite if t.task_type == kind and t.split == split)
+        for kind in TASK_TYPES[:2]
+        for split in ("seen", "unseen")
+    ]
     path = tmp_path / "small.yaml"
     save_suite(tasks, path)
     return path
@@ -33,7 +37,9 @@ def test_run_in_the_text_world_and_recompute(small_suite, tmp_path) -> None:
     assert "| seen | Overall | 2 | 100.00 |" in result.output and "| unseen | Overall | 2 | 100.00 |" in result.output
     again = invoke("metrics", str(out), "--convention", "prose")
     assert again.exit_code == 0 and "| unseen | Overall | 2 | 100.00 |" in again.output
-    papers = invoke("run", "--suite", str(small_suite), "--split", "unseen", "--phrasing", "papers", "--out", str(tmp_path / "p"))
+    papers = invoke(
+        "run", "--suite", str(small_suite), "--split", "unseen", "--phrasing", "papers", "--out", str(tmp_path / "p")
+    )
     assert papers.exit_code == 0 and "| seen |" not in papers.output
 
 
@@ -64,7 +70,17 @@ def test_export_then_play_it_as_alfworld_data(small_suite, tmp_path) -> None:
     data = tmp_path / "json_2.1.1"
     exported = invoke("export", "--suite", str(small_suite), "--out", str(data))
     assert exported.exit_code == 0 and "4 game folders" in exported.output
-    result = invoke("run", "--alfworld-data", str(data), "--split", "valid_unseen", "--agent", "expert", "--out", str(tmp_path / "a"))
+    result = invoke(
+        "run",
+        "--alfworld-data",
+        str(data),
+        "--split",
+        "valid_unseen",
+        "--agent",
+        "expert",
+        "--out",
+        str(tmp_path / "a"),
+    )
     assert result.exit_code == 0, result.output
     assert "| valid_unseen | Overall | 2 | 100.00 |" in result.output
     empty = invoke("run", "--alfworld-data", str(data), "--split", "valid_train", "--out", str(tmp_path / "b"))
@@ -103,10 +119,26 @@ def test_homie_eval_runs_the_muep_suite_and_homie_metrics_recomputes_it(tmp_path
     ids = [t.id for t in load_suite() if t.task_type == "pick_two_obj_and_place"][::20]  # one seen, one unseen
     out = tmp_path / "eval"
     app = build_app()
-    ran = runner.invoke(app, ["eval", "--suite", "muep", "--planner", "expert", "--observe", "text",
-                              "--tasks", ",".join(ids), "--out", str(out)])
+    ran = runner.invoke(
+        app,
+        [
+            "eval",
+            "--suite",
+            "muep",
+            "--planner",
+            "expert",
+            "--observe",
+            "text",
+            "--tasks",
+            ",".join(ids),
+            "--out",
+            str(out),
+        ],
+    )
     assert ran.exit_code == 0, ran.output
-    assert "| seen | Pick two & place | 1 | 100.00 |" in ran.output and "| unseen | Overall | 1 | 100.00 |" in ran.output
+    assert (
+        "| seen | Pick two & place | 1 | 100.00 |" in ran.output and "| unseen | Overall | 1 | 100.00 |" in ran.output
+    )
     (out / "report.md").unlink()
     again = runner.invoke(app, ["metrics", str(out)])
     assert again.exit_code == 0, again.output
