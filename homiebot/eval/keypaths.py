@@ -149,7 +149,9 @@ class SceneNameResolver:
     @classmethod
     def from_scene_spec(cls, spec: SceneSpec, groups: Mapping[str, Iterable[str]] | None = None) -> SceneNameResolver:
         """Rooms, furniture and objects of a scene spec (names do not depend on the placement seed)."""
-        rows = [(e.name, e.category, tuple(e.aliases)) for e in (*spec.rooms, *spec.furniture, *spec.objects)]
+        rows = [(e.name, e.category, tuple(e.aliases)) for e in spec.rooms]
+        rows += [(e.name, e.category, tuple(e.aliases)) for e in spec.furniture]
+        rows += [(e.name, e.category, tuple(e.aliases)) for e in spec.objects]
         return cls.from_entities(rows, groups)
 
     @classmethod
@@ -255,7 +257,8 @@ def task_progress(
     if not keypaths:
         raise KeypathError("a task needs at least one keypath")
     parsed = [tuple(parse_node(n) if isinstance(n, str) else n for n in path) for path in keypaths]
-    steps = list(rounds) if all(isinstance(r, Step) for r in rounds) else steps_of(rounds)  # type: ignore[arg-type]
+    given = [r for r in rounds if isinstance(r, Step)]
+    steps = given if len(given) == len(rounds) else steps_of([r for r in rounds if isinstance(r, RoundRecord)])
     ratios = []
     for path in parsed:
         if not path:

@@ -288,9 +288,9 @@ def _release_memory() -> None:
 
 
 def _rss_mb() -> float:
-    import psutil  # type: ignore[import-untyped]
+    import psutil
 
-    return psutil.Process().memory_info().rss / 2**20
+    return float(psutil.Process().memory_info().rss) / 2**20
 
 
 def worker_main(conn: connection.Connection, options: WorkerOptions) -> None:

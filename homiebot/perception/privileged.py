@@ -28,7 +28,7 @@ import numpy as np
 from homiebot.perception.actions import apply_action
 from homiebot.perception.geometry import backproject
 from homiebot.perception.layout import SceneLayout
-from homiebot.perception.world_graph import ROBOT_ID, GraphNode, NodeKind, Relation, WorldGraph
+from homiebot.perception.world_graph import ROBOT_ID, GraphNode, NodeKind, Relation, StateValue, WorldGraph
 from homiebot.types import Action, EntityKind, Observation, WorldState
 
 log = logging.getLogger(__name__)
@@ -61,7 +61,7 @@ def layout_graph(layout: SceneLayout, *, with_furniture: bool = True) -> WorldGr
         )
     if with_furniture:
         for f in layout.furniture:
-            states = {"is_open": f.is_open} if f.is_open is not None else {}
+            states: dict[str, StateValue] = {"is_open": f.is_open} if f.is_open is not None else {}
             graph.add_node(
                 GraphNode(f.name, NodeKind.FURNITURE, f.category, f.name, f.aliases, f.position, f.bbox_min, f.bbox_max,
                           states, f.affordances)
@@ -111,7 +111,9 @@ class PrivilegedGraphBuilder:
             points, seg, _ = backproject(view, cfg.stride, max_depth=cfg.max_depth)
             keep = np.isin(seg, list(wanted))
             for seg_id, pts in group_points_by_segment(points[keep], seg[keep]).items():
-                seen.setdefault(names[seg_id], []).append(pts)  # type: ignore[index]
+                name = names[seg_id]
+                if name is not None:  # only named instances were kept (``wanted``)
+                    seen.setdefault(name, []).append(pts)
 
         changed: list[str] = []
         for name, chunks in seen.items():

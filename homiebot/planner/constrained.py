@@ -94,7 +94,8 @@ class AnswerConstraint:
             bad = [n for n in names if not n.strip() or set(n) & _FORBIDDEN_IN_NAMES]
             if bad:
                 raise ConstraintError(f"{kind} names must be non-empty and free of ',[]' and line breaks: {bad}")
-        usable, dropped = [], []
+        usable: list[str] = []
+        dropped: list[str] = []
         for name in _unique(t.strip() for t in targets):
             (dropped if not name or set(name) & _FORBIDDEN_IN_NAMES else usable).append(name)
         if dropped:

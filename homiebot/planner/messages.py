@@ -198,7 +198,7 @@ def from_openai_messages(wire: Any) -> list[ChatMessage]:
                 ref = part.get("image_url")
                 url = ref.get("url") if isinstance(ref, dict) else ref
                 try:
-                    images.append(decode_data_url(url))
+                    images.append(decode_data_url(url if isinstance(url, str) else ""))
                 except MessageFormatError as exc:
                     raise MessageFormatError(f"{where}: {exc}") from None
             else:

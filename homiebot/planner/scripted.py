@@ -36,7 +36,8 @@ def load_script(path: str | Path) -> list[str]:
         if not isinstance(data, list) or not all(isinstance(x, str) for x in data):
             raise ValueError(f"{path}: a JSON script must be a list of strings")
         return data
-    answers, current = [], []
+    answers: list[str] = []
+    current: list[str] = []
     for line in text.splitlines():
         if line.strip() == "---":
             answers.append("\n".join(current).strip())

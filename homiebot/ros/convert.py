@@ -139,7 +139,7 @@ def matrix_to_pose(matrix: np.ndarray) -> Pose:
         w, x, y, z = (r[1, 0] - r[0, 1]) / s, (r[0, 2] + r[2, 0]) / s, (r[1, 2] + r[2, 1]) / s, 0.25 * s
     norm = math.sqrt(w * w + x * x + y * y + z * z)
     return Pose(
-        position=point(m[:3, 3]),
+        position=point(m[:3, 3].tolist()),
         orientation=Quaternion(x=float(x / norm), y=float(y / norm), z=float(z / norm), w=float(w / norm)),
     )
 

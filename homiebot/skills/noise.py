@@ -45,11 +45,10 @@ SKILL_ACTIONS: tuple[Action, ...] = (Action.GO_TO, Action.PICK, Action.PUT, Acti
 
 def _parse_action(key: Any) -> Action:
     if isinstance(key, Action):
-        action = key
-    else:
-        action = Action.parse(str(key).replace("_", " "))  # "go_to", "Go to", "pick"
-        if action is None:
-            raise ValueError(f"unknown skill {key!r}; skills: {', '.join(a.value for a in SKILL_ACTIONS)}")
+        return key
+    action = Action.parse(str(key).replace("_", " "))  # "go_to", "Go to", "pick"
+    if action is None:
+        raise ValueError(f"unknown skill {key!r}; skills: {', '.join(a.value for a in SKILL_ACTIONS)}")
     if action is Action.END:
         raise ValueError("End is not a skill and cannot fail")
     return action

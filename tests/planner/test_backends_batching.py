@@ -77,7 +77,7 @@ def test_a_lone_request_waits_at_most_max_wait() -> None:
 
 
 def test_full_batch_runs_without_waiting_for_the_window() -> None:
-    batcher: RequestBatcher[int, int] = RequestBatcher(lambda xs: list(xs), max_batch_size=3, max_wait_s=30.0)
+    batcher: RequestBatcher[int, int] = RequestBatcher(list, max_batch_size=3, max_wait_s=30.0)
     try:
         futures = [batcher.submit(i) for i in range(3)]
         assert [f.result(timeout=5) for f in futures] == [0, 1, 2]  # would take 30 s if the window ruled

@@ -83,7 +83,7 @@ def scene_contents(state: WorldState, scene_spec: Any) -> SceneContents:
         scene=state.scene,
         surfaces=surfaces,
         containers=containers,
-        objects=objects,  # type: ignore[arg-type]
+        objects=objects,
         categories=categories,
         switch_on=tuple(sorted(n for n in switchable if state.entities[n].powered_on is False)),
         switch_off=tuple(sorted(n for n in switchable if state.entities[n].powered_on is True)),

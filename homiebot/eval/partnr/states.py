@@ -80,9 +80,9 @@ def _entity_from_fields(name: str, fields: Mapping[str, Any]) -> EntityState:
         category=fields["category"],
         kind=EntityKind(fields["kind"]),
         aliases=tuple(fields["aliases"]),
-        position=tuple((a + b) / 2 for a, b in zip(lo, hi)),  # type: ignore[arg-type]
-        bbox_min=lo,  # type: ignore[arg-type]
-        bbox_max=hi,  # type: ignore[arg-type]
+        position=tuple((a + b) / 2 for a, b in zip(lo, hi)),
+        bbox_min=lo,
+        bbox_max=hi,
         room=fields["room"],
         parent=fields["parent"],
         relation=fields["relation"],

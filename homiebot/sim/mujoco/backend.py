@@ -46,6 +46,7 @@ import itertools
 import logging
 import math
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import mujoco
 import numpy as np
@@ -80,6 +81,9 @@ from homiebot.types import (
     SkillStatus,
     WorldState,
 )
+
+if TYPE_CHECKING:  # rendering needs a GL context: imported only when rendering is on
+    from homiebot.sim.mujoco.rendering import MultiViewRenderer
 
 logger = logging.getLogger(__name__)
 
@@ -138,7 +142,7 @@ class MujocoSimulator:
         self._spec_key: str | None = None
         self._compiled: CompiledScene | None = None
         self._data: mujoco.MjData | None = None
-        self._renderer = None
+        self._renderer: MultiViewRenderer | None = None
         self._seed = 0
         self._put_rng = np.random.default_rng(0)
         self._objects: dict[str, _ObjectState] = {}

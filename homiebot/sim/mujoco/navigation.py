@@ -49,7 +49,7 @@ class OccupancyGrid:
 
     @property
     def shape(self) -> tuple[int, int]:
-        return self.blocked.shape  # type: ignore[return-value]
+        return self.blocked.shape
 
     def cell_of(self, x: float, y: float) -> tuple[int, int]:
         col = round((x - self.origin[0]) / self.resolution)

@@ -46,7 +46,7 @@ def obj(name: str, parent: str | None, relation: str | None = "on", x: float | N
         room = p.room
         x = p.position[0] if x is None else x
         y = p.position[1] if y == 0.0 and x == p.position[0] else y
-    category = name.split("_")[0]
+    category = name.split("_", 1)[0]
     return EntityState(name=name, category=category, kind=EntityKind.OBJECT, aliases=(), room=room,
                        parent=None if held else parent, relation=None if held or parent is None else relation,
                        held=held, **_box(x or 0.0, y, z, HALF, HALF, HALF))
