@@ -29,6 +29,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from homiebot.perception.conceptgraph import ConceptGraphBuilder
 from homiebot.perception.grounding import (
     Embedder,
     ExactTiersGrounder,
@@ -37,6 +38,7 @@ from homiebot.perception.grounding import (
     SemanticGrounder,
 )
 from homiebot.perception.matching import resolve_instance
+from homiebot.perception.privileged import PrivilegedGraphBuilder
 from homiebot.perception.quality import make_builders
 from homiebot.perception.world_graph import ROBOT_ID, GraphNode, NodeKind, Relation, WorldGraph
 from homiebot.sim.scene import SceneSpec
@@ -66,7 +68,9 @@ class WorldModel:
         self.config = config
         self.spec = spec
         privileged, conceptgraph = make_builders(spec, state, label_confusion=config.label_confusion, seed=config.seed)
-        self._builder = privileged if config.builder == "privileged" else conceptgraph
+        # One of the two is used; the other's type tells mypy which calls each takes.
+        self._privileged: PrivilegedGraphBuilder | None = privileged if config.builder == "privileged" else None
+        self._builder: PrivilegedGraphBuilder | ConceptGraphBuilder = self._privileged or conceptgraph
         self._semantic: Grounder = SemanticGrounder(embedder) if config.semantic_grounding else ExactTiersGrounder()
         self._grounded: dict[str, str] = {}  # simulator instance -> node id it was last grounded through
 
@@ -81,8 +85,9 @@ class WorldModel:
 
     def observe(self, observation: Observation, state: WorldState) -> list[str]:
         """Fuse one observation (four views). ``state`` is read only by the privileged builder."""
-        if self.config.builder == "privileged":
-            return self._builder.update(observation, state)
+        if self._privileged is not None:
+            return self._privileged.update(observation, state)
+        assert isinstance(self._builder, ConceptGraphBuilder)
         return self._builder.update(observation)
 
     def node_for_instance(self, instance: str, state: WorldState) -> GraphNode | None:
@@ -114,7 +119,7 @@ class WorldModel:
         act = action if isinstance(action, Action) else Action.parse(action)
         if act in (None, Action.GO_TO, Action.END) or target is None:
             return []
-        if self.config.builder == "privileged":
+        if self._privileged is not None:
             relation = None
             if act is Action.PUT and state is not None and target in state.entities:
                 truth = state.entities[target].relation
@@ -122,7 +127,7 @@ class WorldModel:
             if not self.graph.has(target):
                 log.debug("privileged graph: %s on %s, which no view has shown yet", act.value, target)
                 return []
-            return self._builder.apply_action(act, target, place, relation)
+            return self._privileged.apply_action(act, target, place, relation)
         if state is None:
             raise ValueError("the image-built graph needs the world state to find the nodes of simulator instances")
         node = self.node_for_instance(target, state)
@@ -130,6 +135,7 @@ class WorldModel:
         if node is None or (place is not None and where is None):
             log.debug("image-built graph: %s %s/%s not in the graph; no update", act.value, target, place)
             return []
+        assert isinstance(self._builder, ConceptGraphBuilder)
         return self._builder.apply_action(act, node.id, where.id if where is not None else None)
 
     def remember_grounding(self, instance: str, node_id: str) -> None:
@@ -173,7 +179,7 @@ class WorldModel:
                 continue
             instance = self.instance_of(node, state)
             entity = state.entities.get(instance) if instance is not None else None
-            if entity is None:
+            if instance is None or entity is None:
                 continue
             distance = math.dist(node.position, entity.position)
             if distance < best.get(instance, math.inf):
@@ -195,7 +201,7 @@ class GraphGrounder:
             return result
         node = graph.by_name(result.instance)
         instance = self.model.instance_of(node, state) if node is not None else None
-        if instance is None:
+        if node is None or instance is None:
             return GroundingResult(None, result.score, "none", result.candidates)
         self.model.remember_grounding(instance, node.id)  # what record_action updates if the action succeeds
         candidates = tuple(

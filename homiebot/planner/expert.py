@@ -323,8 +323,7 @@ class ExpertPlanner(Planner):
     def _search_spots(self, state: WorldState | None, name: str) -> list[str]:
         """Where ``name`` can be seen from, in search order: its receptacle, then its room (with perception,
         only places perception knows: the way there must be nameable)."""
-        entity = state.entities.get(name) if state is not None else None
-        if entity is None:
+        if state is None or (entity := state.entities.get(name)) is None:
             return []
         spots = dict.fromkeys(s for s in (entity.parent, entity.room) if s and s != name and s in state.entities)
         return [s for s in spots if not self._unseen(s)]
