@@ -5,7 +5,8 @@ no planner) it:
 
 1. resets the simulator to a scene (``/sim/reset``, homie_msgs/srv/ResetEpisode);
 2. reads the four views from the standard per-camera topics (``/camera/<view>/image_raw``,
-   sensor_msgs/Image) after asking the bridge to render (``/sim/render_views``);
+   sensor_msgs/Image) and their intrinsics (``/camera/<view>/camera_info`` and, beside the depth image,
+   ``/camera/<view>/depth/camera_info``) after asking the bridge to render (``/sim/render_views``);
 3. sends ExecuteSubtask goals (``/homie/execute_subtask``) and prints each result.
 
 Single-threaded, the textbook way: every call is followed by ``rclpy.spin_until_future_complete``.
@@ -24,7 +25,7 @@ from homie_msgs.msg import Feedback, Subtask
 from homie_msgs.srv import RenderViews, ResetEpisode
 from rclpy.action import ActionClient
 from rclpy.qos import QoSProfile, ReliabilityPolicy
-from sensor_msgs.msg import Image
+from sensor_msgs.msg import CameraInfo, Image
 
 VIEWS = ("front", "left", "back", "right")
 #: The low-level model EMMOE names for each action (table E2).
@@ -41,9 +42,15 @@ def wait(node, future, timeout: float):
 
 def run(node, scene: str, subtasks: list[list[str]]) -> int:
     images: dict[str, Image] = {}
+    infos: dict[str, CameraInfo] = {}
+    depth_infos: dict[str, CameraInfo] = {}
     qos = QoSProfile(depth=5, reliability=ReliabilityPolicy.RELIABLE)
     for view in VIEWS:
         node.create_subscription(Image, f"/camera/{view}/image_raw", lambda msg, view=view: images.__setitem__(view, msg), qos)
+        # The intrinsics beside each image, as depth_image_proc looks for them.
+        node.create_subscription(CameraInfo, f"/camera/{view}/camera_info", lambda msg, view=view: infos.__setitem__(view, msg), qos)
+        node.create_subscription(CameraInfo, f"/camera/{view}/depth/camera_info",
+                                 lambda msg, view=view: depth_infos.__setitem__(view, msg), qos)
 
     reset = node.create_client(ResetEpisode, "/sim/reset")
     render = node.create_client(RenderViews, "/sim/render_views")
@@ -56,13 +63,17 @@ def run(node, scene: str, subtasks: list[list[str]]) -> int:
         return 1
     # The camera topics are published when subscribed: render until the bridge has matched our subscriptions.
     deadline = time.monotonic() + 30
-    while len(images) < 4 and time.monotonic() < deadline:
+    while min(len(images), len(infos), len(depth_infos)) < 4 and time.monotonic() < deadline:
         wait(node, render.call_async(RenderViews.Request()), 30)
         end = time.monotonic() + 0.3
         while time.monotonic() < end:
             rclpy.spin_once(node, timeout_sec=0.05)
     views = {v: {"encoding": m.encoding, "height": m.height, "width": m.width, "bytes": len(m.data),
                  "frame": m.header.frame_id, "mean": sum(m.data[::97]) / len(m.data[::97])} for v, m in images.items()}
+    for v, info in infos.items():
+        views[v]["camera_info"] = {"k": list(info.k), "size": [info.height, info.width], "frame": info.header.frame_id}
+    for v, info in depth_infos.items():
+        views[v]["depth_camera_info"] = {"k": list(info.k), "size": [info.height, info.width], "frame": info.header.frame_id}
 
     client = ActionClient(node, ExecuteSubtask, "/homie/execute_subtask")
     if not client.wait_for_server(timeout_sec=60):

@@ -118,6 +118,14 @@ def test_bag_opens_with_the_mcap_reader(recorded_bag):
     assert {c.message_encoding for c in summary.channels.values()} == {"cdr"}
     assert [s.round_index for s in statuses] == list(range(1, N_ROUNDS + 1))
     assert statuses[-1].state == EpisodeStatus.ENDED
+    # Stored as zstd chunks with a CRC each (homiebot.ros.bag.compress_mcap), and the CRCs hold.
+    assert summary.chunk_indexes and {c.compression for c in summary.chunk_indexes} == {"zstd"}
+    from mcap.records import Chunk
+    from mcap.stream_reader import StreamReader
+
+    with open(recorded_bag / "episode.mcap", "rb") as handle:
+        chunks = [r for r in StreamReader(handle, emit_chunks=True, validate_crcs=True).records if isinstance(r, Chunk)]
+    assert chunks and all(c.uncompressed_crc != 0 for c in chunks)
 
 
 def test_bag_info_reads_the_episode(recorded_bag):

@@ -45,6 +45,10 @@ def test_outside_client_sends_goals_and_reads_four_views(tmp_path, ros_domain):
     for name, view in report["views"].items():
         assert (view["encoding"], view["height"], view["width"], view["bytes"]) == ("rgb8", 256, 256, 256 * 256 * 3)
         assert view["frame"] == f"{name}_camera_optical_frame"
+        # The depth image comes from the same camera: the same intrinsics beside it.
+        assert view["depth_camera_info"] == view["camera_info"]
+        assert view["camera_info"]["size"] == [256, 256] and view["camera_info"]["k"][0] > 0
+        assert view["camera_info"]["frame"] == f"{name}_camera_optical_frame"
     assert [(r["subtask"], r["code"]) for r in report["results"]] == [
         ("[Go to, fridge]", "OK"), ("[Open, fridge]", "OK"), ("[Pick, unicorn]", "F2"),
     ]

@@ -16,7 +16,7 @@ the one the skill layer runs (empty: ``oracle``); a model no skill serves is ans
 
 Publishes: ``/homie/views`` (homie_msgs/MultiView), per view ``/camera/<view>/image_raw`` (rgb8),
 ``/camera/<view>/depth/image_raw`` (32FC1), ``/camera/<view>/segmentation/image_raw`` (32SC1) and
-``/camera/<view>/camera_info``; ``/odom`` (nav_msgs/Odometry), ``/joint_states`` (sensor_msgs/JointState),
+``/camera/<view>/camera_info`` (and the same intrinsics on ``/camera/<view>/depth/camera_info``); ``/odom`` (nav_msgs/Odometry), ``/joint_states`` (sensor_msgs/JointState),
 ``/sim/path`` (nav_msgs/Path), ``/clock`` (rosgraph_msgs/Clock: the simulated time, from 0 at every reset, for
 ``use_sim_time``), ``/tf`` (tf2_msgs/TFMessage: ``map`` -> ``odom`` -> ``base_link``, and the robot's links from
 their URDF parents) and latched ``/tf_static`` (the camera mounts, ``base_link`` -> ``<view>_camera_optical_frame``,
@@ -156,6 +156,10 @@ class SimBridge(Node):
                     self.create_publisher(Image, f"{base}/depth/image_raw", SENSOR_QOS),
                     self.create_publisher(Image, f"{base}/segmentation/image_raw", SENSOR_QOS),
                     self.create_publisher(CameraInfo, f"{base}/camera_info", SENSOR_QOS),
+                    # The depth image is rendered by the same camera (aligned pixel for pixel), so it has the same
+                    # intrinsics; depth_image_proc and rviz look for them beside the depth image (image_transport's
+                    # CameraPublisher convention: camera_info is a sibling of the image topic).
+                    self.create_publisher(CameraInfo, f"{base}/depth/camera_info", SENSOR_QOS),
                 )
 
         scene = self.get_parameter("scene").value
@@ -331,7 +335,8 @@ class SimBridge(Node):
             pubs = self._camera_pubs.get(view_msg.name)
             if pubs is None:
                 continue
-            for publisher, message in zip(pubs, (view_msg.rgb, view_msg.depth, view_msg.segmentation, view_msg.camera_info)):
+            messages = (view_msg.rgb, view_msg.depth, view_msg.segmentation, view_msg.camera_info, view_msg.camera_info)
+            for publisher, message in zip(pubs, messages):
                 if publisher.get_subscription_count() > 0:
                     publisher.publish(message)
         base_pose = convert.pose2d_to_pose(observation.robot_pose)
