@@ -155,6 +155,27 @@ def register(app: typer.Typer) -> None:
         except (FileNotFoundError, ValueError) as err:
             raise _fail(str(err)) from None
 
+    @muep.command("compare")
+    def compare_command(
+        run_dirs: list[Path] = typer.Argument(
+            ..., help="Directories written by homie muep run (or homie eval --suite muep)."
+        ),
+        convention: str = typer.Option(
+            "tables", help="tables (MuEP's tables, default) or prose (the paper's formulas)."
+        ),
+        common: bool = typer.Option(False, "--common/--all", help="Only the tasks every run played."),
+    ) -> None:
+        """Runs side by side: MuEP's overall row of each split per run (markdown)."""
+        from homiebot.eval.muep import Convention
+        from homiebot.eval.muep_run import compare
+
+        if convention not in {c.value for c in Convention}:
+            raise _fail(f"unknown convention {convention!r}; choose tables or prose")
+        try:
+            typer.echo(compare(run_dirs, convention, common))
+        except (FileNotFoundError, ValueError) as err:
+            raise _fail(str(err)) from None
+
     @muep.command("export")
     def export_command(
         out: Path = typer.Option(

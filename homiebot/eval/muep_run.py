@@ -363,3 +363,39 @@ def recompute(out_dir: Path | str, convention: Convention | str = Convention.TAB
     else:
         episodes = [r.episode for r in load_records(out_dir)]
     return format_table(muep_table(episodes, convention), f"{Convention(convention).value} convention")
+
+
+def compare(
+    run_dirs: Sequence[Path | str], convention: Convention | str = Convention.TABLES, common: bool = False
+) -> str:
+    """Several runs side by side, one row per run: its setting, the number of episodes and MuEP's overall row of
+    each split, and the median time per episode. ``common``: only the tasks every run played (two runs cut
+    short at different points are then compared on the same tasks)."""
+    runs = [(Path(d), load_records(d)) for d in run_dirs]
+    if not runs:
+        raise ValueError("give at least one run directory")
+    empty = [str(d) for d, records in runs if not records]
+    if empty:
+        raise ValueError(f"no episodes in {', '.join(empty)}")
+    if common:
+        shared = set.intersection(*({r.episode.task_id for r in records} for _, records in runs))
+        runs = [(d, [r for r in records if r.episode.task_id in shared]) for d, records in runs]
+        if not shared:
+            raise ValueError("the runs have no task in common")
+    splits = sorted({r.episode.split for _, records in runs for r in records})
+    header = "| run | agent | engine | observe | " + " | ".join(f"{s} N | SR | IS | GCS | LC | RDI" for s in splits)
+    lines = [header + " | s per episode (median) |", "|" + "---|" * (5 + 6 * len(splits))]
+    for folder, records in runs:
+        first = records[0]
+        table = muep_table([r.episode for r in records], convention)
+        cells = []
+        for split in splits:
+            row = table.get(split, {}).get("overall")
+            cells += [str(row.n), *row.cells()] if row is not None else ["0"] + ["-"] * 5
+        seconds = sorted(r.seconds for r in records)
+        lines.append(
+            f"| {folder.name} | {first.agent} | {first.engine} | {first.observe} | "
+            + " | ".join(cells)
+            + f" | {seconds[len(seconds) // 2]:.2f} |"
+        )
+    return "\n".join(lines)

@@ -154,3 +154,21 @@ def test_homie_eval_runs_the_muep_suite_and_homie_metrics_recomputes_it(tmp_path
         assert not (tmp_path / "bad").exists()
     emmoe = runner.invoke(app, ["eval", "--suite", "emmoe", "--observe", "text", "--out", str(tmp_path / "e")])
     assert emmoe.exit_code == 2 and "--observe" in emmoe.output and not (tmp_path / "e").exists()
+
+
+def test_compare_puts_runs_side_by_side_on_their_common_tasks(small_suite, tmp_path) -> None:
+    expert, rand = tmp_path / "expert", tmp_path / "random"
+    assert invoke("run", "--suite", str(small_suite), "--out", str(expert)).exit_code == 0
+    assert (
+        invoke("run", "--suite", str(small_suite), "--agent", "random", "--limit", "2", "--out", str(rand)).exit_code
+        == 0
+    )
+    result = invoke("compare", str(expert), str(rand))
+    assert result.exit_code == 0, result.output
+    rows = {line.split("|")[1].strip(): line.split("|") for line in result.output.splitlines()[2:]}
+    assert rows["expert"][5].strip() == "2" and rows["expert"][6].strip() == "100.00"  # seen N, SR
+    assert rows["random"][2].strip() == "random" and rows["random"][5].strip() == "1"
+    common = invoke("compare", str(expert), str(rand), "--common")
+    assert all(line.split("|")[5].strip() == "1" for line in common.output.splitlines()[2:])
+    missing = invoke("compare", str(tmp_path / "nothing"))
+    assert missing.exit_code == 2 and "no episodes.jsonl" in missing.output
