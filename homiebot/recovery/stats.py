@@ -164,7 +164,7 @@ def summary_markdown(summary: dict[str, Any]) -> str:
     lines = [
         "## Failure recovery",
         "",
-        f"{summary['episodes']} episode(s); {summary['failed_subtasks']} failed subtask(s) of the base planner entered recovery.",
+        f"{summary['episodes']} episode(s); {summary['failed_subtasks']} failed subtask(s) of the base planner (the entry point of recovery).",
         "",
         "| figure | value |",
         "|---|---|",
