@@ -11,7 +11,7 @@ from typing import Any
 
 import typer
 
-from homiebot.cli.failures import EXIT_INTERRUPTED, check_output, report
+from homiebot.cli.failures import EXIT_ENVIRONMENT, EXIT_INTERRUPTED, check_output, report
 
 log = logging.getLogger(__name__)
 
@@ -86,6 +86,9 @@ def register(app: typer.Typer) -> None:
         video: bool = typer.Option(False, "--video/--no-video", help="Store an episode.mp4 per record."),
         progress: bool = typer.Option(True, "--progress/--no-progress", help="Show a progress bar."),
         observe: str = typer.Option(None, "--observe", help="--suite muep: what the planner is given, text, images or both (docs/muep.md)."),
+        backend: str = typer.Option("local", "--backend", help="Who runs the episodes: local (worker processes) or ray (Ray actors, here or on a cluster; docs/ray.md)."),
+        address: str = typer.Option(None, "--address", help="--backend ray: auto (the cluster `ray start` runs here) or the head's HOST:PORT; default a private Ray instance on this machine."),
+        html_report: bool = typer.Option(True, "--report/--no-report", help="Write the HTML report DIR/report.html and the episodes' pages at the end (docs/reports.md)."),
     ) -> None:
         """Run the EMMOE-100 evaluation in parallel worker processes; rerun the same command to resume.
         ``--suite muep`` runs the MuEP-style suite instead (homie muep run; docs/muep.md)."""
@@ -95,6 +98,7 @@ def register(app: typer.Typer) -> None:
             eval_muep(out, planner, observe, split, _task_list(tasks), _parse_options(planner_option), {
                 "--runs": runs != 3, "--workers": workers != 2, "--noise": noise != "off", "--max-rounds": max_rounds != 20,
                 "--perception": perception != "off", "--images": images, "--video": video,
+                "--backend": backend != "local", "--address": address is not None,
             })
             return
         if observe is not None:
@@ -129,6 +133,8 @@ def register(app: typer.Typer) -> None:
                 images=images,
                 video=video,
                 progress=progress,
+                backend=backend,
+                address=address,
             )
         except (EvalError, TaskError) as err:
             raise report(str(err)) from None
@@ -142,6 +148,14 @@ def register(app: typer.Typer) -> None:
         )
         tables = json.loads((outcome.out_dir / "report.json").read_text())
         _print_summary(tables, outcome.out_dir)
+        if html_report:
+            from homiebot.report import ReportError, write_report
+
+            try:
+                pages = write_report(outcome.out_dir)
+            except ReportError as err:
+                raise report(f"the evaluation is kept but its HTML report was not written: {err}", EXIT_ENVIRONMENT) from None
+            typer.echo(f"HTML report: {pages[0]} (+ {len(pages) - 1} episode pages)")
         if outcome.failed_jobs:
             # Not results: nothing was stored for them, and the same command runs them later.
             typer.secho(

@@ -194,7 +194,9 @@ class RayPool:
         if self.ray_options.address is None:
             # A private instance: no token file (the instance listens on this machine only) and a small store.
             os.environ.setdefault("RAY_AUTH_MODE", "disabled")
-            kwargs.update(num_cpus=max(1, round(self.size * self.ray_options.num_cpus)),
+            # "local" starts a new instance even where RAY_ADDRESS or a `ray start` here names a cluster
+            # (https://docs.ray.io/en/latest/ray-core/api/doc/ray.init.html).
+            kwargs.update(address="local", num_cpus=max(1, round(self.size * self.ray_options.num_cpus)),
                           object_store_memory=LOCAL_OBJECT_STORE_BYTES)
         else:
             kwargs["address"] = self.ray_options.address

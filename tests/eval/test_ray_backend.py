@@ -93,6 +93,21 @@ def test_refusals_before_anything_is_written(tmp_path: Path, monkeypatch: pytest
     assert not out.exists()
 
 
+def test_cli_without_ray_says_how_to_get_it(tmp_path: Path) -> None:
+    # A child whose `import ray` fails, whether or not Ray is installed here.
+    code = (
+        "import sys; sys.modules['ray'] = None; sys.argv = ['homie'] + sys.argv[1:];"
+        "from homiebot.cli import main; main()"
+    )
+    out = tmp_path / "e"
+    proc = subprocess.run([sys.executable, "-c", code, "eval", "--suite", "demo", "--backend", "ray", "--out", str(out)],
+                          check=False, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2, proc.stderr
+    assert "pip install -e '.[ray]'" in proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1
+    assert not out.exists()
+
+
 # ------------------------------------------------------------------------------------- with Ray
 
 
@@ -109,7 +124,7 @@ def local_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.mark.slow
 def test_ray_gives_the_local_results(tmp_path: Path, local_run: Path) -> None:
     outcome = run_evaluation(NOISY, tmp_path, runs=2, workers=2, progress=False, backend="ray")
-    assert (outcome.finished, outcome.skipped, outcome.failed_jobs) == (8, 0, [])
+    assert (outcome.finished, outcome.skipped, outcome.failed_jobs) == (8, 0, []), outcome.failed_jobs[:1]
     assert _report(tmp_path) == _report(local_run)
     assert _rounds(tmp_path) == _rounds(local_run)
     index = read_index(tmp_path)
@@ -119,3 +134,34 @@ def test_ray_gives_the_local_results(tmp_path: Path, local_run: Path) -> None:
     # Resuming the finished directory with the local backend runs nothing.
     again = run_evaluation(NOISY, tmp_path, runs=2, workers=1, progress=False)
     assert (again.finished, again.skipped) == (0, 8)
+
+
+@needs_ray
+@pytest.mark.slow
+def test_local_run_killed_halfway_then_resumed_on_ray(tmp_path: Path, local_run: Path) -> None:
+    out = tmp_path / "mixed"
+    command = [*HOMIE, "eval", "--suite", "demo", "--planner", "expert", "--noise", "emmoe", "--runs", "2", "--workers", "2",
+               "--out", str(out), "--no-progress"]
+    env = {**os.environ, "MUJOCO_GL": os.environ.get("MUJOCO_GL", "egl")}
+    proc = subprocess.Popen(command, env=env, start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    index = out / INDEX_FILE
+    deadline = time.monotonic() + 180
+    while time.monotonic() < deadline and proc.poll() is None:
+        if index.exists() and len(index.read_text().splitlines()) >= 4:  # half of the 8 jobs
+            break
+        time.sleep(0.02)
+    assert proc.poll() is None, "the local run ended before it could be killed halfway"
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait(timeout=30)
+    before = len(list(out.glob("*/*/run*/summary.json")))
+    assert 4 <= before < 8
+    resumed = subprocess.run([*command, "--backend", "ray"], env=env, check=False, capture_output=True, text=True,
+                             timeout=600)
+    assert resumed.returncode == 0, resumed.stderr
+    assert f"{8 - before} episode(s) run, {before} already done" in resumed.stdout
+    assert _report(out) == _report(local_run)
+    assert _rounds(out) == _rounds(local_run)
+    keys = _index_keys(out)
+    assert len(keys) == len(set(keys)) == 8  # every episode exactly once
+    ray_rows = [e for e in read_index(out).values() if e.get("worker_node")]
+    assert len(ray_rows) == 8 - before

@@ -82,3 +82,19 @@ def test_run_live_serves_the_episode_to_a_websocket_client(tmp_path: Path) -> No
     assert any(line.startswith("round 8:") for line in lines)
     assert got.get("/robot/pose") and got.get("/camera/front/image")
     assert (got["/camera/front/image"][-1].width, got["/camera/front/image"][-1].encoding) == (256, "rgb8")
+
+
+@pytest.mark.slow
+def test_eval_writes_the_html_report_unless_told_not_to(tmp_path: Path) -> None:
+    out = tmp_path / "ev"
+    done = subprocess.run([*HOMIE, "eval", "--suite", "demo", "--runs", "1", "--workers", "1", "--no-progress",
+                           "--out", str(out)], env=ENV, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert f"HTML report: {out / 'report.html'} (+ 2 episode pages)" in done.stdout.replace("\n", "")
+    assert 'id="tasks"' in (out / "report.html").read_text()
+    assert sorted(p.parent.parent.name for p in out.glob("episodes/*/run0/report.html")) == ["demo-drawer", "demo-green-can"]
+    bare = tmp_path / "bare"
+    done = subprocess.run([*HOMIE, "eval", "--suite", "demo", "--runs", "1", "--workers", "1", "--no-progress",
+                           "--no-report", "--out", str(bare)], env=ENV, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert (bare / "report.md").is_file() and not list(bare.rglob("report.html"))
