@@ -322,3 +322,53 @@ def test_replay_detects_a_different_planner(graph_run):
 
     report = replay_planner(graph_run["bag"], AlwaysEnd())
     assert [r.agrees for r in report.rounds] == [False] * (len(report.rounds) - 1) + [True]
+
+
+def _header_stamps(msg) -> list[float]:
+    """Every ``std_msgs/Header`` stamp in a message (its own and its transforms'), and /clock's time."""
+    stamps = []
+    for header in [getattr(msg, "header", None), *(t.header for t in getattr(msg, "transforms", None) or [])]:
+        if header is not None:
+            stamps.append(header.stamp.sec + header.stamp.nanosec * 1e-9)
+    if hasattr(msg, "clock"):
+        stamps.append(msg.clock.sec + msg.clock.nanosec * 1e-9)
+    return stamps
+
+
+def test_every_stamp_is_simulated_time(graph_run):
+    """One time base on the wire (docs/ros.md, "Time"): every header stamp of the recorded episode is in the
+    simulator's time that /clock publishes, monotonic per topic, within the episode's span of /clock."""
+    from rosbags.rosbag2 import Reader
+
+    from homiebot.ros.bag import typestore_for
+
+    store = typestore_for()
+    stamps: dict[str, list[float]] = {}
+    with Reader(graph_run["bag"]) as reader:
+        for connection, _, data in reader.messages():
+            stamps.setdefault(connection.topic, []).extend(_header_stamps(store.deserialize_cdr(data, connection.msgtype)))
+    clock = stamps["/clock"]
+    assert clock and clock[0] == 0.0 and clock[-1] > 1.0  # an episode moves the simulated clock forward
+    for topic in ("/homie/planner_output", "/homie/episode_status", "/perception/world_graph", "/homie/views",
+                  "/sim/world_state", "/tf", "/odom", "/joint_states"):
+        assert stamps.get(topic), f"nothing stamped on {topic}"
+    for topic, values in stamps.items():
+        if not values:
+            continue  # a topic without a header (std_msgs/String, rosout's own stamp field)
+        assert values == sorted(values), f"{topic} goes back in time: {values}"
+        assert 0.0 <= min(values) and max(values) <= clock[-1], (topic, min(values), max(values), clock[-1])
+
+
+def test_bag_ends_with_the_world_graph_of_the_solved_task(graph_run):
+    """The recorded episode holds perception's graph, and its last graph has the can in the drawer."""
+    from rosbags.rosbag2 import Reader
+
+    from homiebot.ros.bag import typestore_for
+
+    store = typestore_for()
+    with Reader(graph_run["bag"]) as reader:
+        graphs = [store.deserialize_cdr(data, c.msgtype)
+                  for c, _, data in reader.messages(connections=[c for c in reader.connections if c.topic == "/perception/world_graph"])]
+    assert graphs and graphs[-1].nodes, "no world graph (or one without objects) in the bag"
+    nodes = {n.id: n.name for n in graphs[-1].nodes}
+    assert any(nodes.get(e.source) == "green_can" and e.relation == "in" for e in graphs[-1].edges), graphs[-1].edges

@@ -20,7 +20,6 @@ model's :class:`~homiebot.perception.world_model.GraphGrounder`; nearest instanc
 from __future__ import annotations
 
 import threading
-import time
 
 from homie_msgs.msg import EpisodeStatus, Feedback, MultiView, WorldGraph
 from homie_msgs.msg import WorldState as WorldStateMsg
@@ -53,6 +52,7 @@ class PerceptionNode(Node):
         self._model: WorldModel | None = None
         self._states: dict[int, object] = {}
         self._latest_state = None
+        self._latest_seconds = 0.0  # simulated time of the newest state: the stamp of graphs made from it
         self._latest_sequence = 0
         self._waiting_views: MultiView | None = None  # views that arrived before their state
         self._fused_sequence = 0
@@ -83,6 +83,7 @@ class PerceptionNode(Node):
             while len(self._states) > 8:  # only the last few are ever matched with a view
                 self._states.pop(min(self._states))
             self._latest_state = state
+            self._latest_seconds = convert.time_seconds(msg.header.stamp)
             self._latest_sequence = max(self._latest_sequence, msg.state_sequence)
             if self._model is None and self._spec is not None and self._spec.name == state.scene:
                 self._model = WorldModel(self._spec, state, self._config)
@@ -120,7 +121,7 @@ class PerceptionNode(Node):
             return
         subtask = split_subtask(msg.last_subtask)
         with self._lock:
-            model, state = self._model, self._latest_state
+            model, state, seconds = self._model, self._latest_state, self._latest_seconds
             if model is None or state is None:
                 return
             self._applied_round = msg.round_index
@@ -135,14 +136,14 @@ class PerceptionNode(Node):
                 return
             export = model.graph.to_export() if changed else None
         if export is not None:
-            seconds = convert.time_seconds(msg.header.stamp)
+            # The state's simulated time, as for graphs from views: one time base on every topic.
             self._graph_pub.publish(convert.world_graph_to_msg(export, seconds))
             if self._markers_pub.get_subscription_count() > 0:
                 self._markers_pub.publish(convert.world_graph_markers(export, seconds))
 
     def _on_resolve(self, request: ResolveTarget.Request, response: ResolveTarget.Response) -> ResolveTarget.Response:
         with self._lock:
-            model, state = self._model, self._latest_state
+            model, state, seconds = self._model, self._latest_state, self._latest_seconds
             if model is None or state is None:
                 return response
             result = model.grounder().ground(request.name, state)
@@ -154,7 +155,7 @@ class PerceptionNode(Node):
             response.found = True
             response.instance = result.instance
             response.score = float(result.score)
-            response.pose.header = convert.header(time.time())
+            response.pose.header = convert.header(seconds)
             response.pose.pose.position = convert.point(node.position)
             response.pose.pose.orientation.w = 1.0
         return response

@@ -67,6 +67,10 @@ class RosEpisodeBackend:
         self._execute = ActionClient(node, ExecuteSubtask, "/homie/execute_subtask")
         self._state_msg: WorldStateMsg | None = None
         self._views: tuple[tuple[int, bool], Any] | None = None  # ((state_sequence, with segmentation), views)
+        self.sim_time = 0.0  # the simulated time of the newest state or views received (docs/ros.md, "Time")
+
+    def _received(self, header: Any) -> None:
+        self.sim_time = max(self.sim_time, convert.time_seconds(header.stamp))
 
     @property
     def state_sequence(self) -> int:
@@ -80,6 +84,7 @@ class RosEpisodeBackend:
             raise RuntimeError(response.message)
         spec = SceneSpec.model_validate_json(response.scene_description) if response.scene_description else None
         self._state_msg = response.state
+        self.sim_time = convert.time_seconds(response.state.header.stamp)  # a reset restarts the clock
         return convert.world_state_from_msg(response.state), spec
 
     def render(self):
@@ -93,6 +98,7 @@ class RosEpisodeBackend:
         if self._views is None or self._views[0] != (self.state_sequence, segmentation):
             request = RenderViews.Request(include_depth=False, include_segmentation=segmentation)
             views = call_service(self._render, request, self.node.service_timeout_s).views
+            self._received(views.header)
             value = convert.observation_from_msg(views) if segmentation else convert.multiview_images(views)
             self._views = ((views.state_sequence, segmentation), value)
         return self._views[1]
@@ -100,6 +106,7 @@ class RosEpisodeBackend:
     def state(self):
         response = call_service(self._state, GetWorldState.Request(), self.node.service_timeout_s)
         self._state_msg = response.state
+        self._received(response.state.header)
         return convert.world_state_from_msg(response.state)
 
     def execute(self, subtask: Subtask, model: str, inventory: tuple[str, ...], round_index: int):
@@ -113,6 +120,7 @@ class RosEpisodeBackend:
         after = None
         if result.state.state_sequence > 0:
             self._state_msg = result.state
+            self._received(result.state.header)
             after = convert.world_state_from_msg(result.state)
         return ExecutionOutcome(convert.feedback_from_msg(result.feedback), float(result.path_length),
                                 {"execute_s": time.perf_counter() - started}, after)
@@ -220,6 +228,7 @@ class PlannerNode(Node):
 
     def run_task(self, task: Task) -> EpisodeOutcome:
         self._await_subscribers()
+        self.backend.sim_time = 0.0  # the episode's reset restarts the simulated clock
         spec = get_task(task.task_id) if task.task_id else None
         config = EpisodeConfig(
             max_rounds=int(task.max_rounds or self.param("max_rounds")),
@@ -271,7 +280,7 @@ class PlannerNode(Node):
         return outcome
 
     def _publish_output(self, round_index: int, instruction: str, output) -> None:
-        msg = convert.planner_output_to_msg(output, round_index, instruction, time.time())
+        msg = convert.planner_output_to_msg(output, round_index, instruction, self.backend.sim_time)
         msg.state_sequence = self.backend.state_sequence
         self._output_pub.publish(msg)
 
@@ -279,7 +288,8 @@ class PlannerNode(Node):
         self._publish_status(EpisodeStatus.RUNNING, task_id, record, trajectory)
 
     def _publish_status(self, state: int, task_id: str, record: RoundRecord | None = None, trajectory: Trajectory | None = None) -> None:
-        msg = EpisodeStatus(header=convert.header(time.time()), task_id=task_id, state=state, goal=EpisodeStatus.GOAL_UNKNOWN)
+        # Stamped in simulated time, like every message of the graph (the clock /clock publishes).
+        msg = EpisodeStatus(header=convert.header(self.backend.sim_time), task_id=task_id, state=state, goal=EpisodeStatus.GOAL_UNKNOWN)
         if record is not None:
             msg.round_index = record.index
             msg.last_subtask = record.subtask_text
