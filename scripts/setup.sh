@@ -31,7 +31,7 @@ PIP="$VENV/bin/pip"
 
 case "$PROFILE" in
   core) EXTRAS="" ;;
-  test) EXTRAS="[test,perception,models,browser,live,textworld,smollm2,ray]" ;;
+  test) EXTRAS="[test,perception,models,browser,live,textworld,smollm2,ray,train]" ;;
   *) echo "usage: $0 [core|test]" >&2; exit 2 ;;
 esac
 echo "[setup] installing homiebot$EXTRAS"
