@@ -164,7 +164,10 @@ def register(app: typer.Typer) -> None:
         from homiebot.sim.base import make_simulator
 
         console = Console(stderr=True)
-        config = EpisodeConfig(max_rounds=max_rounds, render=render, strict_models=strict_models)
+        from homiebot.eval.partnr.episodes import task_actions  # PARTNR-style tasks switch and clean
+
+        config = EpisodeConfig(max_rounds=max_rounds, render=render, strict_models=strict_models,
+                               actions=task_actions(task))
         observers: list[Any] = []
         if live:
             from homiebot.live import FoxgloveLiveView, LiveViewConfig, live_missing
