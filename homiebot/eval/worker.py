@@ -205,7 +205,8 @@ class _WorkerState:
     def run(self, job: Job) -> dict[str, Any]:
         """Run one episode into its record and return its index line; raises :class:`EpisodeNotRun` (and
         writes nothing) when the episode ended by an infrastructure failure."""
-        from homiebot.agent.loop import run_episode
+        from homiebot.agent.loop import EpisodeConfig, run_episode
+        from homiebot.eval.partnr.episodes import task_actions
         from homiebot.eval.partnr.recording import StatesFileRecorder
 
         task = self.tasks[job.task_id]
@@ -219,7 +220,8 @@ class _WorkerState:
         # PARTNR: every record keeps its states and evaluation function (docs/partnr.md); tasks with their own
         # function switch and clean (the household actions), and the PARTNR expert plans from that function.
         states = StatesFileRecorder(recorder, task=task, clock=self.clock)
-        config = _episode_config(task, max_rounds=self.options.settings.max_rounds, render=render)
+        config = EpisodeConfig(max_rounds=self.options.settings.max_rounds, render=render,
+                               actions=task_actions(task))
         trajectory = run_episode(
             self.sim,
             planner,
@@ -251,25 +253,6 @@ class _WorkerState:
             self.planner.close()
         with contextlib.suppress(Exception):
             self.sim.shutdown()
-
-
-def _episode_config(task: TaskSpec, **options: Any) -> Any:
-    """The loop's ``EpisodeConfig`` for a task: PARTNR-style tasks (their own evaluation function) switch and
-    clean, so they get the household action list (docs/partnr.md, "The PARTNR expert").
-
-    The loop hands the task's function to privileged planners in the request; a loop whose config still has
-    an ``extras`` field needs it there instead (kept until every wiring passes the task's field).
-    """
-    from dataclasses import fields
-
-    from homiebot.agent.loop import EpisodeConfig
-    from homiebot.types import HOUSEHOLD_ACTIONS
-
-    if task.evaluation is not None:
-        options["actions"] = HOUSEHOLD_ACTIONS
-        if "extras" in {f.name for f in fields(EpisodeConfig)}:
-            options["extras"] = {"evaluation": task.evaluation}
-    return EpisodeConfig(**options)
 
 
 def _release_memory() -> None:

@@ -30,6 +30,13 @@ def task_function(task: TaskSpec, initial: WorldState) -> EvaluationFunction:
     return goal_to_evaluation(task.goal, initial, task.id)
 
 
+def task_actions(task: TaskSpec | None) -> tuple[str, ...]:
+    """The action list an episode of ``task`` offers the planner: PARTNR-style tasks (their own evaluation
+    function) switch and clean, so they get the household list (docs/textworld.md); EMMOE's tasks and free
+    instructions keep the paper's list."""
+    return HOUSEHOLD_ACTIONS if task is not None and task.evaluation is not None else EMMOE_ACTIONS
+
+
 @dataclass(frozen=True)
 class ScoredEpisode:
     trajectory: Trajectory
@@ -46,9 +53,7 @@ def run_scored(sim: Any, planner: Planner, task: TaskSpec, seed: int = 0, *, max
     sim.reset(task.scene, seed=task.seed + seed)
     function = task_function(task, sim.state())
     recorder = StateRecorder()
-    # PARTNR-style tasks switch and clean (the household list); EMMOE's tasks keep the paper's list.
-    actions = HOUSEHOLD_ACTIONS if task.evaluation is not None else EMMOE_ACTIONS
-    config = EpisodeConfig(render=False, max_rounds=max_rounds, actions=actions)
+    config = EpisodeConfig(render=False, max_rounds=max_rounds, actions=task_actions(task))
     trajectory = run_episode(sim, planner, task=task, seed=seed, config=config, skills=skills, observers=[recorder])
     states = recorder.states
     goal_check = None if trajectory.goal_satisfied is None else bool(trajectory.ended and trajectory.goal_satisfied)
