@@ -35,7 +35,7 @@ def _task_list(values: list[str]) -> list[str] | None:
     return ids or None
 
 
-def _print_summary(report: dict[str, Any], out_dir: Path) -> None:
+def _print_summary(report: dict[str, Any], out_dir: Path | None, what: str | None = None) -> None:
     from rich.console import Console
     from rich.table import Table
 
@@ -63,7 +63,10 @@ def _print_summary(report: dict[str, Any], out_dir: Path) -> None:
     if missing:
         console.print(f"[yellow]{len(missing)} episode(s) have no record yet: {', '.join(missing[:8])}"
                       f"{' ...' if len(missing) > 8 else ''}")
-    console.print(f"report: {out_dir / 'report.md'}")
+    if out_dir is not None:
+        console.print(f"report: {out_dir / 'report.md'}")
+    if what is not None:
+        console.print(what)
 
 
 def register(app: typer.Typer) -> None:
@@ -166,7 +169,7 @@ def register(app: typer.Typer) -> None:
 
     @app.command("metrics")
     def metrics_command(
-        directory: Path = typer.Argument(..., help="An evaluation directory written by homie eval."),
+        directory: Path = typer.Argument(..., help="An evaluation directory (homie eval), an episode record (homie run --out) or a homie up sim --out directory."),
         report_dir: Path = typer.Option(None, "--report-dir", help="Write the report here instead of DIR."),
         as_json: bool = typer.Option(False, "--json", help="Print the report JSON instead of the summary table."),
         plots: bool = typer.Option(True, "--plots/--no-plots", help="Draw the plots."),
@@ -183,6 +186,25 @@ def register(app: typer.Typer) -> None:
             return
         if report_dir is not None:
             check_output(report_dir, option="--report-dir")
+        from homiebot.eval.record_metrics import find_record, score_records
+
+        record = None if (directory / "eval.json").is_file() else find_record(directory)
+        if record is not None:  # one episode: a homie run record or a homie up run directory
+            from homiebot.eval.report import build_report, write_report
+
+            try:
+                scores, setting = score_records([record])
+            except EvalError as err:
+                raise report(str(err)) from None
+            if report_dir is not None:
+                written = write_report(scores, setting, report_dir, plots=plots)
+            else:
+                written = build_report(scores, setting)
+            if as_json:
+                typer.echo(json.dumps(written, indent=1))
+            else:
+                _print_summary(written, report_dir, what=f"episode record: {record}")
+            return
         try:
             written = write_eval_report(directory, report_dir, plots=plots)
         except EvalError as err:

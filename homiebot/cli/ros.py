@@ -109,8 +109,19 @@ def register(app: typer.Typer) -> None:
         record: bool = typer.Option(False, "--record", help="Also record the graph's topics to <out>/bag (MCAP)."),
         timeout: float | None = typer.Option(None, "--timeout", min=1.0, help="Give up after this many seconds (exit 3)."),
         execute_timeout: float | None = typer.Option(None, "--execute-timeout", min=0.1, help="Planner's deadline per subtask (s)."),
+        images: bool = typer.Option(False, "--images/--no-images", help="Keep the four views of every round in <out>/record."),
+        base_url: str | None = typer.Option(None, "--base-url", help="Model planners: OpenAI-compatible server URL."),
+        model: str | None = typer.Option(None, "--model", help="Model planners: model name."),
+        api_key_env: str | None = typer.Option(None, "--api-key-env", help="Model planners: environment variable holding the API key."),
+        constrained: bool | None = typer.Option(None, "--constrained/--no-constrained", help="Model planners: constrained decoding."),
+        decode: str | None = typer.Option(None, "--decode", help="hf planner: greedy decoding loop, auto (default), fast or generate."),
+        planner_option: list[str] = typer.Option([], "--planner-option", "-p", help="Other planner option key=value (repeatable)."),
+        perception: str = typer.Option("off", "--perception", help="World graph the executor grounds through: off (the scene's names), privileged or conceptgraph (the perception node's graph)."),
     ) -> None:
-        """Start the node processes, run a task through the graph (or wait for tasks on /homie/task), shut down cleanly."""
+        """Start the node processes, run a task through the graph (or wait for tasks on /homie/task), shut down cleanly.
+
+        With --task or --instruction the episode's record (summary.json, rounds.jsonl, conversation.json; the views
+        with --images) is written to <out>/record, as homie run writes it, for homie metrics and homie report."""
         from rich.console import Console
 
         from homiebot.eval.tasks import TaskError, get_task
@@ -139,6 +150,14 @@ def register(app: typer.Typer) -> None:
                 planner_class(planner)
             except PlannerError as err:
                 raise _fail(str(err)) from None
+        if perception not in ("off", "privileged", "conceptgraph"):
+            raise _fail(f"unknown --perception {perception!r}; choose off, privileged or conceptgraph")
+        from homiebot.cli.run import _parse_options
+
+        options = _parse_options(planner_option)
+        chosen = {"base_url": base_url, "model": model, "api_key_env": api_key_env, "constrained": constrained,
+                  "decode": decode}
+        options.update({key: value for key, value in chosen.items() if value is not None})
         if out is not None:
             check_output(out)
         try:
@@ -156,7 +175,10 @@ def register(app: typer.Typer) -> None:
 
         planner_overrides: dict[str, Any] = {}
         if task_id or instruction:
-            planner_overrides.update(exit_when_done=True, result_path=str(result_path), seed=seed)
+            planner_overrides.update(exit_when_done=True, result_path=str(result_path), seed=seed,
+                                     record_dir=str((run_dir / "record").resolve()), record_images=images)
+        if options:
+            planner_overrides["planner_options"] = json.dumps(options)
         for key, value in (("task", task_id), ("instruction", instruction), ("scene", scene), ("planner", planner),
                            ("execute_timeout_s", execute_timeout)):
             if value is not None:
@@ -167,6 +189,9 @@ def register(app: typer.Typer) -> None:
         bridge_overrides = {key: value for key, value in (("simulator", simulator), ("noise", noise)) if value}
         if bridge_overrides:
             overrides["sim_bridge"] = bridge_overrides
+        if perception != "off":  # the executor grounds through perception's graph (ResolveTarget), as homie run does
+            overrides["perception"] = {"builder": perception}
+            overrides["executor"] = {"grounder": "perception"}
         try:
             graph = load_graph(graph_file or DEFAULT_GRAPH)
             supervisor = Supervisor(

@@ -77,10 +77,13 @@ class GraphEpisode:
         on_output: OutputCallback | None = None,
         on_round: RoundCallback | None = None,
         observers: Sequence[EpisodeObserver] = (),
+        always_observe: bool = False,
     ) -> None:
         spec = EpisodeSpec(instruction, scene, scene_seed, task_id, goal, run_seed, evaluation)
         watchers = list(observers)
-        self.loop = EpisodeLoop(backend, planner, spec, config, observers=watchers, on_output=on_output)
+        # always_observe: fetch the views every round whatever the planner reads (a record that keeps images).
+        self.loop = EpisodeLoop(backend, planner, spec, config, observers=watchers, on_output=on_output,
+                                always_observe=always_observe)
         if on_round is not None:
             watchers.append(_RoundCallbackObserver(on_round, self.loop.trajectory))
             self.loop.observers = tuple(watchers)

@@ -37,6 +37,7 @@ from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
 from rclpy.node import Node
 
 from homiebot.agent.loop import EpisodeConfig
+from homiebot.data.record import EpisodeRecorder, RecordingObserver
 from homiebot.eval.tasks import get_task
 from homiebot.planner.registry import make_planner
 from homiebot.ros import convert
@@ -181,6 +182,9 @@ class PlannerNode(Node):
             ("execute_timeout_s", 300.0),
             ("service_timeout_s", 30.0),
             ("result_path", ""),
+            # The episode record homie run writes (homiebot.data.record), for homie metrics and the eval tables.
+            ("record_dir", ""),
+            ("record_images", False),
             ("exit_when_done", False),
             ("await_subscribers", 0),
         ):
@@ -230,6 +234,9 @@ class PlannerNode(Node):
         self._await_subscribers()
         self.backend.sim_time = 0.0  # the episode's reset restarts the simulated clock
         spec = get_task(task.task_id) if task.task_id else None
+        if spec is not None:  # a Task with only its id: the suite knows its scene and instruction
+            task.scene = task.scene or spec.scene
+            task.instruction = task.instruction or spec.instruction
         config = EpisodeConfig(
             max_rounds=int(task.max_rounds or self.param("max_rounds")),
             history_window=int(self.param("history_window")),
@@ -239,6 +246,11 @@ class PlannerNode(Node):
         planner = make_planner(self.param("planner"), **options)
         scene_seed = (spec.seed if spec is not None else 0) + int(task.seed)
         self.get_logger().info(f"episode {task.task_id or '(free text)'}: {task.instruction!r} in {task.scene} (seed {scene_seed})")
+        recording = None
+        if self.param("record_dir"):
+            images = bool(self.param("record_images"))
+            recorder = EpisodeRecorder(Path(self.param("record_dir")), images=images, video=False)
+            recording = RecordingObserver(recorder, scene_seed=scene_seed, config=config)
         self._task_pub.publish(task)
         self._publish_status(EpisodeStatus.RUNNING, task.task_id)
         episode = GraphEpisode(
@@ -254,9 +266,17 @@ class PlannerNode(Node):
             config=config,
             on_output=self._publish_output,
             on_round=lambda record, trajectory: self._publish_round(task.task_id, record, trajectory),
+            observers=[recording] if recording is not None else [],
+            always_observe=recording is not None and recording.recorder.images,
         )
+        if recording is not None:
+            recording.begin(episode.trajectory)
         try:
             outcome = episode.run()
+        except BaseException:
+            if recording is not None:
+                recording.abort()  # no half-written record
+            raise
         finally:
             planner.close()
         trajectory = outcome.trajectory
