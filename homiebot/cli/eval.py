@@ -78,6 +78,11 @@ def register(app: typer.Typer) -> None:
         suite: str = typer.Option("emmoe", "--suite", help="Task suite (emmoe = emmoe100)."),
         planner: str = typer.Option("expert", "--planner", help="Planner name (homiebot.planner.registry)."),
         planner_option: list[str] = typer.Option([], "--planner-option", "-p", help="Planner option key=value (repeatable)."),
+        base_url: str = typer.Option(None, "--base-url", help="Model planners: OpenAI-compatible server URL (as homie run)."),
+        model: str = typer.Option(None, "--model", help="Model planners: model name."),
+        api_key_env: str = typer.Option(None, "--api-key-env", help="Model planners: environment variable holding the API key."),
+        constrained: bool = typer.Option(None, "--constrained/--no-constrained", help="Model planners: constrained decoding."),
+        decode: str = typer.Option(None, "--decode", help="hf planner: greedy decoding loop, auto (default), fast or generate."),
         runs: int = typer.Option(3, "--runs", help="Runs per task (run r resets the scene with task seed + r)."),
         workers: int = typer.Option(2, "--workers", help="Worker processes (one simulator each)."),
         noise: str = typer.Option("off", "--noise", help="Low-level noise preset: off or emmoe (paper table 4)."),
@@ -95,6 +100,10 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Run the EMMOE-100 evaluation in parallel worker processes; rerun the same command to resume.
         ``--suite muep`` runs the MuEP-style suite instead (homie muep run; docs/muep.md)."""
+        # homie run's planner options, the same keys as -p (pinned in eval.json like every planner option).
+        named = {"base_url": base_url, "model": model, "api_key_env": api_key_env, "constrained": constrained,
+                 "decode": decode}
+        named = {key: value for key, value in named.items() if value is not None}
         if suite == "muep":  # MuEP's protocol and table, not EMMOE's loop: its own runner
             from homiebot.cli.muep import eval_muep
 
@@ -102,6 +111,7 @@ def register(app: typer.Typer) -> None:
                 "--runs": runs != 3, "--workers": workers != 2, "--noise": noise != "off", "--max-rounds": max_rounds != 20,
                 "--perception": perception != "off", "--images": images, "--video": video,
                 "--backend": backend != "local", "--address": address is not None,
+                **{f"--{key.replace('_', '-')}": True for key in named},
             })
             return
         if observe is not None:
@@ -117,7 +127,7 @@ def register(app: typer.Typer) -> None:
             settings = EvalSettings(
                 suite=resolve_suite(suite),
                 planner=planner,
-                planner_options=_parse_options(planner_option),
+                planner_options={**_parse_options(planner_option), **named},
                 noise=noise,  # type: ignore[arg-type]
                 max_rounds=max_rounds,
                 perception=perception,  # type: ignore[arg-type]
