@@ -1,7 +1,8 @@
 """Planners by name: ``make_planner("expert")``, ``homie run --planner NAME``.
 
 Planners are registered as import paths so that heavy backends (torch, openai) are imported only when
-chosen. Other modules add theirs with :func:`register_planner` or a one-line edit of :data:`_PLANNERS`.
+chosen. Other modules add theirs with :func:`register_planner` or a one-line edit of :data:`_PLANNERS`;
+installed packages add theirs through the ``homiebot.planners`` entry-point group (:mod:`homiebot.plugins`).
 
 Options given to :func:`make_planner` are checked against the planner's constructor: an option the
 planner does not take is an error that names the options it does take (``None`` values are dropped,
@@ -15,6 +16,7 @@ import inspect
 from typing import Any
 
 from homiebot.planner.base import Planner
+from homiebot.plugins import PLANNERS_GROUP, entry_point_targets
 
 _PLANNERS: dict[str, str] = {
     "expert": "homiebot.planner.expert:ExpertPlanner",
@@ -36,18 +38,26 @@ def register_planner(name: str, target: str) -> None:
     _PLANNERS[name] = target
 
 
+def _targets() -> dict[str, str]:
+    return entry_point_targets(PLANNERS_GROUP, _PLANNERS)
+
+
 def available_planners() -> list[str]:
-    return sorted(_PLANNERS)
+    return sorted(_targets())
 
 
 def planner_class(name: str) -> type[Planner]:
     """The class registered as ``name`` (to read ``privileged`` / ``accepts_free_text`` without building it)."""
+    targets = _targets()
     try:
-        target = _PLANNERS[name]
+        target = targets[name]
     except KeyError:
-        raise PlannerError(f"unknown planner {name!r}; available: {', '.join(available_planners())}") from None
+        raise PlannerError(f"unknown planner {name!r}; available: {', '.join(sorted(targets))}") from None
     module_name, attr = target.split(":")
-    return getattr(importlib.import_module(module_name), attr)
+    cls = getattr(importlib.import_module(module_name), attr)
+    if not (isinstance(cls, type) and issubclass(cls, Planner)):
+        raise PlannerError(f"planner {name!r} ({target}) is not a homiebot.planner.base.Planner subclass")
+    return cls
 
 
 def free_text_planners() -> list[str]:

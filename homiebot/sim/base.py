@@ -81,8 +81,15 @@ _BACKENDS: dict[str, str] = {
 }
 
 
+def _targets() -> dict[str, str]:
+    # Installed packages add simulators through the ``homiebot.simulators`` entry-point group (homiebot.plugins).
+    from homiebot.plugins import SIMULATORS_GROUP, entry_point_targets
+
+    return entry_point_targets(SIMULATORS_GROUP, _BACKENDS)
+
+
 def available_backends() -> list[str]:
-    return sorted(_BACKENDS)
+    return sorted(_targets())
 
 
 def register_backend(name: str, target: str) -> None:
@@ -95,7 +102,7 @@ def make_simulator(backend: str = "mujoco", **kwargs) -> Simulator:
     import importlib
 
     try:
-        target = _BACKENDS[backend]
+        target = _targets()[backend]
     except KeyError:
         raise ValueError(f"unknown simulator backend {backend!r}; available: {', '.join(available_backends())}") from None
     module_name, attr = target.split(":")
