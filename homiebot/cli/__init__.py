@@ -22,6 +22,8 @@ COMMAND_MODULES = (
     "homiebot.cli.ros",  # homie up, homie bag ...
     "homiebot.cli.report",  # homie report
     "homiebot.cli.muep",  # homie muep run / metrics / export
+    "homiebot.cli.data",  # homie data collect / export / build
+    "homiebot.cli.train",  # homie train sft / dpo
 )
 
 
