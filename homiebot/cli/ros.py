@@ -194,6 +194,8 @@ def register(app: typer.Typer) -> None:
             overrides["executor"] = {"grounder": "perception"}
         try:
             graph = load_graph(graph_file or DEFAULT_GRAPH)
+            # Every other node of the graph is part of the episode: the planner waits for their ready handshake.
+            planner_overrides["await_nodes"] = ",".join(n.name for n in graph.nodes if n.name != "planner_node")
             supervisor = Supervisor(
                 graph, params or DEFAULT_PARAMS, overrides=overrides, env=env, log_dir=run_dir / "logs",
                 on_event=lambda e: console.print(f"[dim]{e.node}[/dim] {e.kind} {e.detail}"),

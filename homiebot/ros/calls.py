@@ -35,6 +35,12 @@ from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPo
 from rclpy.task import Future
 from unique_identifier_msgs.msg import UUID
 
+#: Latched topic (std_msgs/String) on which every node of the graph says its name once it can do its work: its
+#: services and actions exist and, for a node that needs other nodes' topics, its subscriptions have matched
+#: their publishers. The planner starts an episode only once every node it awaits has said so (a handshake
+#: over DDS discovery, not a sleep: under load a niced node can take many seconds to start).
+READY_TOPIC = "/homie/ready"
+
 #: How long a goal's answer (accepted / rejected) may take before the goal's result is asked for instead.
 GOAL_ANSWER_WAIT_S = 2.0
 
@@ -173,3 +179,54 @@ def call_action(
     if response.status != GoalStatus.STATUS_SUCCEEDED:
         raise CallFailed(f"action {name}: goal ended with status {response.status}")
     return response.result
+
+
+def announce_ready(node: Any, ready: Callable[[], bool] | None = None, period_s: float = 0.1) -> Any:
+    """Publish the node's name on :data:`READY_TOPIC` (latched) now, or once ``ready()`` holds (polled by a
+    timer on the node's executor). Returns the publisher (keep it alive with the node)."""
+    from std_msgs.msg import String
+
+    publisher = node.create_publisher(String, READY_TOPIC, LATCHED_QOS)
+    if ready is None:
+        publisher.publish(String(data=node.get_name()))
+        return publisher
+    timer = None
+
+    def check() -> None:
+        if ready():
+            publisher.publish(String(data=node.get_name()))
+            node.get_logger().info("ready: announced on " + READY_TOPIC)
+            timer.cancel()
+
+    timer = node.create_timer(period_s, check)
+    return publisher
+
+
+class ReadinessWatch:
+    """The names announced on :data:`READY_TOPIC` (a subscription of ``node``; its executor fills the set)."""
+
+    def __init__(self, node: Any) -> None:
+        from std_msgs.msg import String
+
+        self._lock = threading.Lock()
+        self.ready: set[str] = set()
+        # Every node's writer keeps its own latched name; a deep reader history so that a burst of them (a late
+        # planner meeting every node at once) is not cut down to the last one.
+        qos = QoSProfile(depth=64, history=HistoryPolicy.KEEP_LAST, durability=DurabilityPolicy.TRANSIENT_LOCAL,
+                         reliability=ReliabilityPolicy.RELIABLE)
+        self._subscription = node.create_subscription(String, READY_TOPIC, self._on_ready, qos)
+
+    def _on_ready(self, msg: Any) -> None:
+        with self._lock:
+            self.ready.add(msg.data)
+
+    def missing(self, names: list[str]) -> list[str]:
+        with self._lock:
+            return [name for name in names if name not in self.ready]
+
+    def wait(self, names: list[str], timeout_s: float) -> list[str]:
+        """Wait until every one of ``names`` is ready; the ones still missing after ``timeout_s`` (none: all up)."""
+        deadline = time.monotonic() + timeout_s
+        while self.missing(names) and time.monotonic() < deadline:
+            time.sleep(0.02)
+        return self.missing(names)

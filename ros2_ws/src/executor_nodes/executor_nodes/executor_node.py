@@ -34,6 +34,7 @@ from rclpy.task import Future
 from homiebot.executor.executor import Executor, ExecutorConfig
 from homiebot.perception.grounding import AliasGrounder
 from homiebot.ros import convert
+from homiebot.ros.calls import announce_ready
 from homiebot.ros.spin import spin_node
 from homiebot.ros.remote import RemoteSimulator, RemoteSkills, RemoteTimeouts, ServiceGrounder
 from homiebot.types import EMMOE_ACTIONS, EMMOE_MODELS
@@ -88,6 +89,7 @@ class ExecutorNode(Node):
             callback_group=group,
         )
         self.get_logger().info(f"executor ready (grounder {grounder_name}, models {', '.join(config.models)})")
+        self._ready = announce_ready(self)  # its action server exists: the planner may start (calls.READY_TOPIC)
 
     async def _execute(self, goal_handle) -> ExecuteSubtask.Result:
         goal = goal_handle.request

@@ -23,6 +23,7 @@ from homie_msgs.msg import SkillResult
 from rclpy.action import ActionClient, ActionServer
 from rclpy.node import Node
 
+from homiebot.ros.calls import announce_ready
 from homiebot.ros.spin import spin_node
 
 
@@ -39,6 +40,7 @@ class SkillExecutorNode(Node):
         self._robot = ActionClient(self, action_type, self.get_parameter("robot_action").value)
         self._server = ActionServer(self, action_type, action, self._execute)
         self.get_logger().info(f"{name} ready on {action}: models {', '.join(self.served_models)}")
+        self._ready = announce_ready(self)  # its action server exists: the planner may start (calls.READY_TOPIC)
 
     @property
     def served_models(self) -> list[str]:

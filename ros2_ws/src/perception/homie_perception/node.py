@@ -33,7 +33,7 @@ from homiebot.perception.world_model import PerceptionConfig, WorldModel
 from homiebot.ros import convert
 from homiebot.ros.spin import spin_node
 from homiebot.planner.prompt import split_subtask
-from homiebot.ros.calls import EVENTS_QOS, LATCHED_QOS, VIEWS_QOS
+from homiebot.ros.calls import EVENTS_QOS, LATCHED_QOS, VIEWS_QOS, announce_ready
 from homiebot.sim.scene import SceneSpec
 
 
@@ -58,13 +58,18 @@ class PerceptionNode(Node):
         self._fused_sequence = 0
         self._graph_pub = self.create_publisher(WorldGraph, "/perception/world_graph", LATCHED_QOS)
         self._markers_pub = self.create_publisher(MarkerArray, "/perception/markers", LATCHED_QOS)
-        self.create_subscription(String, "/sim/scene_description", self._on_scene, LATCHED_QOS)
-        self.create_subscription(WorldStateMsg, "/sim/world_state", self._on_state, EVENTS_QOS)
-        self.create_subscription(MultiView, "/homie/views", self._on_views, VIEWS_QOS)
+        inputs = [
+            self.create_subscription(String, "/sim/scene_description", self._on_scene, LATCHED_QOS),
+            self.create_subscription(WorldStateMsg, "/sim/world_state", self._on_state, EVENTS_QOS),
+            self.create_subscription(MultiView, "/homie/views", self._on_views, VIEWS_QOS),
+        ]
         self.create_subscription(EpisodeStatus, "/homie/episode_status", self._on_status, EVENTS_QOS)
         self._applied_round = 0
         self.create_service(ResolveTarget, "/perception/resolve_target", self._on_resolve)
-        self.get_logger().info(f"perception ready ({builder} world graph)")
+        # Ready (calls.READY_TOPIC) only once the bridge's scene, state and views publishers have matched these
+        # subscriptions: an episode the planner starts then cannot run past a perception that hears nothing.
+        self._ready = announce_ready(self, lambda: all(sub.get_publisher_count() > 0 for sub in inputs))
+        self.get_logger().info(f"perception started ({builder} world graph); ready once the bridge is matched")
 
     def _on_scene(self, msg: String) -> None:
         with self._lock:

@@ -41,7 +41,7 @@ from homiebot.data.record import EpisodeRecorder, RecordingObserver
 from homiebot.eval.tasks import get_task
 from homiebot.planner.registry import make_planner
 from homiebot.ros import convert
-from homiebot.ros.calls import EVENTS_QOS, LATCHED_QOS, call_action, call_service
+from homiebot.ros.calls import EVENTS_QOS, LATCHED_QOS, ReadinessWatch, call_action, call_service
 from homiebot.ros.episode import EpisodeOutcome, ExecutionOutcome, GraphEpisode
 from homiebot.sim.scene import SceneSpec
 from homiebot.types import Observation, RoundRecord, Subtask, Trajectory
@@ -187,11 +187,15 @@ class PlannerNode(Node):
             ("record_images", False),
             ("exit_when_done", False),
             ("await_subscribers", 0),
+            # Comma-separated node names that must report ready (calls.READY_TOPIC) before an episode starts.
+            ("await_nodes", ""),
+            ("ready_timeout_s", 120.0),
         ):
             self.declare_parameter(name, default)
         self.execute_timeout_s = float(self.param("execute_timeout_s"))
         self.service_timeout_s = float(self.param("service_timeout_s"))
         self.backend = RosEpisodeBackend(self)
+        self._readiness = ReadinessWatch(self)
         self._output_pub = self.create_publisher(PlannerOutput, "/homie/planner_output", EVENTS_QOS)
         self._status_pub = self.create_publisher(EpisodeStatus, "/homie/episode_status", EVENTS_QOS)
         self._task_pub = self.create_publisher(Task, "/homie/task_started", LATCHED_QOS)
@@ -230,7 +234,17 @@ class PlannerNode(Node):
         if wanted > 0:
             self.get_logger().warning(f"fewer than {wanted} subscribers after {self.service_timeout_s:.0f} s; starting anyway")
 
+    def _await_nodes(self) -> None:
+        """Start an episode only once every node of ``await_nodes`` has said it is ready: a handshake, so that a
+        node that starts slowly (perception, niced, under load) is part of the episode from its first round."""
+        names = [name.strip() for name in str(self.param("await_nodes")).split(",") if name.strip()]
+        missing = self._readiness.wait(names, float(self.param("ready_timeout_s")))
+        if missing:
+            raise RuntimeError(f"node(s) {', '.join(missing)} did not report ready within "
+                               f"{float(self.param('ready_timeout_s')):.0f} s (see their logs)")
+
     def run_task(self, task: Task) -> EpisodeOutcome:
+        self._await_nodes()
         self._await_subscribers()
         self.backend.sim_time = 0.0  # the episode's reset restarts the simulated clock
         spec = get_task(task.task_id) if task.task_id else None

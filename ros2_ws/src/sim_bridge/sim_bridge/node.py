@@ -68,7 +68,7 @@ from std_msgs.msg import String
 
 from homiebot.ros import convert
 from homiebot.ros.spin import spin_node
-from homiebot.ros.calls import EVENTS_QOS, LATCHED_QOS, SENSOR_QOS, VIEWS_QOS
+from homiebot.ros.calls import EVENTS_QOS, LATCHED_QOS, SENSOR_QOS, VIEWS_QOS, announce_ready
 from homiebot.sim.base import Simulator, make_simulator
 from homiebot.skills import SkillSet, UnservedModelError, preset_name
 from homiebot.types import Action, Observation, SkillResult, SkillStatus, VIEW_NAMES
@@ -181,6 +181,7 @@ class SimBridge(Node):
         if rate > 0:
             self.create_timer(1.0 / rate, self._on_timer, callback_group=sim_group)
         self.get_logger().info(f"simulator {self.sim.name!r} ready (tf2_msgs {'found' if TFMessage else 'absent: no /tf'})")
+        self._ready = announce_ready(self)  # services and publishers exist: the planner may start (calls.READY_TOPIC)
 
     # ------------------------------------------------------------------------------------ simulator calls
 
