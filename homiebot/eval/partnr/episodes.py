@@ -56,7 +56,8 @@ def run_scored(sim: Any, planner: Planner, task: TaskSpec, seed: int = 0, *, max
     config = EpisodeConfig(render=False, max_rounds=max_rounds, actions=task_actions(task))
     trajectory = run_episode(sim, planner, task=task, seed=seed, config=config, skills=skills, observers=[recorder])
     states = recorder.states
-    goal_check = None if trajectory.goal_satisfied is None else bool(trajectory.ended and trajectory.goal_satisfied)
+    # The final-state check as EMMOE's report counts its goal-check SR: End is not required (nor is it for PC).
+    goal_check = trajectory.goal_satisfied
     partnr = score_episode(task.id, function, states, trajectory.rounds, ended=trajectory.ended,
                            goal_check=goal_check, path_length_m=trajectory.path_length,
                            sim_time_s=sim.observe().sim_time)

@@ -32,7 +32,9 @@ class PartnrEpisode:
     category: str
     pc: float
     success: bool
-    goal_check: bool | None  # the loop's final-state goal check (EMMOE SR), for the agreement table
+    # The loop's final-state goal check (End not required, as the goal-check SR of EMMOE's report), for the
+    # agreement table; None when the task has no goal.
+    goal_check: bool | None
     ended: bool
     planning_cycles: int
     path_length_m: float
@@ -164,7 +166,7 @@ def _fmt(value: float | None, digits: int = 2, sem: float | None = None) -> str:
     return text + (f" ± {sem:.{digits}f}" if sem is not None else "")
 
 
-def format_tables(summary: PartnrSummary, label: str) -> str:
+def format_tables(summary: PartnrSummary, label: str, *, agreement: bool = True) -> str:
     """PARTNR's table 2 layout (steps analog | SR | PC | planning cycles), its table 12 columns, table 13's
     per-category SR, explanation kinds and the agreement with the goal check, as Markdown."""
     s = summary
@@ -187,10 +189,13 @@ def format_tables(summary: PartnrSummary, label: str) -> str:
                           for c in CATEGORIES) + " |",
         "",
         "Failure explanations: " + (", ".join(f"{k} {v}" for k, v in sorted(s.explanations.items())) or "none"),
-        "",
-        "| PARTNR success vs goal check | goal check yes | goal check no |",
-        "|---|---|---|",
-        f"| PARTNR success | {s.agreement['both']} | {s.agreement['partnr_only']} |",
-        f"| PARTNR failure | {s.agreement['goal_only']} | {s.agreement['neither']} |",
     ]
+    if agreement:
+        lines += [
+            "",
+            "| PARTNR success vs goal check | goal check yes | goal check no |",
+            "|---|---|---|",
+            f"| PARTNR success | {s.agreement['both']} | {s.agreement['partnr_only']} |",
+            f"| PARTNR failure | {s.agreement['goal_only']} | {s.agreement['neither']} |",
+        ]
     return "\n".join(lines)

@@ -74,7 +74,7 @@ def score_record(episode_dir: str | Path) -> PartnrEpisode | None:
     function = EvaluationFunction.from_json(json.loads(evaluation_path.read_text(encoding="utf-8")), task_id)
     trajectory = read_episode(directory)
     return score_episode(task_id, function, states, trajectory.rounds, ended=trajectory.ended,
-                         goal_check=summary.get("success"), path_length_m=trajectory.path_length,
+                         goal_check=summary.get("goal_satisfied"), path_length_m=trajectory.path_length,
                          sim_time_s=recorded_sim_time(directory))
 
 

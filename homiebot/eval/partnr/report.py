@@ -51,7 +51,8 @@ def partnr_report(pairs: Sequence[tuple[EpisodeScore, PartnrEpisode]], unscored:
     emmoe = [score for score, _ in pairs]
     partnr = [episode for _, episode in pairs]
     summary = summarize(partnr)
-    checked = [e.goal_check for e in partnr if e.goal_check is not None]
+    # The goal check is the final-state check of EMMOE's table 2 (goal-check SR: End not required, nor for PC).
+    checked = [s.goal_satisfied for s in emmoe if s.goal_satisfied is not None]
     beside = {
         "episodes": len(pairs),
         "sr": statistics.fmean(float(s.success) for s in emmoe),
@@ -61,7 +62,7 @@ def partnr_report(pairs: Sequence[tuple[EpisodeScore, PartnrEpisode]], unscored:
         "pc": summary.pc,
     }
     vs_sr = _agreement([(p.success, s.success) for s, p in pairs])
-    vs_goal = _agreement([(p.success, p.goal_check) for p in partnr])
+    vs_goal = _agreement([(p.success, s.goal_satisfied) for s, p in pairs])
     lines += [
         "Percentages over the episodes whose records keep their states "
         f"({len(pairs)}; {len(unscored)} without: n/a). SR: TP = 100% (EMMOE); PARTNR success: PC = 1.",
@@ -80,7 +81,7 @@ def partnr_report(pairs: Sequence[tuple[EpisodeScore, PartnrEpisode]], unscored:
         "",
         "### PARTNR's tables (table 2 and 12 columns, table 13 per category)",
         "",
-        format_tables(summary, "PARTNR metrics"),
+        format_tables(summary, "PARTNR metrics", agreement=False),
     ]
     disagree = [f"{s.task_id}/run{s.run}" for s, p in pairs if p.success != s.success]
     if disagree:

@@ -100,10 +100,10 @@ def test_emmoe_evaluation_reports_pc_beside_sr(tmp_path: Path):
     assert partnr["agreement_goal_check"]["both"] == 1
 
 
-def _score(task_id: str, success: bool, tp: float) -> EpisodeScore:
+def _score(task_id: str, success: bool, tp: float, goal: bool | None) -> EpisodeScore:
     return EpisodeScore(task_id=task_id, run=0, seed=0, split="test", attributes=(), planner="p", rounds=3,
                         path_length=1.0, tp=tp, tp_exact="", tp_per_keypath=(), success=success,
-                        goal_satisfied=success, ended=True, replans=0, expert_rounds=None,
+                        goal_satisfied=goal, ended=True, replans=0, expert_rounds=None,
                         expert_path_length=None, plw=None, plw_path=None)
 
 
@@ -115,14 +115,15 @@ def _partnr(task_id: str, pc: float, goal_check: bool | None) -> PartnrEpisode:
 
 
 def test_report_section_beside_and_agreement():
-    pairs = [(_score("a", True, 1.0), _partnr("a", 1.0, True)),
-             (_score("b", True, 1.0), _partnr("b", 0.5, True)),   # keypath done, a proposition missing
-             (_score("c", False, 0.5), _partnr("c", 0.5, None))]  # no goal check
+    pairs = [(_score("a", True, 1.0, True), _partnr("a", 1.0, True)),
+             (_score("b", True, 1.0, True), _partnr("b", 0.5, True)),    # keypath done, a proposition missing
+             (_score("c", False, 0.5, None), _partnr("c", 0.5, None))]   # no goal check
     section, data = partnr_report(pairs, ["d/run0"])
     assert data["agreement_sr"] == {"both": 1, "partnr_only": 0, "other_only": 1, "neither": 1}
     assert data["agreement_goal_check"] == {"both": 1, "partnr_only": 0, "other_only": 1, "neither": 0}
     assert data["beside"]["pc"] == pytest.approx(2 / 3) and data["beside"]["goal_sr"] == 1.0
     assert "| 3 | 66.7 | 83.3 | 100.0 | 33.3 | 66.7 |" in section
+    assert "PARTNR success vs goal check" not in section  # one agreement table, not two
     assert "(3; 1 without: n/a)" in section and "disagree on: b/run0" in section
     assert data["unscored"] == ["d/run0"]
 
