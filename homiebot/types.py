@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import enum
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -120,6 +121,27 @@ class Feedback:
     def signal(self) -> str:
         """EMMOE's execution signal: ``success`` or ``fail``."""
         return "success" if self.success else "fail"
+
+
+def update_inventory(inventory: Sequence[str], subtask: Subtask | None, code: ErrorCode) -> tuple[str, ...]:
+    """EMMOE appendix D's ``update_inventory`` on a parsed subtask and the executor's error code.
+
+    The rule both sides of the loop apply: the planner's session keeps its inventory with it, and the executor
+    reports the inventory after a subtask with it, so both ends agree by construction without either importing
+    the other. The decisions where the paper's code is loose are in :mod:`homiebot.planner.conversation`.
+    """
+    items = list(inventory)
+    if subtask is None:
+        return tuple(items)
+    action = Action.parse(subtask.action)
+    if code is ErrorCode.OK:
+        if action is Action.PICK and subtask.target:
+            items.append(subtask.target.strip().lower())
+        elif action is Action.PUT and items:
+            items.pop()
+    elif code is ErrorCode.E2 and action is Action.PUT and items:
+        items.pop()
+    return tuple(items)
 
 
 @dataclass(frozen=True)

@@ -30,10 +30,19 @@ from typing import Any
 import numpy as np
 
 from homiebot.planner.base import Planner, PlanRequest
-from homiebot.planner.conversation import Conversation, update_inventory
+from homiebot.planner.conversation import Conversation
 from homiebot.planner.prompt import build_instruction, history_entry, parse_output, system_prompt
 from homiebot.sim.scene import SceneSpec
-from homiebot.types import EMMOE_ACTIONS, EMMOE_MODELS, ErrorCode, Feedback, Observation, PlannerOutput, WorldState
+from homiebot.types import (
+    EMMOE_ACTIONS,
+    EMMOE_MODELS,
+    ErrorCode,
+    Feedback,
+    Observation,
+    PlannerOutput,
+    WorldState,
+    update_inventory,
+)
 
 #: F1 feedback for an answer that does not follow the response template (the paper defines none).
 FORMAT_ERROR_MESSAGE = (

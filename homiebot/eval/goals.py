@@ -138,7 +138,9 @@ class GoalSpec(_Cond):
 # --------------------------------------------------------------------------------------------- evaluation
 
 
-def _matches_category(entity: EntityState, category: str) -> bool:
+def matches_category(entity: EntityState, category: str) -> bool:
+    """Whether ``entity`` answers to a goal's category word: a word for every object ("item", "anything"), a
+    category group, its category, its name or one of its aliases."""
     key = category.strip().lower().replace(" ", "_")
     if key in ("item", "items", "anything", "everything", "object"):
         return entity.kind is EntityKind.OBJECT
@@ -156,9 +158,9 @@ def select(sel: Selector, initial: WorldState, current: WorldState) -> list[str]
             continue
         if sel.object is not None and name != sel.object:
             continue
-        if sel.category is not None and not _matches_category(ent, sel.category):
+        if sel.category is not None and not matches_category(ent, sel.category):
             continue
-        if any(_matches_category(ent, c) for c in sel.except_):
+        if any(matches_category(ent, c) for c in sel.except_):
             continue
         if sel.from_ is not None:
             start = initial.entities.get(name)
@@ -168,7 +170,8 @@ def select(sel: Selector, initial: WorldState, current: WorldState) -> list[str]
     return sorted(names)
 
 
-def _is_at(ent: EntityState, relation: str, receptacle: str) -> bool:
+def is_at(ent: EntityState, relation: str, receptacle: str) -> bool:
+    """Whether ``ent`` rests ``relation`` (on/in) ``receptacle`` and is not in the robot's hand."""
     return ent.parent == receptacle and ent.relation == relation and not ent.held
 
 
@@ -176,7 +179,7 @@ def condition_holds(cond: Condition, initial: WorldState, final: WorldState, ope
     """Whether one condition holds at the end of an episode. ``opened``: furniture opened during it."""
     if isinstance(cond, Placed):
         chosen = select(cond, initial, final)
-        placed = [n for n in chosen if _is_at(final.entities[n], cond.relation, cond.receptacle)]
+        placed = [n for n in chosen if is_at(final.entities[n], cond.relation, cond.receptacle)]
         if cond.all:
             return len(chosen) > 0 and len(placed) == len(chosen)
         if cond.distinct:
@@ -184,10 +187,10 @@ def condition_holds(cond: Condition, initial: WorldState, final: WorldState, ope
         return len(placed) >= cond.count
     if isinstance(cond, Count):
         chosen = select(cond, initial, final)
-        return sum(_is_at(final.entities[n], cond.relation, cond.receptacle) for n in chosen) == cond.equals
+        return sum(is_at(final.entities[n], cond.relation, cond.receptacle) for n in chosen) == cond.equals
     if isinstance(cond, Cleared):
         def concerned(e: EntityState) -> bool:
-            return e.parent == cond.receptacle and not any(_matches_category(e, c) for c in cond.except_)
+            return e.parent == cond.receptacle and not any(matches_category(e, c) for c in cond.except_)
 
         if any(concerned(e) for e in final.entities.values()):
             return False

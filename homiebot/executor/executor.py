@@ -47,7 +47,6 @@ from typing import Protocol, runtime_checkable
 
 from homiebot.executor import messages
 from homiebot.perception.grounding import AliasGrounder, Grounder
-from homiebot.planner.conversation import update_inventory
 from homiebot.sim.base import Simulator
 from homiebot.skills.actions import HandRule, action_spec
 from homiebot.types import (
@@ -60,6 +59,7 @@ from homiebot.types import (
     SkillStatus,
     Subtask,
     WorldState,
+    update_inventory,
 )
 
 log = logging.getLogger(__name__)

@@ -1,12 +1,13 @@
-"""EMMOE's conversation bookkeeping (seed 000, appendix D ``Conversations`` and ``update_inventory``).
+"""EMMOE's conversation bookkeeping ("EMMOE", appendix D ``Conversations`` and ``update_inventory``).
 
 Two pure pieces that both sides of the loop share:
 
 * :class:`Conversation`: every round's ``(instruction, answer)`` pair, the window of the last
   ``window`` rounds that a planner sees (appendix D keeps 3), and the paper's ``conversation.json`` form
   (``"USER:\\n{instruction}ASSISTANT:\\n{output}\\n"`` per round).
-* :func:`update_inventory`: the HLP's inventory rules. The executor uses the same function to report the
-  inventory after a subtask, so both ends agree by construction.
+* :func:`update_inventory` (defined in :mod:`homiebot.types`, where the executor takes it from): the HLP's
+  inventory rules. The executor uses the same function to report the inventory after a subtask, so both
+  ends agree by construction.
 
 Decisions where the paper's code is loose (tested in ``tests/planner/test_conversation.py``):
 
@@ -22,27 +23,12 @@ Decisions where the paper's code is loose (tested in ``tests/planner/test_conver
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from homiebot.planner.base import ChatTurn
-from homiebot.types import Action, ErrorCode, Subtask
+from homiebot.types import update_inventory
 
-
-def update_inventory(inventory: Sequence[str], subtask: Subtask | None, code: ErrorCode) -> tuple[str, ...]:
-    """Appendix D ``update_inventory`` on a parsed subtask and the executor's error code."""
-    items = list(inventory)
-    if subtask is None:
-        return tuple(items)
-    action = Action.parse(subtask.action)
-    if code is ErrorCode.OK:
-        if action is Action.PICK and subtask.target:
-            items.append(subtask.target.strip().lower())
-        elif action is Action.PUT and items:
-            items.pop()
-    elif code is ErrorCode.E2 and action is Action.PUT and items:
-        items.pop()
-    return tuple(items)
+__all__ = ["Conversation", "update_inventory"]
 
 
 @dataclass

@@ -48,12 +48,12 @@ Decisions (tested in ``tests/planner/test_expert.py``):
   Subtask and in the Analysis. An instance perception has not seen is not named at all (its category name
   could ground to another instance of that category and loop): the expert searches for it as after an F2
   (its receptacle, when perception knows it, then its room) and marks it lost when it is still unseen there.
+  The translation is :class:`homiebot.planner.expert_names.SpokenNames`.
 """
 
 from __future__ import annotations
 
 import logging
-import re
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -68,12 +68,13 @@ from homiebot.eval.goals import (
     Placed,
     PoweredOff,
     RobotIn,
-    _is_at,
-    _matches_category,
     condition_holds,
+    is_at,
+    matches_category,
     select,
 )
 from homiebot.planner.base import Planner, PlanRequest
+from homiebot.planner.expert_names import SpokenNames
 from homiebot.planner.prompt import format_output, parse_output
 from homiebot.sim.scene import SceneSpec
 from homiebot.types import Action, EntityKind, EntityState, Subtask, WorldState
@@ -150,7 +151,7 @@ class ExpertPlanner(Planner):
         self.close_opened = close_opened
         self._memory = _Memory()
         self._articulated: dict[str, bool] = {}
-        self._perceived: dict[str, str] | None = None  # this round's request.perceived_names
+        self._names = SpokenNames()  # this round's request.perceived_names
 
     # ------------------------------------------------------------------------------------ Planner API
 
@@ -167,7 +168,7 @@ class ExpertPlanner(Planner):
             )
         scene = request.scene
         self._articulated = {n: e.articulated for n, e in state.entities.items()}
-        self._perceived = dict(request.perceived_names) if request.perceived_names is not None else None
+        self._names = SpokenNames(request.perceived_names)
         max_rounds = request.max_rounds
         memory = self._memory
         if memory.initial is None:
@@ -181,56 +182,18 @@ class ExpertPlanner(Planner):
         reason = decision.reason
         if memory.last is None and reason.startswith("so "):
             reason = reason[3:]  # "According to my final task, I should ..."
-        analysis = self._speak_text(state, f"{summary}, {reason}")
+        analysis = self._names.text(state, f"{summary}, {reason}")
         analysis = analysis[0].upper() + analysis[1:]
         memory.last = decision.subtask
-        memory.last_spoken = self._speak_subtask(state, decision.subtask)
+        memory.last_spoken = self._names.subtask(state, decision.subtask)
         memory.spoken = {
             said: name
-            for name, said in ((n, self._say(state, n)) for n in (decision.subtask.target, decision.subtask.place) if n)
+            for name, said in ((n, self._names.say(state, n)) for n in (decision.subtask.target, decision.subtask.place) if n)
         }
         return format_output(analysis, memory.last_spoken, decision.model)
 
-    # ------------------------------------------------------------------------------------ perception's names
-
     def _unseen(self, name: str) -> bool:
-        """Whether a perception world model is in use and has not seen ``name`` (module docstring)."""
-        return self._perceived is not None and name not in self._perceived
-
-    def _say(self, state: WorldState, name: str) -> str:
-        """The name to speak for an instance: perception's name for it, its category while perception has not
-        seen it (only in text: an unseen instance is never a target), itself without perception."""
-        if self._perceived is None:
-            return name
-        said = self._perceived.get(name)
-        if said is not None:
-            return said
-        entity = state.entities.get(name)
-        return entity.category if entity is not None else name
-
-    def _speak_subtask(self, state: WorldState, subtask: Subtask) -> Subtask:
-        if self._perceived is None:
-            return subtask
-        return Subtask(
-            subtask.action,
-            self._say(state, subtask.target) if subtask.target else subtask.target,
-            self._say(state, subtask.place) if subtask.place else subtask.place,
-        )
-
-    def _speak_text(self, state: WorldState, text: str) -> str:
-        """Replace every instance name in the Analysis by its spoken name, in one pass (so that perception's
-        ``apple_1`` for the simulator's ``apple_2`` and the reverse cannot chain). The reasons are written in
-        instance names throughout; translating the finished text here keeps that in one place."""
-        if self._perceived is None:
-            return text
-        renames = {n: self._say(state, n) for n in state.entities}
-        renames = {n: said for n, said in renames.items() if said != n}
-        if not renames:
-            return text
-        pattern = re.compile(
-            r"(?<![\w])(" + "|".join(re.escape(n) for n in sorted(renames, key=len, reverse=True)) + r")(?![\w])"
-        )
-        return pattern.sub(lambda m: renames[m.group(1)], text)
+        return self._names.unseen(name)
 
     # ------------------------------------------------------------------------------------ memory
 
@@ -267,10 +230,10 @@ class ExpertPlanner(Planner):
     def _update_lost(self, state: WorldState) -> None:
         """With perception's names: an instance is lost while perception has not seen it although the robot has
         been to every place it can be seen from; found again as soon as perception sees it."""
-        if self._perceived is None:
+        if not self._names.with_perception:
             return
         memory = self._memory
-        memory.lost -= set(self._perceived)
+        memory.lost -= self._names.seen()
         for name in state.entities:
             if name in memory.lost or not self._unseen(name):
                 continue
@@ -535,7 +498,7 @@ class ExpertPlanner(Planner):
         for cond in goal.all:
             if isinstance(cond, Placed):
                 chosen = select(cond, initial, state)
-                placed = [n for n in chosen if _is_at(ents[n], cond.relation, cond.receptacle)]
+                placed = [n for n in chosen if is_at(ents[n], cond.relation, cond.receptacle)]
                 free = [n for n in chosen if n not in placed and n not in claimed and n not in locked]
                 if cond.distinct:
                     # "Three different kinds of fruit": only a category not yet placed (or already chosen) counts.
@@ -552,7 +515,7 @@ class ExpertPlanner(Planner):
                     add(obj, cond.relation, cond.receptacle)
             elif isinstance(cond, Count):
                 chosen = select(cond, initial, state)
-                placed = [n for n in chosen if _is_at(ents[n], cond.relation, cond.receptacle)]
+                placed = [n for n in chosen if is_at(ents[n], cond.relation, cond.receptacle)]
                 if len(placed) < cond.equals:
                     free = [n for n in chosen if n not in placed and n not in claimed and n not in locked]
                     for obj in order(free, cond.receptacle)[: cond.equals - len(placed)]:
@@ -588,7 +551,7 @@ class ExpertPlanner(Planner):
         for cond in goal.all:
             if isinstance(cond, (Placed, Count)):
                 for n in select(cond, initial, state):
-                    if _is_at(state.entities[n], cond.relation, cond.receptacle):
+                    if is_at(state.entities[n], cond.relation, cond.receptacle):
                         locked.add(n)
         return locked
 
@@ -746,4 +709,4 @@ def _phrase(subtask: Subtask, preposition: str = "on") -> str:
 
 
 def _category_match(entity: EntityState, category: str) -> bool:
-    return _matches_category(entity, category)
+    return matches_category(entity, category)

@@ -44,7 +44,7 @@ EXPECTED_ATTRIBUTE_COUNTS = {
     ("open-ended", "train"): 6,
     ("open-ended", "test"): 3,
 }
-#: Words the goal schema understands without a scene (goals.py ``_matches_category``).
+#: Words the goal schema understands without a scene (goals.py ``matches_category``).
 GOAL_GROUP_WORDS = set(CATEGORY_GROUPS) | {"item", "items", "anything", "everything", "object"}
 
 

@@ -22,7 +22,7 @@ from homiebot.eval.goals import (
     Placed,
     PoweredOff,
     RobotIn,
-    _matches_category,
+    matches_category,
     select,
 )
 from homiebot.eval.partnr.language import (
@@ -60,7 +60,7 @@ def _propositions(cond: Condition, initial: WorldState) -> list[EvaluationPropos
     if isinstance(cond, Cleared):
         def concerned(name: str) -> bool:
             ent = initial.entities[name]
-            return ent.kind is EntityKind.OBJECT and not any(_matches_category(ent, c) for c in cond.except_)
+            return ent.kind is EntityKind.OBJECT and not any(matches_category(ent, c) for c in cond.except_)
 
         elsewhere = sorted(n for n, e in initial.entities.items()
                            if e.kind is EntityKind.FURNITURE and n != cond.receptacle)
