@@ -37,6 +37,40 @@ def _models_reason() -> str | None:
     return None
 
 
+#: The first launch_testing release whose pytest plugin pytest 9 can load (its hooks take ``module_path``;
+#: older ones declare the ``path`` argument pytest 9 removed: ros2/launch#979).
+LAUNCH_TESTING_MIN = (3, 4, 12)
+
+
+def launch_testing_problem() -> str | None:
+    """Why the launch_testing tier cannot run here, or None."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        found = version("launch_testing")
+    except PackageNotFoundError:
+        if importlib.util.find_spec("launch_testing") is None:
+            return "launch_testing is not installed (not on PyPI: a system ROS 2 install brings it)"
+        found = "0"  # installed without distribution metadata: its version is unknown, so taken as too old
+    parts = tuple(int(p) for p in found.split(".")[:3] if p.isdigit())
+    if parts and parts < LAUNCH_TESTING_MIN and int(pytest.__version__.split(".")[0]) >= 9:
+        return (f"launch_testing {found} cannot be loaded by pytest {pytest.__version__} (ros2/launch#979); "
+                f"it needs launch_testing >= {'.'.join(map(str, LAUNCH_TESTING_MIN))} or pytest < 9")
+    return None
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    # The launch tier's marker exists even where its plugin is not loaded (--strict-markers).
+    config.addinivalue_line("markers", "launch_test: a launch_testing test module (needs launch_testing)")
+    problem = launch_testing_problem()
+    if problem is None and not config.pluginmanager.has_plugin("homie_launch_testing"):
+        import importlib
+
+        # Auto-loading is off (pyproject addopts: -p no:launch_testing); a compatible plugin is registered here.
+        config.pluginmanager.register(importlib.import_module("launch_testing.pytest.hooks"), "homie_launch_testing")
+    os.environ["HOMIE_LAUNCH_TESTING_PROBLEM"] = problem or ""
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     reasons = {"gpu": _gpu_reason, "ros": _ros_reason, "models": _models_reason}
     cache: dict[str, str | None] = {}
