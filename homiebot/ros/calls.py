@@ -198,7 +198,11 @@ def announce_ready(node: Any, ready: Callable[[], bool] | None = None, period_s:
             node.get_logger().info("ready: announced on " + READY_TOPIC)
             timer.cancel()
 
-    timer = node.create_timer(period_s, check)
+    from rclpy.clock import Clock, ClockType
+
+    # A steady clock: with use_sim_time the node's own clock stands still until /clock moves, and /clock only
+    # moves once an episode runs, which waits for this announcement.
+    timer = node.create_timer(period_s, check, clock=Clock(clock_type=ClockType.STEADY_TIME))
     return publisher
 
 

@@ -1,18 +1,25 @@
 """Bring up the HomieBot graph on a machine with ROS 2 installed: ``ros2 launch homie sim.launch.py``.
 
-Arguments:
-  scene      scene library name for a free-text episode (default: the task's scene)
-  task       built-in task id; empty: the planner waits for homie_msgs/Task on /homie/task
-  planner    planner registry name (expert, scripted, random, openai, ...)
-  simulator  simulator backend of the sim bridge (mujoco)
-  seed       run index (the scene seed is the task's seed + this)
-  noise      skill execution noise preset of the sim bridge: noiseless, emmoe_table4 (alias emmoe);
-             empty: config/homie.yaml's (noiseless)
-  rviz       true: also start rviz2 with rviz/homie.rviz
+Arguments (give only the ones you change; ``name:=`` with an empty value is refused by ``ros2 launch``):
+  task          built-in task id; default none: the planner waits for homie_msgs/Task on /homie/task
+  scene         scene library name (default: the task's scene)
+  planner       planner registry name (expert, scripted, random, openai, ...)
+  simulator     simulator backend of the sim bridge (mujoco)
+  seed          run index (the scene seed is the task's seed + this)
+  noise         skill execution noise preset of the sim bridge: noiseless, emmoe_table4 (alias emmoe);
+                default: config/homie.yaml's (noiseless)
+  use_sim_time  false (default) or true, passed to every node of the graph: their messages are stamped in
+                simulated time either way (docs/ros.md, "Time"); true also moves the nodes' own clocks (rosout,
+                timers) onto /clock, which only advances when a skill runs
+  rviz          true (default): also start rviz2 with rviz/homie.rviz when rviz2 is installed (else the graph
+                starts without it, and the log says so)
 
 The processes and their order come from config/graph.yaml, the parameters from config/homie.yaml: the same
-files `homie up sim` uses where launch is not installed (PyPI wheels), so both bring up the same graph.
-``on-failure`` / ``always`` restart policies become ``respawn``; a required node that exits ends the launch.
+files ``homie up sim`` uses where launch is not installed (PyPI wheels), so both bring up the same graph with the
+same policy (homiebot.ros.supervisor): a node with ``restart: on-failure`` is started again after a non-zero
+exit, ``always`` after any exit, at most ``max_restarts`` times; when a ``required`` node exits, the whole graph
+is shut down, and ``ros2 launch`` exits non-zero if that exit was a failure. Every package is looked up before
+any process starts, so a missing one starts nothing.
 """
 
 from __future__ import annotations
@@ -20,77 +27,135 @@ from __future__ import annotations
 import os
 
 import yaml
-from ament_index_python.packages import get_package_share_directory
+from ament_index_python.packages import PackageNotFoundError, get_package_prefix, get_package_share_directory
 from launch import LaunchDescription
-from launch.actions import DeclareLaunchArgument, EmitEvent, OpaqueFunction, RegisterEventHandler
-from launch.conditions import IfCondition
+from launch.actions import DeclareLaunchArgument, EmitEvent, LogInfo, OpaqueFunction, RegisterEventHandler, TimerAction
 from launch.event_handlers import OnProcessExit
 from launch.events import Shutdown
 from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import Node
 
 ARGUMENTS = {
-    "scene": ("", "Scene library name (default: the task's scene)."),
-    "task": ("", "Built-in task id; empty: wait for homie_msgs/Task on /homie/task."),
+    "task": ("none", "Built-in task id; none: wait for homie_msgs/Task on /homie/task."),
+    "scene": ("default", "Scene library name; default: the task's scene."),
     "planner": ("expert", "Planner registry name."),
     "simulator": ("mujoco", "Simulator backend of the sim bridge."),
     "seed": ("0", "Run index: the scene seed is the task's seed + this."),
-    "noise": ("", "Skill execution noise preset of the sim bridge (noiseless, emmoe_table4 or emmoe); empty: config/homie.yaml's."),
-    "rviz": ("true", "Start rviz2 with the HomieBot layout."),
+    "noise": ("default", "Skill execution noise preset of the sim bridge (noiseless, emmoe_table4 or emmoe); default: config/homie.yaml's."),
+    "use_sim_time": ("false", "Every node's use_sim_time parameter (their stamps are simulated time either way)."),
+    "rviz": ("true", "Start rviz2 with the HomieBot layout when rviz2 is installed."),
 }
+#: Argument values that mean "not given" (``ros2 launch`` cannot pass an empty value).
+UNSET = ("", "none", "default")
+RESTART_DELAY_S = 0.5
 
 
-def _nodes(context, *_args, **_kwargs):
+class GraphFailed(RuntimeError):
+    """A required node failed: raised in the exit handler, so ``ros2 launch`` shuts down and exits 1."""
+
+
+def restart_decision(spec: dict, code: int, restarts: int) -> str:
+    """``restart``, ``give_up`` (the policy wanted a restart, none are left) or ``stop``: the rule of
+    homiebot.ros.supervisor.Supervisor.poll, repeated here because the launch file runs without homiebot."""
+    policy = spec.get("restart", "on-failure")
+    wanted = policy == "always" or (policy == "on-failure" and code != 0)
+    if not wanted:
+        return "stop"
+    return "restart" if restarts < int(spec.get("max_restarts", 3)) else "give_up"
+
+
+def _installed(package: str) -> bool:
+    try:
+        get_package_prefix(package)
+    except PackageNotFoundError:
+        return False
+    return True
+
+
+def _graph(context, *_args, **_kwargs):
     share = get_package_share_directory("homie")
     params_file = os.path.join(share, "config", "homie.yaml")
     with open(os.path.join(share, "config", "graph.yaml")) as handle:
-        graph = yaml.safe_load(handle)
+        specs = yaml.safe_load(handle)["nodes"]
 
     def arg(name: str) -> str:
-        return LaunchConfiguration(name).perform(context)
+        return LaunchConfiguration(name).perform(context).strip()
 
+    missing = [spec["package"] for spec in specs if not _installed(spec["package"])]
+    if missing:  # before any process starts: nothing to leave behind
+        raise RuntimeError(f"package(s) not found: {', '.join(sorted(set(missing)))}; build the workspace first")
+    use_sim_time = arg("use_sim_time").lower() in ("true", "1", "yes")
     overrides = {
         "sim_bridge": {"simulator": arg("simulator")},
-        "planner_node": {"planner": arg("planner"), "seed": int(arg("seed"))},
+        "planner_node": {
+            "planner": arg("planner"),
+            "seed": int(arg("seed")),
+            # The planner starts an episode once every other node reports ready (docs/ros.md, "Readiness").
+            "await_nodes": ",".join(spec["name"] for spec in specs if spec["name"] != "planner_node"),
+        },
     }
-    if arg("task"):
-        overrides["planner_node"]["task"] = arg("task")
-    if arg("scene"):
-        overrides["planner_node"]["scene"] = arg("scene")
-    if arg("noise"):
-        overrides["sim_bridge"]["noise"] = arg("noise")
+    for name, node, key in (("task", "planner_node", "task"), ("scene", "planner_node", "scene"),
+                            ("noise", "sim_bridge", "noise")):
+        if arg(name).lower() not in UNSET:
+            overrides[node][key] = arg(name)
 
-    actions = []
-    for spec in graph["nodes"]:
-        node = Node(
+    def make_node(spec: dict) -> Node:
+        return Node(
             package=spec["package"],
             executable=spec["executable"],
             name=spec["name"],
-            parameters=[params_file, overrides.get(spec["name"], {})],
-            respawn=spec.get("restart", "on-failure") in ("on-failure", "always"),
-            respawn_delay=0.5,
+            parameters=[params_file, {"use_sim_time": use_sim_time}, overrides.get(spec["name"], {})],
             output="screen",
             emulate_tty=True,
             # Nodes off the planner's path (perception) yield the CPU to it, as `homie up` starts them.
             prefix=f"nice -n {spec['nice']}" if spec.get("nice") else None,
         )
-        actions.append(node)
-        if spec.get("required", False):
-            actions.append(RegisterEventHandler(OnProcessExit(target_action=node, on_exit=[EmitEvent(event=Shutdown(reason=f"{spec['name']} exited"))])))
+
+    # One exit handler for every node, restarts included (launch's own respawn restarts after any exit and
+    # without a limit): the policy of homiebot.ros.supervisor.
+    running: dict[int, dict] = {}
+    restarts: dict[str, int] = {}
+
+    def start(spec: dict) -> Node:
+        node = make_node(spec)
+        running[id(node)] = spec
+        return node
+
+    def on_exit(event, exit_context):
+        spec = running.pop(id(event.action), None)
+        if spec is None or exit_context.is_shutdown:
+            return None
+        decision = restart_decision(spec, event.returncode, restarts.get(spec["name"], 0))
+        name, code = spec["name"], event.returncode
+        if decision == "restart":
+            restarts[name] = restarts.get(name, 0) + 1
+            return [LogInfo(msg=f"{name} exited with code {code}; restart {restarts[name]}/{spec.get('max_restarts', 3)}"),
+                    TimerAction(period=RESTART_DELAY_S, actions=[start(spec)])]
+        if spec.get("required", False):  # stopped for good: the graph cannot go on without it
+            if code != 0:
+                raise GraphFailed(f"required node {name} failed (exit code {code}); the graph is shut down")
+            return [EmitEvent(event=Shutdown(reason=f"{name} finished"))]
+        return [LogInfo(msg=f"{name} exited with code {code}; " + ("gave up restarting it" if decision == "give_up" else "not restarted"))]
+
+    actions = [RegisterEventHandler(OnProcessExit(on_exit=on_exit))]
+    actions += [start(spec) for spec in specs]
+    if arg("rviz").lower() in ("true", "1", "yes"):
+        if _installed("rviz2"):
+            actions.append(Node(
+                package="rviz2",
+                executable="rviz2",
+                name="rviz2",
+                arguments=["-d", os.path.join(share, "rviz", "homie.rviz")],
+                # The graph stamps /tf, images and joints with the simulated time and publishes it on /clock.
+                parameters=[{"use_sim_time": True}],
+                output="log",
+            ))
+        else:
+            actions.append(LogInfo(msg="rviz2 is not installed: the graph starts without it (rviz:=false to say so)"))
     return actions
 
 
 def generate_launch_description() -> LaunchDescription:
-    share = get_package_share_directory("homie")
-    declared = [DeclareLaunchArgument(name, default_value=default, description=text) for name, (default, text) in ARGUMENTS.items()]
-    rviz = Node(
-        package="rviz2",
-        executable="rviz2",
-        name="rviz2",
-        arguments=["-d", os.path.join(share, "rviz", "homie.rviz")],
-        # The bridge stamps /tf, images and joints with the simulated time and publishes it on /clock.
-        parameters=[{"use_sim_time": True}],
-        condition=IfCondition(LaunchConfiguration("rviz")),
-        output="log",
-    )
-    return LaunchDescription([*declared, OpaqueFunction(function=_nodes), rviz])
+    declared = [DeclareLaunchArgument(name, default_value=default, description=text)
+                for name, (default, text) in ARGUMENTS.items()]
+    return LaunchDescription([*declared, OpaqueFunction(function=_graph)])

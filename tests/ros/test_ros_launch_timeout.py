@@ -11,6 +11,8 @@ import unittest
 
 import pytest
 
+if os.environ.get("HOMIE_LAUNCH_TESTING_PROBLEM"):  # set by tests/conftest.py
+    pytest.skip(os.environ["HOMIE_LAUNCH_TESTING_PROBLEM"], allow_module_level=True)
 pytest.importorskip(
     "launch_testing",
     reason="launch_testing is not installable from PyPI; the same timeout check runs in test_ros_graph.py over `homie up`",

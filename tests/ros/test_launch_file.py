@@ -1,0 +1,266 @@
+"""launch/launch/sim.launch.py without a ROS 2 install: ``launch`` and ``launch_ros`` are not on PyPI, so they
+are replaced by small fakes (FakeNode, FakeOnProcessExit, ...) that record what the launch file asks for. The
+checks: rviz only when installed, every package looked up before any process starts, ``use_sim_time`` reaches
+every node, only named arguments override parameters, and the restart / shutdown policy is the one of
+``homie up``'s supervisor (same decisions for the same exits; a failed required node fails the launch).
+The file itself runs under real ``ros2 launch`` in ``test_ros_launch.py`` where launch_testing is installed.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import shutil
+import sys
+import types
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+REPO = Path(__file__).resolve().parents[2]
+LAUNCH_FILE = REPO / "launch" / "launch" / "sim.launch.py"
+
+
+@dataclass
+class FakeNode:
+    kwargs: dict[str, Any]
+
+
+@dataclass
+class FakeAction:
+    kind: str
+    kwargs: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class FakeOnProcessExit:
+    on_exit: Any
+    target_action: Any = None
+
+
+class FakeLaunchConfiguration:
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def perform(self, context: FakeContext) -> str:
+        return context.arguments[self.name]
+
+
+@dataclass
+class FakeContext:
+    arguments: dict[str, str]
+    is_shutdown: bool = False
+
+
+@dataclass
+class FakeExit:
+    action: Any
+    returncode: int
+
+
+class FakePackageNotFoundError(KeyError):
+    pass
+
+
+def _load_launch_file(monkeypatch: pytest.MonkeyPatch, share: Path, installed: set[str]) -> types.ModuleType:
+    def module(name: str, **attrs: Any) -> types.ModuleType:
+        mod = types.ModuleType(name)
+        mod.__dict__.update(attrs)
+        monkeypatch.setitem(sys.modules, name, mod)
+        return mod
+
+    def action(kind: str):
+        return lambda *args, **kwargs: FakeAction(kind, {"args": args, **kwargs})
+
+    def prefix(package: str) -> str:
+        if package not in installed:
+            raise FakePackageNotFoundError(package)
+        return f"/fake/{package}"
+
+    module("launch", LaunchDescription=lambda entities: FakeAction("LaunchDescription", {"entities": entities}))
+    module("launch.actions", **{k: action(k) for k in ("DeclareLaunchArgument", "EmitEvent", "LogInfo", "OpaqueFunction",
+                                                        "RegisterEventHandler", "TimerAction")})
+    module("launch.event_handlers", OnProcessExit=FakeOnProcessExit)
+    module("launch.events", Shutdown=action("Shutdown"))
+    module("launch.substitutions", LaunchConfiguration=FakeLaunchConfiguration)
+    module("launch_ros")
+    module("launch_ros.actions", Node=lambda **kwargs: FakeNode(kwargs))
+    module("ament_index_python")
+    module("ament_index_python.packages", PackageNotFoundError=FakePackageNotFoundError, get_package_prefix=prefix,
+           get_package_share_directory=lambda package: str(share))
+    spec = importlib.util.spec_from_file_location("homie_sim_launch", LAUNCH_FILE)
+    launch_file = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(launch_file)
+    return launch_file
+
+
+def _share(tmp_path: Path, nodes: list[dict] | None = None) -> Path:
+    share = tmp_path / "share"
+    (share / "config").mkdir(parents=True)
+    shutil.copy(REPO / "launch" / "config" / "homie.yaml", share / "config" / "homie.yaml")
+    graph = yaml.safe_load((REPO / "launch" / "config" / "graph.yaml").read_text())
+    if nodes is not None:
+        graph["nodes"] = nodes
+    (share / "config" / "graph.yaml").write_text(yaml.safe_dump(graph))
+    return share
+
+
+def _arguments(launch_file: types.ModuleType, **given: str) -> dict[str, str]:
+    return {name: given.get(name, default) for name, (default, _) in launch_file.ARGUMENTS.items()}
+
+
+GRAPH_PACKAGES = {"sim_bridge", "executor_nodes", "homie_perception", "planner_node"}
+
+
+def test_rviz_only_when_installed_and_use_sim_time_everywhere(monkeypatch, tmp_path) -> None:
+    share = _share(tmp_path)
+    launch_file = _load_launch_file(monkeypatch, share, GRAPH_PACKAGES)
+    actions = launch_file._graph(FakeContext(_arguments(launch_file, task="emmoe-084", use_sim_time="true")))
+    nodes = [a for a in actions if isinstance(a, FakeNode)]
+    assert [n.kwargs["name"] for n in nodes] == [n["name"] for n in yaml.safe_load((share / "config/graph.yaml").read_text())["nodes"]]
+    assert all({"use_sim_time": True} in n.kwargs["parameters"] for n in nodes)
+    messages = [a.kwargs["msg"] for a in actions if isinstance(a, FakeAction) and a.kind == "LogInfo"]
+    assert any("rviz2 is not installed" in m for m in messages)  # default rviz:=true, rviz2 absent
+    planner = next(n for n in nodes if n.kwargs["name"] == "planner_node").kwargs["parameters"][-1]
+    assert planner["task"] == "emmoe-084" and "scene" not in planner  # unset arguments change nothing
+    assert planner["await_nodes"] == "sim_bridge,nav_executor,manip_executor,executor,perception"
+
+    launch_file = _load_launch_file(monkeypatch, share, GRAPH_PACKAGES | {"rviz2"})
+    actions = launch_file._graph(FakeContext(_arguments(launch_file)))
+    rviz = [a for a in actions if isinstance(a, FakeNode) and a.kwargs["package"] == "rviz2"]
+    assert len(rviz) == 1 and rviz[0].kwargs["parameters"] == [{"use_sim_time": True}]
+    others = [a for a in actions if isinstance(a, FakeNode) and a.kwargs["package"] != "rviz2"]
+    assert all({"use_sim_time": False} in n.kwargs["parameters"] for n in others)
+    actions = launch_file._graph(FakeContext(_arguments(launch_file, rviz="false")))
+    assert not [a for a in actions if isinstance(a, FakeNode) and a.kwargs["package"] == "rviz2"]
+
+
+def test_a_missing_package_starts_nothing(monkeypatch, tmp_path) -> None:
+    launch_file = _load_launch_file(monkeypatch, _share(tmp_path), GRAPH_PACKAGES - {"homie_perception"})
+    with pytest.raises(RuntimeError, match="homie_perception"):
+        launch_file._graph(FakeContext(_arguments(launch_file)))
+
+
+def test_every_documented_argument_is_declared() -> None:
+    """The arguments docs/ros.md's commands pass are declared, and none of them is given an empty value."""
+    import re
+
+    text = (REPO / "docs" / "ros.md").read_text()
+    commands = re.findall(r"ros2 launch homie sim\.launch\.py([^`]*)`", text.replace("\n", " "))
+    assert commands
+    source = LAUNCH_FILE.read_text()
+    for command in commands:
+        for name, value in re.findall(r"(\w+):=(\S*)", command):
+            assert value, f"empty value for {name}:= in docs/ros.md (ros2 launch refuses it)"
+            assert f'"{name}": (' in source, f"{name} is not a declared argument"
+
+
+# ---------------------------------------------------------------------------------------- restart policy
+
+CASES = [
+    # restart, required, max_restarts, exit codes of the successive runs
+    ("on-failure", False, 3, [1, 1, 1, 1]),
+    ("on-failure", False, 3, [1, 0]),
+    ("always", False, 2, [0, 0, 0]),
+    ("never", False, 3, [1]),
+    ("on-failure", True, 2, [1, 1, 1]),
+    ("on-failure", True, 2, [-9, 0]),
+    ("never", True, 0, [0]),
+    ("never", True, 0, [1]),
+]
+
+
+def _launch_outcomes(monkeypatch, tmp_path, spec: dict, codes: list[int]) -> list[str]:
+    launch_file = _load_launch_file(monkeypatch, _share(tmp_path, [spec]), GRAPH_PACKAGES)
+    actions = launch_file._graph(FakeContext(_arguments(launch_file, rviz="false")))
+    handler = next(a for a in actions if isinstance(a, FakeAction) and a.kind == "RegisterEventHandler").kwargs["args"][0]
+    current = next(a for a in actions if isinstance(a, FakeNode))
+    outcomes = []
+    for code in codes:
+        try:
+            reply = handler.on_exit(FakeExit(current, code), FakeContext({}))
+        except launch_file.GraphFailed:
+            outcomes.append("graph failed")
+            break
+        kinds = [a.kind for a in reply]
+        if "TimerAction" in kinds:
+            outcomes.append("restart")
+            current = next(a for a in reply if a.kind == "TimerAction").kwargs["actions"][0]
+        elif "EmitEvent" in kinds:
+            outcomes.append("graph finished")
+            break
+        else:
+            outcomes.append("stopped")
+            break
+    return outcomes
+
+
+def _supervisor_outcomes(monkeypatch, tmp_path, spec: dict, codes: list[int]) -> list[str]:
+    from homiebot.ros import supervisor as supervisor_module
+    from homiebot.ros.supervisor import GraphSpec, NodeSpec, Supervisor
+
+    @dataclass
+    class FakePopen:
+        returncode: int
+        pid: int = 1
+
+        def poll(self) -> int:
+            return self.returncode
+
+    remaining = list(codes)
+
+    def spawn(self, process) -> None:
+        process.popen = FakePopen(remaining.pop(0))
+
+    monkeypatch.setattr(supervisor_module.Supervisor, "_spawn", spawn)
+    node = NodeSpec(**{k: v for k, v in spec.items() if k in NodeSpec.model_fields})
+    supervisor = Supervisor(GraphSpec(nodes=[node]), REPO / "launch" / "config" / "homie.yaml", env={}, restart_delay_s=0.0,
+                            shm_dir=None)
+    process = supervisor.processes[node.name]
+    spawn(supervisor, process)
+    outcomes = []
+    while True:
+        kinds = [e.kind for e in supervisor.poll()]
+        if "restarting" in kinds:
+            outcomes.append("restart")
+            continue
+        ended = supervisor.required_finished()
+        if ended is not None:  # homie up: a required node's non-zero last exit is a failure (exit 1)
+            outcomes.append("graph failed" if ended.exit_codes[-1] != 0 else "graph finished")
+        else:
+            outcomes.append("stopped")
+        return outcomes
+
+
+@pytest.mark.parametrize(("restart", "required", "max_restarts", "codes"), CASES)
+def test_launch_and_homie_up_follow_the_same_restart_policy(monkeypatch, tmp_path, restart, required, max_restarts,
+                                                           codes) -> None:
+    spec = {"name": "sim_bridge", "package": "sim_bridge", "executable": "sim_bridge", "module": "sim_bridge.node",
+            "restart": restart, "required": required, "max_restarts": max_restarts}
+    launched = _launch_outcomes(monkeypatch, tmp_path / "launch", spec, codes)
+    supervised = _supervisor_outcomes(monkeypatch, tmp_path / "up", spec, codes)
+    assert launched == supervised
+    expected_restarts = sum(1 for o in launched if o == "restart")
+    assert expected_restarts <= max_restarts
+    if required and codes[len(launched) - 1] != 0:
+        assert launched[-1] == "graph failed"
+
+
+def test_incompatible_launch_testing_is_detected(monkeypatch, request) -> None:
+    """pytest 9 cannot load launch_testing before 3.4.12: the suite must still run, skipping the launch tier."""
+    import importlib.metadata
+
+    root = next(p for p in request.config.pluginmanager.get_plugins()
+                if getattr(p, "__file__", "").endswith(str(Path("tests") / "conftest.py")) and hasattr(p, "launch_testing_problem"))
+    monkeypatch.setattr(root.pytest, "__version__", "9.0.2")
+    for found, problem in (("3.4.3", True), ("3.4.12", False), ("3.7.1", False)):
+        monkeypatch.setattr(importlib.metadata, "version", lambda name, found=found: found)
+        reason = root.launch_testing_problem()
+        assert bool(reason) is problem, (found, reason)
+        if problem:
+            assert "ros2/launch#979" in reason and found in reason
+    monkeypatch.setattr(root.pytest, "__version__", "8.4.2")
+    monkeypatch.setattr(importlib.metadata, "version", lambda name: "3.4.3")
+    assert root.launch_testing_problem() is None
