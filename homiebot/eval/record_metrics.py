@@ -53,7 +53,7 @@ def score_records(records: Sequence[Path]) -> tuple[list[Any], dict[str, Any]]:
         resolver = resolver_for(scene_name_rows(task.scene))
         scores.append(score_episode(trajectory, task, resolver, run=trajectory.seed))
         planners.add(trajectory.planner)
-    setting = {
+    setting: dict[str, Any] = {
         "suite": "episode record" if len(records) == 1 else "episode records",
         "planner": ", ".join(sorted(planners)),
         "noise": "as run",

@@ -190,7 +190,7 @@ def announce_ready(node: Any, ready: Callable[[], bool] | None = None, period_s:
     if ready is None:
         publisher.publish(String(data=node.get_name()))
         return publisher
-    timer = None
+    timer: Any = None  # the rclpy timer, created below (check() runs only after that)
 
     def check() -> None:
         if ready():
