@@ -23,8 +23,9 @@ from homiebot.types import Action, Subtask
 
 #: Longest free-text reason a constrained answer may carry (characters; ASCII, so at most as many tokens).
 REASON_MAX_CHARS = 120
-#: Most steps one stage answer may add.
-MAX_STEPS = 4
+#: Most steps one stage answer may add (each costs a round of the episode's 20; a small model fills whatever
+#: the grammar allows, so the default is short).
+MAX_STEPS = 2
 
 _NAME_FORBIDDEN = set(',[]"\\\n\r')
 
@@ -40,12 +41,13 @@ def _arity(action: str) -> int:
 
 
 def step_forms(actions: Sequence[str]) -> str:
-    """How steps look, for the prompt: ``"[Go to, X]", "[Put, X, Y]", ...``."""
+    """The actions a step may use, for the prompt: ``Go to, Pick, Put (object and place), Open, Close``. Not a
+    list of example steps: SmolLM2-135M copied such a list verbatim as its answer."""
     forms = []
     for action in actions:
         if Action.parse(action) is Action.END:
             continue
-        forms.append(f'"[{action}, X, Y]"' if _arity(action) == 2 else f'"[{action}, X]"')
+        forms.append(f"{action} (object and place)" if _arity(action) == 2 else action)
     return ", ".join(forms)
 
 
@@ -59,7 +61,7 @@ def usable_names(names: Iterable[str]) -> list[str]:
     return list(seen)
 
 
-def _common_rules(actions: Sequence[str], names: Sequence[str], reason_chars: int) -> list[str]:
+def _common_rules(actions: Sequence[str], names: Sequence[str], reason_chars: int, max_steps: int) -> list[str]:
     step_options = []
     for action in actions:
         if Action.parse(action) is Action.END:
@@ -70,22 +72,23 @@ def _common_rules(actions: Sequence[str], names: Sequence[str], reason_chars: in
     return [
         # Printable ASCII without '"', '[', '\\' and ']': a reason cannot end its string or look like a step.
         f'reason ::= "\\"" [ -!#-Z^-~]{{0,{reason_chars}}} "\\""',
-        'steps ::= "[" (step (", " step){0,' + str(MAX_STEPS - 1) + '})? "]"',
+        'steps ::= "[" (step (", " step){0,' + str(max_steps - 1) + '})? "]"',
         'step ::= "\\"[" (' + " | ".join(step_options) + ') "]\\""',
         f"name ::= {name_rule}",
         'bool ::= "true" | "false"',
     ]
 
 
-def grammar(kind: str, actions: Sequence[str], names: Sequence[str], reason_chars: int = REASON_MAX_CHARS) -> str:
+def grammar(kind: str, actions: Sequence[str], names: Sequence[str], reason_chars: int = REASON_MAX_CHARS,
+            max_steps: int = MAX_STEPS) -> str:
     """The EBNF grammar of one stage's answer (``importance``, ``preconditions``, ``workaround``,
-    ``post_execution``, ``search``, ``locations`` or ``cot``)."""
-    return _grammar(kind, tuple(actions), tuple(names), reason_chars)
+    ``post_execution``, ``search``, ``locations`` or ``cot``) with at most ``max_steps`` steps."""
+    return _grammar(kind, tuple(actions), tuple(names), reason_chars, max(1, max_steps))
 
 
 @lru_cache(maxsize=256)  # rounds of an episode ask with the same actions and names
-def _grammar(kind: str, actions: tuple[str, ...], names: tuple[str, ...], reason_chars: int) -> str:
-    rules = _common_rules(actions, usable_names(names), reason_chars)
+def _grammar(kind: str, actions: tuple[str, ...], names: tuple[str, ...], reason_chars: int, max_steps: int) -> str:
+    rules = _common_rules(actions, usable_names(names), reason_chars, max_steps)
     roots = {
         "importance": '"{\\"reason\\": " reason ", \\"important\\": " bool "}"',
         "preconditions": '"{\\"reason\\": " reason ", \\"missing\\": " bool ", \\"steps\\": " steps "}"',
@@ -237,7 +240,7 @@ def valid_step(step: Subtask, actions: Sequence[str]) -> Subtask | None:
     return Subtask(canonical, step.target, place)
 
 
-def parse_steps(text: str, actions: Sequence[str], key: str = "steps") -> Steps:
+def parse_steps(text: str, actions: Sequence[str], key: str = "steps", max_steps: int = MAX_STEPS) -> Steps:
     """The steps of an answer (JSON list under ``key``, else every ``[...]`` / ``Verb(...)`` in the text)."""
     data = json_object(text)
     raw: list[Any] | None = None
@@ -261,7 +264,7 @@ def parse_steps(text: str, actions: Sequence[str], key: str = "steps") -> Steps:
         valid = valid_step(step, actions) if step is not None else None
         if valid is None:
             dropped += 1
-        elif len(steps) < MAX_STEPS:
+        elif len(steps) < max_steps:
             steps.append(valid)
         else:
             dropped += 1

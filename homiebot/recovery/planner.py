@@ -112,6 +112,7 @@ class RecoveryConfig:
     max_tokens: int = 160
     reason_chars: int = parsing.REASON_MAX_CHARS
     history_steps: int = 8  # steps-so-far shown to a stage (the latest ones)
+    max_steps: int = parsing.MAX_STEPS  # steps one stage answer may add (each costs a round)
     constrained: bool = True  # send each stage's grammar to backends that constrain decoding
 
     def __post_init__(self) -> None:
@@ -124,6 +125,8 @@ class RecoveryConfig:
             raise ValueError(f"max_calls_per_round must be >= 1, got {self.max_calls_per_round}")
         if self.max_tokens < 32:
             raise ValueError(f"max_tokens must be >= 32, got {self.max_tokens}")
+        if self.max_steps < 1:
+            raise ValueError(f"max_steps must be >= 1, got {self.max_steps}")
 
 
 def parse_stages(text: str | Iterable[int]) -> frozenset[int]:
@@ -183,6 +186,7 @@ class RecoveryPlanner(Planner):
         search: bool = True,
         max_calls_per_round: int = 4,
         max_tokens: int = 160,
+        max_steps: int = parsing.MAX_STEPS,
         constrained: bool = True,
         llm: RecoveryLLM | None = None,
         prompts: str | None = None,
@@ -193,6 +197,7 @@ class RecoveryPlanner(Planner):
         self.config = RecoveryConfig(
             mode=mode, stages=parse_stages(stages), search=bool(search) and mode != "none",
             max_calls_per_round=max_calls_per_round, max_tokens=max_tokens, constrained=constrained,
+            max_steps=max_steps,
         )
         self.prompts = PromptSet.from_file(prompts) if prompts else PromptSet()
         self.inner: Planner = make_planner(base, **dict(base_options or {})) if isinstance(base, str) else base
@@ -232,6 +237,7 @@ class RecoveryPlanner(Planner):
         self.base_ended = False
         self.stage4_done = False
         self.searched: set[str] = set()
+        self.refused: list[Subtask] = []  # steps refused for a lasting reason (L4, F2) in this episode
         self.locations: list[tuple[str, str, str]] | None = None
         self.calls_this_round = 0
         config = self.config
@@ -321,6 +327,8 @@ class RecoveryPlanner(Planner):
                 self.stats.stage2_success += 1
             return
         self.stats.count_failure(code.value)
+        if code in (ErrorCode.L4, ErrorCode.F2):
+            self.refused.append(step.subtask)
         if step.origin != "base":
             self.stats.recovery_failures += 1
         feedback = request.feedback
@@ -447,7 +455,8 @@ class RecoveryPlanner(Planner):
                     ChatMessage("user", self.prompts.render(kind, **fields))]
         grammar = None
         if self.config.constrained:
-            grammar = parsing.grammar(kind, self._actions(request), self._names(request), self.config.reason_chars)
+            grammar = parsing.grammar(kind, self._actions(request), self._names(request), self.config.reason_chars,
+                                      self.config.max_steps)
         started = time.perf_counter()
         reply = self.llm.complete(messages, grammar=grammar, max_tokens=self.config.max_tokens)
         self.stats.llm_seconds += time.perf_counter() - started
@@ -458,18 +467,20 @@ class RecoveryPlanner(Planner):
         return reply.text
 
     def _read_steps(self, text: str | None, kind: str, request: PlanRequest, failed: Subtask | None = None) -> list[Subtask]:
-        """The executable steps of a stage answer, each once. A step equal to the failed subtask is dropped
-        from stage 2 and 3 answers: it is neither a precondition of itself (stage 2 retries it anyway) nor a
-        substitute for it (small models often echo the failed step)."""
+        """The executable steps of a stage answer, each once. Dropped: a step equal to the failed subtask (it is
+        neither a precondition of itself, stage 2 retries it anyway, nor a substitute for it; small models
+        often echo it), and a step the executor already refused for a lasting reason in this episode (L4: the
+        object cannot be opened or closed; F2: no such object), which would fail the same way again."""
         if text is None:
             return []
-        read = parsing.parse_steps(text, self._actions(request))
+        read = parsing.parse_steps(text, self._actions(request), max_steps=16)  # the limit applies after the filters
         if not read.ok:
             self.stats.count_malformed(kind)
         steps: list[Subtask] = []
         dropped = read.dropped
         for step in read.steps:
-            if step in steps or (failed is not None and _same(step, failed)):
+            if (step in steps or len(steps) >= self.config.max_steps or (failed is not None and _same(step, failed))
+                    or any(_same(step, refused) for refused in self.refused)):
                 dropped += 1
             else:
                 steps.append(step)

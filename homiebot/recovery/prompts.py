@@ -39,7 +39,7 @@ The robot's report: $feedback ($code)
 Why the step matters: $reason
 What the robot knows about the scene: $scene
 Some steps work only once something else holds: the hand must be empty to pick something up, a closed container must be opened before putting into it, the robot must stand near what it handles. Is such a condition missing for the failed step? If so, list the steps that set it up; the failed step is tried again after them.
-Steps look like $forms and use names from the scene.
+Each step is one action ($forms) on names from the scene, written like "[Open, fridge]".
 Answer: {"reason": "...", "missing": true or false, "steps": [...]}"""
 
 WORKAROUND_RECONSTRUCTED = """Task: $task
@@ -49,21 +49,21 @@ The robot's report: $feedback ($code)
 Why the step matters: $reason
 What the robot knows about the scene: $scene$tried
 No missing condition explains the failure. Suggest steps that replace the failed step and reach the same aim, for example with another object of the same kind or another place.
-Steps look like $forms and use names from the scene.
+Each step is one action ($forms) on names from the scene, written like "[Open, fridge]".
 Answer: {"reason": "...", "steps": [...]}"""
 
 POST_EXECUTION_RECONSTRUCTED = """Task: $task
 Steps the robot carried out: $plan
 What the robot knows about the scene: $scene
 The robot has finished its plan. Compare what the task asks for with the scene: which steps are still needed? They may repeat earlier steps whose effect is missing. An empty list means the task is done.
-Steps look like $forms and use names from the scene.
+Each step is one action ($forms) on names from the scene, written like "[Open, fridge]".
 Answer: {"reason": "...", "steps": [...]}"""
 
 SEARCH_RECONSTRUCTED = """The robot needs $object but has not seen it yet.
 Where the task says things are: $locations
 What the robot knows about the scene: $scene
 List the steps that make $object visible (for example go to the place it is in and open it), using only the places above. If no place above is about $object, answer with an empty list.
-Steps look like $forms.
+Each step is one action ($forms), written like "[Open, fridge]".
 Answer: {"steps": [...]}"""
 
 LOCATIONS_RECONSTRUCTED = """Task: $task
@@ -76,7 +76,7 @@ The robot failed this step: $subtask
 The robot's report: $feedback ($code)
 What the robot knows about the scene: $scene
 Think step by step about why the step failed and what the robot should do: skip it, insert steps before trying it again, or replace it with other steps.
-Steps look like $forms and use names from the scene.
+Each step is one action ($forms) on names from the scene, written like "[Open, fridge]".
 Answer: {"reasoning": "...", "action": "skip" or "insert" or "replace", "steps": [...]}"""
 
 #: Every template by name, and the fields it may use.

@@ -302,7 +302,7 @@ def test_statistics_files_pool_into_the_summary(tmp_path):
 def test_answers_name_the_expert_models_for_each_action():
     d = Driver([answer("[Pick, apple]")],
                [importance(True), steps_answer(["[Go to, fridge]", "[Open, fridge]", "[Go to, cup]", "[Put, cup, table]"], missing=True)],
-               stages="1,2")
+               stages="1,2", max_steps=4)
     d.step()
     raws = []
     feedback = [TOO_HARD, "None", "None", "None"]
@@ -342,3 +342,18 @@ def test_the_session_gives_the_wrapper_the_state_and_the_code_but_never_the_goal
                    Feedback(ErrorCode.L1, HAND_FULL))
     req = session.make_request([], world_state=state, goal=_GoalTrap())
     assert req.world_state is state and req.goal is None and req.last_error is ErrorCode.L1
+
+
+def test_at_most_max_steps_per_answer_and_no_step_refused_for_a_lasting_reason():
+    d = Driver([answer("[Open, table]", "octo"), answer("[Pick, apple]"), answer("[Go to, table]", "NoMaD")],
+               [importance(False),
+                importance(True), steps_answer(["[Open, table]", "[Go to, fridge]", "[Open, fridge]", "[Pick, cup]"],
+                                               missing=True)],
+               stages="1,2")
+    d.step()
+    assert d.step("Can not open table! Please choose another object") == "[Pick, apple]"  # L4: dropped by stage 1
+    assert d.step(TOO_HARD) == "[Go to, fridge]"  # [Open, table] was refused (L4) earlier: not tried again
+    assert d.step() == "[Open, fridge]"
+    assert d.step() == "[Pick, apple]"  # the retry: [Pick, cup] was over the two-step limit
+    assert d.planner.stats.dropped_steps == 2
+    assert "{0,1}" in d.llm.grammars[-1]  # the grammar allows two steps as well
