@@ -69,6 +69,13 @@ def _print_summary(report: dict[str, Any], out_dir: Path | None, what: str | Non
         console.print(what)
 
 
+def _print_recovery(summary: dict[str, Any] | None) -> None:
+    if summary is not None:
+        from homiebot.recovery.stats import summary_line
+
+        typer.echo(summary_line(summary))
+
+
 def register(app: typer.Typer) -> None:
     """Add ``homie eval`` and ``homie metrics``."""
 
@@ -96,7 +103,12 @@ def register(app: typer.Typer) -> None:
         observe: str = typer.Option(None, "--observe", help="--suite muep: what the planner is given, text, images or both (docs/muep.md)."),
         backend: str = typer.Option("local", "--backend", help="Who runs the episodes: local (worker processes) or ray (Ray actors, here or on a cluster; docs/ray.md)."),
         address: str = typer.Option(None, "--address", help="--backend ray: auto (the cluster `ray start` runs here) or the head's HOST:PORT; default a private Ray instance on this machine."),
+        model_actors: int = typer.Option(1, "--model-actors", help="--backend ray, --planner hf: shared copies of the model, each a Ray actor serving every worker's calls in batches (0: one copy per worker)."),
+        model_gpus: float = typer.Option(0.0, "--model-gpus", help="--backend ray: GPUs each model actor declares (1: one model per GPU)."),
         html_report: bool = typer.Option(True, "--report/--no-report", help="Write the HTML report DIR/report.html and the episodes' pages at the end (docs/reports.md)."),
+        recovery: str = typer.Option(None, "--recovery", help="Failure recovery around the planner: cmfr, cot or none (docs/recovery.md)."),
+        recovery_stages: str = typer.Option(None, "--recovery-stages", help="--recovery cmfr: its stages, e.g. 1,2 (default 1,2,3,4)."),
+        recovery_search: bool = typer.Option(None, "--recovery-search/--no-recovery-search", help="--recovery: object search from the places the task names (default on)."),
     ) -> None:
         """Run the EMMOE-100 evaluation in parallel worker processes; rerun the same command to resume.
         ``--suite muep`` runs the MuEP-style suite instead (homie muep run; docs/muep.md)."""
@@ -111,6 +123,8 @@ def register(app: typer.Typer) -> None:
                 "--runs": runs != 3, "--workers": workers != 2, "--noise": noise != "off", "--max-rounds": max_rounds != 20,
                 "--perception": perception != "off", "--images": images, "--video": video,
                 "--backend": backend != "local", "--address": address is not None,
+                "--model-actors": model_actors != 1, "--model-gpus": model_gpus != 0.0,
+                "--recovery": recovery is not None or recovery_stages is not None or recovery_search is not None,
                 **{f"--{key.replace('_', '-')}": True for key in named},
             })
             return
@@ -122,12 +136,19 @@ def register(app: typer.Typer) -> None:
         from homiebot.eval.tasks import TaskError
 
         check_output(out)
+        from homiebot.recovery.cli import recovery_planner, write_recovery_summary
 
+        try:  # --recovery wraps the planner and its options (pinned whole in eval.json)
+            planner_name, planner_options = recovery_planner(
+                planner, {**_parse_options(planner_option), **named}, recovery, recovery_stages, recovery_search,
+                out.absolute() / "recovery")
+        except ValueError as err:
+            raise report(str(err)) from None
         try:
             settings = EvalSettings(
                 suite=resolve_suite(suite),
-                planner=planner,
-                planner_options={**_parse_options(planner_option), **named},
+                planner=planner_name,
+                planner_options=planner_options,
                 noise=noise,  # type: ignore[arg-type]
                 max_rounds=max_rounds,
                 perception=perception,  # type: ignore[arg-type]
@@ -148,6 +169,8 @@ def register(app: typer.Typer) -> None:
                 progress=progress,
                 backend=backend,
                 address=address,
+                model_actors=model_actors,
+                model_gpus=model_gpus,
             )
         except (EvalError, TaskError) as err:
             raise report(str(err)) from None
@@ -161,6 +184,7 @@ def register(app: typer.Typer) -> None:
         )
         tables = json.loads((outcome.out_dir / "report.json").read_text())
         _print_summary(tables, outcome.out_dir)
+        _print_recovery(write_recovery_summary(outcome.out_dir))
         if html_report:
             from homiebot.report import ReportError, write_report
 
@@ -219,7 +243,11 @@ def register(app: typer.Typer) -> None:
             written = write_eval_report(directory, report_dir, plots=plots)
         except EvalError as err:
             raise report(str(err)) from None
+        from homiebot.recovery.cli import write_recovery_summary
+
+        recovery = write_recovery_summary(directory, report_dir)  # recovery.md / .json with --recovery
         if as_json:
-            typer.echo(json.dumps(written, indent=1))
+            typer.echo(json.dumps(written if recovery is None else {**written, "recovery": recovery}, indent=1))
         else:
             _print_summary(written, Path(report_dir) if report_dir else directory)
+            _print_recovery(recovery)

@@ -69,7 +69,12 @@ class RayOptions:
 
     address: str | None = None  # None: a private instance on this machine; "auto" or "HOST:PORT": a cluster
     num_cpus: float = 1.0  # per actor (one simulator is one busy core)
-    num_gpus: float = 0.0  # per actor: give each worker a GPU share when its planner holds a model
+    num_gpus: float = 0.0  # per episode actor
+    # Planners holding a model (homiebot.eval.ray_models): that many shared model actors (0: each worker loads
+    # its own copy), each declaring these resources (model_num_gpus=1: one model per GPU).
+    model_actors: int = 1
+    model_num_cpus: float = 1.0
+    model_num_gpus: float = 0.0
 
 
 # --------------------------------------------------------------------------------------------- records
@@ -109,13 +114,21 @@ def place_record(data: bytes, target: Path) -> bool:
 class EpisodeActor:
     """A Ray actor running evaluation jobs: one simulator and planner, as a local worker process."""
 
-    def __init__(self, options: WorkerOptions) -> None:
+    def __init__(self, options: WorkerOptions, model_actor: Any = None) -> None:
         from homiebot.logs import configure_logging
 
         configure_logging(options.log_level, "%(asctime)s %(levelname)s ray worker %(process)d %(name)s: %(message)s")
         os.environ.setdefault("MUJOCO_GL", "egl")
         self.scratch = Path(tempfile.mkdtemp(prefix="homie-ray-"))
         self.options = dataclasses.replace(options, out_dir=str(self.scratch), parent_pid=None)
+        if model_actor is not None:
+            # The planner's model lives in a shared model actor: the planner gets an engine that calls it. Only
+            # this actor's copy of the settings carries it; eval.json keeps the user's options.
+            from homiebot.eval.ray_models import RemoteEngine
+
+            settings = options.settings
+            planner_options = {**settings.planner_options, "engine": RemoteEngine(model_actor)}
+            self.options.settings = settings.model_copy(update={"planner_options": planner_options})
         self.setup_error: str | None = None
         self.state: Any = None
         try:
@@ -183,7 +196,9 @@ class RayPool:
     actors: list[_Actor] = field(default_factory=list)
     started_ray: bool = False
     nodes_used: set[str] = field(default_factory=set)
+    model_actors: list[Any] = field(default_factory=list)
     description: str = "Ray workers"  # the progress bar's word for them
+    _spawned: int = 0
 
     def _init(self) -> Any:
         import ray
@@ -196,7 +211,8 @@ class RayPool:
             os.environ.setdefault("RAY_AUTH_MODE", "disabled")
             # "local" starts a new instance even where RAY_ADDRESS or a `ray start` here names a cluster
             # (https://docs.ray.io/en/latest/ray-core/api/doc/ray.init.html).
-            kwargs.update(address="local", num_cpus=max(1, round(self.size * self.ray_options.num_cpus)),
+            cpus = self.size * self.ray_options.num_cpus + self._model_actor_count() * self.ray_options.model_num_cpus
+            kwargs.update(address="local", num_cpus=max(1, round(cpus)),
                           object_store_memory=LOCAL_OBJECT_STORE_BYTES)
         else:
             kwargs["address"] = self.ray_options.address
@@ -209,9 +225,42 @@ class RayPool:
         self.started_ray = True
         return ray
 
+    def _model_actor_count(self) -> int:
+        from homiebot.eval.ray_models import SHARED_MODEL_PLANNERS
+
+        return self.ray_options.model_actors if self.options.settings.planner in SHARED_MODEL_PLANNERS else 0
+
+    def _start_model_actors(self, ray: Any) -> None:
+        """The shared model actors, each loaded before any episode starts (a model that does not load stops
+        the evaluation with its reason, as a worker that cannot load it does)."""
+        from homiebot.eval.pool import WorkerSetupError
+        from homiebot.eval.ray_models import ModelActor
+
+        count = self._model_actor_count()
+        if not count:
+            return
+        remote = ray.remote(
+            num_cpus=self.ray_options.model_num_cpus,
+            num_gpus=self.ray_options.model_num_gpus,
+            max_concurrency=self.size + 2,  # every worker's call waits in the batcher at once
+        )(ModelActor)
+        self.model_actors = [remote.remote(dict(self.options.settings.planner_options)) for _ in range(count)]
+        for error in ray.get([actor.ready.remote() for actor in self.model_actors]):
+            if error is not None:
+                raise WorkerSetupError(f"the shared model could not be loaded: {error}")
+        log.info("%d shared model actor(s) up", count)
+
+    def model_stats(self) -> list[dict[str, Any]]:
+        """Calls and batches of each shared model actor (empty without them)."""
+        import ray
+
+        return [ray.get(actor.stats.remote()) for actor in self.model_actors]
+
     def _spawn(self, ray: Any) -> _Actor:
         remote = ray.remote(num_cpus=self.ray_options.num_cpus, num_gpus=self.ray_options.num_gpus)(EpisodeActor)
-        handle = remote.remote(self.options)
+        model = self.model_actors[self._spawned % len(self.model_actors)] if self.model_actors else None
+        self._spawned += 1
+        handle = remote.remote(self.options, model)
         actor = _Actor(handle, handle.ready.remote())
         self.actors.append(actor)
         return actor
@@ -230,6 +279,7 @@ class RayPool:
         deaths: dict[str, int] = {}
         startup_deaths = 0
         try:
+            self._start_model_actors(ray)
             for _ in range(min(self.size, len(pending))):
                 self._spawn(ray)
             while pending or any(a.job is not None for a in self.actors):
@@ -315,6 +365,11 @@ class RayPool:
     def close(self, *, kill: bool = False) -> None:
         import ray
 
+        if self.model_actors and not kill:
+            with contextlib.suppress(Exception):
+                for stats in self.model_stats():
+                    log.info("shared model actor %(pid)s: %(calls)d calls, %(requests)d requests in %(batches)d batches "
+                             "(largest %(max_batch)d)", stats)
         for actor in list(self.actors):
             if kill:
                 with contextlib.suppress(Exception):
@@ -323,6 +378,10 @@ class RayPool:
             else:
                 self._retire(ray, actor)
         self.actors.clear()
+        for model in self.model_actors:
+            with contextlib.suppress(Exception):
+                ray.kill(model)
+        self.model_actors = []
         if self.started_ray and ray.is_initialized():
             ray.shutdown()
             self.started_ray = False

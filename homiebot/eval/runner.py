@@ -162,12 +162,16 @@ def run_evaluation(
     report: bool = True,
     backend: str = "local",
     address: str | None = None,
+    model_actors: int = 1,
+    model_gpus: float = 0.0,
 ) -> EvalOutcome:
     """Run (or resume) an evaluation into ``out_dir`` and write its report. See the module docstring.
 
     ``backend``: ``local`` (worker processes, :mod:`homiebot.eval.pool`) or ``ray`` (Ray actors on this
     machine or on the cluster at ``address``: :mod:`homiebot.eval.ray_backend`); both read and write the same
-    directory layout, so either resumes the other's run.
+    directory layout, so either resumes the other's run. On Ray a planner that holds a model shares
+    ``model_actors`` copies of it (0: one per worker), each declaring ``model_gpus`` GPUs
+    (:mod:`homiebot.eval.ray_models`).
 
     Every argument is checked before anything touches ``out_dir``: a refused command leaves no trace.
     """
@@ -179,6 +183,8 @@ def run_evaluation(
         from homiebot.eval.ray_backend import check_ray
 
         check_ray(address)
+        if model_actors < 0 or model_gpus < 0:
+            raise EvalError("--model-actors and --model-gpus must not be negative")
     elif address is not None:
         raise EvalError("--address needs --backend ray")
     jobs = plan_jobs(settings, tasks, runs)
@@ -211,7 +217,7 @@ def run_evaluation(
                     log_level=logging.DEBUG if log.isEnabledFor(logging.DEBUG) else logging.WARNING,
                 )
                 try:
-                    pool = _make_pool(options, min(workers, len(todo)), backend, address)
+                    pool = _make_pool(options, min(workers, len(todo)), backend, address, model_actors, model_gpus)
                     _run_jobs(pool, todo, index, outcome, progress, settings.label())
                 except WorkerSetupError as err:
                     # No worker could start (a model that does not load, a bad planner option): nothing ran.
@@ -255,12 +261,14 @@ def check_arguments(
     return tasks
 
 
-def _make_pool(options: WorkerOptions, size: int, backend: str, address: str | None) -> Any:
+def _make_pool(
+    options: WorkerOptions, size: int, backend: str, address: str | None, model_actors: int, model_gpus: float
+) -> Any:
     """The worker pool of ``backend``; both have ``size``, ``run(jobs, on_done, on_failed)`` and ``close()``."""
     if backend == "ray":
         from homiebot.eval.ray_backend import RayOptions, RayPool
 
-        return RayPool(options, size, RayOptions(address=address))
+        return RayPool(options, size, RayOptions(address=address, model_actors=model_actors, model_num_gpus=model_gpus))
     return WorkerPool(options, size)
 
 
