@@ -321,13 +321,25 @@ def load_scene(name_or_path: str | Path) -> SceneSpec:
     return _load_scene_file(str(path.resolve()), stat.st_mtime_ns, stat.st_size)
 
 
+def _yaml_error_line(err: yaml.YAMLError) -> str:
+    """A YAML error on one line, with the line and column in the file (PyYAML's marks count from 0)."""
+    if not isinstance(err, yaml.MarkedYAMLError):
+        return " ".join(str(err).split())
+    where = f"line {err.problem_mark.line + 1}, column {err.problem_mark.column + 1}: " if err.problem_mark else ""
+    text = f"{where}{err.problem or 'syntax error'}"
+    if err.context:
+        start = f" at line {err.context_mark.line + 1}, column {err.context_mark.column + 1}" if err.context_mark else ""
+        text += f" ({err.context}{start})"
+    return text
+
+
 @lru_cache(maxsize=64)
 def _load_scene_file(path_text: str, mtime_ns: int, size: int) -> SceneSpec:
     path = Path(path_text)
     try:
         data = yaml.safe_load(path.read_text())
     except yaml.YAMLError as err:
-        raise SceneError(f"invalid scene {path}: not valid YAML: {err}") from None
+        raise SceneError(f"invalid scene {path}: not valid YAML: {_yaml_error_line(err)}") from None
     if not isinstance(data, dict):
         raise SceneError(f"invalid scene {path}: expected a mapping at the top level")
     return parse_scene(data, str(path))

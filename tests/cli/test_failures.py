@@ -4,7 +4,8 @@ codes"): one ``error:`` line on stderr, exit 2, no traceback, nothing written.
 The commands are discovered from the app, so a new subcommand fails :func:`test_every_command_has_cases`
 until it gets its cases here. For each command the applicable classes are run as real subprocesses:
 an output path that cannot be written (under ``/proc``, and under a regular file), a missing input file,
-and a bad name (scene, task, planner, suite, builder, ...).
+a malformed one (a scene with a YAML syntax error: one line naming the file, line and column), and a bad
+name (scene, task, planner, suite, builder, ...).
 """
 
 from __future__ import annotations
@@ -24,12 +25,14 @@ from homiebot.cli.failures import EXIT_BAD_INPUT, EXIT_ENVIRONMENT, CommandFaile
 HOMIE = str(Path(sys.executable).with_name("homie"))
 UNWRITABLE = "{unwritable}"  # replaced by each unwritable location in turn
 MISSING = "{missing}"  # replaced by a path that does not exist
+MALFORMED = "{malformed}"  # replaced by a scene file with a YAML syntax error
 
 # command -> {case class: arguments}. Absent classes do not apply (the command has no such input).
 CASES: dict[str, dict[str, list[str]]] = {
     "run": {
         "unwritable": ["--task", "demo-drawer", "--out", UNWRITABLE],
         "bad_name": ["--task", "nope-000", "--out", "{tmp}/out"],
+        "malformed_input": ["tidy up", "--scene", MALFORMED, "--out", "{tmp}/out"],
     },
     "tasks": {"bad_name": ["--suite", "nope"]},
     "eval": {
@@ -45,11 +48,12 @@ CASES: dict[str, dict[str, list[str]]] = {
         "missing_input": [MISSING],
     },
     "sim scenes": {},
-    "sim validate": {"missing_input": [MISSING]},
+    "sim validate": {"missing_input": [MISSING], "malformed_input": [MALFORMED]},
     "sim render": {
         "unwritable": ["--scene", "apartment_1", "--out", UNWRITABLE],
         "bad_name": ["--scene", "nope", "--out", "{tmp}/out"],
         "missing_input": ["--scene", MISSING + ".yaml", "--out", "{tmp}/out"],
+        "malformed_input": ["--scene", MALFORMED, "--out", "{tmp}/out"],
     },
     "sim urdf": {"unwritable": ["--out", UNWRITABLE]},
     "perception eval": {
@@ -109,6 +113,8 @@ def test_every_command_has_cases() -> None:
 def _invocations(tmp: Path) -> list[tuple[str, str, list[str]]]:
     blocker = tmp / "a-file"
     blocker.write_text("not a folder")
+    malformed = tmp / "broken_scene.yaml"
+    malformed.write_text("name: broken\nrooms: [kitchen, hall\n  - furniture: none\n")  # an unclosed list
     unwritable = ["/proc/homie-test/out", str(blocker / "out")]
     runs = []
     for command, cases in CASES.items():
@@ -117,6 +123,7 @@ def _invocations(tmp: Path) -> list[tuple[str, str, list[str]]]:
             for location in variants:
                 args = [
                     a.replace(UNWRITABLE, location or "").replace(MISSING, str(tmp / "missing"))
+                    .replace(MALFORMED, str(malformed))
                     .replace("{tmp}", str(tmp / "work"))
                     for a in arguments
                 ]
@@ -152,6 +159,8 @@ def test_every_command_fails_with_one_line_and_exit_2(tmp_path: Path) -> None:
             and lines[0].startswith("error: ")
             and "Traceback" not in done.stderr + done.stdout
         )
+        if ok and case.startswith("malformed_input"):
+            ok = "broken_scene.yaml" in lines[0] and "line 3, column" in lines[0]  # which file, where in it
         if not ok:
             problems.append(f"homie {command} [{case}]: exit {done.returncode}, stderr {done.stderr.strip()[-400:]!r}")
     assert not problems, "\n".join(problems)
