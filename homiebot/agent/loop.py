@@ -55,6 +55,7 @@ from homiebot.agent.knowledge import (
 )
 from homiebot.agent.observers import EpisodeObserver, ObserverBase, notify_end, notify_round, notify_start
 from homiebot.agent.session import PlannerSession
+from homiebot.config import FAR_THRESHOLD_M, HISTORY_WINDOW, MAX_ROUNDS, MAX_TRIES, NEAR_THRESHOLD_M
 from homiebot.eval.goals import GoalSpec, goal_satisfied
 from homiebot.eval.tasks import TaskSpec
 from homiebot.executor.executor import ExecutorConfig, SkillRunner
@@ -97,16 +98,16 @@ OutputCallback = Callable[[int, str, PlannerOutput], None]
 class EpisodeConfig:
     """How an episode runs. Defaults are EMMOE's (20 rounds, window of 3, the paper's lists)."""
 
-    max_rounds: int = 20
-    history_window: int = 3
+    max_rounds: int = MAX_ROUNDS
+    history_window: int = HISTORY_WINDOW
     render: bool = True  # render the four views every round (the planner's images and the record's)
     actions: tuple[str, ...] = EMMOE_ACTIONS
     models: tuple[str, ...] = EMMOE_MODELS
     model_descriptions: Mapping[str, str] | None = None
     strict_models: bool = False  # see homiebot.executor.executor (model must serve the action)
-    max_tries: int = 3
-    far_threshold_m: float = 2.0
-    near_threshold_m: float = 0.1
+    max_tries: int = MAX_TRIES
+    far_threshold_m: float = FAR_THRESHOLD_M
+    near_threshold_m: float = NEAR_THRESHOLD_M
 
     def __post_init__(self) -> None:
         if self.max_rounds < 1:

@@ -29,6 +29,7 @@ from typing import Any
 
 import numpy as np
 
+from homiebot.config import HISTORY_WINDOW, MAX_ROUNDS
 from homiebot.planner.base import Planner, PlanRequest
 from homiebot.planner.conversation import Conversation
 from homiebot.planner.prompt import build_instruction, history_entry, parse_output, system_prompt
@@ -72,8 +73,8 @@ class PlannerSession:
         actions: Sequence[str] = EMMOE_ACTIONS,
         models: Sequence[str] = EMMOE_MODELS,
         model_descriptions: dict[str, str] | None = None,
-        max_rounds: int = 20,
-        history_window: int = 3,
+        max_rounds: int = MAX_ROUNDS,
+        history_window: int = HISTORY_WINDOW,
         world_description: str | None = None,
     ) -> None:
         if max_rounds < 1:

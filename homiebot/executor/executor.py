@@ -45,6 +45,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
+from homiebot.config import FAR_THRESHOLD_M, MAX_TRIES, NEAR_THRESHOLD_M
 from homiebot.executor import messages
 from homiebot.perception.grounding import AliasGrounder, Grounder
 from homiebot.sim.base import Simulator
@@ -89,9 +90,9 @@ class ExecutorConfig:
 
     actions: tuple[str, ...] = EMMOE_ACTIONS
     models: tuple[str, ...] = EMMOE_MODELS
-    max_tries: int = 3
-    far_threshold_m: float = 2.0  # D1: reach distance above this
-    near_threshold_m: float = 0.1  # D2: reach distance below this
+    max_tries: int = MAX_TRIES
+    far_threshold_m: float = FAR_THRESHOLD_M  # D1: reach distance above this
+    near_threshold_m: float = NEAR_THRESHOLD_M  # D2: reach distance below this
     strict_models: bool = False
     model_actions: Mapping[str, tuple[Action, ...]] = field(default_factory=lambda: dict(DEFAULT_MODEL_ACTIONS))
 

@@ -52,7 +52,7 @@ class PerceptionConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    builder: Literal["privileged", "conceptgraph"] = "privileged"
+    builder: Literal["privileged", "conceptgraph"] = "privileged"  # homiebot.config.GRAPH_BUILDERS
     describe_world: bool = Field(True, description="fill PlanRequest.world_description with the graph's text")
     semantic_grounding: bool = Field(True, description="MiniLM tier after the exact tiers (needs the perception extra)")
     label_confusion: float = Field(0.0, ge=0.0, le=1.0, description="stand-in detector's confusion rate")

@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from homiebot.config import MAX_ROUNDS
 from homiebot.sim.scene import SceneSpec
 from homiebot.types import ErrorCode, Observation, WorldState
 
@@ -57,7 +58,7 @@ class PlanRequest:
     # the error code of the previous round's feedback (None in round 1).
     scene: SceneSpec | None = None
     observation: Observation | None = None
-    max_rounds: int = 20
+    max_rounds: int = MAX_ROUNDS
     last_error: ErrorCode | None = None
 
 

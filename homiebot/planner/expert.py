@@ -58,6 +58,7 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
+from homiebot.config import FAR_THRESHOLD_M, NEAR_THRESHOLD_M
 from homiebot.eval.goals import (
     Articulation,
     Cleared,
@@ -139,8 +140,8 @@ class ExpertPlanner(Planner):
     def __init__(
         self,
         interact_range_m: float = 1.0,
-        near_threshold_m: float = 0.1,
-        far_threshold_m: float = 2.0,
+        near_threshold_m: float = NEAR_THRESHOLD_M,
+        far_threshold_m: float = FAR_THRESHOLD_M,
         close_opened: bool = True,
     ) -> None:
         if not 0 <= near_threshold_m < interact_range_m <= far_threshold_m:

@@ -45,9 +45,10 @@ class ExecutorNode(Node):
         super().__init__("executor")
         self.declare_parameter("grounder", "alias")
         self.declare_parameter("strict_models", False)
-        self.declare_parameter("max_tries", 3)
-        self.declare_parameter("far_threshold_m", 2.0)
-        self.declare_parameter("near_threshold_m", 0.1)
+        defaults = ExecutorConfig()  # the core's defaults (homiebot.config), not copies of them
+        self.declare_parameter("max_tries", defaults.max_tries)
+        self.declare_parameter("far_threshold_m", defaults.far_threshold_m)
+        self.declare_parameter("near_threshold_m", defaults.near_threshold_m)
         self.declare_parameter("actions", list(EMMOE_ACTIONS))
         self.declare_parameter("models", list(EMMOE_MODELS))
         self.declare_parameter("state_timeout_s", 10.0)

@@ -32,6 +32,7 @@ from homiebot.perception.actions import ActionUpdateError
 from homiebot.perception.world_model import PerceptionConfig, WorldModel
 from homiebot.ros import convert
 from homiebot.ros.spin import spin_node
+from homiebot.config import GRAPH_BUILDERS
 from homiebot.planner.prompt import split_subtask
 from homiebot.ros.calls import EVENTS_QOS, LATCHED_QOS, VIEWS_QOS, announce_ready
 from homiebot.sim.scene import SceneSpec
@@ -40,11 +41,11 @@ from homiebot.sim.scene import SceneSpec
 class PerceptionNode(Node):
     def __init__(self) -> None:
         super().__init__("perception")
-        self.declare_parameter("builder", "privileged")
+        self.declare_parameter("builder", PerceptionConfig().builder)
         self.declare_parameter("semantic_grounding", False)
         builder = self.get_parameter("builder").value
-        if builder not in ("privileged", "conceptgraph"):
-            raise ValueError(f"unknown world-graph builder {builder!r}; choose privileged or conceptgraph")
+        if builder not in GRAPH_BUILDERS:
+            raise ValueError(f"unknown world-graph builder {builder!r}; choose {' or '.join(GRAPH_BUILDERS)}")
         self._config = PerceptionConfig(builder=builder, describe_world=False,
                                         semantic_grounding=bool(self.get_parameter("semantic_grounding").value))
         self._lock = threading.Lock()
