@@ -110,6 +110,8 @@ def register(app: typer.Typer) -> None:
         timeout: float | None = typer.Option(None, "--timeout", min=1.0, help="Give up after this many seconds (exit 3)."),
         execute_timeout: float | None = typer.Option(None, "--execute-timeout", min=0.1, help="Planner's deadline per subtask (s)."),
         images: bool = typer.Option(False, "--images/--no-images", help="Keep the four views of every round in <out>/record."),
+        live: bool = typer.Option(False, "--live", help="The planner node serves the episode live to the Foxglove app (docs/reports.md)."),
+        live_port: int = typer.Option(8765, "--live-port", min=1, max=65535, help="--live: the port on 127.0.0.1."),
         base_url: str | None = typer.Option(None, "--base-url", help="Model planners: OpenAI-compatible server URL."),
         model: str | None = typer.Option(None, "--model", help="Model planners: model name."),
         api_key_env: str | None = typer.Option(None, "--api-key-env", help="Model planners: environment variable holding the API key."),
@@ -160,6 +162,11 @@ def register(app: typer.Typer) -> None:
         options.update({key: value for key, value in chosen.items() if value is not None})
         if out is not None:
             check_output(out)
+        if live:
+            from homiebot.live import live_missing
+
+            if live_missing():
+                raise _fail(f"--live: {live_missing()}")
         try:
             env = overlay_environment(find_overlay())
         except RosEnvironmentError as err:
@@ -185,6 +192,9 @@ def register(app: typer.Typer) -> None:
                 planner_overrides[key] = value
         if record:
             planner_overrides["await_subscribers"] = 1  # the recorder: the bag then holds the whole episode
+        if live:
+            planner_overrides["live_port"] = live_port
+            console.print(f"live view: ws://127.0.0.1:{live_port} (Foxglove app: Open connection, layout docs/foxglove/)")
         overrides: dict[str, dict[str, Any]] = {"planner_node": planner_overrides}
         bridge_overrides = {key: value for key, value in (("simulator", simulator), ("noise", noise)) if value}
         if bridge_overrides:

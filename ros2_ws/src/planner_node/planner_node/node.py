@@ -190,8 +190,16 @@ class PlannerNode(Node):
             # Comma-separated node names that must report ready (calls.READY_TOPIC) before an episode starts.
             ("await_nodes", ""),
             ("ready_timeout_s", 120.0),
+            # The Foxglove live view (homiebot.live; docs/reports.md) on this loopback port; -1: none, 0: a free one.
+            ("live_port", -1),
         ):
             self.declare_parameter(name, default)
+        self.live = None
+        if int(self.param("live_port")) >= 0:
+            from homiebot.live import FoxgloveLiveView, LiveViewConfig
+
+            self.live = FoxgloveLiveView(LiveViewConfig(port=int(self.param("live_port")))).start()
+            self.get_logger().info(f"live view on ws://127.0.0.1:{self.live.port}")
         self.execute_timeout_s = float(self.param("execute_timeout_s"))
         self.service_timeout_s = float(self.param("service_timeout_s"))
         self.backend = RosEpisodeBackend(self)
@@ -280,8 +288,9 @@ class PlannerNode(Node):
             config=config,
             on_output=self._publish_output,
             on_round=lambda record, trajectory: self._publish_round(task.task_id, record, trajectory),
-            observers=[recording] if recording is not None else [],
-            always_observe=recording is not None and recording.recorder.images,
+            observers=[o for o in (recording, self.live) if o is not None],
+            # The live view shows the four views of every round, as a record with images keeps them.
+            always_observe=(recording is not None and recording.recorder.images) or self.live is not None,
         )
         if recording is not None:
             recording.begin(episode.trajectory)
@@ -378,6 +387,8 @@ def main(args: list[str] | None = None) -> None:
         pass
     finally:
         code = node.exit_code
+        if node.live is not None:
+            node.live.stop()
         node.destroy_node()
         rclpy.try_shutdown()
     sys.exit(code or 0)
