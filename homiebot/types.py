@@ -27,6 +27,13 @@ EMMOE_MODELS: tuple[str, ...] = ("NoMaD", "PixNav", "octo", "RT-1-X")
 VIEW_NAMES: tuple[str, ...] = ("front", "left", "back", "right")
 
 
+def casefold_words(text: str) -> str:
+    """Lower-case with single spaces, trimmed: the one normal form for comparing actions, commands and names
+    that differ only in case or spacing (``"Go  To"`` -> ``"go to"``). Grounding's
+    :func:`homiebot.perception.grounding.normalize_name` builds on it for scene names."""
+    return " ".join(text.strip().lower().split())
+
+
 class Action(str, enum.Enum):
     GO_TO = "Go to"
     PICK = "Pick"
@@ -43,7 +50,7 @@ class Action(str, enum.Enum):
     @classmethod
     def parse(cls, text: str) -> Action | None:
         """Case- and space-insensitive lookup ("go to", "Go  To", "pick"); None when not an action."""
-        key = " ".join(text.strip().lower().split())
+        key = casefold_words(text)
         for action in cls:
             if action.value.lower() == key:
                 return action

@@ -32,6 +32,8 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
+from homiebot.types import casefold_words
+
 #: ALFWorld's six task types (``alfred_tw_env.TASK_TYPES``), in MuEP's table order.
 TASK_TYPES: tuple[str, ...] = (
     "pick_and_place_simple",
@@ -70,7 +72,7 @@ class Convention(str, enum.Enum):
 
 def normalise_action(text: str) -> str:
     """Case and spacing do not make two actions different (``Go to  Fridge`` is ``go to fridge``)."""
-    return " ".join(text.strip().lower().split())
+    return casefold_words(text)
 
 
 def repeats(history: Sequence[str], action: str) -> bool:

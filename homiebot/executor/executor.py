@@ -60,6 +60,7 @@ from homiebot.types import (
     SkillStatus,
     Subtask,
     WorldState,
+    casefold_words,
     update_inventory,
 )
 
@@ -284,7 +285,7 @@ class Executor:
         self._run_with_tries(action, runner_model, target, place, target_text, place_text, report)
 
     def _check_action(self, text: str) -> Action:
-        key = " ".join(text.strip().lower().split())
+        key = casefold_words(text)
         action = Action.parse(text)
         if action is None or key not in self._actions:
             raise _Fail(ErrorCode.F1, messages.not_in_action_list(text))

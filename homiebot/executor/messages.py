@@ -9,13 +9,15 @@ Messages the paper does not define are marked "decision" and documented in ``doc
 
 from __future__ import annotations
 
+from homiebot.types import casefold_words
+
 #: Success (appendix E.1: ``feedback = "None"``).
 SUCCESS = "None"
 
 
 def action_word(action: str) -> str:
     """The action as the paper's executor formats it: lower-case, single spaces (``"Go to"`` -> ``"go to"``)."""
-    return " ".join(action.strip().lower().split())
+    return casefold_words(action)
 
 
 # ----------------------------------------------------------------------------- F: format errors (E.1)

@@ -34,7 +34,7 @@ import numpy as np
 
 from homiebot.gl_safety import guard_triton_after_gl
 from homiebot.perception.emmoe_names import emmoe_aliases
-from homiebot.types import EntityKind, EntityState, WorldState
+from homiebot.types import EntityKind, EntityState, WorldState, casefold_words
 
 log = logging.getLogger(__name__)
 
@@ -43,8 +43,7 @@ _ARTICLES = re.compile(r"^(the|a|an|some|my|your)\s+")
 
 def normalize_name(text: str) -> str:
     """Lower-case, drop a leading article, unify spaces/underscores/hyphens: "The Kitchen-Counter" -> "kitchen_counter"."""
-    key = " ".join(text.strip().lower().split())
-    key = _ARTICLES.sub("", key)
+    key = _ARTICLES.sub("", casefold_words(text))
     return re.sub(r"[\s\-]+", "_", key).strip("_.,;:!?'\"")
 
 

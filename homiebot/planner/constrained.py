@@ -48,7 +48,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from homiebot.planner.prompt import parse_output
-from homiebot.types import EMMOE_ACTIONS, EMMOE_MODELS, Action
+from homiebot.types import EMMOE_ACTIONS, EMMOE_MODELS, Action, casefold_words
 
 log = logging.getLogger(__name__)
 
@@ -209,7 +209,7 @@ def f1_violation(text: str, actions: Sequence[str] = EMMOE_ACTIONS, models: Sequ
     if parsed.subtask is None:
         return f"unparseable: {parsed.parse_error}"
     action_keys = {" ".join(a.lower().split()) for a in actions}
-    key = " ".join(parsed.subtask.action.strip().lower().split())
+    key = casefold_words(parsed.subtask.action)
     action = Action.parse(parsed.subtask.action)
     if action is None or key not in action_keys:
         return f"action not in the list: {parsed.subtask.action!r}"

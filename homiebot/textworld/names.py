@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass
 
-from homiebot.types import EntityKind, EntityState, WorldState
+from homiebot.types import EntityKind, EntityState, WorldState, casefold_words
 
 #: Our categories whose ALFRED type differs from the category without underscores.
 ALFRED_TYPES: dict[str, str] = {
@@ -73,4 +73,4 @@ class NameTable:
 
     def instance(self, text: str) -> str | None:
         """The instance an ALFWorld name designates (case and spacing insensitive), or None."""
-        return self.to_instance.get(" ".join(text.strip().lower().split()))
+        return self.to_instance.get(casefold_words(text))

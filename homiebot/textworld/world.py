@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from homiebot.sim.base import Simulator
 from homiebot.skills.actions import action_spec
 from homiebot.textworld.names import NameTable
-from homiebot.types import Action, EntityKind, SkillResult, Subtask, WorldState
+from homiebot.types import Action, EntityKind, SkillResult, Subtask, WorldState, casefold_words
 
 log = logging.getLogger(__name__)
 
@@ -82,7 +82,7 @@ _COMMANDS: tuple[tuple[str, re.Pattern[str]], ...] = (
 )
 def command_names(command: str, phrasing: Phrasing) -> list[str] | None:
     """The names a command mentions when it matches the grammar of ``phrasing``, else None."""
-    text = " ".join(command.strip().lower().split())
+    text = casefold_words(command)
     for kind, pattern in _COMMANDS:
         if (kind == "put" and phrasing is not Phrasing.PAPERS) or (kind == "move" and phrasing is not Phrasing.ALFWORLD):
             continue
@@ -238,7 +238,7 @@ class TextWorld:
 
     def step(self, command: str) -> TextStep:
         """Play one command: run its skill on the simulator when it is one, answer ALFWorld's text."""
-        text = " ".join(command.strip().lower().split())
+        text = casefold_words(command)
         admissible = text in self.admissible_commands()
         for kind, pattern in _COMMANDS:
             match = pattern.match(text)
