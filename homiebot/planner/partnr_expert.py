@@ -215,11 +215,17 @@ class PartnrExpertPlanner(Planner):
 
     def _pending_partner(self, tracker: PropositionTracker, state: WorldState, objects: list[str],
                          place: str) -> tuple[str, str] | None:
-        """(object, partner) of a not-yet-satisfied next-to whose partner already rests on ``place``."""
+        """(object, partner) of a not-yet-satisfied next-to whose partner already rests on ``place``.
+
+        A next-to that holds only because one of its objects is in the gripper beside the other is not met
+        yet: putting the object down elsewhere on the surface would break it again."""
         for i, prop in enumerate(tracker.function.propositions):
-            if prop.function_name != "is_next_to" or tracker.states[-1][i].is_satisfied:
+            if prop.function_name != "is_next_to":
                 continue
             sides = (prop.args["entity_handles_a"], prop.args["entity_handles_b"])
+            carried = state.held is not None and state.held in (*sides[0], *sides[1])
+            if tracker.states[-1][i].is_satisfied and not carried:
+                continue
             for movers, partners in (sides, sides[::-1]):  # next to is symmetric
                 for a in movers:
                     if a not in objects:

@@ -338,7 +338,7 @@ def verify(sim: Any, draft: Draft, scene: str, seed: int, task_id: str) -> Verdi
     return Verdict(True, "", plan, len(plan))
 
 
-def generate(scenes: Sequence[str] = SCENES, per_scene: int = 48) -> tuple[list[dict[str, Any]], Counter[str]]:
+def generate(scenes: Sequence[str] = SCENES, per_scene: int = 52) -> tuple[list[dict[str, Any]], Counter[str]]:
     """Draft, verify and keep up to ``per_scene`` tasks per scene, balanced over the four categories."""
     from homiebot.sim.mujoco.backend import MujocoSimulator
 
@@ -392,7 +392,7 @@ def generate(scenes: Sequence[str] = SCENES, per_scene: int = 48) -> tuple[list[
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="Generate and verify the PARTNR-style suite.")
     parser.add_argument("--out", type=Path, required=True, help="suite YAML to write")
-    parser.add_argument("--per-scene", type=int, default=48)
+    parser.add_argument("--per-scene", type=int, default=52, help="tasks kept per scene (13 per category)")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.WARNING, format="%(message)s")
     if not args.out.parent.is_dir():
