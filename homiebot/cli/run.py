@@ -85,6 +85,9 @@ def register(app: typer.Typer) -> None:
         report: bool = typer.Option(True, "--report/--no-report", help="Write the episode's HTML page OUT/report.html at the end (docs/reports.md)."),
         live: bool = typer.Option(False, "--live", help="Serve the episode live to the Foxglove app over its WebSocket protocol (docs/reports.md)."),
         live_port: int = typer.Option(8765, "--live-port", min=0, max=65535, help="--live: the port on 127.0.0.1 (0: a free one, logged)."),
+        recovery: str | None = typer.Option(None, "--recovery", help="Failure recovery around the planner: cmfr, cot or none (docs/recovery.md)."),
+        recovery_stages: str | None = typer.Option(None, "--recovery-stages", help="--recovery cmfr: its stages, e.g. 1,2 (default 1,2,3,4)."),
+        recovery_search: bool | None = typer.Option(None, "--recovery-search/--no-recovery-search", help="--recovery: object search from the places the task names (default on)."),
     ) -> None:
         """Run one HomieBot episode (planner -> executor -> skills -> simulator) and record it into OUT."""
         from homiebot.agent.loop import EpisodeConfig, EpisodeSetupError, run_episode
@@ -127,6 +130,12 @@ def register(app: typer.Typer) -> None:
             )
         options = _parse_options(planner_option)
         options.update(base_url=base_url, model=model, api_key_env=api_key_env, constrained=constrained, decode=decode)
+        from homiebot.recovery.cli import recovery_planner, write_episode_stats
+
+        try:  # --recovery wraps the planner and its options
+            planner, options = recovery_planner(planner, options, recovery, recovery_stages, recovery_search)
+        except ValueError as err:
+            raise _fail(str(err)) from None
         try:
             recorder = EpisodeRecorder(out, images=render, video=video and render)
         except RecordError as err:
@@ -225,6 +234,9 @@ def register(app: typer.Typer) -> None:
                 observer.stop()
 
         Console().print(_round_table(trajectory))
+        stats = write_episode_stats(the_planner, recorder.out_dir)
+        if stats is not None:
+            Console().print(f"recovery statistics: {stats}")
         if trajectory.goal_satisfied is None:
             verdict = "ended" if trajectory.ended else "did not end"
         else:

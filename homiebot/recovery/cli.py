@@ -12,7 +12,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from homiebot.recovery.planner import MODES, parse_stages
+from homiebot.planner.base import Planner
+from homiebot.recovery.planner import MODES, RecoveryPlanner, parse_stages
 from homiebot.recovery.stats import STATS_DIR, load_stats, summarize, summary_markdown
 
 
@@ -65,3 +66,12 @@ def write_recovery_summary(eval_dir: Path, report_dir: Path | None = None) -> di
     (target / "recovery.json").write_text(json.dumps(summary, indent=1) + "\n", encoding="utf-8")
     (target / "recovery.md").write_text(summary_markdown(summary), encoding="utf-8")
     return summary
+
+
+def write_episode_stats(planner: Planner, record_dir: Path) -> Path | None:
+    """``homie run``: the episode's recovery statistics as ``OUT/recovery.json`` (None without ``--recovery``)."""
+    if not isinstance(planner, RecoveryPlanner) or not record_dir.is_dir():
+        return None
+    path = record_dir / "recovery.json"
+    path.write_text(json.dumps(planner.stats.to_json(), indent=1) + "\n", encoding="utf-8")
+    return path

@@ -150,6 +150,20 @@ def summarize(episodes: list[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
+def summary_line(summary: dict[str, Any]) -> str:
+    """One line for the CLI under the summary table."""
+    reached = summary["reached_share"]
+
+    def share(value: float | None) -> str:
+        return "n/a" if value is None else f"{100 * value:.0f}%"
+
+    calls = summary["llm_calls_per_episode"]
+    return (f"recovery: {summary['episodes']} episode(s), {summary['failed_subtasks']} failed subtask(s); reached stage "
+            f"1/2/3: {share(reached['1'])}/{share(reached['2'])}/{share(reached['3'])}; judged unimportant "
+            f"{share(summary['unimportant_share'])}; stage-2 success {share(summary['stage2_success'])}; "
+            f"{'n/a' if calls is None else f'{calls:.1f}'} LLM calls per episode (recovery.md)")
+
+
 def _fmt(value: Any) -> str:
     if value is None:
         return "n/a"

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from homiebot.planner.registry import make_planner
@@ -49,3 +51,41 @@ def test_the_summary_is_written_beside_the_report(tmp_path):
     assert summary["llm_calls_per_episode"] == 2.5 and summary["tokens_per_episode"] == 60.0
     markdown = (tmp_path / "report" / "recovery.md").read_text()
     assert "| L1 | 2 | 0.67 |" in markdown and (tmp_path / "report" / "recovery.json").is_file()
+
+
+def _homie(*args: str):
+    from typer.testing import CliRunner
+
+    from homiebot.cli import build_app
+
+    return CliRunner().invoke(build_app(), list(args))
+
+
+PICK = '["Analysis: pick\\nSubtask: [Pick, bowl]\\nModel: RT-1-X"]'
+
+
+def test_homie_run_with_recovery_writes_the_episode_statistics(tmp_path):
+    out = tmp_path / "rec"
+    result = _homie("run", "--task", "emmoe-001", "--planner", "scripted", "-p", f"outputs={PICK}", "--recovery", "none",
+                    "--no-render", "--no-report", "--out", str(out))
+    assert result.exit_code == 0, result.output
+    stats = json.loads((out / "recovery.json").read_text())
+    assert stats["mode"] == "none" and stats["failed_subtasks"] == 1 and sum(stats["failures_by_code"].values()) == 1
+    result = _homie("run", "--task", "emmoe-001", "--planner", "expert", "--recovery-stages", "1", "--out", str(tmp_path / "x"))
+    assert result.exit_code == 2 and "need --recovery" in result.output and not (tmp_path / "x").exists()
+
+
+@pytest.mark.slow
+def test_homie_eval_with_recovery_pins_the_wrapper_and_writes_the_summary(tmp_path):
+    out = tmp_path / "ev"
+    result = _homie("eval", "--out", str(out), "--tasks", "emmoe-001", "--runs", "1", "--workers", "1", "--no-progress",
+                    "--no-report", "--planner", "scripted", "-p", f"outputs={PICK}", "--recovery", "none")
+    assert result.exit_code == 0, result.output
+    settings = json.loads((out / "eval.json").read_text())["settings"]
+    assert settings["planner"] == "recovery" and settings["planner_options"]["base"] == "scripted"
+    assert settings["planner_options"]["mode"] == "none"
+    assert "recovery: 1 episode(s), 1 failed subtask(s)" in result.output
+    assert json.loads((out / "recovery.json").read_text())["failed_subtasks"] == 1
+    (out / "recovery.md").unlink()
+    result = _homie("metrics", str(out), "--no-plots")
+    assert result.exit_code == 0 and "recovery: 1 episode(s)" in result.output and (out / "recovery.md").is_file()
