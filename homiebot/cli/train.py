@@ -1,10 +1,138 @@
-"""``homie train ...``: planner training on trl and peft (docs/training.md)."""
+"""``homie train ...``: planner training on trl and peft (docs/training.md).
+
+* ``homie train base --model smollm2 --out DIR``: a bundled GGUF model as a trainable float folder;
+* ``homie train sft --data DIR --model DIR --out ADAPTER``: stage one (LoRA SFT);
+* ``homie train merge --model DIR --adapter ADAPTER --out DIR``: the SFT model for stage two;
+* ``homie train dpo --data DIR --model DIR --out ADAPTER``: stage two (LoRA DPO, the model as its reference).
+"""
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Literal
+
 import typer
+
+from homiebot.cli.failures import fail
+
+
+def _train(
+    stage: Literal["sft", "dpo"],
+    data: Path,
+    model: Path,
+    out: Path,
+    preset: str,
+    max_steps: int | None,
+    resume: bool,
+    learning_rate: float | None,
+    batch_size: int | None,
+    max_length: int | None,
+    lora: bool,
+    ref_model: Path | None,
+) -> None:
+    from homiebot.training.episodes import TrainingDataError
+    from homiebot.training.trainer import TrainingError, check_data, preset_for, train
+
+    try:
+        check_data(data)
+        settings = preset_for(
+            stage,
+            preset,
+            learning_rate=learning_rate,
+            batch_size=batch_size,
+            max_length=max_length,
+            lora=None if lora else False,
+        )
+        result = train(
+            stage,
+            data,
+            model,
+            out,
+            settings,
+            max_steps=max_steps,
+            resume=resume,
+            ref_model=ref_model,
+        )
+    except (TrainingError, TrainingDataError) as err:
+        fail(str(err))
+    for line in result.lines():
+        typer.echo(line)
 
 
 def register(app: typer.Typer) -> None:
-    """Add ``homie train`` (its commands come with homiebot.training.trainer)."""
-    del app
+    """Add ``homie train``."""
+    train_app = typer.Typer(help="Train a planner (EMMOE's SFT then DPO, on trl + peft).", no_args_is_help=True)
+    app.add_typer(train_app, name="train")
+
+    data_option = typer.Option(..., "--data", help="A data set folder from homie data build (or its parquet file).")
+    model_option = typer.Option(..., "--model", help="A transformers model folder (homie train base writes one).")
+    out_option = typer.Option(..., "--out", "-o", help="Output folder: the adapter, checkpoints/, training.json.")
+    preset_option = typer.Option(
+        "cpu-small", "--preset", help="cpu-small (2 CPU cores, fp32) or emmoe (the paper's, GPUs)."
+    )
+    steps_option = typer.Option(None, "--max-steps", help="Stop after this many optimizer steps (default: one epoch).")
+    resume_option = typer.Option(False, "--resume", help="Continue the run in --out from its newest checkpoint.")
+    lr_option = typer.Option(None, "--lr", help="Learning rate (default: the preset's).")
+    batch_option = typer.Option(None, "--batch-size", help="Samples per device and step (default: the preset's).")
+    length_option = typer.Option(None, "--max-length", help="Tokens per sample (default: the preset's).")
+    lora_option = typer.Option(True, "--lora/--full", help="LoRA adapter (default) or all weights.")
+
+    @train_app.command("sft")
+    def sft_command(
+        data: Path = data_option,
+        model: Path = model_option,
+        out: Path = out_option,
+        preset: str = preset_option,
+        max_steps: int = steps_option,
+        resume: bool = resume_option,
+        lr: float = lr_option,
+        batch_size: int = batch_option,
+        max_length: int = length_option,
+        lora: bool = lora_option,
+    ) -> None:
+        """Stage one: supervised fine-tuning on the answers (completion-only loss)."""
+        _train("sft", data, model, out, preset, max_steps, resume, lr, batch_size, max_length, lora, None)
+
+    @train_app.command("dpo")
+    def dpo_command(
+        data: Path = data_option,
+        model: Path = model_option,
+        out: Path = out_option,
+        preset: str = preset_option,
+        max_steps: int = steps_option,
+        resume: bool = resume_option,
+        lr: float = lr_option,
+        batch_size: int = batch_option,
+        max_length: int = length_option,
+        lora: bool = lora_option,
+        ref_model: Path = typer.Option(None, "--ref-model", help="Reference model folder (default: --model itself)."),
+    ) -> None:
+        """Stage two: DPO (sigmoid loss, beta 0.1) on the merged SFT model."""
+        _train("dpo", data, model, out, preset, max_steps, resume, lr, batch_size, max_length, lora, ref_model)
+
+    @train_app.command("merge")
+    def merge_command(
+        model: Path = model_option,
+        adapter: Path = typer.Option(..., "--adapter", help="The LoRA adapter folder to merge."),
+        out: Path = typer.Option(..., "--out", "-o", help="New folder for the merged model."),
+    ) -> None:
+        """Merge a LoRA adapter into its base model (SFT -> DPO hand-over)."""
+        from homiebot.training.trainer import TrainingError, merge
+
+        try:
+            typer.echo(f"merged model: {merge(model, adapter, out)}")
+        except TrainingError as err:
+            fail(str(err))
+
+    @train_app.command("base")
+    def base_command(
+        model: str = typer.Option("smollm2", "--model", help="A bundled model name."),
+        out: Path = typer.Option(..., "--out", "-o", help="New folder for the float model."),
+    ) -> None:
+        """Write a bundled (GGUF) model as a trainable transformers folder (float32)."""
+        from homiebot.training.trainer import TrainingError, materialize_base
+
+        try:
+            typer.echo(f"trainable model: {materialize_base(model, out)}")
+        except TrainingError as err:
+            fail(str(err))

@@ -166,3 +166,30 @@ def test_server_rewriter_sends_the_appendix_instruction_and_caches_answers(tmp_p
     offline = ServerRewriter("gpt-4o", cache, offline=True)
     assert offline.rewrite("put the apple_2 away", "task", 1) == "place the apple_2 away"
     assert offline.rewrite("put the apple_2 away", "task", 2) == "put the apple_2 away"  # not cached: original
+
+
+def test_homie_train_refuses_bad_input_in_one_line(records, tmp_path):
+    runner = CliRunner()
+    missing = runner.invoke(
+        build_app(),
+        ["train", "sft", "--data", str(tmp_path / "none"), "--model", str(tmp_path), "--out", str(tmp_path / "a")],
+    )
+    assert missing.exit_code == 2 and "no data set" in missing.output and len(missing.output.strip().splitlines()) == 1
+    build([records], tmp_path / "sft", "sft", BuildOptions(rewrites=0))
+    preset = runner.invoke(
+        build_app(),
+        [
+            "train",
+            "sft",
+            "--data",
+            str(tmp_path / "sft"),
+            "--model",
+            str(tmp_path),
+            "--out",
+            str(tmp_path / "a"),
+            "--preset",
+            "huge",
+        ],
+    )
+    assert preset.exit_code == 2 and "unknown preset 'huge'" in preset.output
+    assert not (tmp_path / "a").exists()

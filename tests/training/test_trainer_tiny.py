@@ -1,0 +1,172 @@
+"""CI-sized training: SFT, merge, DPO and resume on a tiny random model built in the test; a DPO step on one
+hand-computed pair gives the loss of the DPO formula (Rafailov et al. 2023, eq. 7; EMMOE's beta 0.1)."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+
+pytest.importorskip("trl")
+pytest.importorskip("peft")
+
+from homiebot.training.build import DATA_FILE, BuildOptions, build, write_dataset  # noqa: E402
+from homiebot.training.tiny import write_tiny_chat_model  # noqa: E402
+from homiebot.training.trainer import TrainingError, merge, preset_for, train  # noqa: E402
+
+pytestmark = pytest.mark.models
+
+
+@pytest.fixture(scope="module")
+def setup(tmp_path_factory):
+    from synthetic_records import write_episode
+
+    root = tmp_path_factory.mktemp("tiny")
+    for n in range(3):
+        write_episode(root / "runs" / "episodes" / f"syn-{n:03d}" / "run0", f"syn-{n:03d}", 4, n == 0)
+    # No system turn: the tiny tokenizer spends a token on every few characters.
+    options = BuildOptions(split="all", rewrites=0, system_prompt=False)
+    build([root / "runs"], root / "sft", "sft", options)
+    build([root / "runs"], root / "dpo", "dpo", options)
+    import pyarrow.parquet as pq
+
+    rows = pq.read_table(root / "sft" / DATA_FILE).to_pylist()
+    texts = [m["content"] for r in rows for m in r["prompt"] + r["completion"]]
+    write_tiny_chat_model(root / "model", texts)
+    return root
+
+
+def test_sft_merge_dpo_on_a_tiny_model(setup):
+    root = setup
+    sft = train(
+        "sft",
+        root / "sft",
+        root / "model",
+        root / "a1",
+        preset_for("sft", "cpu-small", learning_rate=1e-2, save_steps=100),
+        max_steps=3,
+        progress=False,
+    )
+    assert sft.steps == 3 and len(sft.losses) == 3 and all(math.isfinite(x) for x in sft.losses)
+    assert (root / "a1" / "adapter_config.json").is_file() and (root / "a1" / "adapter_model.safetensors").is_file()
+    record = json.loads((root / "a1" / "training.json").read_text())
+    assert record["preset"]["bf16"] is False and record["preset"]["gradient_checkpointing"] is False
+    merged = merge(root / "model", root / "a1", root / "m1")
+    assert (merged / "config.json").is_file()
+    dpo = train(
+        "dpo",
+        root / "dpo",
+        merged,
+        root / "a2",
+        preset_for("dpo", "cpu-small", save_steps=100),
+        max_steps=2,
+        progress=False,
+    )
+    # With a LoRA adapter the reference is the merged SFT model itself: the first step's loss is ln 2 exactly.
+    assert dpo.losses[0] == pytest.approx(math.log(2), abs=1e-6)
+    assert (root / "a2" / "adapter_config.json").is_file()
+    with pytest.raises(TrainingError, match="not empty"):
+        train("sft", root / "sft", root / "model", root / "a1", preset_for("sft", "cpu-small"), max_steps=1)
+
+
+def test_training_resumes_from_its_checkpoint(setup):
+    root = setup
+    preset = preset_for("sft", "cpu-small", save_steps=1)
+    first = train("sft", root / "sft", root / "model", root / "r1", preset, max_steps=2, progress=False)
+    assert first.steps == 2 and (root / "r1" / "checkpoints").is_dir()
+    resumed = train("sft", root / "sft", root / "model", root / "r1", preset, max_steps=3, resume=True, progress=False)
+    assert resumed.steps == 3
+    assert [h["step"] for h in resumed.log_history if "loss" in h] == [1, 2, 3]  # steps 1-2 from the checkpoint
+
+
+def _completion_logp(model, tokenizer, prompt, completion):
+    """Sum of log-probabilities of the completion's tokens after the prompt (chat template applied)."""
+    import torch
+
+    prompt_ids = tokenizer.apply_chat_template(prompt, add_generation_prompt=True, tokenize=True, return_dict=True)[
+        "input_ids"
+    ]
+    full_ids = tokenizer.apply_chat_template(prompt + completion, tokenize=True, return_dict=True)["input_ids"]
+    assert full_ids[: len(prompt_ids)] == prompt_ids
+    with torch.no_grad():
+        logits = model(torch.tensor([full_ids])).logits[0].double()
+    logp = torch.log_softmax(logits[:-1], dim=-1)
+    targets = full_ids[1:]
+    return sum(float(logp[i, targets[i]]) for i in range(len(prompt_ids) - 1, len(full_ids) - 1))
+
+
+def test_one_dpo_step_gives_the_loss_computed_by_hand(setup, tmp_path):
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    root = setup
+    reference = write_tiny_chat_model(tmp_path / "reference", ["go to the fridge", "pick the apple"], seed=7)
+    # The reference shares the policy's tokenizer so both score the same tokens.
+    tokenizer = AutoTokenizer.from_pretrained(str(root / "model"))
+    tokenizer.save_pretrained(str(reference))
+    ref_model = AutoModelForCausalLM.from_pretrained(str(root / "model"))
+    import torch
+
+    torch.manual_seed(7)
+    for parameter in ref_model.parameters():
+        parameter.data.add_(0.05 * torch.randn_like(parameter))
+    ref_model.save_pretrained(str(reference))
+    prompt = [{"role": "user", "content": "Task: tidy task syn-000\nInventory: None"}]
+    chosen = [{"role": "assistant", "content": "Subtask: [Go to, fridge]\nModel: NoMaD"}]
+    rejected = [{"role": "assistant", "content": "Subtask: [Put, banana, sink]\nModel: RT-1-X"}]
+    write_dataset([{"prompt": prompt, "chosen": chosen, "rejected": rejected}], tmp_path / "pair" / DATA_FILE)
+    policy = AutoModelForCausalLM.from_pretrained(str(root / "model"))
+    ref = AutoModelForCausalLM.from_pretrained(str(reference))
+    beta = 0.1
+    margin = (
+        _completion_logp(policy, tokenizer, prompt, chosen) - _completion_logp(ref, tokenizer, prompt, chosen)
+    ) - (_completion_logp(policy, tokenizer, prompt, rejected) - _completion_logp(ref, tokenizer, prompt, rejected))
+    by_hand = -math.log(1.0 / (1.0 + math.exp(-beta * margin)))
+    assert abs(by_hand - math.log(2)) > 1e-3  # the two models differ: not the trivial ln 2
+    preset = preset_for("dpo", "cpu-small", lora=False, batch_size=1, save_steps=100, beta=beta)
+    result = train(
+        "dpo",
+        tmp_path / "pair",
+        root / "model",
+        tmp_path / "out",
+        preset,
+        max_steps=1,
+        ref_model=reference,
+        progress=False,
+    )
+    assert result.losses[0] == pytest.approx(by_hand, rel=1e-4, abs=1e-5)
+
+
+def test_the_trained_adapter_plans_a_constrained_episode(setup):
+    """The adapter is usable at once: the hf planner with the trained text engine runs an episode in the
+    simulator, every answer in the format (constrained decoding), so no F1."""
+    from homiebot.agent.loop import EpisodeConfig, run_episode
+    from homiebot.eval.tasks import load_suite
+    from homiebot.planner.hf_backend import HFPlanner
+    from homiebot.sim.base import make_simulator
+    from homiebot.training.text_engine import CausalTextModel
+    from homiebot.types import ErrorCode
+
+    root = setup
+    adapter = root / "e1"
+    train(
+        "sft",
+        root / "sft",
+        root / "model",
+        adapter,
+        preset_for("sft", "cpu-small", save_steps=100),
+        max_steps=1,
+        progress=False,
+    )
+    planner = HFPlanner(
+        model="trained", engine=CausalTextModel(root / "model", adapter=adapter), constrained=True, max_new_tokens=120
+    )
+    sim = make_simulator("mujoco", render=False)
+    try:
+        trajectory = run_episode(
+            sim, planner, task=load_suite("emmoe100").tasks[0], config=EpisodeConfig(max_rounds=2, render=False)
+        )
+    finally:
+        sim.shutdown()
+    assert len(trajectory.rounds) >= 1 and trajectory.error is None
+    assert all(r.output.subtask is not None and r.feedback.code is not ErrorCode.F1 for r in trajectory.rounds)
