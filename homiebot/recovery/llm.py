@@ -50,11 +50,16 @@ class EngineLLM:
     """A planner engine with ``generate(conversations, grammars=..., max_new_tokens=...)`` (the interface of
     :class:`~homiebot.planner.text_lm.TextLanguageModel` and :class:`~homiebot.planner.hf_backend.VisionLanguageModel`)."""
 
-    def __init__(self, engine: Any, *, constrained: bool = True) -> None:
+    def __init__(self, engine: Any, *, constrained: bool = True, owned: bool = False) -> None:
         if not callable(getattr(engine, "generate", None)):
             raise TypeError(f"{type(engine).__name__} has no generate(): not a planner engine")
         self.engine = engine
         self.constrained = constrained
+        self.owned = owned  # loaded for recovery alone: close() releases it (never the base planner's engine)
+
+    def close(self) -> None:
+        if self.owned:
+            self.engine.close()
 
     def complete(self, messages: Sequence[ChatMessage], *, grammar: str | None, max_tokens: int) -> LLMReply:
         grammars = [grammar] if grammar is not None and self.constrained else None

@@ -22,7 +22,7 @@ from typing import Any
 from homiebot.types import Action, Subtask
 
 #: Longest free-text reason a constrained answer may carry (characters; ASCII, so at most as many tokens).
-REASON_MAX_CHARS = 120
+REASON_MAX_CHARS = 80
 #: Most steps one stage answer may add (each costs a round of the episode's 20; a small model fills whatever
 #: the grammar allows, so the default is short).
 MAX_STEPS = 2

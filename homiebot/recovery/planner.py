@@ -109,7 +109,7 @@ class RecoveryConfig:
     stages: frozenset[int] = ALL_STAGES
     search: bool = True
     max_calls_per_round: int = 4
-    max_tokens: int = 160
+    max_tokens: int = 120
     reason_chars: int = parsing.REASON_MAX_CHARS
     history_steps: int = 8  # steps-so-far shown to a stage (the latest ones)
     max_steps: int = parsing.MAX_STEPS  # steps one stage answer may add (each costs a round)
@@ -185,9 +185,10 @@ class RecoveryPlanner(Planner):
         stages: str | Sequence[int] = (1, 2, 3, 4),
         search: bool = True,
         max_calls_per_round: int = 4,
-        max_tokens: int = 160,
+        max_tokens: int = 120,
         max_steps: int = parsing.MAX_STEPS,
         constrained: bool = True,
+        own_cache: bool = True,
         llm: RecoveryLLM | None = None,
         prompts: str | None = None,
         stats_dir: str | None = None,
@@ -207,16 +208,25 @@ class RecoveryPlanner(Planner):
         self.privileged = self.inner.privileged
         self.accepts_free_text = self.inner.accepts_free_text
         self.needs_views = self.inner.needs_views
-        self.llm: RecoveryLLM | None = llm if llm is not None or mode == "none" else self._llm_of(self.inner)
+        self.llm: RecoveryLLM | None = llm if llm is not None or mode == "none" else self._llm_of(self.inner, own_cache)
         self.stats_dir = Path(stats_dir) if stats_dir else None
         self.stats = RecoveryStats()
         self._reset_episode("", 0)
 
     @staticmethod
-    def _llm_of(inner: Planner) -> RecoveryLLM:
-        """The base planner's own model: its engine (local) or its server (OpenAI-compatible)."""
+    def _llm_of(inner: Planner, own_cache: bool = True) -> RecoveryLLM:
+        """The base planner's own model: its engine (local) or its server (OpenAI-compatible).
+
+        ``own_cache``: a CPU text engine (:class:`~homiebot.planner.text_lm.TextLanguageModel`) keeps the
+        key/value cache of one sequence; stage calls on it would evict the base planner's conversation, which
+        then has to be read again from its start after every recovery. So recovery gets a second instance of
+        the same model file with its own cache (SmolLM2-135M: about 100 MB more)."""
         engine = getattr(inner, "engine", None)
         if engine is not None:
+            from homiebot.planner.text_lm import TextLanguageModel
+
+            if own_cache and isinstance(engine, TextLanguageModel):
+                return EngineLLM(TextLanguageModel(engine.config), owned=True)
             return EngineLLM(engine)
         base_url = getattr(inner, "base_url", None)
         resolve = getattr(inner, "resolve_model", None)
@@ -249,6 +259,9 @@ class RecoveryPlanner(Planner):
         self.inner.reset(task, seed)
 
     def close(self) -> None:
+        close = getattr(self.llm, "close", None)
+        if callable(close):
+            close()
         self.inner.close()
 
     # ------------------------------------------------------------------------------------ one round
