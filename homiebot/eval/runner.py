@@ -308,7 +308,7 @@ def _run_jobs(
     wins = 0
     with Progress(*columns, disable=not show_progress, transient=False) as bar:
         if show_progress:
-            bar.console.print(f"[bold]eval[/bold] {label}, {pool.size} workers: {what}", highlight=False)
+            bar.console.print(f"[bold]eval[/bold] {label}, {pool.size} workers: {what}", highlight=False, soft_wrap=True)
         bar_id = bar.add_task("eval", total=len(todo), what="done, 0 succeeded")
 
         def on_done(job: Job, result: dict[str, Any]) -> None:
