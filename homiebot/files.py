@@ -3,15 +3,19 @@
 Everything that is written in place atomically goes through a private temporary (``tempfile.mkstemp`` makes
 0600 files, ``tempfile.mkdtemp`` 0700 folders, for their own safety: see the ``tempfile`` documentation) and
 is then renamed into place, so without a fix the records, bags and reports would keep those private modes.
-:func:`publish` gives such a path the mode a plain ``open``/``mkdir`` would have given it under the umask.
+:func:`publish` gives such a path the mode a plain ``open``/``mkdir`` would have given it under the umask, and
+:func:`atomic_write_text` / :func:`atomic_write_json` are the one atomic writer every module uses.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import re
+import tempfile
 import threading
 from pathlib import Path
+from typing import Any
 
 _UMASK_LINE = re.compile(r"^Umask:\s*([0-7]+)\s*$", re.MULTILINE)
 _lock = threading.Lock()
@@ -38,3 +42,29 @@ def publish(path: str | os.PathLike[str]) -> None:
     target = Path(path)
     base = 0o777 if target.is_dir() else 0o666
     os.chmod(target, base & ~current_umask())
+
+
+def atomic_write_text(path: str | os.PathLike[str], text: str) -> Path:
+    """Write ``text`` (UTF-8) to ``path`` so that readers see the old file or the whole new one, never part of it,
+    also after a power cut: a temporary file in the same folder, flushed and fsync'ed, given the umask's mode
+    (:func:`publish`), then renamed over ``path`` (``os.replace`` is atomic within one file system). The temporary
+    file is removed on any failure. The folder is created when missing. Returns the path written."""
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+        publish(tmp)
+        os.replace(tmp, target)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return target
+
+
+def atomic_write_json(path: str | os.PathLike[str], data: Any, *, indent: int | None = 2, sort_keys: bool = False) -> Path:
+    """:func:`atomic_write_text` of ``data`` as JSON (with a final newline)."""
+    return atomic_write_text(path, json.dumps(data, indent=indent, sort_keys=sort_keys) + "\n")

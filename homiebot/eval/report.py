@@ -29,7 +29,7 @@ from homiebot.eval.metrics import (
     split_summaries,
     summarize,
 )
-from homiebot.files import publish
+from homiebot.files import atomic_write_text, publish
 
 #: Table 4 of the paper (P and SR per action, %), the target of the ``emmoe`` noise preset's calibration.
 PAPER_TABLE4: dict[str, dict[str, float]] = {
@@ -369,21 +369,6 @@ def write_plots(report: dict[str, Any], out_dir: Path) -> dict[str, str]:
 
 
 # ---------------------------------------------------------------------------------------------- files
-
-
-def atomic_write_text(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    publish(tmp)
-    try:
-        with os.fdopen(fd, "w") as handle:
-            handle.write(text)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
 
 
 def write_report(

@@ -145,7 +145,7 @@ def write_eval_report(out_dir: str | Path, report_dir: str | Path | None = None,
     # PARTNR's metrics beside EMMOE's (docs/partnr.md, "Metrics"): a section of report.md, a key of
     # report.json, and partnr.md / partnr.json with the per-episode rows.
     from homiebot.eval.partnr.report import partnr_report
-    from homiebot.eval.report import atomic_write_text
+    from homiebot.files import atomic_write_text
 
     section, data = partnr_report(scored.partnr, scored.partnr_unscored)
     result["partnr"] = data

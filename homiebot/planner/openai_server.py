@@ -36,7 +36,6 @@ import json
 import logging
 import os
 import signal
-import tempfile
 import threading
 import time
 import uuid
@@ -49,6 +48,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from homiebot.files import atomic_write_text
 from homiebot.planner.batching import RequestBatcher
 from homiebot.planner.hf_backend import Generation, LocalModelConfig, VisionLanguageModel
 from homiebot.planner.messages import ChatMessage, MessageFormatError, from_openai_messages
@@ -385,14 +385,6 @@ class _Handler(BaseHTTPRequestHandler):
         return body
 
 
-def _write_atomically(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    with os.fdopen(fd, "w") as handle:
-        handle.write(text)
-    os.replace(tmp, path)
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m homiebot.planner.openai_server",
@@ -466,7 +458,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     signal.signal(signal.SIGINT, _stop)
     server.start()
     if args.port_file:
-        _write_atomically(Path(args.port_file), f"{server.port}\n")
+        atomic_write_text(Path(args.port_file), f"{server.port}\n")
     log.info("serving %r at %s", served_name, server.url)
     while not stop.wait(0.5):
         pass

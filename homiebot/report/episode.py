@@ -24,7 +24,8 @@ from homiebot.data.record import ROUNDS_FILE, TOPDOWN_FILE, VIDEO_FILE, RecordEr
 from homiebot.eval.keypaths import NameResolver, matched_prefix, parse_keypath, steps_of, task_progress
 from homiebot.eval.tasks import TaskError, TaskSpec, get_task
 from homiebot.report.graph import final_placements, world_graph_svg
-from homiebot.report.html import atomic_write_text, code_badge, esc, image_src, page, table
+from homiebot.files import atomic_write_text
+from homiebot.report.html import code_badge, esc, image_src, page, table
 from homiebot.sim.scene import SceneError, SceneSpec, load_scene
 from homiebot.types import VIEW_NAMES, Trajectory
 

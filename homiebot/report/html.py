@@ -11,11 +11,8 @@ from __future__ import annotations
 import base64
 import html
 import os
-import tempfile
 from collections.abc import Iterable, Sequence
 from pathlib import Path
-
-from homiebot.files import publish
 
 #: Colours of the feedback badges: OK green, the error families of EMMOE appendix E.1 each their own.
 CODE_COLOURS: dict[str, str] = {"OK": "#2e7d32", "L": "#8e24aa", "D": "#ef6c00", "F": "#c62828", "E": "#1565c0"}
@@ -126,16 +123,3 @@ def page(title: str, subtitle: str, body: str, sections: Sequence[tuple[str, str
         f"<main>{body}</main><script>{_SORT_JS}</script></body></html>\n"
     )
 
-
-def atomic_write_text(path: Path, text: str) -> None:
-    """Write through a temp file in the same folder and ``os.replace`` it in: never a half-written page."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-        publish(tmp)  # mkstemp makes 0600; the file gets the mode the user's umask gives
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)

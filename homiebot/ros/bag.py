@@ -20,7 +20,6 @@ Metadata version 8 is written: every rosbag2 from Humble on reads it.
 from __future__ import annotations
 
 import importlib
-import json
 import logging
 import os
 import shutil
@@ -76,20 +75,6 @@ class BagError(RuntimeError):
     def __init__(self, message: str, exit_code: int = 2) -> None:
         super().__init__(message)
         self.exit_code = exit_code
-
-
-def write_json_atomically(path: str | os.PathLike[str], data: Any) -> None:
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w") as handle:
-            json.dump(data, handle, indent=2)
-        publish(tmp)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 # ------------------------------------------------------------------------------------------------ type system

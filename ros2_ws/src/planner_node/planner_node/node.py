@@ -17,10 +17,8 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import queue
 import sys
-import tempfile
 import threading
 import time
 from pathlib import Path
@@ -39,6 +37,7 @@ from rclpy.node import Node
 from homiebot.agent.loop import EpisodeConfig
 from homiebot.data.record import EpisodeRecorder, RecordingObserver
 from homiebot.eval.tasks import get_task
+from homiebot.files import atomic_write_json
 from homiebot.planner.registry import make_planner
 from homiebot.ros import convert
 from homiebot.ros.calls import EVENTS_QOS, LATCHED_QOS, ReadinessWatch, call_action, call_service
@@ -156,14 +155,6 @@ def trajectory_summary(trajectory: Trajectory, timed_out: bool) -> dict:
             for r in trajectory.rounds
         ],
     }
-
-
-def write_json_atomically(path: Path, data: dict) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    with os.fdopen(fd, "w") as handle:
-        json.dump(data, handle, indent=2)
-    os.replace(tmp, path)
 
 
 class PlannerNode(Node):
@@ -319,7 +310,7 @@ class PlannerNode(Node):
         )
         result_path = self.param("result_path")
         if result_path:
-            write_json_atomically(Path(result_path), trajectory_summary(trajectory, outcome.timed_out))
+            atomic_write_json(Path(result_path), trajectory_summary(trajectory, outcome.timed_out))
         return outcome
 
     def _publish_output(self, round_index: int, instruction: str, output) -> None:
