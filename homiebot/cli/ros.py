@@ -76,27 +76,17 @@ def _result_table(result: dict[str, Any]) -> Any:
         table.add_column(column, overflow="fold")
     for r in result.get("rounds", []):
         table.add_row(
-            str(r["index"]),
-            r["subtask"],
-            r["model"] or "-",
-            r["code"],
-            r["message"],
-            " ".join(r["inventory"]) or "None",
-            f"{r['timings'].get('round_s', 0.0) * 1000:.0f}",
-            style=None if r["code"] == "OK" else "yellow",
+            str(r["index"]), r["subtask"], r["model"] or "-", r["code"], r["message"], " ".join(r["inventory"]) or "None",
+            f"{r['timings'].get('round_s', 0.0) * 1000:.0f}", style=None if r["code"] == "OK" else "yellow",
         )
     return table
 
 
 def register(app: typer.Typer) -> None:
     """Add ``homie up``, ``homie bag`` and ``homie ros``."""
-    up_app = typer.Typer(
-        help="Bring up the HomieBot ROS 2 graph (the same graph as `ros2 launch homie sim.launch.py`).",
-        no_args_is_help=True,
-    )
-    bag_app = typer.Typer(
-        help="Record, play, inspect and replay rosbag2 (MCAP) files of the graph.", no_args_is_help=True
-    )
+    up_app = typer.Typer(help="Bring up the HomieBot ROS 2 graph (the same graph as `ros2 launch homie sim.launch.py`).",
+                         no_args_is_help=True)
+    bag_app = typer.Typer(help="Record, play, inspect and replay rosbag2 (MCAP) files of the graph.", no_args_is_help=True)
     ros_app = typer.Typer(help="ROS 2 maintenance on this machine.", no_args_is_help=True)
     app.add_typer(up_app, name="up")
     app.add_typer(bag_app, name="bag")
@@ -104,65 +94,31 @@ def register(app: typer.Typer) -> None:
 
     @up_app.command("sim")
     def up_sim(
-        task_id: str | None = typer.Option(
-            None, "--task", "-t", help="Built-in task id: run it to the end, then shut down."
-        ),
+        task_id: str | None = typer.Option(None, "--task", "-t", help="Built-in task id: run it to the end, then shut down."),
         instruction: str | None = typer.Option(None, "--instruction", help="Free-text task (with --scene)."),
         scene: str | None = typer.Option(None, "--scene", help="Scene (overrides the task's)."),
         planner: str | None = typer.Option(None, "--planner", help="Planner name (default: config/homie.yaml)."),
-        simulator: str | None = typer.Option(
-            None, "--simulator", help="Simulator backend (default: config/homie.yaml)."
-        ),
+        simulator: str | None = typer.Option(None, "--simulator", help="Simulator backend (default: config/homie.yaml)."),
         seed: int = typer.Option(0, "--seed", help="Run index: the scene seed is the task's seed + this."),
-        noise: str | None = typer.Option(
-            None,
-            "--noise",
-            help="Skill execution noise of the sim bridge: off, emmoe (EMMOE table 4) or a preset name (default: config/homie.yaml, noiseless).",
-        ),
-        out: Path | None = typer.Option(
-            None, "--out", "-o", help="Run directory (node logs, result.json, bag). Default runs/up-<time>."
-        ),
-        params: Path | None = typer.Option(
-            None, "--params", help="Node parameters (default launch/config/homie.yaml)."
-        ),
-        graph_file: Path | None = typer.Option(
-            None, "--graph", help="Node processes (default launch/config/graph.yaml)."
-        ),
+        noise: str | None = typer.Option(None, "--noise", help="Skill execution noise of the sim bridge: off, emmoe (EMMOE table 4) or a preset name (default: config/homie.yaml, noiseless)."),
+        out: Path | None = typer.Option(None, "--out", "-o", help="Run directory (node logs, result.json, bag). Default runs/up-<time>."),
+        params: Path | None = typer.Option(None, "--params", help="Node parameters (default launch/config/homie.yaml)."),
+        graph_file: Path | None = typer.Option(None, "--graph", help="Node processes (default launch/config/graph.yaml)."),
         domain_id: int | None = typer.Option(None, "--domain-id", min=0, max=232, help="ROS_DOMAIN_ID for the graph."),
         localhost: bool = typer.Option(True, "--localhost/--network", help="Keep DDS discovery on this machine."),
         record: bool = typer.Option(False, "--record", help="Also record the graph's topics to <out>/bag (MCAP)."),
-        timeout: float | None = typer.Option(
-            None, "--timeout", min=1.0, help="Give up after this many seconds (exit 3)."
-        ),
-        execute_timeout: float | None = typer.Option(
-            None, "--execute-timeout", min=0.1, help="Planner's deadline per subtask (s)."
-        ),
-        images: bool = typer.Option(
-            False, "--images/--no-images", help="Keep the four views of every round in <out>/record."
-        ),
-        live: bool = typer.Option(
-            False, "--live", help="The planner node serves the episode live to the Foxglove app (docs/reports.md)."
-        ),
+        timeout: float | None = typer.Option(None, "--timeout", min=1.0, help="Give up after this many seconds (exit 3)."),
+        execute_timeout: float | None = typer.Option(None, "--execute-timeout", min=0.1, help="Planner's deadline per subtask (s)."),
+        images: bool = typer.Option(False, "--images/--no-images", help="Keep the four views of every round in <out>/record."),
+        live: bool = typer.Option(False, "--live", help="The planner node serves the episode live to the Foxglove app (docs/reports.md)."),
         live_port: int = typer.Option(8765, "--live-port", min=1, max=65535, help="--live: the port on 127.0.0.1."),
         base_url: str | None = typer.Option(None, "--base-url", help="Model planners: OpenAI-compatible server URL."),
         model: str | None = typer.Option(None, "--model", help="Model planners: model name."),
-        api_key_env: str | None = typer.Option(
-            None, "--api-key-env", help="Model planners: environment variable holding the API key."
-        ),
-        constrained: bool | None = typer.Option(
-            None, "--constrained/--no-constrained", help="Model planners: constrained decoding."
-        ),
-        decode: str | None = typer.Option(
-            None, "--decode", help="hf planner: greedy decoding loop, auto (default), fast or generate."
-        ),
-        planner_option: list[str] = typer.Option(
-            [], "--planner-option", "-p", help="Other planner option key=value (repeatable)."
-        ),
-        perception: str = typer.Option(
-            "off",
-            "--perception",
-            help="World graph the executor grounds through: off (the scene's names), privileged or conceptgraph (the perception node's graph).",
-        ),
+        api_key_env: str | None = typer.Option(None, "--api-key-env", help="Model planners: environment variable holding the API key."),
+        constrained: bool | None = typer.Option(None, "--constrained/--no-constrained", help="Model planners: constrained decoding."),
+        decode: str | None = typer.Option(None, "--decode", help="hf planner: greedy decoding loop, auto (default), fast or generate."),
+        planner_option: list[str] = typer.Option([], "--planner-option", "-p", help="Other planner option key=value (repeatable)."),
+        perception: str = typer.Option("off", "--perception", help="World graph the executor grounds through: off (the scene's names), privileged or conceptgraph (the perception node's graph)."),
     ) -> None:
         """Start the node processes, run a task through the graph (or wait for tasks on /homie/task), shut down cleanly.
 
@@ -201,13 +157,8 @@ def register(app: typer.Typer) -> None:
         from homiebot.cli.run import _parse_options
 
         options = _parse_options(planner_option)
-        chosen = {
-            "base_url": base_url,
-            "model": model,
-            "api_key_env": api_key_env,
-            "constrained": constrained,
-            "decode": decode,
-        }
+        chosen = {"base_url": base_url, "model": model, "api_key_env": api_key_env, "constrained": constrained,
+                  "decode": decode}
         options.update({key: value for key, value in chosen.items() if value is not None})
         if out is not None:
             check_output(out)
@@ -231,31 +182,19 @@ def register(app: typer.Typer) -> None:
 
         planner_overrides: dict[str, Any] = {}
         if task_id or instruction:
-            planner_overrides.update(
-                exit_when_done=True,
-                result_path=str(result_path),
-                seed=seed,
-                record_dir=str((run_dir / "record").resolve()),
-                record_images=images,
-            )
+            planner_overrides.update(exit_when_done=True, result_path=str(result_path), seed=seed,
+                                     record_dir=str((run_dir / "record").resolve()), record_images=images)
         if options:
             planner_overrides["planner_options"] = json.dumps(options)
-        for key, value in (
-            ("task", task_id),
-            ("instruction", instruction),
-            ("scene", scene),
-            ("planner", planner),
-            ("execute_timeout_s", execute_timeout),
-        ):
+        for key, value in (("task", task_id), ("instruction", instruction), ("scene", scene), ("planner", planner),
+                           ("execute_timeout_s", execute_timeout)):
             if value is not None:
                 planner_overrides[key] = value
         if record:
             planner_overrides["await_subscribers"] = 1  # the recorder: the bag then holds the whole episode
         if live:
             planner_overrides["live_port"] = live_port
-            console.print(
-                f"live view: ws://127.0.0.1:{live_port} (Foxglove app: Open connection, layout docs/foxglove/)"
-            )
+            console.print(f"live view: ws://127.0.0.1:{live_port} (Foxglove app: Open connection, layout docs/foxglove/)")
         overrides: dict[str, dict[str, Any]] = {"planner_node": planner_overrides}
         bridge_overrides = {key: value for key, value in (("simulator", simulator), ("noise", noise)) if value}
         if bridge_overrides:
@@ -268,11 +207,7 @@ def register(app: typer.Typer) -> None:
             # Every other node of the graph is part of the episode: the planner waits for their ready handshake.
             planner_overrides["await_nodes"] = ",".join(n.name for n in graph.nodes if n.name != "planner_node")
             supervisor = Supervisor(
-                graph,
-                params or DEFAULT_PARAMS,
-                overrides=overrides,
-                env=env,
-                log_dir=run_dir / "logs",
+                graph, params or DEFAULT_PARAMS, overrides=overrides, env=env, log_dir=run_dir / "logs",
                 on_event=lambda e: console.print(f"[dim]{e.node}[/dim] {e.kind} {e.detail}"),
             )
         except GraphConfigError as err:
@@ -288,30 +223,17 @@ def register(app: typer.Typer) -> None:
             ready = run_dir / ".recorder-ready"
             ready.unlink(missing_ok=True)
             recorder = subprocess.Popen(
-                [
-                    sys.executable,
-                    "-c",
-                    "from homiebot.cli import main; main()",
-                    "bag",
-                    "record",
-                    str(run_dir / "bag"),
-                    "--overwrite",
-                    "--ready-file",
-                    str(ready),
-                ],
-                env=env,
-                stdin=subprocess.DEVNULL,
-                start_new_session=True,
+                [sys.executable, "-c", "from homiebot.cli import main; main()", "bag", "record", str(run_dir / "bag"),
+                 "--overwrite", "--ready-file", str(ready)],
+                env=env, stdin=subprocess.DEVNULL, start_new_session=True,
             )
             # Start the nodes only once the recorder listens: the bag then holds the episode from its first message.
             deadline = time.monotonic() + 30.0
             while not ready.exists() and recorder.poll() is None and time.monotonic() < deadline:
                 time.sleep(0.05)
             ready.unlink(missing_ok=True)
-        console.print(
-            f"[bold]homie up sim[/bold]: {len(graph.nodes)} nodes, logs in {run_dir / 'logs'}"
-            f" (ROS_DOMAIN_ID={env.get('ROS_DOMAIN_ID', '0')})"
-        )
+        console.print(f"[bold]homie up sim[/bold]: {len(graph.nodes)} nodes, logs in {run_dir / 'logs'}"
+                      f" (ROS_DOMAIN_ID={env.get('ROS_DOMAIN_ID', '0')})")
         ended_by = None
         try:
             supervisor.start()
@@ -344,30 +266,19 @@ def register(app: typer.Typer) -> None:
         if ended_by is None and timeout is not None and (task_id or instruction):
             raise _fail(f"no result within {timeout:.0f} s", EXIT_TIMEOUT)
         if ended_by is not None and ended_by.exit_codes and ended_by.exit_codes[-1] != 0:
-            raise _fail(
-                f"{ended_by.spec.name} stopped with exit code {ended_by.exit_codes[-1]} (log: {ended_by.log_path})",
-                EXIT_FAILED,
-            )
+            raise _fail(f"{ended_by.spec.name} stopped with exit code {ended_by.exit_codes[-1]} (log: {ended_by.log_path})", EXIT_FAILED)
 
     # ------------------------------------------------------------------------------------------ bags
 
     @bag_app.command("record")
     def bag_record(
         output: Path = typer.Argument(..., help="Bag directory to create (rosbag2 with one MCAP file)."),
-        topics: list[str] | None = typer.Option(
-            None, "--topic", help="Topics to record (repeatable). Default: every topic."
-        ),
+        topics: list[str] | None = typer.Option(None, "--topic", help="Topics to record (repeatable). Default: every topic."),
         duration: float | None = typer.Option(None, "--duration", min=0.1, help="Stop after this many seconds."),
-        until_end: bool = typer.Option(
-            False, "--until-end", help="Stop when /homie/episode_status reports the episode over."
-        ),
+        until_end: bool = typer.Option(False, "--until-end", help="Stop when /homie/episode_status reports the episode over."),
         overwrite: bool = typer.Option(False, "--overwrite", help="Replace an existing bag at OUTPUT."),
-        exclude_camera_topics: bool = typer.Option(
-            False, "--no-camera-topics", help="Skip the per-camera image topics (MultiView still holds the views)."
-        ),
-        ready_file: Path | None = typer.Option(
-            None, "--ready-file", help="Create this file once the recorder listens."
-        ),
+        exclude_camera_topics: bool = typer.Option(False, "--no-camera-topics", help="Skip the per-camera image topics (MultiView still holds the views)."),
+        ready_file: Path | None = typer.Option(None, "--ready-file", help="Create this file once the recorder listens."),
     ) -> None:
         """Record the graph's topics with raw (serialized) subscriptions into a rosbag2 MCAP bag."""
         check_output(output, option="OUTPUT")
@@ -377,21 +288,12 @@ def register(app: typer.Typer) -> None:
         stop = _StopFlag()
         stop.install()
         try:
-            summary = record_bag(
-                output,
-                topics=topics or None,
-                duration_s=duration,
-                until_episode_end=until_end,
-                overwrite=overwrite,
-                should_stop=stop,
-                exclude_camera_topics=exclude_camera_topics,
-                ready=ready_file.touch if ready_file is not None else None,
-            )
+            summary = record_bag(output, topics=topics or None, duration_s=duration, until_episode_end=until_end,
+                                 overwrite=overwrite, should_stop=stop, exclude_camera_topics=exclude_camera_topics,
+                                 ready=ready_file.touch if ready_file is not None else None)
         except BagError as err:
             raise _fail(str(err), err.exit_code) from None
-        typer.echo(
-            f"recorded {summary.messages} messages on {len(summary.topics)} topics in {summary.duration_s:.2f} s -> {summary.path}"
-        )
+        typer.echo(f"recorded {summary.messages} messages on {len(summary.topics)} topics in {summary.duration_s:.2f} s -> {summary.path}")
 
     @bag_app.command("play")
     def bag_play(
@@ -399,9 +301,7 @@ def register(app: typer.Typer) -> None:
         rate: float = typer.Option(1.0, "--rate", min=0.01, help="Playback speed factor (original timing at 1.0)."),
         fast: bool = typer.Option(False, "--fast", help="Publish as fast as possible, ignoring the recorded timing."),
         topics: list[str] | None = typer.Option(None, "--topic", help="Only these topics (repeatable)."),
-        wait_subscribers: float = typer.Option(
-            1.0, "--wait", min=0.0, help="Seconds to let subscribers discover the publishers."
-        ),
+        wait_subscribers: float = typer.Option(1.0, "--wait", min=0.0, help="Seconds to let subscribers discover the publishers."),
     ) -> None:
         """Publish a bag's messages again, raw (no deserialization), with the original timing or as fast as possible."""
         _need_bag(bag)
@@ -411,9 +311,7 @@ def register(app: typer.Typer) -> None:
         stop = _StopFlag()
         stop.install()
         try:
-            summary = play_bag(
-                bag, rate=None if fast else rate, topics=topics or None, wait_s=wait_subscribers, should_stop=stop
-            )
+            summary = play_bag(bag, rate=None if fast else rate, topics=topics or None, wait_s=wait_subscribers, should_stop=stop)
         except BagError as err:
             raise _fail(str(err), err.exit_code) from None
         typer.echo(f"played {summary.messages} messages on {len(summary.topics)} topics in {summary.duration_s:.2f} s")
@@ -443,9 +341,7 @@ def register(app: typer.Typer) -> None:
         for column in ("topic", "type", "messages", "Hz"):
             table.add_column(column)
         for topic in info.topics:
-            table.add_row(
-                topic.name, topic.msgtype, str(topic.count), f"{topic.frequency_hz:.1f}" if topic.frequency_hz else "-"
-            )
+            table.add_row(topic.name, topic.msgtype, str(topic.count), f"{topic.frequency_hz:.1f}" if topic.frequency_hz else "-")
         console.print(table)
         if info.episode:
             console.print(f"episode: {json.dumps(info.episode)}")
@@ -455,13 +351,8 @@ def register(app: typer.Typer) -> None:
         bag: Path = typer.Argument(..., help="A bag recorded during an episode (homie up sim --record)."),
         planner: str = typer.Option("expert", "--planner", help="Planner to check against the recorded rounds."),
         out: Path | None = typer.Option(None, "--out", help="Write the per-round comparison as JSON."),
-        min_agreement: float = typer.Option(
-            0.0,
-            "--min-agreement",
-            min=0.0,
-            max=1.0,
-            help="Exit 1 when fewer rounds than this fraction agree (regression gate).",
-        ),
+        min_agreement: float = typer.Option(0.0, "--min-agreement", min=0.0, max=1.0,
+                                            help="Exit 1 when fewer rounds than this fraction agree (regression gate)."),
     ) -> None:
         """Offline regression: feed the recorded views, states and feedback to a planner, round by round, and
         compare its subtasks with the recorded ones."""
@@ -484,9 +375,7 @@ def register(app: typer.Typer) -> None:
             report = replay_planner(bag, planner_obj)
         except BagError as err:
             raise _fail(str(err), err.exit_code) from None
-        table = Table(
-            title=f"replay of {bag} with {planner}: {report.agreement:.0%} of {len(report.rounds)} rounds agree"
-        )
+        table = Table(title=f"replay of {bag} with {planner}: {report.agreement:.0%} of {len(report.rounds)} rounds agree")
         for column in ("#", "recorded", "replayed", "feedback"):
             table.add_column(column, overflow="fold")
         for r in report.rounds:
@@ -505,9 +394,8 @@ def register(app: typer.Typer) -> None:
     def ros_clean_shm(
         directory: Path = typer.Option(DEFAULT_SHM_DIR, "--dir", help="Where Fast DDS keeps its shared memory."),
         dry_run: bool = typer.Option(False, "--dry-run", help="Only report what would be removed."),
-        min_age: float = typer.Option(
-            DEFAULT_MIN_AGE_S, "--min-age", min=0.0, help="Leave lock files younger than this (s) alone."
-        ),
+        min_age: float = typer.Option(DEFAULT_MIN_AGE_S, "--min-age", min=0.0,
+                                      help="Leave lock files younger than this (s) alone."),
         list_entries: bool = typer.Option(False, "--list", help="One row per segment / port instead of totals."),
     ) -> None:
         """Remove the shared-memory files that killed Fast DDS processes left behind.
@@ -532,16 +420,11 @@ def register(app: typer.Typer) -> None:
                 table.add_column(column, overflow="fold")
             for action, entries in groups:
                 for entry in entries:
-                    table.add_row(
-                        entry.name,
-                        entry.kind,
-                        action,
-                        str(len(entry.files)),
-                        f"{entry.allocated_bytes / 1024:.0f}",
-                        entry.reason,
-                    )
+                    table.add_row(entry.name, entry.kind, action, str(len(entry.files)),
+                                  f"{entry.allocated_bytes / 1024:.0f}", entry.reason)
         else:
-            table = Table(title=f"Fast DDS shared memory in {report.directory}" + (" (dry run)" if dry_run else ""))
+            table = Table(title=f"Fast DDS shared memory in {report.directory}"
+                                + (" (dry run)" if dry_run else ""))
             for column in ("action", "state", "segments", "ports", "files", "MiB"):
                 table.add_column(column, justify="left" if column in ("action", "state") else "right")
             for action, entries in groups:
@@ -550,16 +433,11 @@ def register(app: typer.Typer) -> None:
                     by_state.setdefault(entry.state.value, []).append(entry)
                 for state, items in by_state.items():
                     table.add_row(
-                        action,
-                        state,
-                        str(sum(e.kind == "segment" for e in items)),
-                        str(sum(e.kind == "port" for e in items)),
-                        str(sum(len(e.files) for e in items)),
+                        action, state, str(sum(e.kind == "segment" for e in items)),
+                        str(sum(e.kind == "port" for e in items)), str(sum(len(e.files) for e in items)),
                         f"{sum(e.allocated_bytes for e in items) / 2**20:.1f}",
                     )
         Console().print(table)
         typer.echo(report.summary())
         if report.errors:
-            raise _fail(
-                f"{len(report.errors)} files could not be removed: " + "; ".join(report.errors[:5]), EXIT_FAILED
-            )
+            raise _fail(f"{len(report.errors)} files could not be removed: " + "; ".join(report.errors[:5]), EXIT_FAILED)
