@@ -318,6 +318,9 @@ class RoundRecord:
     # perception's own ("fridge_1"); TP reads this one then (homiebot.eval.keypaths.steps_of). None without a
     # world graph (the planner's words are the scene's names) and for rounds that grounded nothing.
     grounded: Subtask | None = None
+    # The world description sent with this round's prompt (PARTNR-style text, --describe-world), exactly as the
+    # planner received it; None when none was sent. Recorded so that a record holds every input of the round.
+    world_description: str | None = None
 
     @property
     def subtask_text(self) -> str:

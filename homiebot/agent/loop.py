@@ -353,6 +353,7 @@ class EpisodeLoop:
             grounded = executed.grounded if executed is not None and knowledge.perceives else None
             record = self._append_round(session, request.instruction, output, feedback, inventory_before,
                                         path_length, timings, grounded)
+            record.world_description = request.world_description  # an input of the round, for the record
             seen = observation
             try:
                 if executed is not None:

@@ -90,7 +90,7 @@ def check_output_dir(out_dir: str | Path) -> Path:
     return out
 
 
-def _round_to_json(record: RoundRecord) -> dict[str, Any]:
+def _round_to_json(record: RoundRecord, views: Sequence[str] = ()) -> dict[str, Any]:
     out = record.output
     sub = out.subtask
     return {
@@ -113,6 +113,10 @@ def _round_to_json(record: RoundRecord) -> dict[str, Any]:
         "timings_s": dict(record.timings),
         **({} if record.grounded is None else {"grounded_subtask": {
             "action": record.grounded.action, "target": record.grounded.target, "place": record.grounded.place}}),
+        # Every input of the round besides the instruction: the world description sent with it, and (with
+        # images) the files of the four views it saw.
+        **({} if record.world_description is None else {"world_description": record.world_description}),
+        **({"views": list(views)} if views else {}),
     }
 
 
@@ -141,6 +145,7 @@ def _round_from_json(data: dict[str, Any]) -> RoundRecord:
         inventory_before=tuple(data.get("inventory_before", ())),
         path_length=float(data.get("path_length_m", 0.0)),
         timings=dict(data.get("timings_s", {})),
+        world_description=data.get("world_description"),
     )
 
 
@@ -242,6 +247,11 @@ class EpisodeRecorder:
             for _ in range(self.frames_per_round):
                 writer.append_data(frame)
 
+    @staticmethod
+    def _view_files(folder: Path, index: int) -> list[str]:
+        """The view images stored for round ``index`` (the views the planner saw), by file name."""
+        return [name for name in (view_filename(index, v) for v in VIEW_NAMES) if (folder / name).is_file()]
+
     def _video_writer(self) -> Any:
         if self._writer is None:
             import imageio.v2 as imageio
@@ -279,7 +289,8 @@ class EpisodeRecorder:
             if topdown is not None:
                 Image.fromarray(np.asarray(topdown, dtype=np.uint8)).save(tmp / TOPDOWN_FILE)
             with open(tmp / ROUNDS_FILE, "w", encoding="utf-8") as fh:
-                fh.writelines(json.dumps(_round_to_json(record), ensure_ascii=False) + "\n" for record in self._rounds)
+                fh.writelines(json.dumps(_round_to_json(record, self._view_files(tmp, record.index)), ensure_ascii=False) + "\n"
+                              for record in self._rounds)
             conversation = self._notes.get("conversation")
             if conversation is None:
                 conversation = [f"USER:\n{r.instruction}ASSISTANT:\n{r.output.raw}\n" for r in self._rounds]
