@@ -47,6 +47,9 @@ def register(app: typer.Typer) -> None:
         replan_exec: bool = typer.Option(
             False, "--replan-from-execution-errors", help="Also pair E1/E2 failures with their re-plans."
         ),
+        thoughtless: bool = typer.Option(
+            False, "--thoughtless", help="SFT answers without the Analysis line (PARTNR's action-only samples)."
+        ),
         rewriter: str = typer.Option(
             "template", "--rewriter", help="template (offline) or server (an OpenAI-compatible chat server)."
         ),
@@ -82,6 +85,7 @@ def register(app: typer.Typer) -> None:
                 text_observation=text_observation,
                 images=images,
                 replan_from_execution_errors=replan_exec,
+                thoughtless=thoughtless,
             )
             stats = build(runs, out, kind, options, chosen)  # type: ignore[arg-type]
             if server is not None:

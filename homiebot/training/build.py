@@ -60,6 +60,9 @@ class BuildOptions:
     images: bool = True  # link the views into OUT/images when the records have them
     replan_from_execution_errors: bool = False
     successful_only: bool = True
+    # SFT answers without the Analysis line: PARTNR's "thoughtless" samples (PARTNR appendix A.10: the finetuned
+    # planner predicts the next action only), to measure what the analysis is worth and what it costs per step.
+    thoughtless: bool = False
 
 
 @dataclass
@@ -224,10 +227,10 @@ def collect(
     return Built(sft_all, pairs_all, stats), loaded.episodes
 
 
-def _sft_rows(built: Built) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+def _sft_rows(built: Built, thoughtless: bool = False) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     rows, paper = [], []
     for k, step in built.sft:
-        answer = step.answer()
+        answer = step.decision() if thoughtless else step.answer()
         rows.append(
             {
                 "id": step.id,
@@ -324,7 +327,7 @@ def build(
     tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.tmp-", dir=target.parent))
     try:
         publish(tmp)
-        rows, paper = _sft_rows(built) if kind == "sft" else _dpo_rows(built)
+        rows, paper = _sft_rows(built, options.thoughtless) if kind == "sft" else _dpo_rows(built)
         write_dataset(rows, tmp / DATA_FILE)
         with open(tmp / f"{kind}.json", "w", encoding="utf-8") as fh:
             json.dump(paper, fh, ensure_ascii=False, indent=1)

@@ -138,6 +138,14 @@ class TrainResult:
         ]
 
 
+def publish_tree(folder: Path) -> None:
+    """Give what transformers, peft and safetensors wrote (some files 0600) the user's umask (docs/cli.md)."""
+    from homiebot.files import publish
+
+    for path in folder.rglob("*"):
+        publish(path)
+
+
 def _check_out(out: Path, resume: bool) -> Path:
     out = out.expanduser().absolute()
     if out.exists() and not out.is_dir():
@@ -347,6 +355,7 @@ def train(
         "trl": trl.__version__,
     }
     (target / TRAINING_FILE).write_text(json.dumps(record, indent=2, default=str) + "\n", encoding="utf-8")
+    publish_tree(target)
     return result
 
 
@@ -363,6 +372,7 @@ def merge(model: str | Path, adapter: str | Path, out: str | Path) -> Path:
     merged = PeftModel.from_pretrained(network, str(adapter)).merge_and_unload()
     merged.save_pretrained(str(target))
     tokenizer.save_pretrained(str(target))
+    publish_tree(target)
     return target
 
 
@@ -397,6 +407,7 @@ def materialize_base(name: str, out: str | Path) -> Path:
     plain.load_state_dict(loaded.state_dict())
     plain.save_pretrained(str(target))
     tokenizer.save_pretrained(str(target))
+    publish_tree(target)
     return target
 
 

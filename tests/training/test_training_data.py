@@ -193,3 +193,12 @@ def test_homie_train_refuses_bad_input_in_one_line(records, tmp_path):
     )
     assert preset.exit_code == 2 and "unknown preset 'huge'" in preset.output
     assert not (tmp_path / "a").exists()
+
+
+def test_thoughtless_sft_answers_have_no_analysis(records, tmp_path):
+    import pyarrow.parquet as pq
+
+    build([records], tmp_path / "t", "sft", BuildOptions(rewrites=0, thoughtless=True))
+    rows = pq.read_table(tmp_path / "t" / DATA_FILE).to_pylist()
+    answers = [r["completion"][0]["content"] for r in rows]
+    assert len(answers) == 829 and all(a.startswith("Subtask: [") and "Analysis" not in a for a in answers)
