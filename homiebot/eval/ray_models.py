@@ -53,7 +53,12 @@ class ModelActor:
         self.setup_error: str | None = None
         self.engine: Any = None
         try:
-            self.engine = make_planner("hf", **planner_options).engine
+            planner = make_planner("hf", **planner_options)
+            from homiebot.planner.hf_backend import HFPlanner
+
+            if not isinstance(planner, HFPlanner):  # the registry's "hf" is HFPlanner; its engine is what is shared
+                raise TypeError(f"planner 'hf' is {type(planner).__name__}, not HFPlanner")
+            self.engine = planner.engine
         except Exception as err:  # reported by ready(): the evaluation stops with it, as when a worker cannot load it
             self.setup_error = f"{type(err).__name__}: {err}"
         self.batcher: RequestBatcher[_Request, Any] = RequestBatcher(
