@@ -1,6 +1,6 @@
 """Throughput and memory of ``homie eval``: 100 tasks x 3 runs with the expert planner on 2 workers.
 
-Targets (issue 4): wall time <= 10 min for the 300 episodes on 2 cores; RSS growth over the run < 10%.
+Targets: wall time <= 10 min for the 300 episodes on 2 cores; RSS growth over the run < 10%.
 
 Prints:
 

@@ -1,4 +1,4 @@
-"""Benchmark of HomieBot's episode loop (issue 3): loop overhead per round, and a 10-subtask expert episode.
+"""Benchmark of HomieBot's episode loop: loop overhead per round, and a 10-subtask expert episode.
 
 1. **Loop overhead per round, without rendering and model inference** (target <= 5 ms): the appendix I
    case-1 answers replayed by a ScriptedPlanner (no inference) on apartment_1 with rendering off.

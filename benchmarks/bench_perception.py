@@ -1,4 +1,4 @@
-"""Perception figures (issue 7): one graph update from the four views, for both builders; grounding latency.
+"""Perception figures: one graph update from the four views, for both builders; grounding latency.
 
 Run: ``MUJOCO_GL=egl .venv/bin/python -m benchmarks.bench_perception [--scenes apartment_1 apartment_3] [--repeats 5]``
 

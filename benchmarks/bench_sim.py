@@ -1,4 +1,4 @@
-"""Embedded simulator figures (issue 2): one full observation, oracle Go to, scene load, RSS.
+"""Embedded simulator figures: one full observation, oracle Go to, scene load, RSS.
 
 Run: ``MUJOCO_GL=egl .venv/bin/python -m benchmarks.bench_sim [--scene apartment_1] [--repeats 100]``
 

@@ -3,7 +3,7 @@
 These are the ROS-agnostic twins of the ``homie_msgs`` contract (``msgs/``). The ROS 2 layer
 converts between them and the messages in ``homiebot/ros/``; nothing else defines a copy.
 
-Names and strings follow the EMMOE paper (seed 000, appendices D and E) exactly, because the
+Names and strings follow the EMMOE paper (appendices D and E) exactly, because the
 planner models are trained on them.
 """
 

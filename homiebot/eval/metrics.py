@@ -1,4 +1,4 @@
-"""EMMOE metrics (seed 000, section 2.3, 4.3, 4.5 and appendices C, H) computed from trajectories.
+"""EMMOE metrics (EMMOE paper, section 2.3, 4.3, 4.5 and appendices C, H) computed from trajectories.
 
 One :class:`EpisodeScore` per trajectory (everything a table needs, JSON-serialisable), then aggregate
 functions for each table of the paper:

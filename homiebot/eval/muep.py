@@ -1,4 +1,4 @@
-"""MuEP's metrics (seed 002, "MuEP: A Multimodal Benchmark for Embodied Planning with Foundation Models",
+"""MuEP's metrics ("MuEP: A Multimodal Benchmark for Embodied Planning with Foundation Models",
 section 3.2 and tables 2-4): SR, IS, GCS, LC and RDI per task type and overall, and the AA / ABAB early stop.
 
 Two conventions, because the paper's prose and its tables disagree (the tables were checked cell by cell; the

@@ -1,4 +1,4 @@
-"""EMMOE's low-level executor (seed 000, appendix E.1 and E.4): error detection, three tries, feedback.
+"""EMMOE's low-level executor (EMMOE paper, appendix E.1 and E.4): error detection, three tries, feedback.
 
 Pipeline of :meth:`Executor.execute`, in the paper's order:
 

@@ -1,4 +1,4 @@
-"""The executor's feedback texts, word for word from EMMOE appendix E.1 (seed 000).
+"""The executor's feedback texts, word for word from EMMOE appendix E.1.
 
 The planner models are trained on these strings, so they are kept exactly, including the paper's
 grammar ("Can not", "the target is far away") and its lower-cased action word (the paper's executor

@@ -1,4 +1,4 @@
-"""Perception: PARTNR's world graph (seed 003, appendix A.7) kept from the four views, and grounding of planner
+"""Perception: PARTNR's world graph (PARTNR paper, appendix A.7) kept from the four views, and grounding of planner
 target strings. Modules (imported on demand; nothing heavy is imported here):
 
 * :mod:`.world_graph` - the versioned graph (house > rooms > furniture > objects/agents), JSON export, text world

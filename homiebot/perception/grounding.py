@@ -5,7 +5,7 @@ category or alias after normalisation. When several instances share the name ("a
 the one nearest the robot wins (EMMOE appendix H.1: "select the nearest object"). A name that matches
 nothing returns ``None``, which the executor reports as F2.
 
-``SemanticGrounder`` chains three tiers (issue 7): the exact tier above; then EMMOE's name map
+``SemanticGrounder`` chains three tiers: the exact tier above; then EMMOE's name map
 (:class:`NameMapGrounder`: an entity also answers, exactly, to the names EMMOE's dictionary gives its category,
 so "kitchen area" is the kitchen counter as in EMMOE even where the scene file does not list it); then the
 open-vocabulary tier: the target is embedded with all-MiniLM-L6-v2 and compared by cosine similarity with every

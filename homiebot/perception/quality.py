@@ -1,4 +1,4 @@
-"""Perception quality against the simulator's ground truth (issue 7, item 4).
+"""Perception quality against the simulator's ground truth.
 
 An **exploration episode** drives the robot with the oracle ``go_to`` to every room and every piece of furniture of
 a scene (rooms first, then furniture in the spec's order), and at the start and after every successful go_to the

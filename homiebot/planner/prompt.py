@@ -1,4 +1,4 @@
-"""EMMOE's prompt and output format (seed 000, appendices D and H.1), kept word for word.
+"""EMMOE's prompt and output format (EMMOE paper, appendices D and H.1), kept word for word.
 
 Decisions where the paper is ambiguous (tested in ``tests/core/test_prompt.py``):
 

@@ -1,7 +1,7 @@
 """Declared actions: each action of the planner's list is declared once, here, with what the executor checks
 before running it and how the simulator runs it.
 
-EMMOE's executor (seed 000, appendix E.1) checks every subtask in one order: the format (F1/F2), the hand
+EMMOE's executor (EMMOE paper, appendix E.1) checks every subtask in one order: the format (F1/F2), the hand
 (L1: a full hand cannot pick, open or close; L2: an empty one cannot put), a closed container (L3), an object
 the action cannot act on (L4), the distance (D1 above 2 m, D2 below 0.1 m), then up to three tries. An
 :class:`ActionSpec` says which of these apply to its action, so the executor runs the same pipeline for

@@ -32,7 +32,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from homiebot.types import Action, SkillResult
 
-#: Table 4 of EMMOE (seed 000): success rate per attempt, in percent ("Place" is the Put skill).
+#: Table 4 of the EMMOE paper: success rate per attempt, in percent ("Place" is the Put skill).
 EMMOE_TABLE4_SR_PERCENT: dict[Action, float] = {
     Action.GO_TO: 45.32,
     Action.PICK: 22.45,

@@ -2,7 +2,7 @@
 
 * :mod:`~homiebot.training.episodes` reads episode records (``homie run`` / ``homie eval`` output) into
   :class:`~homiebot.training.episodes.EpisodeData`;
-* :mod:`~homiebot.training.emmoe` is EMMOE's data pipeline (seed 000, section 4.1, appendices B.3, F.1, F.2):
+* :mod:`~homiebot.training.emmoe` is EMMOE's data pipeline (EMMOE paper, section 4.1, appendices B.3, F.1, F.2):
   the raw ``info.txt`` export, the SFT conversion, ``data_sift`` and ``dpo_augment``;
 * :mod:`~homiebot.training.rewrite` is the rewriting augmentation (appendix F.1): an offline template
   rewriter and a cached rewriter over any OpenAI-compatible server;

@@ -1,4 +1,4 @@
-"""EMMOE's SFT and DPO data (seed 000: section 4.1, appendices B.3, F.1 and F.2), from HomieBot's records.
+"""EMMOE's SFT and DPO data (EMMOE paper: section 4.1, appendices B.3, F.1 and F.2), from HomieBot's records.
 
 Two prompt formats (the paper trained on one wording and ran on another; docs/training.md):
 

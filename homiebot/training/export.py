@@ -1,4 +1,4 @@
-"""``homie data export``: episode records in EMMOE-100's raw layout (seed 000, appendix B.3).
+"""``homie data export``: episode records in EMMOE-100's raw layout (EMMOE paper, appendix B.3).
 
 ``RAW/<split>/<task>_run<r>/info.txt`` (:func:`homiebot.training.emmoe.info_text`) beside the round's views
 ``subtaskN_{front,left,back,right}.png`` (hard links, else copies), which is what appendix F.1's conversion

@@ -1,7 +1,7 @@
 """The perturbed expert: the expert planner with EMMOE's designed decision errors, then its re-plan.
 
 EMMOE-100 has 36 failed subtasks among 966, "intentionally designed ... [with] re-plans to enhance dataset
-robustness" (seed 000, section 2.2); they are the source of its re-plan DPO pairs (section 4.1). Our
+robustness" (EMMOE paper, section 2.2); they are the source of its re-plan DPO pairs (section 4.1). Our
 noiseless expert never fails, so this planner makes such failures: each round, with probability
 ``inject`` (default 0.04, about 36/966), when the previous round succeeded and the expert's next subtask is
 not End, it answers instead a plausible wrong subtask that the current state makes fail with a *decision*

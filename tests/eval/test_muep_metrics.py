@@ -1,4 +1,4 @@
-"""MuEP's metrics reproduce rows of the paper's tables from synthetic episodes (seed 002, tables 3 and 4)."""
+"""MuEP's metrics reproduce rows of the paper's tables from synthetic episodes (MuEP paper, tables 3 and 4)."""
 
 from __future__ import annotations
 

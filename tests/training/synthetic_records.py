@@ -1,4 +1,4 @@
-"""A synthetic record set with EMMOE-100's counts (seed 000: 966 subtasks, 36 failed, 100 tasks; 90 train with
+"""A synthetic record set with EMMOE-100's counts (EMMOE paper: 966 subtasks, 36 failed, 100 tasks; 90 train with
 829 successful subtasks and 29 failures, 10 test with 101 and 7), written by the real episode recorder."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The ``paper`` prompt format reproduces EMMOE's printed samples byte for byte (seed 000, appendices F.1, F.2)."""
+"""The ``paper`` prompt format reproduces EMMOE's printed samples byte for byte (EMMOE paper, appendices F.1, F.2)."""
 
 from __future__ import annotations
 

@@ -24,7 +24,7 @@ def records(tmp_path_factory):
 @pytest.mark.parametrize("prompt_format", ["runtime", "paper"])
 def test_counts_follow_the_papers_formula_on_its_record_counts(records, prompt_format):
     """966 subtasks with 36 failures over 100 tasks: 930 x 4 = 3,720 SFT and 4 x (3 x 830 + 36) = 10,104 DPO
-    samples (seed 000, section 4.1); the 90 training tasks give 3,316 and 8,984 (section 4.2)."""
+    samples (EMMOE paper, section 4.1); the 90 training tasks give 3,316 and 8,984 (section 4.2)."""
     everything = BuildOptions(prompt_format=prompt_format, split="all")
     sft, _ = collect([records], "sft", everything)
     assert sft.stats.samples == 3720 and sft.stats.end_samples == 400 and sft.stats.failed_subtasks_dropped == 36
