@@ -10,6 +10,13 @@ parsing the answers, formatting the subtask. Every round is made to fail (the wo
 chain with three prompts, or one CoT prompt), with stage answers that insert one step. Reported: median and
 p95 of ``plan()`` per round minus the scripted base planner's own time (measured the same way), for
 ``none``, ``cot`` and ``cmfr`` (stages 1-4 with search).
+
+``--stage-quality DIR`` measures instead what the real SmolLM2 answers in the stages: from the episode records
+of a ``homie eval`` directory (e.g. the base planner alone), the first distinct failed rounds (up to three per
+episode) with a code whose missing precondition the executor names (D1: go to the target first; L1: put the held object down; L2: pick the
+object first; L3: open the place first), each replayed with its recorded world state through stages 1-3 on
+SmolLM2-135M (llama.cpp, constrained). Reported per case: stage 1's verdict, stage 2's steps, whether they
+contain the expected precondition (action and name), and the model seconds.
 """
 
 from __future__ import annotations
@@ -78,12 +85,78 @@ def _fmt(seconds: list[float]) -> str:
             f"p95 {ordered[int(0.95 * (len(ordered) - 1))] * 1e3:.3f} ms (n={len(ordered)})")
 
 
+_EXPECTED = {"D1": "Go to", "L1": "Put", "L2": "Pick", "L3": "Open"}
+
+
+def stage_quality(eval_dir: str, cases: int) -> None:
+    """Replay recorded failures through the stages with the real SmolLM2 (see the module docstring)."""
+    import json as _json
+    from pathlib import Path
+
+    from homiebot.eval.partnr.states import read_states
+    from homiebot.planner.models import bundled_model
+    from homiebot.planner.text_lm import TextLanguageModel, TextModelConfig
+    from homiebot.recovery.llm import EngineLLM
+    from homiebot.recovery.planner import _Chain
+    from homiebot.types import ErrorCode, Subtask
+
+    found = []
+    for record in sorted(Path(eval_dir, "episodes").glob("*/run*")):
+        states = read_states(record)
+        rounds = [_json.loads(line) for line in (record / "rounds.jsonl").read_text().splitlines() if line.strip()]
+        task = rounds[0]["instruction"].splitlines()[0].removeprefix("Task: ") if rounds else ""
+        seen: set[tuple[str, str]] = set()
+        for i, r in enumerate(rounds):
+            code, sub = r.get("error_code"), r.get("subtask")
+            if code in _EXPECTED and sub and states and i < len(states) and (r["subtask_text"], code) not in seen:
+                seen.add((r["subtask_text"], code))
+                found.append((record.parent.name, task, Subtask(sub["action"], sub.get("target"), sub.get("place")),
+                              ErrorCode(code), r["feedback"], states[i], [x.get("subtask_text", "") for x in rounds[:i]]))
+                if len(seen) >= 3:
+                    break  # at most three distinct failures of each episode
+    found = found[:cases]
+    if not found:
+        print(f"no D1/L1/L2/L3 failure in the records of {eval_dir}")
+        return
+    engine = TextLanguageModel(TextModelConfig(bundled_model("smollm2")))
+    hits = important = with_steps = 0
+    for task_id, task, subtask, code, message, state, before in found:
+        planner = RecoveryPlanner(_Base("x"), llm=EngineLLM(engine), mode="cmfr", stages="1,2,3", search=False)
+        planner.reset(task)
+        planner.done_steps = [f"{t} done" for t in before[-6:]]
+        request = _request(task, state, message, len(before) + 1)
+        request.last_error = code
+        started = time.perf_counter()
+        planner._recover(_Chain(subtask, message, code), request)
+        seconds = time.perf_counter() - started
+        steps = [s.subtask.text() for s in planner.queue if s.origin == "precondition"]
+        want = _EXPECTED[code.value]
+        name = subtask.target if code.value in ("D1", "L2") else subtask.place if code.value == "L3" else state.held
+        hit = any(s.subtask.action == want and (name is None or name in (s.subtask.target, s.subtask.place))
+                  for s in planner.queue if s.origin == "precondition")
+        important += planner.stats.unimportant == 0
+        with_steps += bool(steps)
+        hits += hit
+        print(f"{task_id} {subtask.text()} {code.value}: stage 1 {'important' if planner.stats.unimportant == 0 else 'drop'}; "
+              f"stage 2 {steps or 'none'}; expected [{want}, {name}]: {'yes' if hit else 'no'}; "
+              f"stage 3 {[s.subtask.text() for s in planner.queue if s.origin == 'workaround'] or '-'}; {seconds:.1f} s")
+    n = len(found)
+    print(f"{n} failures: stage 1 important {important}/{n}; stage 2 proposed steps {with_steps}/{n}; "
+          f"the expected precondition {hits}/{n}")
+    engine.close()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--stage-quality", metavar="DIR", help="replay DIR's recorded failures through SmolLM2's stages")
+    parser.add_argument("--cases", type=int, default=12, help="--stage-quality: failures to replay")
     parser.add_argument("--tasks", type=int, default=10, help="EMMOE-100 tasks (their scenes' real states)")
     parser.add_argument("--rounds", type=int, default=20, help="rounds per episode (EMMOE: 20)")
     parser.add_argument("--repeats", type=int, default=5, help="episodes per task and mode")
     args = parser.parse_args()
+    if args.stage_quality:
+        stage_quality(args.stage_quality, args.cases)
+        return
 
     from homiebot.eval.tasks import load_suite
     from homiebot.recovery.scene import mentioned_names
