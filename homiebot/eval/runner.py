@@ -81,7 +81,7 @@ from homiebot.eval.manifest import (
 from homiebot.eval.pool import WorkerPool, WorkerSetupError
 from homiebot.eval.scoring import ScoredEvaluation, compute_scores, write_eval_report
 from homiebot.eval.tasks import TaskSpec
-from homiebot.eval.worker import ObservationTap, WorkerOptions
+from homiebot.eval.worker import WorkerOptions
 
 # The names other modules import from here (the runner was one module before it was split by job).
 __all__ = [
@@ -97,7 +97,6 @@ __all__ = [
     "EvalOutcome",
     "EvalSettings",
     "Job",
-    "ObservationTap",
     "ScoredEvaluation",
     "WorkerSetupError",
     "compute_scores",

@@ -99,32 +99,6 @@ class InfrastructureGuard(Planner):
         self.inner.close()
 
 
-class ObservationTap:
-    """Wraps a simulator and keeps the last observation it returned (``reset``/``observe``).
-
-    The agent loop hands planners only the RGB images; the random planner needs the segmentation of the
-    same views. The tap gives it exactly the views the loop rendered for this round, with no extra render.
-    """
-
-    def __init__(self, sim: Any) -> None:
-        self._sim = sim
-        self.latest: Any = None
-
-    def reset(self, scene: Any, seed: int = 0) -> Any:
-        self.latest = self._sim.reset(scene, seed=seed)
-        return self.latest
-
-    def observe(self) -> Any:
-        self.latest = self._sim.observe()
-        return self.latest
-
-    def latest_observation(self) -> Any:
-        return self.latest
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._sim, name)
-
-
 def _noise_factory(noise: str) -> Callable[[Any, int], Any] | None:
     """A ``(sim, scene_seed) -> SkillRunner`` factory for the noise preset, None without noise.
 
