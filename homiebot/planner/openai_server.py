@@ -258,6 +258,10 @@ class ChatCompletionServer:
             messages = tuple(from_openai_messages(request.messages))
         except MessageFormatError as exc:
             raise _BadRequest(HTTPStatus.BAD_REQUEST, str(exc), "messages") from None
+        if self.engine.text_only and any(m.images for m in messages):
+            raise _BadRequest(
+                HTTPStatus.BAD_REQUEST, f"{self.served_name} is a text-only model: send no image_url parts", "messages"
+            )
         if grammar is not None:
             try:
                 self.engine.compile_grammar(grammar)  # refuse a broken grammar with 400, before batching

@@ -264,6 +264,13 @@ def test_openai_backend_plans_through_the_local_server_serving_smollm2(tmp_path:
             "model": "smollm2", "messages": [{"role": "user", "content": "Say hello."}], "max_tokens": 8, "temperature": 0,
         }, timeout=60)
         assert again.status_code == 200 and again.json()["choices"][0]["message"]["content"]
+        # A text-only model refuses images with 400 instead of failing inside the runtime.
+        pixel = "data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg=="
+        with_image = httpx.post(f"{url}/chat/completions", json={
+            "model": "smollm2", "max_tokens": 4, "messages": [{"role": "user", "content": [
+                {"type": "text", "text": "What is this?"}, {"type": "image_url", "image_url": {"url": pixel}}]}],
+        }, timeout=60)
+        assert with_image.status_code == 400 and "text-only" in with_image.json()["error"]["message"]
     finally:
         proc.terminate()
         try:
