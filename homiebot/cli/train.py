@@ -136,3 +136,46 @@ def register(app: typer.Typer) -> None:
             typer.echo(f"trainable model: {materialize_base(model, out)}")
         except TrainingError as err:
             fail(str(err))
+
+    @train_app.command("dagger")
+    def dagger_command(
+        model: Path = model_option,
+        out: Path = typer.Option(..., "--out", "-o", help="New folder: iter<i>/ (data, adapter) and dagger.json."),
+        tasks: str = typer.Option(..., "--tasks", help="Comma-separated EMMOE-100 task ids the student acts on."),
+        eval_tasks: str = typer.Option(
+            "", "--eval-tasks", help="Comma-separated task ids evaluated after each iteration."
+        ),
+        iterations: int = typer.Option(3, "--iterations", help="DAgger iterations (EMMA: 12 trials)."),
+        max_rounds: int = typer.Option(20, "--max-rounds", help="Rounds per episode."),
+        preset: str = typer.Option("cpu-small", "--preset", help="cpu-small or emma (EMMA's Table 2)."),
+        steps: int = typer.Option(
+            None, "--steps-per-iteration", help="DPO steps per iteration (default: the preset's epochs)."
+        ),
+        seed_offset: int = typer.Option(
+            1000, "--seed-offset", help="Student episodes of iteration i use seed offset + i."
+        ),
+    ) -> None:
+        """EMMA's DAgger loop with the privileged expert as the oracle teacher and the DPO loss."""
+        from homiebot.training.dagger import run_dagger
+        from homiebot.training.trainer import TrainingError, preset_for
+
+        try:
+            results = run_dagger(
+                model,
+                out,
+                tasks=[t for t in tasks.split(",") if t],
+                eval_tasks=[t for t in eval_tasks.split(",") if t],
+                iterations=iterations,
+                max_rounds=max_rounds,
+                preset=preset_for("dpo", preset),
+                steps_per_iteration=steps,
+                seed_offset=seed_offset,
+            )
+        except TrainingError as err:
+            fail(str(err))
+        for r in results:
+            typer.echo(
+                f"iteration {r.iteration}: student solved {r.successes}/{r.episodes}, {r.new_pairs} new pairs "
+                f"({r.pairs_total} in D), {r.train_steps} DPO steps, eval {r.eval_successes}/{r.eval_episodes}, "
+                f"{r.seconds:.0f} s"
+            )

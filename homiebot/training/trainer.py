@@ -1,4 +1,4 @@
-"""``homie train sft|dpo|merge|base``: EMMOE's two training stages on trl and peft (seed 000, section 4.2, G.1).
+"""``homie train sft|dpo|merge|base``: EMMOE's two training stages on trl and peft (EMMOE paper, section 4.2, G.1).
 
 The paper's order: SFT with LoRA on the base model, merge the adapter, then DPO with a new LoRA adapter on the
 merged SFT model, which is also the reference model (with a peft adapter trl scores the reference with the
@@ -100,6 +100,17 @@ PRESETS: dict[tuple[str, str], Preset] = {
         optim="paged_adamw_32bit",
         save_steps=1000,
         logging_steps=10,
+    ),
+    # EMMA's imitation stage (seed 004, Table 2): DPO beta 0.1, lr 5e-6, batch 16, 5 epochs per trial, 1,024 tokens.
+    ("dpo", "emma"): Preset(
+        "emma",
+        lora_r=8,
+        lora_alpha=8,
+        learning_rate=5e-6,
+        batch_size=16,
+        epochs=5.0,
+        max_length=1024,
+        save_steps=10_000,
     ),
     ("sft", "cpu-small"): Preset("cpu-small", lora_r=16, lora_alpha=32, learning_rate=5e-4, batch_size=4, threads=2),
     ("dpo", "cpu-small"): Preset("cpu-small", lora_r=8, lora_alpha=8, learning_rate=5e-5, batch_size=2, threads=2),

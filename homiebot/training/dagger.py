@@ -1,0 +1,220 @@
+"""``homie train dagger``: EMMA's interactive imitation loop (seed 004, Algorithm 1, eq. 2) with an oracle teacher.
+
+Per iteration: the student planner (a trained text model, :class:`~homiebot.training.text_engine.CausalTextModel`)
+acts in the simulator; at every state it visits, the teacher labels what it would have done; the pairs
+(chosen = the teacher's answer, rejected = the student's) are aggregated over iterations (DAgger's data set D)
+and train the student with the DPO loss against a frozen reference, then the student is evaluated.
+
+Decisions (docs/training.md):
+
+* **Teacher**: the privileged expert (:class:`~homiebot.planner.expert.ExpertPlanner`) on the simulator's
+  state, EMMA's "oracle" ablation: it needs no parallel text world and no LLM (so no critic and no memory of
+  reflections, which only an LLM teacher has). Its answer is a full EMMOE answer, analysis included.
+* **Prompt**: the exact text the student's model was given that round (its chat template rendered), so a pair
+  trains the student on the context it acted in.
+* **Pairs** where the student's subtask and model equal the teacher's are dropped (the DPO term is constant
+  ln 2 there: no gradient). Every episode feeds D (Algorithm 1; EMMA's code used failed episodes only).
+* **Reference and initialisation**: EMMA's pi_ref is the behaviour-cloned agent, frozen, and pi_theta starts
+  from it. Here each iteration trains a new LoRA adapter on the starting model (which is therefore the
+  reference: trl scores it with the adapter disabled) over all of D so far, the classic DAgger retraining on
+  the aggregate; the student of the next iteration is the starting model with that adapter.
+* Preset ``emma`` (Table 2): beta 0.1, lr 5e-6, batch 16, 5 epochs per trial, 1,024 tokens, 12 trials; on a CPU
+  use ``cpu-small`` and few steps.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from homiebot.planner.base import Planner, PlanRequest
+from homiebot.planner.prompt import parse_output
+from homiebot.training.trainer import Preset, TrainingError, preset_for, train
+
+log = logging.getLogger(__name__)
+
+
+def as_engine(engine: Any) -> Any:
+    """The hf planner types its ``engine`` as its own two classes; any object with their interface works."""
+    return engine
+
+
+@dataclass(frozen=True)
+class LabeledRound:
+    prompt: str
+    student: str
+    teacher: str
+
+
+class LabelingPlanner(Planner):
+    """Acts with the student, asks the teacher at every state (module docstring). Privileged so that its requests
+    carry the state and goal the oracle reads; the student gets the request without them."""
+
+    name = "dagger"
+    privileged = True
+    accepts_free_text = False
+
+    def __init__(self, student: Any, teacher: Planner) -> None:
+        self.student = student
+        self.teacher = teacher
+        self.rounds: list[LabeledRound] = []
+
+    def reset(self, task: str, seed: int = 0) -> None:
+        self.student.reset(task, seed)
+        self.teacher.reset(task, seed)
+
+    def plan(self, request: PlanRequest) -> str:
+        private = replace(request, world_state=None, goal=None, perceived_names=None, evaluation=None)
+        answer = str(self.student.plan(private))
+        prompt = str(getattr(self.student.engine, "last_prompt", "")) or request.instruction
+        self.rounds.append(LabeledRound(prompt, answer, self.teacher.plan(request)))
+        return answer
+
+
+def pairs_of(rounds: Sequence[LabeledRound]) -> tuple[list[dict[str, str]], int]:
+    """DPO rows (prompt text, chosen = teacher, rejected = student) and how many agreeing rounds were dropped."""
+    rows, same = [], 0
+    for r in rounds:
+        student, teacher = parse_output(r.student), parse_output(r.teacher)
+        if student.subtask == teacher.subtask and student.model == teacher.model:
+            same += 1
+            continue
+        rows.append({"prompt": r.prompt, "chosen": r.teacher, "rejected": r.student})
+    return rows, same
+
+
+@dataclass
+class IterationResult:
+    iteration: int
+    episodes: int
+    successes: int
+    rounds: int
+    new_pairs: int
+    agreeing_rounds: int
+    pairs_total: int
+    train_steps: int = 0
+    train_seconds: float = 0.0
+    losses: list[float] = field(default_factory=list)
+    eval_episodes: int = 0
+    eval_successes: int = 0
+    seconds: float = 0.0
+
+
+def _episodes(sim: Any, planner: Planner, tasks: Sequence[Any], seed: int, max_rounds: int) -> tuple[int, int, int]:
+    from homiebot.agent.loop import EpisodeConfig, run_episode
+
+    successes = rounds = 0
+    for task in tasks:
+        trajectory = run_episode(
+            sim, planner, task=task, seed=seed, config=EpisodeConfig(max_rounds=max_rounds, render=False)
+        )
+        successes += int(bool(trajectory.ended and trajectory.goal_satisfied))
+        rounds += len(trajectory.rounds)
+    return len(tasks), successes, rounds
+
+
+def run_dagger(
+    model: str | Path,
+    out: str | Path,
+    *,
+    tasks: Sequence[str],
+    eval_tasks: Sequence[str] = (),
+    iterations: int = 3,
+    max_rounds: int = 20,
+    preset: Preset | None = None,
+    steps_per_iteration: int | None = None,
+    seed_offset: int = 0,
+    max_new_tokens: int = 160,
+    threads: int | None = 2,
+) -> list[IterationResult]:
+    """Run ``iterations`` DAgger iterations from the (SFT) model folder ``model``; see the module docstring.
+
+    ``OUT/iter<i>/`` gets that iteration's data set (all pairs so far) and adapter; ``OUT/dagger.json`` the
+    per-iteration figures. Student episodes use seeds ``seed_offset + i`` (new states each iteration).
+    """
+    from homiebot.eval.tasks import load_suite
+    from homiebot.planner.expert import ExpertPlanner
+    from homiebot.planner.hf_backend import HFPlanner
+    from homiebot.sim.base import make_simulator
+    from homiebot.training.build import DATA_FILE, write_dataset
+    from homiebot.training.text_engine import CausalTextModel
+
+    if iterations < 1:
+        raise TrainingError(f"iterations must be >= 1, got {iterations}")
+    target = Path(out).expanduser().absolute()
+    if target.exists() and any(target.iterdir()):
+        raise TrainingError(f"output {target} is not empty; choose another --out")
+    known = {t.id: t for t in load_suite("emmoe100").tasks}
+    missing = [t for t in [*tasks, *eval_tasks] if t not in known]
+    if missing or not tasks:
+        raise TrainingError(f"unknown task id(s): {', '.join(missing)}" if missing else "no training tasks")
+    settings = preset or preset_for("dpo", "cpu-small")
+    target.mkdir(parents=True)
+    aggregate: list[dict[str, str]] = []
+    results: list[IterationResult] = []
+    adapter: Path | None = None
+    sim = make_simulator("mujoco", render=False)
+    try:
+        for i in range(iterations):
+            started = time.perf_counter()
+            engine = CausalTextModel(model, adapter=adapter, threads=threads)
+            student = HFPlanner(
+                model="student", engine=as_engine(engine), constrained=True, max_new_tokens=max_new_tokens
+            )
+            labeler = LabelingPlanner(student, ExpertPlanner())
+            episodes, successes, rounds = _episodes(
+                sim, labeler, [known[t] for t in tasks], seed_offset + i, max_rounds
+            )
+            rows, same = pairs_of(labeler.rounds)
+            aggregate.extend(rows)
+            result = IterationResult(i, episodes, successes, rounds, len(rows), same, len(aggregate))
+            folder = target / f"iter{i}"
+            if aggregate:
+                write_dataset(aggregate, folder / DATA_FILE)
+                trained = train(
+                    "dpo", folder, model, folder / "adapter", settings, max_steps=steps_per_iteration, progress=False
+                )
+                adapter = folder / "adapter"
+                result.train_steps, result.train_seconds, result.losses = trained.steps, trained.seconds, trained.losses
+            if eval_tasks:
+                engine = CausalTextModel(model, adapter=adapter, threads=threads)
+                evaluator = HFPlanner(
+                    model="student", engine=as_engine(engine), constrained=True, max_new_tokens=max_new_tokens
+                )
+                result.eval_episodes, result.eval_successes, _ = _episodes(
+                    sim, evaluator, [known[t] for t in eval_tasks], 0, max_rounds
+                )
+            result.seconds = time.perf_counter() - started
+            results.append(result)
+            log.info(
+                "dagger iteration %d: %d/%d student episodes solved, %d new pairs (%d in D), eval %d/%d",
+                i,
+                successes,
+                episodes,
+                len(rows),
+                len(aggregate),
+                result.eval_successes,
+                result.eval_episodes,
+            )
+            (target / "dagger.json").write_text(
+                json.dumps(
+                    {
+                        "model": str(model),
+                        "preset": settings.name,
+                        "tasks": list(tasks),
+                        "eval_tasks": list(eval_tasks),
+                        "iterations": [r.__dict__ for r in results],
+                    },
+                    indent=2,
+                )
+                + "\n",
+                encoding="utf-8",
+            )
+    finally:
+        sim.shutdown()
+    return results
