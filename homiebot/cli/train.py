@@ -13,7 +13,7 @@ from typing import Literal
 
 import typer
 
-from homiebot.cli.failures import fail
+from homiebot.cli.failures import check_output, fail
 
 
 def _train(
@@ -130,6 +130,7 @@ def register(app: typer.Typer) -> None:
         out: Path = typer.Option(..., "--out", "-o", help="New folder for the float model."),
     ) -> None:
         """Write a bundled (GGUF) model as a trainable transformers folder (float32)."""
+        check_output(out)  # before the conversion (seconds, and progress bars) that an unwritable --out would waste
         from homiebot.training.trainer import TrainingError, materialize_base
 
         try:
@@ -179,3 +180,25 @@ def register(app: typer.Typer) -> None:
                 f"({r.pairs_total} in D), {r.train_steps} DPO steps, eval {r.eval_successes}/{r.eval_episodes}, "
                 f"{r.seconds:.0f} s"
             )
+
+    @train_app.command("eval")
+    def eval_command(
+        model: Path = model_option,
+        adapter: Path = typer.Option(None, "--adapter", help="A LoRA adapter to merge first."),
+        sft: Path = typer.Option(None, "--sft", help="An SFT data set (homie data build sft --split test)."),
+        dpo: Path = typer.Option(None, "--dpo", help="A DPO data set (homie data build dpo --split test)."),
+        limit: int = typer.Option(None, "--limit", help="Score this many samples of each (a fixed random sample)."),
+        json_out: Path = typer.Option(None, "--json", help="Also write the scores here."),
+    ) -> None:
+        """Offline scores on held-out data: answer NLL per token and DPO pair accuracy (no simulator)."""
+        from homiebot.training.offline_eval import evaluate_offline, write_scores
+        from homiebot.training.trainer import TrainingError
+
+        try:
+            scores = evaluate_offline(model, adapter=adapter, sft_data=sft, dpo_data=dpo, limit=limit)
+        except TrainingError as err:
+            fail(str(err))
+        for line in scores.lines():
+            typer.echo(line)
+        if json_out is not None:
+            write_scores(scores, json_out)

@@ -170,3 +170,20 @@ def test_the_trained_adapter_plans_a_constrained_episode(setup):
         sim.shutdown()
     assert len(trajectory.rounds) >= 1 and trajectory.error is None
     assert all(r.output.subtask is not None and r.feedback.code is not ErrorCode.F1 for r in trajectory.rounds)
+
+
+def test_offline_scores_on_held_out_data(setup):
+    from homiebot.training.offline_eval import evaluate_offline
+
+    root = setup
+    scores = evaluate_offline(root / "model", sft_data=root / "sft", dpo_data=root / "dpo", limit=6)
+    assert scores.samples == 6 and scores.pairs == 6
+    assert math.isfinite(scores.answer_nll) and scores.answer_nll > 0
+    assert 0.0 <= scores.pair_accuracy <= 1.0 and set(scores.pair_accuracy_by_kind) <= {
+        "replan",
+        "model_change",
+        "order_change",
+        "action_change",
+    }
+    with pytest.raises(TrainingError, match="give an SFT data set"):
+        evaluate_offline(root / "model")
