@@ -83,6 +83,27 @@ CASES: dict[str, dict[str, list[str]]] = {
         "bad_name": ["--out", "{tmp}/out", "--agent", "nope"],
     },
     "muep metrics": {"missing_input": [MISSING]},
+    "muep compare": {"missing_input": [MISSING]},
+    "data build": {
+        "unwritable": ["sft", "--from", "{tmp}", "--out", UNWRITABLE],
+        "missing_input": ["sft", "--from", MISSING, "--out", "{tmp}/out"],
+        "bad_name": ["nope", "--from", "{tmp}", "--out", "{tmp}/out"],
+    },
+    "data collect": {
+        "unwritable": ["--out", UNWRITABLE],
+        "bad_name": ["--out", "{tmp}/out", "--planner", "nope"],
+    },
+    "data export": {
+        "unwritable": ["--from", "{tmp}", "--out", UNWRITABLE],
+        "missing_input": ["--from", MISSING, "--out", "{tmp}/out"],
+    },
+    "train base": {
+        "unwritable": ["--out", UNWRITABLE],
+        "bad_name": ["--model", "nope", "--out", "{tmp}/out"],
+    },
+    "train sft": {"missing_input": ["--data", MISSING, "--model", MISSING, "--out", "{tmp}/out"]},
+    "train dpo": {"missing_input": ["--data", MISSING, "--model", MISSING, "--out", "{tmp}/out"]},
+    "train merge": {"missing_input": ["--model", MISSING, "--adapter", MISSING, "--out", "{tmp}/out"]},
     "muep export": {
         "unwritable": ["--out", UNWRITABLE],
         "bad_name": ["--out", "{tmp}/out", "--phrasing", "nope"],
