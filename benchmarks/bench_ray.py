@@ -13,6 +13,11 @@ Usage (2 cores shared with other work: nice it)::
     MUJOCO_GL=egl nice -n 10 python -m benchmarks.bench_ray                  # 100 tasks x 3 runs, 2 workers
     MUJOCO_GL=egl nice -n 10 python -m benchmarks.bench_ray --tasks 20 --runs 1   # a quick check
     MUJOCO_GL=egl nice -n 10 python -m benchmarks.bench_ray --order ray,local     # the other order
+    MUJOCO_GL=egl nice -n 10 python -m benchmarks.bench_ray --smollm2 --tasks 4 --runs 1 --max-rounds 3
+
+``--smollm2`` runs SmolLM2-135M-Instruct episodes (the expert's noiseless references beside them) twice on
+Ray: with one shared model actor (the workers' calls batched into it) and with one copy of the model in every
+worker (``--model-actors 0``); it prints episodes per minute and the peak total RSS of each.
 """
 
 from __future__ import annotations
@@ -53,6 +58,31 @@ def _one(backend: str, tasks: list[str] | None, runs: int, workers: int, root: P
     }
 
 
+def _model_runs(tasks: list[str], runs: int, workers: int, max_rounds: int, root: Path) -> None:
+    """SmolLM2 (``--planner hf -p model=smollm2``, llama.cpp) on Ray: one shared model actor against one copy of
+    the model per worker, the same episodes; episodes per minute and the peak total RSS of each."""
+    settings = EvalSettings(suite="emmoe100", planner="hf", planner_options={"model": "smollm2", "runtime": "llama_cpp"},
+                            max_rounds=max_rounds)
+    for model_actors in (1, 0):
+        out = root / f"model-actors-{model_actors}"
+        with RssSampler() as rss:
+            started = time.perf_counter()
+            outcome = run_evaluation(settings, out, runs=runs, workers=workers, task_ids=tasks, progress=False,
+                                     backend="ray", model_actors=model_actors, report=False)
+            wall = time.perf_counter() - started
+        lines = [json.loads(line) for line in (out / INDEX_FILE).read_text().splitlines()]
+        episodes = [line for line in lines if line["kind"] == "episode"]
+        print(json.dumps({
+            "model": "smollm2", "model_actors": model_actors, "workers": workers, "episodes": len(episodes),
+            "references": len(lines) - len(episodes), "failed": len(outcome.failed_jobs), "wall_s": round(wall, 1),
+            "episodes_per_min": round(len(episodes) / wall * 60, 2),
+            "rounds": sum(line["rounds"] for line in episodes),
+            "mean_model_episode_s": round(statistics.fmean(line["job_s"] for line in episodes), 2),
+            "peak_rss_mib": round(max(s[1] for s in rss.samples), 1),
+            "load_average": [round(x, 2) for x in os.getloadavg()],
+        }))
+
+
 def _ray_costs() -> dict[str, float]:
     """``ray.init`` of a private instance and the round trip of 200 calls to an idle actor."""
     import ray
@@ -84,8 +114,16 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--order", default="local,ray", help="which backend runs first (the machine's load drifts)")
+    parser.add_argument("--smollm2", action="store_true",
+                        help="instead: SmolLM2 episodes with one shared model actor vs one model per worker")
+    parser.add_argument("--max-rounds", type=int, default=3, help="--smollm2: round limit per episode")
     args = parser.parse_args()
     tasks = None if args.tasks >= 100 else [f"emmoe-{i:03d}" for i in range(1, args.tasks + 1)]
+    if args.smollm2:
+        with tempfile.TemporaryDirectory(prefix="bench-ray-") as root:
+            _model_runs(tasks or [f"emmoe-{i:03d}" for i in range(1, 101)], args.runs, args.workers, args.max_rounds,
+                        Path(root))
+        return
     results = {}
     with tempfile.TemporaryDirectory(prefix="bench-ray-") as root:
         for backend in args.order.split(","):
