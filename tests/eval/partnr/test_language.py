@@ -413,3 +413,29 @@ def test_validation_names_the_task_and_the_proposition():
         EvaluationFunction.from_json(
             {"evaluation_propositions": [{"function_name": "is_on_floor", "args": {"object_handles": ["ghost"]}}]},
             "t", known_entities={"cup"})
+
+
+def test_explanations_are_counted_by_kind():
+    from homiebot.eval.partnr.explain import explanation_kind
+
+    cup, book = (P("is_on_top", object_handles=["cup"], receptacle_handles=["table"]),
+                 P("is_on_top", object_handles=["book"], receptacle_handles=["counter"]))
+    both = world(obj("cup", "table"), obj("book", "counter"))
+    ordered = EvaluationFunction((cup, book), (), (TemporalConstraint(((0, 1),)),))
+    kept = EvaluationFunction((cup,), (), (TerminalSatisfactionConstraint((0,)),))
+    spoons = (P("is_on_top", object_handles=["spoon_1"], receptacle_handles=["table", "sink"]),
+              P("is_on_top", object_handles=["spoon_2"], receptacle_handles=["table", "sink"]))
+    same = EvaluationFunction(spoons, (), (SameArgConstraint((0, 1), ("receptacle_handles",) * 2),))
+    different = EvaluationFunction(spoons, (), (DifferentArgConstraint((0, 1), ("receptacle_handles",) * 2),))
+    apart = [world(), world(obj("spoon_1", "table"), obj("spoon_2", "sink"))]
+    together = [world(), world(obj("spoon_1", "sink"), obj("spoon_2", "sink"))]
+    cases = {
+        "none": (ordered, [world(), world(obj("cup", "table")), both]),
+        "missing steps": (ordered, [world(), world(obj("cup", "table"))]),
+        "out of order": (ordered, [world(), world(obj("book", "counter")), both]),
+        "undone": (kept, [world(), cup_to("table"), cup_to("sink")]),
+        "same argument": (same, apart),
+        "different argument": (different, together),
+    }
+    for kind, (fn, states) in cases.items():
+        assert explanation_kind(evaluate_states(fn, states).explanation) == kind, kind
