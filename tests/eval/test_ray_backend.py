@@ -165,3 +165,36 @@ def test_local_run_killed_halfway_then_resumed_on_ray(tmp_path: Path, local_run:
     assert len(keys) == len(set(keys)) == 8  # every episode exactly once
     ray_rows = [e for e in read_index(out).values() if e.get("worker_node")]
     assert len(ray_rows) == 8 - before
+
+
+@needs_ray
+@pytest.mark.slow
+def test_a_worker_killed_mid_episode_is_replaced_without_a_duplicate_row(tmp_path: Path, local_run: Path) -> None:
+    import psutil
+
+    out = tmp_path / "killed-worker"
+    command = [*HOMIE, "eval", "--suite", "demo", "--planner", "expert", "--noise", "emmoe", "--runs", "2",
+               "--workers", "2", "--backend", "ray", "--no-report", "--out", str(out), "--no-progress"]
+    env = {**os.environ, "MUJOCO_GL": os.environ.get("MUJOCO_GL", "egl")}
+    proc = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    killed = None
+    deadline = time.monotonic() + 240
+    while killed is None and time.monotonic() < deadline and proc.poll() is None:
+        # Ray titles a worker process after what it runs: "ray::EpisodeActor.run" is one inside an episode.
+        for child in psutil.Process(proc.pid).children(recursive=True):
+            try:
+                if "ray::EpisodeActor.run" in " ".join(child.cmdline()):
+                    child.kill()
+                    killed = child.pid
+                    break
+            except psutil.Error:
+                continue
+        time.sleep(0.02)
+    stdout, stderr = proc.communicate(timeout=400)
+    assert killed is not None, "no worker was seen inside an episode"
+    assert proc.returncode == 0, stderr[-3000:]
+    assert "Ray worker lost running" in stderr
+    keys = _index_keys(out)
+    assert len(keys) == len(set(keys)) == 8  # the lost episode ran again, once
+    assert _report(out) == _report(local_run)
+    assert _rounds(out) == _rounds(local_run)
