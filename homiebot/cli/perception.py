@@ -90,8 +90,8 @@ def _explore(sim, confusion: float, seed: int):
 
 
 def _write_graph(out: Path, prefix: str, graph, layout, truth) -> None:
+    from homiebot.files import atomic_write_text
     from homiebot.perception.render import render_topdown
-    from homiebot.perception.world_graph import atomic_write_text
 
     graph.save(out / f"{prefix}_graph.json")
     atomic_write_text(out / f"{prefix}_description.txt", graph.describe() + "\n")
@@ -186,9 +186,9 @@ def eval_command(
     semantic: bool = typer.Option(True, "--semantic/--no-semantic", help="Use the MiniLM tier of grounding."),
 ) -> None:
     """Explore a scene and report the world graphs' and the grounding's quality against ground truth."""
+    from homiebot.files import atomic_write_text
     from homiebot.perception.layout import SceneLayout
     from homiebot.perception.quality import evaluate
-    from homiebot.perception.world_graph import atomic_write_text
     from homiebot.sim.scene import list_scenes
 
     scenes = list_scenes() if scene == "all" else [scene]

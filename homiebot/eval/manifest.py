@@ -22,6 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from homiebot.eval.keypaths import SceneNameResolver
 from homiebot.eval.tasks import TaskSpec, load_suite
+from homiebot.files import atomic_write_json
 
 log = logging.getLogger(__name__)
 
@@ -137,21 +138,6 @@ def is_finished(record_dir: Path) -> bool:
     return (record_dir / SUMMARY_FILE).is_file()
 
 
-def atomic_write_json(path: Path, data: Any) -> None:
-    """Write JSON next to ``path``, fsync it, then rename it into place: readers see the old or the new file."""
-    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-    try:
-        with open(tmp, "w", encoding="utf-8") as fh:
-            json.dump(data, fh, indent=1, sort_keys=True)
-            fh.write("\n")
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
-
-
 @contextlib.contextmanager
 def eval_lock(out_dir: Path) -> Iterator[None]:
     """An exclusive ``flock`` on ``DIR/.lock``: two evaluations never write one directory. The kernel drops
@@ -171,7 +157,8 @@ def eval_lock(out_dir: Path) -> Iterator[None]:
 def load_manifest(out_dir: Path) -> dict[str, Any]:
     path = out_dir / EVAL_FILE
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
+        manifest: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
+        return manifest
     except FileNotFoundError:
         raise EvalError(f"{out_dir} holds no evaluation ({EVAL_FILE} missing)") from None
     except json.JSONDecodeError as err:
@@ -215,7 +202,7 @@ def prepare_manifest(out_dir: Path, settings: EvalSettings, tasks: Sequence[Task
             manifest["names"][task.scene] = scene_name_rows(task.scene)
             changed = True
     if changed:
-        atomic_write_json(path, manifest)
+        atomic_write_json(path, manifest, indent=1, sort_keys=True)
     return manifest
 
 

@@ -24,8 +24,6 @@ from __future__ import annotations
 
 import enum
 import json
-import os
-import tempfile
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
@@ -33,7 +31,7 @@ from pathlib import Path
 import networkx as nx
 from pydantic import TypeAdapter, ValidationError
 
-from homiebot.files import publish
+from homiebot.files import atomic_write_text
 from homiebot.types import EntityKind, EntityState, Pose2D, WorldState
 
 #: Version of the plain-data schema (``WorldGraphExport``). Bump on any incompatible change; readers refuse
@@ -417,8 +415,8 @@ class WorldGraph:
         for obj in objects:
             place = self.placement(obj.id)
             if place is None:
-                room = self.room_of(obj.id)
-                where = f"on the floor in {self.node(room).name}" if room else "location unknown"
+                room_id = self.room_of(obj.id)
+                where = f"on the floor in {self.node(room_id).name}" if room_id else "location unknown"
             else:
                 parent, relation = place
                 verb = "held by" if relation is Relation.HELD_BY else relation.value
@@ -426,9 +424,9 @@ class WorldGraph:
             lines.append(f"{obj.name}: {where}")
         if agent_id in self._g:
             agent = self.node(agent_id)
-            room = self.room_of(agent_id)
+            agent_room = self.room_of(agent_id)
             held = [n.name for n in self.held_by(agent_id)]
-            parts = [f"in {self.node(room).name}" if room else "room unknown"]
+            parts = [f"in {self.node(agent_room).name}" if agent_room else "room unknown"]
             parts.append(f"holding {', '.join(held)}" if held else "hands empty")
             lines.append(f"{agent.name.capitalize()}: {', '.join(parts)}")
         return "\n".join(lines)
@@ -483,22 +481,6 @@ class WorldGraph:
             scene=self.scene,
             robot_room=self.node(room_id).name if room_id else None,
         )
-
-
-def atomic_write_text(path: str | Path, text: str) -> Path:
-    """Write ``text`` to a temporary file next to ``path`` and rename it into place (no partial file)."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w") as handle:
-            handle.write(text)
-        publish(tmp)  # mkstemp makes 0600; the file gets the mode the user's umask gives
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    return path
 
 
 def _with_state(node: GraphNode) -> str:
