@@ -160,6 +160,10 @@ def register(app: typer.Typer) -> None:
         from homiebot.training.dagger import run_dagger
         from homiebot.training.trainer import TrainingError, preset_for
 
+        # Refused before run_dagger creates --out: a bad model folder or output path leaves nothing behind.
+        check_output(out)
+        if not (model / "config.json").is_file():
+            fail(f"{model}: not a model folder (no config.json); homie train base --model smollm2 --out DIR writes one")
         try:
             results = run_dagger(
                 model,

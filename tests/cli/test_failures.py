@@ -104,6 +104,11 @@ CASES: dict[str, dict[str, list[str]]] = {
     "train sft": {"missing_input": ["--data", MISSING, "--model", MISSING, "--out", "{tmp}/out"]},
     "train dpo": {"missing_input": ["--data", MISSING, "--model", MISSING, "--out", "{tmp}/out"]},
     "train merge": {"missing_input": ["--model", MISSING, "--adapter", MISSING, "--out", "{tmp}/out"]},
+    "train dagger": {
+        "missing_input": ["--model", MISSING, "--out", "{tmp}/out", "--tasks", "emmoe-084"],
+        "unwritable": ["--model", "{tmp}", "--out", UNWRITABLE, "--tasks", "emmoe-084"],
+    },
+    "train eval": {"missing_input": ["--model", MISSING, "--sft", MISSING]},
     "muep export": {
         "unwritable": ["--out", UNWRITABLE],
         "bad_name": ["--out", "{tmp}/out", "--phrasing", "nope"],
