@@ -420,6 +420,26 @@ class _Progress(ObserverBase):
         self.callback(record, self.limit)
 
 
+#: The record's file of the world graph after every round, when the episode ran with perception (one JSON
+#: object per line: ``{"round": n, "graph": <the graph's JSON export>}``).
+WORLD_GRAPHS_FILE = "world_graphs.jsonl"
+
+
+class _WorldGraphFile(ObserverBase):
+    """Appends the perception hook's world graph after every round to the record (what the planner is told
+    about the world, and what the executor grounds against, round by round)."""
+
+    def __init__(self, recorder: EpisodeRecorder, hooks: list[Any]) -> None:
+        self.recorder = recorder
+        self.hooks = hooks  # filled with the episode's hook when the loop builds its knowledge
+
+    def on_round(self, record: RoundRecord, seen: Observation | None, state: WorldState) -> None:
+        graph = getattr(self.hooks[0], "graph", None) if self.hooks else None
+        if graph is not None and hasattr(graph, "to_json"):
+            line = f'{{"round": {record.index}, "graph": {graph.to_json(indent=None)}}}\n'
+            self.recorder.add_file(WORLD_GRAPHS_FILE, line, append=True)
+
+
 def run_episode(
     sim: Simulator,
     planner: Planner,
@@ -465,10 +485,12 @@ def run_episode(
 
     backend = InProcessBackend(sim, config.executor_config(), skills=skills, grounder=grounder)
     knowledge: KnowledgeFactory = segmentation_knowledge
+    hooks: list[Any] = []
     if perception is not None:
         def knowledge(scene_spec: SceneSpec | None, initial: WorldState) -> WorldKnowledge:
             # The executor grounds through the same world graph the planner is told about.
-            perceived = PerceptionKnowledge(perception(scene_spec, initial))
+            hooks[:] = [perception(scene_spec, initial)]
+            perceived = PerceptionKnowledge(hooks[0])
             backend.ground_with(perceived.grounder())
             return perceived
 
@@ -477,6 +499,8 @@ def run_episode(
     if recorder is not None:
         recording = RecordingObserver(recorder, scene_seed=scene_seed, config=config, topdown=sim.render_topdown)
         watchers.insert(0, recording)
+        if perception is not None:
+            watchers.insert(1, _WorldGraphFile(recorder, hooks))
     if progress is not None:
         watchers.append(_Progress(progress, config.max_rounds))
     spec = EpisodeSpec(instruction, scene, scene_seed, task.id if task is not None else None,

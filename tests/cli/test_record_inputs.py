@@ -1,5 +1,6 @@
 """What the planner saw is in the record: every round's world description (``--describe-world``), exactly as the
-planner received it, and the files of the views it saw; they survive reading the record back."""
+planner received it, the files of the views it saw (they survive reading the record back), and with perception
+the world graph after every round (``world_graphs.jsonl``)."""
 
 from __future__ import annotations
 
@@ -51,6 +52,13 @@ def test_world_description_and_views_per_round(tmp_path: Path) -> None:
         assert all((tmp_path / "described" / name).is_file() for name in r["views"])
     back = read_episode(tmp_path / "described")
     assert [r.world_description for r in back.rounds] == planner.descriptions
+    # The world graph after every round (perception ran): one line per round, the last with the can in the drawer.
+    graphs = [json.loads(line) for line in (tmp_path / "described" / "world_graphs.jsonl").read_text().splitlines()]
+    assert [g["round"] for g in graphs] == [r["round"] for r in rounds]
+    last = graphs[-1]["graph"]
+    names = {n["id"]: n["name"] for n in last["nodes"]}
+    assert any(names.get(e["source"]) == "short_can" and e["relation"] == "in" and "kitchen_drawer" in names.get(e["target"], "")
+               for e in last["edges"]), last["edges"]
 
 
 def test_no_description_key_without_describe_world(tmp_path: Path) -> None:
