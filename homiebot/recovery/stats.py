@@ -13,12 +13,12 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import os
-import tempfile
 from collections import Counter
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
+
+from homiebot.files import atomic_write_text
 
 log = logging.getLogger(__name__)
 
@@ -77,16 +77,7 @@ def episode_file_name(instruction: str, seed: int) -> str:
 
 def write_stats(folder: Path, stats: RecoveryStats) -> None:
     """Replace the episode's file atomically (rewritten after every round, so a cut-off run keeps its rounds)."""
-    folder.mkdir(parents=True, exist_ok=True)
-    target = folder / episode_file_name(stats.instruction, stats.seed)
-    handle, tmp = tempfile.mkstemp(dir=folder, prefix=".", suffix=".tmp")
-    try:
-        with os.fdopen(handle, "w", encoding="utf-8") as out:
-            json.dump(stats.to_json(), out)
-        os.replace(tmp, target)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    atomic_write_text(folder / episode_file_name(stats.instruction, stats.seed), json.dumps(stats.to_json()))
 
 
 def load_stats(folder: Path) -> list[dict[str, Any]]:

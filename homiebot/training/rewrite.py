@@ -23,13 +23,12 @@ import json
 import logging
 import os
 import re
-import tempfile
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, Protocol, cast
 
-from homiebot.files import publish
+from homiebot.files import atomic_write_text
 
 log = logging.getLogger(__name__)
 
@@ -198,9 +197,4 @@ class ServerRewriter:
 
     def save(self) -> None:
         """Write the cache atomically (a temp file renamed over it)."""
-        self.cache_path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=f".{self.cache_path.name}.", dir=self.cache_path.parent)
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            json.dump(self._cache, fh, indent=0, ensure_ascii=False, sort_keys=True)
-        publish(tmp)
-        os.replace(tmp, self.cache_path)
+        atomic_write_text(self.cache_path, json.dumps(self._cache, indent=0, ensure_ascii=False, sort_keys=True))
