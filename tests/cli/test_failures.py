@@ -222,3 +222,10 @@ def test_check_output_creates_nothing(tmp_path: Path) -> None:
     assert raised.value.exit_code == EXIT_BAD_INPUT
     with pytest.raises(typer.Exit):
         check_output(tmp_path, directory=False)
+
+
+def test_version() -> None:
+    from importlib.metadata import version
+
+    done = subprocess.run([HOMIE, "--version"], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0 and done.stdout.strip() == f"homie {version('homiebot')}", done
