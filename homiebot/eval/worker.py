@@ -25,6 +25,7 @@ import numpy as np
 from homiebot.data.record import EpisodeRecorder
 from homiebot.eval.manifest import EvalSettings, Job, resolver_for
 from homiebot.eval.metrics import score_episode
+from homiebot.eval.partnr.recording import simulator_clock
 from homiebot.eval.tasks import TaskSpec
 from homiebot.planner.base import Planner, PlanRequest
 from homiebot.planner.hf_backend import PlannerBackendError
@@ -162,7 +163,7 @@ class _WorkerState:
         self.render = self.needs_views or options.images or options.video or settings.perception != "off"
         self.sim = sim = make_simulator(settings.backend, render=self.render)
         # The simulator's nominal clock for PARTNR's simulated time, where the backend keeps one (MuJoCo does).
-        self.clock: Callable[[], float] | None = (lambda: float(sim.sim_time)) if hasattr(sim, "sim_time") else None
+        self.clock = simulator_clock(sim)
         self.planner = InfrastructureGuard(make_planner(settings.planner, **settings.planner_options))
         self.expert: InfrastructureGuard | None = self.planner if settings.self_reference else None
         self._make_planner = make_planner

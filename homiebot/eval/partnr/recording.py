@@ -88,3 +88,11 @@ def recorded_sim_time(episode_dir: str | Path) -> float | None:
     value = json.loads(lines[-1]).get("sim_time")
     return float(value) if isinstance(value, (int, float)) else None
 
+
+
+def simulator_clock(sim: object) -> Callable[[], float] | None:
+    """The simulator's nominal clock (seconds since the reset) for :class:`StatesFileRecorder`, where the
+    backend keeps one (MuJoCo's ``sim_time``); None otherwise (simulated time is then n/a)."""
+    if not hasattr(sim, "sim_time"):
+        return None
+    return lambda: float(sim.sim_time)

@@ -134,3 +134,16 @@ def test_report_section_without_states_is_na_not_zero():
     assert "n/a (2 episode record(s) without states.jsonl" in section
     assert "0.0" not in section
     assert summary_line(data) == "PARTNR: percent complete n/a (2 episode record(s) without states.jsonl)"
+
+
+@pytest.mark.slow
+def test_homie_run_record_keeps_states(tmp_path: Path):
+    from homiebot.eval.partnr.recording import score_record
+
+    out = tmp_path / "run"
+    done = subprocess.run([HOMIE, "run", "--task", "partnr-7-007", "--planner", "partnr_expert", "--no-render",
+                           "--no-report", "--out", str(out)], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    episode = score_record(out)
+    assert episode is not None and episode.pc == 1.0 and episode.category == "heterogeneous"
+    assert episode.sim_time_s is not None and episode.sim_time_s > 0
