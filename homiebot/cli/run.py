@@ -174,6 +174,7 @@ def register(app: typer.Typer) -> None:
 
         console = Console(stderr=True)
         from homiebot.eval.partnr.episodes import task_actions  # PARTNR-style tasks switch and clean
+        from homiebot.eval.partnr.recording import StatesFileRecorder, simulator_clock
 
         config = EpisodeConfig(max_rounds=max_rounds, render=render, strict_models=strict_models,
                                actions=task_actions(task))
@@ -222,7 +223,9 @@ def register(app: typer.Typer) -> None:
                     progress=on_round,
                     skills=skills,
                     perception=perception_factory,
-                    observers=observers,
+                    # states.jsonl + evaluation.json: PARTNR's PC from the record alone (docs/partnr.md)
+                    observers=[*observers, StatesFileRecorder(recorder, task=task, clock=simulator_clock(sim))]
+                    if task is not None else observers,
                 )
                 bar.update(progress_task, total=len(trajectory.rounds) or 1, completed=len(trajectory.rounds) or 1)
         except EpisodeSetupError as err:
