@@ -7,6 +7,8 @@ Run: ``.venv/bin/python -m benchmarks.bench_textworld [--tasks 12] [--repeats 20
   render what the text world shows there (the arrive text: the receptacle's contents) plus the inventory,
   from a ``WorldState`` already taken; median and p95 over ``--repeats`` renders (target: median <= 1 ms);
 * the same including the simulator's ``state()`` snapshot, and the admissible commands;
+* the images modes (``--observe images|both``): the observation with the four views rendered (256x256 RGB,
+  depth, segmentation) and what they show named (:meth:`MuepObservation.shown`), the robot at each receptacle;
 * ALFWorld engine: the tasks exported as game folders and played by their Fast Downward plans, replayed
   without the expert wrapper: median seconds per ``step`` and per ``reset`` (environment start).
 """
@@ -20,7 +22,7 @@ import time
 from pathlib import Path
 
 from homiebot.eval.muep import TASK_TYPES
-from homiebot.eval.muep_suite import load_suite
+from homiebot.eval.muep_suite import Observe, load_suite, observe
 from homiebot.sim.mujoco.backend import MujocoSimulator
 from homiebot.textworld import TextWorld
 from homiebot.textworld import alfworld as engine
@@ -64,16 +66,46 @@ def main() -> None:
     print(f"text observation from a WorldState: {_stats(render)} (target median <= {TARGET_RENDER_MS} ms)")
     print(f"text observation incl. sim.state(): {_stats(with_state)}")
     print(f"admissible commands (incl. sim.state()): {_stats(admissible)}")
+    sim.shutdown()
+
+    # The images modes: the views rendered after the step and named; one sample per receptacle (the robot drives
+    # there first, so each sample shows a different place).
+    camera = MujocoSimulator(render=True)
+    with_views, named = [], []
+    for task in tasks[: max(1, len(tasks) // 3)]:
+        camera.reset(task.scene, seed=task.seed)
+        world = TextWorld(camera)
+        world.reset(task.instruction)
+        for receptacle in world.names.receptacles:
+            step = world.step(f"go to {world.names.text(receptacle)}")
+            t0 = time.perf_counter()
+            obs = observe(world, Observe.BOTH, step.observation)
+            with_views.append(time.perf_counter() - t0)
+            t0 = time.perf_counter()
+            obs.shown(world)
+            named.append(time.perf_counter() - t0)
+    camera.shutdown()
+    print(f"observation with the four views rendered (images / both modes): {_stats(with_views)}")
+    print(f"naming what the views show (a text-only model's reading of them): {_stats(named)}")
+    sim = MujocoSimulator(render=False)
 
     if not engine.available():
         print("ALFWorld engine: not installed (pip install -e '.[textworld]')")
+        sim.shutdown()
         return
     steps, resets = [], []
     with tempfile.TemporaryDirectory() as scratch:
         for task in tasks:
             sim.reset(task.scene, seed=task.seed)
-            game_file = engine.export_game(sim, task.task_type, task.object_type, task.receptacle_type, task.toggle_type,
-                                           task.instruction, Path(scratch) / task.id).game_file
+            game_file = engine.export_game(
+                sim,
+                task.task_type,
+                task.object_type,
+                task.receptacle_type,
+                task.toggle_type,
+                task.instruction,
+                Path(scratch) / task.id,
+            ).game_file
             planner = engine.AlfworldGame(game_file, expert=True)
             planner.reset()
             plan = list(planner.expert_plan)
