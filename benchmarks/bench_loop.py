@@ -18,7 +18,6 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -32,9 +31,7 @@ from homiebot.eval.tasks import TaskSpec
 from homiebot.planner.expert import ExpertPlanner
 from homiebot.planner.scripted import ScriptedPlanner
 from homiebot.sim.base import make_simulator
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "agent"))
-from case_studies import CASE1_TASK, case1_outputs
+from homiebot.testing.case_studies import CASE1_TASK, case1_outputs
 
 TEN_SUBTASK_TASK = TaskSpec(
     id="bench-10",

@@ -14,7 +14,7 @@ from homiebot.sim.base import _BACKENDS, register_backend
 
 @pytest.fixture(autouse=True)
 def fake_backend():
-    register_backend("fake", "fake_world:FakeWorld")
+    register_backend("fake", "homiebot.testing.fake_world:FakeWorld")
     yield
     _BACKENDS.pop("fake", None)
 

@@ -8,7 +8,6 @@ import json
 import os
 
 import pytest
-from case_studies import CASE1_ROUNDS, CASE1_TASK, case1_outputs
 from test_loop_fake import ScriptThenExpert
 
 from homiebot.agent.loop import EpisodeConfig, run_episode
@@ -17,6 +16,7 @@ from homiebot.eval.tasks import get_task
 from homiebot.planner.expert import ExpertPlanner
 from homiebot.planner.scripted import ScriptedPlanner
 from homiebot.sim.base import make_simulator
+from homiebot.testing.case_studies import CASE1_ROUNDS, CASE1_TASK, case1_outputs
 from homiebot.types import VIEW_NAMES, ErrorCode
 
 

@@ -17,13 +17,12 @@ from __future__ import annotations
 import random
 import string
 
-from fake_world import FakeWorld, kitchen_world
-
 from homiebot.agent.loop import EpisodeConfig, run_episode
 from homiebot.agent.session import FORMAT_ERROR_MESSAGE
 from homiebot.perception.grounding import AliasGrounder
 from homiebot.planner.prompt import parse_output
 from homiebot.planner.scripted import ScriptedPlanner
+from homiebot.testing.fake_world import FakeWorld, kitchen_world
 from homiebot.types import EMMOE_ACTIONS, EMMOE_MODELS, Action, ErrorCode
 
 TOTAL = 10_000

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import pytest
-from case_studies import CASE1_ROUNDS, CASE1_TASK, case1_outputs
-from fake_world import FakeWorld, kitchen_world
 
 from homiebot.agent.loop import EpisodeConfig, EpisodeSetupError, run_episode
 from homiebot.eval.goals import GoalSpec
@@ -12,6 +10,8 @@ from homiebot.eval.tasks import TaskSpec
 from homiebot.planner.base import Planner, PlanRequest
 from homiebot.planner.expert import ExpertPlanner
 from homiebot.planner.scripted import ScriptedPlanner
+from homiebot.testing.case_studies import CASE1_ROUNDS, CASE1_TASK, case1_outputs
+from homiebot.testing.fake_world import FakeWorld, kitchen_world
 from homiebot.types import ErrorCode, Pose2D
 
 

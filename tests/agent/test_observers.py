@@ -4,7 +4,6 @@ wirings (in-process ``run_episode`` and the graph's ``GraphEpisode``), and an ob
 from __future__ import annotations
 
 import pytest
-from fake_world import FakeWorld, kitchen_world
 
 from homiebot.agent.loop import EpisodeConfig, run_episode
 from homiebot.agent.observers import EpisodeObserver, ObserverBase, StateRecorder
@@ -13,6 +12,7 @@ from homiebot.eval.tasks import TaskSpec
 from homiebot.executor.executor import Executor
 from homiebot.planner.expert import ExpertPlanner
 from homiebot.ros.episode import ExecutionOutcome, GraphEpisode, round_signature
+from homiebot.testing.fake_world import FakeWorld, kitchen_world
 from homiebot.types import Observation, RoundRecord, Trajectory, WorldState
 
 

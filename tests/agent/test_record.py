@@ -7,13 +7,13 @@ import os
 
 import numpy as np
 import pytest
-from case_studies import CASE1_TASK, case1_outputs
-from fake_world import FakeWorld, kitchen_world
 
 from homiebot.agent.loop import run_episode
 from homiebot.data.record import EpisodeRecorder, RecordError, read_episode, read_summary
 from homiebot.planner.base import Planner, PlanRequest
 from homiebot.planner.scripted import ScriptedPlanner
+from homiebot.testing.case_studies import CASE1_TASK, case1_outputs
+from homiebot.testing.fake_world import FakeWorld, kitchen_world
 from homiebot.types import VIEW_NAMES
 
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 from dataclasses import replace
 
 import pytest
-from fake_world import FakeWorld, kitchen_world, obj
 
 from homiebot.executor.executor import Executor, ExecutorConfig
+from homiebot.testing.fake_world import FakeWorld, kitchen_world, obj
 from homiebot.types import ErrorCode, SkillStatus, Subtask
 
 

@@ -1,9 +1,8 @@
-"""Make the FakeWorld test double (``tests/agent/fake_world.py``) and ``plan_requests`` importable from this folder's tests."""
+"""Make ``plan_requests`` importable from this folder's tests."""
 
 from __future__ import annotations
 
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).parents[1] / "agent"))
 sys.path.insert(0, str(Path(__file__).parent))  # plan_requests

@@ -415,7 +415,7 @@ def test_homie_run_passes_decode_to_the_hf_planner(tiny_qwen: Path, tmp_path: Pa
     from homiebot.cli import build_app
     from homiebot.sim.base import _BACKENDS, register_backend
 
-    register_backend("fake", "fake_world:FakeWorld")
+    register_backend("fake", "homiebot.testing.fake_world:FakeWorld")
     try:
         runner = CliRunner()
         out = tmp_path / "episode"

@@ -1,4 +1,5 @@
-"""FakeWorld: a state-only stand-in for a simulator, for unit tests of the executor, session and expert.
+"""FakeWorld: a state-only stand-in for a simulator, for unit tests of the executor, session and expert
+(shipped in the package so tests in every folder and the benchmarks import it without path edits).
 
 Why a fake when MuJoCo exists: the executor's checks must be tested against exact states (a robot 5 cm
 from a table for D2, a skill that fails exactly twice for the retry logic, a put that drops the object
@@ -189,9 +190,12 @@ class FakeWorld:
         return SkillResult(SkillStatus.SUCCESS, path_length=math.hypot(self.robot.x - start.x, self.robot.y - start.y))
 
     def _move_held(self) -> None:
-        e = self.entities[self.held]
+        held = self.held
+        if held is None:
+            return
+        e = self.entities[held]
         x, y = self.robot.x, self.robot.y
-        self.entities[self.held] = replace(e, position=(x, y, 0.9), bbox_min=(x - 0.04, y - 0.04, 0.85),
+        self.entities[held] = replace(e, position=(x, y, 0.9), bbox_min=(x - 0.04, y - 0.04, 0.85),
                                            bbox_max=(x + 0.04, y + 0.04, 0.95))
 
     def pick(self, obj_name: str) -> SkillResult:
