@@ -30,7 +30,8 @@ VISIBLE_MIN_PIXELS = 20
 class PerceptionHook(Protocol):
     """What the loop needs from perception (``homiebot.perception.world_model.WorldModel`` fits): fuse each
     observation, update after successful actions, describe the world, list the grounded names, ground, and
-    the names it knows instances by. ``describes_world`` declares whether requests carry its description.
+    the names it knows instances by, and its graph for the record. ``describes_world`` declares whether requests
+carry its description.
     Every member is required: a hook says "nothing" with None, not by leaving a method out."""
 
     describes_world: bool
@@ -48,6 +49,9 @@ class PerceptionHook(Protocol):
 
     def perceived_names(self, state: WorldState) -> Mapping[str, str] | None:
         """Simulator instance -> the name perception knows it by (None: the simulator's own names)."""
+
+    def world_graph_json(self) -> str | None:
+        """The world graph now as one line of JSON, for the episode record (None: the hook keeps no graph)."""
 
 
 #: Builds the episode's perception after the reset: ``(scene spec or None, initial state) -> hook``.

@@ -429,15 +429,14 @@ class _WorldGraphFile(ObserverBase):
     """Appends the perception hook's world graph after every round to the record (what the planner is told
     about the world, and what the executor grounds against, round by round)."""
 
-    def __init__(self, recorder: EpisodeRecorder, hooks: list[Any]) -> None:
+    def __init__(self, recorder: EpisodeRecorder, hooks: list[PerceptionHook]) -> None:
         self.recorder = recorder
         self.hooks = hooks  # filled with the episode's hook when the loop builds its knowledge
 
     def on_round(self, record: RoundRecord, seen: Observation | None, state: WorldState) -> None:
-        graph = getattr(self.hooks[0], "graph", None) if self.hooks else None
-        if graph is not None and hasattr(graph, "to_json"):
-            line = f'{{"round": {record.index}, "graph": {graph.to_json(indent=None)}}}\n'
-            self.recorder.add_file(WORLD_GRAPHS_FILE, line, append=True)
+        graph = self.hooks[0].world_graph_json() if self.hooks else None
+        if graph is not None:
+            self.recorder.add_file(WORLD_GRAPHS_FILE, f'{{"round": {record.index}, "graph": {graph}}}\n', append=True)
 
 
 def run_episode(
@@ -485,7 +484,7 @@ def run_episode(
 
     backend = InProcessBackend(sim, config.executor_config(), skills=skills, grounder=grounder)
     knowledge: KnowledgeFactory = segmentation_knowledge
-    hooks: list[Any] = []
+    hooks: list[PerceptionHook] = []
     if perception is not None:
         def knowledge(scene_spec: SceneSpec | None, initial: WorldState) -> WorldKnowledge:
             # The executor grounds through the same world graph the planner is told about.

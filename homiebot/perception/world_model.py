@@ -145,6 +145,10 @@ class WorldModel:
     def describe(self) -> str:
         return self.graph.describe()
 
+    def world_graph_json(self) -> str:
+        """The graph's JSON export on one line (the episode record's ``world_graphs.jsonl``)."""
+        return self.graph.to_json(indent=None)
+
     def observed_targets(self) -> tuple[str, ...]:
         return self.graph.observed_targets()
 

@@ -174,6 +174,9 @@ class RecordingPerception:
     def perceived_names(self, state):
         return None  # it knows instances by the simulator's names
 
+    def world_graph_json(self):
+        return None  # it keeps no graph
+
     def grounder(self):
         from homiebot.perception.grounding import AliasGrounder, GroundingResult
 
