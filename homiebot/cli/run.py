@@ -18,6 +18,7 @@ import typer
 
 from homiebot.cli.failures import EXIT_ENVIRONMENT, check_output
 from homiebot.cli.failures import report as _fail
+from homiebot.config import GRAPH_BUILDERS, PerceptionMode
 
 log = logging.getLogger(__name__)
 
@@ -155,12 +156,13 @@ def register(app: typer.Typer) -> None:
         def skills(sim: Any, scene_seed: int) -> SkillSet:
             return SkillSet(sim, noise=preset, seed=scene_seed)
 
-        if perception not in ("off", "privileged", "conceptgraph"):
-            raise _fail(f"unknown --perception {perception!r}; choose off, privileged or conceptgraph")
-        if describe_world and perception == "off":
-            raise _fail("--describe-world needs --perception privileged or conceptgraph")
+        modes = [m.value for m in PerceptionMode]
+        if perception not in modes:
+            raise _fail(f"unknown --perception {perception!r}; choose {', '.join(modes[:-1])} or {modes[-1]}")
+        if describe_world and perception == PerceptionMode.OFF:
+            raise _fail(f"--describe-world needs --perception {' or '.join(GRAPH_BUILDERS)}")
         perception_factory: Any = None
-        if perception != "off":
+        if perception != PerceptionMode.OFF:
             from homiebot.perception.world_model import PerceptionConfig, WorldModel
 
             perception_config = PerceptionConfig.model_validate({"builder": perception, "describe_world": describe_world})

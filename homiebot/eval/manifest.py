@@ -20,6 +20,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from homiebot.config import NoiseMode
 from homiebot.eval.keypaths import SceneNameResolver
 from homiebot.eval.tasks import TaskSpec, load_suite
 from homiebot.files import atomic_write_json
@@ -38,7 +39,7 @@ EXPERT_PLANNER = "expert"
 #: Suites whose tasks carry their own PARTNR evaluation functions are referenced by the expert that plans from
 #: them (docs/partnr.md, "The PARTNR expert"); the goal expert cannot switch or clean.
 REFERENCE_PLANNERS = {"partnr": "partnr_expert"}
-NOISE_PRESETS: tuple[str, ...] = ("off", "emmoe")
+NOISE_PRESETS: tuple[str, ...] = tuple(m.value for m in NoiseMode)
 
 JobKind = Literal["episode", "reference"]
 
