@@ -21,13 +21,18 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import os
+import random
 import shutil
+import statistics
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
-from homiebot.training.build import DATA_FILE, BuildOptions, build
+import pyarrow.parquet as pq
+
+from homiebot.training.build import DATA_FILE, BuildOptions, build, write_dataset
 from homiebot.training.trainer import preset_for, train
 
 TARGET_S = 60.0
@@ -70,6 +75,8 @@ def bench_train(model: Path, data_root: Path, work: Path, stage: str, preset: st
     result = train(stage, data_root / stage, model, out, settings, max_steps=steps, progress=False)  # type: ignore[arg-type]
     wall = time.perf_counter() - started
     per_step = [h for h in result.log_history if "loss" in h]
+    later_wall = result.step_seconds[1:] or result.step_seconds
+    later_cpu = result.step_cpu_seconds[1:] or result.step_cpu_seconds
     return {
         "preset": preset,
         "stage": stage,
@@ -80,6 +87,10 @@ def bench_train(model: Path, data_root: Path, work: Path, stage: str, preset: st
         "seconds_per_step": round(result.seconds_per_step, 2),
         "steps_per_second": round(result.steps / max(result.seconds, 1e-9), 4),
         "losses": [round(float(h["loss"]), 4) for h in per_step],
+        # Steps after the first (which warms up): median wall seconds and this process's CPU seconds per step.
+        "step_wall_s_median": round(statistics.median(later_wall), 2) if later_wall else None,
+        "step_cpu_s_median": round(statistics.median(later_cpu), 2) if later_cpu else None,
+        "first_step_wall_s": round(result.step_seconds[0], 2) if result.step_seconds else None,
         "trainable_parameters": result.trainable_parameters,
     }
 
@@ -93,24 +104,33 @@ def main() -> None:
     parser.add_argument("--dpo-steps", type=int, default=3)
     parser.add_argument("--emmoe-steps", type=int, default=0)
     parser.add_argument("--json", type=Path, default=None)
+    parser.add_argument("--skip-data", action="store_true", help="Time the training only.")
+    parser.add_argument(
+        "--train-samples",
+        type=int,
+        default=200,
+        help="Samples of each training set (enough for the steps; tokenising all costs minutes).",
+    )
     args = parser.parse_args()
     logging.basicConfig(level=logging.WARNING)
     report: dict[str, Any] = {}
     with tempfile.TemporaryDirectory(prefix="bench_training-") as tmp:
         work = Path(tmp)
-        report["data"] = bench_data(args.records, args.copies, work / "data")
-        print(json.dumps(report["data"], indent=1))
+        report["load_average_before"] = os.getloadavg()
+        if not args.skip_data:
+            report["data"] = bench_data(args.records, args.copies, work / "data")
+            print(json.dumps(report["data"], indent=1))
         # Training data: the records once, 4 variants (the presets' data), built apart from the timed build.
         small = work / "small"
         copy_records(args.records, small / "records", 1)
         for kind in ("sft", "dpo"):
-            build(
-                [small / "records"], small / kind, kind, BuildOptions(split="train", rewrites=3, text_observation=True)
-            )
+            options = BuildOptions(split="train", rewrites=3, text_observation=True)
+            build([small / "records"], small / "all" / kind, kind, options)
+            shuffled = pq.read_table(small / "all" / kind / DATA_FILE).to_pylist()
+            random.Random(0).shuffle(shuffled)
+            write_dataset(shuffled[: args.train_samples], small / kind / DATA_FILE)
         model = args.model
         if model is None:
-            import pyarrow.parquet as pq
-
             from homiebot.training.tiny import write_tiny_chat_model
 
             rows = pq.read_table(small / "sft" / DATA_FILE).to_pylist()[:200]
@@ -127,6 +147,7 @@ def main() -> None:
         if args.emmoe_steps > 0:
             report["training"].append(bench_train(model, small, work, "sft", "emmoe", args.emmoe_steps))
             report["training"].append(bench_train(model, small, work, "dpo", "emmoe", args.emmoe_steps))
+        report["load_average_after"] = os.getloadavg()
         for row in report["training"]:
             print(json.dumps(row))
     if args.json is not None:

@@ -138,6 +138,10 @@ class TrainResult:
     seconds_per_step: float = 0.0
     trainable_parameters: int = 0
     log_history: list[dict[str, Any]] = field(default_factory=list)
+    # Per optimizer step: wall seconds and this process's CPU seconds (all its threads). On a shared machine the
+    # CPU time is the figure that does not depend on how many other jobs run beside it.
+    step_seconds: list[float] = field(default_factory=list)
+    step_cpu_seconds: list[float] = field(default_factory=list)
 
     def lines(self) -> list[str]:
         first = f"{self.losses[0]:.4f}" if self.losses else "n/a"
@@ -155,6 +159,26 @@ def publish_tree(folder: Path) -> None:
 
     for path in folder.rglob("*"):
         publish(path)
+
+
+def _step_timer() -> Any:
+    """A trainer callback timing each optimizer step (wall and process CPU seconds)."""
+    from transformers import TrainerCallback
+
+    class StepTimer(TrainerCallback):
+        def __init__(self) -> None:
+            self.wall: list[float] = []
+            self.cpu: list[float] = []
+            self._start = (0.0, 0.0)
+
+        def on_step_begin(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+            self._start = (time.perf_counter(), time.process_time())
+
+        def on_step_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+            self.wall.append(time.perf_counter() - self._start[0])
+            self.cpu.append(time.process_time() - self._start[1])
+
+    return StepTimer()
 
 
 def _check_out(out: Path, resume: bool) -> Path:
@@ -332,6 +356,8 @@ def train(
             preset.max_length,
         )
     trainable = sum(p.numel() for p in trainer.model.parameters() if p.requires_grad)
+    timer = _step_timer()
+    trainer.add_callback(timer)
     output = trainer.train(resume_from_checkpoint=True if resume else None)
     seconds = time.perf_counter() - started
     trainer.save_model(str(target))
@@ -349,6 +375,8 @@ def train(
         seconds_per_step=seconds / max(steps, 1),
         trainable_parameters=trainable,
         log_history=history,
+        step_seconds=timer.wall,
+        step_cpu_seconds=timer.cpu,
     )
     record = {
         "stage": stage,
@@ -362,6 +390,8 @@ def train(
         "seconds_per_step": result.seconds_per_step,
         "trainable_parameters": trainable,
         "losses": losses,
+        "step_seconds": timer.wall,
+        "step_cpu_seconds": timer.cpu,
         "log_history": history,
         "trl": trl.__version__,
     }
