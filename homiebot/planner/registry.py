@@ -26,6 +26,7 @@ _PLANNERS: dict[str, str] = {
     "hf": "homiebot.planner.hf_backend:HFPlanner",
     "random": "homiebot.planner.random_planner:RandomPlanner",
     "recovery": "homiebot.recovery.planner:RecoveryPlanner",
+    "react": "homiebot.planner.react:ReActPlanner",
 }
 
 
