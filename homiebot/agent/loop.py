@@ -214,10 +214,23 @@ class _BackendTimeout(Exception):
         self.error = error
 
 
+@dataclass
+class _EpisodeView:
+    """What every agent's round shares: the world as the loop last read it (state, views, the planner-side
+    world knowledge) and what the episode has seen so far (furniture seen open)."""
+
+    scene: SceneSpec | None
+    knowledge: WorldKnowledge
+    state: WorldState
+    images: Sequence[np.ndarray]
+    observation: Observation | None
+    opened: set[str]
+
+
 class EpisodeLoop:
     """The one episode loop (module docstring). One agent takes the rounds today; the round body
-    (:meth:`_round`) reads everything it needs from the session it is given, so a second agent with its own
-    planner and session can take rounds in the same loop (docs/loop.md)."""
+    (:meth:`_round`) takes the planner and the session as arguments and shares only the world view, so a
+    second agent with its own planner and session can take rounds in the same loop (docs/loop.md)."""
 
     def __init__(
         self,
@@ -291,101 +304,108 @@ class EpisodeLoop:
             log.exception("simulator reset failed")
             trajectory.error = f"simulator reset failed for scene {spec.scene!r}: {err}"
             return None
-        self._last_state = state = initial
+        self._last_state = initial
         knowledge = self.knowledge_factory(scene_spec, initial)
         if observation is not None:
             knowledge.see(observation, initial)
         notify_start(self.observers, trajectory, initial, observation)
-        opened = open_furniture(initial)
+        world = _EpisodeView(scene_spec, knowledge, initial, images, observation, open_furniture(initial))
         session = config.new_session(spec.instruction, planner)
         planner.reset(spec.instruction, seed=spec.scene_seed)
-
-        while not session.done:
-            round_start = time.perf_counter()
-            timings: dict[str, float] = {}
-            request = session.make_request(
-                images,
-                world_state=state,
-                goal=spec.goal,
-                grounded_targets=knowledge.grounded_targets(),
-                perceived_names=knowledge.perceived_names(state) if planner.privileged else None,
-                evaluation=spec.evaluation,
-                scene=scene_spec,
-                observation=observation,
-            )
-            description = knowledge.world_description()
-            if description is not None:
-                request.world_description = description
-            t0 = time.perf_counter()
-            try:
-                raw = planner.plan(request)
-            except Exception as err:
-                log.exception("planner failed")
-                trajectory.error = f"planner {planner.name!r} failed in round {session.round_index}: {err}"
-                break
-            timings["plan_s"] = time.perf_counter() - t0
-            output = session.parse(raw)
-            if self.on_output is not None:
-                self.on_output(session.round_index, request.instruction, output)
-            inventory_before = session.inventory
-            path_length = 0.0
-            executed: ExecutionOutcome | None = None
-            if output.subtask is None:
-                feedback = session.format_feedback(output)
-            elif output.subtask.is_end:
-                feedback = session.end_feedback()
-            else:
-                subtask = output.subtask
-                try:
-                    executed = self._call(self.backend.execute, subtask, output.model, session.inventory,
-                                          session.round_index)
-                except _BackendTimeout:
-                    raise
-                except Exception as err:
-                    log.exception("executor failed")
-                    trajectory.error = f"execution of {subtask.text()} failed in round {session.round_index}: {err}"
-                    break
-                assert executed is not None
-                feedback, path_length = executed.feedback, executed.path_length
-                timings.update(executed.timings)
-            # A round records its grounding only where the planner's names are perception's own (a world graph):
-            # otherwise they are the simulator's and the subtask says it already.
-            grounded = executed.grounded if executed is not None and knowledge.perceives else None
-            record = self._append_round(session, request.instruction, output, feedback, inventory_before,
-                                        path_length, timings, grounded)
-            record.world_description = request.world_description  # an input of the round, for the record
-            seen = observation
-            try:
-                if executed is not None:
-                    state = executed.state_after if executed.state_after is not None else self._call(self.backend.state)
-                    self._last_state = state
-                    if feedback.success and executed.grounded is not None:
-                        knowledge.after_success(executed.grounded, state)
-                opened |= open_furniture(state)
-                if config.render and not session.done:
-                    t0 = time.perf_counter()
-                    images, observation = self._look()
-                    timings["render_s"] = time.perf_counter() - t0
-                    if observation is not None:
-                        t0 = time.perf_counter()
-                        knowledge.see(observation, state)
-                        if knowledge.perceives:
-                            timings["perceive_s"] = time.perf_counter() - t0
-            except _BackendTimeout:
-                raise
-            except Exception as err:
-                log.exception("simulator failed")
-                trajectory.error = f"simulator failed after round {record.index}: {err}"
-                break
-            timings["round_s"] = time.perf_counter() - round_start
-            notify_round(self.observers, record, seen, state)
+        while not session.done and self._round(planner, session, world):
+            pass
         trajectory.ended = session.ended
-        trajectory.opened = sorted(opened)
+        trajectory.opened = sorted(world.opened)
         trajectory.system_prompt = session.system_prompt
         trajectory.conversation = session.conversation.to_paper_json()
         if spec.goal is not None and trajectory.error is None:
-            trajectory.goal_satisfied = goal_satisfied(spec.goal, initial, state, opened)
-        return state
+            trajectory.goal_satisfied = goal_satisfied(spec.goal, initial, world.state, world.opened)
+        return world.state
+
+    def _round(self, planner: Planner, session: PlannerSession, world: _EpisodeView) -> bool:
+        """One round of ``planner`` with its ``session`` over the shared ``world``; False when an
+        infrastructure failure stopped the episode (:attr:`Trajectory.error` says why). Everything agent-specific
+        comes from the arguments, so another agent (its own planner and session) can take the next round."""
+        config, trajectory, spec, knowledge = self.config, self.trajectory, self.spec, world.knowledge
+        round_start = time.perf_counter()
+        timings: dict[str, float] = {}
+        state, observation = world.state, world.observation
+        request = session.make_request(
+            world.images,
+            world_state=state,
+            goal=spec.goal,
+            grounded_targets=knowledge.grounded_targets(),
+            perceived_names=knowledge.perceived_names(state) if planner.privileged else None,
+            evaluation=spec.evaluation,
+            scene=world.scene,
+            observation=observation,
+        )
+        description = knowledge.world_description()
+        if description is not None:
+            request.world_description = description
+        t0 = time.perf_counter()
+        try:
+            raw = planner.plan(request)
+        except Exception as err:
+            log.exception("planner failed")
+            trajectory.error = f"planner {planner.name!r} failed in round {session.round_index}: {err}"
+            return False
+        timings["plan_s"] = time.perf_counter() - t0
+        output = session.parse(raw)
+        if self.on_output is not None:
+            self.on_output(session.round_index, request.instruction, output)
+        inventory_before = session.inventory
+        path_length = 0.0
+        executed: ExecutionOutcome | None = None
+        if output.subtask is None:
+            feedback = session.format_feedback(output)
+        elif output.subtask.is_end:
+            feedback = session.end_feedback()
+        else:
+            subtask = output.subtask
+            try:
+                executed = self._call(self.backend.execute, subtask, output.model, session.inventory,
+                                      session.round_index)
+            except _BackendTimeout:
+                raise
+            except Exception as err:
+                log.exception("executor failed")
+                trajectory.error = f"execution of {subtask.text()} failed in round {session.round_index}: {err}"
+                return False
+            assert executed is not None
+            feedback, path_length = executed.feedback, executed.path_length
+            timings.update(executed.timings)
+        # A round records its grounding only where the planner's names are perception's own (a world graph):
+        # otherwise they are the simulator's and the subtask says it already.
+        grounded = executed.grounded if executed is not None and knowledge.perceives else None
+        record = self._append_round(session, request.instruction, output, feedback, inventory_before,
+                                    path_length, timings, grounded)
+        record.world_description = request.world_description  # an input of the round, for the record
+        try:
+            if executed is not None:
+                state = executed.state_after if executed.state_after is not None else self._call(self.backend.state)
+                world.state = self._last_state = state
+                if feedback.success and executed.grounded is not None:
+                    knowledge.after_success(executed.grounded, state)
+            world.opened |= open_furniture(state)
+            if config.render and not session.done:
+                t0 = time.perf_counter()
+                world.images, world.observation = self._look()
+                timings["render_s"] = time.perf_counter() - t0
+                if world.observation is not None:
+                    t0 = time.perf_counter()
+                    knowledge.see(world.observation, state)
+                    if knowledge.perceives:
+                        timings["perceive_s"] = time.perf_counter() - t0
+        except _BackendTimeout:
+            raise
+        except Exception as err:
+            log.exception("simulator failed")
+            trajectory.error = f"simulator failed after round {record.index}: {err}"
+            return False
+        timings["round_s"] = time.perf_counter() - round_start
+        notify_round(self.observers, record, observation, state)
+        return True
 
     def _append_round(self, session: PlannerSession, instruction: str, output: PlannerOutput, feedback: Feedback,
                       inventory_before: tuple[str, ...], path_length: float, timings: dict[str, float],
