@@ -52,6 +52,8 @@ RAY_VERSION = "2.60.0"
 LOCAL_OBJECT_STORE_BYTES = 256 * 2**20
 #: How often the driver looks at the cluster while it waits (seconds).
 POLL_S = 2.0
+#: After this long without a placed worker the driver logs the cluster's free resources (and again each time).
+WAIT_WARNING_S = 60.0
 
 
 def ray_missing() -> str | None:
@@ -278,6 +280,7 @@ class RayPool:
         pending: deque[Job] = deque(jobs)
         deaths: dict[str, int] = {}
         startup_deaths = 0
+        last_news = time.monotonic()
         try:
             self._start_model_actors(ray)
             for _ in range(min(self.size, len(pending))):
@@ -288,6 +291,13 @@ class RayPool:
                     self._spawn(ray)
                     continue
                 done, _ = ray.wait(list(waiting), num_returns=1, timeout=POLL_S)
+                if done:
+                    last_news = time.monotonic()
+                elif time.monotonic() - last_news > WAIT_WARNING_S and not any(a.ready for a in self.actors):
+                    # Say why nothing happens: Ray has not placed a worker (a cluster without a free CPU).
+                    log.warning("no Ray worker is placed yet after %.0f s; free resources of the cluster: %s",
+                                time.monotonic() - last_news, ray.available_resources())
+                    last_news = time.monotonic()
                 for ref in done:
                     actor = waiting[ref]
                     actor.pending = None
