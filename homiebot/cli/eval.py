@@ -149,9 +149,9 @@ def register(app: typer.Typer) -> None:
                 suite=resolve_suite(suite),
                 planner=planner_name,
                 planner_options=planner_options,
-                noise=noise,  # type: ignore[arg-type]
+                noise=noise,
                 max_rounds=max_rounds,
-                perception=perception,  # type: ignore[arg-type]
+                perception=perception,
             )
         except ValidationError as err:
             details = "; ".join(f"--{'.'.join(str(p) for p in e['loc']).replace('_', '-')}: {e['msg']}" for e in err.errors())

@@ -143,6 +143,8 @@ class ChatCompletionServer:
     @property
     def url(self) -> str:
         host = self.httpd.server_address[0]
+        if isinstance(host, bytes):  # typeshed allows bytes; the socket server gives a str
+            host = host.decode()
         return f"http://{host}:{self.port}/v1"
 
     def start(self) -> None:

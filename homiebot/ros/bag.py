@@ -28,7 +28,7 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from rosbags.interfaces import Qos, QosDurability, QosHistory, QosLiveliness, QosReliability, QosTime
 from rosbags.rosbag2 import Reader, StoragePlugin, Writer
@@ -39,7 +39,7 @@ from homiebot.ros.environment import repository_root
 
 log = logging.getLogger(__name__)
 
-BAG_VERSION = 8
+BAG_VERSION: Literal[8] = 8
 #: The topics that make a bag an episode record (what `bag replay` and `bag info` read).
 EPISODE_TOPICS = (
     "/homie/task_started",
@@ -188,7 +188,7 @@ def record_bag(
     executor.add_node(node)
     connections: dict[str, Any] = {}
     counts: dict[str, int] = {}
-    state = {"ended_at": None, "total": 0}
+    state: dict[str, Any] = {"ended_at": None, "total": 0}
     status_class = None
 
     def subscribe(topic: str, msgtype: str, latched: bool | None = None) -> None:
@@ -392,7 +392,7 @@ def bag_info(path: str | os.PathLike[str]) -> BagInfo:
         topics = []
         for name, topic in sorted(reader.topics.items()):
             count = topic.msgcount
-            topics.append(TopicInfo(name, topic.msgtype, count, (count - 1) / duration if duration > 0 and count > 1 else None))
+            topics.append(TopicInfo(name, topic.msgtype or "", count, (count - 1) / duration if duration > 0 and count > 1 else None))
         storage = "mcap" if any(str(p).endswith(".mcap") for p in getattr(reader, "paths", [])) or Path(path).suffix == ".mcap" else "rosbag2"
         info = BagInfo(Path(path), storage, reader.start_time if reader.message_count else 0,
                        reader.end_time if reader.message_count else 0, reader.message_count, topics)
