@@ -38,11 +38,13 @@ furniture's state).
 
 from __future__ import annotations
 
+import json
 import logging
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from enum import Enum
+from pathlib import Path
 from typing import Protocol
 
 from homiebot.planner.base import Planner, PlanRequest
@@ -481,7 +483,9 @@ class ReActPlanner(Planner):
 
     ``model``: a bundled model name (``smollm2``); ``engine``: an engine to use instead (tests, a shared
     one). ``constrained``: the per-call tool grammar (on by default, as in PARTNR). ``perception_tools``:
-    offer the Find tools (PARTNR's ReAct-Tools) or not (its plain ReAct)."""
+    offer the Find tools (PARTNR's ReAct-Tools) or not (its plain ReAct). ``trace_log``: a JSON-lines file
+    that gets one line per LLM call (task, round, call, answer, result): the full ReAct trace, which the
+    episode record (EMMOE's answers only) does not hold."""
 
     name = "react"
     privileged = False
@@ -498,7 +502,11 @@ class ReActPlanner(Planner):
         runtime: str = "auto",
         torch_threads: int | None = None,
         engine: ChatEngine | None = None,
+        trace_log: str | None = None,
     ) -> None:
+        self.trace_log = Path(trace_log) if trace_log else None
+        if self.trace_log is not None and not self.trace_log.parent.is_dir():
+            raise ValueError(f"trace_log: folder {str(self.trace_log.parent)!r} does not exist")
         if max_llm_calls < 1 or max_calls_per_round < 1 or thought_max_chars < 1:
             raise ValueError("max_llm_calls, max_calls_per_round and thought_max_chars must be >= 1")
         self.constrained = constrained
@@ -518,11 +526,13 @@ class ReActPlanner(Planner):
             engine = TextLanguageModel(TextModelConfig(bundled, runtime=runtime, threads=torch_threads))  # type: ignore[arg-type]
         self.engine: ChatEngine = engine
         self._episode = _Episode()
+        self._task_id = ""
 
     # ---------------------------------------------------------------------------------------- episode
 
     def reset(self, task: str, seed: int = 0) -> None:
         self._episode = _Episode()
+        self._task_id = task
 
     @property
     def trace(self) -> list[TraceStep]:
@@ -601,7 +611,7 @@ class ReActPlanner(Planner):
             else:
                 error = self._check_names(parsed, ep.index)
             if error is not None:
-                ep.trace.append(TraceStep(request.round_index, answer, None, error))
+                self._log_step(TraceStep(request.round_index, answer, None, error))
                 if last_call:
                     # Defined fallback: the raw answer goes to the loop, whose parser answers it with F1.
                     return answer
@@ -611,10 +621,10 @@ class ReActPlanner(Planner):
             tool = TOOLS_BY_NAME[parsed.tool]
             if tool.action is None and tool.name != "Rearrange":
                 result = self._answer_inside(parsed, ep.index)
-                ep.trace.append(TraceStep(request.round_index, answer, parsed, result))
+                self._log_step(TraceStep(request.round_index, answer, parsed, result))
                 ep.turns.append(ChatMessage("user", f"Result: {result}"))
                 continue
-            ep.trace.append(TraceStep(request.round_index, answer, parsed, "executed"))
+            self._log_step(TraceStep(request.round_index, answer, parsed, "executed"))
             ep.pending_result = True
             steps = self._subtasks(parsed, ep.index)
             ep.queue = steps[1:]
@@ -655,6 +665,23 @@ class ReActPlanner(Planner):
         text = generation.text
         cut = text.find(STOP_WORD)
         return text[: cut + len(STOP_WORD)] if cut >= 0 else text
+
+    def _log_step(self, step: TraceStep) -> None:
+        ep = self._episode
+        ep.trace.append(step)
+        if self.trace_log is None:
+            return
+        entry = {
+            "task": self._task_id,
+            "round": step.round_index,
+            "call": ep.llm_calls,
+            "answer": step.answer,
+            "tool": step.call.tool if step.call else None,
+            "args": list(step.call.args) if step.call else None,
+            "result": step.result,
+        }
+        with self.trace_log.open("a", encoding="utf-8") as handle:
+            handle.write(json.dumps(entry) + "\n")
 
     @staticmethod
     def _check_names(call: ToolCall, index: WorldIndex) -> str | None:

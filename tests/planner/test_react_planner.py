@@ -398,3 +398,18 @@ def test_real_smollm2_plays_a_short_episode(tmp_path):
     # Under the grammar every call names a tool on a described entity: no round is a format error.
     assert all(r.feedback.code is not ErrorCode.F1 for r in traj.rounds)
     assert all(step.call is not None for step in p.trace)
+
+
+def test_trace_log_keeps_every_call(tmp_path):
+    import json
+
+    log_file = tmp_path / "trace.jsonl"
+    p, _ = planner([call("FindRoomTool[sofa]"), call("Navigate[sofa]")], trace_log=str(log_file))
+    p.plan(request())
+    lines = [json.loads(line) for line in log_file.read_text().splitlines()]
+    assert [(e["call"], e["tool"], e["result"]) for e in lines] == [
+        (1, "FindRoomTool", "living_room"),
+        (2, "Navigate", "executed"),
+    ]
+    with pytest.raises(ValueError, match="does not exist"):
+        ReActPlanner(engine=FakeToolModel([]), trace_log=str(tmp_path / "no" / "t.jsonl"))
