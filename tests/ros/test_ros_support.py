@@ -102,8 +102,9 @@ def test_project_graph_and_params_are_valid():
     graph = load_graph(DEFAULT_GRAPH)
     params = check_params_file(DEFAULT_PARAMS, graph)
     assert [n.name for n in graph.nodes][0] == "sim_bridge" and graph.node("planner_node").required
-    # The executor's EMMOE defaults come from the core (homiebot/config.py), not from a copy in the file.
-    assert params["planner_node"]["max_rounds"] == 20 and "far_threshold_m" not in params["executor"]
+    # EMMOE's defaults come from the core (homiebot/config.py), not from copies in the file.
+    assert params["planner_node"]["planner"] == "expert"
+    assert "max_rounds" not in params["planner_node"] and "far_threshold_m" not in params["executor"]
 
 
 def test_bad_graph_and_params_files_name_the_problem(tmp_path):

@@ -35,6 +35,7 @@ from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
 from rclpy.node import Node
 
 from homiebot.agent.loop import EpisodeConfig
+from homiebot.config import HISTORY_WINDOW, MAX_ROUNDS
 from homiebot.data.record import EpisodeRecorder, RecordingObserver
 from homiebot.eval.tasks import get_task
 from homiebot.files import atomic_write_json
@@ -167,8 +168,8 @@ class PlannerNode(Node):
             ("instruction", ""),
             ("scene", ""),
             ("seed", 0),
-            ("max_rounds", 20),
-            ("history_window", 3),
+            ("max_rounds", MAX_ROUNDS),  # the core's defaults (homiebot.config), not copies of them
+            ("history_window", HISTORY_WINDOW),
             ("render", True),
             ("execute_timeout_s", 300.0),
             ("service_timeout_s", 30.0),
