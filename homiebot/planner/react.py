@@ -329,27 +329,35 @@ def _rule(arg: Arg) -> str:
     return arg.value.replace("_", "-")
 
 
-def _literal(text: str) -> str:
+def literal(text: str) -> str:
     escaped = text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
     return f'"{escaped}"'
 
 
-def tool_grammar(tools: Sequence[Tool], index: WorldIndex, thought_max_chars: int) -> str:
-    """PARTNR's per-call tool grammar (spec §2.6) in the EBNF dialect xgrammar and llama.cpp's GBNF share:
-    ``Thought: <free text>`` then one tool call on a listed entity, then ``Assigned!``. A tool whose
-    argument type has no entity in the index is left out (PARTNR omits it too); Wait and Done never are."""
+@dataclass(frozen=True)
+class CallRules:
+    """The tool-call alternatives of a grammar and the argument rules they use (shared by several agents'
+    calls in a centralized grammar, :mod:`homiebot.multiagent.centralized`)."""
+
+    calls: tuple[str, ...]
+    rules: dict[str, str]
+
+
+def call_rules(tools: Sequence[Tool], index: WorldIndex) -> CallRules:
+    """The calls of ``tools`` on the entities of ``index``. A tool whose argument type has no entity in the
+    index is left out (PARTNR omits it too); Wait and Done never are."""
     lists = {arg: index.names(arg) for arg in Arg}
     needed: list[Arg] = []
     calls = []
     for tool in tools:
         if tool.arg is None:
-            calls.append(_literal(f"{tool.name}[]"))
+            calls.append(literal(f"{tool.name}[]"))
             continue
         uses = (Arg.OBJECT, Arg.FURNITURE, Arg.OBJ_OR_FURNITURE) if tool.arg is Arg.PLACEMENT else (tool.arg,)
         if any(arg is not Arg.QUERY and not lists[arg] for arg in uses):
             continue
         needed.extend(a for a in (tool.arg, *uses) if a not in needed)
-        calls.append(f"{_literal(tool.name + '[')} {_rule(tool.arg)} {_literal(']')}")
+        calls.append(f"{literal(tool.name + '[')} {_rule(tool.arg)} {literal(']')}")
     rules: dict[str, str] = {}
     for arg in needed:
         if arg is Arg.QUERY:
@@ -359,13 +367,25 @@ def tool_grammar(tools: Sequence[Tool], index: WorldIndex, thought_max_chars: in
                 'object ", " ("on" | "within") ", " furniture ", " ("None, None" | "next_to, " obj-or-furniture)'
             )
         else:
-            rules[_rule(arg)] = " | ".join(_literal(n) for n in lists[arg])
+            rules[_rule(arg)] = " | ".join(literal(n) for n in lists[arg])
+    return CallRules(tuple(calls), rules)
+
+
+def thought_rule(thought_max_chars: int) -> str:
+    """Free text without ``[`` (so a tool call cannot hide in it), capped in length."""
+    return f"thought ::= [a-zA-Z0-9] [a-zA-Z0-9 ,.:;'!?_-]{{0,{max(thought_max_chars - 1, 0)}}}"
+
+
+def tool_grammar(tools: Sequence[Tool], index: WorldIndex, thought_max_chars: int) -> str:
+    """PARTNR's per-call tool grammar (spec §2.6) in the EBNF dialect xgrammar and llama.cpp's GBNF share:
+    ``Thought: <free text>`` then one tool call on a listed entity (:func:`call_rules`), then ``Assigned!``."""
+    built = call_rules(tools, index)
     lines = [
-        'root ::= "Thought: " thought "\\n" call ' + _literal("\n" + STOP_WORD),
-        f"thought ::= [a-zA-Z0-9] [a-zA-Z0-9 ,.:;'!?_-]{{0,{max(thought_max_chars - 1, 0)}}}",
-        "call ::= " + " | ".join(f"({c})" for c in calls),
+        'root ::= "Thought: " thought "\\n" call ' + literal("\n" + STOP_WORD),
+        thought_rule(thought_max_chars),
+        "call ::= " + " | ".join(f"({c})" for c in built.calls),
     ]
-    lines.extend(f"{name} ::= {rule}" for name, rule in rules.items())
+    lines.extend(f"{name} ::= {rule}" for name, rule in built.rules.items())
     return "\n".join(lines)
 
 
