@@ -24,6 +24,8 @@ import numpy as np
 import pytest
 from PIL import Image
 
+from homiebot.types import VIEW_NAMES
+
 HOMIE = str(Path(sys.executable).with_name("homie"))
 
 
@@ -151,7 +153,7 @@ def test_render_saves_the_raw_instance_ids(tmp_path: Path) -> None:
     done = _homie("sim", "render", "--scene", "apartment_1", "--size", "96", "--out", str(out), cwd=tmp_path)
     assert done.returncode == 0, done.stderr[-2000:]
     names = json.loads((out / "instances.json").read_text())
-    for view in ("front", "left", "right", "top"):
+    for view in VIEW_NAMES:
         ids = np.asarray(Image.open(out / f"{view}_seg_ids.png"))
         colours = np.asarray(Image.open(out / f"{view}_seg.png").convert("RGB"))
         assert ids.shape == colours.shape[:2] and ids.dtype == np.uint16
