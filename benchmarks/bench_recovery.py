@@ -9,7 +9,8 @@ the feedback, the control flow, the scene representation, rendering the prompts,
 parsing the answers, formatting the subtask. Every round is made to fail (the worst case: a full stage 1-2-3
 chain with three prompts, or one CoT prompt), with stage answers that insert one step. Reported: median and
 p95 of ``plan()`` per round minus the scripted base planner's own time (measured the same way), for
-``none``, ``cot`` and ``cmfr`` (stages 1-4 with search).
+``none``, ``cot`` and ``cmfr`` (stages 1-4 with search), in wall time and in the thread's CPU time (on a shared,
+loaded machine the wall time's mean and tail are mostly other processes' turns).
 
 ``--stage-quality DIR`` measures instead what the real SmolLM2 answers in the stages: from the episode records
 of a ``homie eval`` directory (e.g. the base planner alone), the first distinct failed rounds (up to three per
@@ -68,14 +69,17 @@ def _request(task: str, state: WorldState, feedback: str, round_index: int) -> P
                        feedback=feedback, actions=EMMOE_ACTIONS, models=EMMOE_MODELS, world_state=state)
 
 
-def _time_rounds(planner: Planner, task: str, state: WorldState, rounds: int) -> list[float]:
+def _time_rounds(planner: Planner, task: str, state: WorldState, rounds: int, clock: str = "wall") -> list[float]:
+    """Seconds per ``plan()``: wall time, or this thread's CPU time (``clock="cpu"``: what the wrapper itself
+    computes, without the time other processes of a loaded machine take from it)."""
+    timer = time.perf_counter if clock == "wall" else time.thread_time
     planner.reset(task, seed=0)
     times = []
     for i in range(rounds):
         request = _request(task, state, "None" if i == 0 else FAILURE, i + 1)
-        started = time.perf_counter()
+        started = timer()
         planner.plan(request)
-        times.append(time.perf_counter() - started)
+        times.append(timer() - started)
     return times
 
 
@@ -172,25 +176,26 @@ def main() -> None:
     sim.shutdown()
     print(f"{len(cases)} tasks, {args.rounds} rounds, {args.repeats} episodes each; entities per state: "
           f"{statistics.median(len(c[1].entities) for c in cases):.0f} (median)")
-    base_times: list[float] = []
-    for instruction, state, target, _ in cases:
-        for _ in range(args.repeats):
-            base_times += _time_rounds(_Base(target), instruction, state, args.rounds)
-    base = statistics.median(base_times)
-    for mode in ("none", "cot", "cmfr"):
-        times: list[float] = []
-        calls = 0
-        for instruction, state, target, place in cases:
+    for clock in ("wall", "cpu"):
+        base_times: list[float] = []
+        for instruction, state, target, _ in cases:
             for _ in range(args.repeats):
-                llm = None if mode == "none" else _responder(target, place)
-                planner = RecoveryPlanner(_Base(target), mode=mode, llm=llm, search=True, stages="1,2,3,4")  # type: ignore[arg-type]
-                times += [t - base for t in _time_rounds(planner, instruction, state, args.rounds)]
-                calls += planner.stats.llm_calls
-        rounds = len(times)
-        median_ms = statistics.median(times) * 1e3
-        verdict = "within" if median_ms <= TARGET_MS else "OVER"
-        print(f"{mode:5s}: wrapper overhead per round {_fmt(times)}; {calls / rounds:.2f} stage calls per round; "
-              f"{verdict} the {TARGET_MS:g} ms target")
+                base_times += _time_rounds(_Base(target), instruction, state, args.rounds, clock)
+        base = statistics.median(base_times)
+        for mode in ("none", "cot", "cmfr"):
+            times: list[float] = []
+            calls = 0
+            for instruction, state, target, place in cases:
+                for _ in range(args.repeats):
+                    llm = None if mode == "none" else _responder(target, place)
+                    planner = RecoveryPlanner(_Base(target), mode=mode, llm=llm, search=True, stages="1,2,3,4")  # type: ignore[arg-type]
+                    times += [t - base for t in _time_rounds(planner, instruction, state, args.rounds, clock)]
+                    calls += planner.stats.llm_calls
+            rounds = len(times)
+            mean_ms = statistics.fmean(times) * 1e3
+            verdict = "within" if mean_ms <= TARGET_MS else "OVER"
+            print(f"{mode:5s} ({clock} time): wrapper overhead per round {_fmt(times)}; {calls / rounds:.2f} stage calls "
+                  f"per round; mean {verdict} the {TARGET_MS:g} ms target")
 
 
 if __name__ == "__main__":
