@@ -1,4 +1,4 @@
-"""The world graph: PARTNR's hierarchical scene graph (seed 003, appendix A.7).
+"""The world graph: PARTNR's hierarchical scene graph (PARTNR paper, appendix A.7).
 
 Levels: an abstract ``house`` root, ``room`` nodes, ``furniture`` nodes, and ``object`` / ``agent`` nodes.
 Each node carries a category, a planner-facing instance name, aliases, a 3D position and axis-aligned box, and

@@ -1,4 +1,4 @@
-"""``homie train dagger``: EMMA's interactive imitation loop (seed 004, Algorithm 1, eq. 2) with an oracle teacher.
+"""``homie train dagger``: EMMA's interactive imitation loop (EMMA paper, Algorithm 1, eq. 2) with an oracle teacher.
 
 Per iteration: the student planner (a trained text model, :class:`~homiebot.training.text_engine.CausalTextModel`)
 acts in the simulator; at every state it visits, the teacher labels what it would have done; the pairs

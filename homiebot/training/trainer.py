@@ -101,7 +101,7 @@ PRESETS: dict[tuple[str, str], Preset] = {
         save_steps=1000,
         logging_steps=10,
     ),
-    # EMMA's imitation stage (seed 004, Table 2): DPO beta 0.1, lr 5e-6, batch 16, 5 epochs per trial, 1,024 tokens.
+    # EMMA's imitation stage (EMMA paper, Table 2): DPO beta 0.1, lr 5e-6, batch 16, 5 epochs per trial, 1,024 tokens.
     ("dpo", "emma"): Preset(
         "emma",
         lora_r=8,
