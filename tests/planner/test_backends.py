@@ -448,6 +448,11 @@ def test_server_refuses_what_it_cannot_honour(server) -> None:
     headers = {"Authorization": f"Bearer {SECRET}"}
     url = server["url"] + "/chat/completions"
     base = {"model": "tiny-llava", "messages": [{"role": "user", "content": "hi"}], "max_tokens": 4}
+    # Run alone (or first), the module's server still has its injected 503s: use them up, so the cases below
+    # meet the request checks and not the failure injection (test_retries_on_503_then_answers tests those).
+    health_url = server["url"].removesuffix("/v1") + "/health"
+    for _ in range(httpx.get(health_url).json()["injected_failures_left"]):
+        assert httpx.post(url, json=base, headers=headers, timeout=30).status_code == 503
     cases = [
         ({**base, "stream": True}, 400, "streaming"),
         ({**base, "n": 2}, 400, "n=1"),
