@@ -188,6 +188,8 @@ def urdf_command(
         typer.echo(text, nl=False)
         return
     check_output(out, directory=False)
+    if not out.parent.is_dir():  # name the user's path, not the temporary file the write would fail on
+        fail(f"cannot write the URDF to {out}: the folder {out.parent} does not exist")
     _atomic_write(out, lambda p: _write_text(p, text, out))
     typer.echo(f"wrote {out}", err=True)
 

@@ -366,6 +366,7 @@ def test_cli_writes_the_urdf_atomically(tmp_path):
 def test_cli_unwritable_path_is_a_clear_error(tmp_path, where):
     target = tmp_path / "no" / "such" / "dir" / "x.urdf" if where == "missing_dir" else tmp_path
     result = runner.invoke(build_app(), ["sim", "urdf", "-o", str(target)])
-    assert result.exit_code == 1
-    assert f"cannot write the URDF to {target}" in result.output
+    assert result.exit_code == 2  # an output path that cannot be written is bad input (docs/cli.md, exit codes)
+    wanted = f"cannot write the URDF to {target}" if where == "missing_dir" else f"{target} is a directory"
+    assert wanted in result.output and result.output.count("\n") == 1
     assert list(tmp_path.iterdir()) == []
