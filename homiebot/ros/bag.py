@@ -62,6 +62,9 @@ GRAPH_TOPICS: dict[str, tuple[str, bool]] = {
     "/sim/path": ("nav_msgs/msg/Path", True),
     "/odom": ("nav_msgs/msg/Odometry", False),
     "/joint_states": ("sensor_msgs/msg/JointState", False),
+    "/clock": ("rosgraph_msgs/msg/Clock", True),
+    "/tf": ("tf2_msgs/msg/TFMessage", False),
+    "/tf_static": ("tf2_msgs/msg/TFMessage", True),
     "/perception/world_graph": ("homie_msgs/msg/WorldGraph", True),
     "/perception/markers": ("visualization_msgs/msg/MarkerArray", True),
 }

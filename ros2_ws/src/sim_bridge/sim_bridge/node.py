@@ -61,7 +61,6 @@ from nav_msgs.msg import Odometry, Path
 from rclpy.action import ActionServer, GoalResponse
 from rclpy.callback_groups import ReentrantCallbackGroup
 from rclpy.node import Node
-from rclpy.qos import QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import CameraInfo, Image, JointState
 from rosgraph_msgs.msg import Clock
 from std_msgs.msg import String
@@ -129,8 +128,11 @@ class SimBridge(Node):
         self._views_pub = self.create_publisher(MultiView, "/homie/views", VIEWS_QOS)
         self._state_pub = self.create_publisher(WorldStateMsg, "/sim/world_state", EVENTS_QOS)
         self._scene_pub = self.create_publisher(String, "/sim/scene_description", LATCHED_QOS)
-        # rclpy / rclcpp subscribe to /clock best effort, depth 1; a reliable publisher serves them too.
-        self._clock_pub = self.create_publisher(Clock, "/clock", QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE))
+        # rclpy / rclcpp subscribe to /clock best effort and volatile, depth 1; a reliable, transient-local publisher
+        # serves them too. /clock moves only at a reset and after a skill, so a late joiner (rviz, a recorder whose
+        # discovery lagged behind the reset under load) would otherwise have no time, or miss the episode's 0: the
+        # episode's clock is kept for it, as the episode events are.
+        self._clock_pub = self.create_publisher(Clock, "/clock", EVENTS_QOS)
         self._odom_pub = self.create_publisher(Odometry, "/odom", SENSOR_QOS)
         self._joints_pub = self.create_publisher(JointState, "/joint_states", SENSOR_QOS)
         self._path_pub = self.create_publisher(Path, "/sim/path", LATCHED_QOS)
