@@ -48,3 +48,17 @@ class PerceptionMode(str, enum.Enum):
 
 #: The world-graph builders (every perception mode but off).
 GRAPH_BUILDERS: tuple[str, ...] = tuple(m.value for m in PerceptionMode if m is not PerceptionMode.OFF)
+
+
+def choices(enum_type: type[enum.Enum]) -> str:
+    """The values of a choice enum as a reader lists them: ``off, privileged or conceptgraph``."""
+    values = [str(member.value) for member in enum_type]
+    return values[0] if len(values) == 1 else f"{', '.join(values[:-1])} or {values[-1]}"
+
+
+def perception_mode(value: str, *, what: str = "--perception") -> PerceptionMode:
+    """``value`` as a :class:`PerceptionMode`; ``ValueError`` with one line naming ``what`` and the choices."""
+    try:
+        return PerceptionMode(value)
+    except ValueError:
+        raise ValueError(f"unknown {what} {value!r}; choose {choices(PerceptionMode)}") from None

@@ -26,6 +26,7 @@ import typer
 
 from homiebot.cli.failures import EXIT_ENVIRONMENT, EXIT_INTERRUPTED, check_output
 from homiebot.cli.failures import report as _fail
+from homiebot.config import PerceptionMode, choices, perception_mode
 from homiebot.ros.shm import DEFAULT_MIN_AGE_S, DEFAULT_SHM_DIR
 
 log = logging.getLogger(__name__)
@@ -118,7 +119,7 @@ def register(app: typer.Typer) -> None:
         constrained: bool | None = typer.Option(None, "--constrained/--no-constrained", help="Model planners: constrained decoding."),
         decode: str | None = typer.Option(None, "--decode", help="hf planner: greedy decoding loop, auto (default), fast or generate."),
         planner_option: list[str] = typer.Option([], "--planner-option", "-p", help="Other planner option key=value (repeatable)."),
-        perception: str = typer.Option("off", "--perception", help="World graph the executor grounds through: off (the scene's names), privileged or conceptgraph (the perception node's graph)."),
+        perception: str = typer.Option(PerceptionMode.OFF.value, "--perception", help=f"World graph the executor grounds through: {choices(PerceptionMode)} (off: the scene's names; otherwise the perception node's graph)."),
     ) -> None:
         """Start the node processes, run a task through the graph (or wait for tasks on /homie/task), shut down cleanly.
 
@@ -152,8 +153,10 @@ def register(app: typer.Typer) -> None:
                 planner_class(planner)
             except PlannerError as err:
                 raise _fail(str(err)) from None
-        if perception not in ("off", "privileged", "conceptgraph"):
-            raise _fail(f"unknown --perception {perception!r}; choose off, privileged or conceptgraph")
+        try:
+            perception_mode(perception)
+        except ValueError as err:
+            raise _fail(str(err)) from None
         from homiebot.cli.run import _parse_options
 
         options = _parse_options(planner_option)
@@ -199,7 +202,7 @@ def register(app: typer.Typer) -> None:
         bridge_overrides = {key: value for key, value in (("simulator", simulator), ("noise", noise)) if value}
         if bridge_overrides:
             overrides["sim_bridge"] = bridge_overrides
-        if perception != "off":  # the executor grounds through perception's graph (ResolveTarget), as homie run does
+        if perception != PerceptionMode.OFF:  # the executor grounds through perception's graph (ResolveTarget), as homie run does
             overrides["perception"] = {"builder": perception}
             overrides["executor"] = {"grounder": "perception"}
         try:
