@@ -249,8 +249,24 @@ class EntityState:
 
 
 @dataclass(frozen=True)
+class AgentState:
+    """One agent of a two-agent (robot + human, PARTNR) world: its id (0 robot, 1 human), pose and hand."""
+
+    role: int
+    name: str
+    pose: Pose2D
+    radius: float
+    held: str | None = None
+    room: str | None = None
+
+
+@dataclass(frozen=True)
 class WorldState:
-    """Privileged snapshot of the simulator: what an oracle skill or the expert planner may read."""
+    """Privileged snapshot of the simulator: what an oracle skill or the expert planner may read.
+
+    In a two-agent world ``robot`` / ``robot_radius`` / ``held`` / ``robot_room`` are the agent whose point of
+    view the state is taken from (the one acting), and ``agents`` lists every agent, robot first; ``agents``
+    is empty in a single-agent world."""
 
     robot: Pose2D
     robot_radius: float
@@ -258,6 +274,7 @@ class WorldState:
     entities: dict[str, EntityState] = field(default_factory=dict)
     scene: str = ""
     robot_room: str | None = None  # room whose floor polygon contains the robot
+    agents: tuple[AgentState, ...] = ()
 
     def reach_distance(self, name: str) -> float:
         """Horizontal gap between the robot's base footprint (a circle) and the entity's footprint
@@ -321,6 +338,8 @@ class RoundRecord:
     # The world description sent with this round's prompt (PARTNR-style text, --describe-world), exactly as the
     # planner received it; None when none was sent. Recorded so that a record holds every input of the round.
     world_description: str | None = None
+    # Which agent took the round in a two-agent episode (0 robot, 1 human: PARTNR's ids).
+    agent: int = 0
 
     @property
     def subtask_text(self) -> str:
@@ -350,3 +369,6 @@ class Trajectory:
     opened: list[str] = field(default_factory=list)
     system_prompt: str | None = None
     conversation: list[str] | None = None
+    # The human partner's rounds in a two-agent episode (``rounds`` stays the robot's), in lock-step with them.
+    partner_rounds: list[RoundRecord] = field(default_factory=list)
+    partner_planner: str | None = None
