@@ -19,22 +19,32 @@ waiting callbacks only after hundreds of milliseconds, up to 2.6 s, under load.)
 Parameters (config/homie.yaml): ``grounder`` (``alias``: EMMOE's name map over the simulator state, as
 in-process; ``perception``: the perception node's ResolveTarget), ``strict_models``, ``max_tries``,
 ``far_threshold_m``, ``near_threshold_m``, ``actions``, ``models``, ``state_timeout_s``, ``skill_timeout_s``.
+
+The action list follows the episode: on each task the planner node starts (the latched
+``/homie/task_started``), a suite task gets :func:`homiebot.eval.partnr.episodes.task_actions` (PARTNR-style
+tasks switch and clean: the household list; EMMOE's tasks the paper's), the same list the planner offers, and a
+free-text instruction the ``actions`` parameter. The task is published before the episode's reset, so it
+arrives ahead of the episode's first goal.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from concurrent.futures import ThreadPoolExecutor
 
 from homie_msgs.action import ExecuteSubtask
+from homie_msgs.msg import Task
 from rclpy.action import ActionServer, CancelResponse, GoalResponse
 from rclpy.callback_groups import ReentrantCallbackGroup
 from rclpy.node import Node
 from rclpy.task import Future
 
+from homiebot.eval.partnr.episodes import task_actions
+from homiebot.eval.tasks import TaskError, get_task
 from homiebot.executor.executor import Executor, ExecutorConfig
 from homiebot.perception.grounding import AliasGrounder
 from homiebot.ros import convert
-from homiebot.ros.calls import announce_ready
+from homiebot.ros.calls import LATCHED_QOS, announce_ready
 from homiebot.ros.spin import spin_node
 from homiebot.ros.remote import RemoteSimulator, RemoteSkills, RemoteTimeouts, ServiceGrounder
 from homiebot.types import EMMOE_ACTIONS, EMMOE_MODELS
@@ -77,7 +87,9 @@ class ExecutorNode(Node):
             strict_models=bool(param("strict_models")),
         )
         # The skill runner knows which model serves which action (the skill layer's table), as in-process.
-        self.executor_core = Executor(self.sim, grounder=grounder, config=config, skills=RemoteSkills(self.sim))
+        self._grounder, self._skills, self._config = grounder, RemoteSkills(self.sim), config
+        self.executor_core = Executor(self.sim, grounder=grounder, config=config, skills=self._skills)
+        self.create_subscription(Task, "/homie/task_started", self._on_task, LATCHED_QOS, callback_group=group)
         # One subtask at a time (the robot has one body): a single worker runs them in order.
         self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="subtask")
         self._server = ActionServer(
@@ -92,6 +104,21 @@ class ExecutorNode(Node):
         self.get_logger().info(f"executor ready (grounder {grounder_name}, models {', '.join(config.models)})")
         self._ready = announce_ready(self)  # its action server exists: the planner may start (calls.READY_TOPIC)
 
+    def _on_task(self, task: Task) -> None:
+        """Offer the episode's action list: what the planner node offers for the same task."""
+        actions = self._config.actions  # a free-text instruction: the configured list
+        if task.task_id:
+            try:
+                actions = task_actions(get_task(task.task_id))
+            except TaskError as err:  # the planner node refuses the task too; keep the configured list
+                self.get_logger().warning(f"task {task.task_id!r}: {err}")
+        if actions != self.executor_core.config.actions:
+            # Tasks come between episodes: the worker thread is idle, and it reads the attribute once per goal.
+            self.executor_core = Executor(self.sim, grounder=self._grounder,
+                                          config=dataclasses.replace(self._config, actions=tuple(actions)),
+                                          skills=self._skills)
+            self.get_logger().info(f"task {task.task_id or '(free text)'}: actions {', '.join(actions)}")
+
     async def _execute(self, goal_handle) -> ExecuteSubtask.Result:
         goal = goal_handle.request
         subtask = convert.subtask_from_msg(goal.subtask)
@@ -103,12 +130,14 @@ class ExecutorNode(Node):
         def on_phase(phase: str, attempt: int) -> None:
             goal_handle.publish_feedback(ExecuteSubtask.Feedback(phase=phase, attempt=attempt))
 
+        core = self.executor_core  # this goal's episode's executor (see _on_task)
+
         def work() -> None:
             on_phase("checking", 0)
             # The goal's state (when the planner sent one) is what the checks judge, as in-process.
             self.sim.begin_subtask(goal.model, on_phase, goal.state)
             try:
-                report = self.executor_core.execute_detailed(subtask, goal.model, tuple(goal.inventory))
+                report = core.execute_detailed(subtask, goal.model, tuple(goal.inventory))
                 done.set_result((report, self.sim.current_state_msg()))
             except Exception as err:  # the graph failed (timeout, rejected skill goal): not an EMMOE error
                 done.set_exception(err)

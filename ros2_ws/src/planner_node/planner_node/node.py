@@ -37,6 +37,8 @@ from rclpy.node import Node
 from homiebot.agent.loop import EpisodeConfig
 from homiebot.config import HISTORY_WINDOW, MAX_ROUNDS
 from homiebot.data.record import EpisodeRecorder, RecordingObserver
+from homiebot.eval.partnr.episodes import task_actions
+from homiebot.eval.partnr.recording import StatesFileRecorder
 from homiebot.eval.tasks import get_task
 from homiebot.files import atomic_write_json
 from homiebot.planner.registry import make_planner
@@ -255,16 +257,24 @@ class PlannerNode(Node):
             max_rounds=int(task.max_rounds or self.param("max_rounds")),
             history_window=int(self.param("history_window")),
             render=bool(self.param("render")),
+            # PARTNR-style tasks switch and clean (the household list); EMMOE's and free text keep the paper's.
+            # The executor node picks the same list from /homie/task_started (executor_nodes.executor_node).
+            actions=task_actions(spec),
         )
         options = json.loads(self.param("planner_options") or "{}")
         planner = make_planner(self.param("planner"), **options)
         scene_seed = (spec.seed if spec is not None else 0) + int(task.seed)
         self.get_logger().info(f"episode {task.task_id or '(free text)'}: {task.instruction!r} in {task.scene} (seed {scene_seed})")
         recording = None
+        states = None
         if self.param("record_dir"):
             images = bool(self.param("record_images"))
             recorder = EpisodeRecorder(Path(self.param("record_dir")), images=images, video=False)
             recording = RecordingObserver(recorder, scene_seed=scene_seed, config=config)
+            # states.jsonl (and, for a suite task, evaluation.json) as homie run's records keep them, so that
+            # homie metrics recomputes PARTNR's percent complete from the record alone (docs/partnr.md). The
+            # clock is the simulated time of the newest state the backend received.
+            states = StatesFileRecorder(recorder, task=spec, clock=lambda: self.backend.sim_time)
         self._task_pub.publish(task)
         self._publish_status(EpisodeStatus.RUNNING, task.task_id)
         episode = GraphEpisode(
@@ -280,7 +290,7 @@ class PlannerNode(Node):
             config=config,
             on_output=self._publish_output,
             on_round=lambda record, trajectory: self._publish_round(task.task_id, record, trajectory),
-            observers=[o for o in (recording, self.live) if o is not None],
+            observers=[o for o in (recording, states, self.live) if o is not None],
             # The live view shows the four views of every round, as a record with images keeps them.
             always_observe=(recording is not None and recording.recorder.images) or self.live is not None,
         )
