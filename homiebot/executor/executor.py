@@ -35,6 +35,10 @@ Decisions where the paper is silent (tested in ``tests/executor/``; see ``docs/l
   cannot succeed.
 * **End** is answered ``OK``/"None" without checks (the paper's executor does this first).
 * **Inventory in the feedback** is the HLP inventory after :func:`update_inventory` with this round's code.
+* **Two agents** (PARTNR's robot and human, docs/collaboration.md): an action the agent's role lacks
+  (``ExecutorConfig.withheld_actions``: the robot has no Turn on / Turn off / Clean, PARTNR A.9.1) is F1 with
+  :func:`messages.not_capable`; a Pick of an object the other agent holds is E1 at once with
+  :func:`messages.held_by_other` (no tries: the other hand does not let go).
 """
 
 from __future__ import annotations
@@ -96,6 +100,9 @@ class ExecutorConfig:
     near_threshold_m: float = NEAR_THRESHOLD_M  # D2: reach distance below this
     strict_models: bool = False
     model_actions: Mapping[str, tuple[Action, ...]] = field(default_factory=lambda: dict(DEFAULT_MODEL_ACTIONS))
+    #: Which agent this executor serves ("robot", "human") and the actions another agent has but it lacks.
+    agent: str = "robot"
+    withheld_actions: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if self.max_tries < 1:
@@ -204,6 +211,7 @@ class Executor:
         self.skills = skills if skills is not None else SimulatorSkills(sim)
         self._actions = {" ".join(a.lower().split()): a for a in self.config.actions}
         self._models = {m.lower(): m for m in self.config.models}
+        self._withheld = {casefold_words(a) for a in self.config.withheld_actions}
 
     # ------------------------------------------------------------------------------------ public
 
@@ -262,6 +270,9 @@ class Executor:
         assert subject is not None and subject_text is not None
 
         word = action.value
+        if action is Action.PICK and state.held != target and state.entities[target].held:
+            holder = next((a.name for a in state.agents if a.held == target), "other agent")
+            raise _Fail(ErrorCode.E1, messages.held_by_other(word, target_text, holder))
         # Logical errors, in the paper's order, as the action declares them.
         if inventory and spec.hand is HandRule.EMPTY:
             raise _Fail(ErrorCode.L1, messages.hand_full(word))
@@ -287,6 +298,8 @@ class Executor:
     def _check_action(self, text: str) -> Action:
         key = casefold_words(text)
         action = Action.parse(text)
+        if action is not None and action.value.lower() in self._withheld:
+            raise _Fail(ErrorCode.F1, messages.not_capable(self.config.agent, action.value))
         if action is None or key not in self._actions:
             raise _Fail(ErrorCode.F1, messages.not_in_action_list(text))
         return action

@@ -91,3 +91,17 @@ def too_difficult(action: str) -> str:
 
 def object_missing(action: str) -> str:
     return f"Unable to {action_word(action)}, and the object is missing"
+
+
+# ----------------------------------------------------------------------------- two agents (PARTNR; decisions)
+
+
+# Decision: PARTNR's robot lacks the state-changing skills (appendix A.9.1); the paper's prompt says so, its
+# executor never receives such a call. Ours answers F1 like an action outside the list, naming why.
+def not_capable(agent: str, action: str) -> str:
+    return f"the {agent} can not {action_word(action)}! Only the other agent can, you should choose another action."
+
+
+# Decision: PARTNR's pick skill fails on an object the other agent holds; the message names the holder.
+def held_by_other(action: str, target: str, holder: str) -> str:
+    return f"Unable to {action_word(action)}, the {target} is held by the {holder}"

@@ -45,12 +45,16 @@ from __future__ import annotations
 import itertools
 import logging
 import math
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import mujoco
 import numpy as np
 
+from homiebot.config import FAR_THRESHOLD_M, NEAR_THRESHOLD_M
+from homiebot.sim.mujoco import human as human_model
 from homiebot.sim.mujoco import robot as robot_model
 from homiebot.sim.mujoco.compiler import LAMP_OFF_RGBA, LAMP_ON_RGBA, CompiledScene, compile_scene, scene_bounds
 from homiebot.sim.mujoco.geometry import (
@@ -72,6 +76,7 @@ from homiebot.sim.mujoco.urdf import RobotKinematics
 from homiebot.sim.scene import FurnitureSpec, ObjectSpec, SceneError, SceneSpec, load_scene
 from homiebot.types import (
     VIEW_NAMES,
+    AgentState,
     CameraView,
     EntityKind,
     EntityState,
@@ -86,11 +91,12 @@ if TYPE_CHECKING:  # rendering needs a GL context: imported only when rendering 
     from homiebot.sim.mujoco.rendering import MultiViewRenderer
 
 logger = logging.getLogger(__name__)
+_T = TypeVar("_T")
 
 #: EMMOE's distance thresholds (appendix E.1): farther than this is "far away" (D1) ...
-MAX_REACH = 2.0
+MAX_REACH = FAR_THRESHOLD_M
 #: ... closer than this is "too close" (D2).
-MIN_REACH = 0.1
+MIN_REACH = NEAR_THRESHOLD_M
 #: Preferred gap between the base footprint and a target after Go to (metres, reach_distance).
 STANDOFF = (0.25, 0.85)
 #: Step of the path follower's collision checks, metres.
@@ -114,6 +120,27 @@ class _ObjectState:
     cold: bool = False
 
 
+#: PARTNR's agent ids (homiebot.multiagent.centralized.AgentRole): the robot is agent 0, the human agent 1.
+ROBOT_ID = 0
+HUMAN_ID = 1
+#: Where the human starts: this far (m) from the robot's start, in the reachable free space (a decision: the
+#: scene specs place one robot; PARTNR's episodes place both agents).
+HUMAN_START_DISTANCE = 1.5
+
+
+@dataclass
+class _Body:
+    """One agent's kinematic state: its base pose, hand, travelled path and clock (simulated seconds)."""
+
+    role: int
+    name: str
+    radius: float
+    pose: Pose2D = field(default_factory=lambda: Pose2D(0.0, 0.0, 0.0))
+    held: str | None = None
+    path: list[tuple[float, float]] = field(default_factory=list)
+    clock: float = 0.0
+
+
 #: The object treatments and their past participles (clean at a sink, heat in a microwave, cool in a fridge).
 _TREATMENTS = {"clean": "cleaned", "heat": "heated", "cool": "cooled"}
 
@@ -128,16 +155,25 @@ class MujocoSimulator:
     Args:
         width, height: size of each first-person view in pixels.
         render: False skips OpenGL entirely (fast headless evaluation); see the module docstring.
+        human: add PARTNR's second agent, a human (docs/collaboration.md): a visible body with its own base
+            pose, hand, four views and clock in the same world. The protocol's methods act as the robot;
+            :meth:`agent` gives the human's (or the robot's) point of view.
     """
 
     name = "mujoco"
 
-    def __init__(self, width: int = 256, height: int = 256, render: bool = True):
+    def __init__(self, width: int = 256, height: int = 256, render: bool = True, human: bool = False):
         if width <= 0 or height <= 0:
             raise ValueError("width and height must be positive")
         self.width = width
         self.height = height
         self.render_enabled = render
+        self.human_enabled = human
+        # Every agent's state; the skills move the active one (the robot unless an AgentView acts).
+        self._bodies: dict[int, _Body] = {ROBOT_ID: _Body(ROBOT_ID, "robot", robot_model.ROBOT_RADIUS)}
+        if human:
+            self._bodies[HUMAN_ID] = _Body(HUMAN_ID, "human", human_model.HUMAN_RADIUS)
+        self._active = ROBOT_ID
         self._spec: SceneSpec | None = None
         self._spec_key: str | None = None
         self._compiled: CompiledScene | None = None
@@ -148,10 +184,6 @@ class MujocoSimulator:
         self._objects: dict[str, _ObjectState] = {}
         self._open: dict[str, bool] = {}
         self._power: dict[str, bool] = {}  # appliance -> on
-        self._robot = Pose2D(0.0, 0.0, 0.0)
-        self._held: str | None = None
-        self._path: list[tuple[float, float]] = []
-        self._sim_time = 0.0
         self._grids: dict[tuple, OccupancyGrid] = {}
         self._static_obstacles: list[OrientedRect] = []
         self._arm: dict[str, float] = dict(robot_model.STOW_POSE)
@@ -188,20 +220,119 @@ class MujocoSimulator:
                 state.spot = spot
             self._objects[obj.name] = state
         start = spec.robot.start
-        self._robot = Pose2D(start.x, start.y, wrap_angle(start.yaw))
-        self._path = [(start.x, start.y)]
-        self._sim_time = 0.0
+        self._active = ROBOT_ID
+        for body in self._bodies.values():
+            body.pose = Pose2D(start.x, start.y, wrap_angle(start.yaw))
+            body.held = None
+            body.path = [(start.x, start.y)]
+            body.clock = 0.0
+        if HUMAN_ID in self._bodies:
+            self._place_human()
         self._set_arm(robot_model.STOW_POSE, robot_model.FINGER_OPEN)
         self._sync()
         if self._base_in_collision():
             logger.warning("scene %s: the robot's start pose touches a wall or furniture", spec.name)
         return self.observe()
 
+    # ------------------------------------------------------------------ agents
+
+    # The active agent's state under the single-robot names the skills were written with.
+    @property
+    def _robot(self) -> Pose2D:
+        return self._bodies[self._active].pose
+
+    @_robot.setter
+    def _robot(self, pose: Pose2D) -> None:
+        self._bodies[self._active].pose = pose
+
+    @property
+    def _held(self) -> str | None:
+        return self._bodies[self._active].held
+
+    @_held.setter
+    def _held(self, name: str | None) -> None:
+        self._bodies[self._active].held = name
+
+    @property
+    def _path(self) -> list[tuple[float, float]]:
+        return self._bodies[self._active].path
+
+    @property
+    def _sim_time(self) -> float:
+        return self._bodies[self._active].clock
+
+    @_sim_time.setter
+    def _sim_time(self, value: float) -> None:
+        self._bodies[self._active].clock = value
+
+    @property
+    def _radius(self) -> float:
+        return self._bodies[self._active].radius
+
+    @property
+    def agent_ids(self) -> tuple[int, ...]:
+        """The agents of this world: (0,) for the robot alone, (0, 1) with the human."""
+        return tuple(sorted(self._bodies))
+
+    def agent(self, role: int) -> AgentView:
+        """The simulator from agent ``role``'s point of view (0 robot, 1 human): a :class:`Simulator` whose
+        skills move that agent and whose state and views are that agent's (:class:`AgentView`)."""
+        if int(role) not in self._bodies:
+            raise ValueError(f"no agent {int(role)} in this simulator (agents: {self.agent_ids}); create it with human=True")
+        return AgentView(self, int(role))
+
+    @contextmanager
+    def acting(self, role: int) -> Iterator[None]:
+        """Within the block the skills, ``state()`` and ``observe()`` are agent ``role``'s."""
+        previous = self._active
+        self._active = int(role)
+        try:
+            yield
+        finally:
+            self._active = previous
+
+    def holder_of(self, obj: str) -> str | None:
+        """The name of the agent holding ``obj`` ("robot", "human"), or None."""
+        for body in self._bodies.values():
+            if body.held == obj:
+                return body.name
+        return None
+
+    def sync_clocks(self) -> float:
+        """Lock-step rounds (PARTNR's agents act at the same time): every agent's clock moves to the latest one,
+        so the next round starts for both when the slower action of the last one ended. Returns that time."""
+        now = max(body.clock for body in self._bodies.values())
+        for body in self._bodies.values():
+            body.clock = now
+        return now
+
+    def _place_human(self) -> None:
+        """Start the human :data:`HUMAN_START_DISTANCE` from the robot in the free space reachable from it,
+        facing the same way (the nearest such cell, deterministic)."""
+        robot = self._bodies[ROBOT_ID].pose
+        with self.acting(HUMAN_ID):
+            grid = self._grid()
+            start = grid.cell_of(robot.x, robot.y)
+            if not grid.free[start]:
+                start = self._nearest_free(grid, (robot.x, robot.y), 1.5) or start
+            dist, _ = grid.distances_from(*start)
+            gx, gy = np.meshgrid(grid.xs, grid.ys)
+            away = np.hypot(gx - robot.x, gy - robot.y)
+            ok = grid.free & np.isfinite(dist) & (away > self._radius + robot_model.ROBOT_RADIUS + 0.2)
+            if not ok.any():
+                logger.warning("scene %s: no free spot for the human; it starts beside the robot", self._require_spec().name)
+                return
+            score = np.where(ok, np.abs(away - HUMAN_START_DISTANCE) - 0.5 * np.minimum(grid.clearance, 0.6), np.inf)
+            row, col = np.unravel_index(int(np.argmin(score)), score.shape)
+            x, y = float(grid.xs[col]), float(grid.ys[row])
+            self._robot = Pose2D(x, y, robot.yaw)
+            self._path[:] = [(x, y)]
+
     def _load(self, spec: SceneSpec, key: str) -> None:
         if self._renderer is not None:
             self._renderer.close()
             self._renderer = None
-        self._compiled = compile_scene(spec, self.width, self.height)
+        self._compiled = compile_scene(spec, self.width, self.height, human=self.human_enabled)
         self._data = mujoco.MjData(self._compiled.model)
         self._spec = spec
         self._spec_key = key
@@ -238,7 +369,11 @@ class MujocoSimulator:
         assert compiled is not None and data is not None
         instance_names = {i: n for n, i in compiled.instance_ids.items()}
         if self._renderer is not None:
-            views = self._renderer.render(data, {v: compiled.camera_ids[v] for v in VIEW_NAMES})
+            groups = None
+            if compiled.has_human:  # each agent sees the other's body, never its own (its cameras are inside it)
+                mine = self._active == HUMAN_ID
+                groups = {human_model.ROBOT_GROUP: mine, human_model.HUMAN_GROUP: not mine}
+            views = self._renderer.render(data, {v: self._camera_ids()[v] for v in VIEW_NAMES}, groups)
         else:
             views = {v: self._empty_view(v) for v in VIEW_NAMES}
         return Observation(
@@ -246,13 +381,18 @@ class MujocoSimulator:
             instance_names=instance_names,
             robot_pose=self._robot,
             held_object=self._held,
-            sim_time=self._sim_time,
+            sim_time=self.sim_time,
         )
+
+    def _camera_ids(self) -> dict[str, int]:
+        compiled = self._compiled
+        assert compiled is not None
+        return compiled.human_camera_ids if self._active == HUMAN_ID else compiled.camera_ids
 
     def _empty_view(self, view: str) -> CameraView:
         compiled, data = self._compiled, self._data
         assert compiled is not None and data is not None
-        cam = compiled.camera_ids[view]
+        cam = self._camera_ids()[view]
         pose = np.eye(4)
         pose[:3, :3] = data.cam_xmat[cam].reshape(3, 3) @ np.diag([1.0, -1.0, -1.0])
         pose[:3, 3] = data.cam_xpos[cam]
@@ -272,7 +412,11 @@ class MujocoSimulator:
     def render_topdown(self, size: int = 512) -> np.ndarray:
         from homiebot.sim.mujoco.topdown import draw_topdown
 
-        return draw_topdown(self._require_spec(), self.state(), self._path, self._door_rects(), size)
+        with self.acting(ROBOT_ID):
+            state = self.state()
+        partners = [(b.pose, b.radius, b.held, b.path) for b in self._bodies.values() if b.role != ROBOT_ID]
+        return draw_topdown(self._require_spec(), state, self._bodies[ROBOT_ID].path, self._door_rects(), size,
+                            partners=partners)
 
     # ------------------------------------------------------------------ protocol: privileged state
 
@@ -330,19 +474,26 @@ class MujocoSimulator:
                 room=room_of_point(spec.rooms, x, y),
                 parent=spot.receptacle if spot is not None else None,
                 relation=spot.relation if spot is not None else None,
-                held=name == self._held,
+                held=any(b.held == name for b in self._bodies.values()),
                 color=obj.spec.color if isinstance(obj.spec.color, str) else None,
                 is_clean=obj.clean,
                 is_hot=obj.hot,
                 is_cold=obj.cold,
             )
+        agents: tuple[AgentState, ...] = ()
+        if len(self._bodies) > 1:
+            agents = tuple(
+                AgentState(b.role, b.name, b.pose, b.radius, b.held, room_of_point(spec.rooms, b.pose.x, b.pose.y))
+                for _, b in sorted(self._bodies.items())
+            )
         return WorldState(
             robot=self._robot,
-            robot_radius=robot_model.ROBOT_RADIUS,
+            robot_radius=self._radius,
             held=self._held,
             entities=entities,
             scene=spec.name,
             robot_room=room_of_point(spec.rooms, self._robot.x, self._robot.y),
+            agents=agents,
         )
 
     # ------------------------------------------------------------------ protocol: skills
@@ -481,6 +632,10 @@ class MujocoSimulator:
         if action == "pick":
             if kind is not EntityKind.OBJECT:
                 return _result(SkillStatus.EXECUTION_FAILED, f"{target} is {'a room' if kind is EntityKind.ROOM else 'furniture'}, it cannot be picked")
+            holder = self.holder_of(target)
+            if holder is not None and self._held != target:
+                # PARTNR: one agent cannot take what the other holds (its skill reports the failure).
+                return _result(SkillStatus.EXECUTION_FAILED, f"{target} is held by the {holder}")
             if self._held is not None:
                 what = "already holding it" if self._held == target else f"holding {self._held}"
                 return _result(SkillStatus.HAND_FULL, f"the hand is full ({what})")
@@ -573,8 +728,9 @@ class MujocoSimulator:
 
     @property
     def sim_time(self) -> float:
-        """Simulated seconds since the reset (the skills' nominal durations; what the views are stamped with)."""
-        return self._sim_time
+        """Simulated seconds since the reset (the skills' nominal durations; what the views are stamped with).
+        With two agents, the later of their clocks."""
+        return max(body.clock for body in self._bodies.values())
 
     def joint_positions(self) -> dict[str, float]:
         """The current positions of the robot's joints above the base, read back from the model: torso lift
@@ -677,11 +833,14 @@ class MujocoSimulator:
         for name, obj in self._objects.items():
             if obj.world is not None and obj.world[2] < FLOOR_OBJECT_HEIGHT and name != self._held:
                 discs.append((round(obj.world[0], 3), round(obj.world[1], 3), round(footprint_radius(obj.spec), 3)))
-        key = (doors, tuple(discs))
+        for body in self._bodies.values():  # the other agent is an obstacle where it stands now
+            if body.role != self._active:
+                discs.append((round(body.pose.x, 3), round(body.pose.y, 3), round(body.radius, 3)))
+        key = (doors, tuple(discs), self._radius)
         grid = self._grids.get(key)
         if grid is None:
             rooms = [r.polygon for r in spec.rooms]
-            grid = build_grid(scene_bounds(spec), rooms, self._static_obstacles + self._door_rects(), discs, robot_model.ROBOT_RADIUS)
+            grid = build_grid(scene_bounds(spec), rooms, self._static_obstacles + self._door_rects(), discs, self._radius)
             if len(self._grids) > 16:
                 self._grids.clear()
             self._grids[key] = grid
@@ -725,7 +884,7 @@ class MujocoSimulator:
         gx, gy = np.meshgrid(grid.xs, grid.ys)
         inside = polygon_contains(polygon, np.stack([gx.ravel(), gy.ravel()], axis=1)).reshape(gx.shape)
         reachable = inside & grid.free & np.isfinite(dist)
-        roomy = reachable & (grid.clearance > robot_model.ROBOT_RADIUS + 0.3)
+        roomy = reachable & (grid.clearance > self._radius + 0.3)
         candidates = roomy if roomy.any() else reachable
         if not candidates.any():
             return None
@@ -738,7 +897,7 @@ class MujocoSimulator:
         spec = self._require_spec()
         world = self.state()
         gx, gy = np.meshgrid(grid.xs, grid.ys)
-        radius = robot_model.ROBOT_RADIUS
+        radius = self._radius
 
         def reach(name: str) -> np.ndarray:
             e = world.entities[name]
@@ -855,12 +1014,16 @@ class MujocoSimulator:
         model = compiled.model
         mujoco.mj_kinematics(model, data)
         mujoco.mj_collision(model, data)
-        base = compiled.robot_base_geoms
+        base = compiled.human_base_geoms if self._active == HUMAN_ID else compiled.robot_base_geoms
         for i in range(data.ncon):
             contact = data.contact[i]
             g1, g2 = int(contact.geom1), int(contact.geom2)
             if g1 in base or g2 in base:
                 other = g2 if g1 in base else g1
+                if other in compiled.human_geoms:
+                    return "the human"
+                if other in compiled.robot_geoms:
+                    return "the robot"
                 instance = int(compiled.geom_instance[other])
                 names = {v: k for k, v in compiled.instance_ids.items()}
                 return names.get(instance, "a wall")
@@ -869,6 +1032,8 @@ class MujocoSimulator:
     # ------------------------------------------------------------------ internals: kinematic state
 
     def _set_arm(self, pose: dict[str, float], finger: float) -> None:
+        if self._active != ROBOT_ID:
+            return  # the human's hand is kinematic: a held object rides at its grip site
         self._arm = dict(pose)
         self._finger = finger
 
@@ -880,7 +1045,7 @@ class MujocoSimulator:
     def _write_base(self) -> None:
         compiled, data = self._compiled, self._data
         assert compiled is not None and data is not None
-        q = compiled.robot_qpos
+        q = compiled.human_qpos if self._active == HUMAN_ID else compiled.robot_qpos
         data.qpos[q["base_x"]] = self._robot.x
         data.qpos[q["base_y"]] = self._robot.y
         data.qpos[q["base_yaw"]] = self._robot.yaw
@@ -888,11 +1053,13 @@ class MujocoSimulator:
     def _object_pose(self, name: str) -> tuple[float, float, float, float]:
         """World x, y, z (centre) and yaw of an object."""
         state = self._objects[name]
-        if name == self._held:
+        holder = next((b for b in self._bodies.values() if b.held == name), None)
+        if holder is not None:
             data, compiled = self._data, self._compiled
             assert data is not None and compiled is not None
-            grip = data.site_xpos[compiled.grip_site]
-            return float(grip[0]), float(grip[1]), float(grip[2]), wrap_angle(self._robot.yaw + state.held_yaw)
+            site = compiled.human_grip_site if holder.role == HUMAN_ID else compiled.grip_site
+            grip = data.site_xpos[site]
+            return float(grip[0]), float(grip[1]), float(grip[2]), wrap_angle(holder.pose.yaw + state.held_yaw)
         if state.spot is not None:
             spot = state.spot
             furniture = self._require_spec().furniture_by_name(spot.receptacle)
@@ -912,7 +1079,9 @@ class MujocoSimulator:
         assert compiled is not None and data is not None
         model = compiled.model
         q = compiled.robot_qpos
-        self._write_base()
+        for role in self._bodies:
+            with self.acting(role):
+                self._write_base()
         for joint, value in self._arm.items():
             data.qpos[q[joint]] = value
         data.qpos[q["finger_left"]] = self._finger
@@ -938,3 +1107,88 @@ class MujocoSimulator:
         for i in range(model.nu):
             joint = model.actuator_trnid[i, 0]
             data.ctrl[i] = data.qpos[model.jnt_qposadr[joint]]
+
+
+class AgentView:
+    """One agent's handle on a shared :class:`MujocoSimulator` (PARTNR's robot or human): a
+    :class:`~homiebot.sim.base.Simulator` whose skills move this agent's base and hand, whose ``state()`` reports
+    this agent as ``robot`` / ``held`` / ``robot_room`` (the executor's and the skills' checks are then this
+    agent's reach and hand) and whose ``observe()`` renders this agent's four views. The world (objects,
+    doors, power, the other agent) is the one simulator's, so both views always agree on it.
+
+    ``reset`` resets the whole world; ``shutdown`` does nothing (the simulator's owner shuts it down)."""
+
+    def __init__(self, sim: MujocoSimulator, role: int) -> None:
+        self.sim = sim
+        self.role = role
+        self.name = sim.name
+
+    def _as(self, method: Callable[..., _T], *args: Any) -> _T:
+        with self.sim.acting(self.role):
+            return method(*args)
+
+    def reset(self, scene: str | SceneSpec, seed: int = 0) -> Observation:
+        self.sim.reset(scene, seed)
+        return self.observe()
+
+    def observe(self) -> Observation:
+        return self._as(self.sim.observe)
+
+    def state(self) -> WorldState:
+        return self._as(self.sim.state)
+
+    def scene_spec(self) -> SceneSpec:
+        return self.sim.scene_spec()
+
+    def go_to(self, target: str) -> SkillResult:
+        return self._as(self.sim.go_to, target)
+
+    def pick(self, obj: str) -> SkillResult:
+        return self._as(self.sim.pick, obj)
+
+    def put(self, obj: str, place: str) -> SkillResult:
+        return self._as(self.sim.put, obj, place)
+
+    def open(self, target: str) -> SkillResult:
+        return self._as(self.sim.open, target)
+
+    def close(self, target: str) -> SkillResult:
+        return self._as(self.sim.close, target)
+
+    def turn_on(self, target: str) -> SkillResult:
+        return self._as(self.sim.turn_on, target)
+
+    def turn_off(self, target: str) -> SkillResult:
+        return self._as(self.sim.turn_off, target)
+
+    def clean(self, obj: str, place: str) -> SkillResult:
+        return self._as(self.sim.clean, obj, place)
+
+    def heat(self, obj: str, place: str) -> SkillResult:
+        return self._as(self.sim.heat, obj, place)
+
+    def cool(self, obj: str, place: str) -> SkillResult:
+        return self._as(self.sim.cool, obj, place)
+
+    def reset_arm(self) -> None:
+        self._as(self.sim.reset_arm)
+
+    def precheck(self, action: str, target: str, place: str | None = None) -> SkillResult | None:
+        return self._as(self.sim.precheck, action, target, place)
+
+    def drop_held(self) -> str | None:
+        return self._as(self.sim.drop_held)
+
+    def render_topdown(self, size: int = 512) -> np.ndarray:
+        return self.sim.render_topdown(size)
+
+    def shutdown(self) -> None:
+        """The shared simulator stays up: its owner shuts it down."""
+
+    @property
+    def sim_time(self) -> float:
+        return self.sim.sim_time
+
+    @property
+    def travelled_path(self) -> list[tuple[float, float]]:
+        return list(self.sim._bodies[self.role].path)

@@ -29,6 +29,7 @@ from xml.sax.saxutils import quoteattr
 import mujoco
 import numpy as np
 
+from homiebot.sim.mujoco import human as human_model
 from homiebot.sim.mujoco import robot as robot_model
 from homiebot.sim.mujoco.geometry import split_walls, triangulate
 from homiebot.sim.mujoco.placement import half_height
@@ -60,6 +61,18 @@ class CompiledScene:
     # lamp's power (MujocoSimulator._sync), so that a lamp that is on is lit in the views.
     lamp_shade_geoms: dict[str, int] = field(default_factory=dict)
     lamp_lights: dict[str, int] = field(default_factory=dict)
+    # The human partner (compiled only with ``human=True``; homiebot/sim/mujoco/human.py): its base joints'
+    # qpos addresses, its collision geoms, every geom of its body (to name it in a contact), cameras, hand.
+    human_qpos: dict[str, int] = field(default_factory=dict)
+    human_base_geoms: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int32))
+    human_geoms: frozenset[int] = frozenset()
+    robot_geoms: frozenset[int] = frozenset()
+    human_camera_ids: dict[str, int] = field(default_factory=dict)
+    human_grip_site: int = -1
+
+    @property
+    def has_human(self) -> bool:
+        return bool(self.human_qpos)
 
 
 def _fmt(*values: float) -> str:
@@ -262,8 +275,9 @@ def scene_bounds(spec: SceneSpec) -> tuple[float, float, float, float]:
     return float(pts[:, 0].min()), float(pts[:, 1].min()), float(pts[:, 0].max()), float(pts[:, 1].max())
 
 
-def compile_scene(spec: SceneSpec, width: int = 256, height: int = 256) -> CompiledScene:
-    """Build the MuJoCo model of ``spec``. Objects start at the origin; the simulator places them."""
+def compile_scene(spec: SceneSpec, width: int = 256, height: int = 256, human: bool = False) -> CompiledScene:
+    """Build the MuJoCo model of ``spec``. Objects start at the origin; the simulator places them. ``human``:
+    add PARTNR's second agent (:mod:`homiebot.sim.mujoco.human`); without it the model is the single-robot one."""
     owner: dict[str, str | None] = {}
     xmin, ymin, xmax, ymax = scene_bounds(spec)
     diag = math.hypot(xmax - xmin, ymax - ymin)
@@ -327,6 +341,8 @@ def compile_scene(spec: SceneSpec, width: int = 256, height: int = 256) -> Compi
 
     robot_body, robot_actuators = robot_model.robot_mjcf()
     world.append(robot_body)
+    if human:
+        world.append(human_model.human_mjcf())
     sun = _fmt((xmin + xmax) / 2, (ymin + ymax) / 2, wall_height + 3)
     xml = f"""<mujoco model={quoteattr(spec.name)}>
   <compiler angle="radian" autolimits="true"/>
@@ -348,7 +364,34 @@ def compile_scene(spec: SceneSpec, width: int = 256, height: int = 256) -> Compi
   <actuator>{robot_actuators}</actuator>
 </mujoco>"""
     model = mujoco.MjModel.from_xml_string(xml)
-    return _index(spec, model, xml, owner)
+    compiled = _index(spec, model, xml, owner)
+    if human:
+        _index_human(model, compiled)
+    return compiled
+
+
+def _index_human(model: mujoco.MjModel, compiled: CompiledScene) -> None:
+    p = human_model.HUMAN_PREFIX
+    compiled.human_qpos = {
+        j: int(model.jnt_qposadr[mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_JOINT, p + j)])
+        for j in human_model.BASE_JOINTS
+    }
+    body = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_BODY, p + "base")
+    human_bodies = {b for b in range(model.nbody) if b == body or model.body_parentid[b] == body}
+    robot_root = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_BODY, robot_model.ROBOT_PREFIX + "base")
+    robot_bodies = {robot_root}
+    for b in range(model.nbody):  # bodies are numbered parents first
+        if model.body_parentid[b] in robot_bodies:
+            robot_bodies.add(b)
+    compiled.human_geoms = frozenset(i for i in range(model.ngeom) if model.geom_bodyid[i] in human_bodies)
+    compiled.robot_geoms = frozenset(i for i in range(model.ngeom) if model.geom_bodyid[i] in robot_bodies)
+    compiled.human_base_geoms = np.array(
+        [i for i in range(model.ngeom) if model.geom_bodyid[i] == body and model.geom_conaffinity[i]], dtype=np.int32
+    )
+    compiled.human_camera_ids = {
+        view: mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_CAMERA, f"{p}cam_{view}") for view in robot_model.VIEW_YAWS
+    }
+    compiled.human_grip_site = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_SITE, p + "grip")
 
 
 def _index(spec: SceneSpec, model: mujoco.MjModel, xml: str, owner: dict[str, str | None]) -> CompiledScene:

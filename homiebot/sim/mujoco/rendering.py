@@ -76,8 +76,13 @@ class MultiViewRenderer:
         fy = (height / 2) / math.tan(math.radians(model.cam_fovy[0]) / 2) if model.ncam else float(height)
         self.intrinsics = (fy, fy, (width - 1) / 2, (height - 1) / 2)
 
-    def render(self, data: mujoco.MjData, cameras: dict[str, int]) -> dict[str, CameraView]:
+    def render(self, data: mujoco.MjData, cameras: dict[str, int],
+               groups: dict[int, bool] | None = None) -> dict[str, CameraView]:
+        """Render ``cameras``. ``groups``: geom groups to show (True) or hide (False) for these views, e.g.
+        the robot's body (group 3) shown and the human's (group 4) hidden in the human's own views."""
         self._gl.make_current()
+        for group, shown in (groups or {}).items():
+            self._option.geomgroup[group] = 1 if shown else 0
         self._camera.fixedcamid = next(iter(cameras.values()))
         mujoco.mjv_updateScene(self.model, data, self._option, None, self._camera, mujoco.mjtCatBit.mjCAT_ALL, self._scene)
         lut = self._segment_lookup()

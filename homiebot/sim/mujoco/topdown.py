@@ -21,12 +21,17 @@ from homiebot.sim.mujoco.geometry import (
     wall_rect,
 )
 from homiebot.sim.scene import SceneSpec, rgba
-from homiebot.types import EntityKind, WorldState
+from homiebot.types import EntityKind, Pose2D, WorldState
 
 _BACKGROUND = (38, 40, 46)
 _WALL = (70, 70, 76)
 _PATH = (255, 140, 0)
 _ROBOT = (30, 144, 255)
+#: The human partner (homiebot/sim/mujoco/human.py): its shirt's magenta, and its path in pink.
+_HUMAN = (217, 64, 140)
+_HUMAN_PATH = (255, 150, 200)
+#: Another agent on the map: its pose, footprint radius, held object and travelled path.
+Partner = tuple[Pose2D, float, str | None, list[tuple[float, float]]]
 
 
 def _rgb(color, scale: float = 1.0) -> tuple[int, int, int]:
@@ -40,8 +45,10 @@ def draw_topdown(
     path: list[tuple[float, float]],
     open_parts: list[OrientedRect],
     size: int = 512,
+    partners: list[Partner] | None = None,
 ) -> np.ndarray:
-    """The map as an (size, size, 3) uint8 array, north up."""
+    """The map as an (size, size, 3) uint8 array, north up. ``partners``: other agents (the human), drawn as a
+    magenta figure (a head over shoulders, not the robot's disc) with their pink paths."""
     pts = np.array([p for r in spec.rooms for p in r.polygon] + [w.start for w in spec.walls] + [w.end for w in spec.walls])
     x0, y0 = pts.min(axis=0) - 0.4
     x1, y1 = pts.max(axis=0) + 0.4
@@ -80,6 +87,10 @@ def draw_topdown(
     if len(path) >= 2:
         draw.line([px(x, y) for x, y in path], fill=_PATH, width=max(2, size // 170), joint="curve")
 
+    for _, _, _, partner_path in partners or []:
+        if len(partner_path) >= 2:
+            draw.line([px(x, y) for x, y in partner_path], fill=_HUMAN_PATH, width=max(2, size // 170), joint="curve")
+
     colors = {o.name: o.color for o in spec.objects}
     for name, entity in state.entities.items():
         if entity.kind is not EntityKind.OBJECT or entity.held:
@@ -97,6 +108,23 @@ def draw_topdown(
     if state.held is not None:
         r = max(3.0, rr * 0.35)
         draw.ellipse((rx - r, ry - r, rx + r, ry + r), fill=_rgb(colors[state.held]), outline=(0, 0, 0))
+
+    for pose, radius, held, _ in partners or []:
+        hx0, hy0 = px(pose.x, pose.y)
+        hr = radius * scale
+        # Shoulders: an ellipse across the heading; head: a disc; nose: a tick along the heading.
+        c, s_ = math.cos(pose.yaw), math.sin(pose.yaw)
+        shoulders = [px(pose.x + radius * (-s_ * t) + 0.08 * c * u, pose.y + radius * (c * t) + 0.08 * s_ * u)
+                     for t, u in ((-1, -1), (1, -1), (1, 1), (-1, 1))]
+        draw.polygon(shoulders, fill=_HUMAN, outline=(255, 255, 255))
+        head = hr * 0.45
+        draw.ellipse((hx0 - head, hy0 - head, hx0 + head, hy0 + head), fill=(222, 173, 140), outline=(255, 255, 255), width=2)
+        nx_, ny_ = px(pose.x + radius * 1.3 * c, pose.y + radius * 1.3 * s_)
+        draw.line([(hx0, hy0), (nx_, ny_)], fill=_HUMAN, width=max(2, size // 170))
+        if held is not None:
+            r = max(3.0, hr * 0.3)
+            gx_, gy_ = px(pose.x + radius * 0.9 * c, pose.y + radius * 0.9 * s_)
+            draw.ellipse((gx_ - r, gy_ - r, gx_ + r, gy_ + r), fill=_rgb(colors[held]), outline=(0, 0, 0))
 
     for f in spec.furniture:
         cx, cy = px(f.pose.x, f.pose.y)
