@@ -18,6 +18,7 @@ line). docs/architecture.md, "Configuration".
 from __future__ import annotations
 
 import enum
+from typing import TypeVar
 
 #: Rounds per episode before the loop stops (EMMOE appendix D).
 MAX_ROUNDS = 20
@@ -31,14 +32,25 @@ FAR_THRESHOLD_M = 2.0
 NEAR_THRESHOLD_M = 0.1
 
 
-class NoiseMode(str, enum.Enum):
+class Choice(str, enum.Enum):
+    """A choice whose members read as their values in ``str()`` and f-strings (Python 3.11's ``enum.StrEnum``
+    does this; this project still supports 3.10, where a ``str`` enum formats as ``Class.MEMBER``)."""
+
+    def __str__(self) -> str:
+        return str(self.value)
+
+    def __format__(self, spec: str) -> str:
+        return format(str(self.value), spec)
+
+
+class NoiseMode(Choice):
     """Skill execution noise on the command lines (``--noise``); presets in :mod:`homiebot.skills.noise`."""
 
     OFF = "off"  # the noiseless preset
     EMMOE = "emmoe"  # EMMOE table 4's per-try success rates
 
 
-class PerceptionMode(str, enum.Enum):
+class PerceptionMode(Choice):
     """What the planner's world knowledge comes from (``--perception``; :mod:`homiebot.perception`)."""
 
     OFF = "off"  # the views' instance segmentation only
@@ -46,8 +58,19 @@ class PerceptionMode(str, enum.Enum):
     CONCEPTGRAPH = "conceptgraph"  # a world graph built from depth and masks
 
 
+class DecodeMode(Choice):
+    """How a local model decodes a greedy answer (``--decode``; :mod:`homiebot.planner.hf_backend`, docs/models.md)."""
+
+    AUTO = "auto"  # the fast loop on CUDA for the models it supports, transformers' generate otherwise
+    FAST = "fast"  # homiebot.planner.fast_decode's greedy loop (Qwen2-VL family)
+    GENERATE = "generate"  # transformers' generate
+
+
 #: The world-graph builders (every perception mode but off).
 GRAPH_BUILDERS: tuple[str, ...] = tuple(m.value for m in PerceptionMode if m is not PerceptionMode.OFF)
+
+
+ChoiceT = TypeVar("ChoiceT", bound=Choice)
 
 
 def choices(enum_type: type[enum.Enum]) -> str:
@@ -56,9 +79,19 @@ def choices(enum_type: type[enum.Enum]) -> str:
     return values[0] if len(values) == 1 else f"{', '.join(values[:-1])} or {values[-1]}"
 
 
-def perception_mode(value: str, *, what: str = "--perception") -> PerceptionMode:
-    """``value`` as a :class:`PerceptionMode`; ``ValueError`` with one line naming ``what`` and the choices."""
+def parse_choice(enum_type: type[ChoiceT], value: str, *, what: str) -> ChoiceT:
+    """``value`` as a member of ``enum_type``; ``ValueError`` with one line naming ``what`` and the choices."""
     try:
-        return PerceptionMode(value)
+        return enum_type(value)
     except ValueError:
-        raise ValueError(f"unknown {what} {value!r}; choose {choices(PerceptionMode)}") from None
+        raise ValueError(f"unknown {what} {value!r}; choose {choices(enum_type)}") from None
+
+
+def perception_mode(value: str, *, what: str = "--perception") -> PerceptionMode:
+    """``value`` as a :class:`PerceptionMode` (``homie run`` / ``homie up`` / ``homie eval --perception``)."""
+    return parse_choice(PerceptionMode, value, what=what)
+
+
+def decode_mode(value: str, *, what: str = "--decode") -> DecodeMode:
+    """``value`` as a :class:`DecodeMode` (``--decode`` of the command lines and the model server)."""
+    return parse_choice(DecodeMode, value, what=what)

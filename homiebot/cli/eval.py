@@ -12,6 +12,7 @@ from typing import Any
 import typer
 
 from homiebot.cli.failures import EXIT_ENVIRONMENT, EXIT_INTERRUPTED, check_output, report
+from homiebot.config import MAX_ROUNDS, DecodeMode, NoiseMode, PerceptionMode, choices, decode_mode
 
 log = logging.getLogger(__name__)
 
@@ -89,14 +90,14 @@ def register(app: typer.Typer) -> None:
         model: str = typer.Option(None, "--model", help="Model planners: model name."),
         api_key_env: str = typer.Option(None, "--api-key-env", help="Model planners: environment variable holding the API key."),
         constrained: bool = typer.Option(None, "--constrained/--no-constrained", help="Model planners: constrained decoding."),
-        decode: str = typer.Option(None, "--decode", help="hf planner: greedy decoding loop, auto (default), fast or generate."),
+        decode: str = typer.Option(None, "--decode", help=f"hf planner: greedy decoding loop, {choices(DecodeMode)} (default {DecodeMode.AUTO})."),
         runs: int = typer.Option(3, "--runs", help="Runs per task (run r resets the scene with task seed + r)."),
         workers: int = typer.Option(2, "--workers", help="Worker processes (one simulator each)."),
-        noise: str = typer.Option("off", "--noise", help="Low-level noise preset: off or emmoe (paper table 4)."),
+        noise: str = typer.Option(NoiseMode.OFF.value, "--noise", help=f"Low-level noise preset: {choices(NoiseMode)} (EMMOE table 4)."),
         split: str = typer.Option("all", "--split", help="all, train or test."),
         tasks: list[str] = typer.Option([], "--tasks", help="Task ids, comma-separated or repeated (default: all)."),
-        max_rounds: int = typer.Option(20, "--max-rounds", help="Round limit per episode (paper: 20)."),
-        perception: str = typer.Option("off", "--perception", help="World graph the episodes ground through: off (the scene's names, as EMMOE), privileged or conceptgraph (renders every round)."),
+        max_rounds: int = typer.Option(MAX_ROUNDS, "--max-rounds", help=f"Round limit per episode (paper: {MAX_ROUNDS})."),
+        perception: str = typer.Option(PerceptionMode.OFF.value, "--perception", help=f"World graph the episodes ground through: {choices(PerceptionMode)} (off: the scene's names, as EMMOE; a graph renders every round)."),
         images: bool = typer.Option(False, "--images/--no-images", help="Store the four views per round in each record."),
         video: bool = typer.Option(False, "--video/--no-video", help="Store an episode.mp4 per record."),
         progress: bool = typer.Option(True, "--progress/--no-progress", help="Show a progress bar."),
@@ -116,12 +117,17 @@ def register(app: typer.Typer) -> None:
         named = {"base_url": base_url, "model": model, "api_key_env": api_key_env, "constrained": constrained,
                  "decode": decode}
         named = {key: value for key, value in named.items() if value is not None}
+        if decode is not None:
+            try:
+                decode_mode(decode)
+            except ValueError as err:
+                raise report(str(err)) from None
         if suite == "muep":  # MuEP's protocol and table, not EMMOE's loop: its own runner
             from homiebot.cli.muep import eval_muep
 
             eval_muep(out, planner, observe, split, _task_list(tasks), _parse_options(planner_option), {
-                "--runs": runs != 3, "--workers": workers != 2, "--noise": noise != "off", "--max-rounds": max_rounds != 20,
-                "--perception": perception != "off", "--images": images, "--video": video,
+                "--runs": runs != 3, "--workers": workers != 2, "--noise": noise != NoiseMode.OFF, "--max-rounds": max_rounds != MAX_ROUNDS,
+                "--perception": perception != PerceptionMode.OFF, "--images": images, "--video": video,
                 "--backend": backend != "local", "--address": address is not None,
                 "--model-actors": model_actors != 1, "--model-gpus": model_gpus != 0.0,
                 "--recovery": recovery is not None or recovery_stages is not None or recovery_search is not None,

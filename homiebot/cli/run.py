@@ -18,7 +18,16 @@ import typer
 
 from homiebot.cli.failures import EXIT_ENVIRONMENT, check_output
 from homiebot.cli.failures import report as _fail
-from homiebot.config import GRAPH_BUILDERS, PerceptionMode
+from homiebot.config import (
+    GRAPH_BUILDERS,
+    MAX_ROUNDS,
+    DecodeMode,
+    NoiseMode,
+    PerceptionMode,
+    choices,
+    decode_mode,
+    perception_mode,
+)
 
 log = logging.getLogger(__name__)
 
@@ -70,18 +79,18 @@ def register(app: typer.Typer) -> None:
         planner: str = typer.Option("expert", "--planner", help="Planner name (homiebot.planner.registry)."),
         seed: int = typer.Option(0, "--seed", help="Run index: the scene is reset with the task's seed + this (free text: this)."),
         backend: str = typer.Option("mujoco", "--backend", help="Simulator backend."),
-        max_rounds: int = typer.Option(20, "--max-rounds", min=1, help="Round limit (paper: 20)."),
+        max_rounds: int = typer.Option(MAX_ROUNDS, "--max-rounds", min=1, help=f"Round limit (paper: {MAX_ROUNDS})."),
         render: bool = typer.Option(True, "--render/--no-render", help="Render the four views every round."),
         video: bool = typer.Option(True, "--video/--no-video", help="Write episode.mp4."),
-        noise: str = typer.Option("off", "--noise", help="Execution noise of the skill layer: off, or emmoe (EMMOE table 4 success rates)."),
+        noise: str = typer.Option(NoiseMode.OFF.value, "--noise", help="Execution noise of the skill layer: off, or emmoe (EMMOE table 4 success rates)."),
         strict_models: bool = typer.Option(False, "--strict-models/--lenient-models", help="F1 when the model does not serve the action."),
         base_url: str | None = typer.Option(None, "--base-url", help="Model planners: OpenAI-compatible server URL."),
         model: str | None = typer.Option(None, "--model", help="Model planners: model name."),
         api_key_env: str | None = typer.Option(None, "--api-key-env", help="Model planners: environment variable holding the API key."),
         constrained: bool | None = typer.Option(None, "--constrained/--no-constrained", help="Model planners: constrained decoding."),
-        decode: str | None = typer.Option(None, "--decode", help="hf planner: greedy decoding loop, auto (default), fast or generate."),
+        decode: str | None = typer.Option(None, "--decode", help=f"hf planner: greedy decoding loop, {choices(DecodeMode)} (default {DecodeMode.AUTO})."),
         planner_option: list[str] = typer.Option([], "--planner-option", "-p", help="Other planner option key=value (repeatable)."),
-        perception: str = typer.Option("off", "--perception", help="World graph: off (ground through the scene's names), privileged or conceptgraph."),
+        perception: str = typer.Option(PerceptionMode.OFF.value, "--perception", help=f"World graph: {choices(PerceptionMode)} (off: ground through the scene's names)."),
         describe_world: bool = typer.Option(False, "--describe-world/--no-describe-world", help="With --perception: give model planners PARTNR's text world description (EMMOE forbids it; off by default)."),
         report: bool = typer.Option(True, "--report/--no-report", help="Write the episode's HTML page OUT/report.html at the end (docs/reports.md)."),
         live: bool = typer.Option(False, "--live", help="Serve the episode live to the Foxglove app over its WebSocket protocol (docs/reports.md)."),
@@ -129,6 +138,11 @@ def register(app: typer.Typer) -> None:
                 f"planner {planner!r} needs a built-in task with a goal specification (use --task ID); "
                 f"planners that take a free-text instruction: {takers}"
             )
+        if decode is not None:
+            try:
+                decode_mode(decode)
+            except ValueError as err:
+                raise _fail(str(err)) from None
         options = _parse_options(planner_option)
         options.update(base_url=base_url, model=model, api_key_env=api_key_env, constrained=constrained, decode=decode)
         from homiebot.recovery.cli import recovery_planner, write_episode_stats
@@ -156,9 +170,10 @@ def register(app: typer.Typer) -> None:
         def skills(sim: Any, scene_seed: int) -> SkillSet:
             return SkillSet(sim, noise=preset, seed=scene_seed)
 
-        modes = [m.value for m in PerceptionMode]
-        if perception not in modes:
-            raise _fail(f"unknown --perception {perception!r}; choose {', '.join(modes[:-1])} or {modes[-1]}")
+        try:
+            perception_mode(perception)
+        except ValueError as err:
+            raise _fail(str(err)) from None
         if describe_world and perception == PerceptionMode.OFF:
             raise _fail(f"--describe-world needs --perception {' or '.join(GRAPH_BUILDERS)}")
         perception_factory: Any = None

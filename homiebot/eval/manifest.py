@@ -20,7 +20,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from homiebot.config import NoiseMode
+from homiebot.config import MAX_ROUNDS, NoiseMode, PerceptionMode
 from homiebot.eval.keypaths import SceneNameResolver
 from homiebot.eval.tasks import TaskSpec, load_suite
 from homiebot.files import atomic_write_json
@@ -56,13 +56,15 @@ class EvalSettings(BaseModel):
     suite: str = "emmoe100"
     planner: str = EXPERT_PLANNER
     planner_options: dict[str, Any] = Field(default_factory=dict)
-    noise: Literal["off", "emmoe"] = "off"
-    max_rounds: int = Field(20, ge=1)
+    # The choices are the core's enums (homiebot/config.py): a command line's or eval.json's string validates
+    # to its member, and a member equals, prints and serialises as its string.
+    noise: NoiseMode = NoiseMode.OFF
+    max_rounds: int = Field(MAX_ROUNDS, ge=1)
     backend: str = "mujoco"
     # The episodes' world graph (homiebot.perception): "off" grounds through the scene's names (EMMOE); with a
     # graph the executor grounds through it (F2 for what no view has shown) and the episodes render. The PLWSR
     # reference episodes never use one: L* is the expert's path with full knowledge.
-    perception: Literal["off", "privileged", "conceptgraph"] = "off"
+    perception: PerceptionMode = PerceptionMode.OFF
 
     @property
     def reference_planner(self) -> str:
@@ -73,13 +75,13 @@ class EvalSettings(BaseModel):
     def self_reference(self) -> bool:
         """The expert without noise or perception is its own PLWSR reference (no separate reference episodes)."""
         return (
-            self.planner == self.reference_planner and self.noise == "off" and not self.planner_options
-            and self.perception == "off"
+            self.planner == self.reference_planner and self.noise == NoiseMode.OFF and not self.planner_options
+            and self.perception == PerceptionMode.OFF
         )
 
     def label(self) -> str:
         label = f"{self.planner} planner, noise {self.noise}"
-        return label if self.perception == "off" else f"{label}, perception {self.perception}"
+        return label if self.perception == PerceptionMode.OFF else f"{label}, perception {self.perception}"
 
 
 @dataclass(frozen=True)

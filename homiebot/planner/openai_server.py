@@ -48,6 +48,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from homiebot.config import DecodeMode
 from homiebot.files import atomic_write_text
 from homiebot.planner.batching import RequestBatcher
 from homiebot.planner.hf_backend import Generation, LocalModelConfig, VisionLanguageModel
@@ -406,7 +407,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--dtype", default="auto", choices=("auto", "bfloat16", "float16", "float32"))
     parser.add_argument("--quantization", default=None, choices=("4bit", "8bit", "fp8"))
     parser.add_argument("--torch-threads", type=int, default=None, help="CPU threads for torch (default: torch's)")
-    parser.add_argument("--decode", default="auto", choices=("auto", "fast", "generate"),
+    parser.add_argument("--decode", default=DecodeMode.AUTO.value, choices=[m.value for m in DecodeMode],
                         help="greedy decoding loop (see homiebot.planner.hf_backend)")
     parser.add_argument("--share-prefix", action="store_true", help="fast loop: reuse the system turn's KV cache")
     parser.add_argument("--runtime", default="auto", choices=("auto", "llama_cpp", "transformers"),

@@ -33,6 +33,7 @@ from std_msgs.msg import String
 
 from homiebot.agent.loop import VISIBLE_MIN_PIXELS
 from homiebot.agent.session import PlannerSession
+from homiebot.config import MAX_ROUNDS
 from homiebot.eval.tasks import get_task
 from homiebot.planner.base import Planner
 from homiebot.ros import convert
@@ -91,7 +92,7 @@ def replay_planner(bag: str | os.PathLike[str], planner: Planner, max_rounds: in
     scenes = [msg.data for topic, _, msg in decoded if topic == "/sim/scene_description"]
     scene_spec = SceneSpec.model_validate_json(scenes[-1]) if scenes else None
 
-    rounds_limit = max_rounds or task.max_rounds or 20
+    rounds_limit = max_rounds or task.max_rounds or MAX_ROUNDS
     session = PlannerSession(task.instruction, planner, max_rounds=rounds_limit)
     seed = (spec.seed if spec is not None else 0) + task.seed
     planner.reset(task.instruction, seed=seed)
