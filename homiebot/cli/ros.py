@@ -120,6 +120,9 @@ def register(app: typer.Typer) -> None:
         decode: str | None = typer.Option(None, "--decode", help="hf planner: greedy decoding loop, auto (default), fast or generate."),
         planner_option: list[str] = typer.Option([], "--planner-option", "-p", help="Other planner option key=value (repeatable)."),
         perception: str = typer.Option(PerceptionMode.OFF.value, "--perception", help=f"World graph the executor grounds through: {choices(PerceptionMode)} (off: the scene's names; otherwise the perception node's graph)."),
+        recovery: str | None = typer.Option(None, "--recovery", help="Failure recovery around the planner: cmfr, cot or none (docs/recovery.md)."),
+        recovery_stages: str | None = typer.Option(None, "--recovery-stages", help="--recovery cmfr: its stages, e.g. 1,2 (default 1,2,3,4)."),
+        recovery_search: bool | None = typer.Option(None, "--recovery-search/--no-recovery-search", help="--recovery: object search from the places the task names (default on)."),
     ) -> None:
         """Start the node processes, run a task through the graph (or wait for tasks on /homie/task), shut down cleanly.
 
@@ -163,6 +166,12 @@ def register(app: typer.Typer) -> None:
         chosen = {"base_url": base_url, "model": model, "api_key_env": api_key_env, "constrained": constrained,
                   "decode": decode}
         options.update({key: value for key, value in chosen.items() if value is not None})
+        from homiebot.recovery.cli import recovery_planner
+
+        try:  # refused here in one line; the planner node builds the same wrapper (homiebot.recovery.cli)
+            recovery_planner(planner or "", options, recovery, recovery_stages, recovery_search)
+        except ValueError as err:
+            raise _fail(str(err)) from None
         if out is not None:
             check_output(out)
         if live:
@@ -190,9 +199,12 @@ def register(app: typer.Typer) -> None:
         if options:
             planner_overrides["planner_options"] = json.dumps(options)
         for key, value in (("task", task_id), ("instruction", instruction), ("scene", scene), ("planner", planner),
-                           ("execute_timeout_s", execute_timeout)):
+                           ("execute_timeout_s", execute_timeout), ("recovery", recovery),
+                           ("recovery_stages", recovery_stages)):
             if value is not None:
                 planner_overrides[key] = value
+        if recovery_search is not None:
+            planner_overrides["recovery_search"] = "on" if recovery_search else "off"
         if record:
             planner_overrides["await_subscribers"] = 1  # the recorder: the bag then holds the whole episode
         if live:
@@ -261,6 +273,8 @@ def register(app: typer.Typer) -> None:
                 f"ended={result['ended']} goal_satisfied={result['goal_satisfied']} rounds={len(result['rounds'])} "
                 f"path={result['path_length']:.2f} m wall={result['wall_time_s']:.2f} s  -> {result_path}"
             )
+            if (run_dir / "record" / "recovery.json").is_file():  # --recovery: the planner node wrote them
+                console.print(f"recovery statistics: {run_dir / 'record' / 'recovery.json'}")
             if result.get("timed_out"):
                 raise _fail(f"timeout: {result['error']}", EXIT_TIMEOUT)
             if result.get("error"):

@@ -1,17 +1,19 @@
-"""What ``--recovery`` and ``--recovery-stages`` do on ``homie run`` and ``homie eval``: wrap the chosen planner.
+"""What ``--recovery`` and ``--recovery-stages`` do on ``homie run``, ``homie eval`` and ``homie up``: wrap the
+chosen planner.
 
 ``--recovery cmfr|cot|none`` turns ``--planner NAME -p k=v ...`` into the registered ``recovery`` planner with
 ``base=NAME`` and ``base_options={k: v, ...}`` (so an evaluation's ``eval.json`` pins the whole setting);
 without ``--recovery`` the planner runs alone. ``--recovery-stages 1,2,3,4`` picks CMFR's stages and
-``--recovery-search/--no-recovery-search`` its object search.
+``--recovery-search/--no-recovery-search`` its object search. ``homie up`` hands the three to the planner node
+as parameters, which builds the same wrapper with :func:`recovery_from_parameters`.
 """
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
+from homiebot.files import atomic_write_json, atomic_write_text
 from homiebot.planner.base import Planner
 from homiebot.recovery.planner import MODES, RecoveryPlanner, parse_stages
 from homiebot.recovery.stats import STATS_DIR, load_stats, summarize, summary_markdown
@@ -51,6 +53,20 @@ def recovery_planner(
     return "recovery", wrapped
 
 
+#: The planner node's ``recovery_search`` parameter: "" leaves the wrapper's default (on).
+SEARCH_PARAMETER: dict[str, bool | None] = {"": None, "on": True, "off": False}
+
+
+def recovery_from_parameters(
+    planner: str, options: dict[str, Any], recovery: str, stages: str, search: str
+) -> tuple[str, dict[str, Any]]:
+    """The planner node's parameters (strings; "" = not given) to :func:`recovery_planner`'s arguments.
+    Raises ``ValueError`` with one line for a bad value."""
+    if search not in SEARCH_PARAMETER:
+        raise ValueError(f"recovery_search must be on, off or empty, got {search!r}")
+    return recovery_planner(planner, options, recovery or None, stages or None, SEARCH_PARAMETER[search])
+
+
 def write_recovery_summary(eval_dir: Path, report_dir: Path | None = None) -> dict[str, Any] | None:
     """Pool an evaluation's per-episode recovery statistics (``DIR/recovery/``) into ``recovery.json`` and
     ``recovery.md`` beside its report; None when the evaluation ran without ``--recovery``."""
@@ -63,15 +79,16 @@ def write_recovery_summary(eval_dir: Path, report_dir: Path | None = None) -> di
     summary = summarize(episodes)
     target = report_dir or eval_dir
     target.mkdir(parents=True, exist_ok=True)
-    (target / "recovery.json").write_text(json.dumps(summary, indent=1) + "\n", encoding="utf-8")
-    (target / "recovery.md").write_text(summary_markdown(summary), encoding="utf-8")
+    atomic_write_json(target / "recovery.json", summary, indent=1)
+    atomic_write_text(target / "recovery.md", summary_markdown(summary))
     return summary
 
 
 def write_episode_stats(planner: Planner, record_dir: Path) -> Path | None:
-    """``homie run``: the episode's recovery statistics as ``OUT/recovery.json`` (None without ``--recovery``)."""
+    """``homie run`` and the planner node (``homie up``): the episode's recovery statistics as
+    ``RECORD/recovery.json`` (None without ``--recovery``)."""
     if not isinstance(planner, RecoveryPlanner) or not record_dir.is_dir():
         return None
     path = record_dir / "recovery.json"
-    path.write_text(json.dumps(planner.stats.to_json(), indent=1) + "\n", encoding="utf-8")
+    atomic_write_json(path, planner.stats.to_json(), indent=1)
     return path

@@ -75,3 +75,76 @@ class Driver:
         text = output.subtask.text()
         self.subtasks.append(text)
         return text
+
+
+class FakeChatServer:
+    """An OpenAI-compatible chat-completions endpoint on 127.0.0.1 that answers from a script: the base planner's
+    requests get ``base_answers`` in order (then ``[End]``), a recovery stage's request the answer ``stages`` gives
+    for that stage (recognised by the JSON form its prompt asks for). Not a model: it stands in for one where a
+    test runs the real planners, the wrapper and the graph over HTTP. ``requests`` keeps what each call was."""
+
+    #: A fragment of each stage prompt's answer form (homiebot.recovery.prompts) -> the stage's name.
+    STAGE_FORMS = {
+        '"important": true or false': "importance",
+        '"missing": true or false': "preconditions",
+        "No missing condition explains": "workaround",
+        "has finished its plan": "post_execution",
+        "has not seen it yet": "search",
+        '"locations": [[': "locations",
+        '"action": "skip" or': "cot",
+    }
+
+    def __init__(self, base_answers: list[str], stages: dict[str, str]) -> None:
+        import threading
+        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+        self.base_answers = list(base_answers)
+        self.stages = dict(stages)
+        self.requests: list[str] = []  # "base" or a stage's name, in order
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args: Any) -> None:  # keep the test output clean
+                pass
+
+            def _send(self, body: dict[str, Any]) -> None:
+                data = json.dumps(body).encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def do_GET(self) -> None:
+                self._send({"object": "list", "data": [{"id": "fake", "object": "model", "owned_by": "test"}]})
+
+            def do_POST(self) -> None:
+                body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", "0"))) or b"{}")
+                text = server.answer(body.get("messages", []))
+                self._send({
+                    "id": "fake-1", "object": "chat.completion", "created": 0, "model": body.get("model", "fake"),
+                    "choices": [{"index": 0, "finish_reason": "stop",
+                                 "message": {"role": "assistant", "content": text}}],
+                    "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
+                })
+
+        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self._httpd.server_address[1]}/v1"
+        self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
+        self._thread.start()
+
+    def answer(self, messages: list[dict[str, Any]]) -> str:
+        last = messages[-1]["content"] if messages else ""
+        last = last if isinstance(last, str) else " ".join(str(p.get("text", "")) for p in last)
+        for fragment, stage in self.STAGE_FORMS.items():
+            if fragment in last:
+                self.requests.append(stage)
+                return self.stages.get(stage, '{"reason": "nothing", "steps": []}')
+        self.requests.append("base")
+        if self.base_answers:
+            return self.base_answers.pop(0)
+        return answer("[End]", "NoMaD")
+
+    def close(self) -> None:
+        self._httpd.shutdown()
+        self._httpd.server_close()

@@ -42,6 +42,8 @@ from homiebot.eval.partnr.recording import StatesFileRecorder
 from homiebot.eval.tasks import get_task
 from homiebot.files import atomic_write_json
 from homiebot.planner.registry import make_planner
+from homiebot.recovery.cli import recovery_from_parameters, write_episode_stats
+from homiebot.recovery.stats import summarize, summary_line
 from homiebot.ros import convert
 from homiebot.ros.calls import EVENTS_QOS, LATCHED_QOS, ReadinessWatch, call_action, call_service
 from homiebot.ros.episode import EpisodeOutcome, ExecutionOutcome, GraphEpisode
@@ -186,6 +188,11 @@ class PlannerNode(Node):
             ("ready_timeout_s", 120.0),
             # The Foxglove live view (homiebot.live; docs/reports.md) on this loopback port; -1: none, 0: a free one.
             ("live_port", -1),
+            # Failure recovery around the planner (homie up --recovery/--recovery-stages/--recovery-search;
+            # docs/recovery.md): "" leaves the planner alone / the wrapper's defaults.
+            ("recovery", ""),
+            ("recovery_stages", ""),
+            ("recovery_search", ""),
         ):
             self.declare_parameter(name, default)
         self.live = None
@@ -262,7 +269,9 @@ class PlannerNode(Node):
             actions=task_actions(spec),
         )
         options = json.loads(self.param("planner_options") or "{}")
-        planner = make_planner(self.param("planner"), **options)
+        name, options = recovery_from_parameters(self.param("planner"), options, self.param("recovery"),
+                                                 self.param("recovery_stages"), self.param("recovery_search"))
+        planner = make_planner(name, **options)
         scene_seed = (spec.seed if spec is not None else 0) + int(task.seed)
         self.get_logger().info(f"episode {task.task_id or '(free text)'}: {task.instruction!r} in {task.scene} (seed {scene_seed})")
         recording = None
@@ -305,6 +314,8 @@ class PlannerNode(Node):
         finally:
             planner.close()
         trajectory = outcome.trajectory
+        if self.param("record_dir") and write_episode_stats(planner, Path(self.param("record_dir"))) is not None:
+            self.get_logger().info(f"recovery: {summary_line(summarize([planner.stats.to_json()]))}")
         if outcome.timed_out:
             state = EpisodeStatus.TIMEOUT
         elif trajectory.error:
