@@ -69,6 +69,9 @@ CASES: dict[str, dict[str, list[str]]] = {
     "up sim": {
         "unwritable": ["--task", "demo-drawer", "--out", UNWRITABLE],
         "bad_name": ["--task", "demo-drawer", "--planner", "nope", "--out", "{tmp}/out"],
+        "bad_recovery": ["--task", "demo-drawer", "--recovery", "nope", "--out", "{tmp}/out"],
+        "bad_recovery_stages": ["--task", "demo-drawer", "--recovery", "cmfr", "--recovery-stages", "5", "--out", "{tmp}/out"],
+        "recovery_option_alone": ["--task", "demo-drawer", "--no-recovery-search", "--out", "{tmp}/out"],
     },
     "bag record": {"unwritable": [UNWRITABLE, "--duration", "1"]},
     "bag play": {"missing_input": [MISSING]},
