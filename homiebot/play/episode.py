@@ -1,0 +1,149 @@
+"""One ``homie play`` episode: the loop of any episode with a person as a planner, recorded like any episode.
+
+The episode runs in :func:`homiebot.agent.loop.run_episode` with the usual record (docs/records.md: views per
+round, ``rounds.jsonl``, ``conversation.json``, ``summary.json``, the PARTNR state files) and one more file,
+``play.json``: who played which role, how the episode ended and every line the person typed.
+
+How it ended (``ended_by``):
+
+* ``user``: the person typed ``quit`` or closed the input. The loop stops a planner that raises with an error on
+  the trajectory; a person stopping is not a failure of anything, so the error is taken off again before the
+  record is written (:class:`_EndedByUser` runs before the recorder) and ``play.json`` says so. The summary
+  then has ``ended: false`` and no error, and ``success`` is false for a task (it was not finished).
+* ``end``: the person answered ``[End]`` (the task is then checked, as for any planner).
+* ``round_limit``: the round limit came first.
+* ``error``: the simulator or the executor failed (the record's ``error`` says how).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from homiebot.agent.loop import EpisodeConfig, run_episode
+from homiebot.agent.observers import EpisodeObserver, ObserverBase
+from homiebot.data.record import EpisodeRecorder, RecordingObserver
+from homiebot.eval.goals import GoalSpec, goal_satisfied
+from homiebot.eval.tasks import TaskSpec
+from homiebot.play.keyboard import KeyboardPlanner, PlayerQuit
+from homiebot.sim.base import Simulator
+from homiebot.types import Observation, Trajectory, WorldState
+
+log = logging.getLogger(__name__)
+
+#: The record's file of a played episode.
+PLAY_FILE = "play.json"
+
+
+@dataclass(frozen=True)
+class PlayOutcome:
+    """A played episode: its trajectory, how it ended (module docstring) and where its record is."""
+
+    trajectory: Trajectory
+    ended_by: str
+    quit_round: int | None
+    record: Path
+
+
+def ended_by(trajectory: Trajectory, quit_round: int | None, max_rounds: int) -> str:
+    if quit_round is not None:
+        return "user"
+    if trajectory.error is not None:
+        return "error"
+    if trajectory.ended:
+        return "end"
+    return "round_limit" if len(trajectory.rounds) >= max_rounds else "error"
+
+
+class _QuitIsNoFailure(logging.Filter):
+    """Drops the loop's "planner failed" log line when the planner raised because the person quit."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        error = record.exc_info[1] if record.exc_info else None
+        return not isinstance(error, PlayerQuit)
+
+
+class _EndedByUser(ObserverBase):
+    """Runs before the recorder: a quit is taken off the trajectory's errors, and ``play.json`` is added."""
+
+    def __init__(self, planner: KeyboardPlanner, recorder: EpisodeRecorder, role: str, other: str | None,
+                 max_rounds: int, goal: GoalSpec | None = None) -> None:
+        self.planner = planner
+        self.goal = goal
+        self.initial: WorldState | None = None
+        self.recorder = recorder
+        self.role = role
+        self.other = other
+        self.max_rounds = max_rounds
+        self.ended_by = "error"
+        self.quit_round: int | None = None
+
+    def on_start(self, trajectory: Trajectory, state: WorldState, observation: Observation | None) -> None:
+        self.initial = state
+
+    def on_end(self, trajectory: Trajectory, state: WorldState | None) -> None:
+        quit_event = self.planner.quit_event
+        if quit_event is not None:
+            self.quit_round = quit_event.round_index
+            # The loop wrote "planner 'keyboard' failed in round N: the player quit ..." for the raise and skipped
+            # the goal check; nothing failed, so the error goes, the goal is checked as at any end, and play.json
+            # says how it ended.
+            trajectory.error = None
+            trajectory.ended = False
+            if self.goal is not None and self.initial is not None and state is not None:
+                trajectory.goal_satisfied = goal_satisfied(self.goal, self.initial, state, set(trajectory.opened))
+        self.ended_by = ended_by(trajectory, self.quit_round, self.max_rounds)
+        data: dict[str, Any] = {
+            "player": "keyboard",
+            "role": self.role,
+            "other_agent": self.other,
+            "ended_by": self.ended_by,
+            "quit_round": self.quit_round,
+            "quit_reason": quit_event.reason if quit_event is not None else None,
+            "typed": [asdict(t) for t in self.planner.typed],
+        }
+        try:
+            self.recorder.add_file(PLAY_FILE, json.dumps(data, indent=2, ensure_ascii=False) + "\n")
+        except Exception:  # the record never started (the reset failed before it): nothing to add to
+            log.debug("play.json not added", exc_info=True)
+
+
+def play_episode(
+    sim: Simulator,
+    planner: KeyboardPlanner,
+    task: TaskSpec,
+    recorder: EpisodeRecorder,
+    *,
+    seed: int = 0,
+    config: EpisodeConfig | None = None,
+    skills: Any = None,
+    observers: Sequence[EpisodeObserver] = (),
+    role: str = "robot",
+) -> PlayOutcome:
+    """Run ``task`` with the person as the ``role`` agent's planner and record it (module docstring).
+
+    ``observers`` come after the recorder (the screen, and observers that add files to the record: the PARTNR
+    state files). An exception that escapes drops the partial record.
+    """
+    config = config or EpisodeConfig()
+    marker = _EndedByUser(planner, recorder, role, None, config.max_rounds, task.goal)
+    recording = RecordingObserver(recorder, scene_seed=task.seed + seed, config=config, topdown=sim.render_topdown)
+    # The marker ends before the recorder writes the summary; the recorder starts before the observers that add
+    # files to it.
+    watchers: list[EpisodeObserver] = [marker, recording, *observers]
+    loop_log = logging.getLogger(run_episode.__module__)
+    quiet = _QuitIsNoFailure()
+    loop_log.addFilter(quiet)
+    try:
+        trajectory = run_episode(sim, planner, task=task, seed=seed, config=config, skills=skills,
+                                 observers=watchers)
+    except BaseException:
+        recording.abort()
+        raise
+    finally:
+        loop_log.removeFilter(quiet)
+    return PlayOutcome(trajectory, marker.ended_by, marker.quit_round, recorder.out_dir)
