@@ -477,6 +477,12 @@ class RecoveryPlanner(Planner):
         self.stats.prompt_tokens += reply.prompt_tokens
         self.stats.completion_tokens += reply.completion_tokens
         log.debug("recovery %s answered %r", kind, reply.text)
+        call: dict[str, Any] = {"round": request.round_index, "stage": kind}
+        if "subtask" in fields:
+            call.update(subtask=fields["subtask"], code=fields.get("code", ""))
+        elif "object" in fields:
+            call["object"] = fields["object"]
+        self.stats.calls.append({**call, "answer": reply.text})
         return reply.text
 
     def _read_steps(self, text: str | None, kind: str, request: PlanRequest, failed: Subtask | None = None) -> list[Subtask]:

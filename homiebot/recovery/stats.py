@@ -57,6 +57,9 @@ class RecoveryStats:
     prompt_tokens: int = 0
     completion_tokens: int = 0
     llm_seconds: float = 0.0
+    #: Every stage call in order: round, stage, the failed subtask and its code (when the stage has one) and the
+    #: answer as the model gave it. The counters say how often a branch fired; these say what the model said.
+    calls: list[dict[str, Any]] = field(default_factory=list)
 
     def count_failure(self, code: str) -> None:
         self.failures_by_code[code] = self.failures_by_code.get(code, 0) + 1

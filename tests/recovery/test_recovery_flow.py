@@ -30,6 +30,10 @@ def test_stage1_not_important_drops_the_subtask_and_asks_the_base_planner():
     assert s.failed_subtasks == 1 and s.reached == {"1": 1, "2": 0, "3": 0, "4": 0} and s.unimportant == 1
     assert s.llm_calls == 1 and s.failures_by_code == {"E1": 1}
     assert "[Pick, cup]" in d.llm.prompts[0] and "too difficult" in d.llm.prompts[0] and "(E1)" in d.llm.prompts[0]
+    # What the model said is kept beside the counters, per call, for the trajectories a report explains.
+    assert s.calls == [{"round": 2, "stage": "importance", "subtask": "[Pick, cup]", "code": "E1",
+                        "answer": importance(False, "cup is not needed")}]
+    assert s.to_json()["calls"] == s.calls
 
 
 def test_stage2_preconditions_then_retry_and_its_success_is_counted():
