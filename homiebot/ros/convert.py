@@ -306,6 +306,10 @@ def entity_to_msg(entity: EntityState) -> EntityStateMsg:
         appliance=entity.appliance,
         powered_state=_tri_state(entity.powered_on),
         level=int(entity.level),
+        functions=list(entity.functions),
+        clean_state=_tri_state(entity.is_clean),
+        hot_state=_tri_state(entity.is_hot),
+        cold_state=_tri_state(entity.is_cold),
     )
 
 
@@ -333,6 +337,10 @@ def entity_from_msg(msg: EntityStateMsg) -> EntityState:
         appliance=msg.appliance,
         powered_on=_from_tri_state(msg.powered_state),
         level=msg.level,
+        functions=tuple(msg.functions),
+        is_clean=_from_tri_state(msg.clean_state),
+        is_hot=_from_tri_state(msg.hot_state),
+        is_cold=_from_tri_state(msg.cold_state),
     )
 
 

@@ -130,6 +130,22 @@ class RemoteSimulator:
     def close(self, target: str) -> SkillResult:
         return self._manipulation(Manipulate.Goal.CLOSE, target)
 
+    # The household skills (homiebot.sim.base.SupportsHouseholdSkills): PARTNR-style tasks switch and clean.
+    def turn_on(self, target: str) -> SkillResult:
+        return self._manipulation(Manipulate.Goal.TURN_ON, target)
+
+    def turn_off(self, target: str) -> SkillResult:
+        return self._manipulation(Manipulate.Goal.TURN_OFF, target)
+
+    def clean(self, obj: str, place: str) -> SkillResult:
+        return self._manipulation(Manipulate.Goal.CLEAN, obj, place)
+
+    def heat(self, obj: str, place: str) -> SkillResult:
+        return self._manipulation(Manipulate.Goal.HEAT, obj, place)
+
+    def cool(self, obj: str, place: str) -> SkillResult:
+        return self._manipulation(Manipulate.Goal.COOL, obj, place)
+
     def observe(self) -> Observation:
         raise NotImplementedError("the executor does not render; views come from the sim bridge's topics")
 

@@ -64,9 +64,10 @@ def test_world_state_round_trip_is_exact():
     entities = {
         "kitchen": EntityState("kitchen", "kitchen", EntityKind.ROOM, ("cooking area",), (1.0, 2.0, 0.0), (0.0, 0.0, 0.0), (4.0, 4.0, 2.5), room="kitchen"),
         "fridge": EntityState("fridge", "refrigerator", EntityKind.FURNITURE, ("fridge",), (1.1, 0.3, 0.9), (0.8, 0.0, 0.0), (1.4, 0.6, 1.8),
-                              room="kitchen", articulated=True, interactive=True, is_open=False, appliance=True, powered_on=True, level=1),
+                              room="kitchen", articulated=True, interactive=True, is_open=False, appliance=True, powered_on=True, level=1,
+                              functions=("cool",)),
         "apple": EntityState("apple", "apple", EntityKind.OBJECT, (), (1.1, 0.3, 1.0), (1.05, 0.25, 0.95), (1.15, 0.35, 1.05),
-                             room="kitchen", parent="fridge", relation="in", color="red"),
+                             room="kitchen", parent="fridge", relation="in", color="red", is_clean=True, is_hot=False),
     }
     state = WorldState(Pose2D(0.123456789, -2.5, 1.234), 0.3, "apple", entities, "apartment_1", "kitchen")
     back = convert.world_state_from_msg(_wire(convert.world_state_to_msg(state)))

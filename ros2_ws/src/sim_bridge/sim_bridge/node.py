@@ -449,6 +449,12 @@ class SimBridge(Node):
             Manipulate.Goal.PUT: lambda: self._attempt(Action.PUT, goal.model, goal.object, goal.place),
             Manipulate.Goal.OPEN: lambda: self._attempt(Action.OPEN, goal.model, goal.object),
             Manipulate.Goal.CLOSE: lambda: self._attempt(Action.CLOSE, goal.model, goal.object),
+            # The household skills (docs/textworld.md) that PARTNR-style tasks need.
+            Manipulate.Goal.TURN_ON: lambda: self._attempt(Action.TURN_ON, goal.model, goal.object),
+            Manipulate.Goal.TURN_OFF: lambda: self._attempt(Action.TURN_OFF, goal.model, goal.object),
+            Manipulate.Goal.CLEAN: lambda: self._attempt(Action.CLEAN, goal.model, goal.object, goal.place),
+            Manipulate.Goal.HEAT: lambda: self._attempt(Action.HEAT, goal.model, goal.object, goal.place),
+            Manipulate.Goal.COOL: lambda: self._attempt(Action.COOL, goal.model, goal.object, goal.place),
         }
         if goal.operation == Manipulate.Goal.RESET_ARM:
             result = self._skill(False, lambda: (self.sim.reset_arm(), SkillResult(SkillStatus.SUCCESS))[1])
