@@ -6,7 +6,8 @@ Each directory is scored from its records alone (:func:`homiebot.eval.scoring.co
 keeps only the (task, run) pairs every directory has a record of, so the rows compare the same episodes
 even when some evaluations were stopped early. Per row: EMMOE's SR, PLWSR, TP, SRR, SER and mean rounds
 (:func:`homiebot.eval.metrics.summarize`), and from each directory's ``recovery/`` statistics of the same
-episodes: LLM calls and seconds per episode, the failed rounds by error code.
+episodes: LLM calls, tokens and seconds per episode, how often each stage fired and acted, how many recovery steps
+succeeded, the failed rounds by error code.
 """
 
 from __future__ import annotations
@@ -21,6 +22,32 @@ from homiebot.recovery.stats import STATS_DIR, episode_file_name, load_stats, su
 
 def _pct(value: float | None) -> str:
     return "n/a" if value is None else f"{100 * value:.1f}"
+
+
+def stage_counts(summary: dict[str, Any]) -> str:
+    """How often each stage fired and acted, from :func:`~homiebot.recovery.stats.summarize`'s counts: stage 1
+    (dropped the step), stage 2 (named preconditions; the retried step then succeeded), stage 3 and 4 (steps).
+    CoT rows give their decisions instead."""
+    counts = summary.get("counts")
+    if not counts:
+        return "n/a"
+    cot = summary.get("cot", {})
+    if sum(cot.values()):
+        return ", ".join(f"{k} {v}" for k, v in cot.items())
+    r = counts["reached"]
+    if not any(r.values()):
+        return "none"
+    return (f"1: {r['1']} ({counts['unimportant']} dropped); 2: {r['2']} ({counts['stage2_with_steps']} steps, "
+            f"{counts['stage2_success']}/{counts['stage2_retried']} retries ok); 3: {r['3']} "
+            f"({counts['stage3_with_steps']} steps); 4: {r['4']} ({counts['stage4_with_steps']} steps)")
+
+
+def steps_ok(summary: dict[str, Any]) -> str:
+    counts = summary.get("counts")
+    if not counts:
+        return "n/a"
+    run = counts["recovery_subtasks"]
+    return f"{run - counts['recovery_failures']} / {run}"
 
 
 def ablation(dirs: dict[str, Path]) -> str:
@@ -38,8 +65,9 @@ def ablation(dirs: dict[str, Path]) -> str:
         f"{len(common)} episode(s) every configuration finished: "
         + ", ".join(f"{t}/run{r}" for t, r in sorted(common)),
         "",
-        "| configuration | SR | PLWSR | TP | SRR | SER | rounds | LLM calls / ep. | LLM s / ep. | failed rounds by code |",
-        "|---|---|---|---|---|---|---|---|---|---|",
+        "| configuration | SR | PLWSR | TP | SRR | SER | rounds | LLM calls / ep. | tokens / ep. | LLM s / ep. "
+        "| stages fired (acted) | recovery steps ok / run | failed rounds by code |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     sections = []
     for name, ev in scored.items():
@@ -52,11 +80,13 @@ def ablation(dirs: dict[str, Path]) -> str:
         rec: dict[str, Any] = summarize(episodes) if episodes else {}
         calls = rec.get("llm_calls_per_episode")
         seconds = rec.get("llm_seconds_per_episode")
+        tokens = rec.get("tokens_per_episode")
         codes = ", ".join(f"{k} {v}" for k, v in rec.get("failures_by_code", {}).items()) or "n/a"
         lines.append(
             f"| {name} | {_pct(m.sr)} | {_pct(m.plwsr)} | {_pct(m.tp)} | {_pct(m.srr)} | {_pct(m.ser)} | "
             f"{m.mean_rounds:.1f} | {'n/a' if calls is None else f'{calls:.1f}'} | "
-            f"{'n/a' if seconds is None else f'{seconds:.0f}'} | {codes} |"
+            f"{'n/a' if tokens is None else f'{tokens:,.0f}'} | "
+            f"{'n/a' if seconds is None else f'{seconds:.0f}'} | {stage_counts(rec)} | {steps_ok(rec)} | {codes} |"
         )
         if episodes:
             sections.append(summary_markdown(rec).replace("## Failure recovery", f"### {name}"))

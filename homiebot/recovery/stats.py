@@ -141,6 +141,13 @@ def summarize(episodes: list[dict[str, Any]]) -> dict[str, Any]:
         "tokens_per_episode": _share(total["prompt_tokens"] + total["completion_tokens"], n),
         "completion_tokens_per_episode": _share(total["completion_tokens"], n),
         "llm_seconds_per_episode": _share(total["llm_seconds_x1000"] / 1000.0, n),
+        # The counts behind the shares (the ablation table prints them: a share of 3 cases reads differently).
+        "counts": {
+            "reached": {stage: reached[stage] for stage in ("1", "2", "3", "4")},
+            **{key: total[key] for key in ("unimportant", "stage2_with_steps", "stage2_retried", "stage2_success",
+                                           "stage3_with_steps", "stage4_with_steps", "recovery_subtasks",
+                                           "recovery_failures", "llm_calls")},
+        },
     }
 
 

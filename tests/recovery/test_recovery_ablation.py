@@ -6,7 +6,8 @@ from __future__ import annotations
 import pytest
 
 from homiebot.eval.runner import EvalSettings, run_evaluation
-from homiebot.recovery.ablation import ablation, main
+from homiebot.recovery.ablation import ablation, main, stage_counts, steps_ok
+from homiebot.recovery.stats import summarize
 
 GO = "Analysis: go\nSubtask: [Go to, kitchen_counter]\nModel: NoMaD"
 PICK = "Analysis: pick\nSubtask: [Pick, nothing_here]\nModel: RT-1-X"
@@ -26,4 +27,20 @@ def test_ablation_compares_the_common_episodes(tmp_path):
     assert text.startswith("1 episode(s) every configuration finished: emmoe-001/run0")
     rows = [line for line in text.splitlines() if line.startswith("| first") or line.startswith("| second")]
     assert len(rows) == 2 and "F2 1" in rows[1] and "| 0.0 |" in rows[0]
+    assert "| none | 0 / 0 |" in rows[0]  # mode none: no stage fires, no recovery step runs
     assert main([f"x={tmp_path / 'a'}", f"y={tmp_path / 'missing'}"]) == 2
+
+
+def test_the_stage_column_counts_what_fired_and_what_it_did():
+    episodes = [
+        {"failed_subtasks": 3, "reached": {"1": 3, "2": 2, "3": 1, "4": 1}, "unimportant": 1, "stage2_with_steps": 1,
+         "stage2_retried": 1, "stage2_success": 1, "stage3_with_steps": 0, "stage4_with_steps": 1,
+         "recovery_subtasks": 4, "recovery_failures": 1},
+        {"failed_subtasks": 1, "reached": {"1": 1, "2": 1, "3": 1, "4": 0}, "recovery_subtasks": 1, "recovery_failures": 1},
+    ]
+    summary = summarize(episodes)
+    assert summary["counts"]["reached"] == {"1": 4, "2": 3, "3": 2, "4": 1}
+    assert stage_counts(summary) == "1: 4 (1 dropped); 2: 3 (1 steps, 1/1 retries ok); 3: 2 (0 steps); 4: 1 (1 steps)"
+    assert steps_ok(summary) == "3 / 5"
+    assert stage_counts(summarize([{"cot": {"skip": 2, "insert": 1, "replace": 0}}])) == "skip 2, insert 1, replace 0"
+    assert stage_counts({}) == steps_ok({}) == "n/a"
