@@ -6,11 +6,16 @@ planner node runs the same loop over its clients of the sim bridge and the execu
 
 It keeps what it already knows, as the graph backend does: the state it last read goes to the executor's
 checks (nothing acted on the world since), and the views the reset rendered are the first round's.
+
+Two agents (PARTNR's robot and human, docs/collaboration.md): over a simulator that has them
+(``MujocoSimulator(human=True)``), ``execute``/``state``/``observe``/``render`` take ``agent=`` (0 robot, 1 human);
+agent 1's executor and skill layer run over ``sim.agent(1)`` (its base, hand and reach) with its own
+:class:`ExecutorConfig` (``agent_configs``: its action list); ``begin_round()`` syncs the agents' clocks.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
 
@@ -35,42 +40,69 @@ class InProcessBackend:
     """
 
     def __init__(self, sim: Simulator, config: ExecutorConfig | None = None, *, skills: SkillsArgument = None,
-                 grounder: Grounder | None = None) -> None:
+                 grounder: Grounder | None = None, agent_configs: Mapping[int, ExecutorConfig] | None = None) -> None:
         self.sim = sim
         self.config = config or ExecutorConfig()
         self.skills = skills
         self.grounder = grounder
+        self.agent_configs = dict(agent_configs or {})
         self._executor: Executor | None = None
+        self._agent_executors: dict[int, Executor] = {}
         self._state: WorldState | None = None  # the state last read, while nothing has acted since
         self._views: Observation | None = None  # the views last rendered, while nothing has acted since
 
     def ground_with(self, grounder: Grounder) -> None:
         self.grounder = grounder
         self._executor = None
+        self._agent_executors = {}
 
     def reset(self, scene: str, seed: int) -> tuple[WorldState, SceneSpec]:
         self._executor = None
+        self._agent_executors = {}
         self._views = self.sim.reset(scene, seed=seed)
         self._state = self.sim.state()
         self._scene_seed = seed
         return self._state, self.sim.scene_spec()
 
-    def render(self) -> Sequence[np.ndarray]:
-        return self.observe().images()
+    def render(self, agent: int = 0) -> Sequence[np.ndarray]:
+        return self.observe(agent).images()
 
-    def observe(self) -> Observation:
+    def observe(self, agent: int = 0) -> Observation:
+        if agent:
+            return self._view(agent).observe()
         if self._views is None:
             self._views = self.sim.observe()
         return self._views
 
-    def state(self) -> WorldState:
+    def state(self, agent: int = 0) -> WorldState:
+        if agent:
+            return self._view(agent).state()
         if self._state is None:
             self._state = self.sim.state()
         return self._state
 
-    def execute(self, subtask: Subtask, model: str, inventory: tuple[str, ...], round_index: int) -> ExecutionOutcome:
-        executor = self._executor or self._make_executor()
-        state = self.state()
+    def begin_round(self) -> None:
+        """A lock-step round starts when the slower agent's last action ended (PARTNR's agents act together)."""
+        sync = getattr(self.sim, "sync_clocks", None)
+        if sync is not None:
+            sync()
+            self._views = None  # stamped with the old time
+
+    def _view(self, agent: int) -> Simulator:
+        make = getattr(self.sim, "agent", None)
+        if make is None:
+            raise ValueError(f"the {self.sim.name} simulator has one agent; agent {agent} does not exist")
+        view: Simulator = make(agent)
+        return view
+
+    def execute(self, subtask: Subtask, model: str, inventory: tuple[str, ...], round_index: int,
+                agent: int = 0) -> ExecutionOutcome:
+        if agent:
+            executor = self._agent_executors.get(agent) or self._make_agent_executor(agent)
+            state = self._view(agent).state()
+        else:
+            executor = self._executor or self._make_executor()
+            state = self.state()
         self._state, self._views = None, None  # the world changes now
         report = executor.execute_detailed(subtask, model, inventory, state)
         grounded = None
@@ -86,3 +118,17 @@ class InProcessBackend:
             skills = skills(self.sim, self._scene_seed)
         self._executor = Executor(self.sim, grounder=self.grounder, config=self.config, skills=skills)
         return self._executor
+
+    def _make_agent_executor(self, agent: int) -> Executor:
+        view = self._view(agent)
+        skills = self.skills
+        seed = self._scene_seed + 7919 * agent  # the agent's own noise stream
+        if skills is None or isinstance(skills, SkillRunner):
+            # A runner given as an object is bound to the robot's simulator: the partner gets the default layer.
+            skills = SkillSet(view, noise=None, seed=seed)
+        else:
+            skills = skills(view, seed)
+        config = self.agent_configs.get(agent, self.config)
+        executor = Executor(view, grounder=self.grounder, config=config, skills=skills)
+        self._agent_executors[agent] = executor
+        return executor

@@ -32,6 +32,16 @@ Decisions:
 * The views of round N are the ones the planner saw when it chose subtask N (EMMOE's
   ``subtaskN_front.png`` ...).
 * A round that executed nothing (F1, End) changed nothing: its state is the one before it.
+
+Two agents (PARTNR's robot and human, docs/collaboration.md): with a ``partner`` (:class:`AgentSlot`: the
+human's planner and action list) the loop runs lock-step rounds: in every round the robot plans and acts, then
+the human plans and acts on the world as the robot left it (each with its own session, views, state and world
+knowledge; one shared world). An agent that answered ``[End]`` takes no more rounds; the episode ends when both
+have ended or the round limit is reached. ``[Wait]`` (PARTNR's Wait tool) is a round that executes nothing. The
+human's rounds are :attr:`Trajectory.partner_rounds`; observers that define ``on_partner_round`` get them. After
+an agent's round that was not a navigation, the other agent's planner is told of it when it defines
+``observe_partner(agent_name, subtask_text, feedback)`` (PARTNR's decentralized agents learn their partner's
+non-navigation actions). Without a partner nothing of this runs and the loop is the single-agent one.
 """
 
 from __future__ import annotations
@@ -75,13 +85,14 @@ from homiebot.types import (
     Subtask,
     Trajectory,
     WorldState,
+    casefold_words,
 )
 
 if TYPE_CHECKING:
     from homiebot.data.record import EpisodeRecorder
 
 __all__ = [
-    "VISIBLE_MIN_PIXELS", "EpisodeBackend", "EpisodeConfig", "EpisodeLoop", "EpisodeOutcome", "EpisodeSetupError",
+    "VISIBLE_MIN_PIXELS", "WAIT_ACTION", "AgentSlot", "EpisodeBackend", "EpisodeConfig", "EpisodeLoop", "EpisodeOutcome", "EpisodeSetupError",
     "EpisodeSpec", "ExecutionOutcome", "PerceptionFactory", "PerceptionHook", "ProgressCallback", "open_furniture",
     "reads_observation", "run_episode",
 ]
@@ -108,6 +119,10 @@ class EpisodeConfig:
     max_tries: int = MAX_TRIES
     far_threshold_m: float = FAR_THRESHOLD_M
     near_threshold_m: float = NEAR_THRESHOLD_M
+    #: Two-agent episodes: which agent this configuration serves, and the actions its role lacks (the executor
+    #: answers them F1 naming why; PARTNR A.9.1: the robot has no state-changing skills).
+    agent: str = "robot"
+    withheld_actions: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if self.max_rounds < 1:
@@ -133,7 +148,24 @@ class EpisodeConfig:
             far_threshold_m=self.far_threshold_m,
             near_threshold_m=self.near_threshold_m,
             strict_models=self.strict_models,
+            agent=self.agent,
+            withheld_actions=self.withheld_actions,
         )
+
+
+#: PARTNR's Wait tool as an EMMOE action: a round of one agent that executes nothing (two-agent episodes only).
+WAIT_ACTION = "Wait"
+
+
+@dataclass(frozen=True)
+class AgentSlot:
+    """The second agent of a two-agent episode: its planner, its episode configuration (its own action list:
+    PARTNR's human has the state-changing skills the robot lacks; default: the robot's), id and name."""
+
+    planner: Planner
+    config: EpisodeConfig | None = None
+    role: int = 1
+    name: str = "human"
 
 
 class EpisodeSetupError(ValueError):
@@ -184,7 +216,11 @@ class EpisodeBackend(Protocol):
         """The privileged world state now."""
 
     def execute(self, subtask: Subtask, model: str, inventory: tuple[str, ...], round_index: int) -> ExecutionOutcome:
-        """Execute one subtask against the current world state."""
+        """Execute one subtask against the current world state.
+
+        In a two-agent episode the loop calls ``execute``, ``state``, ``observe`` and ``render`` with the keyword
+        ``agent=`` (0 robot, 1 human), and ``begin_round()`` before each lock-step round when the backend has
+        it; a single-agent episode never passes ``agent``."""
 
 
 @dataclass(frozen=True)
@@ -243,9 +279,11 @@ class EpisodeLoop:
         observers: Sequence[EpisodeObserver] = (),
         on_output: OutputCallback | None = None,
         always_observe: bool = False,
+        partner: AgentSlot | None = None,
     ) -> None:
         """``always_observe``: fetch the views with their segmentation for every planner (in-process they are
-        rendered together anyway); otherwise only for planners that read it (:func:`reads_observation`)."""
+        rendered together anyway); otherwise only for planners that read it (:func:`reads_observation`).
+        ``partner``: a second agent taking lock-step rounds (module docstring)."""
         self.backend = backend
         self.planner = planner
         self.spec = spec
@@ -254,11 +292,15 @@ class EpisodeLoop:
         self.observers = tuple(observers)
         self.on_output = on_output
         self.observes = always_observe or reads_observation(planner)
+        self.partner = partner
+        self._partner_observes = partner is not None and (always_observe or reads_observation(partner.planner))
         self._last_state: WorldState | None = None  # for the final observers' call after a timeout
         self.trajectory = Trajectory(
             task_id=spec.task_id, instruction=spec.instruction, scene=spec.scene, seed=spec.run_seed,
             planner=planner.name,
         )
+        if partner is not None:
+            self.trajectory.partner_planner = partner.planner.name
 
     def run(self) -> EpisodeOutcome:
         started = time.perf_counter()
@@ -284,14 +326,21 @@ class EpisodeLoop:
         except TimeoutError as err:
             raise _BackendTimeout(err) from err
 
-    def _look(self) -> tuple[Sequence[np.ndarray], Observation | None]:
-        """The views now: the observation with its segmentation, or RGB only (see ``always_observe``)."""
+    def _look(self, agent: int | None = None) -> tuple[Sequence[np.ndarray], Observation | None]:
+        """The views now: the observation with its segmentation, or RGB only (see ``always_observe``).
+        ``agent``: whose views, in a two-agent episode."""
         if not self.config.render:
             return [], None
-        if self.observes:
-            observation: Observation = self._call(self.backend.observe)
-            return observation.images(), observation
-        return self._call(self.backend.render), None
+        if agent is None:
+            if self.observes:
+                observation: Observation = self._call(self.backend.observe)
+                return observation.images(), observation
+            return self._call(self.backend.render), None
+        observes = self.observes if agent == 0 else self._partner_observes
+        if observes:
+            seen: Observation = self._call(lambda: self.backend.observe(agent=agent))  # type: ignore[call-arg]
+            return seen.images(), seen
+        return self._call(lambda: self.backend.render(agent=agent)), None  # type: ignore[call-arg]
 
     def _run(self) -> WorldState | None:
         config, trajectory, spec, planner = self.config, self.trajectory, self.spec, self.planner
@@ -312,8 +361,11 @@ class EpisodeLoop:
         world = _EpisodeView(scene_spec, knowledge, initial, images, observation, open_furniture(initial))
         session = config.new_session(spec.instruction, planner)
         planner.reset(spec.instruction, seed=spec.scene_seed)
-        while not session.done and self._round(planner, session, world):
-            pass
+        if self.partner is None:
+            while not session.done and self._round(planner, session, world):
+                pass
+        else:
+            self._lock_step(session, world, scene_spec, initial)
         trajectory.ended = session.ended
         trajectory.opened = sorted(world.opened)
         trajectory.system_prompt = session.system_prompt
@@ -322,10 +374,58 @@ class EpisodeLoop:
             trajectory.goal_satisfied = goal_satisfied(spec.goal, initial, world.state, world.opened)
         return world.state
 
-    def _round(self, planner: Planner, session: PlannerSession, world: _EpisodeView) -> bool:
-        """One round of ``planner`` with its ``session`` over the shared ``world``; False when an
-        infrastructure failure stopped the episode (:attr:`Trajectory.error` says why). Everything agent-specific
-        comes from the arguments, so another agent (its own planner and session) can take the next round."""
+    def _lock_step(self, session: PlannerSession, robot_world: _EpisodeView, scene_spec: SceneSpec | None,
+                   initial: WorldState) -> None:
+        """Two agents in lock-step rounds (module docstring): the robot, then the partner, each on the world as
+        it is when its turn comes; until both have ended or the round limit is reached."""
+        partner = self.partner
+        assert partner is not None
+        partner_config = partner.config or self.config
+        partner_session = partner_config.new_session(self.spec.instruction, partner.planner)
+        partner.planner.reset(self.spec.instruction, seed=self.spec.scene_seed)
+        partner_state = self._call(lambda: self.backend.state(agent=partner.role))  # type: ignore[call-arg]
+        partner_world = _EpisodeView(scene_spec, self.knowledge_factory(scene_spec, partner_state), partner_state,
+                                     [], None, robot_world.opened)
+        turns = [(0, self.planner, session, robot_world), (partner.role, partner.planner, partner_session, partner_world)]
+        begin = getattr(self.backend, "begin_round", None)
+        first = True
+        while not (session.done and partner_session.done):
+            if begin is not None:
+                self._call(begin)
+            for role, planner, agent_session, world in turns:
+                if agent_session.done:
+                    continue
+                if not first or role != 0:
+                    # The other agent acted since this one last looked: read its state and views again.
+                    world.state = self._call(lambda r=role: self.backend.state(agent=r))  # type: ignore[call-arg]
+                    world.images, world.observation = self._look(role)
+                    if world.observation is not None:
+                        world.knowledge.see(world.observation, world.state)
+                first = False
+                record = self._round(planner, agent_session, world, agent=role)
+                if record is None:
+                    return
+                self._tell_partner(role, record, turns)
+
+    def _tell_partner(self, role: int, record: RoundRecord, turns: Sequence[tuple[int, Planner, PlannerSession,
+                      _EpisodeView]]) -> None:
+        """PARTNR's decentralized agents learn the partner's non-navigation actions (and their outcome)."""
+        subtask = record.output.subtask
+        if subtask is None or subtask.is_end or casefold_words(subtask.action) in ("go to", "wait"):
+            return
+        name = self.partner.name if self.partner is not None and role == self.partner.role else "robot"
+        for other, planner, _, _ in turns:
+            hook = getattr(planner, "observe_partner", None)
+            if other != role and hook is not None:
+                hook(name, record.subtask_text, record.feedback)
+
+    def _round(self, planner: Planner, session: PlannerSession, world: _EpisodeView,
+               agent: int | None = None) -> Any:
+        """One round of ``planner`` with its ``session`` over the shared ``world``; False (None in a two-agent
+        episode) when an infrastructure failure stopped the episode (:attr:`Trajectory.error` says why), else
+        True (the round's record in a two-agent episode). Everything agent-specific comes from the arguments:
+        ``agent`` is the id of the agent taking it in a two-agent episode (None: the single-agent loop)."""
+        stopped = None if agent is not None else False
         config, trajectory, spec, knowledge = self.config, self.trajectory, self.spec, world.knowledge
         round_start = time.perf_counter()
         timings: dict[str, float] = {}
@@ -349,29 +449,33 @@ class EpisodeLoop:
         except Exception as err:
             log.exception("planner failed")
             trajectory.error = f"planner {planner.name!r} failed in round {session.round_index}: {err}"
-            return False
+            return stopped
         timings["plan_s"] = time.perf_counter() - t0
         output = session.parse(raw)
-        if self.on_output is not None:
+        if self.on_output is not None and agent in (None, 0):
             self.on_output(session.round_index, request.instruction, output)
         inventory_before = session.inventory
         path_length = 0.0
         executed: ExecutionOutcome | None = None
         if output.subtask is None:
             feedback = session.format_feedback(output)
-        elif output.subtask.is_end:
-            feedback = session.end_feedback()
+        elif output.subtask.is_end or (agent is not None and casefold_words(output.subtask.action) == "wait"):
+            feedback = session.end_feedback()  # End, or a partner's Wait: nothing to execute
         else:
             subtask = output.subtask
             try:
-                executed = self._call(self.backend.execute, subtask, output.model, session.inventory,
-                                      session.round_index)
+                if agent is None:
+                    executed = self._call(self.backend.execute, subtask, output.model, session.inventory,
+                                          session.round_index)
+                else:
+                    executed = self._call(lambda: self.backend.execute(  # type: ignore[call-arg]
+                        subtask, output.model, session.inventory, session.round_index, agent=agent))
             except _BackendTimeout:
                 raise
             except Exception as err:
                 log.exception("executor failed")
                 trajectory.error = f"execution of {subtask.text()} failed in round {session.round_index}: {err}"
-                return False
+                return stopped
             assert executed is not None
             feedback, path_length = executed.feedback, executed.path_length
             timings.update(executed.timings)
@@ -379,16 +483,23 @@ class EpisodeLoop:
         # otherwise they are the simulator's and the subtask says it already.
         grounded = executed.grounded if executed is not None and knowledge.perceives else None
         record = self._append_round(session, request.instruction, output, feedback, inventory_before,
-                                    path_length, timings, grounded)
+                                    path_length, timings, grounded, agent)
         record.world_description = request.world_description  # an input of the round, for the record
         try:
             if executed is not None:
-                state = executed.state_after if executed.state_after is not None else self._call(self.backend.state)
-                world.state = self._last_state = state
+                if executed.state_after is not None:
+                    state = executed.state_after
+                elif agent is None:
+                    state = self._call(self.backend.state)
+                else:
+                    state = self._call(lambda: self.backend.state(agent=agent))  # type: ignore[call-arg]
+                world.state = state
+                if agent in (None, 0):
+                    self._last_state = state
                 if feedback.success and executed.grounded is not None:
                     knowledge.after_success(executed.grounded, state)
             world.opened |= open_furniture(state)
-            if config.render and not session.done:
+            if config.render and not session.done and agent is None:
                 t0 = time.perf_counter()
                 world.images, world.observation = self._look()
                 timings["render_s"] = time.perf_counter() - t0
@@ -402,15 +513,21 @@ class EpisodeLoop:
         except Exception as err:
             log.exception("simulator failed")
             trajectory.error = f"simulator failed after round {record.index}: {err}"
-            return False
+            return stopped
         timings["round_s"] = time.perf_counter() - round_start
-        notify_round(self.observers, record, observation, state)
-        return True
+        if agent in (None, 0):
+            notify_round(self.observers, record, observation, state)
+        else:
+            for observer in self.observers:
+                hook = getattr(observer, "on_partner_round", None)
+                if hook is not None:
+                    hook(record, observation, state)
+        return True if agent is None else record
 
     def _append_round(self, session: PlannerSession, instruction: str, output: PlannerOutput, feedback: Feedback,
                       inventory_before: tuple[str, ...], path_length: float, timings: dict[str, float],
-                      grounded: Subtask | None) -> RoundRecord:
-        """Record a finished round in the session and the trajectory."""
+                      grounded: Subtask | None, agent: int | None = None) -> RoundRecord:
+        """Record a finished round in the session and the trajectory (the partner's in its own list)."""
         session.record(output, feedback)
         record = RoundRecord(
             index=session.round,
@@ -421,7 +538,11 @@ class EpisodeLoop:
             path_length=path_length,
             timings=timings,
             grounded=grounded,
+            agent=agent or 0,
         )
+        if agent:
+            self.trajectory.partner_rounds.append(record)
+            return record
         self.trajectory.rounds.append(record)
         self.trajectory.path_length += path_length
         if feedback.code is not ErrorCode.OK:
@@ -474,6 +595,7 @@ def run_episode(
     skills: SkillRunner | Callable[[Simulator, int], SkillRunner] | None = None,
     perception: PerceptionFactory | None = None,
     observers: Sequence[EpisodeObserver] = (),
+    partner: AgentSlot | None = None,
 ) -> Trajectory:
     """Run one episode in this process and return its trajectory (and write its record when ``recorder`` is
     given).
@@ -484,6 +606,8 @@ def run_episode(
     (F2 for what it does not know), every request carries its grounded names and (when the hook declares
     ``describes_world``) its world description, and it fuses every rendered view.
     ``observers``: told of the start, every round and the end (:mod:`homiebot.agent.observers`).
+    ``partner``: a second agent (PARTNR's human) taking lock-step rounds; ``sim`` must have it
+    (``MujocoSimulator(human=True)``).
     """
     from homiebot.agent.in_process import InProcessBackend
     from homiebot.data.record import RecordingObserver
@@ -502,7 +626,15 @@ def run_episode(
     if task is None and not planner.accepts_free_text:
         raise EpisodeSetupError(f"planner {planner.name!r} needs a task with a goal specification, not free text")
 
-    backend = InProcessBackend(sim, config.executor_config(), skills=skills, grounder=grounder)
+    agent_configs = {}
+    if partner is not None:
+        if partner.role not in getattr(sim, "agent_ids", (0,)):
+            raise EpisodeSetupError(
+                f"the {sim.name} simulator has no agent {partner.role}: create it with a human partner (human=True)"
+            )
+        agent_configs[partner.role] = (partner.config or config).executor_config()
+    backend = InProcessBackend(sim, config.executor_config(), skills=skills, grounder=grounder,
+                               agent_configs=agent_configs)
     knowledge: KnowledgeFactory = segmentation_knowledge
     hooks: list[PerceptionHook] = []
     if perception is not None:
@@ -525,7 +657,8 @@ def run_episode(
     spec = EpisodeSpec(instruction, scene, scene_seed, task.id if task is not None else None,
                        task.goal if task is not None else None, seed,
                        task.evaluation if task is not None else None)
-    loop = EpisodeLoop(backend, planner, spec, config, knowledge=knowledge, observers=watchers, always_observe=True)
+    loop = EpisodeLoop(backend, planner, spec, config, knowledge=knowledge, observers=watchers, always_observe=True,
+                       partner=partner)
     if recording is not None:
         recording.begin(loop.trajectory)
     try:

@@ -1,0 +1,272 @@
+"""Planners for PARTNR's two agents (robot = agent 0, human = agent 1) in the loop's lock-step rounds.
+
+PARTNR (§4.1, table 2) runs a robot and a human either **centralized** (one planner decides both agents'
+actions, "with complete information about both agent's states") or **decentralized** (one planner per agent,
+each with its own world graph, each reasoning about the other's actions). In the loop
+(:mod:`homiebot.agent.loop`) every agent has its own session and takes one round after the other; this module
+provides what plans for them:
+
+* roles and their action lists (:func:`role_config`): the robot lacks PARTNR's state-changing skills (Turn on,
+  Turn off, Clean: A.9.1), both get PARTNR's ``Wait``;
+* :class:`ShareExpert`: PARTNR's heuristic expert restricted to the agent's share of the task's propositions
+  (:mod:`homiebot.multiagent.split`); it waits while a proposition it depends on is the partner's and not yet
+  done, and ends when every proposition is done;
+* :class:`CentralizedBrain` / :class:`Facet`: one planner answering for both agents; the robot's facet asks
+  the brain, which decides both agents' next actions in one call on the same state, and the human's facet plays
+  back the human's part (a facet whose partner has ended asks the brain alone). :class:`CentralizedExpert` is
+  the heuristic expert as such a brain (PARTNR's Heuristic-Expert is centralized);
+* :class:`ScriptedHuman`: a human that follows a fixed list of subtasks, then ends;
+* :class:`PartnerAware` ReAct (decentralized): the robot hears of the partner's non-navigation actions, as
+  PARTNR's decentralized agents do, through the loop's ``observe_partner`` call.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+
+import networkx as nx
+
+from homiebot.agent.loop import WAIT_ACTION, EpisodeConfig
+from homiebot.eval.partnr.language import EvaluationFunction
+from homiebot.eval.partnr.tracker import PropositionTracker
+from homiebot.multiagent.centralized import AgentRole
+from homiebot.multiagent.split import split_propositions
+from homiebot.planner.base import Planner, PlanRequest
+from homiebot.planner.partnr_expert import PartnrExpertPlanner, _Step
+from homiebot.planner.prompt import format_output
+from homiebot.types import Feedback, Subtask, WorldState, casefold_words
+
+log = logging.getLogger(__name__)
+
+#: The EMMOE-format actions only the human has (PARTNR A.9.1: Clean, Fill, Pour, PowerOff, PowerOn; Fill and
+#: Pour have no skill here).
+HUMAN_ONLY_ACTIONS: tuple[str, ...] = ("Turn on", "Turn off", "Clean")
+MODES = ("centralized", "decentralized")
+
+
+def role_actions(role: AgentRole, actions: Sequence[str]) -> tuple[str, ...]:
+    """``actions`` for ``role``: the robot without the human-only ones; both with Wait before End."""
+    kept = [a for a in actions if role is AgentRole.HUMAN or casefold_words(a) not in {casefold_words(h) for h in HUMAN_ONLY_ACTIONS}]
+    body = [a for a in kept if casefold_words(a) not in ("end", "wait")]
+    return (*body, WAIT_ACTION, "End")
+
+
+def role_config(role: AgentRole, base: EpisodeConfig) -> EpisodeConfig:
+    """The episode configuration of one agent of a pair: its action list and name, and the actions of the base
+    list its role lacks (the executor answers those F1 naming the reason)."""
+    withheld = tuple(a for a in base.actions if a not in role_actions(role, base.actions) and casefold_words(a) != "end")
+    return replace(base, actions=role_actions(role, base.actions), agent=role.name.lower(), withheld_actions=withheld)
+
+
+def _wait(why: str) -> str:
+    return format_output(why, Subtask(WAIT_ACTION), "None")
+
+
+class ShareExpert(PartnrExpertPlanner):
+    """The PARTNR heuristic expert for one agent of a pair: it works only on its share of the propositions
+    (:func:`homiebot.multiagent.split.split_propositions`), waits for a partner's proposition it depends on,
+    and ends when every proposition of the task (both shares) is done."""
+
+    name = "partnr_expert_share"
+
+    def __init__(self, role: AgentRole) -> None:
+        super().__init__()
+        self.role = role
+        self._share: set[int] | None = None
+
+    def reset(self, task: str, seed: int = 0) -> None:
+        super().reset(task, seed)
+        self._share = None
+
+    def share(self, function: EvaluationFunction) -> set[int]:
+        if self._share is None:
+            self._share = set(split_propositions(function)[self.role])
+        return self._share
+
+    def _decide(self, tracker: PropositionTracker, state: WorldState, request: PlanRequest) -> _Step:
+        function = tracker.function
+        share = self.share(function)
+        edges = nx.DiGraph(function.temporal_edges())
+        waiting_for_partner = False
+        for index in self._order(function):
+            if self._done(tracker, index):
+                continue
+            if index not in share:
+                waiting_for_partner = True
+                continue
+            before = nx.ancestors(edges, index) if index in edges else set()
+            if any(tracker.satisfied_at[a] == -1 for a in before):
+                waiting_for_partner = waiting_for_partner or any(a not in share for a in before)
+                continue
+            step = self._step_for(function.propositions[index], index, tracker, state, request)
+            if step is not None:
+                return step
+        if waiting_for_partner or any(not self._done(tracker, i) for i in range(len(function.propositions))):
+            if state.held is not None and not any(
+                state.held in str(function.propositions[i].args) for i in share if not self._done(tracker, i)
+            ):
+                return self._set_down(state, "My part is done")
+            return _Step(Subtask(WAIT_ACTION), "None", "My part is done or waits for my partner's, so I wait.")
+        return _Step(Subtask("End"), "", "All steps of the task are done, so the task is complete.")
+
+
+class CentralizedBrain:
+    """One planner for both agents (PARTNR's centralized control). Subclasses implement :meth:`decide`: the
+    answers of every agent still acting, from one request per agent taken on the same world state."""
+
+    name = "centralized"
+    privileged = False
+
+    def __init__(self) -> None:
+        self._pending: dict[AgentRole, str] = {}
+        self.calls = 0  # planning cycles (PARTNR's planner calls)
+
+    def reset(self, task: str, seed: int = 0) -> None:
+        self._pending = {}
+        self.calls = 0
+
+    def answer(self, role: AgentRole, request: PlanRequest, partner_active: bool) -> str:
+        pending = self._pending.pop(role, None)
+        if pending is not None:
+            return pending
+        roles = [AgentRole.ROBOT, AgentRole.HUMAN] if partner_active else [role]
+        self.calls += 1
+        answers = self.decide(role, request, roles)
+        for other, text in answers.items():
+            if other != role:
+                self._pending[other] = text
+        return answers[role]
+
+    def decide(self, role: AgentRole, request: PlanRequest, roles: Sequence[AgentRole]) -> dict[AgentRole, str]:
+        raise NotImplementedError
+
+
+class Facet(Planner):
+    """One agent's face of a :class:`CentralizedBrain`: the loop's planner for that agent."""
+
+    def __init__(self, brain: CentralizedBrain, role: AgentRole) -> None:
+        self.brain = brain
+        self.role = role
+        self.name = f"{brain.name}:{role.name.lower()}"
+        self.privileged = brain.privileged
+        self.accepts_free_text = getattr(brain, "accepts_free_text", True)
+        self.partner: Facet | None = None
+        self.ended = False
+
+    def reset(self, task: str, seed: int = 0) -> None:
+        self.ended = False
+        if self.role is AgentRole.ROBOT:
+            self.brain.reset(task, seed)
+
+    def plan(self, request: PlanRequest) -> str:
+        partner_active = self.partner is not None and not self.partner.ended
+        answer = self.brain.answer(self.role, request, partner_active)
+        if "[End]" in answer:
+            self.ended = True
+        return answer
+
+
+def centralized_pair(brain: CentralizedBrain) -> tuple[Facet, Facet]:
+    robot, human = Facet(brain, AgentRole.ROBOT), Facet(brain, AgentRole.HUMAN)
+    robot.partner, human.partner = human, robot
+    return robot, human
+
+
+class CentralizedExpert(CentralizedBrain):
+    """PARTNR's Heuristic-Expert as one planner: both agents' next steps decided together on the same state
+    (the robot's request, whose world state lists both agents): the human's step is planned on the state seen
+    from the human's pose and hand (:func:`_as_agent`)."""
+
+    name = "partnr_expert_pair"
+    privileged = True
+    accepts_free_text = False
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.experts = {role: ShareExpert(role) for role in AgentRole}
+
+    def reset(self, task: str, seed: int = 0) -> None:
+        super().reset(task, seed)
+        for expert in self.experts.values():
+            expert.reset(task, seed)
+
+    def decide(self, role: AgentRole, request: PlanRequest, roles: Sequence[AgentRole]) -> dict[AgentRole, str]:
+        state = request.world_state
+        if state is None:
+            raise ValueError("the centralized expert needs the privileged world state")
+        answers = {}
+        for other in roles:
+            seen = _as_agent(state, other)
+            answers[other] = self.experts[other].plan(replace(request, world_state=seen))
+        return answers
+
+
+def _as_agent(state: WorldState, role: AgentRole) -> WorldState:
+    """``state`` from agent ``role``'s point of view (its pose, radius, hand and room), from ``state.agents``."""
+    for agent in state.agents:
+        if agent.role == int(role):
+            return replace(state, robot=agent.pose, robot_radius=agent.radius, held=agent.held, robot_room=agent.room)
+    if role is AgentRole.ROBOT:
+        return state
+    raise ValueError(f"the world state has no agent {int(role)}")
+
+
+class ScriptedHuman(Planner):
+    """A human partner that performs a fixed list of subtasks (``[Go to, floor_lamp]`` or ``Go to, floor_lamp``),
+    one per round, then ends. No privileged input: a stand-in for a person or a simple simulated human."""
+
+    name = "scripted_human"
+    accepts_free_text = True
+
+    def __init__(self, subtasks: Sequence[str] | str = ()) -> None:
+        if isinstance(subtasks, str):
+            subtasks = [s for s in subtasks.split(";") if s.strip()]
+        self.subtasks = [s.strip().strip("[]").strip() for s in subtasks]
+        self._next = 0
+
+    def reset(self, task: str, seed: int = 0) -> None:
+        self._next = 0
+
+    def plan(self, request: PlanRequest) -> str:
+        if self._next >= len(self.subtasks):
+            return format_output("My list of subtasks is done.", Subtask("End"), "None")
+        text = self.subtasks[self._next]
+        self._next += 1
+        parts = [p.strip() for p in text.split(",")]
+        subtask = Subtask(parts[0], parts[1] if len(parts) > 1 else None, parts[2] if len(parts) > 2 else None)
+        model = "NoMaD" if casefold_words(parts[0]) == "go to" else ("octo" if casefold_words(parts[0]) in (
+            "open", "close", "turn on", "turn off") else "RT-1-X")
+        return format_output(f"Scripted step {self._next} of {len(self.subtasks)}.", subtask, model)
+
+
+@dataclass
+class PartnerEvent:
+    """One partner action the loop reported (PARTNR: non-navigation actions only)."""
+
+    agent: str
+    subtask: str
+    feedback: Feedback
+
+
+class PartnerLog:
+    """Mixin: keeps the partner actions the loop reports through ``observe_partner``."""
+
+    def observe_partner(self, agent: str, subtask_text: str, feedback: Feedback) -> None:
+        self.partner_events().append(PartnerEvent(agent, subtask_text, feedback))
+
+    def partner_events(self) -> list[PartnerEvent]:
+        events: list[PartnerEvent] | None = getattr(self, "_partner_events", None)
+        if events is None:
+            events = []
+            self._partner_events = events
+        return events
+
+
+def partner_lines(events: Sequence[PartnerEvent]) -> str:
+    """PARTNR's ``Other_Agent_Action`` lines for the partner's actions since the last call."""
+    return "\n".join(
+        f"Other agent ({e.agent}) action: {e.subtask} -> {'success' if e.feedback.success else 'failed: ' + e.feedback.message}"
+        for e in events
+    )

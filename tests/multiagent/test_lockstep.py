@@ -1,0 +1,134 @@
+"""Lock-step rounds of two agents in the one episode loop (PARTNR's robot and human): the expert pair in both
+modes, per-agent action lists, the partner feed, Pick of what the other holds, the partner's observers."""
+
+from __future__ import annotations
+
+import pytest
+
+from homiebot.agent.loop import AgentSlot, EpisodeConfig, EpisodeSetupError, run_episode
+from homiebot.agent.observers import ObserverBase
+from homiebot.eval.partnr.episodes import task_actions
+from homiebot.eval.tasks import load_suite
+from homiebot.multiagent.centralized import AgentRole
+from homiebot.multiagent.pair import (
+    CentralizedExpert,
+    PartnerLog,
+    ScriptedHuman,
+    ShareExpert,
+    centralized_pair,
+    role_actions,
+    role_config,
+)
+from homiebot.planner.scripted import ScriptedPlanner
+from homiebot.sim.mujoco.backend import MujocoSimulator
+from homiebot.types import HOUSEHOLD_ACTIONS, ErrorCode
+
+
+@pytest.fixture(scope="module")
+def sim():
+    simulator = MujocoSimulator(render=False, human=True)
+    yield simulator
+    simulator.shutdown()
+
+
+@pytest.fixture(scope="module")
+def suite():
+    return {t.id: t for t in load_suite("partnr").tasks}
+
+
+def _pair_configs(task):
+    base = EpisodeConfig(render=False, actions=task_actions(task))
+    return role_config(AgentRole.ROBOT, base), role_config(AgentRole.HUMAN, base)
+
+
+def test_role_action_lists():
+    robot = role_actions(AgentRole.ROBOT, HOUSEHOLD_ACTIONS)
+    human = role_actions(AgentRole.HUMAN, HOUSEHOLD_ACTIONS)
+    assert "Turn on" not in robot and "Clean" not in robot and "Turn on" in human and "Clean" in human
+    assert robot[-2:] == ("Wait", "End") and human[-2:] == ("Wait", "End")
+    config = role_config(AgentRole.ROBOT, EpisodeConfig(actions=HOUSEHOLD_ACTIONS))
+    assert config.agent == "robot" and set(config.withheld_actions) == {"Turn on", "Turn off", "Clean"}
+
+
+@pytest.mark.parametrize("mode", ["decentralized", "centralized"])
+def test_expert_pair_solves_a_heterogeneous_task_in_lock_step(sim, suite, mode):
+    # partnr-6-007: a can into the kitchen cabinet (robot) and then the floor lamp on (human only, temporal).
+    task = suite["partnr-6-007"]
+    robot_config, human_config = _pair_configs(task)
+    if mode == "decentralized":
+        robot, human = ShareExpert(AgentRole.ROBOT), ShareExpert(AgentRole.HUMAN)
+    else:
+        robot, human = centralized_pair(CentralizedExpert())
+    trajectory = run_episode(sim, robot, task=task, config=robot_config, partner=AgentSlot(human, human_config))
+    assert trajectory.error is None
+    assert trajectory.goal_satisfied is True
+    assert trajectory.ended
+    assert {r.agent for r in trajectory.rounds} == {0} and {r.agent for r in trajectory.partner_rounds} == {1}
+    robot_actions = [r.output.subtask.action for r in trajectory.rounds]
+    human_actions = [r.output.subtask.action for r in trajectory.partner_rounds]
+    assert "Turn on" in human_actions and "Turn on" not in robot_actions
+    assert "Put" in robot_actions
+    # The lamp waits for the can (temporal order): the human's Turn on comes after the robot's Put.
+    put_round = robot_actions.index("Put") + 1
+    turn_round = human_actions.index("Turn on") + 1
+    assert turn_round > put_round
+    assert all(r.feedback.code is ErrorCode.OK for r in trajectory.rounds + trajectory.partner_rounds)
+    assert trajectory.partner_planner is not None
+
+
+def test_partner_feed_and_observers(sim, suite):
+    task = suite["partnr-1-000"]
+    robot_config, human_config = _pair_configs(task)
+
+    class Listening(ScriptedPlanner, PartnerLog):
+        pass
+
+    robot = Listening(["Analysis: wait.\nSubtask: [Wait]\nModel: None"] * 4)
+    human = ScriptedHuman(["Go to, kitchen_drawer", "Open, kitchen_drawer", "Go to, sofa", "Close, kitchen_drawer"])
+    seen: list[tuple[int, str]] = []
+
+    class Watch(ObserverBase):
+        def on_round(self, record, seen_views, state):
+            seen.append((record.agent, record.subtask_text))
+
+        def on_partner_round(self, record, seen_views, state):
+            seen.append((record.agent, record.subtask_text))
+
+    trajectory = run_episode(sim, robot, task=task, config=robot_config, partner=AgentSlot(human, human_config),
+                             observers=[Watch()])
+    assert [s for s in seen if s[0] == 1][:2] == [(1, "[Go to, kitchen_drawer]"), (1, "[Open, kitchen_drawer]")]
+    assert seen[0][0] == 0 and seen[1][0] == 1  # robot first in every round
+    # The robot hears of the partner's non-navigation actions only, with their outcome.
+    events = robot.partner_events()
+    assert [e.subtask for e in events] == ["[Open, kitchen_drawer]", "[Close, kitchen_drawer]"]
+    assert events[0].agent == "human" and events[0].feedback.code is ErrorCode.OK
+    assert events[1].feedback.code is not ErrorCode.OK  # closed from the sofa: too far
+    assert len(trajectory.partner_rounds) == 5  # four subtasks and End
+
+
+def test_pick_of_what_the_human_holds_and_the_robots_missing_skills(sim, suite):
+    task = suite["partnr-1-000"]  # apartment_1: the apple is on a surface in reach
+    robot_config, human_config = _pair_configs(task)
+    human = ScriptedHuman(["Go to, apple", "Pick, apple"])
+    robot = ScriptedPlanner([
+        "Analysis: -\nSubtask: [Wait]\nModel: None",
+        "Analysis: -\nSubtask: [Turn on, floor_lamp]\nModel: octo",
+        "Analysis: -\nSubtask: [Go to, apple]\nModel: PixNav",
+        "Analysis: -\nSubtask: [Pick, apple]\nModel: RT-1-X",
+    ])
+    trajectory = run_episode(sim, robot, task=task, config=robot_config, partner=AgentSlot(human, human_config))
+    feedback = [r.feedback for r in trajectory.rounds]
+    assert feedback[1].code is ErrorCode.F1 and feedback[1].message.startswith("the robot can not turn on!")
+    assert feedback[3].code is ErrorCode.E1
+    assert [r.feedback.code for r in trajectory.partner_rounds[:2]] == [ErrorCode.OK, ErrorCode.OK]
+    assert feedback[3].message == "Unable to pick, the apple is held by the human"
+
+
+def test_a_partner_needs_a_simulator_with_a_human(suite):
+    alone = MujocoSimulator(render=False)
+    try:
+        with pytest.raises(EpisodeSetupError, match="human=True"):
+            run_episode(alone, ShareExpert(AgentRole.ROBOT), task=suite["partnr-1-000"],
+                        partner=AgentSlot(ShareExpert(AgentRole.HUMAN)))
+    finally:
+        alone.shutdown()
