@@ -240,9 +240,9 @@ def register(app: typer.Typer) -> None:
                     progress=on_round,
                     skills=skills,
                     perception=perception_factory,
-                    # states.jsonl + evaluation.json: PARTNR's PC from the record alone (docs/partnr.md)
-                    observers=[*observers, StatesFileRecorder(recorder, task=task, clock=simulator_clock(sim))]
-                    if task is not None else observers,
+                    # states.jsonl (+ evaluation.json for a task): PARTNR's PC from the record alone
+                    # (docs/partnr.md); a free-text instruction keeps its states (no function to score them by).
+                    observers=[*observers, StatesFileRecorder(recorder, task=task, clock=simulator_clock(sim))],
                 )
                 bar.update(progress_task, total=len(trajectory.rounds) or 1, completed=len(trajectory.rounds) or 1)
         except EpisodeSetupError as err:

@@ -147,3 +147,21 @@ def test_homie_run_record_keeps_states(tmp_path: Path):
     episode = score_record(out)
     assert episode is not None and episode.pc == 1.0 and episode.category == "heterogeneous"
     assert episode.sim_time_s is not None and episode.sim_time_s > 0
+
+
+@pytest.mark.slow
+def test_free_text_run_record_keeps_states(tmp_path: Path):
+    """A free-text instruction has no evaluation function, but its record keeps the state of every round (PC is
+    n/a for it, never 0; a function can score the states later)."""
+    from homiebot.eval.partnr.recording import score_record
+    from homiebot.eval.partnr.states import EVALUATION_FILE, read_states
+
+    out = tmp_path / "run"
+    done = subprocess.run([HOMIE, "run", "pick up the apple", "--scene", "apartment_1", "--planner", "random",
+                           "--max-rounds", "3", "--no-video", "--no-report", "--out", str(out)],
+                          capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    states = read_states(out)
+    assert states is not None and len(states) == 4  # the state after the reset, then one per round
+    assert not (out / EVALUATION_FILE).exists()
+    assert score_record(out) is None
