@@ -20,7 +20,6 @@ import argparse
 import multiprocessing
 import os
 import statistics
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -131,8 +130,7 @@ def bench_live(repeats: int) -> None:
 
 
 def _read_stream(port: int, ready: Any, stop: Any, counts: Any) -> None:
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "live"))
-    from foxglove_client import FoxgloveClient
+    from homiebot.testing.foxglove_client import FoxgloveClient
 
     topics = [f"/camera/{v}/image" for v in ("front", "left", "back", "right")] + [
         "/robot/pose", "/robot/path", "/world_graph", "/planner/log", "/tf"]

@@ -5,7 +5,6 @@ from __future__ import annotations
 from fractions import Fraction
 
 import pytest
-from paper_examples import C1_KEYPATHS, C1_STEPS, C2_KEYPATHS, C2_STEPS, NAME_DICT, emmoe_resolver, trajectory
 
 from homiebot.eval.keypaths import (
     KeypathError,
@@ -16,6 +15,15 @@ from homiebot.eval.keypaths import (
     parse_keypath,
     parse_node,
     task_progress,
+)
+from homiebot.testing.paper_examples import (
+    C1_KEYPATHS,
+    C1_STEPS,
+    C2_KEYPATHS,
+    C2_STEPS,
+    NAME_DICT,
+    emmoe_resolver,
+    trajectory,
 )
 
 

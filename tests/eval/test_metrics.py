@@ -5,7 +5,6 @@ from __future__ import annotations
 from fractions import Fraction
 
 import pytest
-from paper_examples import C1_KEYPATHS, C1_STEPS, C2_KEYPATHS, C2_STEPS, emmoe_resolver, trajectory
 
 from homiebot.eval.goals import GoalSpec
 from homiebot.eval.metrics import (
@@ -21,6 +20,7 @@ from homiebot.eval.metrics import (
     summarize,
 )
 from homiebot.eval.tasks import TaskSpec
+from homiebot.testing.paper_examples import C1_KEYPATHS, C1_STEPS, C2_KEYPATHS, C2_STEPS, emmoe_resolver, trajectory
 from homiebot.types import ErrorCode
 
 GOAL = GoalSpec.model_validate({"all": [{"type": "articulation", "furniture": "fridge", "state": "closed"}]})

@@ -65,7 +65,6 @@ def test_websocket_client_follows_a_real_episode(tmp_path: Path) -> None:
     """A real expert episode through the loop with the live view as its observer (and a record beside it): the
     client decodes every round's front view (the record's PNG of that round), the final pose, /tf, the graph
     and the log lines."""
-    from foxglove_client import FoxgloveClient
     from PIL import Image
 
     from homiebot.agent.loop import run_episode
@@ -76,6 +75,7 @@ def test_websocket_client_follows_a_real_episode(tmp_path: Path) -> None:
     from homiebot.live.foxglove_view import yaw_quaternion
     from homiebot.planner.expert import ExpertPlanner
     from homiebot.sim.base import make_simulator
+    from homiebot.testing.foxglove_client import FoxgloveClient
     from homiebot.types import Trajectory
 
     task = get_task("emmoe-084")

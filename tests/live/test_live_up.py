@@ -28,9 +28,8 @@ def _free_port() -> int:
 
 
 def test_up_live_serves_the_graph_episode(tmp_path: Path) -> None:
-    from foxglove_client import FoxgloveClient  # tests/live/foxglove_client.py
-
     from homiebot.ros.environment import overlay_environment
+    from homiebot.testing.foxglove_client import FoxgloveClient
 
     domain = random.Random(os.getpid() ^ time.time_ns()).randrange(100, 221)  # a DDS domain of its own
     env = {**overlay_environment(), "ROS_DOMAIN_ID": str(domain), "ROS_AUTOMATIC_DISCOVERY_RANGE": "LOCALHOST",

@@ -19,7 +19,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from plan_requests import GROUNDED, make_request
 
 from homiebot.planner.base import PlanRequest
 from homiebot.planner.constrained import f1_violation
@@ -32,6 +31,7 @@ from homiebot.planner.messages import (
     to_openai_messages,
 )
 from homiebot.planner.prompt import ICL_EXAMPLE_USER, parse_output
+from homiebot.testing.plan_requests import GROUNDED, make_request
 
 SECRET = "sk-test-0123456789abcdefSECRET"
 

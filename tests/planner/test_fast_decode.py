@@ -22,7 +22,7 @@ from homiebot.planner.prompt import parse_output
 
 pytestmark = pytest.mark.models
 
-from plan_requests import GROUNDED, make_request
+from homiebot.testing.plan_requests import GROUNDED, make_request
 
 
 def _request(seed: int = 0, history: int = 0, targets: tuple[str, ...] = GROUNDED, system: str | None = None) -> PlanRequest:

@@ -16,7 +16,6 @@ from homiebot.live.foxglove_view import live_missing
 
 HOMIE = [str(Path(sys.executable).with_name("homie"))]
 ENV = {**os.environ, "MUJOCO_GL": os.environ.get("MUJOCO_GL", "egl")}
-sys.path.insert(0, str(Path(__file__).parents[1] / "live"))  # the test client of tests/live
 
 
 @pytest.mark.slow
@@ -45,7 +44,7 @@ def _free_port() -> int:
 @pytest.mark.slow
 @pytest.mark.skipif(live_missing() is not None, reason=str(live_missing()))
 def test_run_live_serves_the_episode_to_a_websocket_client(tmp_path: Path) -> None:
-    from foxglove_client import FoxgloveClient  # tests/live/foxglove_client.py
+    from homiebot.testing.foxglove_client import FoxgloveClient
 
     port = _free_port()
     out = tmp_path / "live"

@@ -9,17 +9,12 @@ from __future__ import annotations
 
 import os
 import random
-import sys
 import time
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).parent))
-
-from ros_helpers import DISCOVERY_RANGE  # noqa: E402
-
+from homiebot.testing.ros_helpers import DISCOVERY_RANGE
 
 _DOMAINS = iter(random.Random(os.getpid() ^ time.time_ns()).sample(range(100, 221), 121))
 

@@ -14,7 +14,8 @@ import xml.etree.ElementTree as ET
 
 import numpy as np
 import pytest
-from ros_helpers import bridge_pick_episode, tf_edges
+
+from homiebot.testing.ros_helpers import bridge_pick_episode, tf_edges
 
 pytestmark = [pytest.mark.ros, pytest.mark.slow]
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from ros_helpers import WireListener
+from homiebot.testing.ros_helpers import WireListener
 
 pytestmark = pytest.mark.ros
 

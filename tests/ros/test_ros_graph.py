@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from ros_helpers import WireListener, graph_environment
+from homiebot.testing.ros_helpers import WireListener, graph_environment
 
 pytestmark = [pytest.mark.ros, pytest.mark.slow]
 

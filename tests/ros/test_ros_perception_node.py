@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from ros_helpers import TopicClient, assert_clean_exit, graph_environment, stop_graph
+from homiebot.testing.ros_helpers import TopicClient, assert_clean_exit, graph_environment, stop_graph
 
 pytestmark = [pytest.mark.ros, pytest.mark.slow]
 

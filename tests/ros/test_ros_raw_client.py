@@ -9,7 +9,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from ros_helpers import graph_environment
+
+from homiebot.testing.ros_helpers import graph_environment
 
 pytestmark = [pytest.mark.ros, pytest.mark.slow]
 

@@ -10,7 +10,8 @@ import time
 from pathlib import Path
 
 import pytest
-from ros_helpers import WireListener, graph_environment
+
+from homiebot.testing.ros_helpers import WireListener, graph_environment
 
 pytestmark = [pytest.mark.ros, pytest.mark.slow]
 

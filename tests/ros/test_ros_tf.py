@@ -18,7 +18,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from ros_helpers import PICK_OBJECT, bridge_pick_episode, tf_edges
+
+from homiebot.testing.ros_helpers import PICK_OBJECT, bridge_pick_episode, tf_edges
 
 pytestmark = [pytest.mark.ros, pytest.mark.slow]
 

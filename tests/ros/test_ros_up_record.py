@@ -10,7 +10,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from ros_helpers import graph_environment
+
+from homiebot.testing.ros_helpers import graph_environment
 
 pytestmark = [pytest.mark.ros, pytest.mark.slow]
 
@@ -80,10 +81,10 @@ def test_planner_options_reach_the_graph(runs) -> None:
 def test_a_task_with_only_its_id_runs(tmp_path, ros_domain) -> None:
     """A homie_msgs/Task naming only a task id: the node takes the scene and instruction from the suite."""
     from homie_msgs.msg import EpisodeStatus, Task
-    from ros_helpers import WireListener
 
     from homiebot.ros.calls import EVENTS_QOS, LATCHED_QOS
     from homiebot.ros.supervisor import GraphSpec, Supervisor, load_graph
+    from homiebot.testing.ros_helpers import WireListener
 
     nodes = [n for n in load_graph().nodes if n.name != "perception"]
     supervisor = Supervisor(GraphSpec(nodes=nodes), env=graph_environment(ros_domain), log_dir=tmp_path / "logs")

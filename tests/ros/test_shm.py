@@ -296,7 +296,7 @@ def _files_of(lock_names: set[str], shm_dir: Path) -> set[Path]:
 def test_live_participants_are_kept_and_a_killed_ones_files_are_removed(ros_domain, tmp_path):
     if not sys.platform.startswith("linux") or not shm.DEFAULT_SHM_DIR.is_dir():
         pytest.skip("Fast DDS keeps its shared memory in /dev/shm on Linux only")
-    from ros_helpers import graph_environment
+    from homiebot.testing.ros_helpers import graph_environment
 
     env = graph_environment(ros_domain)
     assert fastdds_uses_shm(env)

@@ -20,7 +20,7 @@ pytestmark = pytest.mark.models
 
 @pytest.fixture(scope="module")
 def setup(tmp_path_factory):
-    from synthetic_records import write_episode
+    from homiebot.testing.synthetic_records import write_episode
 
     root = tmp_path_factory.mktemp("tiny")
     for n in range(3):

@@ -5,11 +5,11 @@ from __future__ import annotations
 import json
 
 import pytest
-from synthetic_records import FAILED, write_episode, write_record_set
 from typer.testing import CliRunner
 
 from homiebot.cli import build_app
 from homiebot.planner.prompt import INSTRUCTION_SUFFIX
+from homiebot.testing.synthetic_records import FAILED, write_episode, write_record_set
 from homiebot.training.build import DATA_FILE, BuildOptions, build, collect
 from homiebot.training.emmoe import PAPER_SUFFIX
 from homiebot.training.episodes import TrainingDataError, load_episodes

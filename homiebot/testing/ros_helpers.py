@@ -1,4 +1,4 @@
-"""Helpers shared by the ROS 2 tests (imported by name: tests/ros is put on sys.path by its conftest)."""
+"""Helpers shared by the ROS 2 tests: graph environments, wire listeners, a pick episode through the bridge."""
 
 from __future__ import annotations
 
@@ -6,7 +6,11 @@ import os
 import threading
 import time
 from collections import defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # rclpy is imported where a helper runs: the module loads without ROS 2
+    from rclpy.qos import QoSProfile
 
 DISCOVERY_RANGE = "LOCALHOST"
 
@@ -22,7 +26,7 @@ def graph_environment(domain: int) -> dict[str, str]:
 class WireListener:
     """An rclpy node in its own context, spun in a thread, that keeps every message of some topics."""
 
-    def __init__(self, topics: dict[str, tuple[type, object]]) -> None:
+    def __init__(self, topics: Mapping[str, tuple[type, QoSProfile | int]]) -> None:
         import rclpy
         import rclpy.executors
 
@@ -106,7 +110,7 @@ class TopicClient:
     """An rclpy node in its own context, spun from the test's thread (textbook single-threaded use), that keeps
     every message of some topics: ``{topic: (msg_type, qos)}``."""
 
-    def __init__(self, name: str, topics: dict[str, tuple[type, object]]) -> None:
+    def __init__(self, name: str, topics: Mapping[str, tuple[type, QoSProfile | int]]) -> None:
         import rclpy
         import rclpy.executors
 

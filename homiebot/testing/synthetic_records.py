@@ -37,8 +37,8 @@ def write_episode(out: Path, task: str, successes: int, failure: bool, with_imag
     inserted before the second subtask when ``failure``."""
     steps: list[tuple[Subtask, str, tuple[str, ...], ErrorCode, str]] = []
     for n in range(successes - 1):
-        sub, model, inventory = CYCLE[n % len(CYCLE)]
-        steps.append((sub, model, inventory, ErrorCode.OK, "None"))
+        sub, model, held = CYCLE[n % len(CYCLE)]
+        steps.append((sub, model, held, ErrorCode.OK, "None"))
     if failure:
         sub, model, code, message = FAILED
         inventory_then = steps[0][2]
@@ -48,7 +48,8 @@ def write_episode(out: Path, task: str, successes: int, failure: bool, with_imag
     trajectory = Trajectory(task_id=task, instruction=instruction, scene="apartment_1", seed=0, planner="expert")
     recorder = EpisodeRecorder(out, images=with_images, video=False)
     recorder.start(trajectory)
-    history, feedback, inventory = "", "None", ()
+    history, feedback = "", "None"
+    inventory: tuple[str, ...] = ()
     for index, (sub, model, after, code, message) in enumerate(steps, 1):
         text = build_instruction(instruction, inventory, history, feedback)
         analysis = f"step {index} of {task}, so I should do {sub.text()}"

@@ -15,6 +15,7 @@ from typing import Any
 
 from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
 from websockets.sync.client import ClientConnection, connect
+from websockets.typing import Subprotocol
 
 SUBPROTOCOL = "foxglove.sdk.v1"  # the SDK server speaks this version of the protocol (it refuses foxglove.websocket.v1)
 MESSAGE_DATA = 0x01  # binary opcode of a message frame: u8 opcode, u32 subscription id, u64 log time, payload
@@ -47,7 +48,7 @@ class FoxgloveClient:
         self.timeout_s = timeout_s
         self._stack = contextlib.ExitStack()  # websockets wants the sync connection closed through its context
         self._connection: ClientConnection = self._stack.enter_context(
-            connect(url, subprotocols=[SUBPROTOCOL], max_size=None, open_timeout=timeout_s)
+            connect(url, subprotocols=[Subprotocol(SUBPROTOCOL)], max_size=None, open_timeout=timeout_s)
         )
         self.channels: dict[str, dict[str, Any]] = {}  # topic -> advertised channel
         self._subscriptions: dict[int, tuple[str, Any]] = {}  # subscription id -> (topic, message class)
