@@ -1,0 +1,187 @@
+"""``homie play``: a person at the keyboard plays one agent of a task's episode (docs/play.md).
+
+Exit codes, as for ``homie run``: 0 the episode ran and its record was written (finished, failed or quit by the
+person: the summary and ``play.json`` say which); 1 the episode stopped on an infrastructure error; 2 bad input
+(unknown task, role or planner, an output directory that cannot be written, bad options). Messages go to stderr.
+"""
+
+from __future__ import annotations
+
+import logging
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import typer
+
+from homiebot.cli.failures import EXIT_ENVIRONMENT, check_output
+from homiebot.cli.failures import report as _fail
+
+log = logging.getLogger(__name__)
+
+ROLES = ("robot", "human")
+
+
+def two_agent_loop() -> bool:
+    """Whether the episode loop takes a partner agent (``homiebot.agent.loop.AgentSlot``): then the person plays
+    the human by default, beside a planner that drives the robot (PARTNR's human-in-the-loop setting)."""
+    from homiebot.agent import loop
+
+    return hasattr(loop, "AgentSlot")
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``homie play``."""
+
+    @app.command("play")
+    def play_command(
+        task_id: str = typer.Option(..., "--task", "-t", help="A built-in task id (`homie tasks`)."),
+        role: str | None = typer.Option(None, "--as", help="Which agent the person plays: human (beside a planner that drives the robot) or robot (alone). Default: human where two-agent episodes exist, else robot."),
+        planner: str | None = typer.Option(None, "--planner", help="The planner that drives the robot while the person plays the human (default: expert)."),
+        out: Path | None = typer.Option(None, "--out", "-o", help="Episode record directory (default: runs/play/TASK-DATE-TIME)."),
+        views: Path | None = typer.Option(None, "--views", help="Keep each round's views image here (default: a temporary folder, removed at the end; the record keeps the views)."),
+        preview: bool | None = typer.Option(None, "--preview/--no-preview", help="Draw the views in the terminal (default: when the terminal has colour)."),
+        seed: int = typer.Option(0, "--seed", help="Run index: the scene is reset with the task's seed + this."),
+        max_rounds: int = typer.Option(20, "--max-rounds", min=1, help="Round limit (paper: 20)."),
+        noise: str = typer.Option("off", "--noise", help="Execution noise of the skill layer: off, or emmoe (EMMOE table 4 success rates)."),
+        video: bool = typer.Option(True, "--video/--no-video", help="Write episode.mp4 into the record."),
+        report: bool = typer.Option(True, "--report/--no-report", help="Write the episode's HTML page OUT/report.html at the end."),
+    ) -> None:
+        """Play one agent of a task's episode at the keyboard; the episode is recorded like any other."""
+        from homiebot.eval.tasks import TaskError, get_task
+        from homiebot.sim.scene import SceneError, load_scene
+
+        try:
+            task = get_task(task_id)
+        except TaskError as err:
+            raise _fail(str(err)) from None
+        two_agents = two_agent_loop()
+        role = role if role is not None else ("human" if two_agents else "robot")
+        if role not in ROLES:
+            raise _fail(f"unknown --as {role!r}; choose robot or human")
+        if role == "human" and not two_agents:
+            raise _fail("--as human needs two-agent episodes, which this installation's loop does not run; use --as robot")
+        if role == "robot" and planner is not None:
+            raise _fail("--planner drives the robot while you play the human; with --as robot you are the robot")
+        robot_planner = planner or "expert"
+        if role == "human":
+            from homiebot.planner.registry import PlannerError, planner_class
+
+            try:
+                planner_class(robot_planner)
+            except (PlannerError, ImportError) as err:
+                raise _fail(str(err)) from None
+        try:
+            load_scene(task.scene)
+        except SceneError as err:
+            raise _fail(str(err)) from None
+        if out is None:
+            out = Path("runs") / "play" / f"{task.id}-{time.strftime('%Y%m%d-%H%M%S')}"
+        check_output(out)
+        if views is not None:
+            check_output(views, option="--views")
+        from homiebot.skills import SkillSet, preset_name
+
+        try:
+            preset = preset_name(noise, what="--noise")
+        except ValueError as err:
+            raise _fail(str(err)) from None
+        from homiebot.data.record import EpisodeRecorder, RecordError
+
+        try:
+            recorder = EpisodeRecorder(out, video=video)
+        except RecordError as err:
+            raise _fail(str(err)) from None
+        outcome = _play(task, role, robot_planner, recorder, views, preview, seed, max_rounds, preset, SkillSet)
+        _finish(outcome, report)
+
+
+def _play(task: Any, role: str, robot_planner: str, recorder: Any, views: Path | None, preview: bool | None,
+          seed: int, max_rounds: int, preset: Any, skill_set: Any) -> Any:
+    from rich.console import Console
+
+    from homiebot.agent.loop import EpisodeConfig
+    from homiebot.eval.partnr.episodes import task_actions
+    from homiebot.eval.partnr.recording import StatesFileRecorder, simulator_clock
+    from homiebot.play.episode import play_episode, play_human_episode
+    from homiebot.play.keyboard import KeyboardPlanner
+    from homiebot.play.screen import PlayScreen
+    from homiebot.sim.base import make_simulator
+
+    def skills(sim: Any, scene_seed: int) -> Any:
+        return skill_set(sim, noise=preset, seed=scene_seed)
+
+    console = Console(highlight=False)
+    views_dir = views if views is not None else Path(tempfile.mkdtemp(prefix="homie-play-views-"))
+    views_dir.mkdir(parents=True, exist_ok=True)
+    screen = PlayScreen(console, views_dir, preview=preview, role=role, task_id=task.id)
+    person = KeyboardPlanner(sys.stdin, screen)
+    config = EpisodeConfig(max_rounds=max_rounds, actions=task_actions(task))
+    console.print(f"You play the {role} in {task.id} ({task.scene}); type help for the commands, quit to stop.")
+    sim = make_simulator("mujoco", render=True, **({"human": True} if role == "human" else {}))
+    try:
+        states = StatesFileRecorder(recorder, task=task, clock=simulator_clock(sim))
+        if role == "robot":  # the person is the only agent
+            return play_episode(sim, person, task, recorder, seed=seed, config=config, skills=skills,
+                                observers=[states, screen])
+        robot, robot_config, human_config = _robot_side(robot_planner, task, config)
+        console.print(f"The robot is driven by the {robot.name} planner; you act after it in every round.")
+        try:
+            return play_human_episode(sim, robot, person, task, recorder, robot_config=robot_config,
+                                      human_config=human_config, seed=seed, skills=skills, observers=[states, screen])
+        finally:
+            robot.close()
+    finally:
+        sim.shutdown()
+        if views is None:
+            shutil.rmtree(views_dir, ignore_errors=True)
+
+
+def _robot_side(name: str, task: Any, base: Any) -> tuple[Any, Any, Any]:
+    """The robot's planner and both agents' configurations (PARTNR A.9.1: the robot lacks the state-changing
+    skills). ``expert`` on a task with a PARTNR evaluation function is the expert restricted to the robot's share
+    of the task (homiebot.multiagent.pair.ShareExpert), so the person has the human's share left to do; on
+    other tasks it is the single-agent expert, which reads the state and carries on whatever the person did."""
+    from dataclasses import replace
+
+    from homiebot.planner.registry import make_planner
+
+    try:
+        from homiebot.multiagent import pair
+        from homiebot.multiagent.centralized import AgentRole
+    except ImportError:  # the two-agent planners are not there: both agents keep the task's list
+        return make_planner(name), base, replace(base, agent="human")
+    robot_config = pair.role_config(AgentRole.ROBOT, base)
+    human_config = pair.role_config(AgentRole.HUMAN, base)
+    if name == "expert" and task.evaluation is not None:
+        return pair.ShareExpert(AgentRole.ROBOT), robot_config, human_config
+    return make_planner(name), robot_config, human_config
+
+
+def _finish(outcome: Any, report: bool) -> None:
+    from rich.console import Console
+    from rich.markup import escape
+
+    console = Console(highlight=False)
+    trajectory = outcome.trajectory
+    if outcome.ended_by == "user":
+        verdict = f"you quit in round {outcome.quit_round}: recorded as ended by the user"
+    elif trajectory.goal_satisfied:
+        verdict = "[green]success[/green]" if trajectory.ended else escape("goal met, but no [End]")
+    else:
+        verdict = "[red]failure[/red] (goal not met)"
+    console.print(f"{verdict}: {len(trajectory.rounds)} rounds, path {trajectory.path_length:.1f} m; "
+                  f"record: {escape(str(outcome.record))} (the views of round N: subtaskN_front.png ...)", soft_wrap=True)
+    if report:
+        from homiebot.report import ReportError, write_report
+
+        try:
+            (page,) = write_report(outcome.record)
+        except ReportError as err:
+            raise _fail(f"the record is kept but its report was not written: {err}", code=EXIT_ENVIRONMENT) from None
+        console.print(f"report: {escape(str(page))}", soft_wrap=True)
+    if trajectory.error:
+        raise _fail(trajectory.error, code=EXIT_ENVIRONMENT)
