@@ -16,6 +16,7 @@ from homiebot.logs import configure_logging
 #: Modules that add commands to the ``homie`` app, in help order.
 COMMAND_MODULES = (
     "homiebot.cli.run",  # homie run, homie tasks
+    "homiebot.cli.play",  # homie play
     "homiebot.cli.sim",  # homie sim ...
     "homiebot.cli.eval",  # homie eval, homie metrics
     "homiebot.cli.perception",  # homie perception ...
