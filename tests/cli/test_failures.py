@@ -35,6 +35,10 @@ CASES: dict[str, dict[str, list[str]]] = {
         "malformed_input": ["tidy up", "--scene", MALFORMED, "--out", "{tmp}/out"],
     },
     "tasks": {"bad_name": ["--suite", "nope"]},
+    "play": {
+        "unwritable": ["--task", "demo-drawer", "--out", UNWRITABLE],
+        "bad_name": ["--task", "nope-000", "--out", "{tmp}/out"],
+    },
     "eval": {
         "unwritable": ["--suite", "demo", "--out", UNWRITABLE],
         "bad_name": ["--suite", "demo", "--planner", "nope", "--out", "{tmp}/out"],
