@@ -24,11 +24,12 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from homiebot.agent.loop import EpisodeConfig, run_episode
+from homiebot.agent.loop import EpisodeConfig, EpisodeSetupError, run_episode
 from homiebot.agent.observers import EpisodeObserver, ObserverBase
 from homiebot.data.record import EpisodeRecorder, RecordingObserver
 from homiebot.eval.goals import GoalSpec, goal_satisfied
 from homiebot.eval.tasks import TaskSpec
+from homiebot.planner.base import Planner
 from homiebot.play.keyboard import KeyboardPlanner, PlayerQuit
 from homiebot.sim.base import Simulator
 from homiebot.types import Observation, Trajectory, WorldState
@@ -50,13 +51,17 @@ class PlayOutcome:
 
 
 def ended_by(trajectory: Trajectory, quit_round: int | None, max_rounds: int) -> str:
+    """How the episode ended (module docstring). With a partner both agents must have answered [End]."""
     if quit_round is not None:
         return "user"
     if trajectory.error is not None:
         return "error"
-    if trajectory.ended:
+    partner_ended = not trajectory.partner_rounds or trajectory.partner_rounds[-1].output.subtask is not None and \
+        trajectory.partner_rounds[-1].output.subtask.is_end
+    if trajectory.ended and partner_ended:
         return "end"
-    return "round_limit" if len(trajectory.rounds) >= max_rounds else "error"
+    rounds = max(len(trajectory.rounds), len(trajectory.partner_rounds))
+    return "round_limit" if rounds >= max_rounds else "error"
 
 
 class _QuitIsNoFailure(logging.Filter):
@@ -106,10 +111,38 @@ class _EndedByUser(ObserverBase):
             "quit_reason": quit_event.reason if quit_event is not None else None,
             "typed": [asdict(t) for t in self.planner.typed],
         }
+        if trajectory.partner_rounds:
+            # The human's rounds (the loop's partner rounds), in the same terms as the summary's robot rounds.
+            data["partner_rounds"] = [
+                {"round": r.index, "subtask": r.subtask_text, "model": r.output.model, "code": r.feedback.code.value,
+                 "feedback": r.feedback.message, "inventory": list(r.feedback.inventory)}
+                for r in trajectory.partner_rounds
+            ]
         try:
             self.recorder.add_file(PLAY_FILE, json.dumps(data, indent=2, ensure_ascii=False) + "\n")
         except Exception:  # the record never started (the reset failed before it): nothing to add to
             log.debug("play.json not added", exc_info=True)
+
+
+def _run_recorded(sim: Simulator, planner: Planner, task: TaskSpec, recorder: EpisodeRecorder,
+                  marker: _EndedByUser, config: EpisodeConfig, seed: int, skills: Any,
+                  observers: Sequence[EpisodeObserver], **partner: Any) -> PlayOutcome:
+    recording = RecordingObserver(recorder, scene_seed=task.seed + seed, config=config, topdown=sim.render_topdown)
+    # The marker ends before the recorder writes the summary; the recorder starts before the observers that add
+    # files to it.
+    watchers: list[EpisodeObserver] = [marker, recording, *observers]
+    loop_log = logging.getLogger(run_episode.__module__)
+    quiet = _QuitIsNoFailure()
+    loop_log.addFilter(quiet)
+    try:
+        trajectory = run_episode(sim, planner, task=task, seed=seed, config=config, skills=skills,
+                                 observers=watchers, **partner)
+    except BaseException:
+        recording.abort()
+        raise
+    finally:
+        loop_log.removeFilter(quiet)
+    return PlayOutcome(trajectory, marker.ended_by, marker.quit_round, recorder.out_dir)
 
 
 def play_episode(
@@ -131,19 +164,30 @@ def play_episode(
     """
     config = config or EpisodeConfig()
     marker = _EndedByUser(planner, recorder, role, None, config.max_rounds, task.goal)
-    recording = RecordingObserver(recorder, scene_seed=task.seed + seed, config=config, topdown=sim.render_topdown)
-    # The marker ends before the recorder writes the summary; the recorder starts before the observers that add
-    # files to it.
-    watchers: list[EpisodeObserver] = [marker, recording, *observers]
-    loop_log = logging.getLogger(run_episode.__module__)
-    quiet = _QuitIsNoFailure()
-    loop_log.addFilter(quiet)
-    try:
-        trajectory = run_episode(sim, planner, task=task, seed=seed, config=config, skills=skills,
-                                 observers=watchers)
-    except BaseException:
-        recording.abort()
-        raise
-    finally:
-        loop_log.removeFilter(quiet)
-    return PlayOutcome(trajectory, marker.ended_by, marker.quit_round, recorder.out_dir)
+    return _run_recorded(sim, planner, task, recorder, marker, config, seed, skills, observers)
+
+
+def play_human_episode(
+    sim: Simulator,
+    robot: Planner,
+    person: KeyboardPlanner,
+    task: TaskSpec,
+    recorder: EpisodeRecorder,
+    *,
+    robot_config: EpisodeConfig,
+    human_config: EpisodeConfig,
+    seed: int = 0,
+    skills: Any = None,
+    observers: Sequence[EpisodeObserver] = (),
+) -> PlayOutcome:
+    """Run ``task`` with ``robot`` driving the robot and the person as PARTNR's human partner, in the loop's
+    lock-step rounds (``sim`` built with the human: ``MujocoSimulator(human=True)``); recorded as
+    :func:`play_episode` records. The person's rounds are the trajectory's ``partner_rounds``."""
+    from homiebot.agent import loop
+
+    slot_class = getattr(loop, "AgentSlot", None)
+    if slot_class is None:
+        raise EpisodeSetupError("this installation's episode loop runs one agent only; play the robot instead")
+    partner = slot_class(planner=person, config=human_config, role=1, name="human")
+    marker = _EndedByUser(person, recorder, "human", robot.name, robot_config.max_rounds, task.goal)
+    return _run_recorded(sim, robot, task, recorder, marker, robot_config, seed, skills, observers, partner=partner)

@@ -51,6 +51,8 @@ log = logging.getLogger(__name__)
 
 #: The analysis written into the answer of a person's round (EMMOE's format has one; a person gives none).
 PLAYER_ANALYSIS = "The person at the keyboard chose this subtask."
+#: PARTNR's Wait tool as the two-agent loop names it (homiebot.agent.loop.WAIT_ACTION, where it exists).
+WAIT = "Wait"
 QUIT_WORDS = frozenset({"quit", "exit", "q"})
 HELP_WORDS = frozenset({"help", "h", "?"})
 LIST_WORDS = frozenset({"list", "ls", "l"})
@@ -173,6 +175,10 @@ def _check_name(text: str, state: WorldState | None, grounder: Grounder, what: s
     raise EntryError(f"there is no {what} {text!r} in this house{suffix}")
 
 
+def _listed(word: str, actions: Sequence[str]) -> bool:
+    return casefold_words(word) in {casefold_words(a) for a in actions}
+
+
 def parse_subtask(line: str, request: PlanRequest, grounder: Grounder | None = None) -> Choice:
     """A typed ``[Action, target(, place)] (Model)`` as a :class:`Choice`; :class:`EntryError` names what is wrong."""
     match = _SUBTASK.match(line.strip())
@@ -185,6 +191,11 @@ def parse_subtask(line: str, request: PlanRequest, grounder: Grounder | None = N
     if not parts[0]:
         raise EntryError("the subtask names no action; write e.g. [Go to, fridge]")
     actions = request.actions or tuple(a.value for a in Action)
+    if casefold_words(parts[0]) == casefold_words(WAIT) and _listed(WAIT, actions):
+        # PARTNR's Wait (two-agent episodes): a round that does nothing while the other agent acts.
+        if len(parts) > 1 or match.group("model").strip() not in ("", "None", "none"):
+            raise EntryError("[Wait] takes no target and no model")
+        return Choice(Subtask(WAIT), "None")
     action = _parse_action(parts[0], actions)
     model = _parse_model(match.group("model"), action, request.models)
     if action is Action.END:
@@ -238,7 +249,7 @@ def admissible_subtasks(
 ) -> list[Choice]:
     """The subtasks the executor's pre-checks would let through now (module docstring), in a fixed order: the
     manipulations first (they are what a round is usually about), then Go to every furniture and loose object,
-    then End. Names are the scene's instance names, which the executor grounds exactly."""
+    then Wait (two-agent episodes) and End. Names are the scene's instance names, which the executor grounds exactly."""
     if state is None:
         return [Choice(Subtask(Action.END.value), "None")] if "End" in actions else []
     listed = [a for a in (Action.parse(x) for x in actions) if a is not None]
@@ -294,6 +305,8 @@ def admissible_subtasks(
     if Action.GO_TO in listed:
         choices += [Choice(Subtask(Action.GO_TO.value, n), default_model(Action.GO_TO, models))
                     for n in (*furniture, *objects)]
+    if _listed(WAIT, actions):
+        choices.append(Choice(Subtask(WAIT), "None"))
     if Action.END in listed:
         choices.append(Choice(Subtask(Action.END.value), "None"))
     return choices

@@ -106,6 +106,18 @@ def where_line(state: WorldState, who: str = "You") -> str:
     return f"{who} are in the {room}, holding {holding}."
 
 
+def other_agents_lines(state: WorldState, me: str) -> list[str]:
+    """Where the other agents of a two-agent world are and what they hold (empty with one agent)."""
+    lines = []
+    for agent in state.agents:
+        if agent.name == me:
+            continue
+        room = agent.room.replace("_", " ") if agent.room else "no room"
+        holding = f"the {agent.held}" if agent.held else "nothing"
+        lines.append(f"The {agent.name} is in the {room}, holding {holding}.")
+    return lines
+
+
 def describe_objects(state: WorldState, cleaning: bool = False) -> list[str]:
     """One line per object: where it is, its states, and how far it is from the agent (reach distance).
     ``cleaning``: say clean or dirty (only where the task has a Clean action: every object has the state)."""
@@ -148,6 +160,8 @@ class PlayScreen(ObserverBase):
         self.role = role
         self.task_id = task_id
         self.saved: list[Path] = []  # every views image written, in round order
+        self.other = "robot" if role == "human" else None  # the agent a planner drives beside the person
+        self.other_last: RoundRecord | None = None  # that agent's last round
 
     # ---------------------------------------------------------------------------------------- planner side
 
@@ -163,6 +177,12 @@ class PlayScreen(ObserverBase):
         state = request.world_state
         if state is not None:
             print_(escape(where_line(state)))
+            for line in other_agents_lines(state, self.role):
+                print_(escape(line), soft_wrap=True)
+        if self.other is not None:
+            last = last_round_line(self.other_last) if self.other_last is not None else "none yet"
+            print_(f"[bold]The {self.other}'s last round:[/bold] {escape(last)}", soft_wrap=True)
+        if state is not None:
             print_("[bold]Objects:[/bold]")
             for line in describe_objects(state, "Clean" in request.actions):
                 print_("  " + escape(line))
@@ -221,5 +241,18 @@ class PlayScreen(ObserverBase):
     # ---------------------------------------------------------------------------------------- observer side
 
     def on_round(self, record: RoundRecord, seen: object, state: WorldState) -> None:
+        """A round of the loop's first agent: the person's when they play the robot, else the robot's."""
+        if self.other is None:
+            self._print_round(record, "")
+        else:
+            self.other_last = record
+            self._print_round(record, f"{self.other}: ")
+
+    def on_partner_round(self, record: RoundRecord, seen: object, state: WorldState) -> None:
+        """A round of the second agent of a two-agent episode: the person's when they play the human."""
+        self._print_round(record, "you: " if self.other is not None else "partner: ")
+
+    def _print_round(self, record: RoundRecord, who: str) -> None:
         style = "green" if record.feedback.success else "yellow"
-        self.console.print(f"[{style}]{escape(last_round_line(record))}[/{style}]", highlight=False, soft_wrap=True)
+        line = who + last_round_line(record)
+        self.console.print(f"[{style}]{escape(line)}[/{style}]", highlight=False, soft_wrap=True)
