@@ -44,7 +44,7 @@ A detection of the held object's label within ``held_radius`` of the robot is th
 from __future__ import annotations
 
 import logging
-from collections import Counter
+from collections import Counter, defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import NamedTuple, Protocol
@@ -151,7 +151,7 @@ class _Track:
     kind: EntityKind
     voxel: float
     keys: np.ndarray
-    votes: Counter = field(default_factory=Counter)
+    votes: defaultdict[str, float] = field(default_factory=lambda: defaultdict(float))  # category -> confidence sum
     prompts: dict[str, tuple[str, ...]] = field(default_factory=dict)
     box_min: np.ndarray = field(default_factory=lambda: np.zeros(3))
     box_max: np.ndarray = field(default_factory=lambda: np.zeros(3))
@@ -160,7 +160,7 @@ class _Track:
 
     @property
     def label(self) -> str:
-        return self.votes.most_common(1)[0][0]
+        return max(self.votes.items(), key=lambda vote: vote[1])[0]  # the first of equal sums, as Counter.most_common
 
 
 class _Similarity(NamedTuple):
@@ -391,7 +391,8 @@ class ConceptGraphBuilder:
         keep.box_min = np.minimum(keep.box_min, drop.box_min)
         keep.box_max = np.maximum(keep.box_max, drop.box_max)
         keep.centroid = voxel_centers(keep.keys, keep.voxel).mean(axis=0)
-        keep.votes.update(drop.votes)
+        for category, weight in drop.votes.items():
+            keep.votes[category] += weight
         for category, prompts in drop.prompts.items():
             keep.prompts.setdefault(category, prompts)
         keep.detections += drop.detections

@@ -27,10 +27,13 @@ import os
 import shutil
 import tempfile
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from homiebot.planner.prompt import ICL_EXAMPLE_ASSISTANT, ICL_EXAMPLE_USER, format_output, system_prompt
 from homiebot.types import EMMOE_ACTIONS, EMMOE_MODELS, Subtask
+
+if TYPE_CHECKING:  # transformers is imported when a model is built (the models extra)
+    from transformers import PreTrainedModel, ProcessorMixin
 
 log = logging.getLogger(__name__)
 
@@ -118,6 +121,8 @@ def build_tiny_vlm(arch: Architecture = "llava", *, seed: int = 0, image_size: i
         "pad_token_id": ids["<|endoftext|>"],
     }
     torch.manual_seed(seed)
+    model: PreTrainedModel
+    processor: ProcessorMixin
     if arch == "llava":
         from transformers import (
             CLIPImageProcessor,
@@ -134,7 +139,7 @@ def build_tiny_vlm(arch: Architecture = "llava", *, seed: int = 0, image_size: i
                 image_size=image_size, patch_size=14, projection_dim=32,
             ),
             text_config=LlamaConfig(**text),
-            image_token_id=ids["<image>"],
+            image_token_index=ids["<image>"],  # the declared name of what transformers also reads as image_token_id
             vision_feature_select_strategy="default",
             vision_feature_layer=-1,
         )
@@ -166,34 +171,34 @@ def build_tiny_vlm(arch: Architecture = "llava", *, seed: int = 0, image_size: i
         special = {"image_token_id": ids["<|image_pad|>"], "video_token_id": ids["<|video_pad|>"],
                    "vision_start_token_id": ids["<|vision_start|>"]}
         if arch == "qwen2_vl":
-            config = Qwen2VLConfig(
+            qwen2_config = Qwen2VLConfig(
                 text_config=text_config,
                 vision_config={"depth": 1, "embed_dim": 32, "hidden_size": 64, "num_heads": 2, "mlp_ratio": 2,
                                "patch_size": 14, "spatial_merge_size": 2, "temporal_patch_size": 2},
                 **special,
             )
-            model = Qwen2VLForConditionalGeneration(config)
+            model = Qwen2VLForConditionalGeneration(qwen2_config)
         else:  # windowed vision attention in block 0, full attention in block 1
-            config = Qwen2_5_VLConfig(
+            qwen2_5_config = Qwen2_5_VLConfig(
                 text_config=text_config,
                 vision_config={"depth": 2, "hidden_size": 32, "intermediate_size": 64, "num_heads": 2,
                                "out_hidden_size": 64, "patch_size": 14, "spatial_merge_size": 2,
                                "temporal_patch_size": 2, "window_size": 56, "fullatt_block_indexes": [1]},
                 **special,
             )
-            model = Qwen2_5_VLForConditionalGeneration(config)
+            model = Qwen2_5_VLForConditionalGeneration(qwen2_5_config)
         # Each view becomes (side / 28)^2 merged tokens: one at the default 28 px.
         pixels = max(image_size, 28) ** 2
-        image_processor = Qwen2VLImageProcessor(min_pixels=pixels, max_pixels=pixels)
+        qwen_images = Qwen2VLImageProcessor(min_pixels=pixels, max_pixels=pixels)
         if importlib.util.find_spec("torchvision") is None:
             # The video processor needs torchvision; the planner sends images only (see the module docstring).
             from homiebot.planner.hf_backend import image_only_qwen_vl_processor
 
-            processor = image_only_qwen_vl_processor(image_processor, tokenizer, tokenizer.chat_template)
+            processor = image_only_qwen_vl_processor(qwen_images, tokenizer, tokenizer.chat_template)
         else:
             processor_class = Qwen2VLProcessor if arch == "qwen2_vl" else Qwen2_5_VLProcessor
             processor = processor_class(
-                image_processor=image_processor, tokenizer=tokenizer, video_processor=Qwen2VLVideoProcessor(),
+                image_processor=qwen_images, tokenizer=tokenizer, video_processor=Qwen2VLVideoProcessor(),
                 chat_template=tokenizer.chat_template,
             )
     else:

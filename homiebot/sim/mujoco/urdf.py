@@ -39,7 +39,7 @@ from __future__ import annotations
 import math
 import xml.etree.ElementTree as ET
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import mujoco
 import numpy as np
@@ -181,7 +181,8 @@ def _geom_visuals(model: mujoco.MjModel, geom: int, in_link: np.ndarray, link: s
     size = model.geom_size[geom]
     origin = in_link @ _transform(model.geom_pos[geom], model.geom_quat[geom])
     name = _strip(model.geom(geom).name) or f"{link}_geom{geom - int(model.body_geomadr[model.geom_bodyid[geom]])}"
-    rgba = tuple(float(c) for c in model.geom_rgba[geom])
+    red, green, blue, alpha = (float(c) for c in model.geom_rgba[geom])
+    rgba = (red, green, blue, alpha)
     collision = bool(model.geom_contype[geom] or model.geom_conaffinity[geom])
     if kind == mujoco.mjtGeom.mjGEOM_BOX:
         return [Visual(name, "box", tuple(2 * float(s) for s in size[:3]), origin, rgba, collision)]
@@ -251,24 +252,25 @@ def _walk(model: mujoco.MjModel) -> list[Link]:
 
     add(_body_link(model, root, None, np.eye(4)))
     visit(root, BASE_LINK, np.eye(4))
-    return [Link(**{**link.__dict__, "visuals": tuple(visuals[link.name])}) for link in links]
+    return [replace(link, visuals=tuple(visuals[link.name])) for link in links]
 
 
 def _body_link(model: mujoco.MjModel, body: int, parent: str | None, origin: np.ndarray) -> Link:
     name = BASE_LINK if parent is None else _strip(model.body(body).name)
     mass = float(model.body_mass[body])
-    inertial = {}
+    inertia_origin: np.ndarray | None = None
+    inertia: tuple[float, float, float] | None = None
     if mass > 0:
-        inertial = {
-            "mass": mass,
-            "inertia_origin": _transform(model.body_ipos[body], model.body_iquat[body]),
-            "inertia": tuple(float(v) for v in model.body_inertia[body]),
-        }
+        inertia_origin = _transform(model.body_ipos[body], model.body_iquat[body])
+        ixx, iyy, izz = (float(v) for v in model.body_inertia[body])
+        inertia = (ixx, iyy, izz)
+    else:
+        mass = 0.0  # a massless link has no <inertial>
     if parent is None:  # the root: its joints (the planar base) are odom -> base_link, not URDF joints
-        return Link(name, None, "", "root", np.eye(4), body, **inertial)
+        return Link(name, None, "", "root", np.eye(4), body, mass=mass, inertia_origin=inertia_origin, inertia=inertia)
     njnt = int(model.body_jntnum[body])
     if njnt == 0:
-        return Link(name, parent, f"{name}_joint", "fixed", origin, body, **inertial)
+        return Link(name, parent, f"{name}_joint", "fixed", origin, body, mass=mass, inertia_origin=inertia_origin, inertia=inertia)
     if njnt > 1:
         raise UrdfError(f"body {model.body(body).name!r} has {njnt} joints; a URDF link has one")
     jnt = int(model.body_jntadr[body])
@@ -281,12 +283,13 @@ def _body_link(model: mujoco.MjModel, body: int, parent: str | None, origin: np.
         raise UrdfError(f"joint {joint_name!r} is anchored off its body's origin ({model.jnt_pos[jnt]}); not supported")
     if not model.jnt_limited[jnt]:
         raise UrdfError(f"joint {joint_name!r} has no range; a URDF {kind} joint needs limits")
-    axis = tuple(float(v) for v in model.jnt_axis[jnt])
+    ax, ay, az = (float(v) for v in model.jnt_axis[jnt])
+    axis = (ax, ay, az)
     adr = int(model.jnt_qposadr[jnt])
     # MuJoCo's body frame is (pos, quat) at qpos0 (the joint's ``ref``); the URDF origin is the frame at 0.
     origin = origin @ joint_motion(kind, axis, -float(model.qpos0[adr]))
     limits = (float(model.jnt_range[jnt][0]), float(model.jnt_range[jnt][1]))
-    return Link(name, parent, joint_name, kind, origin, body, axis, limits, adr, **inertial)
+    return Link(name, parent, joint_name, kind, origin, body, axis, limits, adr, mass=mass, inertia_origin=inertia_origin, inertia=inertia)
 
 
 # ------------------------------------------------------------------------------------------------ URDF text
@@ -321,6 +324,7 @@ def urdf_xml(links: list[Link], name: str = ROBOT_NAME) -> ET.Element:
     for link in links:
         element = ET.SubElement(robot, "link", name=link.name)
         if link.mass > 0:
+            assert link.inertia_origin is not None and link.inertia is not None  # _body_link sets them with a mass
             inertial = ET.SubElement(element, "inertial")
             _origin(inertial, link.inertia_origin)
             ET.SubElement(inertial, "mass", value=_num(link.mass))
@@ -345,6 +349,7 @@ def urdf_xml(links: list[Link], name: str = ROBOT_NAME) -> ET.Element:
         ET.SubElement(joint, "child", link=link.name)
         if link.joint_type != "fixed":
             ET.SubElement(joint, "axis", xyz=_nums(link.axis))
+            assert link.limits is not None  # _body_link gives every movable joint its range
             lower, upper = link.limits
             ET.SubElement(joint, "limit", lower=_num(lower), upper=_num(upper), effort="0", velocity="0")
     ET.indent(robot, space="  ")
@@ -361,7 +366,7 @@ class RobotKinematics:
         self.data = mujoco.MjData(self.model)
         self.links: tuple[Link, ...] = tuple(_walk(self.model))
         self._by_name = {link.name: link for link in self.links}
-        self._body_links = [link for link in self.links if link.body >= 0 and link.parent is not None]
+        self._body_links = [(link.parent, link) for link in self.links if link.body >= 0 and link.parent is not None]
         self._movable = {link.joint: link.qpos_adr for link in self.links if link.qpos_adr is not None}
 
     def link(self, name: str) -> Link:
@@ -398,9 +403,8 @@ class RobotKinematics:
         fixed), at ``positions``: what ``/tf`` needs beside ``odom -> base_link`` and the camera mounts."""
         self._forward(positions)
         return [
-            (link.parent, link.name,
-             _inverse(self._body_pose(self._by_name[link.parent].body)) @ self._body_pose(link.body))
-            for link in self._body_links
+            (parent, link.name, _inverse(self._body_pose(self._by_name[parent].body)) @ self._body_pose(link.body))
+            for parent, link in self._body_links
         ]
 
 
