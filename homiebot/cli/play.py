@@ -1,4 +1,6 @@
-"""``homie play``: a person at the keyboard plays one agent of a task's episode (docs/play.md).
+"""``homie play``: a person at the keyboard plays one agent of a task's episode (docs/play.md): by default PARTNR's
+human partner, beside a planner that drives the robot, in the loop's lock-step rounds (PARTNR paper, section 5:
+people in the loop); with ``--as robot`` the only agent of an EMMOE-style episode.
 
 Exit codes, as for ``homie run``: 0 the episode ran and its record was written (finished, failed or quit by the
 person: the summary and ``play.json`` say which); 1 the episode stopped on an infrastructure error; 2 bad input
@@ -25,21 +27,13 @@ log = logging.getLogger(__name__)
 ROLES = ("robot", "human")
 
 
-def two_agent_loop() -> bool:
-    """Whether the episode loop takes a partner agent (``homiebot.agent.loop.AgentSlot``): then the person plays
-    the human by default, beside a planner that drives the robot (PARTNR's human-in-the-loop setting)."""
-    from homiebot.agent import loop
-
-    return hasattr(loop, "AgentSlot")
-
-
 def register(app: typer.Typer) -> None:
     """Add ``homie play``."""
 
     @app.command("play")
     def play_command(
         task_id: str = typer.Option(..., "--task", "-t", help="A built-in task id (`homie tasks`)."),
-        role: str | None = typer.Option(None, "--as", help="Which agent the person plays: human (beside a planner that drives the robot) or robot (alone). Default: human where two-agent episodes exist, else robot."),
+        role: str = typer.Option("human", "--as", help="Which agent the person plays: human (PARTNR's partner, beside a planner that drives the robot) or robot (the only agent)."),
         planner: str | None = typer.Option(None, "--planner", help="The planner that drives the robot while the person plays the human (default: expert)."),
         out: Path | None = typer.Option(None, "--out", "-o", help="Episode record directory (default: runs/play/TASK-DATE-TIME)."),
         views: Path | None = typer.Option(None, "--views", help="Keep each round's views image here (default: a temporary folder, removed at the end; the record keeps the views)."),
@@ -58,12 +52,8 @@ def register(app: typer.Typer) -> None:
             task = get_task(task_id)
         except TaskError as err:
             raise _fail(str(err)) from None
-        two_agents = two_agent_loop()
-        role = role if role is not None else ("human" if two_agents else "robot")
         if role not in ROLES:
             raise _fail(f"unknown --as {role!r}; choose robot or human")
-        if role == "human" and not two_agents:
-            raise _fail("--as human needs two-agent episodes, which this installation's loop does not run; use --as robot")
         if role == "robot" and planner is not None:
             raise _fail("--planner drives the robot while you play the human; with --as robot you are the robot")
         robot_planner = planner or "expert"
@@ -145,15 +135,10 @@ def _robot_side(name: str, task: Any, base: Any) -> tuple[Any, Any, Any]:
     skills). ``expert`` on a task with a PARTNR evaluation function is the expert restricted to the robot's share
     of the task (homiebot.multiagent.pair.ShareExpert), so the person has the human's share left to do; on
     other tasks it is the single-agent expert, which reads the state and carries on whatever the person did."""
-    from dataclasses import replace
-
+    from homiebot.multiagent import pair
+    from homiebot.multiagent.centralized import AgentRole
     from homiebot.planner.registry import make_planner
 
-    try:
-        from homiebot.multiagent import pair
-        from homiebot.multiagent.centralized import AgentRole
-    except ImportError:  # the two-agent planners are not there: both agents keep the task's list
-        return make_planner(name), base, replace(base, agent="human")
     robot_config = pair.role_config(AgentRole.ROBOT, base)
     human_config = pair.role_config(AgentRole.HUMAN, base)
     if name == "expert" and task.evaluation is not None:

@@ -24,7 +24,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from homiebot.agent.loop import EpisodeConfig, EpisodeSetupError, run_episode
+from homiebot.agent.loop import AgentSlot, EpisodeConfig, run_episode
 from homiebot.agent.observers import EpisodeObserver, ObserverBase
 from homiebot.data.record import EpisodeRecorder, RecordingObserver
 from homiebot.eval.goals import GoalSpec, goal_satisfied
@@ -183,11 +183,6 @@ def play_human_episode(
     """Run ``task`` with ``robot`` driving the robot and the person as PARTNR's human partner, in the loop's
     lock-step rounds (``sim`` built with the human: ``MujocoSimulator(human=True)``); recorded as
     :func:`play_episode` records. The person's rounds are the trajectory's ``partner_rounds``."""
-    from homiebot.agent import loop
-
-    slot_class = getattr(loop, "AgentSlot", None)
-    if slot_class is None:
-        raise EpisodeSetupError("this installation's episode loop runs one agent only; play the robot instead")
-    partner = slot_class(planner=person, config=human_config, role=1, name="human")
+    partner = AgentSlot(planner=person, config=human_config, role=1, name="human")
     marker = _EndedByUser(person, recorder, "human", robot.name, robot_config.max_rounds, task.goal)
     return _run_recorded(sim, robot, task, recorder, marker, robot_config, seed, skills, observers, partner=partner)

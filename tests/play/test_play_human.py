@@ -10,7 +10,6 @@ import json
 import pytest
 from rich.console import Console
 
-from homiebot.agent import loop
 from homiebot.agent.loop import EpisodeConfig
 from homiebot.data.record import EpisodeRecorder, read_summary
 from homiebot.eval.partnr.episodes import task_actions
@@ -20,7 +19,6 @@ from homiebot.play.keyboard import KeyboardPlanner
 from homiebot.play.screen import PlayScreen
 from homiebot.sim.base import make_simulator
 
-pytestmark = pytest.mark.skipif(not hasattr(loop, "AgentSlot"), reason="the episode loop has no two-agent rounds")
 TASK = "partnr-1-022"  # "Turn on the microwave and put the mug on the chair."
 
 

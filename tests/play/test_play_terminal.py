@@ -166,3 +166,30 @@ def test_ctrl_d_stops_like_quit(terminal, tmp_path):
     term.expect(r"you quit in round 1")
     assert term.wait() == 0
     assert json.loads((tmp_path / "eof" / "play.json").read_text())["quit_reason"] == "end of input"
+
+
+@pytest.mark.slow
+def test_by_default_the_person_is_the_human_beside_the_expert_robot(terminal, tmp_path):
+    out = tmp_path / "human"
+    term = terminal("--task", "partnr-1-022", "--out", str(out), "--no-video", "--no-report", "--no-preview")
+    term.expect(r"You play the human in partnr-1-022")
+    term.expect(r"robot: \(1\) \[Go to, mug\] -> OK")
+    term.expect(r"The robot's last round: \(1\) \[Go to, mug\] -> OK")
+    term.expect(PROMPT)
+    term.type("[Go to, microwave]")
+    term.expect(r"you: \(1\) \[Go to, microwave\] -> OK")
+    term.expect(PROMPT)
+    term.type(_number(term, "[Turn on, microwave]"))
+    term.expect(r"you: \(2\) \[Turn on, microwave\] -> OK")
+    term.expect(PROMPT)
+    term.type(_number(term, "[Wait]"))
+    term.expect(r"robot: \(4\) \[Put, mug, chair\] -> OK")
+    term.expect(PROMPT)
+    term.type("[End]")
+    term.expect(r"robot: \(5\) \[End\] -> OK")
+    term.expect(r"success: 5 rounds")
+    assert term.wait() == 0
+    play = json.loads((out / "play.json").read_text())
+    assert play["role"] == "human" and play["ended_by"] == "end"
+    assert [r["subtask"] for r in play["partner_rounds"]] == ["[Go to, microwave]", "[Turn on, microwave]", "[Wait]",
+                                                              "[End]"]
