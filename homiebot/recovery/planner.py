@@ -57,6 +57,7 @@ from homiebot.planner.prompt import parse_output
 from homiebot.recovery import parsing
 from homiebot.recovery.llm import EngineLLM, OpenAILLM, RecoveryLLM
 from homiebot.recovery.prompts import PromptSet
+from homiebot.recovery.rules import rule_answer
 from homiebot.recovery.scene import describe_from_text, describe_state, mentioned_names
 from homiebot.recovery.stats import RecoveryStats, write_stats
 from homiebot.types import Action, EntityKind, ErrorCode, Subtask, WorldState
@@ -192,6 +193,7 @@ class RecoveryPlanner(Planner):
         llm: RecoveryLLM | None = None,
         prompts: str | None = None,
         stats_dir: str | None = None,
+        rules: bool = False,
     ) -> None:
         from homiebot.planner.registry import make_planner
 
@@ -208,7 +210,12 @@ class RecoveryPlanner(Planner):
         self.privileged = self.inner.privileged
         self.accepts_free_text = self.inner.accepts_free_text
         self.needs_views = self.inner.needs_views
-        self.llm: RecoveryLLM | None = llm if llm is not None or mode == "none" else self._llm_of(self.inner, own_cache)
+        # rules: the stages are answered by CMFR appendix J's preconditions on EMMOE's codes, not by a model
+        # (homiebot.recovery.rules; a diagnostic control of the ablation).
+        self.rules = bool(rules) and mode != "none"
+        self.llm: RecoveryLLM | None = (
+            llm if llm is not None or mode == "none" or self.rules else self._llm_of(self.inner, own_cache)
+        )
         self.stats_dir = Path(stats_dir) if stats_dir else None
         self.stats = RecoveryStats()
         self._reset_episode("", 0)
@@ -458,12 +465,17 @@ class RecoveryPlanner(Planner):
 
     def _ask(self, kind: str, request: PlanRequest, fields: dict[str, str]) -> str | None:
         """One stage call, or None when this round's call limit is reached."""
-        if self.llm is None:
+        if self.llm is None and not self.rules:
             return None
         if self.calls_this_round >= self.config.max_calls_per_round:
             self.stats.call_limit_hits += 1
             return None
         self.calls_this_round += 1
+        if self.rules or self.llm is None:
+            text = rule_answer(kind, fields.get("subtask", ""), fields.get("code", ""))
+            self.stats.calls.append({"round": request.round_index, "stage": kind, "rules": True,
+                                     **{k: fields[k] for k in ("subtask", "code") if k in fields}, "answer": text})
+            return text
         messages = [ChatMessage("system", self.prompts.render("system")),
                     ChatMessage("user", self.prompts.render(kind, **fields))]
         grammar = None
