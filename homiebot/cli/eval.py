@@ -84,7 +84,7 @@ def register(app: typer.Typer) -> None:
     def eval_command(
         out: Path = typer.Option(..., "--out", help="Evaluation directory (created; an existing one is resumed)."),
         suite: str = typer.Option("emmoe", "--suite", help="Task suite (emmoe = emmoe100)."),
-        planner: str = typer.Option("expert", "--planner", help="Planner name (homiebot.planner.registry)."),
+        planner: str = typer.Option(None, "--planner", help="Planner name (homiebot.planner.registry); default the suite's expert (partnr_expert for --suite partnr, else expert)."),
         planner_option: list[str] = typer.Option([], "--planner-option", "-p", help="Planner option key=value (repeatable)."),
         base_url: str = typer.Option(None, "--base-url", help="Model planners: OpenAI-compatible server URL (as homie run)."),
         model: str = typer.Option(None, "--model", help="Model planners: model name."),
@@ -122,6 +122,11 @@ def register(app: typer.Typer) -> None:
                 decode_mode(decode)
             except ValueError as err:
                 raise report(str(err)) from None
+        if planner is None:  # the suite's expert: the goal expert cannot switch or clean (docs/partnr.md)
+            from homiebot.eval.manifest import EXPERT_PLANNER, REFERENCE_PLANNERS
+            from homiebot.eval.manifest import resolve_suite as suite_name
+
+            planner = REFERENCE_PLANNERS.get(suite_name(suite), EXPERT_PLANNER)
         if suite == "muep":  # MuEP's protocol and table, not EMMOE's loop: its own runner
             from homiebot.cli.muep import eval_muep
 

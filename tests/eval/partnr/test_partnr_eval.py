@@ -165,3 +165,16 @@ def test_free_text_run_record_keeps_states(tmp_path: Path):
     assert states is not None and len(states) == 4  # the state after the reset, then one per round
     assert not (out / EVALUATION_FILE).exists()
     assert score_record(out) is None
+
+
+@pytest.mark.slow
+def test_partnr_eval_defaults_to_the_partnr_expert(tmp_path: Path):
+    """Without --planner, `homie eval --suite partnr` runs the PARTNR expert (the goal expert cannot switch or
+    clean): a task that must switch the microwave on succeeds."""
+    out = tmp_path / "eval"
+    done = subprocess.run([HOMIE, "eval", "--suite", "partnr", "--tasks", "partnr-1-022", "--runs", "1", "--workers", "1",
+                           "--no-progress", "--no-report", "--out", str(out)], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert json.loads((out / "eval.json").read_text())["settings"]["planner"] == "partnr_expert"
+    report = json.loads((out / "report.json").read_text())
+    assert report["partnr"]["summary"]["sr"] == 1.0 and report["partnr"]["summary"]["pc"] == 1.0, report["partnr"]
