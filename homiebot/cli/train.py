@@ -14,6 +14,7 @@ from typing import Literal
 import typer
 
 from homiebot.cli.failures import check_output, fail
+from homiebot.config import MAX_ROUNDS
 
 
 def _train(
@@ -147,7 +148,7 @@ def register(app: typer.Typer) -> None:
             "", "--eval-tasks", help="Comma-separated task ids evaluated after each iteration."
         ),
         iterations: int = typer.Option(3, "--iterations", help="DAgger iterations (EMMA: 12 trials)."),
-        max_rounds: int = typer.Option(20, "--max-rounds", help="Rounds per episode."),
+        max_rounds: int = typer.Option(MAX_ROUNDS, "--max-rounds", help=f"Rounds per episode (EMMOE: {MAX_ROUNDS})."),
         preset: str = typer.Option("cpu-small", "--preset", help="cpu-small or emma (EMMA's Table 2)."),
         steps: int = typer.Option(
             None, "--steps-per-iteration", help="DPO steps per iteration (default: the preset's epochs)."

@@ -32,6 +32,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from homiebot.config import MAX_ROUNDS
 from homiebot.planner.base import Planner, PlanRequest
 from homiebot.planner.prompt import parse_output
 from homiebot.training.trainer import Preset, TrainingError, preset_for, train
@@ -125,7 +126,7 @@ def run_dagger(
     tasks: Sequence[str],
     eval_tasks: Sequence[str] = (),
     iterations: int = 3,
-    max_rounds: int = 20,
+    max_rounds: int = MAX_ROUNDS,
     preset: Preset | None = None,
     steps_per_iteration: int | None = None,
     seed_offset: int = 0,

@@ -6,6 +6,7 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import get_args
 
 import pytest
 from pydantic import ValidationError
@@ -74,3 +75,11 @@ def test_run_and_eval_refuse_an_unknown_decode_mode(command: list[str], tmp_path
     assert result.returncode == 2, result.stderr
     assert result.stderr.strip().splitlines()[-1] == "error: unknown --decode 'greedy'; choose auto, fast or generate"
     assert not out.exists()
+
+
+def test_the_perception_options_builders_are_the_graph_builders() -> None:
+    # PerceptionConfig validates YAML and command-line text with a Literal (pydantic's precise error); its values
+    # must stay the PerceptionMode members that build a graph.
+    from homiebot.perception.world_model import PerceptionConfig
+
+    assert get_args(PerceptionConfig.model_fields["builder"].annotation) == GRAPH_BUILDERS
