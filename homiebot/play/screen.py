@@ -40,7 +40,8 @@ Each round you give one subtask, in EMMOE's format:
   [Pick, apple]              pick an object up (the hand must be empty, 0.1-2 m away)
   [Put, apple, fridge]       put the held object in or on a furniture (open it first if it is closed)
   [Open, fridge] [Close, fridge]   and, where the task has them, [Turn on, lamp] [Clean, cup, sink] ...
-  [End]                      you are done (the task is then checked)
+  [Wait]                     (beside the robot) do nothing this round
+  [End]                      you are done (the task is checked when every agent has ended)
 A model may follow ([Pick, apple] RT-1-X); without one the usual model for the action runs.
   3                          the third subtask of the list
   list                       the admissible subtasks again
@@ -125,7 +126,8 @@ def describe_objects(state: WorldState, cleaning: bool = False) -> list[str]:
     for name in sorted(n for n, e in state.entities.items() if e.kind is EntityKind.OBJECT):
         entity = state.entities[name]
         if entity.held:
-            lines.append(f"{name}: held{_object_states(entity, cleaning)}")
+            holder = next((f"the {a.name}" for a in state.agents if a.held == name and name != state.held), "you")
+            lines.append(f"{name}: held by {holder}{_object_states(entity, cleaning)}")
             continue
         if entity.parent is not None:
             room = state.entities[entity.parent].room if entity.parent in state.entities else entity.room

@@ -59,6 +59,7 @@ def test_the_person_does_the_humans_share_beside_the_expert_robot(sim, tmp_path)
     assert read_summary(outcome.record)["success"] is True
     # The person saw the robot's rounds and where it is, and their own outcome.
     assert "robot: (1) [Go to, mug] -> OK" in shown and "you: (2) [Turn on, microwave] -> OK" in shown
+    assert "mug: held by the robot" in shown
     assert "The robot is in the" in shown and "The robot's last round: (1) [Go to, mug] -> OK" in shown
 
 
