@@ -41,7 +41,8 @@ have ended or the round limit is reached. ``[Wait]`` (PARTNR's Wait tool) is a r
 human's rounds are :attr:`Trajectory.partner_rounds`; observers that define ``on_partner_round`` get them. After
 an agent's round that was not a navigation, the other agent's planner is told of it when it defines
 ``observe_partner(agent_name, subtask_text, feedback)`` (PARTNR's decentralized agents learn their partner's
-non-navigation actions). Without a partner nothing of this runs and the loop is the single-agent one.
+non-navigation actions; a planner with ``hears_partner_navigation`` all of them), and at the start a planner
+that defines ``meet_partner(agent_name, actions)`` learns the partner's action list. Without a partner nothing of this runs and the loop is the single-agent one.
 """
 
 from __future__ import annotations
@@ -387,6 +388,12 @@ class EpisodeLoop:
         partner_world = _EpisodeView(scene_spec, self.knowledge_factory(scene_spec, partner_state), partner_state,
                                      [], None, robot_world.opened)
         turns = [(0, self.planner, session, robot_world), (partner.role, partner.planner, partner_session, partner_world)]
+        # A planner that plans for its partner too (centralized control) learns the partner's action list.
+        for planner, other, other_config in ((self.planner, partner.name, partner_config),
+                                             (partner.planner, "robot", self.config)):
+            meet = getattr(planner, "meet_partner", None)
+            if meet is not None:
+                meet(other, other_config.actions)
         begin = getattr(self.backend, "begin_round", None)
         first = True
         while not (session.done and partner_session.done):
@@ -411,12 +418,15 @@ class EpisodeLoop:
                       _EpisodeView]]) -> None:
         """PARTNR's decentralized agents learn the partner's non-navigation actions (and their outcome)."""
         subtask = record.output.subtask
-        if subtask is None or subtask.is_end or casefold_words(subtask.action) in ("go to", "wait"):
+        if subtask is None or subtask.is_end:
             return
+        navigation = casefold_words(subtask.action) in ("go to", "wait")
         name = self.partner.name if self.partner is not None and role == self.partner.role else "robot"
         for other, planner, _, _ in turns:
             hook = getattr(planner, "observe_partner", None)
-            if other != role and hook is not None:
+            # A centralized planner's facet sees everything (PARTNR: "complete information about both agent's
+            # states"); a decentralized agent the partner's non-navigation actions.
+            if other != role and hook is not None and (not navigation or getattr(planner, "hears_partner_navigation", False)):
                 hook(name, record.subtask_text, record.feedback)
 
     def _round(self, planner: Planner, session: PlannerSession, world: _EpisodeView,

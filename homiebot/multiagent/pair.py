@@ -25,6 +25,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from typing import Any
 
 import networkx as nx
 
@@ -121,18 +122,20 @@ class CentralizedBrain:
 
     def __init__(self) -> None:
         self._pending: dict[AgentRole, str] = {}
-        self.calls = 0  # planning cycles (PARTNR's planner calls)
+        self.planning_cycles = 0  # calls of the brain (PARTNR's planning cycles for a centralized planner)
+        self.role_actions: dict[AgentRole, tuple[str, ...]] = {}  # each agent's action list (from the loop)
 
     def reset(self, task: str, seed: int = 0) -> None:
         self._pending = {}
-        self.calls = 0
+        self.planning_cycles = 0
 
     def answer(self, role: AgentRole, request: PlanRequest, partner_active: bool) -> str:
+        self.role_actions[role] = tuple(request.actions)
         pending = self._pending.pop(role, None)
         if pending is not None:
             return pending
         roles = [AgentRole.ROBOT, AgentRole.HUMAN] if partner_active else [role]
-        self.calls += 1
+        self.planning_cycles += 1
         answers = self.decide(role, request, roles)
         for other, text in answers.items():
             if other != role:
@@ -154,6 +157,23 @@ class Facet(Planner):
         self.accepts_free_text = getattr(brain, "accepts_free_text", True)
         self.partner: Facet | None = None
         self.ended = False
+        self.hears_partner_navigation = bool(getattr(brain, "hears_partner_navigation", False))
+
+    def meet_partner(self, agent: str, actions: Sequence[str]) -> None:
+        """The loop tells each agent's planner the partner's action list: the brain plans with both lists."""
+        self.brain.role_actions[AgentRole[agent.upper()]] = tuple(actions)
+
+    def observe_partner(self, agent: str, subtask_text: str, feedback: Feedback) -> None:
+        """The loop's report of the other agent's round: to the brain, when it keeps track of results."""
+        observe = getattr(self.brain, "observe", None)
+        if observe is not None:
+            observe(AgentRole[agent.upper()], subtask_text, feedback)
+
+    def close(self) -> None:
+        if self.role is AgentRole.ROBOT:
+            closer = getattr(self.brain, "close", None)
+            if closer is not None:
+                closer()
 
     def reset(self, task: str, seed: int = 0) -> None:
         self.ended = False
@@ -270,3 +290,58 @@ def partner_lines(events: Sequence[PartnerEvent]) -> str:
         f"Other agent ({e.agent}) action: {e.subtask} -> {'success' if e.feedback.success else 'failed: ' + e.feedback.message}"
         for e in events
     )
+
+
+# ------------------------------------------------------------------------------------------------ factories
+
+#: Planner names that have a two-agent form here (others come from the registry, decentralized only).
+PAIR_PLANNERS = ("expert", "react", "scripted")
+
+
+def make_pair_planners(mode: str, robot: str, human: str, options: dict[str, Any] | None = None) -> tuple[Planner, Planner]:
+    """The robot's and the human's planners of a pair. ``expert``: the heuristic expert on its proposition share
+    (centralized: one :class:`CentralizedExpert`); ``react``: the ReAct tool planner (centralized: one
+    :class:`~homiebot.multiagent.react_pair.CentralizedReAct` answering for both; decentralized: one
+    :class:`~homiebot.multiagent.react_pair.PartnerReAct` per agent); ``scripted`` (human only): a
+    :class:`ScriptedHuman` with ``script="Go to, sofa; Turn on, floor_lamp"``; any other registry name:
+    one planner per agent (decentralized only). ``options`` go to every model planner."""
+    options = dict(options or {})
+    if mode not in MODES:
+        raise ValueError(f"unknown mode {mode!r}; choose {' or '.join(MODES)}")
+    if robot == "scripted":
+        raise ValueError("the scripted planner plays the human only (--planner-human scripted)")
+    if mode == "centralized":
+        if robot != human:
+            raise ValueError(f"centralized control is one planner for both agents: --planner-robot and --planner-human "
+                             f"must name the same planner (got {robot!r} and {human!r})")
+        if robot == "expert":
+            return centralized_pair(CentralizedExpert())
+        if robot == "react":
+            from homiebot.multiagent.react_pair import CentralizedReAct
+
+            return centralized_pair(CentralizedReAct(**options))
+        raise ValueError(f"centralized control needs a planner that answers for both agents: expert or react, not {robot!r}")
+    return _one(robot, AgentRole.ROBOT, options), _one(human, AgentRole.HUMAN, options)
+
+
+def _one(name: str, role: AgentRole, options: dict[str, Any]) -> Planner:
+    if name == "expert":
+        return ShareExpert(role)
+    if name == "react":
+        from homiebot.multiagent.react_pair import PartnerReAct
+
+        return PartnerReAct(role=role, **options)
+    if name == "scripted":
+        return ScriptedHuman(str(options.get("script", "")))
+    from homiebot.planner.registry import make_planner
+
+    return make_planner(name, **options)
+
+
+def make_single_planner(name: str, options: dict[str, Any] | None = None) -> Planner:
+    """The robot's planner alone, for the single-agent baseline of the same task (``expert``: PARTNR's expert)."""
+    if name == "expert":
+        return PartnrExpertPlanner()
+    from homiebot.planner.registry import make_planner
+
+    return make_planner(name, **dict(options or {}))

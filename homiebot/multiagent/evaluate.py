@@ -1,0 +1,457 @@
+"""``homie eval --agents robot+human``: PARTNR's collaboration evaluation (paper §4.2, tables 2 and 12) on the
+PARTNR-style suite, a robot and a human in lock-step rounds against the single-agent run of the same task.
+
+For every task and run the robot-and-human episode runs in the one loop (centralized or decentralized,
+:mod:`homiebot.multiagent.pair`), and the same task runs again with the robot's planner alone (the baseline of
+PARTNR's "1.3x the steps of a single agent"). Per episode (``episodes.jsonl``, one JSON line each, ``kind`` pair
+or single):
+
+* success and percent complete from PARTNR's evaluation function over the states after every action (state 0
+  after the reset; in a pair, one state after each agent's action, the robot's first in a round);
+* steps: lock-step rounds (a round is both agents' actions; a single agent's round is one action) and the
+  simulated time (the skills' nominal durations; in a pair an agent's clock waits for the slower one at the
+  start of each round, as PARTNR's agents act at the same time);
+* per-agent action counts (executed subtasks: not Wait, End or an unparseable answer), planning cycles (the
+  loop's rounds, or the LLM calls of a ReAct planner);
+* PARTNR A.12's task offloading and extraneous effort over both agents (:mod:`homiebot.multiagent.measures`),
+  and exploration (actions before the first successful Pick).
+
+"Collaboration tasks" are the suite's tasks whose propositions the expert split gives both agents a share of
+(:func:`collaboration_tasks`): a task of one object and no state change has nothing to divide. The summary
+(``collaboration.json``) and ``report.md`` lay the figures out as PARTNR's tables 2 and 12. A rerun of the same
+command skips the episodes already in ``episodes.jsonl``.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import statistics
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from homiebot.agent.loop import AgentSlot, EpisodeConfig, run_episode
+from homiebot.agent.observers import ObserverBase
+from homiebot.eval.partnr.episodes import task_actions, task_function
+from homiebot.eval.partnr.language import EvaluationFunction, task_category
+from homiebot.eval.partnr.tracker import evaluate_states
+from homiebot.eval.tasks import TaskSpec
+from homiebot.multiagent.centralized import AgentRole
+from homiebot.multiagent.measures import AgentEvent, collaboration_measures
+from homiebot.multiagent.pair import MODES, role_config
+from homiebot.multiagent.split import split_propositions
+from homiebot.planner.base import Planner
+from homiebot.types import Observation, RoundRecord, Trajectory, WorldState, casefold_words
+
+log = logging.getLogger(__name__)
+
+EPISODES_FILE = "episodes.jsonl"
+SUMMARY_FILE = "collaboration.json"
+REPORT_FILE = "report.md"
+#: What ``--agents`` accepts (PARTNR's pair; a single robot is plain ``homie eval``).
+AGENTS = "robot+human"
+_NOT_ACTIONS = ("wait", "end")
+
+
+class CollaborationError(ValueError):
+    """Bad input for a collaboration evaluation (one line, for the CLI)."""
+
+
+@dataclass(frozen=True)
+class CollabSettings:
+    suite: str
+    mode: str
+    planner_robot: str
+    planner_human: str
+    planner_options: dict[str, Any] = field(default_factory=dict)
+    max_rounds: int = 20
+    noise: str = "off"
+
+    def __post_init__(self) -> None:
+        if self.mode not in MODES:
+            raise CollaborationError(f"--mode must be one of {', '.join(MODES)}, not {self.mode!r}")
+
+
+class _ActionStates(ObserverBase):
+    """The world (seen from the robot, as the evaluation function reads it) after every agent's action, in order."""
+
+    def __init__(self, state_now: Callable[[], WorldState]) -> None:
+        self.state_now = state_now
+        self.states: list[WorldState] = []
+        self.events: list[tuple[int, RoundRecord]] = []
+
+    def on_start(self, trajectory: Trajectory, state: WorldState, observation: Observation | None) -> None:
+        self.states = [self.state_now()]
+        self.events = []
+
+    def on_round(self, record: RoundRecord, seen: Observation | None, state: WorldState) -> None:
+        self.states.append(self.state_now())
+        self.events.append((0, record))
+
+    def on_partner_round(self, record: RoundRecord, seen: Observation | None, state: WorldState) -> None:
+        self.states.append(self.state_now())
+        self.events.append((record.agent, record))
+
+
+def _is_action(record: RoundRecord) -> bool:
+    subtask = record.output.subtask
+    return subtask is not None and casefold_words(subtask.action) not in _NOT_ACTIONS
+
+
+def _is(record: RoundRecord, action: str) -> bool:
+    subtask = record.output.subtask
+    return subtask is not None and casefold_words(subtask.action) == action
+
+
+def collaboration_tasks(tasks: Sequence[TaskSpec], function_of: Callable[[TaskSpec], EvaluationFunction]) -> list[TaskSpec]:
+    """The tasks whose propositions the expert split gives both agents a share of."""
+    chosen = []
+    for task in tasks:
+        if task.evaluation is None:
+            continue
+        share = split_propositions(function_of(task))
+        if share[AgentRole.ROBOT] and share[AgentRole.HUMAN]:
+            chosen.append(task)
+    return chosen
+
+
+def _llm_calls(planner: Planner) -> int | None:
+    calls = getattr(planner, "llm_calls", None)
+    if isinstance(calls, int):
+        return calls
+    brain = getattr(planner, "brain", None)
+    if brain is None or getattr(planner, "role", None) is not AgentRole.ROBOT:
+        return None  # one brain answers for both facets: counted once, through the robot's
+    for attribute in ("llm_calls", "planning_cycles"):
+        brain_calls = getattr(brain, attribute, None)
+        if isinstance(brain_calls, int):
+            return brain_calls
+    return None
+
+
+def score(task: TaskSpec, function: EvaluationFunction, kind: str, run: int, observer: _ActionStates,
+          trajectory: Trajectory, sim_time: float, planners: Sequence[Planner], wall_s: float) -> dict[str, Any]:
+    """One episode's line of ``episodes.jsonl`` (module docstring)."""
+    result = evaluate_states(function, observer.states)
+    pcs = result.progress[1:] if len(result.progress) == len(observer.states) else []
+    events = [
+        AgentEvent(AgentRole(agent), pc, succeeded=record.feedback.success and _is_action(record),
+                   is_place=_is(record, "put"))
+        for (agent, record), pc in zip(observer.events, pcs, strict=False)
+    ]
+    measures = collaboration_measures(events, initial_pc=result.progress[0] if result.progress else 0.0)
+    actions = {role.name.lower(): 0 for role in AgentRole}
+    succeeded = {role.name.lower(): 0 for role in AgentRole}
+    for agent, record in observer.events:
+        name = AgentRole(agent).name.lower()
+        if _is_action(record):
+            actions[name] += 1
+            if record.feedback.success:
+                succeeded[name] += 1
+    exploration = None
+    for position, (_, record) in enumerate(observer.events):
+        if record.feedback.success and _is(record, "pick"):
+            exploration = position
+            break
+    cycles = [c for c in (_llm_calls(p) for p in planners) if c is not None]
+    return {
+        "task_id": task.id,
+        "category": task_category(function),
+        "run": run,
+        "kind": kind,
+        "success": bool(result.success),
+        "pc": result.percent_complete,
+        "rounds": max(len(trajectory.rounds), len(trajectory.partner_rounds)),
+        "sim_time_s": sim_time,
+        "actions": actions,
+        "successful_actions": succeeded,
+        "planning_cycles": sum(cycles) if cycles else len(trajectory.rounds) + len(trajectory.partner_rounds),
+        "task_offloading": measures.task_offloading if kind == "pair" else None,
+        "extraneous_effort": measures.extraneous_effort,
+        "exploration_actions": exploration,
+        "ended": trajectory.ended,
+        "error": trajectory.error,
+        "wall_s": wall_s,
+    }
+
+
+def run_pair(sim: Any, task: TaskSpec, run: int, robot: Planner, human: Planner, max_rounds: int = 20,
+             skills: Any = None) -> tuple[dict[str, Any], Trajectory]:
+    """One robot-and-human episode of ``task`` on ``sim`` (built with ``human=True``)."""
+    sim.reset(task.scene, seed=task.seed + run)
+    function = task_function(task, sim.state())
+    base = EpisodeConfig(render=False, max_rounds=max_rounds, actions=task_actions(task))
+    observer = _ActionStates(sim.state)
+    started = time.perf_counter()
+    trajectory = run_episode(sim, robot, task=task, seed=run, config=role_config(AgentRole.ROBOT, base),
+                             partner=AgentSlot(human, role_config(AgentRole.HUMAN, base)), observers=[observer],
+                             skills=skills)
+    line = score(task, function, "pair", run, observer, trajectory, sim.sim_time, (robot, human),
+                 time.perf_counter() - started)
+    return line, trajectory
+
+
+def run_single(sim: Any, task: TaskSpec, run: int, planner: Planner, max_rounds: int = 20,
+               skills: Any = None) -> tuple[dict[str, Any], Trajectory]:
+    """The same task with the robot alone (the baseline), on a simulator without the human."""
+    sim.reset(task.scene, seed=task.seed + run)
+    function = task_function(task, sim.state())
+    config = EpisodeConfig(render=False, max_rounds=max_rounds, actions=task_actions(task))
+    observer = _ActionStates(sim.state)
+    started = time.perf_counter()
+    trajectory = run_episode(sim, planner, task=task, seed=run, config=config, observers=[observer], skills=skills)
+    line = score(task, function, "single", run, observer, trajectory, sim.sim_time, (planner,),
+                 time.perf_counter() - started)
+    return line, trajectory
+
+
+# ------------------------------------------------------------------------------------------------ summary
+
+
+def _stats(values: Sequence[float | int | None]) -> dict[str, float | int | None]:
+    present = [float(v) for v in values if v is not None]
+    mean = statistics.fmean(present) if present else None
+    sem = statistics.stdev(present) / len(present) ** 0.5 if len(present) > 1 else None
+    return {"mean": mean, "sem": sem, "n": len(present)}
+
+
+def summarize(lines: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """Per kind (pair, single): PARTNR table 2's and table 12's figures; and the pair against the single agent
+    over the episodes both finished (same task and run)."""
+    out: dict[str, Any] = {}
+    for kind in ("pair", "single"):
+        rows = [line for line in lines if line["kind"] == kind]
+        if not rows:
+            continue
+        out[kind] = {
+            "episodes": len(rows),
+            "sr": _stats([1.0 if r["success"] else 0.0 for r in rows]),
+            "pc": _stats([r["pc"] for r in rows]),
+            "rounds": _stats([r["rounds"] for r in rows]),
+            "sim_time_s": _stats([r["sim_time_s"] for r in rows]),
+            "planning_cycles": _stats([r["planning_cycles"] for r in rows]),
+            "task_offloading": _stats([r["task_offloading"] for r in rows if r["success"]]),
+            "extraneous_effort": _stats([r["extraneous_effort"] for r in rows if r["success"]]),
+            "exploration_actions": _stats([r["exploration_actions"] for r in rows]),
+            "robot_actions": _stats([r["actions"]["robot"] for r in rows]),
+            "human_actions": _stats([r["actions"]["human"] for r in rows]),
+            "errors": sum(1 for r in rows if r["error"]),
+        }
+    pairs = {(r["task_id"], r["run"]): r for r in lines if r["kind"] == "pair"}
+    singles = {(r["task_id"], r["run"]): r for r in lines if r["kind"] == "single"}
+    common = sorted(set(pairs) & set(singles))
+    if common:
+        def ratio(key: str) -> float | None:
+            num = sum(pairs[k][key] for k in common)
+            den = sum(singles[k][key] for k in common)
+            return num / den if den else None
+
+        out["pair_vs_single"] = {
+            "episodes": len(common),
+            "rounds_ratio": ratio("rounds"),
+            "sim_time_ratio": ratio("sim_time_s"),
+            "actions_ratio": (sum(sum(pairs[k]["actions"].values()) for k in common)
+                              / max(1, sum(sum(singles[k]["actions"].values()) for k in common))),
+        }
+    return out
+
+
+def _fmt(stat: dict[str, Any] | None, digits: int = 2, pct: bool = False) -> str:
+    if not stat or stat.get("mean") is None:
+        return "n/a"
+    scale = 100.0 if pct else 1.0
+    text = f"{stat['mean'] * scale:.{digits}f}"
+    if stat.get("sem") is not None:
+        text += f" ± {stat['sem'] * scale:.{digits}f}"
+    return text
+
+
+def report_markdown(settings: CollabSettings, summary: dict[str, Any], tasks: int, runs: int) -> str:
+    """PARTNR's tables 2 and 12 in our columns (rounds and simulated time for its simulation steps)."""
+    label = {"pair": f"{settings.mode.capitalize()} pair ({settings.planner_robot} + {settings.planner_human})",
+             "single": f"Single agent ({settings.planner_robot})"}
+    lines = [
+        f"# Collaboration: {settings.mode}, robot {settings.planner_robot}, human {settings.planner_human}",
+        "",
+        f"Suite {settings.suite}, {tasks} collaboration task(s) x {runs} run(s), noise {settings.noise}, "
+        f"round limit {settings.max_rounds}. Mean ± standard error.",
+        "",
+        "## Table 2 layout (PARTNR: Sim steps | SR | PC | Planning cycles)",
+        "",
+        "| Method | Control | Rounds | Sim time (s) | SR (%) | PC | Planning cycles |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for kind in ("single", "pair"):
+        s = summary.get(kind)
+        if s is None:
+            continue
+        control = "Single agent" if kind == "single" else settings.mode.capitalize()
+        lines.append(f"| {label[kind]} | {control} | {_fmt(s['rounds'])} | {_fmt(s['sim_time_s'], 1)} | "
+                     f"{_fmt(s['sr'], 1, pct=True)} | {_fmt(s['pc'])} | {_fmt(s['planning_cycles'])} |")
+    lines += [
+        "",
+        "## Table 12 layout (PARTNR: Sim steps | Task offloading | Extraneous effort | Exploration efficiency)",
+        "",
+        "| Setting | Rounds | Sim time (s) | Task offloading | Extraneous effort | Actions before first pick |"
+        " Robot actions | Human actions |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for kind in ("pair", "single"):
+        s = summary.get(kind)
+        if s is None:
+            continue
+        offload = _fmt(s["task_offloading"]) if kind == "pair" else "–"
+        lines.append(f"| {label[kind]} | {_fmt(s['rounds'])} | {_fmt(s['sim_time_s'], 1)} | {offload} | "
+                     f"{_fmt(s['extraneous_effort'], 3)} | {_fmt(s['exploration_actions'])} | "
+                     f"{_fmt(s['robot_actions'])} | {_fmt(s['human_actions'])} |")
+    versus = summary.get("pair_vs_single")
+    if versus:
+        lines += [
+            "",
+            f"Pair against the single agent over {versus['episodes']} common episode(s): rounds x"
+            f"{versus['rounds_ratio']:.2f}, simulated time x{versus['sim_time_ratio']:.2f}, executed actions x"
+            f"{versus['actions_ratio']:.2f} (PARTNR: decentralized LLM pairs took 1.3x the simulation steps of a single agent).",
+        ]
+    return "\n".join(lines) + "\n"
+
+
+# ------------------------------------------------------------------------------------------------ runner
+
+
+@dataclass
+class CollabOutcome:
+    out_dir: Path
+    finished: int
+    skipped: int
+    summary: dict[str, Any]
+    wall_s: float
+
+
+def _read_lines(path: Path) -> list[dict[str, Any]]:
+    if not path.is_file():
+        return []
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+def run_collaboration(settings: CollabSettings, out: Path, tasks: Sequence[TaskSpec], runs: int,
+                      make_pair: Callable[[], tuple[Planner, Planner]], make_single: Callable[[], Planner],
+                      skills: Any = None, progress: Callable[[str], None] | None = None) -> CollabOutcome:
+    """Run every (task, run) as a pair and alone, append the lines to ``episodes.jsonl``, write the summary and
+    the report. Episodes already in ``episodes.jsonl`` are skipped (resume); the settings must match the ones
+    the folder was started with (``settings.json``)."""
+    from homiebot.sim.mujoco.backend import MujocoSimulator
+
+    out.mkdir(parents=True, exist_ok=True)
+    pinned = out / "settings.json"
+    wanted = asdict(settings)
+    if pinned.is_file():
+        before = json.loads(pinned.read_text(encoding="utf-8"))
+        if before != wanted:
+            changed = sorted(k for k in wanted if before.get(k) != wanted[k])
+            raise CollaborationError(f"{out} holds a run with other settings ({', '.join(changed)}); use another --out")
+    else:
+        pinned.write_text(json.dumps(wanted, indent=1) + "\n", encoding="utf-8")
+    episodes = out / EPISODES_FILE
+    lines = _read_lines(episodes)
+    done = {(line["task_id"], line["run"], line["kind"]) for line in lines}
+    started = time.perf_counter()
+    finished = skipped = 0
+    pair_sim = MujocoSimulator(render=False, human=True)
+    solo_sim = MujocoSimulator(render=False)
+    try:
+        for task in tasks:
+            for run in range(runs):
+                for kind in ("pair", "single"):
+                    if (task.id, run, kind) in done:
+                        skipped += 1
+                        continue
+                    if kind == "pair":
+                        robot, human = make_pair()
+                        line, _ = run_pair(pair_sim, task, run, robot, human, settings.max_rounds, skills)
+                        for planner in {id(robot): robot, id(human): human}.values():
+                            planner.close()
+                    else:
+                        single = make_single()
+                        line, _ = run_single(solo_sim, task, run, single, settings.max_rounds, skills)
+                        single.close()
+                    with episodes.open("a", encoding="utf-8") as handle:
+                        handle.write(json.dumps(line) + "\n")
+                    lines.append(line)
+                    finished += 1
+                    if progress is not None:
+                        progress(f"{task.id} run {run} {kind}: success {line['success']}, PC {line['pc']:.2f}, "
+                                 f"{line['rounds']} rounds")
+    finally:
+        pair_sim.shutdown()
+        solo_sim.shutdown()
+    summary = summarize(lines)
+    (out / SUMMARY_FILE).write_text(json.dumps(summary, indent=1) + "\n", encoding="utf-8")
+    task_count = len({line["task_id"] for line in lines})
+    (out / REPORT_FILE).write_text(report_markdown(settings, summary, task_count, runs), encoding="utf-8")
+    return CollabOutcome(out, finished, skipped, summary, time.perf_counter() - started)
+
+
+def cli_run(out: Path, *, agents: str, suite: str, mode: str, planner_robot: str, planner_human: str,
+            options: dict[str, Any], runs: int, split: str, task_ids: list[str] | None, max_rounds: int,
+            noise: str, refused: Sequence[str] = (), progress: Callable[[str], None] | None = None) -> CollabOutcome:
+    """``homie eval --agents robot+human``: checks the input (every refusal is one line, before any file is
+    written), picks the collaboration tasks and runs them (:func:`run_collaboration`)."""
+    from homiebot.eval.tasks import TaskError, load_suite
+    from homiebot.multiagent.pair import make_pair_planners, make_single_planner
+    from homiebot.sim.mujoco.backend import MujocoSimulator
+
+    if agents != AGENTS:
+        raise CollaborationError(f"--agents must be {AGENTS} (a single robot is homie eval without --agents), not {agents!r}")
+    if refused:
+        raise CollaborationError(f"--agents does not take {', '.join(refused)} (docs/collaboration.md)")
+    if runs < 1 or max_rounds < 1:
+        raise CollaborationError("--runs and --max-rounds must be >= 1")
+    settings = CollabSettings(suite=suite, mode=mode, planner_robot=planner_robot, planner_human=planner_human,
+                              planner_options=dict(options), max_rounds=max_rounds, noise=str(getattr(noise, "value", noise)))
+    try:
+        tasks = load_suite("partnr" if suite in ("partnr", "partnr_home") else suite).tasks
+    except TaskError as err:
+        raise CollaborationError(str(err)) from None
+    if not any(t.evaluation is not None for t in tasks):
+        raise CollaborationError(f"suite {suite!r} has no PARTNR evaluation functions; --agents runs on --suite partnr")
+    if split != "all":
+        tasks = [t for t in tasks if t.split == split]
+    if task_ids is not None:
+        known = {t.id for t in tasks}
+        unknown = [t for t in task_ids if t not in known]
+        if unknown:
+            raise CollaborationError(f"unknown task id(s) in split {split}: {', '.join(unknown[:5])}")
+        tasks = [t for t in tasks if t.id in set(task_ids)]
+    try:  # build the planners once here, so that a bad name or option is refused before any file exists
+        for planner in {*make_pair_planners(mode, planner_robot, planner_human, options),
+                        make_single_planner(planner_robot, options)}:
+            planner.close()
+    except (ValueError, KeyError, TypeError) as err:
+        raise CollaborationError(str(err).strip("'\"")) from None
+    skills = None
+    if settings.noise != "off":
+        from homiebot.skills.noise import preset_name
+        from homiebot.skills.skillset import SkillSet
+
+        preset = preset_name(settings.noise)
+
+        def skills(sim: Any, scene_seed: int) -> SkillSet:
+            return SkillSet(sim, noise=preset, seed=scene_seed)
+
+    probe = MujocoSimulator(render=False)
+    try:
+        def function_of(task: TaskSpec) -> EvaluationFunction:
+            probe.reset(task.scene, seed=task.seed)
+            return task_function(task, probe.state())
+
+        chosen = collaboration_tasks(tasks, function_of)
+    finally:
+        probe.shutdown()
+    if not chosen:
+        raise CollaborationError("none of the chosen tasks is a collaboration task (the expert split gives one agent everything)")
+    return run_collaboration(settings, out, chosen, runs,
+                             lambda: make_pair_planners(mode, planner_robot, planner_human, options),
+                             lambda: make_single_planner(planner_robot, options), skills=skills, progress=progress)
