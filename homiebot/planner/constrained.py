@@ -32,6 +32,16 @@ Decisions (tested in ``tests/planner/test_constrained.py``):
   48 characters): F1 is still impossible; F2 (unknown target) is then possible.
 * **The Model line is always present** and names a listed model, also after ``[End]`` (the format of
   appendix D has it on every answer; the executor ignores it for End).
+* **The model follows the action** (``pair_models``, on by default): after ``Go to`` only a model that
+  navigates, after ``Pick``/``Put`` one that grasps, after ``Open``/``Close`` one that opens: EMMOE's
+  table E2 (NoMaD and PixNav go to, octo opens and closes, RT-1-X picks and puts; M3 and the oracle do
+  everything), which the system prompt also states in words. Why on by default: under the paper's check
+  (list membership) the executor hands a mismatched model's subtask to a model that serves it anyway, so
+  pairing changes no outcome there; under ``--strict-models`` a mismatch is F1, and a small model makes it
+  in most rounds (SmolLM2-135M answers NoMaD for every Pick and Put), so without pairing "0 F1 by
+  construction" would not hold. A listed model the table does not know may follow any action; an action no
+  listed model serves keeps every listed model; ``End`` takes any. ``pair_models=False`` gives the paper's
+  membership-only grammar.
 * **Analysis** is one line of printable ASCII without ``[`` (so that appendix D's pattern cannot mistake
   a ``Subtask: [`` inside the analysis for the Subtask line), starting with a non-space character.
   ASCII also bounds the token count: every token of a byte-level vocabulary covers at least one byte, so
@@ -43,8 +53,8 @@ Decisions (tested in ``tests/planner/test_constrained.py``):
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from homiebot.planner.prompt import parse_output
@@ -76,6 +86,8 @@ class AnswerConstraint:
     models: tuple[str, ...]
     targets: tuple[str, ...]  # empty: constrain the target's form only
     analysis_max_chars: int
+    #: The models each action may name (module docstring, "The model follows the action"); empty: any model.
+    action_models: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
 
     @classmethod
     def build(
@@ -86,8 +98,11 @@ class AnswerConstraint:
         *,
         max_new_tokens: int,
         analysis_max_chars: int = DEFAULT_ANALYSIS_MAX_CHARS,
+        pair_models: bool = True,
+        model_actions: Mapping[str, Iterable[Action]] | None = None,
     ) -> AnswerConstraint:
-        """The constraint for one request; empty ``actions`` / ``models`` mean EMMOE's lists."""
+        """The constraint for one request; empty ``actions`` / ``models`` mean EMMOE's lists. ``model_actions``
+        (which actions each model serves) defaults to EMMOE's table E2 as the executor holds it."""
         action_list = _unique(a for a in (actions or EMMOE_ACTIONS))
         model_list = _unique(m for m in (models or EMMOE_MODELS))
         for kind, names in (("action", action_list), ("model", model_list)):
@@ -99,10 +114,17 @@ class AnswerConstraint:
         for name in _unique(t.strip() for t in targets):
             (dropped if not name or set(name) & _FORBIDDEN_IN_NAMES else usable).append(name)
         if dropped:
-            log.warning("grounded names left out of the grammar (they contain ',', '[', ']' or a line break): %s", dropped)
+            log.warning(
+                "grounded names left out of the grammar (they contain ',', '[', ']' or a line break): %s", dropped
+            )
+        pairs = _action_models(action_list, model_list, model_actions) if pair_models else {}
         draft = cls(tuple(action_list), tuple(model_list), tuple(usable), analysis_max_chars=1)
         budget = analysis_budget(draft, max_new_tokens)
-        return cls(tuple(action_list), tuple(model_list), tuple(usable), min(analysis_max_chars, budget))
+        return cls(tuple(action_list), tuple(model_list), tuple(usable), min(analysis_max_chars, budget), pairs)
+
+    def models_for(self, action: str) -> tuple[str, ...]:
+        """The models the grammar lets an answer name after ``action``."""
+        return self.action_models.get(action, self.models)
 
     # -------------------------------------------------------------------------------- sizes
 
@@ -136,21 +158,44 @@ class AnswerConstraint:
             for n in arity:
                 options.append(" ".join([_literal(action)] + ['", " target'] * n))
             subtask_rules.append(" | ".join(options))
-        if self.targets:
-            target_rule = " | ".join(_literal(t) for t in self.targets)
-        else:
-            target_rule = f"[A-Za-z0-9_] [A-Za-z0-9 _'./\\-]{{0,{FREE_TARGET_MAX_CHARS - 1}}}"
-        # '!'..'Z' and '\\'..'~' is printable ASCII without space and '['; the tail adds the space.
-        analysis_rule = f"[!-Z\\\\-~] [ -Z\\\\-~]{{0,{max(self.analysis_max_chars - 1, 0)}}}"
+        if self.action_models:
+            return self._paired_grammar(subtask_rules)
         return "\n".join(
             [
                 f"root ::= {_literal(_HEAD)} analysis {_literal(_SUBTASK_OPEN)} subtask {_literal(_SUBTASK_CLOSE)} model",
-                f"analysis ::= {analysis_rule}",
+                f"analysis ::= {self._analysis_rule()}",
                 "subtask ::= " + " | ".join(f"({r})" for r in subtask_rules),
-                f"target ::= {target_rule}",
+                f"target ::= {self._target_rule()}",
                 "model ::= " + " | ".join(_literal(m) for m in self.models),
             ]
         )
+
+    def _paired_grammar(self, subtask_rules: list[str]) -> str:
+        """The grammar with each action followed by its own models (one ``models_N`` rule per distinct set)."""
+        sets: dict[tuple[str, ...], str] = {}
+        steps = []
+        for action, rule in zip(self.actions, subtask_rules, strict=True):
+            allowed = self.models_for(action)
+            name = sets.setdefault(allowed, f"models{len(sets) + 1}")
+            steps.append(f"({rule}) {_literal(_SUBTASK_CLOSE)} {name}")
+        return "\n".join(
+            [
+                f"root ::= {_literal(_HEAD)} analysis {_literal(_SUBTASK_OPEN)} subtask",
+                f"analysis ::= {self._analysis_rule()}",
+                "subtask ::= " + " | ".join(f"({s})" for s in steps),
+                f"target ::= {self._target_rule()}",
+                *(f"{name} ::= " + " | ".join(_literal(m) for m in allowed) for allowed, name in sets.items()),
+            ]
+        )
+
+    def _analysis_rule(self) -> str:
+        # '!'..'Z' and '\\'..'~' is printable ASCII without space and '['; the tail adds the space.
+        return f"[!-Z\\\\-~] [ -Z\\\\-~]{{0,{max(self.analysis_max_chars - 1, 0)}}}"
+
+    def _target_rule(self) -> str:
+        if self.targets:
+            return " | ".join(_literal(t) for t in self.targets)
+        return f"[A-Za-z0-9_] [A-Za-z0-9 _'./\\-]{{0,{FREE_TARGET_MAX_CHARS - 1}}}"
 
 
 def analysis_budget(constraint: AnswerConstraint, max_new_tokens: int) -> int:
@@ -168,6 +213,26 @@ def analysis_budget(constraint: AnswerConstraint, max_new_tokens: int) -> int:
     return budget
 
 
+def _action_models(
+    actions: Sequence[str], models: Sequence[str], model_actions: Mapping[str, Iterable[Action]] | None
+) -> dict[str, tuple[str, ...]]:
+    """Which listed models each action may name (module docstring); actions that keep every model are left out."""
+    if model_actions is None:
+        from homiebot.executor.executor import DEFAULT_MODEL_ACTIONS  # table E2, where the executor keeps it
+
+        model_actions = DEFAULT_MODEL_ACTIONS
+    served = {model.lower(): frozenset(acts) for model, acts in model_actions.items()}
+    pairs: dict[str, tuple[str, ...]] = {}
+    for action in actions:
+        known = Action.parse(action)
+        if known is None or known is Action.END:
+            continue
+        allowed = tuple(m for m in models if m.lower() not in served or known in served[m.lower()])
+        if allowed and allowed != tuple(models):
+            pairs[action] = allowed
+    return pairs
+
+
 def _arities(action: str) -> tuple[int, ...]:
     known = Action.parse(action)
     if known is Action.END:
@@ -181,7 +246,9 @@ def _arities(action: str) -> tuple[int, ...]:
 
 def _literal(text: str) -> str:
     """An EBNF string literal (escapes that xgrammar, GBNF and vLLM's parsers share)."""
-    escaped = text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n").replace("\r", "\\r").replace("\t", "\\t")
+    escaped = (
+        text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n").replace("\r", "\\r").replace("\t", "\\t")
+    )
     return f'"{escaped}"'
 
 
@@ -199,11 +266,19 @@ def _utf8_len(text: str) -> int:
 # --------------------------------------------------------------------------------- F1 check
 
 
-def f1_violation(text: str, actions: Sequence[str] = EMMOE_ACTIONS, models: Sequence[str] = EMMOE_MODELS) -> str | None:
+def f1_violation(
+    text: str,
+    actions: Sequence[str] = EMMOE_ACTIONS,
+    models: Sequence[str] = EMMOE_MODELS,
+    *,
+    strict_models: bool = False,
+    model_actions: Mapping[str, Iterable[Action]] | None = None,
+) -> str | None:
     """Why ``text`` would be an F1 error, or None. Mirrors the F1 checks of :mod:`homiebot.executor.executor`.
 
     In order: unparseable (appendix D pattern, H.1 fallback), action not in the list, ``End`` (passes with no
-    further check), model not in the list (case-insensitive), missing target, Put without a place.
+    further check), model not in the list (case-insensitive), with ``strict_models`` a model that does not serve
+    the action (``model_actions``, table E2 by default), missing target, Put without a place.
     """
     parsed = parse_output(text)
     if parsed.subtask is None:
@@ -217,6 +292,14 @@ def f1_violation(text: str, actions: Sequence[str] = EMMOE_ACTIONS, models: Sequ
         return None
     if " ".join(parsed.model.strip().split()).lower() not in {m.lower() for m in models}:
         return f"model not in the list: {parsed.model!r}"
+    if strict_models:
+        if model_actions is None:
+            from homiebot.executor.executor import DEFAULT_MODEL_ACTIONS
+
+            model_actions = DEFAULT_MODEL_ACTIONS
+        canonical = next(m for m in models if m.lower() == " ".join(parsed.model.strip().split()).lower())
+        if action not in set(model_actions.get(canonical, ())):
+            return f"{canonical} does not serve {action.value}"
     if not (parsed.subtask.target or "").strip():
         return "missing target"
     if action is Action.PUT and not (parsed.subtask.place or "").strip():
@@ -244,10 +327,14 @@ class GrammarCompilerCache:
             ) from exc
         self._xgr = xgr
         self.stop_token_ids = tuple(sorted({int(t) for t in stop_token_ids}))
-        info = xgr.TokenizerInfo.from_huggingface(tokenizer, vocab_size=vocab_size, stop_token_ids=list(self.stop_token_ids))
+        info = xgr.TokenizerInfo.from_huggingface(
+            tokenizer, vocab_size=vocab_size, stop_token_ids=list(self.stop_token_ids)
+        )
         # The grammar changes every round (grounded targets), so the cache is bounded: a long-running server
         # would otherwise keep every compiled grammar (about 80 KB each with a 1k vocabulary, more with 150k).
-        self.compiler = xgr.GrammarCompiler(info, max_threads=1, cache_enabled=True, cache_limit_bytes=cache_limit_bytes)
+        self.compiler = xgr.GrammarCompiler(
+            info, max_threads=1, cache_enabled=True, cache_limit_bytes=cache_limit_bytes
+        )
         self.vocab_size = vocab_size
 
     def compile(self, grammar: str) -> Any:

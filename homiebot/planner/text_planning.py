@@ -19,19 +19,35 @@ Decision: **the conversation grows at its end.** Appendix D keeps a window of th
 shifts every round, so a model's key/value cache of the earlier prompt would be useless. Here the episode is
 one growing chat: the system turn, then for each round the user turn (the world description in the first
 round, and again only when perception's description changed since it was last sent) and the model's answer.
-Each round then costs only its new tokens and the answer (:mod:`homiebot.planner.text_lm`). The full
-instruction of each round still carries appendix D's historical execution, so nothing the window would have
-shown is lost.
+Each round then costs only its new tokens and the answer (:mod:`homiebot.planner.text_lm`).
+
+Decision: **each later user turn carries only what changed.** Appendix D's instruction repeats the task and
+the whole historical execution every round; in a chat that keeps every earlier turn, that repetition is
+already in the context, and on a CPU it was most of a late round's new tokens (100-250 of them). So the
+first user turn is appendix D's full instruction (after the world description), and each later one keeps
+appendix D's fields in its order but with only the new part (:func:`delta_instruction`)::
+
+    Inventory: <the inventory now>
+    Historical Execution: <only the items added since the last turn, e.g. "(4) Go to, fridge(success) ">
+    Feedback: <the last round's feedback>
+    Now based on the instruction above, please output Analysis, Subtask and Model in mentioned format.
+
+The model still sees everything appendix D's window would show, and more: the task and the world
+description in the first turn, every earlier history item in the turn that added it, and every earlier
+answer. An instruction that is not in appendix D's form, or whose history does not extend the last one sent
+(a planner wrapper that rewrote it), is sent whole.
 """
 
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from homiebot.planner.base import PlanRequest
 from homiebot.planner.messages import ChatMessage
+from homiebot.planner.prompt import INSTRUCTION_SUFFIX
 from homiebot.sim.scene import SceneSpec
 
 log = logging.getLogger(__name__)
@@ -53,6 +69,46 @@ def text_system_prompt(system_prompt: str) -> str:
             return "\n".join(lines)
     log.warning("the system prompt has no observation-images item; the world description item is appended")
     return system_prompt.rstrip("\n") + "\n" + TEXT_OBSERVATION_ITEM
+
+
+#: Appendix D's instruction (:func:`homiebot.planner.prompt.build_instruction`), field by field.
+_INSTRUCTION = re.compile(
+    r"Task: (?P<task>[^\n]*)\nInventory: (?P<inventory>[^\n]*)\nHistorical Execution: (?P<history>[^\n]*)\n"
+    r"Feedback: (?P<feedback>.*)\n" + re.escape(INSTRUCTION_SUFFIX) + r"\Z",
+    re.DOTALL,
+)
+
+
+@dataclass(frozen=True)
+class InstructionFields:
+    """An appendix-D instruction taken apart (:func:`parse_instruction`)."""
+
+    task: str
+    inventory: str
+    history: str  # "None" before the first round's result
+    feedback: str
+
+
+def parse_instruction(text: str) -> InstructionFields | None:
+    """The fields of an appendix-D instruction, or None when ``text`` is not one."""
+    match = _INSTRUCTION.fullmatch(text)
+    if match is None:
+        return None
+    return InstructionFields(match["task"], match["inventory"], match["history"], match["feedback"])
+
+
+def delta_instruction(fields: InstructionFields, previous_history: str) -> str | None:
+    """A later round's user turn (module docstring): appendix D's fields after the task, with only the history
+    items after ``previous_history``. None when the history does not extend it (then the whole instruction goes)."""
+    history = fields.history
+    before = "" if previous_history == "None" else previous_history
+    if not history.startswith(before):
+        return None
+    new = history[len(before) :].strip()
+    return (
+        f"Inventory: {fields.inventory}\nHistorical Execution: {new or 'None'}\n"
+        f"Feedback: {fields.feedback}\n{INSTRUCTION_SUFFIX}"
+    )
 
 
 @dataclass(frozen=True)
@@ -101,12 +157,17 @@ class TextTranscript:
     turns: list[ChatMessage] = field(default_factory=list)
     last_description: str | None = None
     scene_names: tuple[str, ...] = ()
+    #: Send later rounds only what changed (module docstring); False sends appendix D's whole instruction.
+    delta_turns: bool = True
+    #: The task and historical execution of the last kept user turn (None: nothing kept yet).
+    last_fields: InstructionFields | None = None
     _scene_name: str | None = None
     _scene_text: str | None = None
 
     def reset(self) -> None:
         self.turns.clear()
         self.last_description = None
+        self.last_fields = None
         self.scene_names = ()
         self._scene_name = self._scene_text = None
 
@@ -116,7 +177,7 @@ class TextTranscript:
             self.reset()
             self.turns.append(ChatMessage("system", text_system_prompt(request.system_prompt)))
         description = self._description(request)
-        text = request.instruction
+        text = self._user_text(request.instruction)
         if description is not None and description != self.last_description:
             heading = "World description:" if self.last_description is None else "World description (updated):"
             text = f"{heading}\n{description.strip()}\n{text}"
@@ -126,6 +187,17 @@ class TextTranscript:
         """Keep this round's user turn and the model's answer (the chat grows at its end)."""
         self.turns = [*conversation, ChatMessage("assistant", answer)]
         self.last_description = self._description(request)
+        self.last_fields = parse_instruction(request.instruction)
+
+    def _user_text(self, instruction: str) -> str:
+        """This round's instruction as the user turn: only what changed since the last kept turn when it can."""
+        previous = self.last_fields
+        if not self.delta_turns or previous is None:
+            return instruction
+        fields = parse_instruction(instruction)
+        if fields is None or fields.task != previous.task:
+            return instruction
+        return delta_instruction(fields, previous.history) or instruction
 
     def targets(self, request: PlanRequest) -> tuple[str, ...]:
         """The names a constrained answer may use: what perception grounded, else the described scene's names."""
@@ -144,5 +216,3 @@ class TextTranscript:
             described = describe_scene(scene)  # the scene as the episode began: once per episode
             self._scene_name, self._scene_text, self.scene_names = scene.name, described.text, described.names
         return self._scene_text
-
-

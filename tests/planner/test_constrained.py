@@ -81,6 +81,7 @@ def test_empty_lists_mean_the_papers_lists() -> None:
 
 # ------------------------------------------------------------------------------ xgrammar acceptance
 
+
 @pytest.fixture(scope="module")
 def compiler():
     xgr = pytest.importorskip("xgrammar", reason="xgrammar is part of the 'models' extra")
@@ -202,3 +203,73 @@ def test_f1_violation_agrees_with_the_executor(text: str) -> None:
         except _ReachedTheSimulator:
             executor_f1 = False
     assert (f1_violation(text) is not None) == executor_f1
+
+
+# ------------------------------------------------------------------------------ the model follows the action
+
+
+def test_each_action_names_only_the_models_of_table_e2() -> None:
+    from homiebot.executor.executor import DEFAULT_MODEL_ACTIONS
+    from homiebot.types import Action
+
+    constraint = _constraint()
+    assert constraint.models_for("Go to") == ("NoMaD", "PixNav")
+    assert constraint.models_for("Pick") == constraint.models_for("Put") == ("RT-1-X",)
+    assert constraint.models_for("Open") == constraint.models_for("Close") == ("octo",)
+    assert constraint.models_for("End") == EMMOE_MODELS  # the executor ignores End's model
+    for action in EMMOE_ACTIONS[:-1]:
+        for model in constraint.models_for(action):
+            assert Action.parse(action) in DEFAULT_MODEL_ACTIONS[model]
+    grammar = constraint.grammar()
+    assert '("Pick" ", " target) "]\\nModel: " models2' in grammar and 'models2 ::= "RT-1-X"\n' in grammar
+
+
+def test_pairing_keeps_unknown_models_and_unserved_actions_open() -> None:
+    constraint = AnswerConstraint.build(("Go to", "Pick", "Dance"), ("NoMaD", "MyArm"), ("fridge",), max_new_tokens=300)
+    assert constraint.models_for("Go to") == ("NoMaD", "MyArm")  # MyArm is not in table E2: allowed anywhere
+    assert constraint.models_for("Pick") == ("MyArm",)
+    assert constraint.models_for("Dance") == ("NoMaD", "MyArm")  # not an EMMOE action: every model
+    only_nav = AnswerConstraint.build(("Go to", "Pick"), ("NoMaD",), ("fridge",), max_new_tokens=300)
+    assert only_nav.models_for("Pick") == ("NoMaD",)  # no listed model grasps: the list stays whole
+    paper = _constraint(pair_models=False)
+    assert paper.action_models == {} and 'model ::= "NoMaD" | "PixNav" | "octo" | "RT-1-X"' in paper.grammar()
+
+
+@pytest.mark.models
+@pytest.mark.parametrize(
+    "text, paired, paper",
+    [
+        ("Analysis: a\nSubtask: [Pick, apple]\nModel: NoMaD", False, True),
+        ("Analysis: a\nSubtask: [Pick, apple]\nModel: RT-1-X", True, True),
+        ("Analysis: a\nSubtask: [Go to, fridge]\nModel: RT-1-X", False, True),
+        ("Analysis: a\nSubtask: [Go to, fridge]\nModel: PixNav", True, True),
+        ("Analysis: a\nSubtask: [Open, fridge]\nModel: octo", True, True),
+        ("Analysis: a\nSubtask: [End]\nModel: RT-1-X", True, True),
+    ],
+)
+def test_paired_grammar_refuses_a_model_that_does_not_serve_the_action(compiler, text, paired, paper) -> None:
+    assert _can_stop(compiler, _constraint(), text) is paired
+    assert _can_stop(compiler, _constraint(pair_models=False), text) is paper
+    assert (f1_violation(text, strict_models=True) is None) is paired
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Analysis: a\nSubtask: [Pick, apple]\nModel: NoMaD",
+        "Analysis: a\nSubtask: [Pick, apple]\nModel: rt-1-x",
+        "Analysis: a\nSubtask: [Open, fridge]\nModel: RT-1-X",
+        "Analysis: a\nSubtask: [End]\nModel: NoMaD",
+    ],
+)
+def test_strict_f1_violation_agrees_with_the_strict_executor(text: str) -> None:
+    from homiebot.executor.executor import Executor, ExecutorConfig
+
+    parsed = parse_output(text)
+    assert parsed.subtask is not None
+    executor = Executor(sim=_NoSimulator(), config=ExecutorConfig(strict_models=True))  # type: ignore[arg-type]
+    try:
+        executor_f1 = executor.execute(parsed.subtask, parsed.model, ()).code is ErrorCode.F1
+    except _ReachedTheSimulator:
+        executor_f1 = False
+    assert (f1_violation(text, strict_models=True) is not None) == executor_f1

