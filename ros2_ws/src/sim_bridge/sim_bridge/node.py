@@ -25,6 +25,16 @@ sent again only when a mount moves); latched ``/sim/world_state`` (homie_msgs/Wo
 ``/robot_description`` (std_msgs/String: the robot's URDF, :func:`homiebot.sim.mujoco.urdf.robot_urdf`, sent once at
 start-up).
 
+PARTNR's human partner (``human`` parameter, default false; PARTNR paper, section 4: a robot and a humanoid
+share the house): the simulator is built with the human's body (``MujocoSimulator(human=True)``) and the bridge
+serves the human in its own namespace, ``/human``: ``/human/sim/get_world_state`` and ``/human/sim/render_views``
+(the world as the human sees it: its pose and hand as the state's robot fields, its own four cameras),
+``/human/sim/navigate`` and ``/human/sim/manipulate`` (the human's skill attempts, through its own skill layer
+seeded as in-process: the reset's seed + 7919), and publishes ``/human/homie/views``, ``/human/odom`` and
+``/human/sim/world_state``. The human's executors are the same executor nodes remapped into ``/human``
+(launch/config/graph_pair.yaml). Both agents act on one world: every skill of either advances the one
+``state_sequence``.
+
 Robot model in rviz: there is no robot_state_publisher here (it is not among the ROS 2 wheels), so the bridge
 plays its part. Its URDF is generated from the simulator's own MJCF (link names = the frames published here,
 joint names = the names on ``/joint_states``); with every ``/tf`` it also sends each robot link's transform from
@@ -81,6 +91,35 @@ except ImportError:  # pragma: no cover - depends on the machine
 
 #: How long after a skill's answer the bridge publishes its state and pre-renders (see SimBridge.__init__).
 AFTER_SKILL_DELAY_S = 0.003
+#: PARTNR's human partner: its agent id, name and namespace (module docstring).
+HUMAN = 1
+HUMAN_NAME = "human"
+HUMAN_NAMESPACE = "/human"
+#: The partner's skill-noise seed is the reset's seed + this x its id (as homiebot.agent.in_process seeds it).
+PARTNER_SEED_STRIDE = 7919
+
+
+def _requested_views(full: MultiView, request: RenderViews.Request) -> MultiView:
+    """The views a RenderViews request asked for: RGB always, depth and segmentation when asked."""
+    return MultiView(
+        header=full.header,
+        state_sequence=full.state_sequence,
+        views=[
+            CameraViewMsg(
+                name=view.name,
+                rgb=view.rgb,
+                depth=view.depth if request.include_depth else Image(),
+                segmentation=view.segmentation if request.include_segmentation else Image(),
+                camera_info=view.camera_info,
+                camera_pose=view.camera_pose,
+            )
+            for view in full.views
+        ],
+        instance_ids=full.instance_ids,
+        instance_names=full.instance_names,
+        robot_pose=full.robot_pose,
+        held_object=full.held_object,
+    )
 
 
 class SimBridge(Node):
@@ -96,14 +135,21 @@ class SimBridge(Node):
         self.declare_parameter("publish_camera_topics", True)
         self.declare_parameter("prerender", True)
         self.declare_parameter("noise", "noiseless")
+        self.declare_parameter("human", False)
 
         if simulator is None:
             backend = self.get_parameter("simulator").value
             options = {"width": self.get_parameter("width").value, "height": self.get_parameter("height").value}
             if backend == "mujoco":
                 options["render"] = self.get_parameter("render").value
+                if self.get_parameter("human").value:
+                    options["human"] = True
             simulator = make_simulator(backend, **options)
         self.sim = simulator
+        # The agents this bridge serves: 0 the robot, and the human (1) when the simulator has one.
+        self.agents: tuple[int, ...] = tuple(getattr(simulator, "agent_ids", (0,)))
+        self._agent_skills: dict[int, SkillSet] = {}  # the partner's skill layer, built at every reset
+        self._agent_cached: dict[int, tuple[int, Observation]] = {}
         self.noise = preset_name(str(self.get_parameter("noise").value))  # an unknown preset stops the node here
         self.skills: SkillSet | None = None  # built at every reset (its noise is seeded with the reset's seed)
         self._lock = threading.Lock()
@@ -149,6 +195,9 @@ class SimBridge(Node):
             self._description_pub.publish(String(data=self._kinematics.urdf()))
         else:
             self.get_logger().info(f"{type(simulator).__name__} describes no robot (robot_kinematics): no /robot_description")
+        self._human_pubs: dict[str, object] = {}
+        if HUMAN in self.agents:
+            self._serve_human(sim_group)
         self._camera_pubs: dict[str, tuple] = {}
         if self.get_parameter("publish_camera_topics").value:
             for view in VIEW_NAMES:
@@ -193,6 +242,10 @@ class SimBridge(Node):
             observation = self.sim.reset(scene, seed=seed)
             # As run_episode's skills factory: SkillSet(sim, noise=preset, seed=scene_seed).
             self.skills = SkillSet(self.sim, noise=self.noise, seed=seed)
+            # The partner's own noise stream, as homiebot.agent.in_process seeds it.
+            self._agent_skills = {a: SkillSet(self.sim.agent(a), noise=self.noise, seed=seed + PARTNER_SEED_STRIDE * a)
+                                  for a in self.agents if a != 0}
+            self._agent_cached = {}
             self._sequence += 1
             self._loaded = True
             self._cached = (self._sequence, observation)
@@ -214,20 +267,21 @@ class SimBridge(Node):
                 self._cached = (self._sequence, self.sim.observe())
             return self._cached
 
-    def _skill(self, reset_arm_first: bool, call) -> SkillResult:
+    def _skill(self, reset_arm_first: bool, call, sim: Simulator | None = None) -> SkillResult:
         with self._lock:
             if reset_arm_first:
-                self.sim.reset_arm()
+                (sim or self.sim).reset_arm()
             try:
                 return call()
             finally:
                 self._sequence += 1
 
-    def _attempt(self, action: Action, model: str, target: str, place: str | None = None) -> SkillResult:
-        """One attempt through the skill layer (called holding the lock, from :meth:`_skill`)."""
-        assert self.skills is not None  # goals are accepted only once a scene is loaded
+    def _attempt(self, action: Action, model: str, target: str, place: str | None = None, agent: int = 0) -> SkillResult:
+        """One attempt through ``agent``'s skill layer (called holding the lock, from :meth:`_skill`)."""
+        skills = self.skills if agent == 0 else self._agent_skills.get(agent)
+        assert skills is not None  # goals are accepted only once a scene is loaded
         try:
-            return self.skills.run(action, model.strip() or "oracle", target, place)
+            return skills.run(action, model.strip() or "oracle", target, place)
         except UnservedModelError as err:
             return SkillResult(SkillStatus.EXECUTION_FAILED, str(err))
 
@@ -283,25 +337,7 @@ class SimBridge(Node):
         sequence, observation = self._observe()
         full = convert.observation_to_msg(observation)
         full.state_sequence = sequence
-        response.views = MultiView(
-            header=full.header,
-            state_sequence=sequence,
-            views=[
-                CameraViewMsg(
-                    name=view.name,
-                    rgb=view.rgb,
-                    depth=view.depth if request.include_depth else Image(),
-                    segmentation=view.segmentation if request.include_segmentation else Image(),
-                    camera_info=view.camera_info,
-                    camera_pose=view.camera_pose,
-                )
-                for view in full.views
-            ],
-            instance_ids=full.instance_ids,
-            instance_names=full.instance_names,
-            robot_pose=full.robot_pose,
-            held_object=full.held_object,
-        )
+        response.views = _requested_views(full, request)
         # Publish the full views (depth, segmentation, per-camera topics) after the answer has gone out: the
         # caller is waiting for the answer, the subscribers (perception, rviz, a recorder) are not.
         self._pending_sensors = (full, observation)
@@ -426,45 +462,108 @@ class SimBridge(Node):
     def _accept(self, goal) -> GoalResponse:
         return GoalResponse.ACCEPT if self._loaded else GoalResponse.REJECT
 
-    def _on_navigate(self, goal_handle):
+    def _on_navigate(self, goal_handle, agent: int = 0):
         goal = goal_handle.request
-        result = self._skill(goal.reset_arm_first, lambda: self._attempt(Action.GO_TO, goal.model, goal.target))
-        state = self._state_after_skill()
+        sim = self._agent_sim(agent)
+        result = self._skill(goal.reset_arm_first,
+                             lambda: self._attempt(Action.GO_TO, goal.model, goal.target, agent=agent), sim)
+        state = self._state_after_skill(agent)
         goal_handle.publish_feedback(Navigate.Feedback(pose=state.robot_pose))
         goal_handle.succeed()
         return Navigate.Result(result=convert.skill_result_to_msg(result), state=state)
 
-    def _state_after_skill(self) -> WorldStateMsg:
-        """The state a skill left, for its result; published (and its views pre-rendered) after the answer."""
+    def _state_after_skill(self, agent: int = 0) -> WorldStateMsg:
+        """The state a skill left, for its result (``agent``'s view of it); the robot's view is published (and
+        its views pre-rendered) after the answer, the human's on /human/sim/world_state."""
         msg = self._state_msg(*self._state())
         self._publish_clock()
         self._pending_state = msg
         self._after_skill.reset()
-        return msg
+        if agent == 0:
+            return msg
+        mine = self._state_msg(*self._agent_state(agent))
+        self._human_pubs["state"].publish(mine)  # type: ignore[attr-defined]
+        return mine
 
-    def _on_manipulate(self, goal_handle):
+    def _on_manipulate(self, goal_handle, agent: int = 0):
         goal = goal_handle.request
+        sim = self._agent_sim(agent)
+
+        def attempt(action: Action, place: str | None = None):
+            return lambda: self._attempt(action, goal.model, goal.object, place, agent=agent)
+
         operations = {
-            Manipulate.Goal.PICK: lambda: self._attempt(Action.PICK, goal.model, goal.object),
-            Manipulate.Goal.PUT: lambda: self._attempt(Action.PUT, goal.model, goal.object, goal.place),
-            Manipulate.Goal.OPEN: lambda: self._attempt(Action.OPEN, goal.model, goal.object),
-            Manipulate.Goal.CLOSE: lambda: self._attempt(Action.CLOSE, goal.model, goal.object),
+            Manipulate.Goal.PICK: attempt(Action.PICK),
+            Manipulate.Goal.PUT: attempt(Action.PUT, goal.place),
+            Manipulate.Goal.OPEN: attempt(Action.OPEN),
+            Manipulate.Goal.CLOSE: attempt(Action.CLOSE),
             # The household skills (docs/textworld.md) that PARTNR-style tasks need.
-            Manipulate.Goal.TURN_ON: lambda: self._attempt(Action.TURN_ON, goal.model, goal.object),
-            Manipulate.Goal.TURN_OFF: lambda: self._attempt(Action.TURN_OFF, goal.model, goal.object),
-            Manipulate.Goal.CLEAN: lambda: self._attempt(Action.CLEAN, goal.model, goal.object, goal.place),
-            Manipulate.Goal.HEAT: lambda: self._attempt(Action.HEAT, goal.model, goal.object, goal.place),
-            Manipulate.Goal.COOL: lambda: self._attempt(Action.COOL, goal.model, goal.object, goal.place),
+            Manipulate.Goal.TURN_ON: attempt(Action.TURN_ON),
+            Manipulate.Goal.TURN_OFF: attempt(Action.TURN_OFF),
+            Manipulate.Goal.CLEAN: attempt(Action.CLEAN, goal.place),
+            Manipulate.Goal.HEAT: attempt(Action.HEAT, goal.place),
+            Manipulate.Goal.COOL: attempt(Action.COOL, goal.place),
         }
         if goal.operation == Manipulate.Goal.RESET_ARM:
-            result = self._skill(False, lambda: (self.sim.reset_arm(), SkillResult(SkillStatus.SUCCESS))[1])
+            result = self._skill(False, lambda: (sim.reset_arm(), SkillResult(SkillStatus.SUCCESS))[1])
         elif goal.operation in operations:
-            result = self._skill(goal.reset_arm_first, operations[goal.operation])
+            result = self._skill(goal.reset_arm_first, operations[goal.operation], sim)
         else:
             result = SkillResult(SkillStatus.EXECUTION_FAILED, f"unknown manipulation operation {goal.operation}")
-        state = self._state_after_skill()
+        state = self._state_after_skill(agent)
         goal_handle.succeed()
         return Manipulate.Result(result=convert.skill_result_to_msg(result), state=state)
+
+    # ------------------------------------------------------------------------------------ the human partner
+
+    def _agent_sim(self, agent: int) -> Simulator:
+        return self.sim if agent == 0 else self.sim.agent(agent)
+
+    def _agent_state(self, agent: int):
+        with self._lock:
+            return self._sequence, self._agent_sim(agent).state()
+
+    def _serve_human(self, group) -> None:
+        """The human's services, skill actions and topics under ``/human`` (module docstring)."""
+        ns = HUMAN_NAMESPACE
+        self.create_service(GetWorldState, f"{ns}/sim/get_world_state", self._on_human_state, callback_group=group)
+        self.create_service(RenderViews, f"{ns}/sim/render_views", self._on_human_render, callback_group=group)
+        self._human_navigate = ActionServer(self, Navigate, f"{ns}/sim/navigate",
+                                            lambda handle: self._on_navigate(handle, HUMAN),
+                                            goal_callback=self._accept, callback_group=group)
+        self._human_manipulate = ActionServer(self, Manipulate, f"{ns}/sim/manipulate",
+                                              lambda handle: self._on_manipulate(handle, HUMAN),
+                                              goal_callback=self._accept, callback_group=group)
+        self._human_pubs = {
+            "views": self.create_publisher(MultiView, f"{ns}/homie/views", VIEWS_QOS),
+            "state": self.create_publisher(WorldStateMsg, f"{ns}/sim/world_state", EVENTS_QOS),
+            "odom": self.create_publisher(Odometry, f"{ns}/odom", SENSOR_QOS),
+        }
+
+    def _on_human_state(self, request: GetWorldState.Request, response: GetWorldState.Response) -> GetWorldState.Response:
+        if self._loaded:
+            response.state = self._state_msg(*self._agent_state(HUMAN))
+        return response
+
+    def _on_human_render(self, request: RenderViews.Request, response: RenderViews.Response) -> RenderViews.Response:
+        """The human's four views (its own cameras), cached per world version like the robot's; published on
+        ``/human/homie/views`` with the human's odometry."""
+        if not self._loaded:
+            return response
+        with self._lock:
+            cached = self._agent_cached.get(HUMAN)
+            if cached is None or cached[0] != self._sequence:
+                cached = self._agent_cached[HUMAN] = (self._sequence, self.sim.agent(HUMAN).observe())
+        sequence, observation = cached
+        full = convert.observation_to_msg(observation)
+        full.state_sequence = sequence
+        response.views = _requested_views(full, request)
+        self._human_pubs["views"].publish(full)  # type: ignore[attr-defined]
+        odom = Odometry(header=convert.header(observation.sim_time, convert.ODOM_FRAME),
+                        child_frame_id=f"{HUMAN_NAME}/{convert.BASE_FRAME}")
+        odom.pose.pose = convert.pose2d_to_pose(observation.robot_pose)
+        self._human_pubs["odom"].publish(odom)  # type: ignore[attr-defined]
+        return response
 
     def destroy_node(self) -> None:
         self.sim.shutdown()
