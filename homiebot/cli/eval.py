@@ -110,6 +110,10 @@ def register(app: typer.Typer) -> None:
         recovery: str = typer.Option(None, "--recovery", help="Failure recovery around the planner: cmfr, cot or none (docs/recovery.md)."),
         recovery_stages: str = typer.Option(None, "--recovery-stages", help="--recovery cmfr: its stages, e.g. 1,2 (default 1,2,3,4)."),
         recovery_search: bool = typer.Option(None, "--recovery-search/--no-recovery-search", help="--recovery: object search from the places the task names (default on)."),
+        agents: str = typer.Option(None, "--agents", help="robot+human: PARTNR's collaboration evaluation on the suite's collaboration tasks, each against the robot alone (docs/collaboration.md)."),
+        mode: str = typer.Option("decentralized", "--mode", help="--agents: centralized (one planner for both) or decentralized (one each)."),
+        planner_robot: str = typer.Option("expert", "--planner-robot", help="--agents: the robot's planner (expert, react or a registry name)."),
+        planner_human: str = typer.Option("expert", "--planner-human", help="--agents: the human's planner (expert, react, scripted or a registry name)."),
     ) -> None:
         """Run the EMMOE-100 evaluation in parallel worker processes; rerun the same command to resume.
         ``--suite muep`` runs the MuEP-style suite instead (homie muep run; docs/muep.md)."""
@@ -122,6 +126,24 @@ def register(app: typer.Typer) -> None:
                 decode_mode(decode)
             except ValueError as err:
                 raise report(str(err)) from None
+        if agents is not None:  # PARTNR's robot and human: the collaboration runner (homiebot/multiagent/evaluate.py)
+            from homiebot.multiagent.evaluate import CollaborationError, cli_run
+
+            refused = {"--planner": planner not in (None, "expert"), "--perception": perception != PerceptionMode.OFF,
+                       "--images": images, "--video": video, "--backend": backend != "local",
+                       "--observe": observe is not None, "--recovery": recovery is not None}
+            check_output(out)
+            try:
+                outcome = cli_run(out, agents=agents, suite=suite, mode=mode, planner_robot=planner_robot,
+                                  planner_human=planner_human, options={**_parse_options(planner_option), **named},
+                                  runs=runs, split=split, task_ids=_task_list(tasks), max_rounds=max_rounds,
+                                  noise=noise, refused=[name for name, given in refused.items() if given],
+                                  progress=typer.echo if progress else None)
+            except CollaborationError as err:
+                raise report(str(err)) from None
+            typer.echo(f"{outcome.finished} episode(s) run, {outcome.skipped} already done, {outcome.wall_s:.1f} s")
+            typer.echo((outcome.out_dir / "report.md").read_text(encoding="utf-8"))
+            return
         if planner is None:  # the suite's expert: the goal expert cannot switch or clean (docs/partnr.md)
             from homiebot.eval.manifest import EXPERT_PLANNER, REFERENCE_PLANNERS
             from homiebot.eval.manifest import resolve_suite as suite_name

@@ -42,6 +42,10 @@ CASES: dict[str, dict[str, list[str]]] = {
     "eval": {
         "unwritable": ["--suite", "demo", "--out", UNWRITABLE],
         "bad_name": ["--suite", "demo", "--planner", "nope", "--out", "{tmp}/out"],
+        "bad_agents": ["--agents", "robot+dog", "--suite", "partnr", "--out", "{tmp}/out"],
+        "bad_mode": ["--agents", "robot+human", "--mode", "joint", "--suite", "partnr", "--out", "{tmp}/out"],
+        "bad_pair": ["--agents", "robot+human", "--mode", "centralized", "--planner-human", "scripted",
+                     "--suite", "partnr", "--out", "{tmp}/out"],
     },
     "metrics": {
         "unwritable": ["{tmp}", "--report-dir", UNWRITABLE],

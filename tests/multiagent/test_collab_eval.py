@@ -1,0 +1,62 @@
+"""``homie eval --agents robot+human``: the collaboration evaluation end to end through the CLI (expert pair,
+two tasks), its files, resume, its refusals; and the measures of one scored pair episode."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+HOMIE = [str(Path(sys.executable).with_name("homie"))]
+TASKS = "partnr-6-007,partnr-6-010"  # lamp after the can (temporal, human-only skill); two objects to a stand
+
+
+def _homie(*args: str, cwd: Path) -> subprocess.CompletedProcess:
+    return subprocess.run([*HOMIE, *args], capture_output=True, text=True, timeout=600, cwd=cwd)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("mode", ["decentralized", "centralized"])
+def test_expert_pair_evaluation_writes_tables_and_resumes(tmp_path: Path, mode: str) -> None:
+    out = tmp_path / "collab"
+    args = ["eval", "--agents", "robot+human", "--mode", mode, "--suite", "partnr", "--split", "validation",
+            "--tasks", TASKS, "--runs", "1", "--out", str(out)]
+    done = _homie(*args, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    lines = [json.loads(line) for line in (out / "episodes.jsonl").read_text().splitlines()]
+    assert sorted((line["task_id"], line["kind"]) for line in lines) == [
+        ("partnr-6-007", "pair"), ("partnr-6-007", "single"), ("partnr-6-010", "pair"), ("partnr-6-010", "single")]
+    assert all(line["success"] and line["pc"] == 1.0 and line["error"] is None for line in lines)
+    pairs = [line for line in lines if line["kind"] == "pair"]
+    assert all(line["actions"]["robot"] > 0 and line["actions"]["human"] > 0 for line in pairs)
+    assert all(line["task_offloading"] is not None and 0 < line["task_offloading"] < 1 for line in pairs)
+    lamp = next(line for line in pairs if line["task_id"] == "partnr-6-007")
+    single_lamp = next(line for line in lines if line["task_id"] == "partnr-6-007" and line["kind"] == "single")
+    assert single_lamp["actions"]["human"] == 0 and lamp["sim_time_s"] > 0
+    summary = json.loads((out / "collaboration.json").read_text())
+    assert summary["pair"]["sr"]["mean"] == 1.0 and summary["pair_vs_single"]["episodes"] == 2
+    report = (out / "report.md").read_text()
+    assert "Table 2 layout" in report and "Table 12 layout" in report and f"{mode.capitalize()} pair" in report
+    again = _homie(*args, cwd=tmp_path)
+    assert again.returncode == 0 and "0 episode(s) run, 4 already done" in again.stdout
+    other = _homie(*[a if a != mode else ("centralized" if mode == "decentralized" else "decentralized")
+                     for a in args], cwd=tmp_path)
+    assert other.returncode == 2 and other.stderr.strip().count("\n") == 0 and "other settings (mode)" in other.stderr
+
+
+def test_refusals_are_one_line_and_write_nothing(tmp_path: Path) -> None:
+    out = tmp_path / "nothing"
+    cases = [
+        (["--agents", "robot+human", "--suite", "emmoe100"], "no PARTNR evaluation functions"),
+        (["--agents", "robot+human", "--perception", "gt"], "does not take --perception"),
+        (["--agents", "robot+human", "--suite", "partnr", "--tasks", "partnr-9-999"], "unknown task id"),
+        (["--agents", "robot+human", "--suite", "partnr", "--planner-robot", "scripted"], "human only"),
+    ]
+    for extra, message in cases:
+        done = _homie("eval", *extra, "--out", str(out), cwd=tmp_path)
+        assert done.returncode == 2, (extra, done.stderr)
+        assert message in done.stderr and done.stderr.strip().count("\n") == 0
+        assert not out.exists()
