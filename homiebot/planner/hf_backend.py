@@ -64,6 +64,7 @@ from homiebot.planner.text_planning import TextTranscript
 
 if TYPE_CHECKING:
     from homiebot.planner.text_lm import TextLanguageModel
+    from homiebot.training.text_engine import CausalTextModel
 
 log = logging.getLogger(__name__)
 
@@ -178,6 +179,25 @@ def _folder_model_type(folder: str) -> str | None:
         return None
 
 
+def is_causal_text_folder(folder: str) -> bool:
+    """Whether a model folder holds a text-only causal LM (SmolLM2, Qwen2, Llama written by ``homie train
+    base|sft|merge``): its model type maps to transformers' causal-LM classes and not to its image-text ones.
+
+    Some vision-language families are in both maps (Gemma 3, Mllama); they stay image-text models here.
+    """
+    from transformers.models.auto.modeling_auto import (
+        MODEL_FOR_CAUSAL_LM_MAPPING_NAMES,
+        MODEL_FOR_IMAGE_TEXT_TO_TEXT_MAPPING_NAMES,
+    )
+
+    model_type = _folder_model_type(folder)
+    return (
+        model_type is not None
+        and model_type in MODEL_FOR_CAUSAL_LM_MAPPING_NAMES
+        and model_type not in MODEL_FOR_IMAGE_TEXT_TO_TEXT_MAPPING_NAMES
+    )
+
+
 def _folder_chat_template(folder: str) -> str | None:
     path = Path(folder)
     if (path / "chat_template.jinja").is_file():
@@ -198,7 +218,9 @@ def _image_only_processor_class() -> type:
     class ImageOnlyQwenVLProcessor(Qwen2VLProcessor):
         """Qwen2-VL's processor without the video processor (whose construction needs torchvision)."""
 
-        def __init__(self, image_processor: Any = None, tokenizer: Any = None, chat_template: Any = None, **kwargs: Any):
+        def __init__(
+            self, image_processor: Any = None, tokenizer: Any = None, chat_template: Any = None, **kwargs: Any
+        ):
             self.image_token = getattr(tokenizer, "image_token", None) or "<|image_pad|>"
             self.video_token = getattr(tokenizer, "video_token", None) or "<|video_pad|>"
             self.image_token_id = tokenizer.convert_tokens_to_ids(self.image_token)
@@ -218,7 +240,9 @@ def image_only_qwen_vl_processor(image_processor: Any, tokenizer: Any, chat_temp
     never sends video. Same text and image handling as the full processor (it subclasses it), including
     ``mm_token_type_ids``; a ``videos=`` argument is not supported.
     """
-    return _image_only_processor_class()(image_processor=image_processor, tokenizer=tokenizer, chat_template=chat_template)
+    return _image_only_processor_class()(
+        image_processor=image_processor, tokenizer=tokenizer, chat_template=chat_template
+    )
 
 
 class VisionLanguageModel:
@@ -236,9 +260,7 @@ class VisionLanguageModel:
             import torch
             from transformers import AutoModelForImageTextToText
         except ImportError as exc:
-            raise PlannerLoadError(
-                "the hf planner needs torch and transformers: pip install -e '.[models]'"
-            ) from exc
+            raise PlannerLoadError("the hf planner needs torch and transformers: pip install -e '.[models]'") from exc
         self.config = config
         self._torch = torch
         if config.torch_threads is not None:
@@ -268,6 +290,7 @@ class VisionLanguageModel:
         elif config.quantization is not None:
             load_kwargs["quantization_config"] = self._quantization_config(config.quantization)
             load_kwargs["device_map"] = {"": self.device.index or 0}
+        model: Any  # the Auto class picks the model's class at run time
         try:
             model = AutoModelForImageTextToText.from_pretrained(config.model, **load_kwargs)
         except ValueError as exc:
@@ -301,9 +324,7 @@ class VisionLanguageModel:
     def _load_processor(self, config: LocalModelConfig) -> Any:
         from transformers import AutoProcessor
 
-        qwen_without_torchvision = (
-            self.model_type in _QWEN_VL_TYPES and importlib.util.find_spec("torchvision") is None
-        )
+        qwen_without_torchvision = self.model_type in _QWEN_VL_TYPES and importlib.util.find_spec("torchvision") is None
         try:
             processor = AutoProcessor.from_pretrained(
                 config.model, local_files_only=True, trust_remote_code=config.trust_remote_code
@@ -367,8 +388,9 @@ class VisionLanguageModel:
             decoder = fast_decode.FastDecoder(self.model, batched_vision=bool(batched_vision), sdpa_gqa=sdpa_gqa)
         except fast_decode.FastDecodeUnsupported as exc:
             raise PlannerLoadError(f"decode='fast': {exc}") from exc
-        log.info("decoding with the fast loop (batched vision %s, sdpa gqa %s)", decoder.vision is not None,
-                 decoder.sdpa_gqa)
+        log.info(
+            "decoding with the fast loop (batched vision %s, sdpa gqa %s)", decoder.vision is not None, decoder.sdpa_gqa
+        )
         return mode, decoder
 
     def _quantization_config(self, mode: str) -> Any:
@@ -392,6 +414,8 @@ class VisionLanguageModel:
             from peft import PeftModel
         except ImportError as exc:
             raise PlannerLoadError("--adapter needs peft: pip install -e '.[models]'") from exc
+        if config.adapter is None:
+            raise PlannerLoadError("no adapter folder given")
         adapted = PeftModel.from_pretrained(model, config.adapter, is_trainable=False)
         if config.merge_adapter and config.quantization in (None, "fp8"):
             # Merged weights decode as fast as the base model; quantised weights cannot take the merge.
@@ -575,9 +599,27 @@ class VisionLanguageModel:
         if self.fast_decoder is not None:
             self.fast_decoder.close()
             self.fast_decoder = None
-        self.model = None  # type: ignore[assignment]
+        self.model = None
         if self._torch.cuda.is_available():
             self._torch.cuda.empty_cache()
+
+
+def _causal_text_engine(load: LocalModelConfig) -> CausalTextModel:
+    """A trained text-only causal LM (``homie train``) as the engine, refusing the options only the image-text
+    loader implements."""
+    refused = {
+        "quantization": load.quantization is not None,
+        "decode='fast'": load.decode == "fast",
+        "share_prefix": load.share_prefix,
+        "merge_adapter=false": load.adapter is not None and not load.merge_adapter,
+    }
+    named = [name for name, given in refused.items() if given]
+    if named:
+        raise PlannerLoadError(f"{load.model} is a text-only causal LM; {', '.join(named)} is for image-text models")
+    # Imported here: the training package imports this module (Generation, PlannerLoadError).
+    from homiebot.training.text_engine import CausalTextModel
+
+    return CausalTextModel(load.model, adapter=load.adapter, threads=load.torch_threads, device=load.device)
 
 
 def preamble_length(conversation: Sequence[ChatMessage]) -> int:
@@ -605,8 +647,10 @@ def check_fp8_support(device: Any) -> None:
             "or load the model unquantised"
         )
     if torch.device(device).type != "cuda":
-        raise PlannerLoadError("quantization='fp8' needs a CUDA GPU with FP8 tensor cores (compute capability "
-                               ">= 8.9: H100, L40, RTX 40); none is in use")
+        raise PlannerLoadError(
+            "quantization='fp8' needs a CUDA GPU with FP8 tensor cores (compute capability "
+            ">= 8.9: H100, L40, RTX 40); none is in use"
+        )
     capability = torch.cuda.get_device_capability(device)
     if capability < (8, 9):
         raise PlannerLoadError(
@@ -650,8 +694,18 @@ class HFPlanner(Planner):
 
     A bundled model's name instead of a folder (``--model smollm2``, :mod:`homiebot.planner.models`) loads it
     on the CPU runtime of :mod:`homiebot.planner.text_lm` (``runtime``, ``prefix_reuse``; ``torch_threads``
-    sets its threads) and plans in the text mode of :mod:`homiebot.planner.text_planning`. ``prompt_log``
+    sets its threads) and plans in the text mode of :mod:`homiebot.planner.text_planning`. A folder holding a
+    text-only causal LM (:func:`is_causal_text_folder`: what ``homie train base|sft|merge`` writes, with
+    ``adapter=`` a LoRA adapter of ``homie train sft|dpo``) loads as
+    :class:`homiebot.training.text_engine.CausalTextModel` and plans in the same text mode. ``prompt_log``
     (any engine) appends each round's exact prompt text and answer to a JSON-lines file.
+
+    Text mode only: ``include_history=False`` sends each round as a fresh chat (the system turn, then one user
+    turn with the world description and the round's instruction, whose appendix-D historical execution
+    already lists the earlier rounds) instead of the episode's growing chat; ``system_turn=False`` leaves the
+    system turn out, as EMMOE's training samples do (appendix F.1: the human turn is the instruction alone).
+    These two make the prompt of a round the prompt ``homie data build sft --text-observation`` trains on
+    (docs/training.md).
     """
 
     name = "hf"
@@ -686,13 +740,20 @@ class HFPlanner(Planner):
         runtime: Literal["auto", "llama_cpp", "transformers"] = "auto",
         prefix_reuse: bool = True,
         prompt_log: str | None = None,
-        engine: VisionLanguageModel | TextLanguageModel | None = None,
+        system_turn: bool = True,
+        engine: VisionLanguageModel | TextLanguageModel | CausalTextModel | None = None,
     ) -> None:
         bundled = bundled_model(model)
+        text_folder = (
+            engine is None
+            and bundled is None
+            and Path(model).expanduser().is_dir()
+            and (is_causal_text_folder(str(Path(model).expanduser())))
+        )
         if max_new_tokens is None:
-            # A bundled text model is small and on the CPU: a short answer keeps a round near a second
+            # A text model is small and on the CPU: a short answer keeps a round near a second
             # (the constrained analysis is capped to what fits, homiebot.planner.constrained.analysis_budget).
-            max_new_tokens = TEXT_MODEL_MAX_NEW_TOKENS if bundled is not None else 512
+            max_new_tokens = TEXT_MODEL_MAX_NEW_TOKENS if bundled is not None or text_folder else 512
         if max_new_tokens < 1:
             raise ValueError(f"max_new_tokens must be >= 1, got {max_new_tokens}")
         if cache_implementation not in (None, "static"):
@@ -700,7 +761,7 @@ class HFPlanner(Planner):
         self.prompt_log = Path(prompt_log) if prompt_log else None
         if self.prompt_log is not None and not self.prompt_log.parent.is_dir():
             raise ValueError(f"prompt_log: folder {str(self.prompt_log.parent)!r} does not exist")
-        self.engine: VisionLanguageModel | TextLanguageModel
+        self.engine: VisionLanguageModel | TextLanguageModel | CausalTextModel
         if engine is not None:
             self.engine = engine
         elif bundled is not None:
@@ -728,10 +789,11 @@ class HFPlanner(Planner):
                 )
             except ValidationError as exc:
                 raise PlannerLoadError(_validation_message(exc)) from None
-            self.engine = VisionLanguageModel(load)
+            self.engine = _causal_text_engine(load) if text_folder else VisionLanguageModel(load)
         #: One episode's growing chat when the engine is text-only (homiebot.planner.text_planning).
         self._transcript = TextTranscript()
         self.constrained = constrained
+        self.system_turn = system_turn
         self.icl_example = icl_example
         self.include_history = include_history
         self.max_new_tokens = max_new_tokens
@@ -771,8 +833,14 @@ class HFPlanner(Planner):
 
     def messages_for(self, request: PlanRequest) -> list[ChatMessage]:
         if self.text_mode:
-            return self._transcript.conversation(request)
-        return build_messages(request, icl_example=self.icl_example, include_history=self.include_history)
+            if not self.include_history:
+                self._transcript.reset()  # a fresh chat: the world description goes with every round
+            messages = self._transcript.conversation(request)
+        else:
+            messages = build_messages(request, icl_example=self.icl_example, include_history=self.include_history)
+        if not self.system_turn:
+            messages = [m for m in messages if m.role != "system"]
+        return messages
 
     def plan(self, request: PlanRequest) -> str:
         return self.plan_batch([request])[0]
@@ -808,7 +876,10 @@ class HFPlanner(Planner):
         return [g.text for g in generations]
 
     def _log_prompts(
-        self, requests: Sequence[PlanRequest], conversations: Sequence[Sequence[ChatMessage]], generations: Sequence[Generation]
+        self,
+        requests: Sequence[PlanRequest],
+        conversations: Sequence[Sequence[ChatMessage]],
+        generations: Sequence[Generation],
     ) -> None:
         """Append each round's exact prompt (rendered by the model's chat template) and answer, one JSON line each."""
         assert self.prompt_log is not None

@@ -5,7 +5,8 @@
 ``compile_grammar``, ``close``) and takes one through its ``engine=`` argument; this is such an engine for the
 models ``homie train`` writes (SmolLM2 after ``homie train base``, with the SFT or DPO adapter). With a
 text-only engine the planner runs the text planning mode of :mod:`homiebot.planner.text_planning`, the prompt
-the ``--text-observation`` data were built for::
+the ``--text-observation`` data were built for. The hf planner builds it for a causal-LM folder itself
+(``homie run --planner hf --model DIR -p adapter=ADAPTER``); in Python::
 
     planner = HFPlanner(model="trained", engine=CausalTextModel("base_dir", adapter="adapter_dir"))
 
@@ -32,7 +33,13 @@ class CausalTextModel:
 
     text_only = True
 
-    def __init__(self, model: str | Path, adapter: str | Path | None = None, threads: int | None = None) -> None:
+    def __init__(
+        self,
+        model: str | Path,
+        adapter: str | Path | None = None,
+        threads: int | None = None,
+        device: str = "auto",
+    ) -> None:
         try:
             import torch
             from transformers import AutoModelForCausalLM, AutoTokenizer
@@ -49,14 +56,15 @@ class CausalTextModel:
         self.tokenizer = AutoTokenizer.from_pretrained(str(folder), local_files_only=True)
         if not self.tokenizer.chat_template:
             raise PlannerLoadError(f"{model}: the tokenizer has no chat template")
-        network = AutoModelForCausalLM.from_pretrained(str(folder), local_files_only=True, dtype=torch.float32)
+        self.device = torch.device(("cuda" if torch.cuda.is_available() else "cpu") if device == "auto" else device)
+        network: Any = AutoModelForCausalLM.from_pretrained(str(folder), local_files_only=True, dtype=torch.float32)
         if adapter is not None:
             if not (Path(adapter) / "adapter_config.json").is_file():
                 raise PlannerLoadError(f"{adapter}: not a peft adapter (no adapter_config.json)")
             from peft import PeftModel
 
             network = PeftModel.from_pretrained(network, str(adapter)).merge_and_unload()
-        self.model = network.eval()
+        self.model = network.to(self.device).eval()
         eos = self.tokenizer.eos_token_id
         self.stop_ids = [int(eos)] if eos is not None else []
         end_of_turn = self.tokenizer.convert_tokens_to_ids("<|im_end|>")
@@ -105,7 +113,7 @@ class CausalTextModel:
         for index, conversation in enumerate(conversations):
             text, _ = self.render(conversation)
             grammar = grammars[index] if grammars is not None else None
-            ids = self.tokenizer(text, add_special_tokens=False, return_tensors="pt")["input_ids"]
+            ids = self.tokenizer(text, add_special_tokens=False, return_tensors="pt")["input_ids"].to(self.device)
             options: dict[str, Any] = {"do_sample": False, "temperature": None, "top_p": None, "top_k": None}
             if do_sample:
                 options = {"do_sample": True, "temperature": temperature, "top_p": top_p, "top_k": None}

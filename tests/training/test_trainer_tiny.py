@@ -137,15 +137,13 @@ def test_one_dpo_step_gives_the_loss_computed_by_hand(setup, tmp_path):
     assert result.losses[0] == pytest.approx(by_hand, rel=1e-4, abs=1e-5)
 
 
-def test_the_trained_adapter_plans_a_constrained_episode(setup):
-    """The adapter is usable at once: the hf planner with the trained text engine runs an episode in the
-    simulator, every answer in the format (constrained decoding), so no F1."""
-    from homiebot.agent.loop import EpisodeConfig, run_episode
-    from homiebot.eval.tasks import load_suite
-    from homiebot.planner.hf_backend import HFPlanner
-    from homiebot.sim.base import make_simulator
-    from homiebot.training.text_engine import CausalTextModel
-    from homiebot.types import ErrorCode
+def test_the_trained_adapter_plans_a_constrained_episode(setup, tmp_path):
+    """The adapter is usable at once from the command line: ``homie run --planner hf --model DIR -p adapter=DIR``
+    loads the trained text model (a causal LM folder, not an image-text one) and runs an episode in the
+    simulator in the text mode, every answer in the format (constrained decoding), so no F1."""
+    from typer.testing import CliRunner
+
+    from homiebot.cli import build_app
 
     root = setup
     adapter = root / "e1"
@@ -158,18 +156,23 @@ def test_the_trained_adapter_plans_a_constrained_episode(setup):
         max_steps=1,
         progress=False,
     )
-    planner = HFPlanner(
-        model="trained", engine=CausalTextModel(root / "model", adapter=adapter), constrained=True, max_new_tokens=120
-    )
-    sim = make_simulator("mujoco", render=False)
-    try:
-        trajectory = run_episode(
-            sim, planner, task=load_suite("emmoe100").tasks[0], config=EpisodeConfig(max_rounds=2, render=False)
-        )
-    finally:
-        sim.shutdown()
-    assert len(trajectory.rounds) >= 1 and trajectory.error is None
-    assert all(r.output.subtask is not None and r.feedback.code is not ErrorCode.F1 for r in trajectory.rounds)
+    out = tmp_path / "episode"
+    args = ["run", "--task", "emmoe-001", "--planner", "hf", "--model", str(root / "model"), "--constrained"]
+    args += ["-p", f"adapter={adapter}", "-p", "max_new_tokens=120", "-p", "include_history=false"]
+    args += ["-p", "system_turn=false", "--max-rounds", "2", "--no-render", "--no-video", "--no-report"]
+    result = CliRunner().invoke(build_app(), [*args, "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    rounds = [json.loads(line) for line in (out / "rounds.jsonl").read_text().splitlines() if line.strip()]
+    assert len(rounds) == 2
+    assert all(r["parse_error"] is None and r["error_code"] != "F1" for r in rounds)
+
+
+def test_a_text_model_refuses_image_model_options(setup):
+    """Options only the image-text loader implements are refused for a trained text model, in one line."""
+    from homiebot.planner.hf_backend import HFPlanner, PlannerLoadError
+
+    with pytest.raises(PlannerLoadError, match="text-only causal LM; quantization"):
+        HFPlanner(model=str(setup / "model"), quantization="4bit")
 
 
 def test_offline_scores_on_held_out_data(setup):
