@@ -24,6 +24,7 @@ _PLANNERS: dict[str, str] = {
     "scripted": "homiebot.planner.scripted:ScriptedPlanner",
     "openai": "homiebot.planner.openai_backend:OpenAIPlanner",
     "hf": "homiebot.planner.hf_backend:HFPlanner",
+    "hf_partnr": "homiebot.planner.partnr_world:PartnrWorldHFPlanner",
     "random": "homiebot.planner.random_planner:RandomPlanner",
     "recovery": "homiebot.recovery.planner:RecoveryPlanner",
     "react": "homiebot.planner.react:ReActPlanner",
