@@ -41,7 +41,8 @@ def register(app: typer.Typer) -> None:
         text_observation: bool = typer.Option(
             False,
             "--text-observation",
-            help="runtime format: the text planning mode's system information (text-only models).",
+            help="runtime format: the text planning mode's prompt (text-only models): its system information and "
+            "the world description before each instruction, as homie run --planner hf -p include_history=false sends.",
         ),
         images: bool = typer.Option(True, "--images/--no-images", help="Link the recorded views into OUT/images."),
         replan_exec: bool = typer.Option(

@@ -39,7 +39,7 @@ from homiebot.training.emmoe import (
     sift,
     step_messages,
 )
-from homiebot.training.episodes import EpisodeData, TrainingDataError, load_episodes
+from homiebot.training.episodes import TEXT_WORLD_FILE, EpisodeData, TrainingDataError, load_episodes
 from homiebot.training.rewrite import Rewriter, TemplateRewriter, guarded
 
 log = logging.getLogger(__name__)
@@ -138,9 +138,24 @@ def episode_steps(episode: EpisodeData, variant: EpisodeData, k: int, options: B
 
             system = text_system_prompt(system)
     steps = runtime_steps(variant, key, system, original_task=episode.instruction)
+    if options.text_observation:
+        steps = _with_text_world(steps, episode)
     if image_dir is None:
         return [_no_images(s) for s in steps]
     return [_relative_images(s, image_dir) for s in steps]
+
+
+def _with_text_world(steps: list[Step], episode: EpisodeData) -> list[Step]:
+    """Each step's user turn opened with the episode's world description, as the hf planner's text mode sends a
+    round with ``include_history=False`` (a fresh chat per round), so the model trains on that exact prompt."""
+    from dataclasses import replace
+
+    if episode.text_world is None:
+        raise TrainingDataError(
+            f"{episode.directory}: no {TEXT_WORLD_FILE} (--text-observation needs the world description the text "
+            "mode sends; records of homie data collect have it)"
+        )
+    return [replace(s, prompt=episode.text_world + s.prompt) for s in steps]
 
 
 def _no_images(step: Step) -> Step:

@@ -5,6 +5,10 @@ One simulator, the episodes one after another, each written atomically by the ep
 builders read it). Seeds: run ``r`` of a task uses ``task.seed + seed_offset + r``, so training data can be
 collected on seeds an evaluation never plays (``--seed-offset``). An episode already recorded is skipped,
 so an interrupted collection resumes where it stopped.
+
+Beside each record, ``text_world.txt`` keeps the world description a text-only model is given in the hf
+planner's text mode (:mod:`homiebot.planner.text_planning`), taken from the first round's request by that
+mode's own code, so that ``homie data build --text-observation`` trains on the prompt the planner sends.
 """
 
 from __future__ import annotations
@@ -17,7 +21,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from homiebot.training.episodes import TrainingDataError
+from homiebot.planner.base import Planner, PlanRequest
+from homiebot.training.episodes import TEXT_WORLD_FILE, TrainingDataError
 
 log = logging.getLogger(__name__)
 
@@ -44,6 +49,40 @@ class CollectSummary:
             f"injected decision errors: {self.injections}",
             f"  records: {self.out / 'episodes'}",
         ]
+
+
+def text_world_prefix(request: PlanRequest) -> str:
+    """What the text mode puts before a round's instruction in a fresh chat: the world description heading and
+    text (empty when the request carries no scene and no description)."""
+    from homiebot.planner.text_planning import TextTranscript
+
+    user = TextTranscript().conversation(request)[-1].text
+    if not user.endswith(request.instruction):
+        raise TrainingDataError("the text mode's user turn does not end with the round's instruction")
+    return user[: len(user) - len(request.instruction)]
+
+
+class TextWorldRecorder(Planner):
+    """Plans with ``inner``; keeps the text mode's world description of the episode's first round."""
+
+    def __init__(self, inner: Planner) -> None:
+        self.inner = inner
+        self.name = inner.name
+        self.privileged = inner.privileged
+        self.accepts_free_text = inner.accepts_free_text
+        self.prefix: str | None = None
+
+    def reset(self, task: str, seed: int = 0) -> None:
+        self.prefix = None
+        self.inner.reset(task, seed)
+
+    def plan(self, request: PlanRequest) -> str:
+        if self.prefix is None:
+            self.prefix = text_world_prefix(request)
+        return self.inner.plan(request)
+
+    def close(self) -> None:
+        self.inner.close()
 
 
 def collect_episodes(
@@ -111,14 +150,17 @@ def collect_episodes(
                     summary.skipped += 1
                     continue
                 agent = PerturbedExpertPlanner(inject=inject) if planner == "perturbed-expert" else ExpertPlanner()
+                describer = TextWorldRecorder(agent)
                 trajectory = run_episode(
                     sim,
-                    agent,
+                    describer,
                     task=task,
                     seed=seed_offset + run,
                     config=EpisodeConfig(render=images),
                     recorder=EpisodeRecorder(record, images=images, video=False),
                 )
+                if describer.prefix is not None:
+                    (record / TEXT_WORLD_FILE).write_text(describer.prefix, encoding="utf-8")
                 summary.episodes += 1
                 summary.succeeded += int(bool(trajectory.ended and trajectory.goal_satisfied))
                 summary.rounds += len(trajectory.rounds)

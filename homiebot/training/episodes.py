@@ -28,6 +28,9 @@ log = logging.getLogger(__name__)
 #: execution error (E1/E2) says the skill failed, not that the planner chose badly.
 DECISION_ERRORS = frozenset({"L1", "L2", "L3", "L4", "D1", "D2", "F1", "F2"})
 
+#: Beside a record: the world description the hf planner's text mode sends the model (homie data collect).
+TEXT_WORLD_FILE = "text_world.txt"
+
 
 class TrainingDataError(ValueError):
     """Records that cannot be turned into training data; the message names the path and the reason."""
@@ -71,6 +74,9 @@ class EpisodeData:
     rounds: tuple[RoundData, ...]
     directory: Path
     error: str | None = None  # an infrastructure error ended the episode (docs/records.md)
+    #: The text planning mode's world description as its first user turn opens with it ("World description:
+    #: ...\n"), written by ``homie data collect`` (TEXT_WORLD_FILE); None for other records.
+    text_world: str | None = None
 
     def with_text(self, instruction: str, analyses: Sequence[str]) -> EpisodeData:
         """The same episode with a rewritten task text and analyses (one per round)."""
@@ -167,6 +173,9 @@ def read_record(record: Path, split: str = "unknown") -> EpisodeData:
         rounds=tuple(rounds),
         directory=record,
         error=summary.get("error"),
+        text_world=(record / TEXT_WORLD_FILE).read_text(encoding="utf-8")
+        if (record / TEXT_WORLD_FILE).is_file()
+        else None,
     )
 
 

@@ -11,7 +11,8 @@ adapter disabled, i.e. the merged SFT model itself). Presets (:data:`PRESETS`):
 * ``cpu-small``: a small model (SmolLM2-135M) on 2 CPU cores. fp32 and no gradient checkpointing: trl's
   configs default to bf16 and checkpointing even on a CPU, which emulates bf16 and made a 135M model 6-15x
   slower (measured, docs/training.md); LoRA r 16 / alpha 32 (DPO r 8 / alpha 8), lr 5e-4 (DPO 5e-5: a few
-  hundred steps, not the paper's thousands), batch 4 (DPO 2), 1,024 tokens, 2 threads.
+  hundred steps, not the paper's thousands), batch 2, 1,024 tokens, one thread (two threads cost ~5x the CPU
+  time per token on a loaded 2-core machine).
 
 Runs are resumable: checkpoints go to ``OUT/checkpoints`` every ``save_steps``; ``resume=True`` continues
 from the newest. The adapter (``adapter_config.json`` + weights + tokenizer) is saved in ``OUT``, with
@@ -112,8 +113,11 @@ PRESETS: dict[tuple[str, str], Preset] = {
         max_length=1024,
         save_steps=10_000,
     ),
-    ("sft", "cpu-small"): Preset("cpu-small", lora_r=16, lora_alpha=32, learning_rate=5e-4, batch_size=4, threads=2),
-    ("dpo", "cpu-small"): Preset("cpu-small", lora_r=8, lora_alpha=8, learning_rate=5e-5, batch_size=2, threads=2),
+    # One thread: on a shared 2-core machine two OpenMP threads spent ~5x the CPU time per token waiting on each
+    # other (measured, docs/training.md "Why a step was slow"). Batch 2 of ~400-token samples: a step is a few
+    # CPU seconds.
+    ("sft", "cpu-small"): Preset("cpu-small", lora_r=16, lora_alpha=32, learning_rate=5e-4, batch_size=2, threads=1),
+    ("dpo", "cpu-small"): Preset("cpu-small", lora_r=8, lora_alpha=8, learning_rate=5e-5, batch_size=2, threads=1),
 }
 
 
