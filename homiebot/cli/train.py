@@ -156,8 +156,15 @@ def register(app: typer.Typer) -> None:
         seed_offset: int = typer.Option(
             1000, "--seed-offset", help="Student episodes of iteration i use seed offset + i."
         ),
+        teacher_model: str = typer.Option(
+            None,
+            "--teacher-model",
+            help="EMMA's LLM teacher on this model (a bundled name like smollm2, or a model folder): the hf "
+            "planner as actor over the parallel text world, its model as critic, a memory of 3 plans. "
+            "Default: the privileged expert (oracle).",
+        ),
     ) -> None:
-        """EMMA's DAgger loop with the privileged expert as the oracle teacher and the DPO loss."""
+        """EMMA's DAgger loop with the DPO loss; the teacher is the privileged expert or an LLM (--teacher-model)."""
         from homiebot.training.dagger import run_dagger
         from homiebot.training.trainer import TrainingError, preset_for
 
@@ -165,6 +172,16 @@ def register(app: typer.Typer) -> None:
         check_output(out)
         if not (model / "config.json").is_file():
             fail(f"{model}: not a model folder (no config.json); homie train base --model smollm2 --out DIR writes one")
+        teacher = None
+        if teacher_model is not None:
+            from homiebot.planner.hf_backend import HFPlanner
+            from homiebot.training.teacher import LLMTeacher
+
+            try:
+                actor = HFPlanner(model=teacher_model, constrained=True, include_history=False, torch_threads=1)
+            except ValueError as err:  # PlannerLoadError included: a bad folder or name, one line
+                fail(f"--teacher-model: {err}")
+            teacher = LLMTeacher(actor, critic=actor.engine)
         try:
             results = run_dagger(
                 model,
@@ -176,9 +193,13 @@ def register(app: typer.Typer) -> None:
                 preset=preset_for("dpo", preset),
                 steps_per_iteration=steps,
                 seed_offset=seed_offset,
+                teacher=teacher,
             )
         except TrainingError as err:
             fail(str(err))
+        finally:
+            if teacher is not None:
+                teacher.close()
         for r in results:
             typer.echo(
                 f"iteration {r.iteration}: student solved {r.successes}/{r.episodes}, {r.new_pairs} new pairs "

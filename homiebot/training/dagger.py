@@ -7,9 +7,12 @@ and train the student with the DPO loss against a frozen reference, then the stu
 
 Decisions (docs/training.md):
 
-* **Teacher**: the privileged expert (:class:`~homiebot.planner.expert.ExpertPlanner`) on the simulator's
-  state, EMMA's "oracle" ablation: it needs no parallel text world and no LLM (so no critic and no memory of
-  reflections, which only an LLM teacher has). Its answer is a full EMMOE answer, analysis included.
+* **Teacher**: by default the privileged expert (:class:`~homiebot.planner.expert.ExpertPlanner`) on the
+  simulator's state, EMMA's "oracle" ablation: it needs no parallel text world and no LLM, and labels each
+  state online. Or EMMA's LLM expert (:class:`~homiebot.training.teacher.LLMTeacher`: any planner backend as
+  the actor, a critic and its memory of three reflections) reading the parallel text world
+  (:mod:`homiebot.textworld`), which labels the episode's states after the critic has reflected on it.
+  Either answer is a full EMMOE answer, analysis included.
 * **Prompt**: the exact text the student's model was given that round (its chat template rendered), so a pair
   trains the student on the context it acted in.
 * **Pairs** where the student's subtask and model equal the teacher's are dropped (the DPO term is constant
@@ -35,6 +38,7 @@ from typing import Any
 from homiebot.config import MAX_ROUNDS
 from homiebot.planner.base import Planner, PlanRequest
 from homiebot.planner.prompt import parse_output
+from homiebot.training.teacher import LLMTeacher, TextEpisodeLog, VisitedState
 from homiebot.training.trainer import Preset, TrainingError, preset_for, train
 
 log = logging.getLogger(__name__)
@@ -54,27 +58,67 @@ class LabeledRound:
 
 class LabelingPlanner(Planner):
     """Acts with the student, asks the teacher at every state (module docstring). Privileged so that its requests
-    carry the state and goal the oracle reads; the student gets the request without them."""
+    carry the state and goal the oracle reads; the student gets the request without them.
+
+    With an :class:`LLMTeacher` the states are kept (the request and the text world's log so far, from
+    ``text_world``: a :class:`homiebot.textworld.observer.TextWorldObserver` of the same episode) and labelled
+    by :meth:`finish_episode` after the critic's reflection."""
 
     name = "dagger"
     privileged = True
     accepts_free_text = False
 
-    def __init__(self, student: Any, teacher: Planner) -> None:
+    def __init__(self, student: Any, teacher: Planner | LLMTeacher, text_world: Any = None) -> None:
         self.student = student
         self.teacher = teacher
+        self.text_world = text_world
         self.rounds: list[LabeledRound] = []
+        self.unlabeled: list[tuple[str, str, VisitedState]] = []
+        self._task = ""
+        self._seed = 0
+        self._subtasks: list[str] = []
 
     def reset(self, task: str, seed: int = 0) -> None:
+        self._task, self._seed, self._subtasks = task, seed, []
+        self.unlabeled = []
         self.student.reset(task, seed)
-        self.teacher.reset(task, seed)
+        if isinstance(self.teacher, Planner):
+            self.teacher.reset(task, seed)
+
+    def text_log(self) -> TextEpisodeLog:
+        """The text world's log of the rounds executed so far: intro, then each student subtask and its
+        observation (the text world's texts: the intro, then one per executed round)."""
+        texts = list(getattr(self.text_world, "texts", []) or [""])
+        return TextEpisodeLog(texts[0], list(zip(self._subtasks, texts[1:], strict=False)))
 
     def plan(self, request: PlanRequest) -> str:
         private = replace(request, world_state=None, goal=None, perceived_names=None, evaluation=None)
         answer = str(self.student.plan(private))
-        prompt = str(getattr(self.student.engine, "last_prompt", "")) or request.instruction
-        self.rounds.append(LabeledRound(prompt, answer, self.teacher.plan(request)))
+        prompt = str(getattr(getattr(self.student, "engine", None), "last_prompt", "")) or request.instruction
+        if isinstance(self.teacher, LLMTeacher):
+            if self.text_world is None:
+                raise ValueError("an LLM teacher reads the parallel text world: set text_world for the episode")
+            self.unlabeled.append((prompt, answer, VisitedState(private, self.text_log().text())))
+        else:
+            self.rounds.append(LabeledRound(prompt, answer, self.teacher.plan(request)))
+        parsed = parse_output(answer).subtask
+        self._subtasks.append(parsed.text() if parsed is not None else "(an answer that does not parse)")
         return answer
+
+    def finish_episode(self, solved: bool) -> int:
+        """With an LLM teacher: reflect on a failed episode, then label its states; returns how many labels."""
+        if not isinstance(self.teacher, LLMTeacher):
+            return 0
+        if not solved:
+            self.teacher.reflect(self._task, self.text_log().text())
+        labelled = 0
+        for prompt, answer, state in self.unlabeled:
+            label = self.teacher.label(self._task, state, self._seed)
+            if label is not None:
+                self.rounds.append(LabeledRound(prompt, answer, label))
+                labelled += 1
+        self.unlabeled = []
+        return labelled
 
 
 def pairs_of(rounds: Sequence[LabeledRound]) -> tuple[list[dict[str, str]], int]:
@@ -111,10 +155,24 @@ def _episodes(sim: Any, planner: Planner, tasks: Sequence[Any], seed: int, max_r
 
     successes = rounds = 0
     for task in tasks:
+        observers: list[Any] = []
+        if isinstance(planner, LabelingPlanner) and isinstance(planner.teacher, LLMTeacher):
+            from homiebot.textworld.observer import TextWorldObserver
+
+            planner.text_world = TextWorldObserver(sim)
+            observers.append(planner.text_world)
         trajectory = run_episode(
-            sim, planner, task=task, seed=seed, config=EpisodeConfig(max_rounds=max_rounds, render=False)
+            sim,
+            planner,
+            task=task,
+            seed=seed,
+            config=EpisodeConfig(max_rounds=max_rounds, render=False),
+            observers=observers,
         )
-        successes += int(bool(trajectory.ended and trajectory.goal_satisfied))
+        solved = bool(trajectory.ended and trajectory.goal_satisfied)
+        if isinstance(planner, LabelingPlanner):
+            planner.finish_episode(solved)
+        successes += int(solved)
         rounds += len(trajectory.rounds)
     return len(tasks), successes, rounds
 
@@ -131,12 +189,14 @@ def run_dagger(
     steps_per_iteration: int | None = None,
     seed_offset: int = 0,
     max_new_tokens: int = 160,
-    threads: int | None = 2,
+    threads: int | None = 1,
+    teacher: LLMTeacher | None = None,
 ) -> list[IterationResult]:
     """Run ``iterations`` DAgger iterations from the (SFT) model folder ``model``; see the module docstring.
 
     ``OUT/iter<i>/`` gets that iteration's data set (all pairs so far) and adapter; ``OUT/dagger.json`` the
     per-iteration figures. Student episodes use seeds ``seed_offset + i`` (new states each iteration).
+    ``teacher``: EMMA's LLM expert (:mod:`homiebot.training.teacher`); default the privileged expert (oracle).
     """
     from homiebot.eval.tasks import load_suite
     from homiebot.planner.expert import ExpertPlanner
@@ -167,7 +227,7 @@ def run_dagger(
             student = HFPlanner(
                 model="student", engine=as_engine(engine), constrained=True, max_new_tokens=max_new_tokens
             )
-            labeler = LabelingPlanner(student, ExpertPlanner())
+            labeler = LabelingPlanner(student, teacher if teacher is not None else ExpertPlanner())
             episodes, successes, rounds = _episodes(
                 sim, labeler, [known[t] for t in tasks], seed_offset + i, max_rounds
             )
