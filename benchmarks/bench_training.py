@@ -12,8 +12,11 @@ Run: ``nice -n 10 .venv/bin/python -m benchmarks.bench_training [--records DIR] 
   first step, which includes tokenising the data set and warming up, is reported apart); ``--emmoe-steps N``
   also times N steps of the ``emmoe`` preset's settings on the same model (on a CPU its bf16 and
   checkpointing are off; LoRA r 128 and 64 samples per step are what cost). Without ``--model`` only a tiny
-  random model is timed (the CI-sized run).
-Threads: the presets set 2 (the machine's cores).
+  random model is timed (the CI-sized run). The training samples are built from ``--train-records`` (default
+  ``--records``) in the text mode's format when those records have the world description (``homie data
+  collect`` writes it): no system turn, the world description before each instruction (docs/training.md),
+  else from the appendix-D instruction alone; the report says which.
+Threads: the cpu-small preset sets one (two cost ~5x the CPU time per token on the loaded 2-core machine).
 """
 
 from __future__ import annotations
@@ -33,6 +36,7 @@ from typing import Any
 import pyarrow.parquet as pq
 
 from homiebot.training.build import DATA_FILE, BuildOptions, build, write_dataset
+from homiebot.training.episodes import TEXT_WORLD_FILE
 from homiebot.training.trainer import preset_for, train
 
 TARGET_S = 60.0
@@ -99,6 +103,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--records", type=Path, default=Path("runs/emmoe-expert-noiseless"))
     parser.add_argument("--copies", type=int, default=10)
+    parser.add_argument("--train-records", type=Path, default=None, help="Records for the training samples.")
     parser.add_argument("--model", type=Path, default=None)
     parser.add_argument("--sft-steps", type=int, default=4)
     parser.add_argument("--dpo-steps", type=int, default=3)
@@ -122,9 +127,11 @@ def main() -> None:
             print(json.dumps(report["data"], indent=1))
         # Training data: the records once, 4 variants (the presets' data), built apart from the timed build.
         small = work / "small"
-        copy_records(args.records, small / "records", 1)
+        copy_records(args.train_records or args.records, small / "records", 1)
+        text_world = all((r / TEXT_WORLD_FILE).is_file() for r in (small / "records" / "episodes").glob("*/run0"))
+        report["samples"] = "text mode, no system turn" if text_world else "appendix-D instruction, no system turn"
         for kind in ("sft", "dpo"):
-            options = BuildOptions(split="train", rewrites=3, text_observation=True)
+            options = BuildOptions(split="train", rewrites=3, system_prompt=False, text_observation=text_world)
             build([small / "records"], small / "all" / kind, kind, options)
             shuffled = pq.read_table(small / "all" / kind / DATA_FILE).to_pylist()
             random.Random(0).shuffle(shuffled)
