@@ -28,6 +28,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from homiebot.agent.loop import (
+    AgentSlot,
     EpisodeBackend,
     EpisodeConfig,
     EpisodeLoop,
@@ -78,12 +79,14 @@ class GraphEpisode:
         on_round: RoundCallback | None = None,
         observers: Sequence[EpisodeObserver] = (),
         always_observe: bool = False,
+        partner: AgentSlot | None = None,
     ) -> None:
+        """``partner``: PARTNR's human as a second agent in lock-step rounds (the backend then takes ``agent=``)."""
         spec = EpisodeSpec(instruction, scene, scene_seed, task_id, goal, run_seed, evaluation)
         watchers = list(observers)
         # always_observe: fetch the views every round whatever the planner reads (a record that keeps images).
         self.loop = EpisodeLoop(backend, planner, spec, config, observers=watchers, on_output=on_output,
-                                always_observe=always_observe)
+                                always_observe=always_observe, partner=partner)
         if on_round is not None:
             watchers.append(_RoundCallbackObserver(on_round, self.loop.trajectory))
             self.loop.observers = tuple(watchers)

@@ -46,6 +46,9 @@ log = logging.getLogger(__name__)
 LAUNCH_DIR = repository_root() / "launch"
 DEFAULT_GRAPH = LAUNCH_DIR / "config" / "graph.yaml"
 DEFAULT_PARAMS = LAUNCH_DIR / "config" / "homie.yaml"
+#: The graph of a two-agent episode (PARTNR's robot and human): the standard graph, the sim bridge with the human,
+#: and the human's three executors remapped into /human (docs/ros.md, "Two agents").
+PAIR_GRAPH = LAUNCH_DIR / "config" / "graph_pair.yaml"
 
 
 class GraphConfigError(ValueError):
@@ -63,6 +66,10 @@ class NodeSpec(BaseModel):
     max_restarts: int = Field(3, ge=0)
     required: bool = False
     nice: int = Field(0, ge=0, le=19, description="Scheduling niceness (homie up only): for nodes off the planner's path")
+    remaps: list[str] = Field(default_factory=list, description="ROS remapping rules FROM:=TO (--ros-args -r), e.g. "
+                              "__node:=human_executor, /navigate:=/human/navigate: the same node in another agent's place")
+    parameters: dict[str, Any] = Field(default_factory=dict, description="Parameters this graph sets on the node "
+                                       "(-p, after the params file, before the caller's overrides)")
 
 
 class GraphSpec(BaseModel):
@@ -208,7 +215,9 @@ class Supervisor:
 
     def command(self, spec: NodeSpec) -> list[str]:
         arguments = [self.python, "-m", spec.module, "--ros-args", "--params-file", str(self.params_file)]
-        for name, value in self.overrides.get(spec.name, {}).items():
+        for rule in spec.remaps:
+            arguments += ["-r", rule]
+        for name, value in {**spec.parameters, **self.overrides.get(spec.name, {})}.items():
             arguments += ["-p", ros_parameter_argument(name, value)]
         return arguments
 

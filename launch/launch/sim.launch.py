@@ -13,6 +13,10 @@ Arguments (give only the ones you change; ``name:=`` with an empty value is refu
                 timers) onto /clock, which only advances when a skill runs
   rviz          true (default): also start rviz2 with rviz/homie.rviz when rviz2 is installed (else the graph
                 starts without it, and the log says so)
+  partner_planner  the planner of PARTNR's human partner (expert, react, scripted, ...); given, the graph is
+                config/graph_pair.yaml's (the sim bridge with the human under /human, the human's executors) and
+                the planner node drives both agents in lock-step rounds (docs/ros.md, "Two agents")
+  mode          decentralized (default) or centralized control of the pair
 
 The processes and their order come from config/graph.yaml, the parameters from config/homie.yaml: the same
 files ``homie up sim`` uses where launch is not installed (PyPI wheels), so both bring up the same graph with the
@@ -44,6 +48,8 @@ ARGUMENTS = {
     "noise": ("default", "Skill execution noise preset of the sim bridge (noiseless, emmoe_table4 or emmoe); default: config/homie.yaml's."),
     "use_sim_time": ("false", "Every node's use_sim_time parameter (their stamps are simulated time either way)."),
     "rviz": ("true", "Start rviz2 with the HomieBot layout when rviz2 is installed."),
+    "partner_planner": ("none", "The human partner's planner; given, the two-agent graph (config/graph_pair.yaml)."),
+    "mode": ("decentralized", "Control of the robot and human pair: decentralized or centralized."),
 }
 #: Argument values that mean "not given" (``ros2 launch`` cannot pass an empty value).
 UNSET = ("", "none", "default")
@@ -75,11 +81,13 @@ def _installed(package: str) -> bool:
 def _graph(context, *_args, **_kwargs):
     share = get_package_share_directory("homie")
     params_file = os.path.join(share, "config", "homie.yaml")
-    with open(os.path.join(share, "config", "graph.yaml")) as handle:
-        specs = yaml.safe_load(handle)["nodes"]
 
     def arg(name: str) -> str:
         return LaunchConfiguration(name).perform(context).strip()
+
+    pair = arg("partner_planner").lower() not in UNSET
+    with open(os.path.join(share, "config", "graph_pair.yaml" if pair else "graph.yaml")) as handle:
+        specs = yaml.safe_load(handle)["nodes"]
 
     missing = [spec["package"] for spec in specs if not _installed(spec["package"])]
     if missing:  # before any process starts: nothing to leave behind
@@ -98,13 +106,20 @@ def _graph(context, *_args, **_kwargs):
                             ("noise", "sim_bridge", "noise")):
         if arg(name).lower() not in UNSET:
             overrides[node][key] = arg(name)
+    if pair:
+        overrides["planner_node"].update(partner_planner=arg("partner_planner"), mode=arg("mode"))
 
     def make_node(spec: dict) -> Node:
+        # A graph's own parameters and remappings (graph_pair.yaml's human executors); the node's name is the
+        # spec's, so its __node remap is launch's name= here.
+        remaps = [tuple(rule.split(":=", 1)) for rule in spec.get("remaps", []) if not rule.startswith("__node:=")]
         return Node(
             package=spec["package"],
             executable=spec["executable"],
             name=spec["name"],
-            parameters=[params_file, {"use_sim_time": use_sim_time}, overrides.get(spec["name"], {})],
+            parameters=[params_file, {"use_sim_time": use_sim_time}, spec.get("parameters", {}),
+                        overrides.get(spec["name"], {})],
+            remappings=remaps or None,
             output="screen",
             emulate_tty=True,
             # Nodes off the planner's path (perception) yield the CPU to it, as `homie up` starts them.

@@ -20,6 +20,11 @@ Parameters (config/homie.yaml): ``grounder`` (``alias``: EMMOE's name map over t
 in-process; ``perception``: the perception node's ResolveTarget), ``strict_models``, ``max_tries``,
 ``far_threshold_m``, ``near_threshold_m``, ``actions``, ``models``, ``state_timeout_s``, ``skill_timeout_s``.
 
+``role`` (``""``: the only agent; ``robot`` or ``human``: one agent of PARTNR's pair) gives the executor its role's
+action list and the actions the role lacks, as in-process (:func:`homiebot.multiagent.pair.role_config`: the robot
+has no Turn on / Turn off / Clean, answered F1 naming why; both have Wait). The human's executor is this node
+remapped into ``/human`` (launch/config/graph_pair.yaml).
+
 The action list follows the episode: on each task the planner node starts (the latched
 ``/homie/task_started``), a suite task gets :func:`homiebot.eval.partnr.episodes.task_actions` (PARTNR-style
 tasks switch and clean: the household list; EMMOE's tasks the paper's), the same list the planner offers, and a
@@ -63,11 +68,22 @@ class ExecutorNode(Node):
         self.declare_parameter("models", list(EMMOE_MODELS))
         self.declare_parameter("state_timeout_s", 10.0)
         self.declare_parameter("skill_timeout_s", 120.0)
+        self.declare_parameter("role", "")
+        # Where this executor serves and reaches the world: another agent's executor (PARTNR's human) uses its
+        # own, under /human (launch/config/graph_pair.yaml; parameters, as action names are not remapped by
+        # --ros-args -r here).
+        self.declare_parameter("execute_action", "/homie/execute_subtask")
+        self.declare_parameter("navigate_action", "/navigate")
+        self.declare_parameter("manipulate_action", "/manipulate")
+        self.declare_parameter("state_service", "/sim/get_world_state")
 
         group = ReentrantCallbackGroup()
         param = lambda name: self.get_parameter(name).value  # noqa: E731 - local shorthand
         self.sim = RemoteSimulator(
             self,
+            navigate_action=str(param("navigate_action")),
+            manipulate_action=str(param("manipulate_action")),
+            state_service=str(param("state_service")),
             timeouts=RemoteTimeouts(state_s=float(param("state_timeout_s")), skill_s=float(param("skill_timeout_s"))),
             callback_group=group,
         )
@@ -87,15 +103,17 @@ class ExecutorNode(Node):
             strict_models=bool(param("strict_models")),
         )
         # The skill runner knows which model serves which action (the skill layer's table), as in-process.
+        self._role = str(param("role"))
         self._grounder, self._skills, self._config = grounder, RemoteSkills(self.sim), config
-        self.executor_core = Executor(self.sim, grounder=grounder, config=config, skills=self._skills)
+        self.executor_core = Executor(self.sim, grounder=grounder, config=self._for_role(config.actions),
+                                      skills=self._skills)
         self.create_subscription(Task, "/homie/task_started", self._on_task, LATCHED_QOS, callback_group=group)
         # One subtask at a time (the robot has one body): a single worker runs them in order.
         self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="subtask")
         self._server = ActionServer(
             self,
             ExecuteSubtask,
-            "/homie/execute_subtask",
+            str(param("execute_action")),
             self._execute,
             goal_callback=lambda _goal: GoalResponse.ACCEPT,
             cancel_callback=lambda _handle: CancelResponse.REJECT,  # a skill in flight cannot be stopped halfway
@@ -112,12 +130,23 @@ class ExecutorNode(Node):
                 actions = task_actions(get_task(task.task_id))
             except TaskError as err:  # the planner node refuses the task too; keep the configured list
                 self.get_logger().warning(f"task {task.task_id!r}: {err}")
-        if actions != self.executor_core.config.actions:
+        config = self._for_role(tuple(actions))
+        if config.actions != self.executor_core.config.actions:
             # Tasks come between episodes: the worker thread is idle, and it reads the attribute once per goal.
-            self.executor_core = Executor(self.sim, grounder=self._grounder,
-                                          config=dataclasses.replace(self._config, actions=tuple(actions)),
-                                          skills=self._skills)
-            self.get_logger().info(f"task {task.task_id or '(free text)'}: actions {', '.join(actions)}")
+            self.executor_core = Executor(self.sim, grounder=self._grounder, config=config, skills=self._skills)
+            self.get_logger().info(f"task {task.task_id or '(free text)'}: actions {', '.join(config.actions)}")
+
+    def _for_role(self, actions: tuple[str, ...]) -> ExecutorConfig:
+        """The executor configuration for ``actions``, restricted to this executor's role in a pair."""
+        if not self._role:
+            return dataclasses.replace(self._config, actions=actions)
+        from homiebot.agent.loop import EpisodeConfig
+        from homiebot.multiagent.centralized import AgentRole
+        from homiebot.multiagent.pair import role_config
+
+        role = role_config(AgentRole[self._role.upper()], EpisodeConfig(actions=actions))
+        return dataclasses.replace(self._config, actions=role.actions, agent=role.agent,
+                                   withheld_actions=role.withheld_actions)
 
     async def _execute(self, goal_handle) -> ExecuteSubtask.Result:
         goal = goal_handle.request

@@ -36,6 +36,10 @@ class SkillExecutorNode(Node):
         self.declare_parameter("models", models)
         self.declare_parameter("accept_any_model", True)
         self.declare_parameter("robot_action", robot_action)
+        # The action it serves: another agent's executor serves its own (PARTNR's human: /human/navigate,
+        # launch/config/graph_pair.yaml; a parameter, as action names are not remapped by --ros-args -r here).
+        self.declare_parameter("action", action)
+        action = str(self.get_parameter("action").value)
         self.action_type = action_type
         self._robot = ActionClient(self, action_type, self.get_parameter("robot_action").value)
         self._server = ActionServer(self, action_type, action, self._execute)

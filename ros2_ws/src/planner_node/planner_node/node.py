@@ -7,6 +7,15 @@ subtask back in and publish ``/homie/episode_status``. The loop itself is
 :class:`homiebot.ros.episode.GraphEpisode` (the core loop's order of calls); the planners are the core's
 (:func:`homiebot.planner.registry.make_planner`).
 
+Two agents (PARTNR's robot and human; docs/collaboration.md, docs/ros.md): ``role`` is the agent this node's
+``planner`` drives, ``robot`` (its services and actions ``/sim/...``, ``/homie/execute_subtask``; its topics
+``/homie/...``) or ``human`` (the same under ``/human``: the sim bridge with ``human:=true`` and the executors
+remapped there, launch/config/graph_pair.yaml). With ``partner_planner`` set, the node drives the human too, in
+the core loop's lock-step rounds (``homiebot.agent.loop.AgentSlot``): the pair of
+:func:`homiebot.multiagent.pair.make_pair_planners` (``mode``: decentralized or centralized), each agent with
+its role's action list, the human's rounds published on ``/human/homie/planner_output`` and
+``/human/homie/episode_status``, and listed in the result file as ``partner_rounds``.
+
 Tasks come from the parameters (``task`` id or ``instruction`` + ``scene``) or from the latched
 ``/homie/task`` topic (homie_msgs/Task). With ``exit_when_done`` the node exits after one episode with
 status 0 (episode ran; the result says whether it succeeded), 3 (a server did not answer in time) or
@@ -35,6 +44,7 @@ from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
 from rclpy.node import Node
 
 from homiebot.agent.loop import EpisodeConfig
+from homiebot.agent.observers import ObserverBase
 from homiebot.config import HISTORY_WINDOW, MAX_ROUNDS
 from homiebot.data.record import EpisodeRecorder, RecordingObserver
 from homiebot.eval.partnr.episodes import task_actions
@@ -64,14 +74,14 @@ class RosEpisodeBackend:
     planners that read the observation (:func:`homiebot.ros.episode.reads_observation`: not the expert).
     """
 
-    def __init__(self, node: PlannerNode) -> None:
+    def __init__(self, node: PlannerNode, namespace: str = "", partner_namespace: str | None = None) -> None:
+        """``namespace``: where the agent this node drives is served ("" the robot, "/human" the human);
+        ``partner_namespace``: the second agent's, in a two-agent episode (the loop then passes ``agent=``)."""
         self.node = node
         self._reset = node.create_client(ResetEpisode, "/sim/reset")
-        self._state = node.create_client(GetWorldState, "/sim/get_world_state")
-        self._render = node.create_client(RenderViews, "/sim/render_views")
-        self._execute = ActionClient(node, ExecuteSubtask, "/homie/execute_subtask")
-        self._state_msg: WorldStateMsg | None = None
-        self._views: tuple[tuple[int, bool], Any] | None = None  # ((state_sequence, with segmentation), views)
+        self._ports = {0: _AgentPort(node, namespace)}
+        if partner_namespace is not None:
+            self._ports[1] = _AgentPort(node, partner_namespace)
         self.sim_time = 0.0  # the simulated time of the newest state or views received (docs/ros.md, "Time")
 
     def _received(self, header: Any) -> None:
@@ -80,60 +90,101 @@ class RosEpisodeBackend:
     @property
     def state_sequence(self) -> int:
         """The simulator state version the planner's next answer is based on."""
-        return self._state_msg.state_sequence if self._state_msg is not None else 0
+        return self.state_sequence_of(0)
+
+    def state_sequence_of(self, agent: int) -> int:
+        port = self._ports[agent]
+        return port.state_msg.state_sequence if port.state_msg is not None else 0
 
     def reset(self, scene: str, seed: int):
-        self._state_msg, self._views = None, None
+        for port in self._ports.values():
+            port.state_msg, port.views = None, None
         response = call_service(self._reset, ResetEpisode.Request(scene=scene, seed=seed), self.node.service_timeout_s)
         if not response.success:
             raise RuntimeError(response.message)
         spec = SceneSpec.model_validate_json(response.scene_description) if response.scene_description else None
-        self._state_msg = response.state
         self.sim_time = convert.time_seconds(response.state.header.stamp)  # a reset restarts the clock
+        if self._ports[0].namespace:  # the node drives the human: its first state is the human's view of the world
+            return self.state(), spec
+        self._ports[0].state_msg = response.state
         return convert.world_state_from_msg(response.state), spec
 
-    def render(self):
-        return self._fetch_views(segmentation=False)
+    def render(self, agent: int = 0):
+        return self._fetch_views(agent, segmentation=False)
 
-    def observe(self) -> Observation:
-        return self._fetch_views(segmentation=True)
+    def observe(self, agent: int = 0) -> Observation:
+        return self._fetch_views(agent, segmentation=True)
 
-    def _fetch_views(self, segmentation: bool):
+    def _fetch_views(self, agent: int, segmentation: bool):
         """The RGB images, or the observation with segmentation; not fetched again for an unchanged state."""
-        if self._views is None or self._views[0] != (self.state_sequence, segmentation):
+        port = self._ports[agent]
+        if port.views is None or port.views[0] != (self.state_sequence_of(agent), segmentation):
             request = RenderViews.Request(include_depth=False, include_segmentation=segmentation)
-            views = call_service(self._render, request, self.node.service_timeout_s).views
+            views = call_service(port.render, request, self.node.service_timeout_s).views
             self._received(views.header)
             value = convert.observation_from_msg(views) if segmentation else convert.multiview_images(views)
-            self._views = ((views.state_sequence, segmentation), value)
-        return self._views[1]
+            port.views = ((views.state_sequence, segmentation), value)
+        return port.views[1]
 
-    def state(self):
-        response = call_service(self._state, GetWorldState.Request(), self.node.service_timeout_s)
-        self._state_msg = response.state
+    def state(self, agent: int = 0):
+        port = self._ports[agent]
+        response = call_service(port.state, GetWorldState.Request(), self.node.service_timeout_s)
+        port.state_msg = response.state
         self._received(response.state.header)
         return convert.world_state_from_msg(response.state)
 
-    def execute(self, subtask: Subtask, model: str, inventory: tuple[str, ...], round_index: int):
+    def execute(self, subtask: Subtask, model: str, inventory: tuple[str, ...], round_index: int, agent: int = 0):
+        port = self._ports[agent]
         goal = ExecuteSubtask.Goal(
             subtask=convert.subtask_to_msg(subtask), model=model, inventory=list(inventory), round_index=round_index,
-            state=self._state_msg or WorldStateMsg(),
+            state=port.state_msg or WorldStateMsg(),
         )
         started = time.perf_counter()
-        self._state_msg = None  # the world changes now; an aborted goal leaves it unknown
-        result = call_action(self._execute, goal, self.node.execute_timeout_s)
+        for other in self._ports.values():  # the world changes now; an aborted goal leaves it unknown
+            other.state_msg = None
+        result = call_action(port.execute, goal, self.node.execute_timeout_s)
         after = None
         if result.state.state_sequence > 0:
-            self._state_msg = result.state
+            port.state_msg = result.state
             self._received(result.state.header)
             after = convert.world_state_from_msg(result.state)
         return ExecutionOutcome(convert.feedback_from_msg(result.feedback), float(result.path_length),
                                 {"execute_s": time.perf_counter() - started}, after)
 
 
+class _AgentPort:
+    """One agent's clients (its world state, views and executor, under its namespace) and what the backend
+    already knows of it: the last state received and the views of a state version."""
+
+    def __init__(self, node: Node, namespace: str) -> None:
+        self.namespace = namespace
+        self.state = node.create_client(GetWorldState, f"{namespace}/sim/get_world_state")
+        self.render = node.create_client(RenderViews, f"{namespace}/sim/render_views")
+        self.execute = ActionClient(node, ExecuteSubtask, f"{namespace}/homie/execute_subtask")
+        self.state_msg: WorldStateMsg | None = None
+        self.views: tuple[tuple[int, bool], Any] | None = None  # ((state_sequence, with segmentation), views)
+
+
+def _rounds_json(rounds: list[RoundRecord]) -> list[dict]:
+    return [
+        {
+            "index": r.index,
+            "subtask": r.subtask_text,
+            "model": r.output.model,
+            "code": r.feedback.code.value,
+            "message": r.feedback.message,
+            "inventory": list(r.feedback.inventory),
+            "attempts": r.feedback.attempts,
+            "path_length": r.path_length,
+            "timings": r.timings,
+        }
+        for r in rounds
+    ]
+
+
 def trajectory_summary(trajectory: Trajectory, timed_out: bool) -> dict:
     """The result file: what `homie up sim` prints and the graph tests compare with the in-process loop."""
-    return {
+    summary = {
         "task_id": trajectory.task_id,
         "instruction": trajectory.instruction,
         "scene": trajectory.scene,
@@ -145,21 +196,35 @@ def trajectory_summary(trajectory: Trajectory, timed_out: bool) -> dict:
         "error": trajectory.error,
         "path_length": trajectory.path_length,
         "wall_time_s": trajectory.wall_time_s,
-        "rounds": [
-            {
-                "index": r.index,
-                "subtask": r.subtask_text,
-                "model": r.output.model,
-                "code": r.feedback.code.value,
-                "message": r.feedback.message,
-                "inventory": list(r.feedback.inventory),
-                "attempts": r.feedback.attempts,
-                "path_length": r.path_length,
-                "timings": r.timings,
-            }
-            for r in trajectory.rounds
-        ],
+        "rounds": _rounds_json(trajectory.rounds),
     }
+    if trajectory.partner_planner is not None:  # a two-agent episode: the human's planner and rounds
+        summary["partner_planner"] = trajectory.partner_planner
+        summary["partner_rounds"] = _rounds_json(trajectory.partner_rounds)
+    return summary
+
+
+#: Where each agent is served in the graph (the sim bridge's human:=true, launch/config/graph_pair.yaml).
+ROLE_NAMESPACES = {"robot": "", "human": "/human"}
+
+
+class _PartnerRounds(ObserverBase):
+    """Publishes the human's rounds of a two-agent episode on /human/homie/planner_output and
+    /human/homie/episode_status, as the robot's are published on /homie/..."""
+
+    def __init__(self, node: PlannerNode, task_id: str) -> None:
+        self.node = node
+        self.task_id = task_id
+
+    def on_partner_round(self, record: RoundRecord, seen: Observation | None, state: Any) -> None:
+        node = self.node
+        output = convert.planner_output_to_msg(record.output, record.index, record.instruction, node.backend.sim_time)
+        node._partner_output_pub.publish(output)
+        status = EpisodeStatus(header=convert.header(node.backend.sim_time), task_id=self.task_id,
+                               state=EpisodeStatus.RUNNING, goal=EpisodeStatus.GOAL_UNKNOWN,
+                               round_index=record.index, last_subtask=record.subtask_text,
+                               last_feedback=convert.feedback_to_msg(record.feedback))
+        node._partner_status_pub.publish(status)
 
 
 class PlannerNode(Node):
@@ -193,8 +258,18 @@ class PlannerNode(Node):
             ("recovery", ""),
             ("recovery_stages", ""),
             ("recovery_search", ""),
+            # Two agents (module docstring): the agent this node's planner drives, the human's planner ("": none)
+            # and how the pair is controlled.
+            ("role", "robot"),
+            ("partner_planner", ""),
+            ("mode", "decentralized"),
         ):
             self.declare_parameter(name, default)
+        role = str(self.param("role"))
+        if role not in ROLE_NAMESPACES:
+            raise ValueError(f"unknown role {role!r}; choose {' or '.join(ROLE_NAMESPACES)}")
+        if self.param("partner_planner") and role != "robot":
+            raise ValueError("partner_planner: the robot's node drives the pair (role robot)")
         self.live = None
         if int(self.param("live_port")) >= 0:
             from homiebot.live import FoxgloveLiveView, LiveViewConfig
@@ -203,10 +278,17 @@ class PlannerNode(Node):
             self.get_logger().info(f"live view on ws://127.0.0.1:{self.live.port}")
         self.execute_timeout_s = float(self.param("execute_timeout_s"))
         self.service_timeout_s = float(self.param("service_timeout_s"))
-        self.backend = RosEpisodeBackend(self)
+        namespace = ROLE_NAMESPACES[role]
+        self.pair = bool(self.param("partner_planner"))
+        self.backend = RosEpisodeBackend(self, namespace, ROLE_NAMESPACES["human"] if self.pair else None)
         self._readiness = ReadinessWatch(self)
-        self._output_pub = self.create_publisher(PlannerOutput, "/homie/planner_output", EVENTS_QOS)
-        self._status_pub = self.create_publisher(EpisodeStatus, "/homie/episode_status", EVENTS_QOS)
+        self._output_pub = self.create_publisher(PlannerOutput, f"{namespace}/homie/planner_output", EVENTS_QOS)
+        self._status_pub = self.create_publisher(EpisodeStatus, f"{namespace}/homie/episode_status", EVENTS_QOS)
+        self._partner_output_pub = self._partner_status_pub = None
+        if self.pair:
+            human = ROLE_NAMESPACES["human"]
+            self._partner_output_pub = self.create_publisher(PlannerOutput, f"{human}/homie/planner_output", EVENTS_QOS)
+            self._partner_status_pub = self.create_publisher(EpisodeStatus, f"{human}/homie/episode_status", EVENTS_QOS)
         self._task_pub = self.create_publisher(Task, "/homie/task_started", LATCHED_QOS)
         self.tasks: queue.Queue[Task] = queue.Queue()
         self.exit_code: int | None = None
@@ -269,9 +351,20 @@ class PlannerNode(Node):
             actions=task_actions(spec),
         )
         options = json.loads(self.param("planner_options") or "{}")
-        name, options = recovery_from_parameters(self.param("planner"), options, self.param("recovery"),
-                                                 self.param("recovery_stages"), self.param("recovery_search"))
-        planner = make_planner(name, **options)
+        partner = None
+        if self.pair:  # the pair's planners and each role's action list, as homie eval --agents builds them
+            from homiebot.agent.loop import AgentSlot
+            from homiebot.multiagent.centralized import AgentRole
+            from homiebot.multiagent.pair import make_pair_planners, role_config
+
+            planner, human = make_pair_planners(str(self.param("mode")), str(self.param("planner")),
+                                                str(self.param("partner_planner")), options)
+            partner = AgentSlot(human, role_config(AgentRole.HUMAN, config))
+            config = role_config(AgentRole.ROBOT, config)
+        else:
+            name, options = recovery_from_parameters(self.param("planner"), options, self.param("recovery"),
+                                                     self.param("recovery_stages"), self.param("recovery_search"))
+            planner = make_planner(name, **options)
         scene_seed = (spec.seed if spec is not None else 0) + int(task.seed)
         self.get_logger().info(f"episode {task.task_id or '(free text)'}: {task.instruction!r} in {task.scene} (seed {scene_seed})")
         recording = None
@@ -299,9 +392,11 @@ class PlannerNode(Node):
             config=config,
             on_output=self._publish_output,
             on_round=lambda record, trajectory: self._publish_round(task.task_id, record, trajectory),
-            observers=[o for o in (recording, states, self.live) if o is not None],
+            observers=[o for o in (recording, states, self.live, _PartnerRounds(self, task.task_id) if partner else None)
+                       if o is not None],
             # The live view shows the four views of every round, as a record with images keeps them.
             always_observe=(recording is not None and recording.recorder.images) or self.live is not None,
+            partner=partner,
         )
         if recording is not None:
             recording.begin(episode.trajectory)
@@ -313,6 +408,8 @@ class PlannerNode(Node):
             raise
         finally:
             planner.close()
+            if partner is not None:
+                partner.planner.close()
         trajectory = outcome.trajectory
         if self.param("record_dir") and write_episode_stats(planner, Path(self.param("record_dir"))) is not None:
             self.get_logger().info(f"recovery: {summary_line(summarize([planner.stats.to_json()]))}")

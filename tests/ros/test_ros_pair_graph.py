@@ -1,0 +1,148 @@
+"""A two-agent episode (PARTNR's robot and human) through the whole graph, separate processes over real DDS
+(launch/config/graph_pair.yaml): the sim bridge serves the human under /human, the human's executors are the
+same nodes remapped there, and the planner node drives both agents in lock-step rounds. The rounds of both
+agents equal the in-process loop's, the human's rounds are on the wire under /human, and the bag of the
+episode opens and holds both agents' streams."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from homiebot.testing.ros_helpers import graph_environment
+
+REPO = Path(__file__).resolve().parents[2]
+
+TASK = "partnr-1-022"  # "Turn on the microwave and put the mug on the chair.": the switch is the human's share
+
+
+def _logs(tmp_path: Path) -> str:
+    return "\n".join(f"--- {p.name}\n{p.read_text()[-3000:]}" for p in sorted((tmp_path / "logs").glob("*.log")))
+
+
+def _signature(rounds):
+    return [(r.subtask_text, r.feedback.code.value, r.feedback.message, tuple(r.feedback.inventory), r.feedback.attempts)
+            for r in rounds]
+
+
+def _result_signature(rounds):
+    return [(r["subtask"], r["code"], r["message"], tuple(r["inventory"]), r["attempts"]) for r in rounds]
+
+
+def test_the_launch_file_brings_up_the_pair_graph(monkeypatch, tmp_path):
+    """``sim.launch.py partner_planner:=expert``: graph_pair.yaml's nodes, each with the graph's own parameters and
+    remappings (its name is launch's ``name=``), and the planner node told to drive the pair (no ROS needed: the
+    launch file runs over the fakes of tests/ros/test_launch_file.py)."""
+    import shutil
+
+    import yaml
+    from test_launch_file import GRAPH_PACKAGES, FakeContext, FakeNode, _arguments, _load_launch_file, _share
+
+    share = _share(tmp_path)
+    shutil.copy(REPO / "launch" / "config" / "graph_pair.yaml", share / "config" / "graph_pair.yaml")
+    launch_file = _load_launch_file(monkeypatch, share, GRAPH_PACKAGES)
+    actions = launch_file._graph(FakeContext(_arguments(launch_file, task=TASK, partner_planner="expert")))
+    nodes = {a.kwargs["name"]: a.kwargs for a in actions if isinstance(a, FakeNode)}
+    pair = yaml.safe_load((REPO / "launch" / "config" / "graph_pair.yaml").read_text())["nodes"]
+    assert list(nodes) == [n["name"] for n in pair]
+    assert {"human": True} in nodes["sim_bridge"]["parameters"]
+    human = nodes["human_executor"]
+    assert {"role": "human", "execute_action": "/human/homie/execute_subtask", "navigate_action": "/human/navigate",
+            "manipulate_action": "/human/manipulate", "state_service": "/human/sim/get_world_state"} in human["parameters"]
+    assert human["executable"] == "executor" and human["remappings"] is None
+    planner = nodes["planner_node"]["parameters"][-1]
+    assert planner["partner_planner"] == "expert" and planner["mode"] == "decentralized"
+    assert "human_executor" in planner["await_nodes"].split(",")
+    # Without a partner the standard graph, as before.
+    actions = launch_file._graph(FakeContext(_arguments(launch_file, task=TASK)))
+    assert "human_executor" not in [a.kwargs["name"] for a in actions if isinstance(a, FakeNode)]
+
+
+@pytest.mark.ros
+@pytest.mark.slow
+def test_two_agent_episode_through_the_graph_equals_in_process(tmp_path, ros_domain):
+    from homiebot.agent.loop import AgentSlot, EpisodeConfig, run_episode
+    from homiebot.eval.partnr.episodes import task_actions
+    from homiebot.eval.tasks import get_task
+    from homiebot.multiagent.centralized import AgentRole
+    from homiebot.multiagent.pair import make_pair_planners, role_config
+    from homiebot.ros.bag import bag_info, record_bag
+    from homiebot.ros.supervisor import PAIR_GRAPH, Supervisor, load_graph
+    from homiebot.sim.base import make_simulator
+
+    task = get_task(TASK)
+    base = EpisodeConfig(actions=task_actions(task))
+    robot, human = make_pair_planners("decentralized", "expert", "expert")
+    sim = make_simulator("mujoco", human=True)
+    try:
+        expected = run_episode(sim, robot, task=task, config=role_config(AgentRole.ROBOT, base),
+                               partner=AgentSlot(human, role_config(AgentRole.HUMAN, base)))
+    finally:
+        sim.shutdown()
+    assert expected.error is None and expected.ended and expected.goal_satisfied
+    assert any(r.subtask_text.startswith("[Turn on") for r in expected.partner_rounds)
+
+    graph = load_graph(PAIR_GRAPH)
+    result_path = tmp_path / "result.json"
+    others = ",".join(n.name for n in graph.nodes if n.name != "planner_node")
+    overrides = {"planner_node": {"task": TASK, "planner": "expert", "partner_planner": "expert",
+                                  "exit_when_done": True, "result_path": str(result_path), "await_subscribers": 1,
+                                  "await_nodes": others}}
+    supervisor = Supervisor(graph, overrides=overrides, env=graph_environment(ros_domain), log_dir=tmp_path / "logs",
+                            stop_timeout_s=10.0)
+    bag_path = tmp_path / "pair_bag"
+    ready, stop, recorded = threading.Event(), threading.Event(), {}
+
+    def record() -> None:
+        recorded["summary"] = record_bag(bag_path, exclude_camera_topics=True, should_stop=stop.is_set,
+                                         ready=ready.set)
+
+    recorder = threading.Thread(target=record, daemon=True)
+    recorder.start()
+    assert ready.wait(30)
+    try:
+        supervisor.start()
+        ended_by = supervisor.run(lambda: False, timeout_s=240)
+    finally:
+        time.sleep(0.5)  # the recorder's last messages
+        stop.set()
+        recorder.join(timeout=30)
+        codes = supervisor.stop()
+    assert ended_by is not None and ended_by.spec.name == "planner_node", f"planner did not finish\n{_logs(tmp_path)}"
+    assert ended_by.exit_codes[-1] == 0 and result_path.exists(), _logs(tmp_path)
+    assert all(code == 0 for code in codes.values()), (codes, _logs(tmp_path))
+    result = json.loads(result_path.read_text())
+    assert result["error"] is None and result["ended"] is True and result["goal_satisfied"] is True
+    assert _result_signature(result["rounds"]) == _signature(expected.rounds), _logs(tmp_path)
+    assert result["partner_planner"] == expected.partner_planner
+    assert _result_signature(result["partner_rounds"]) == _signature(expected.partner_rounds), _logs(tmp_path)
+
+    # The bag opens and holds both agents: the robot's rounds on /homie/..., the human's on /human/homie/...,
+    # the human's views and world states from the bridge.
+    info = bag_info(bag_path)
+    counts = {t.name: t.count for t in info.topics}
+    assert counts["/homie/planner_output"] == len(expected.rounds)
+    assert counts["/human/homie/planner_output"] == len(expected.partner_rounds)
+    assert counts.get("/human/homie/views", 0) >= len(expected.partner_rounds)
+    assert counts.get("/human/sim/world_state", 0) >= 1
+    assert info.episode["task_id"] == TASK and info.episode["state"] == "ENDED"
+
+
+def test_homie_ups_supervisor_starts_the_human_executors_under_their_names():
+    """The supervisor's command line for graph_pair.yaml's nodes: the node's name as a remap, then the graph's
+    parameters before the caller's overrides (which win)."""
+    from homiebot.ros.supervisor import PAIR_GRAPH, Supervisor, load_graph
+
+    graph = load_graph(PAIR_GRAPH)
+    supervisor = Supervisor(graph, overrides={"human_executor": {"role": "robot"}}, env={}, shm_dir=None)
+    command = supervisor.command(graph.node("human_executor"))
+    assert command[command.index("-r") + 1] == "__node:=human_executor"
+    parameters = [command[i + 1] for i, a in enumerate(command) if a == "-p"]
+    assert 'execute_action:="/human/homie/execute_subtask"' in parameters
+    assert 'role:="robot"' in parameters and 'role:="human"' not in parameters  # the override replaced it
+    bridge = supervisor.command(graph.node("sim_bridge"))
+    assert "human:=true" in bridge and "-r" not in bridge
