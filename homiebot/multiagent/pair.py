@@ -76,10 +76,26 @@ class ShareExpert(PartnrExpertPlanner):
         super().__init__()
         self.role = role
         self._share: set[int] | None = None
+        self._set_down_at: tuple[str, str] | None = None  # (object, furniture) chosen to free the hand
 
     def reset(self, task: str, seed: int = 0) -> None:
         super().reset(task, seed)
         self._share = None
+        self._set_down_at = None
+
+    def _set_down(self, state: WorldState, want: str) -> _Step:
+        """Free the hand at one chosen furniture: with the partner moving about, "the nearest surface" changes
+        from round to round, and following it could walk back and forth for ever."""
+        held = state.held
+        assert held is not None
+        if self._set_down_at is None or self._set_down_at[0] != held:
+            step = super()._set_down(state, want)
+            place = step.subtask.place if step.subtask.action == "Put" else step.subtask.target
+            self._set_down_at = (held, str(place))
+            return step
+        place = self._set_down_at[1]
+        return self._approach(state, place, _Step(Subtask("Put", held, place), "RT-1-X",
+                                                  f"{want}, my hand must be free first."))
 
     def share(self, function: EvaluationFunction) -> set[int]:
         if self._share is None:
@@ -103,6 +119,11 @@ class ShareExpert(PartnrExpertPlanner):
                 continue
             step = self._step_for(function.propositions[index], index, tracker, state, request)
             if step is not None:
+                target = step.subtask.target
+                if (step.subtask.action == "Pick" and target in state.entities and state.entities[target].held
+                        and state.held != target):
+                    # The partner holds it (PARTNR: a Pick of it would fail): wait until it is put down.
+                    return _Step(Subtask(WAIT_ACTION), "None", f"My partner holds the {target}, so I wait.")
                 return step
         if waiting_for_partner or any(not self._done(tracker, i) for i in range(len(function.propositions))):
             if state.held is not None and not any(

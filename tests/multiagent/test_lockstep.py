@@ -132,3 +132,19 @@ def test_a_partner_needs_a_simulator_with_a_human(suite):
                         partner=AgentSlot(ShareExpert(AgentRole.HUMAN)))
     finally:
         alone.shutdown()
+
+
+def test_expert_pair_hands_over_an_object_without_deadlock(sim, suite):
+    # "Clean the red can, then put it on the sofa": the human cleans (its share), sets the can down at one place
+    # and waits; the robot waits while the human holds the can (no Pick of what the other holds), then moves it.
+    task = suite["partnr-4-033"]
+    robot_config, human_config = _pair_configs(task)
+    trajectory = run_episode(sim, ShareExpert(AgentRole.ROBOT), task=task, config=robot_config,
+                             partner=AgentSlot(ShareExpert(AgentRole.HUMAN), human_config))
+    assert trajectory.goal_satisfied is True and trajectory.ended
+    assert all(r.feedback.code is ErrorCode.OK for r in trajectory.rounds + trajectory.partner_rounds)
+    human = [r.subtask_text for r in trajectory.partner_rounds]
+    assert "[Clean, red_can, sink]" in human
+    puts = [t for t in human if t.startswith("[Put, red_can")]
+    assert len(puts) == 1  # set down once, at the furniture it chose
+    assert "[Put, red_can, sofa]" in [r.subtask_text for r in trajectory.rounds]
