@@ -2,7 +2,7 @@
 (launch/config/graph_pair.yaml): the sim bridge serves the human under /human, the human's executors are the
 same nodes remapped there, and the planner node drives both agents in lock-step rounds. The rounds of both
 agents equal the in-process loop's, the human's rounds are on the wire under /human, and the bag of the
-episode opens and holds both agents' streams."""
+episode opens, holds both agents' streams and replays the robot's rounds to the robot's planner."""
 
 from __future__ import annotations
 
@@ -130,6 +130,14 @@ def test_two_agent_episode_through_the_graph_equals_in_process(tmp_path, ros_dom
     assert counts.get("/human/homie/views", 0) >= len(expected.partner_rounds)
     assert counts.get("/human/sim/world_state", 0) >= 1
     assert info.episode["task_id"] == TASK and info.episode["state"] == "ENDED"
+    # ... and replays: the robot's recorded views, states and feedback fed to the robot's planner of a fresh pair
+    # give the recorded subtask in every round (homie bag replay; the human's rounds carry no state version).
+    from homiebot.ros.replay import replay_planner
+
+    fresh_robot, _ = make_pair_planners("decentralized", "expert", "expert")
+    report = replay_planner(bag_path, fresh_robot)
+    assert [r.recorded for r in report.rounds] == [r.subtask_text for r in expected.rounds]
+    assert report.agreement == 1.0, report.to_dict()
 
 
 def test_homie_ups_supervisor_starts_the_human_executors_under_their_names():
