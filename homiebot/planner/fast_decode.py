@@ -76,6 +76,27 @@ class FastDecodeUnsupported(ValueError):
     """The model cannot be decoded by the fast loop (not of the Qwen2-VL family)."""
 
 
+def cache_keyword() -> str:
+    """The keyword under which this transformers takes a key/value cache: ``cache`` since it renamed
+    ``past_key_values`` (5.24 warns that the old name goes in 5.40 for forward and in 6.0 for ``generate``),
+    else ``past_key_values``. Read from the signature of ``prepare_inputs_for_generation``, which every
+    generative model inherits and which names the cache explicitly in both generations of the API."""
+    import inspect
+
+    from transformers.generation.utils import GenerationMixin
+
+    parameters = inspect.signature(GenerationMixin.prepare_inputs_for_generation).parameters
+    return "cache" if "cache" in parameters else "past_key_values"
+
+
+def output_cache(output: Any) -> Any:
+    """The key/value cache of a model output (``output.cache``, formerly ``output.past_key_values``)."""
+    fields = output.keys() if hasattr(output, "keys") else ()
+    if "cache" in fields:
+        return output["cache"]
+    return output.past_key_values
+
+
 def base_model(model: Any) -> Any:
     """The transformers model under a peft wrapper (LoRA layers live inside its modules), or the model itself."""
     get_base = getattr(model, "get_base_model", None)
@@ -279,14 +300,15 @@ def compute_prefix(model: Any, token_ids: Sequence[int], device: Any) -> PrefixK
     positions = torch.arange(ids.shape[1], device=device).view(1, 1, -1).expand(3, 1, -1)
     with torch.inference_mode():
         out = base(input_ids=ids, position_ids=positions, use_cache=True, logits_to_keep=1)
-    layers = [(layer.keys, layer.values) for layer in out.past_key_values.layers]
+    layers = [(layer.keys, layer.values) for layer in output_cache(out).layers]
     return PrefixKV(tuple(int(t) for t in token_ids), layers)
 
 
 def prefix_cache(model: Any, inputs: dict[str, Any], prefix_len: int, batch: int) -> Any:
     """A dynamic cache holding the first ``prefix_len`` tokens of row 0, repeated for ``batch`` rows.
 
-    For ``generate(past_key_values=...)`` (the benchmark's "shared prefix" variant of ``generate``).
+    For ``generate(cache=...)`` (``past_key_values=`` before transformers renamed it: :func:`cache_keyword`; the
+    benchmark's "shared prefix" variant of ``generate``).
     """
     ids = inputs["input_ids"][0, :prefix_len].tolist()
     return compute_prefix(model, ids, inputs["input_ids"].device).cache(batch, base_model(model).config)
@@ -412,6 +434,7 @@ class FastDecoder:
         self.prefix_cache_size = prefix_cache_size
         self.stop_check_lag = stop_check_lag
         self.vision = BatchedVisionAttention(model) if batched_vision else None
+        self._cache_keyword = cache_keyword()
         self._prefixes: OrderedDict[tuple[int, ...], PrefixKV] = OrderedDict()
         #: Counters for tests and benchmarks: prefixes computed / reused, calls that could not share, calls
         #: that reused the previous call's static cache.
@@ -542,10 +565,10 @@ class FastDecoder:
             start = len(prefix) if prefix is not None else 0
             cache = prefix.cache(batch, config) if prefix is not None else DynamicCache(config=config)
             out = base(input_ids=ids[:, start:], position_ids=positions[..., start:], attention_mask=mask,
-                       past_key_values=cache, use_cache=True, logits_to_keep=1, **vision)
+                       use_cache=True, logits_to_keep=1, **{self._cache_keyword: cache}, **vision)
             marks("prefill")
 
-            layers = out.past_key_values.layers
+            layers = output_cache(out).layers
             static, max_len = self._static_cache(batch, length + max_new_tokens, layers[0].keys)
             for index, layer in enumerate(layers):
                 static.update(layer.keys, layer.values, index)
@@ -569,7 +592,7 @@ class FastDecoder:
             for step in range(max_new_tokens):
                 if step:
                     logits = forward(input_ids=token[:, None], position_ids=position.expand(3, batch, 1),
-                                     attention_mask=step_mask, past_key_values=static, use_cache=True,
+                                     attention_mask=step_mask, **{self._cache_keyword: static}, use_cache=True,
                                      logits_to_keep=1).logits[:, -1]
                     position = position + 1
                 if logits_processor is not None:

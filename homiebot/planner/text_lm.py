@@ -332,6 +332,7 @@ class _TransformersBackend:
         from transformers import DynamicCache
 
         from homiebot.planner.constrained import GrammarLogitsProcessor
+        from homiebot.planner.fast_decode import cache_keyword
 
         torch = self._torch
         reused = (
@@ -354,7 +355,7 @@ class _TransformersBackend:
             output = self.model.generate(
                 input_ids=input_ids,
                 attention_mask=torch.ones_like(input_ids),
-                past_key_values=self._cache,
+                **{cache_keyword(): self._cache},
                 max_new_tokens=max_new_tokens,
                 eos_token_id=self.stop_ids,
                 pad_token_id=self.stop_ids[0] if self.stop_ids else 0,

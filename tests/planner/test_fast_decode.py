@@ -128,6 +128,34 @@ def test_unsupported_family_with_fast_is_a_clear_load_error(tmp_path: Path, tiny
         make_planner("hf", model=str(tiny_qwen), decode="fastest")
 
 
+# ------------------------------------------------------------------------------ the cache keyword
+
+
+def test_the_loop_hands_its_cache_under_the_current_keyword(fast_engine, tiny_qwen: Path, monkeypatch) -> None:
+    """transformers 5.24 renamed ``past_key_values`` to ``cache`` (the old name goes in 5.40): the loop uses
+    whichever name the installed transformers takes, and never the deprecated one where ``cache`` exists."""
+    import inspect
+
+    from transformers.generation.utils import GenerationMixin
+
+    from homiebot.planner.fast_decode import cache_keyword
+
+    current = "cache" in inspect.signature(GenerationMixin.prepare_inputs_for_generation).parameters
+    assert cache_keyword() == ("cache" if current else "past_key_values")
+    base = fast_engine.fast_decoder.base
+    seen: list[set[str]] = []
+    forward = base.forward
+
+    def spy(*args, **kwargs):
+        seen.append({k for k in ("cache", "past_key_values") if kwargs.get(k) is not None})
+        return forward(*args, **kwargs)
+
+    monkeypatch.setattr(base, "forward", spy)
+    conversation = [_planner(fast_engine, tiny_qwen).messages_for(_request(0))]
+    fast_engine.generate(conversation, max_new_tokens=4)
+    assert len(seen) >= 4 and all(names == {cache_keyword()} for names in seen), seen
+
+
 # ------------------------------------------------------------------------------ same tokens as generate
 
 
