@@ -172,6 +172,8 @@ def score(task: TaskSpec, function: EvaluationFunction, kind: str, run: int, obs
         "task_offloading": measures.task_offloading if kind == "pair" else None,
         "extraneous_effort": measures.extraneous_effort,
         "exploration_actions": exploration,
+        # What each agent did, in execution order: [agent, subtask, feedback code] (the record of the episode).
+        "steps": [[agent, record.subtask_text, record.feedback.code.value] for agent, record in observer.events],
         "ended": trajectory.ended,
         "error": trajectory.error,
         "wall_s": wall_s,
