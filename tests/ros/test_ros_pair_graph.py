@@ -154,3 +154,70 @@ def test_homie_ups_supervisor_starts_the_human_executors_under_their_names():
     assert 'role:="robot"' in parameters and 'role:="human"' not in parameters  # the override replaced it
     bridge = supervisor.command(graph.node("sim_bridge"))
     assert "human:=true" in bridge and "-r" not in bridge
+
+
+class _HumanOnly:
+    """The in-process backend with the human as the only acting agent: what a planner node with ``role: human``
+    and no partner drives through the graph (its clients under /human)."""
+
+    def __init__(self, inner) -> None:
+        self.inner = inner
+
+    def reset(self, scene: str, seed: int):
+        _, spec = self.inner.reset(scene, seed)
+        return self.inner.state(agent=1), spec
+
+    def render(self):
+        return self.inner.render(agent=1)
+
+    def observe(self):
+        return self.inner.observe(agent=1)
+
+    def state(self):
+        return self.inner.state(agent=1)
+
+    def execute(self, subtask, model, inventory, round_index):
+        return self.inner.execute(subtask, model, inventory, round_index, agent=1)
+
+
+@pytest.mark.ros
+@pytest.mark.slow
+def test_a_planner_node_in_the_human_role_drives_the_human(tmp_path, ros_domain):
+    """``role: human`` without a partner: the node's planner drives the human through /human (its views, state and
+    executor); the rounds equal the in-process loop over the human's side."""
+    from homiebot.agent.in_process import InProcessBackend
+    from homiebot.agent.loop import EpisodeConfig, EpisodeLoop, EpisodeSpec
+    from homiebot.eval.tasks import get_task
+    from homiebot.planner.registry import make_planner
+    from homiebot.ros.supervisor import PAIR_GRAPH, Supervisor, load_graph
+    from homiebot.sim.base import make_simulator
+
+    task = get_task("demo-drawer")
+    config = EpisodeConfig()
+    sim = make_simulator("mujoco", human=True)
+    try:
+        backend = _HumanOnly(InProcessBackend(sim, config.executor_config(), agent_configs={1: config.executor_config()}))
+        spec = EpisodeSpec(task.instruction, task.scene, task.seed, task.id, task.goal, 0, task.evaluation)
+        expected = EpisodeLoop(backend, make_planner("expert"), spec, config, always_observe=True).run().trajectory
+    finally:
+        sim.shutdown()
+    assert expected.error is None and expected.ended and expected.goal_satisfied
+
+    graph = load_graph(PAIR_GRAPH)
+    result_path = tmp_path / "result.json"
+    others = ",".join(n.name for n in graph.nodes if n.name != "planner_node")
+    overrides = {"planner_node": {"task": task.id, "planner": "expert", "role": "human", "partner_planner": "",
+                                  "exit_when_done": True, "result_path": str(result_path), "await_nodes": others}}
+    supervisor = Supervisor(graph, overrides=overrides, env=graph_environment(ros_domain), log_dir=tmp_path / "logs",
+                            stop_timeout_s=10.0)
+    try:
+        supervisor.start()
+        ended_by = supervisor.run(lambda: False, timeout_s=240)
+    finally:
+        supervisor.stop()
+    assert ended_by is not None and ended_by.spec.name == "planner_node", f"planner did not finish\n{_logs(tmp_path)}"
+    assert ended_by.exit_codes[-1] == 0 and result_path.exists(), _logs(tmp_path)
+    result = json.loads(result_path.read_text())
+    assert result["error"] is None and result["ended"] is True and result["goal_satisfied"] is True
+    assert _result_signature(result["rounds"]) == _signature(expected.rounds), _logs(tmp_path)
+    assert "partner_rounds" not in result
