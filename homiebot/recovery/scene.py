@@ -72,6 +72,15 @@ def describe_state(state: WorldState, relevant: Iterable[str], max_children: int
             pass  # said once below
         elif entity.parent is not None:
             clauses.append(f"({name} {entity.relation or 'on'} {entity.parent})")
+            # Whether its container is open decides a pick (CMFR appendix J: open the receptacle first), also
+            # when the plan never named the container: a failed [Pick, bowl] then shows (kitchen_cabinet is
+            # closed) beside (bowl in kitchen_cabinet). A named container says it in its own clauses.
+            container = state.entities.get(entity.parent)
+            if container is not None and container.name not in names and container.articulated \
+                    and container.is_open is not None:
+                clause = f"({container.name} is {'open' if container.is_open else 'closed'})"
+                if clause not in clauses:
+                    clauses.append(clause)
         elif entity.kind is EntityKind.OBJECT:
             clauses.append(f"({name} on the floor{' in ' + entity.room if entity.room else ''})")
         clauses.extend(_properties(entity))

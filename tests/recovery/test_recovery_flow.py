@@ -323,6 +323,9 @@ def test_the_state_clauses_follow_cmfr_appendix_e():
     assert names == ["apple", "fridge", "table"]
     text = describe_state(state, names)
     assert text == "(apple in fridge), (fridge is closed), (fridge contains apple), (agent holding cup), (agent in kitchen)"
+    # A container the plan never named still says whether it is open (what a failed pick from it turns on).
+    assert describe_state(state, ["apple"]) == "(apple in fridge), (fridge is closed), (agent holding cup), (agent in kitchen)"
+    assert describe_state(state, ["cup"]) == "(agent holding cup), (agent in kitchen)"
 
 
 def test_echoed_and_repeated_steps_are_dropped():
