@@ -81,6 +81,7 @@ def test_two_agent_episode_through_the_graph_equals_in_process(tmp_path, ros_dom
     try:
         expected = run_episode(sim, robot, task=task, config=role_config(AgentRole.ROBOT, base),
                                partner=AgentSlot(human, role_config(AgentRole.HUMAN, base)))
+        expected_time = sim.sim_time
     finally:
         sim.shutdown()
     assert expected.error is None and expected.ended and expected.goal_satisfied
@@ -120,6 +121,8 @@ def test_two_agent_episode_through_the_graph_equals_in_process(tmp_path, ros_dom
     assert _result_signature(result["rounds"]) == _signature(expected.rounds), _logs(tmp_path)
     assert result["partner_planner"] == expected.partner_planner
     assert _result_signature(result["partner_rounds"]) == _signature(expected.partner_rounds), _logs(tmp_path)
+    # The lock-step rounds' clocks are synced through the bridge as in-process: the same simulated time at the end.
+    assert result["sim_time_s"] == pytest.approx(expected_time, abs=1e-3)
 
     # The bag opens and holds both agents: the robot's rounds on /homie/..., the human's on /human/homie/...,
     # the human's views and world states from the bridge.

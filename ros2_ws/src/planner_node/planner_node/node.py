@@ -80,8 +80,10 @@ class RosEpisodeBackend:
         self.node = node
         self._reset = node.create_client(ResetEpisode, "/sim/reset")
         self._ports = {0: _AgentPort(node, namespace)}
+        self._begin_round = None
         if partner_namespace is not None:
             self._ports[1] = _AgentPort(node, partner_namespace)
+            self._begin_round = node.create_client(GetWorldState, "/sim/begin_round")
         self.sim_time = 0.0  # the simulated time of the newest state or views received (docs/ros.md, "Time")
 
     def _received(self, header: Any) -> None:
@@ -108,6 +110,13 @@ class RosEpisodeBackend:
             return self.state(), spec
         self._ports[0].state_msg = response.state
         return convert.world_state_from_msg(response.state), spec
+
+    def begin_round(self) -> None:
+        """A lock-step round of a two-agent episode begins: the bridge syncs the agents' clocks (as in-process)."""
+        if self._begin_round is None:
+            return
+        response = call_service(self._begin_round, GetWorldState.Request(), self.node.service_timeout_s)
+        self._received(response.state.header)  # nothing moved: the states known stay current
 
     def render(self, agent: int = 0):
         return self._fetch_views(agent, segmentation=False)
@@ -182,8 +191,9 @@ def _rounds_json(rounds: list[RoundRecord]) -> list[dict]:
     ]
 
 
-def trajectory_summary(trajectory: Trajectory, timed_out: bool) -> dict:
-    """The result file: what `homie up sim` prints and the graph tests compare with the in-process loop."""
+def trajectory_summary(trajectory: Trajectory, timed_out: bool, sim_time: float | None = None) -> dict:
+    """The result file: what `homie up sim` prints and the graph tests compare with the in-process loop
+    (``sim_time``: the simulated time of the newest state or views the planner received)."""
     summary = {
         "task_id": trajectory.task_id,
         "instruction": trajectory.instruction,
@@ -196,6 +206,7 @@ def trajectory_summary(trajectory: Trajectory, timed_out: bool) -> dict:
         "error": trajectory.error,
         "path_length": trajectory.path_length,
         "wall_time_s": trajectory.wall_time_s,
+        "sim_time_s": sim_time,
         "rounds": _rounds_json(trajectory.rounds),
     }
     if trajectory.partner_planner is not None:  # a two-agent episode: the human's planner and rounds
@@ -429,7 +440,7 @@ class PlannerNode(Node):
         )
         result_path = self.param("result_path")
         if result_path:
-            atomic_write_json(Path(result_path), trajectory_summary(trajectory, outcome.timed_out))
+            atomic_write_json(Path(result_path), trajectory_summary(trajectory, outcome.timed_out, self.backend.sim_time))
         return outcome
 
     def _publish_output(self, round_index: int, instruction: str, output) -> None:

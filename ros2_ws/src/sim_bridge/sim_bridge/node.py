@@ -31,7 +31,9 @@ serves the human in its own namespace, ``/human``: ``/human/sim/get_world_state`
 (the world as the human sees it: its pose and hand as the state's robot fields, its own four cameras),
 ``/human/sim/navigate`` and ``/human/sim/manipulate`` (the human's skill attempts, through its own skill layer
 seeded as in-process: the reset's seed + 7919), and publishes ``/human/homie/views``, ``/human/odom`` and
-``/human/sim/world_state``. The human's executors are the same executor nodes remapped into ``/human``
+``/human/sim/world_state``; ``/sim/begin_round`` (homie_msgs/GetWorldState: it answers the robot's state after)
+starts a lock-step round as in-process (``begin_round``): every agent's clock moves to the latest, so both start
+the round when the slower action of the last one ended. The human's executors are the same executor nodes remapped into ``/human``
 (launch/config/graph_pair.yaml). Both agents act on one world: every skill of either advances the one
 ``state_sequence``.
 
@@ -60,7 +62,6 @@ from __future__ import annotations
 import threading
 
 import numpy as np
-
 from geometry_msgs.msg import PoseStamped
 from homie_msgs.action import Manipulate, Navigate
 from homie_msgs.msg import CameraView as CameraViewMsg
@@ -71,16 +72,16 @@ from nav_msgs.msg import Odometry, Path
 from rclpy.action import ActionServer, GoalResponse
 from rclpy.callback_groups import ReentrantCallbackGroup
 from rclpy.node import Node
-from sensor_msgs.msg import CameraInfo, Image, JointState
 from rosgraph_msgs.msg import Clock
+from sensor_msgs.msg import CameraInfo, Image, JointState
 from std_msgs.msg import String
 
 from homiebot.ros import convert
-from homiebot.ros.spin import spin_node
 from homiebot.ros.calls import EVENTS_QOS, LATCHED_QOS, SENSOR_QOS, VIEWS_QOS, announce_ready
+from homiebot.ros.spin import spin_node
 from homiebot.sim.base import Simulator, make_simulator
 from homiebot.skills import SkillSet, UnservedModelError, preset_name
-from homiebot.types import Action, Observation, SkillResult, SkillStatus, VIEW_NAMES
+from homiebot.types import VIEW_NAMES, Action, Observation, SkillResult, SkillStatus
 
 try:  # A ROS 2 install's own tf2_msgs; with the PyPI wheels (no tf2_msgs) the workspace's stand-in,
     # ros2_ws/compat/tf2_msgs (same definitions and type hashes), which scripts/setup_ros.sh builds there.
@@ -375,7 +376,7 @@ class SimBridge(Node):
             if pubs is None:
                 continue
             messages = (view_msg.rgb, view_msg.depth, view_msg.segmentation, view_msg.camera_info, view_msg.camera_info)
-            for publisher, message in zip(pubs, messages):
+            for publisher, message in zip(pubs, messages, strict=False):
                 if publisher.get_subscription_count() > 0:
                     publisher.publish(message)
         base_pose = convert.pose2d_to_pose(observation.robot_pose)
@@ -447,7 +448,7 @@ class SimBridge(Node):
             self._camera_mounts = mounts
             self._tf_static_pub.publish(TFMessage(transforms=[
                 convert.transform_stamped(convert.matrix_to_pose(mount), convert.BASE_FRAME, convert.optical_frame(name), seconds)
-                for name, mount in zip(names, mounts)
+                for name, mount in zip(names, mounts, strict=False)
             ]))
 
     @staticmethod
@@ -526,6 +527,7 @@ class SimBridge(Node):
     def _serve_human(self, group) -> None:
         """The human's services, skill actions and topics under ``/human`` (module docstring)."""
         ns = HUMAN_NAMESPACE
+        self.create_service(GetWorldState, "/sim/begin_round", self._on_begin_round, callback_group=group)
         self.create_service(GetWorldState, f"{ns}/sim/get_world_state", self._on_human_state, callback_group=group)
         self.create_service(RenderViews, f"{ns}/sim/render_views", self._on_human_render, callback_group=group)
         self._human_navigate = ActionServer(self, Navigate, f"{ns}/sim/navigate",
@@ -539,6 +541,16 @@ class SimBridge(Node):
             "state": self.create_publisher(WorldStateMsg, f"{ns}/sim/world_state", EVENTS_QOS),
             "odom": self.create_publisher(Odometry, f"{ns}/odom", SENSOR_QOS),
         }
+
+    def _on_begin_round(self, request: GetWorldState.Request, response: GetWorldState.Response) -> GetWorldState.Response:
+        """A lock-step round begins (homiebot.agent.in_process.InProcessBackend.begin_round): the agents' clocks
+        are synced. Nothing in the world moved, so its version stays (views cached before keep their stamp)."""
+        if self._loaded:
+            with self._lock:
+                self.sim.sync_clocks()
+            response.state = self._state_msg(*self._state())
+            self._publish_clock()
+        return response
 
     def _on_human_state(self, request: GetWorldState.Request, response: GetWorldState.Response) -> GetWorldState.Response:
         if self._loaded:
