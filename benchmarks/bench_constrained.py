@@ -91,7 +91,7 @@ def run_mode(planner, calls: int, batch: int, seed: int, label: str) -> dict:
             size = min(batch, calls - done)
             requests = [make_request(rng, nprng) for _ in range(size)]
             planner.reset("bench", seed=seed * 100_003 + done)
-            for request, answer in zip(requests, planner.plan_batch(requests)):
+            for request, answer in zip(requests, planner.plan_batch(requests), strict=False):
                 why = f1_violation(answer, request.actions, request.models)
                 if why is not None:
                     reasons[why.split(":")[0]] += 1

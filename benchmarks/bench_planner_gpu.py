@@ -444,7 +444,7 @@ def main(argv: list[str] | None = None) -> int:
             continue
         if reference is None:
             reference = tokens
-        result.token_match = sum(a == b for a, b in zip(tokens, reference)) / len(reference)
+        result.token_match = sum(a == b for a, b in zip(tokens, reference, strict=False)) / len(reference)
         results.append(result)
 
     bounds = floors(model, shape, args.bandwidth_tb_s, args.dense_tflops)

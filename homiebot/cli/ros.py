@@ -344,7 +344,8 @@ def register(app: typer.Typer) -> None:
         from rich.console import Console
         from rich.table import Table
 
-        from homiebot.ros.bag import BagError, bag_info as read_info
+        from homiebot.ros.bag import BagError
+        from homiebot.ros.bag import bag_info as read_info
 
         try:
             info = read_info(bag)

@@ -147,7 +147,7 @@ def matches_category(entity: EntityState, category: str) -> bool:
     if key in CATEGORY_GROUPS:
         return entity.category in CATEGORY_GROUPS[key]
     aliases = {a.lower().replace(" ", "_") for a in entity.aliases}
-    return key == entity.category or key == entity.name or key in aliases
+    return key in (entity.category, entity.name) or key in aliases
 
 
 def select(sel: Selector, initial: WorldState, current: WorldState) -> list[str]:

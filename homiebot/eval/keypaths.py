@@ -197,7 +197,7 @@ def step_matches(node: Node, step: Node, resolver: NameResolver) -> bool:
         return True
     if len(node.args) != len(step.args):
         return False
-    return all(arguments_match(a, b, resolver) for a, b in zip(node.args, step.args))
+    return all(arguments_match(a, b, resolver) for a, b in zip(node.args, step.args, strict=False))
 
 
 # ------------------------------------------------------------------------------------------------- matching

@@ -100,7 +100,7 @@ def goal_conditions(task: AlfredTask, state: WorldState) -> tuple[int, int]:
     if task.task_type == "look_at_obj_in_light":
         holding = state.held in objects
         lamps = _typed(state, EntityKind.FURNITURE, task.toggle_type)
-        lit = any(state.entities[l].powered_on and state.reach_distance(l) <= AT_DISTANCE_M for l in lamps)
+        lit = any(state.entities[lamp].powered_on and state.reach_distance(lamp) <= AT_DISTANCE_M for lamp in lamps)
         return int(holding) + int(lit), total
     receptacles = set(_typed(state, EntityKind.FURNITURE, task.receptacle_type))
     placed = [o for o in objects if state.entities[o].parent in receptacles and not state.entities[o].held]

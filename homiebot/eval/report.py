@@ -216,7 +216,7 @@ def render_markdown(report: dict[str, Any]) -> str:
         cal_cells.append("n/a" if ci is None else f"{100 * ci[0]:.1f}-{100 * ci[1]:.1f} ({'yes' if c['within_ci95'] else 'no'})")
     target = "the calibration target of this noise preset" if setting.get("noise") == "emmoe" else "for reference only"
     out.append(f"\nPer-try SR 95% Wilson interval (is the paper's SR inside? {target}): " + "; ".join(
-        f"{TABLE4_LABELS[r['action']]} {cell}" for r, cell in zip(rows4, cal_cells)
+        f"{TABLE4_LABELS[r['action']]} {cell}" for r, cell in zip(rows4, cal_cells, strict=False)
     ) + "\n")
     for title, key in (
         ("Table H3: error shares in successful trajectories", "errors_successful"),
@@ -334,7 +334,7 @@ def write_plots(report: dict[str, Any], out_dir: Path) -> dict[str, str]:
     tp = [100 * (r["tp"] or 0.0) for r in h8]
     ax.bar([x - 0.2 for x in xs], sr, 0.4, color="tab:green", label="SR")
     ax.bar([x + 0.2 for x in xs], tp, 0.4, color="tab:olive", label="mean TP")
-    for x, r, value in zip(xs, h8, sr):
+    for x, r, value in zip(xs, h8, sr, strict=False):
         ax.text(x - 0.2, value + 1, f"{pct(r['sr'])}\nn={r['n']}", ha="center", fontsize=7)
     ax.set_xticks(list(xs), [r["attribute"] for r in h8])
     ax.set_ylim(0, 118)
@@ -352,8 +352,8 @@ def write_plots(report: dict[str, Any], out_dir: Path) -> dict[str, str]:
     measured = [100 * (r["sr"] or 0.0) for r in rows4]
     intervals = [report["table4_calibration"][r["action"]]["ci95"] for r in rows4]
     errors = [
-        [max(m - 100 * ci[0], 0.0) if ci else 0.0 for m, ci in zip(measured, intervals)],  # float rounding at 0 / 1
-        [max(100 * ci[1] - m, 0.0) if ci else 0.0 for m, ci in zip(measured, intervals)],
+        [max(m - 100 * ci[0], 0.0) if ci else 0.0 for m, ci in zip(measured, intervals, strict=False)],  # float rounding at 0 / 1
+        [max(100 * ci[1] - m, 0.0) if ci else 0.0 for m, ci in zip(measured, intervals, strict=False)],
     ]
     ax.bar([x - 0.2 for x in xs], measured, 0.4, yerr=errors, capsize=3, label="measured SR per try (95% CI)")
     ax.bar([x + 0.2 for x in xs], [PAPER_TABLE4[r["action"]]["sr"] for r in rows4], 0.4, label="paper table 4")

@@ -6,7 +6,7 @@ Task ids are ``emmoe-001`` ... ``emmoe-100`` following the paper's numbering.
 
 from __future__ import annotations
 
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 from typing import Any, Literal
 
@@ -75,7 +75,7 @@ def list_suites() -> list[str]:
     return sorted(p.stem for p in SUITE_DIR.glob("*.yaml"))
 
 
-@lru_cache(maxsize=None)
+@cache
 def load_suite(name: str = "emmoe100") -> TaskSuite:
     path = SUITE_DIR / f"{name}.yaml"
     if not path.exists():

@@ -27,9 +27,9 @@ from homiebot.eval.manifest import EvalSettings, Job, resolver_for
 from homiebot.eval.metrics import score_episode
 from homiebot.eval.partnr.recording import simulator_clock
 from homiebot.eval.tasks import TaskSpec
+from homiebot.logs import configure_logging
 from homiebot.planner.base import Planner, PlanRequest
 from homiebot.planner.hf_backend import PlannerBackendError
-from homiebot.logs import configure_logging
 from homiebot.process import die_with_parent
 from homiebot.types import Trajectory
 

@@ -277,7 +277,16 @@ class FoxgloveLiveView(ObserverBase):
         channel.log(self._scene_update(state, now), log_time=now)
 
     def _scene_update(self, state: WorldState, now: int) -> Any:
-        from foxglove.messages import Color, CubePrimitive, Pose, Quaternion, SceneEntity, SceneUpdate, TextPrimitive, Vector3
+        from foxglove.messages import (
+            Color,
+            CubePrimitive,
+            Pose,
+            Quaternion,
+            SceneEntity,
+            SceneUpdate,
+            TextPrimitive,
+            Vector3,
+        )
 
         entities = []
         stamp = self._stamp(now)

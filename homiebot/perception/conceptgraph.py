@@ -333,7 +333,7 @@ class ConceptGraphBuilder:
         mins = np.stack([t.box_min for t in tracks])
         maxs = np.stack([t.box_max for t in tracks])
         near = ~(np.any(det.box_min - margin > maxs, axis=1) | np.any(mins - margin > det.box_max, axis=1))
-        return [t for t, keep in zip(tracks, near) if keep]
+        return [t for t, keep in zip(tracks, near, strict=False) if keep]
 
     def _associate(self, det: _Detection) -> _Track | None:
         """The best-scoring node for ``det``, or None. Nodes with fused geometry are preferred; a node an action

@@ -122,11 +122,11 @@ class Box3:
 
     @property
     def center(self) -> tuple[float, float, float]:
-        return tuple((a + b) / 2.0 for a, b in zip(self.min, self.max))  # type: ignore[return-value]
+        return tuple((a + b) / 2.0 for a, b in zip(self.min, self.max, strict=False))  # type: ignore[return-value]
 
     @property
     def size(self) -> tuple[float, float, float]:
-        return tuple(b - a for a, b in zip(self.min, self.max))  # type: ignore[return-value]
+        return tuple(b - a for a, b in zip(self.min, self.max, strict=False))  # type: ignore[return-value]
 
     def volume(self) -> float:
         sx, sy, sz = self.size
@@ -175,7 +175,7 @@ class FloorPlan:
     def room_at(self, x: float, y: float, level: int | None = None) -> str | None:
         candidates = [
             (n, p)
-            for n, p in zip(self._names, self._paths)
+            for n, p in zip(self._names, self._paths, strict=False)
             if level is None or self._levels.get(n, 0) == level
         ]
         if not candidates:

@@ -267,7 +267,7 @@ class SemanticGrounder:
         self._scene_cache.move_to_end(scene)
         missing = [p for p in dict.fromkeys(phrases) if p not in cache]
         if missing:
-            for phrase, vector in zip(missing, self.embedder.encode(missing)):
+            for phrase, vector in zip(missing, self.embedder.encode(missing), strict=False):
                 cache[phrase] = vector
         return np.stack([cache[p] for p in phrases])
 
@@ -299,7 +299,7 @@ class SemanticGrounder:
         sims = self._phrase_vectors(state.scene, phrases) @ self._query_vector(phrase) - np.asarray(penalties, np.float32)
         best = np.full(len(entities), -1.0, dtype=np.float32)
         np.maximum.at(best, np.asarray(owners), sims)
-        return {e.name: float(s) for e, s in zip(entities, best)}
+        return {e.name: float(s) for e, s in zip(entities, best, strict=False)}
 
     def ground(self, target: str, state: WorldState) -> GroundingResult:
         exact = self.exact.ground(target, state)

@@ -89,7 +89,7 @@ class SceneLayout:
                 is_open = entity.is_open
             else:
                 bbox_min, bbox_max = _footprint_box(f.pose.x, f.pose.y, f.pose.yaw, f.size)
-                position = tuple((a + b) / 2 for a, b in zip(bbox_min, bbox_max))
+                position = tuple((a + b) / 2 for a, b in zip(bbox_min, bbox_max, strict=False))
                 room = f.room or plan.room_at(f.pose.x, f.pose.y, f.level)
                 is_open = f.articulation.open if f.articulation is not None else None
             furniture.append(

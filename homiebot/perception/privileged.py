@@ -80,7 +80,7 @@ def group_points_by_segment(points: np.ndarray, segment_ids: np.ndarray) -> dict
     sorted_ids = segment_ids[order]
     ids, starts = np.unique(sorted_ids, return_index=True)
     chunks = np.split(points[order], starts[1:])
-    return {int(i): c for i, c in zip(ids, chunks)}
+    return {int(i): c for i, c in zip(ids, chunks, strict=False)}
 
 
 class PrivilegedGraphBuilder:

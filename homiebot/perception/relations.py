@@ -74,7 +74,7 @@ def infer_placement(
     lo = np.array([f.box.min[:2] for f in items]) - tolerances.xy_margin
     hi = np.array([f.box.max[:2] for f in items]) + tolerances.xy_margin
     over = (lo[:, 0] <= cx) & (cx <= hi[:, 0]) & (lo[:, 1] <= cy) & (cy <= hi[:, 1])
-    items = [f for f, keep in zip(items, over) if keep]
+    items = [f for f, keep in zip(items, over, strict=False) if keep]
     best: tuple[float, str, Relation] | None = None
     for item in items:
         found = _supported(obj, item, tolerances)

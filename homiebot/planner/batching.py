@@ -156,7 +156,7 @@ class RequestBatcher(Generic[RequestT, ResultT]):
             for _, fut in live:
                 fut.set_exception(exc)
             return
-        for (_, fut), result in zip(live, results):
+        for (_, fut), result in zip(live, results, strict=False):
             fut.set_result(result)
 
 

@@ -183,7 +183,7 @@ class ChatCompletionServer:
                 top_p=first.top_p,
                 seed=first.seed,
             )
-            for i, generation in zip(indices, generations):
+            for i, generation in zip(indices, generations, strict=False):
                 results[i] = generation
         return [r for r in results if r is not None]
 

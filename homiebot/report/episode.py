@@ -20,11 +20,19 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from homiebot.data.record import ROUNDS_FILE, TOPDOWN_FILE, VIDEO_FILE, RecordError, read_episode, read_summary, view_filename
+from homiebot.data.record import (
+    ROUNDS_FILE,
+    TOPDOWN_FILE,
+    VIDEO_FILE,
+    RecordError,
+    read_episode,
+    read_summary,
+    view_filename,
+)
 from homiebot.eval.keypaths import NameResolver, matched_prefix, parse_keypath, steps_of, task_progress
 from homiebot.eval.tasks import TaskError, TaskSpec, get_task
-from homiebot.report.graph import final_placements, world_graph_svg
 from homiebot.files import atomic_write_text
+from homiebot.report.graph import final_placements, world_graph_svg
 from homiebot.report.html import code_badge, esc, image_src, page, table
 from homiebot.sim.scene import SceneError, SceneSpec, load_scene
 from homiebot.types import VIEW_NAMES, Trajectory
@@ -129,7 +137,7 @@ def _keypaths(metrics: EpisodeMetrics) -> str:
     if not metrics.keypaths:
         return ""
     out = ["<h3>Keypaths (matched nodes shaded; TP is the best ratio)</h3>"]
-    for i, (path, matched) in enumerate(zip(metrics.keypaths, metrics.matched)):
+    for i, (path, matched) in enumerate(zip(metrics.keypaths, metrics.matched, strict=False)):
         nodes = " &rarr; ".join(
             f'<span class="{"hit" if j < matched else "miss"}">{esc(node)}</span>' for j, node in enumerate(path)
         )

@@ -26,8 +26,8 @@ from homiebot.eval.metrics import ERROR_CODES, EpisodeScore
 from homiebot.eval.report import build_report, render_markdown, setting_label, write_plots
 from homiebot.eval.runner import EPISODES_DIR, EvalError, compute_scores, load_manifest, resolver_for
 from homiebot.eval.tasks import TaskSpec
-from homiebot.report.episode import REPORT_FILE, EpisodeContext, ReportError, write_episode_report
 from homiebot.files import atomic_write_text
+from homiebot.report.episode import REPORT_FILE, EpisodeContext, ReportError, write_episode_report
 from homiebot.report.html import code_badge, esc, page, png_data_uri, table
 from homiebot.sim.scene import SceneError, load_scene
 

@@ -21,6 +21,7 @@ rejects as a duplicate instead of running it twice.
 
 from __future__ import annotations
 
+import functools
 import threading
 import time
 import uuid
@@ -166,7 +167,7 @@ def call_action(
         if handle is None or not handle.accepted:  # unanswered, or a resent goal the server already has
             handle = ClientGoalHandle(client, goal_id, client._action_type.Impl.SendGoalService.Response(accepted=True))
         try:
-            result_future = _in_executor(client, lambda: client._get_result_async(handle), deadline, f"action {name} (result)")
+            result_future = _in_executor(client, functools.partial(client._get_result_async, handle), deadline, f"action {name} (result)")
             response = wait_future(result_future, deadline - time.monotonic(), f"action {name} (result)")
         except CallTimeout:
             handle.cancel_goal_async()

@@ -34,13 +34,12 @@ from geometry_msgs.msg import Point, Pose, Quaternion, TransformStamped
 from homie_msgs.msg import CameraView as CameraViewMsg
 from homie_msgs.msg import EntityState as EntityStateMsg
 from homie_msgs.msg import Feedback as FeedbackMsg
-from homie_msgs.msg import MultiView
+from homie_msgs.msg import MultiView, WorldGraphEdge, WorldGraphNode
 from homie_msgs.msg import PlannerOutput as PlannerOutputMsg
 from homie_msgs.msg import SkillResult as SkillResultMsg
 from homie_msgs.msg import Subtask as SubtaskMsg
 from homie_msgs.msg import Task as TaskMsg
 from homie_msgs.msg import WorldGraph as WorldGraphMsg
-from homie_msgs.msg import WorldGraphEdge, WorldGraphNode
 from homie_msgs.msg import WorldState as WorldStateMsg
 from sensor_msgs.msg import CameraInfo, Image
 from std_msgs.msg import Header
@@ -393,7 +392,7 @@ def image_to_msg(array: np.ndarray, encoding: str, frame_id: str, seconds: float
     elif data.ndim == 3 and data.shape[2] == channels:
         height, width = data.shape[:2]
     else:
-        raise ConversionError(f"{encoding} needs shape (H, W{', %d' % channels if channels > 1 else ''}), got {data.shape}")
+        raise ConversionError(f"{encoding} needs shape (H, W{f', {channels}' if channels > 1 else ''}), got {data.shape}")
     msg = Image(
         header=header(seconds, frame_id),
         height=int(height),
@@ -499,7 +498,7 @@ def observation_from_msg(msg: MultiView) -> Observation:
         )
     return Observation(
         views={v.name: camera_view_from_msg(v) for v in msg.views},
-        instance_names=dict(zip((int(i) for i in msg.instance_ids), msg.instance_names)),
+        instance_names=dict(zip((int(i) for i in msg.instance_ids), msg.instance_names, strict=False)),
         robot_pose=pose_to_pose2d(msg.robot_pose),
         held_object=msg.held_object or None,
         sim_time=time_seconds(msg.header.stamp),
@@ -615,8 +614,9 @@ def world_graph_markers(export, seconds: float = 0.0):
             continue
         r, g, b, a = _KIND_COLORS.get(node.kind, (0.8, 0.8, 0.8, 0.5))
         lo, hi = node.bbox_min, node.bbox_max
-        size = [max(h - l, 0.02) for l, h in zip(lo, hi)]
-        centre = [(l + h) / 2 for l, h in zip(lo, hi)] if any(h > l for l, h in zip(lo, hi)) else list(node.position)
+        size = [max(top - bottom, 0.02) for bottom, top in zip(lo, hi, strict=False)]
+        extent = any(top > bottom for bottom, top in zip(lo, hi, strict=False))
+        centre = [(bottom + top) / 2 for bottom, top in zip(lo, hi, strict=False)] if extent else list(node.position)
         box = Marker(header=stamp, ns=f"graph/{node.kind}", id=index, type=Marker.CUBE, action=Marker.ADD)
         box.pose.position = point(centre)
         box.pose.orientation.w = 1.0

@@ -6,7 +6,8 @@ perception and the ROS 2 bridge never import MuJoCo (or Habitat) directly.
 
 from __future__ import annotations
 
-from typing import Callable, Protocol, runtime_checkable
+from collections.abc import Callable
+from typing import Protocol, runtime_checkable
 
 import numpy as np
 

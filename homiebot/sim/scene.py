@@ -116,7 +116,7 @@ class InteriorSpec(_Model):
 
     @model_validator(mode="after")
     def _ordered(self) -> InteriorSpec:
-        if not all(a < b for a, b in zip(self.min, self.max)):
+        if not all(a < b for a, b in zip(self.min, self.max, strict=False)):
             raise ValueError("interior min must be below max on every axis")
         return self
 

@@ -158,7 +158,7 @@ def test_expert_recovers_from_execution_failures_and_drops(sim):
     """40 % of all attempts fail and 30 % of puts drop the object: the expert re-plans (re-picks a dropped
     object from the floor, retries after E1). Bad luck can still run out the 20 rounds, so the bar is 90 %."""
     codes, successes, runs = [], 0, 0
-    for index, (name, goal) in enumerate(sorted(GOALS.items())):
+    for index, (_name, goal) in enumerate(sorted(GOALS.items())):
         for run_index in range(4):
             seed = 100 * index + run_index  # a different failure stream for every episode
             traj = run_episode(sim, ExpertPlanner(), task=task(goal), config=NO_RENDER,

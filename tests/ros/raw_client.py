@@ -86,7 +86,7 @@ def run(node, scene: str, subtasks: list[list[str]]) -> int:
         goal = ExecuteSubtask.Goal(subtask=Subtask(action=action, target=target, has_target=True),
                                    model=MODELS.get(action, "NoMaD"), inventory=inventory, round_index=len(results) + 1)
         phases: list[str] = []
-        handle = wait(node, client.send_goal_async(goal, feedback_callback=lambda f: phases.append(f.feedback.phase)), 60)
+        handle = wait(node, client.send_goal_async(goal, feedback_callback=lambda f, phases=phases: phases.append(f.feedback.phase)), 60)
         result = wait(node, handle.get_result_async(), 120).result
         inventory = list(result.feedback.inventory)
         results.append({"subtask": f"[{action}, {target}]", "code": CODE_NAMES[result.feedback.code],

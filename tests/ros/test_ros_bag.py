@@ -9,6 +9,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+
 from homiebot.testing.ros_helpers import WireListener
 
 pytestmark = pytest.mark.ros
@@ -103,9 +104,9 @@ def test_bag_opens_with_rosbags(recorded_bag):
 
 
 def test_bag_opens_with_the_mcap_reader(recorded_bag):
+    from homie_msgs.msg import EpisodeStatus
     from mcap.reader import make_reader
     from rclpy.serialization import deserialize_message
-    from homie_msgs.msg import EpisodeStatus
 
     with open(recorded_bag / "episode.mcap", "rb") as handle:
         reader = make_reader(handle)

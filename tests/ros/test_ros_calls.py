@@ -43,7 +43,7 @@ def graph(ros_domain, monkeypatch):
     from rclpy.action import ActionClient, ActionServer, GoalResponse
     from rclpy.executors import SingleThreadedExecutor
 
-    import homiebot.ros.calls as calls
+    from homiebot.ros import calls
 
     monkeypatch.setattr(calls, "GOAL_ANSWER_WAIT_S", 0.3)
     context = rclpy.Context()
@@ -123,7 +123,7 @@ def test_an_unanswered_idempotent_service_call_is_sent_again(ros_domain, monkeyp
     from homie_msgs.srv import GetWorldState
     from rclpy.executors import SingleThreadedExecutor
 
-    import homiebot.ros.calls as calls
+    from homiebot.ros import calls
 
     monkeypatch.setattr(calls, "GOAL_ANSWER_WAIT_S", 0.3)
     context = rclpy.Context()

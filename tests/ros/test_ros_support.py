@@ -26,7 +26,6 @@ from homiebot.ros.supervisor import (
     ros_parameter_argument,
 )
 
-
 # ------------------------------------------------------------------------------------------------ environment
 
 
@@ -349,9 +348,9 @@ def test_graph_episode_gives_every_planner_what_the_in_process_loop_gives():
 
 
 def test_graph_episode_reports_a_timeout_instead_of_raising():
+    from homiebot.agent.loop import EpisodeConfig
     from homiebot.eval.tasks import get_task
     from homiebot.planner.registry import make_planner
-    from homiebot.agent.loop import EpisodeConfig
     from homiebot.ros.episode import GraphEpisode
     from homiebot.sim.base import make_simulator
 

@@ -133,10 +133,11 @@ def test_parses_as_one_tree_rooted_at_base_link(root):
     parent_of = dict(zip(children, parents))
     for link in links:  # every link reaches base_link (no cycle, no second root)
         seen = set()
-        while link != BASE_LINK:
-            assert link not in seen
-            seen.add(link)
-            link = parent_of[link]
+        node = link
+        while node != BASE_LINK:
+            assert node not in seen
+            seen.add(node)
+            node = parent_of[node]
 
 
 def test_links_are_the_robot_bodies_and_the_optical_frames(root):

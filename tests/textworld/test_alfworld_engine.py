@@ -11,8 +11,8 @@ from homiebot.eval.muep import TASK_TYPES
 from homiebot.eval.muep_run import load_records, play_alfworld, recompute, run_suite
 from homiebot.eval.muep_suite import load_suite
 from homiebot.sim.mujoco.backend import MujocoSimulator
-from homiebot.textworld import alfworld as engine
 from homiebot.textworld import TextWorld
+from homiebot.textworld import alfworld as engine
 
 pytestmark = pytest.mark.skipif(
     not engine.available(), reason="the ALFWorld engine needs the 'textworld' extra (pip install -e '.[textworld]')"

@@ -12,11 +12,11 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from homiebot.agent.observers import StateRecorder
 from homiebot.eval.partnr.convert import goal_to_evaluation
 from homiebot.eval.partnr.language import EvaluationFunction
 from homiebot.eval.partnr.metrics import PartnrEpisode, score_episode
 from homiebot.eval.tasks import TaskSpec
-from homiebot.agent.observers import StateRecorder
 from homiebot.planner.base import Planner
 from homiebot.types import EMMOE_ACTIONS, HOUSEHOLD_ACTIONS, Trajectory, WorldState
 

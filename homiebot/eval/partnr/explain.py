@@ -10,7 +10,6 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-
 from homiebot.eval.partnr.language import (
     DifferentArgConstraint,
     EvaluationConstraint,

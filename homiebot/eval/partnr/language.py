@@ -156,7 +156,7 @@ class TemporalConstraint(EvaluationConstraint):
     @classmethod
     def from_groups(cls, groups: Sequence[Sequence[int]], n_propositions: int | None = None) -> TemporalConstraint:
         """PARTNR's generated form: every index of group k-1 before every index of group k."""
-        edges = [(a, b) for prev, nxt in zip(groups, groups[1:]) for a in prev for b in nxt]
+        edges = [(a, b) for prev, nxt in zip(groups, groups[1:], strict=False) for a in prev for b in nxt]
         return cls(dag_edges=tuple(edges), n_propositions=n_propositions)
 
 
@@ -193,7 +193,7 @@ class _ArgConstraint(EvaluationConstraint):
     n_propositions: int | None = None
 
     def _satisfied_in_order(self, satisfied_at: Sequence[int]) -> list[tuple[int, str]]:
-        linked = [(i, a) for i, a in zip(self.proposition_indices, self.arg_names) if satisfied_at[i] != -1]
+        linked = [(i, a) for i, a in zip(self.proposition_indices, self.arg_names, strict=False) if satisfied_at[i] != -1]
         return sorted(linked, key=lambda pair: satisfied_at[pair[0]])
 
     def indices(self) -> tuple[int, ...]:
@@ -405,7 +405,7 @@ def _validate_proposition(index: int, prop: EvaluationProposition, task_id: str,
         if number is not None and 1 != number:
             if not isinstance(number, (list, tuple)) or len(number) != len(groups):
                 raise EvaluationError(f"{where}: 'number' must list one count per group ({len(groups)})")
-            for n, group in zip(number, groups):
+            for n, group in zip(number, groups, strict=False):
                 if not isinstance(n, int) or not 1 <= n <= len(group):
                     raise EvaluationError(f"{where}: count {n!r} outside 1..{len(group)} for its group")
     elif "number" in spec.optional_args:
@@ -483,7 +483,7 @@ def validate(function: EvaluationFunction, task_id: str = "?", known_entities: I
         if isinstance(con, _ArgConstraint):
             if len(con.arg_names) != len(con.proposition_indices):
                 raise EvaluationError(f"{where}: {len(con.arg_names)} arg_names for {len(con.proposition_indices)} propositions")
-            for i, arg in zip(con.proposition_indices, con.arg_names):
+            for i, arg in zip(con.proposition_indices, con.arg_names, strict=False):
                 prop = function.propositions[i]
                 keys = PREDICATES[prop.function_name].info_keys
                 ok = arg in keys or (arg.startswith(CLUSTER_GROUPS_ARG + "_") and CLUSTER_GROUPS_ARG in keys
@@ -523,7 +523,7 @@ def unroll_number(function: EvaluationFunction, upstream_dependency_bug: bool = 
             for gated in deps:
                 if original in gated:
                     gated.append(count if upstream_dependency_bug else new)
-    dependencies = tuple(replace(d, proposition_indices=tuple(g)) for d, g in zip(function.dependencies, deps))
+    dependencies = tuple(replace(d, proposition_indices=tuple(g)) for d, g in zip(function.dependencies, deps, strict=False))
     return EvaluationFunction(tuple(props), dependencies, tuple(cons))
 
 

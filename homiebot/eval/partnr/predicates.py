@@ -213,7 +213,7 @@ def _clustered_evaluator(state: WorldState, args: Mapping[str, Any]) -> Proposit
     graph.add_edges_from((a, b) for a, b in itertools.combinations(handles, 2) if next_to(state, a, b, threshold))
     for component in nx.connected_components(graph):
         members = [[h for h in g if h in component] for g in groups]
-        if all(len(m) >= n for m, n in zip(members, numbers)):
+        if all(len(m) >= n for m, n in zip(members, numbers, strict=False)):
             return PropositionResult(True, {CLUSTER_GROUPS_ARG: tuple(tuple(m) for m in members)})
     return PropositionResult(False, {CLUSTER_GROUPS_ARG: tuple(() for _ in groups)})
 

@@ -80,7 +80,7 @@ def _entity_from_fields(name: str, fields: Mapping[str, Any]) -> EntityState:
         category=fields["category"],
         kind=EntityKind(fields["kind"]),
         aliases=tuple(fields["aliases"]),
-        position=tuple((a + b) / 2 for a, b in zip(lo, hi)),
+        position=tuple((a + b) / 2 for a, b in zip(lo, hi, strict=False)),
         bbox_min=lo,
         bbox_max=hi,
         room=fields["room"],

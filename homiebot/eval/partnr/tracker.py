@@ -170,5 +170,5 @@ def percent_complete(satisfied_at: Sequence[int], valid: Sequence[bool]) -> floa
     """PC from first-satisfaction times and constraint validity (PARTNR's ``compute_percent_complete``)."""
     if not satisfied_at:
         return 0.0
-    return sum(1 for t, ok in zip(satisfied_at, valid) if t != -1 and ok) / len(satisfied_at)
+    return sum(1 for t, ok in zip(satisfied_at, valid, strict=False) if t != -1 and ok) / len(satisfied_at)
 

@@ -92,10 +92,10 @@ class _GeomWriter:
         self.lines: list[str] = []
 
     def box(self, lo: tuple[float, float, float], hi: tuple[float, float, float], color: str, extra: str = _STATIC) -> None:
-        size = [(h - l) / 2 for l, h in zip(lo, hi)]
+        size = [(high - low) / 2 for low, high in zip(lo, hi, strict=False)]
         if min(size) <= 0.0025:
             return  # a panel thinner than 5 mm is left out (e.g. an open front)
-        centre = [(h + l) / 2 for l, h in zip(lo, hi)]
+        centre = [(high + low) / 2 for low, high in zip(lo, hi, strict=False)]
         self._add(f'type="box" size="{_fmt(*size)}" pos="{_fmt(*centre)}" rgba="{color}" {extra}')
 
     def raw(self, attrs: str) -> None:

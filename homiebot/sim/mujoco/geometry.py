@@ -144,20 +144,20 @@ def triangulate(polygon: list[tuple[float, float]]) -> list[tuple[int, int, int]
         guard += 1
         n = len(order)
         for k in range(n):
-            i, j, l = order[(k - 1) % n], order[k], order[(k + 1) % n]
-            a, b, c = pts[i], pts[j], pts[l]
+            i, j, nxt = order[(k - 1) % n], order[k], order[(k + 1) % n]
+            a, b, c = pts[i], pts[j], pts[nxt]
             if cross(a, b, c) <= 1e-12:
                 continue  # reflex or degenerate corner: not an ear
             inside = False
             for m in order:
-                if m in (i, j, l):
+                if m in (i, j, nxt):
                     continue
                 p = pts[m]
                 if cross(a, b, p) >= 0 and cross(b, c, p) >= 0 and cross(c, a, p) >= 0:
                     inside = True
                     break
             if not inside:
-                triangles.append((i, j, l))
+                triangles.append((i, j, nxt))
                 order.pop(k)
                 break
         else:

@@ -50,8 +50,8 @@ from homiebot.executor.executor import Executor, ExecutorConfig
 from homiebot.perception.grounding import AliasGrounder
 from homiebot.ros import convert
 from homiebot.ros.calls import LATCHED_QOS, announce_ready
-from homiebot.ros.spin import spin_node
 from homiebot.ros.remote import RemoteSimulator, RemoteSkills, RemoteTimeouts, ServiceGrounder
+from homiebot.ros.spin import spin_node
 from homiebot.types import EMMOE_ACTIONS, EMMOE_MODELS
 
 

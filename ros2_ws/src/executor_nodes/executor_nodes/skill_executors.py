@@ -16,7 +16,6 @@ selects a noise profile at most), so ``accept_any_model`` is true by default.
 
 from __future__ import annotations
 
-
 from action_msgs.msg import GoalStatus
 from homie_msgs.action import Manipulate, Navigate
 from homie_msgs.msg import SkillResult
@@ -25,7 +24,6 @@ from rclpy.node import Node
 
 from homiebot.ros.calls import announce_ready
 from homiebot.ros.spin import spin_node
-
 
 
 class SkillExecutorNode(Node):

@@ -28,13 +28,13 @@ from rclpy.node import Node
 from std_msgs.msg import String
 from visualization_msgs.msg import MarkerArray
 
+from homiebot.config import GRAPH_BUILDERS
 from homiebot.perception.actions import ActionUpdateError
 from homiebot.perception.world_model import PerceptionConfig, WorldModel
-from homiebot.ros import convert
-from homiebot.ros.spin import spin_node
-from homiebot.config import GRAPH_BUILDERS
 from homiebot.planner.prompt import split_subtask
+from homiebot.ros import convert
 from homiebot.ros.calls import EVENTS_QOS, LATCHED_QOS, VIEWS_QOS, announce_ready
+from homiebot.ros.spin import spin_node
 from homiebot.sim.scene import SceneSpec
 
 
