@@ -105,6 +105,11 @@ def _play(task: Any, role: str, robot_planner: str, recorder: Any, views: Path |
         return skill_set(sim, noise=preset, seed=scene_seed)
 
     console = Console(highlight=False)
+    loop_log = logging.getLogger("homiebot.agent.loop")
+    if loop_log.getEffectiveLevel() == logging.INFO:
+        # The screen prints every round with its code and message; the loop's own line for a failed round would
+        # repeat it on stderr (--verbose keeps everything).
+        loop_log.setLevel(logging.WARNING)
     views_dir = views if views is not None else Path(tempfile.mkdtemp(prefix="homie-play-views-"))
     views_dir.mkdir(parents=True, exist_ok=True)
     screen = PlayScreen(console, views_dir, preview=preview, role=role, task_id=task.id)
