@@ -133,6 +133,14 @@ def test_two_agent_episode_through_the_graph_equals_in_process(tmp_path, ros_dom
     assert counts.get("/human/homie/views", 0) >= len(expected.partner_rounds)
     assert counts.get("/human/sim/world_state", 0) >= 1
     assert info.episode["task_id"] == TASK and info.episode["state"] == "ENDED"
+    from rclpy.serialization import deserialize_message
+    from tf2_msgs.msg import TFMessage
+
+    from homiebot.ros.bag import read_messages
+
+    frames = {(t.header.frame_id, t.child_frame_id) for m in read_messages(bag_path, ["/tf"])
+              for t in deserialize_message(m.data, TFMessage).transforms}
+    assert ("odom", "human/base_link") in frames and ("odom", "base_link") in frames  # rviz shows both agents
     # ... and replays: the robot's recorded views, states and feedback fed to the robot's planner of a fresh pair
     # give the recorded subtask in every round (homie bag replay; the human's rounds carry no state version).
     from homiebot.ros.replay import replay_planner

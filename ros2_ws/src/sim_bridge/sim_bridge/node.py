@@ -30,10 +30,11 @@ share the house): the simulator is built with the human's body (``MujocoSimulato
 serves the human in its own namespace, ``/human``: ``/human/sim/get_world_state`` and ``/human/sim/render_views``
 (the world as the human sees it: its pose and hand as the state's robot fields, its own four cameras),
 ``/human/sim/navigate`` and ``/human/sim/manipulate`` (the human's skill attempts, through its own skill layer
-seeded as in-process: the reset's seed + 7919), and publishes ``/human/homie/views``, ``/human/odom`` and
-``/human/sim/world_state``; ``/sim/begin_round`` (homie_msgs/GetWorldState: it answers the robot's state after)
-starts a lock-step round as in-process (``begin_round``): every agent's clock moves to the latest, so both start
-the round when the slower action of the last one ended. The human's executors are the same executor nodes remapped into ``/human``
+seeded as in-process: the reset's seed + 7919); it publishes ``/human/homie/views``, ``/human/odom``,
+``/human/sim/world_state`` and, on ``/tf``, ``odom`` -> ``human/base_link``. ``/sim/begin_round``
+(homie_msgs/GetWorldState: it answers the robot's state) starts a lock-step round as in-process (``begin_round``):
+every agent's clock moves to the latest, so both start the round when the slower action of the last one ended.
+The human's executors are the same executor nodes under other names, serving and calling the ``/human`` names
 (launch/config/graph_pair.yaml). Both agents act on one world: every skill of either advances the one
 ``state_sequence``.
 
@@ -571,10 +572,15 @@ class SimBridge(Node):
         full.state_sequence = sequence
         response.views = _requested_views(full, request)
         self._human_pubs["views"].publish(full)  # type: ignore[attr-defined]
-        odom = Odometry(header=convert.header(observation.sim_time, convert.ODOM_FRAME),
-                        child_frame_id=f"{HUMAN_NAME}/{convert.BASE_FRAME}")
-        odom.pose.pose = convert.pose2d_to_pose(observation.robot_pose)
+        base = f"{HUMAN_NAME}/{convert.BASE_FRAME}"
+        pose = convert.pose2d_to_pose(observation.robot_pose)
+        odom = Odometry(header=convert.header(observation.sim_time, convert.ODOM_FRAME), child_frame_id=base)
+        odom.pose.pose = pose
         self._human_pubs["odom"].publish(odom)  # type: ignore[attr-defined]
+        if self._tf_pub is not None and self._tf_pub.get_subscription_count() > 0:
+            # The human's base in the one odom frame (rviz shows both agents): odom -> human/base_link.
+            self._tf_pub.publish(TFMessage(transforms=[
+                convert.transform_stamped(pose, convert.ODOM_FRAME, base, observation.sim_time)]))
         return response
 
     def destroy_node(self) -> None:
