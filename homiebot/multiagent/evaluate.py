@@ -35,6 +35,7 @@ from typing import Any
 
 from homiebot.agent.loop import AgentSlot, EpisodeConfig, run_episode
 from homiebot.agent.observers import ObserverBase
+from homiebot.config import MAX_ROUNDS, NoiseMode
 from homiebot.eval.partnr.episodes import task_actions, task_function
 from homiebot.eval.partnr.language import EvaluationFunction, task_category
 from homiebot.eval.partnr.tracker import evaluate_states
@@ -67,8 +68,8 @@ class CollabSettings:
     planner_robot: str
     planner_human: str
     planner_options: dict[str, Any] = field(default_factory=dict)
-    max_rounds: int = 20
-    noise: str = "off"
+    max_rounds: int = MAX_ROUNDS
+    noise: str = NoiseMode.OFF.value
 
     def __post_init__(self) -> None:
         if self.mode not in MODES:
@@ -180,7 +181,7 @@ def score(task: TaskSpec, function: EvaluationFunction, kind: str, run: int, obs
     }
 
 
-def run_pair(sim: Any, task: TaskSpec, run: int, robot: Planner, human: Planner, max_rounds: int = 20,
+def run_pair(sim: Any, task: TaskSpec, run: int, robot: Planner, human: Planner, max_rounds: int = MAX_ROUNDS,
              skills: Any = None) -> tuple[dict[str, Any], Trajectory]:
     """One robot-and-human episode of ``task`` on ``sim`` (built with ``human=True``)."""
     sim.reset(task.scene, seed=task.seed + run)
@@ -196,7 +197,7 @@ def run_pair(sim: Any, task: TaskSpec, run: int, robot: Planner, human: Planner,
     return line, trajectory
 
 
-def run_single(sim: Any, task: TaskSpec, run: int, planner: Planner, max_rounds: int = 20,
+def run_single(sim: Any, task: TaskSpec, run: int, planner: Planner, max_rounds: int = MAX_ROUNDS,
                skills: Any = None) -> tuple[dict[str, Any], Trajectory]:
     """The same task with the robot alone (the baseline), on a simulator without the human."""
     sim.reset(task.scene, seed=task.seed + run)
@@ -434,7 +435,7 @@ def cli_run(out: Path, *, agents: str, suite: str, mode: str, planner_robot: str
     except (ValueError, KeyError, TypeError) as err:
         raise CollaborationError(str(err).strip("'\"")) from None
     skills = None
-    if settings.noise != "off":
+    if settings.noise != NoiseMode.OFF:
         from homiebot.skills.noise import preset_name
         from homiebot.skills.skillset import SkillSet
 

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from homiebot.agent.observers import StateRecorder
+from homiebot.config import MAX_ROUNDS, NoiseMode
 from homiebot.eval.partnr.convert import goal_to_evaluation
 from homiebot.eval.partnr.language import EvaluationFunction
 from homiebot.eval.partnr.metrics import PartnrEpisode, score_episode
@@ -45,7 +46,7 @@ class ScoredEpisode:
     partnr: PartnrEpisode
 
 
-def run_scored(sim: Any, planner: Planner, task: TaskSpec, seed: int = 0, *, max_rounds: int = 20,
+def run_scored(sim: Any, planner: Planner, task: TaskSpec, seed: int = 0, *, max_rounds: int = MAX_ROUNDS,
                skills: Callable[[Any, int], Any] | None = None) -> ScoredEpisode:
     """One episode of ``task`` and its PARTNR score (state 0 after the reset, one state per round after)."""
     from homiebot.agent.loop import EpisodeConfig, run_episode
@@ -65,14 +66,14 @@ def run_scored(sim: Any, planner: Planner, task: TaskSpec, seed: int = 0, *, max
 
 
 def run_suite(tasks: Iterable[TaskSpec], planner_factory: Callable[[], Planner], *, runs: int = 1,
-              noise: str = "off", max_rounds: int = 20) -> list[PartnrEpisode]:
+              noise: str = NoiseMode.OFF.value, max_rounds: int = MAX_ROUNDS) -> list[PartnrEpisode]:
     """Every task ``runs`` times (run r resets with the task's seed + r), scored with PARTNR's metrics."""
     from homiebot.sim.mujoco.backend import MujocoSimulator
     from homiebot.skills.noise import preset_name
     from homiebot.skills.skillset import SkillSet
 
     skills = None
-    if noise != "off":
+    if noise != NoiseMode.OFF:
         preset = preset_name(noise)
 
         def skills(sim: Any, scene_seed: int) -> SkillSet:

@@ -31,6 +31,7 @@ from typing import Any
 
 import yaml
 
+from homiebot.config import MAX_ROUNDS
 from homiebot.eval.partnr.language import (
     EvaluationFunction,
     EvaluationProposition,
@@ -48,7 +49,6 @@ log = logging.getLogger(__name__)
 SCENES: tuple[str, ...] = tuple(f"apartment_{i}" for i in range(1, 8))
 SPLITS: dict[str, str] = {**{f"apartment_{i}": "train" for i in range(1, 6)}, "apartment_6": "validation",
                           "apartment_7": "test"}
-MAX_ROUNDS = 20
 #: Candidates drawn per template and scene; verification drops some, the rest are kept.
 PER_TEMPLATE = 8
 SEED_BASE = 7000
