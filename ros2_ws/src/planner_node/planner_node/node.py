@@ -24,6 +24,7 @@ status 0 (episode ran; the result says whether it succeeded), 3 (a server did no
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import queue
@@ -58,7 +59,7 @@ from homiebot.ros import convert
 from homiebot.ros.calls import EVENTS_QOS, LATCHED_QOS, ReadinessWatch, call_action, call_service
 from homiebot.ros.episode import EpisodeOutcome, ExecutionOutcome, GraphEpisode
 from homiebot.sim.scene import SceneSpec
-from homiebot.types import Observation, RoundRecord, Subtask, Trajectory
+from homiebot.types import AgentState, Observation, RoundRecord, Subtask, Trajectory, WorldState
 
 EXIT_TIMEOUT = 3
 
@@ -109,7 +110,7 @@ class RosEpisodeBackend:
         if self._ports[0].namespace:  # the node drives the human: its first state is the human's view of the world
             return self.state(), spec
         self._ports[0].state_msg = response.state
-        return convert.world_state_from_msg(response.state), spec
+        return self._with_agents(0, convert.world_state_from_msg(response.state)), spec
 
     def begin_round(self) -> None:
         """A lock-step round of a two-agent episode begins: the bridge syncs the agents' clocks (as in-process)."""
@@ -140,7 +141,25 @@ class RosEpisodeBackend:
         response = call_service(port.state, GetWorldState.Request(), self.node.service_timeout_s)
         port.state_msg = response.state
         self._received(response.state.header)
-        return convert.world_state_from_msg(response.state)
+        return self._with_agents(agent, convert.world_state_from_msg(response.state))
+
+    def _with_agents(self, agent: int, state: WorldState) -> WorldState:
+        """In a two-agent episode, ``state`` (``agent``'s view) with both agents listed (``WorldState.agents``, as the
+        in-process simulator gives it: a centralized planner reads both from one state). The message carries only
+        the viewing agent, so the other's pose and hand come from its own state of the same world version (asked
+        of the bridge when the one known is older)."""
+        if len(self._ports) == 1:
+            return state
+        other = 1 - agent
+        port, mine = self._ports[other], self._ports[agent].state_msg
+        if port.state_msg is None or mine is None or port.state_msg.state_sequence != mine.state_sequence:
+            port.state_msg = call_service(port.state, GetWorldState.Request(), self.node.service_timeout_s).state
+        seen = convert.world_state_from_msg(port.state_msg)
+        listed = {agent: AgentState(agent, AGENT_NAMES[agent], state.robot, state.robot_radius, state.held,
+                                    state.robot_room),
+                  other: AgentState(other, AGENT_NAMES[other], seen.robot, seen.robot_radius, seen.held,
+                                    seen.robot_room)}
+        return dataclasses.replace(state, agents=(listed[0], listed[1]))
 
     def execute(self, subtask: Subtask, model: str, inventory: tuple[str, ...], round_index: int, agent: int = 0):
         port = self._ports[agent]
@@ -156,7 +175,7 @@ class RosEpisodeBackend:
         if result.state.state_sequence > 0:
             port.state_msg = result.state
             self._received(result.state.header)
-            after = convert.world_state_from_msg(result.state)
+            after = self._with_agents(agent, convert.world_state_from_msg(result.state))
         return ExecutionOutcome(convert.feedback_from_msg(result.feedback), float(result.path_length),
                                 {"execute_s": time.perf_counter() - started}, after)
 
@@ -217,6 +236,8 @@ def trajectory_summary(trajectory: Trajectory, timed_out: bool, sim_time: float 
 
 #: Where each agent is served in the graph (the sim bridge's human:=true, launch/config/graph_pair.yaml).
 ROLE_NAMESPACES = {"robot": "", "human": "/human"}
+#: The agents' names by id (PARTNR: the robot is agent 0, the human agent 1), as the simulator lists them.
+AGENT_NAMES = {0: "robot", 1: "human"}
 
 
 class _PartnerRounds(ObserverBase):
