@@ -19,6 +19,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from homiebot.config import PerceptionMode
 from homiebot.eval.metrics import (
     ERROR_CODES,
     ERROR_FAMILIES,
@@ -150,8 +151,8 @@ def _summary_cells(summary: dict[str, Any]) -> list[str]:
 def setting_label(setting: dict[str, Any], sep: str = ", ") -> str:
     """"expert planner, noise off" (+ ", perception conceptgraph" when the episodes used a world graph)."""
     label = f"{setting.get('planner', '?')} planner{sep}noise {setting.get('noise', '?')}"
-    perception = setting.get("perception", "off")
-    return label if perception == "off" else f"{label}{sep}perception {perception}"
+    perception = setting.get("perception", PerceptionMode.OFF.value)
+    return label if perception == PerceptionMode.OFF else f"{label}{sep}perception {perception}"
 
 
 def render_markdown(report: dict[str, Any]) -> str:

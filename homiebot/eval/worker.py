@@ -22,6 +22,7 @@ from typing import Any
 
 import numpy as np
 
+from homiebot.config import NoiseMode, PerceptionMode
 from homiebot.data.record import EpisodeRecorder
 from homiebot.eval.manifest import EvalSettings, Job, resolver_for
 from homiebot.eval.metrics import score_episode
@@ -106,7 +107,7 @@ def _noise_factory(noise: str) -> Callable[[Any, int], Any] | None:
     The noise generator is seeded with the episode's scene seed, so an episode draws the same failures
     whichever worker runs it and whatever ran before (what makes resumed evaluations identical).
     """
-    if noise == "off":
+    if noise == NoiseMode.OFF:
         return None
     from homiebot.skills import preset_name
     from homiebot.skills.skillset import SkillSet
@@ -121,7 +122,7 @@ def _noise_factory(noise: str) -> Callable[[Any, int], Any] | None:
 
 def _perception_factory(perception: str) -> Callable[[Any, Any], Any] | None:
     """A ``(scene spec, initial state) -> WorldModel`` factory, None without perception."""
-    if perception == "off":
+    if perception == PerceptionMode.OFF:
         return None
     from homiebot.perception.world_model import PerceptionConfig, WorldModel
 
@@ -160,7 +161,7 @@ class _WorkerState:
         # A planner that reads the views' segmentation (the random baseline) gets them in its request: the loop
         # fetches them for it (homiebot.agent.loop.reads_observation); the simulator must render for that.
         self.needs_views = cls.needs_views
-        self.render = self.needs_views or options.images or options.video or settings.perception != "off"
+        self.render = self.needs_views or options.images or options.video or settings.perception != PerceptionMode.OFF
         self.sim = sim = make_simulator(settings.backend, render=self.render)
         # The simulator's nominal clock for PARTNR's simulated time, where the backend keeps one (MuJoCo does).
         self.clock = simulator_clock(sim)
