@@ -237,3 +237,50 @@ def test_a_planner_node_in_the_human_role_drives_the_human(tmp_path, ros_domain)
     assert result["error"] is None and result["ended"] is True and result["goal_satisfied"] is True
     assert _result_signature(result["rounds"]) == _signature(expected.rounds), _logs(tmp_path)
     assert "partner_rounds" not in result
+
+
+@pytest.mark.ros
+@pytest.mark.slow
+def test_a_pick_of_what_the_other_holds_fails_the_same_way_through_the_graph(tmp_path, ros_domain):
+    """A scripted human goes for the mug the expert robot picks first: its Pick is E1 naming the holder ("held by
+    the robot"), through the graph as in-process (the human's executor lists both agents in its state)."""
+    from homiebot.agent.loop import AgentSlot, EpisodeConfig, run_episode
+    from homiebot.eval.partnr.episodes import task_actions
+    from homiebot.eval.tasks import get_task
+    from homiebot.multiagent.centralized import AgentRole
+    from homiebot.multiagent.pair import make_pair_planners, role_config
+    from homiebot.ros.supervisor import PAIR_GRAPH, Supervisor, load_graph
+    from homiebot.sim.base import make_simulator
+
+    script = {"script": "Go to, mug; Pick, mug"}
+    task = get_task(TASK)
+    base = EpisodeConfig(max_rounds=5, actions=task_actions(task))
+    robot, human = make_pair_planners("decentralized", "expert", "scripted", script)
+    sim = make_simulator("mujoco", human=True)
+    try:
+        expected = run_episode(sim, robot, task=task, config=role_config(AgentRole.ROBOT, base),
+                               partner=AgentSlot(human, role_config(AgentRole.HUMAN, base)))
+    finally:
+        sim.shutdown()
+    refused = ("[Pick, mug]", "E1", "Unable to pick, the mug is held by the robot")
+    assert refused in [(r.subtask_text, r.feedback.code.value, r.feedback.message) for r in expected.partner_rounds]
+
+    graph = load_graph(PAIR_GRAPH)
+    result_path = tmp_path / "result.json"
+    others = ",".join(n.name for n in graph.nodes if n.name != "planner_node")
+    overrides = {"planner_node": {"task": TASK, "planner": "expert", "partner_planner": "scripted",
+                                  "planner_options": json.dumps(script), "max_rounds": 5, "exit_when_done": True,
+                                  "result_path": str(result_path), "await_nodes": others}}
+    supervisor = Supervisor(graph, overrides=overrides, env=graph_environment(ros_domain), log_dir=tmp_path / "logs",
+                            stop_timeout_s=10.0)
+    try:
+        supervisor.start()
+        ended_by = supervisor.run(lambda: False, timeout_s=240)
+    finally:
+        supervisor.stop()
+    assert ended_by is not None and ended_by.spec.name == "planner_node", f"planner did not finish\n{_logs(tmp_path)}"
+    assert result_path.exists(), _logs(tmp_path)
+    result = json.loads(result_path.read_text())
+    assert result["error"] is None, _logs(tmp_path)
+    assert _result_signature(result["rounds"]) == _signature(expected.rounds), _logs(tmp_path)
+    assert _result_signature(result["partner_rounds"]) == _signature(expected.partner_rounds), _logs(tmp_path)

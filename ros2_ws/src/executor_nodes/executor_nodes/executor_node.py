@@ -39,6 +39,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 from homie_msgs.action import ExecuteSubtask
 from homie_msgs.msg import Task
+from homie_msgs.srv import GetWorldState
 from rclpy.action import ActionServer, CancelResponse, GoalResponse
 from rclpy.callback_groups import ReentrantCallbackGroup
 from rclpy.node import Node
@@ -49,10 +50,15 @@ from homiebot.eval.tasks import TaskError, get_task
 from homiebot.executor.executor import Executor, ExecutorConfig
 from homiebot.perception.grounding import AliasGrounder
 from homiebot.ros import convert
-from homiebot.ros.calls import LATCHED_QOS, announce_ready
+from homiebot.ros.calls import LATCHED_QOS, announce_ready, call_service
 from homiebot.ros.remote import RemoteSimulator, RemoteSkills, RemoteTimeouts, ServiceGrounder
 from homiebot.ros.spin import spin_node
-from homiebot.types import EMMOE_ACTIONS, EMMOE_MODELS
+from homiebot.types import EMMOE_ACTIONS, EMMOE_MODELS, AgentState, WorldState
+
+#: PARTNR's agents: ids, names and where each is served (launch/config/graph_pair.yaml).
+AGENT_IDS = {"robot": 0, "human": 1}
+AGENT_NAMES = {0: "robot", 1: "human"}
+ROLE_NAMESPACES = {"robot": "", "human": "/human"}
 
 
 class ExecutorNode(Node):
@@ -87,6 +93,7 @@ class ExecutorNode(Node):
             timeouts=RemoteTimeouts(state_s=float(param("state_timeout_s")), skill_s=float(param("skill_timeout_s"))),
             callback_group=group,
         )
+        self._state_timeout_s = float(param("state_timeout_s"))
         grounder_name = param("grounder")
         if grounder_name == "alias":
             grounder = AliasGrounder()
@@ -104,6 +111,13 @@ class ExecutorNode(Node):
         )
         # The skill runner knows which model serves which action (the skill layer's table), as in-process.
         self._role = str(param("role"))
+        # In a pair, the other agent's state (its pose and hand: WorldState.agents, which the message lacks) is read
+        # of its own service, so the checks name the holder of what the other agent holds as in-process.
+        self._other_state = None
+        if self._role:
+            other = "human" if self._role == "robot" else "robot"
+            self._other_state = self.create_client(GetWorldState, f"{ROLE_NAMESPACES[other]}/sim/get_world_state",
+                                                   callback_group=group)
         self._grounder, self._skills, self._config = grounder, RemoteSkills(self.sim), config
         self.executor_core = Executor(self.sim, grounder=grounder, config=self._for_role(config.actions),
                                       skills=self._skills)
@@ -166,7 +180,8 @@ class ExecutorNode(Node):
             # The goal's state (when the planner sent one) is what the checks judge, as in-process.
             self.sim.begin_subtask(goal.model, on_phase, goal.state)
             try:
-                report = core.execute_detailed(subtask, goal.model, tuple(goal.inventory))
+                state = self._with_agents(self.sim.state()) if self._other_state is not None else None
+                report = core.execute_detailed(subtask, goal.model, tuple(goal.inventory), state)
                 done.set_result((report, self.sim.current_state_msg()))
             except Exception as err:  # the graph failed (timeout, rejected skill goal): not an EMMOE error
                 done.set_exception(err)
@@ -182,6 +197,16 @@ class ExecutorNode(Node):
         return ExecuteSubtask.Result(
             feedback=convert.feedback_to_msg(report.feedback), path_length=float(report.path_length), state=state
         )
+
+    def _with_agents(self, state: WorldState) -> WorldState:
+        """``state`` (this agent's view) with both agents listed, as the in-process simulator lists them."""
+        other_msg = call_service(self._other_state, GetWorldState.Request(), self._state_timeout_s).state
+        seen = convert.world_state_from_msg(other_msg)
+        mine = AGENT_IDS[self._role]
+        agents = {mine: AgentState(mine, self._role, state.robot, state.robot_radius, state.held, state.robot_room),
+                  1 - mine: AgentState(1 - mine, AGENT_NAMES[1 - mine], seen.robot, seen.robot_radius, seen.held,
+                                       seen.robot_room)}
+        return dataclasses.replace(state, agents=(agents[0], agents[1]))
 
     def destroy_node(self) -> None:
         self._worker.shutdown(wait=False, cancel_futures=True)
