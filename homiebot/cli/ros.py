@@ -318,7 +318,7 @@ def register(app: typer.Typer) -> None:
         rate: float = typer.Option(1.0, "--rate", min=0.01, help="Playback speed factor (original timing at 1.0)."),
         fast: bool = typer.Option(False, "--fast", help="Publish as fast as possible, ignoring the recorded timing."),
         topics: list[str] | None = typer.Option(None, "--topic", help="Only these topics (repeatable)."),
-        wait_subscribers: float = typer.Option(1.0, "--wait", min=0.0, help="Seconds to let subscribers discover the publishers."),
+        wait_subscribers: float = typer.Option(1.0, "--wait", min=0.0, help="At most this many seconds to wait for subscribers; playback starts once every topic has one."),
     ) -> None:
         """Publish a bag's messages again, raw (no deserialization), with the original timing or as fast as possible."""
         _need_bag(bag)

@@ -517,8 +517,13 @@ def play_bag(
                 durability=DurabilityPolicy.TRANSIENT_LOCAL if transient else DurabilityPolicy.VOLATILE,
             )
             publishers[connection.topic] = node.create_publisher(msg_class, connection.topic, qos)
+        # Discovery: wait until every publisher has a subscriber, at most ``wait_s`` (nobody may be listening).
+        # A message published before a subscriber matched is lost to it, and a loaded machine can take seconds.
         deadline = time.monotonic() + wait_s
+        live = [p for p in publishers.values() if p is not None]
         while time.monotonic() < deadline and not should_stop():
+            if live and all(p.get_subscription_count() > 0 for p in live):
+                break
             executor.spin_once(timeout_sec=0.05)
         first_ns: int | None = None
         wall_start = time.monotonic()

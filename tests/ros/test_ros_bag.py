@@ -150,7 +150,7 @@ def test_play_publishes_raw_with_timing(recorded_bag, ros_domain, rate):
 
     listener = WireListener({"/homie/planner_output": (PlannerOutput, EVENTS_QOS)})
     try:
-        summary = play_bag(recorded_bag, rate=rate, topics=["/homie/planner_output"], wait_s=1.0)
+        summary = play_bag(recorded_bag, rate=rate, topics=["/homie/planner_output"], wait_s=15.0)
         assert listener.wait_for(lambda: len(listener.get("/homie/planner_output")) == N_ROUNDS, 10)
         received = listener.get("/homie/planner_output")
         stamps = listener.stamps["/homie/planner_output"]
@@ -161,8 +161,10 @@ def test_play_publishes_raw_with_timing(recorded_bag, ros_domain, rate):
     # CDR padding bytes are not defined, so compare the decoded messages, field for field
     assert received == recorded
     gaps = np.diff(stamps)
-    if rate is None:
-        assert gaps.max() < 0.09  # as fast as possible: far below the recorded 0.2 s spacing
+    # Receive times: on a loaded machine one delivery can stall behind the scheduler, so the checks are on the
+    # median spacing (and the whole span), not on the largest gap.
+    if rate is None:  # as fast as possible: far below the recorded 0.2 s spacing
+        assert np.median(gaps) < 0.09 and stamps[-1] - stamps[0] < 0.2 * (N_ROUNDS - 1) / 2
     else:
         assert 0.06 < np.median(gaps) < 0.16  # the recorded 0.2 s at twice the speed
 
