@@ -26,7 +26,7 @@ import typer
 
 from homiebot.cli.failures import EXIT_ENVIRONMENT, EXIT_INTERRUPTED, check_output
 from homiebot.cli.failures import report as _fail
-from homiebot.config import PerceptionMode, choices, perception_mode
+from homiebot.config import DecodeMode, PerceptionMode, choices, decode_mode, perception_mode
 from homiebot.ros.shm import DEFAULT_MIN_AGE_S, DEFAULT_SHM_DIR
 
 log = logging.getLogger(__name__)
@@ -117,7 +117,7 @@ def register(app: typer.Typer) -> None:
         model: str | None = typer.Option(None, "--model", help="Model planners: model name."),
         api_key_env: str | None = typer.Option(None, "--api-key-env", help="Model planners: environment variable holding the API key."),
         constrained: bool | None = typer.Option(None, "--constrained/--no-constrained", help="Model planners: constrained decoding."),
-        decode: str | None = typer.Option(None, "--decode", help="hf planner: greedy decoding loop, auto (default), fast or generate."),
+        decode: str | None = typer.Option(None, "--decode", help=f"hf planner: greedy decoding loop, {choices(DecodeMode)} (default {DecodeMode.AUTO})."),
         planner_option: list[str] = typer.Option([], "--planner-option", "-p", help="Other planner option key=value (repeatable)."),
         perception: str = typer.Option(PerceptionMode.OFF.value, "--perception", help=f"World graph the executor grounds through: {choices(PerceptionMode)} (off: the scene's names; otherwise the perception node's graph)."),
         recovery: str | None = typer.Option(None, "--recovery", help="Failure recovery around the planner: cmfr, cot or none (docs/recovery.md)."),
@@ -158,6 +158,8 @@ def register(app: typer.Typer) -> None:
                 raise _fail(str(err)) from None
         try:
             perception_mode(perception)
+            if decode is not None:
+                decode_mode(decode)
         except ValueError as err:
             raise _fail(str(err)) from None
         from homiebot.cli.run import _parse_options

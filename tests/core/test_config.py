@@ -67,8 +67,9 @@ def test_eval_settings_take_the_core_defaults_and_enums() -> None:
         EvalSettings.model_validate({"noise": "loud"})
 
 
-@pytest.mark.parametrize("command", [["run", "--task", "demo-drawer"], ["eval", "--suite", "demo"]])
-def test_run_and_eval_refuse_an_unknown_decode_mode(command: list[str], tmp_path: Path) -> None:
+@pytest.mark.parametrize("command", [["run", "--task", "demo-drawer"], ["eval", "--suite", "demo"],
+                                     ["up", "sim", "--task", "demo-drawer"]])
+def test_run_eval_and_up_refuse_an_unknown_decode_mode(command: list[str], tmp_path: Path) -> None:
     out = tmp_path / "out"
     result = subprocess.run([HOMIE, *command, "--decode", "greedy", "--out", str(out)],
                             capture_output=True, text=True, timeout=120, check=False)
