@@ -472,7 +472,7 @@ class RecoveryPlanner(Planner):
             return None
         self.calls_this_round += 1
         if self.rules or self.llm is None:
-            text = rule_answer(kind, fields.get("subtask", ""), fields.get("code", ""))
+            text = rule_answer(kind, fields.get("subtask", ""), fields.get("code", ""), self._state(request))
             self.stats.calls.append({"round": request.round_index, "stage": kind, "rules": True,
                                      **{k: fields[k] for k in ("subtask", "code") if k in fields}, "answer": text})
             return text

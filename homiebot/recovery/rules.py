@@ -4,7 +4,7 @@ CMFR's appendix J lists, per action, the preconditions a recovery should infer (
 it, open a closed receptacle, go to what is far); the paper gives that table to illustrate what stage 2 is meant
 to find, not to the model. Here the same preconditions are mapped onto EMMOE's error codes (as in the mapping of
 the CMFR spec onto HomieBot: D1 far -> go there first, L2 hand empty -> pick the object first, L3 closed -> open
-it first) and returned as the stage answers, in the JSON the stage prompts ask for. With ``rules=True`` the
+it first; and, from the world state, a pick that failed inside a closed receptacle -> open it first) and returned as the stage answers, in the JSON the stage prompts ask for. With ``rules=True`` the
 wrapper asks these rules instead of its model, so an ablation row shows how far the stages' control flow carries
 a base planner when stage 2 names the precondition the executor's report implies: it separates "the stage
 model cannot infer the precondition" from "the base planner cannot use a recovered step".
@@ -20,7 +20,7 @@ from __future__ import annotations
 import json
 import re
 
-from homiebot.types import Action, ErrorCode, Subtask
+from homiebot.types import Action, ErrorCode, Subtask, WorldState
 
 _SUBTASK = re.compile(r"^\[\s*([^,\]]+?)\s*(?:,\s*([^,\]]+?)\s*)?(?:,\s*([^,\]]+?)\s*)?\]$")
 
@@ -34,10 +34,22 @@ def parse_subtask(text: str) -> Subtask | None:
     return Subtask(action=action, target=target, place=place)
 
 
-def preconditions(subtask: Subtask, code: ErrorCode) -> list[str]:
-    """The steps CMFR appendix J's preconditions imply for this failure, as ``[Action, name]`` texts."""
+def closed_container(state: WorldState | None, name: str | None) -> str | None:
+    """The closed receptacle ``name`` is in, if any (read from the world state the wrapper may read)."""
+    entity = state.entities.get(name) if state is not None and name else None
+    parent = state.entities.get(entity.parent) if state is not None and entity is not None and entity.parent else None
+    return parent.name if parent is not None and parent.articulated and parent.is_open is False else None
+
+
+def preconditions(subtask: Subtask, code: ErrorCode, state: WorldState | None = None) -> list[str]:
+    """The steps CMFR appendix J's preconditions imply for this failure, as ``[Action, name]`` texts. ``state``
+    (optional) adds appendix J's third pick precondition, which no EMMOE code names: an object inside a closed
+    receptacle is picked after opening it (the executor reports that pick as E1, too difficult)."""
     action = Action.parse(subtask.action)
     target, place = subtask.target, subtask.place
+    container = closed_container(state, target) if action is Action.PICK else None
+    if container is not None and code is ErrorCode.E1:
+        return [f"[Open, {container}]"]
     if code is ErrorCode.D1:  # too far from what the step handles: go there first
         where = place if action is Action.PUT and place else target
         return [f"[Go to, {where}]"] if where else []
@@ -48,15 +60,15 @@ def preconditions(subtask: Subtask, code: ErrorCode) -> list[str]:
     return []
 
 
-def rule_answer(kind: str, subtask: str = "", code: str = "") -> str:
+def rule_answer(kind: str, subtask: str = "", code: str = "", state: WorldState | None = None) -> str:
     """The JSON answer of stage ``kind`` (a :mod:`homiebot.recovery.prompts` name) for the failed ``subtask``
-    (its bracketed text) with EMMOE ``code``."""
+    (its bracketed text) with EMMOE ``code``, in the world ``state`` when given."""
     if kind == "importance":
         return json.dumps({"reason": "rules keep every failed step", "important": True})
     if kind == "preconditions":
         parsed = parse_subtask(subtask)
         try:
-            steps = preconditions(parsed, ErrorCode(code)) if parsed is not None else []
+            steps = preconditions(parsed, ErrorCode(code), state) if parsed is not None else []
         except ValueError:  # not an EMMOE code
             steps = []
         reason = f"rule for {code}: {', '.join(steps)} first" if steps else f"no rule for {code or 'this failure'}"

@@ -31,6 +31,16 @@ def test_stage2_rules_follow_the_report(subtask, code, steps):
     assert data["steps"] == steps and data["missing"] is bool(steps)
 
 
+def test_a_pick_inside_a_closed_receptacle_opens_it_first():
+    from recovery_helpers import kitchen_state
+
+    state = kitchen_state()  # the apple is in the closed fridge, the cup on the table
+    assert json.loads(rule_answer("preconditions", "[Pick, apple]", "E1", state))["steps"] == ["[Open, fridge]"]
+    assert json.loads(rule_answer("preconditions", "[Pick, apple]", "D1", state))["steps"] == ["[Go to, apple]"]
+    assert json.loads(rule_answer("preconditions", "[Pick, cup]", "E1", state))["steps"] == []
+    assert json.loads(rule_answer("preconditions", "[Pick, apple]", "E1"))["steps"] == []  # no state, no rule
+
+
 def test_the_other_stages_answer_nothing_and_stage1_keeps_the_step():
     assert json.loads(rule_answer("importance"))["important"] is True
     for kind in ("workaround", "post_execution", "search"):
