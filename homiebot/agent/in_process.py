@@ -22,7 +22,7 @@ import numpy as np
 from homiebot.agent.loop import ExecutionOutcome
 from homiebot.executor.executor import Executor, ExecutorConfig, SkillRunner
 from homiebot.perception.grounding import Grounder
-from homiebot.sim.base import Simulator
+from homiebot.sim.base import Simulator, SupportsAgents
 from homiebot.sim.scene import SceneSpec
 from homiebot.skills import SkillSet
 from homiebot.types import Observation, Subtask, WorldState
@@ -83,17 +83,14 @@ class InProcessBackend:
 
     def begin_round(self) -> None:
         """A lock-step round starts when the slower agent's last action ended (PARTNR's agents act together)."""
-        sync = getattr(self.sim, "sync_clocks", None)
-        if sync is not None:
-            sync()
+        if isinstance(self.sim, SupportsAgents):
+            self.sim.sync_clocks()
             self._views = None  # stamped with the old time
 
     def _view(self, agent: int) -> Simulator:
-        make = getattr(self.sim, "agent", None)
-        if make is None:
+        if not isinstance(self.sim, SupportsAgents):
             raise ValueError(f"the {self.sim.name} simulator has one agent; agent {agent} does not exist")
-        view: Simulator = make(agent)
-        return view
+        return self.sim.agent(agent)
 
     def execute(self, subtask: Subtask, model: str, inventory: tuple[str, ...], round_index: int,
                 agent: int = 0) -> ExecutionOutcome:

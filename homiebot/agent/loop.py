@@ -72,7 +72,7 @@ from homiebot.eval.tasks import TaskSpec
 from homiebot.executor.executor import ExecutorConfig, SkillRunner
 from homiebot.perception.grounding import Grounder
 from homiebot.planner.base import Planner
-from homiebot.sim.base import Simulator
+from homiebot.sim.base import Simulator, SupportsAgents
 from homiebot.sim.scene import SceneSpec
 from homiebot.types import (
     EMMOE_ACTIONS,
@@ -207,21 +207,26 @@ class EpisodeBackend(Protocol):
     def reset(self, scene: str, seed: int) -> tuple[WorldState, SceneSpec | None]:
         """Load ``scene`` with ``seed``; return the first state and the scene spec (or None)."""
 
-    def render(self) -> Sequence[np.ndarray]:
+    def render(self, agent: int = 0) -> Sequence[np.ndarray]:
         """The four RGB views now, in the planner's order."""
 
-    def observe(self) -> Observation:
+    def observe(self, agent: int = 0) -> Observation:
         """The four views now with their instance segmentation and instance names (depth may be empty)."""
 
-    def state(self) -> WorldState:
+    def state(self, agent: int = 0) -> WorldState:
         """The privileged world state now."""
 
-    def execute(self, subtask: Subtask, model: str, inventory: tuple[str, ...], round_index: int) -> ExecutionOutcome:
+    def execute(self, subtask: Subtask, model: str, inventory: tuple[str, ...], round_index: int,
+                agent: int = 0) -> ExecutionOutcome:
         """Execute one subtask against the current world state.
 
         In a two-agent episode the loop calls ``execute``, ``state``, ``observe`` and ``render`` with the keyword
-        ``agent=`` (0 robot, 1 human), and ``begin_round()`` before each lock-step round when the backend has
-        it; a single-agent episode never passes ``agent``."""
+        ``agent=`` (0 robot, 1 human), and ``begin_round()`` before each lock-step round; a single-agent episode
+        never passes ``agent`` and never calls ``begin_round``."""
+
+    def begin_round(self) -> None:
+        """A lock-step round of a two-agent episode starts (the agents' clocks are synced); a backend of one
+        agent does nothing."""
 
 
 @dataclass(frozen=True)
@@ -339,9 +344,9 @@ class EpisodeLoop:
             return self._call(self.backend.render), None
         observes = self.observes if agent == 0 else self._partner_observes
         if observes:
-            seen: Observation = self._call(lambda: self.backend.observe(agent=agent))  # type: ignore[call-arg]
+            seen: Observation = self._call(lambda: self.backend.observe(agent=agent))
             return seen.images(), seen
-        return self._call(lambda: self.backend.render(agent=agent)), None  # type: ignore[call-arg]
+        return self._call(lambda: self.backend.render(agent=agent)), None
 
     def _run(self) -> WorldState | None:
         config, trajectory, spec, planner = self.config, self.trajectory, self.spec, self.planner
@@ -384,27 +389,23 @@ class EpisodeLoop:
         partner_config = partner.config or self.config
         partner_session = partner_config.new_session(self.spec.instruction, partner.planner)
         partner.planner.reset(self.spec.instruction, seed=self.spec.scene_seed)
-        partner_state = self._call(lambda: self.backend.state(agent=partner.role))  # type: ignore[call-arg]
+        partner_state = self._call(lambda: self.backend.state(agent=partner.role))
         partner_world = _EpisodeView(scene_spec, self.knowledge_factory(scene_spec, partner_state), partner_state,
                                      [], None, robot_world.opened)
         turns = [(0, self.planner, session, robot_world), (partner.role, partner.planner, partner_session, partner_world)]
         # A planner that plans for its partner too (centralized control) learns the partner's action list.
         for planner, other, other_config in ((self.planner, partner.name, partner_config),
                                              (partner.planner, "robot", self.config)):
-            meet = getattr(planner, "meet_partner", None)
-            if meet is not None:
-                meet(other, other_config.actions)
-        begin = getattr(self.backend, "begin_round", None)
+            planner.meet_partner(other, other_config.actions)
         first = True
         while not (session.done and partner_session.done):
-            if begin is not None:
-                self._call(begin)
+            self._call(self.backend.begin_round)
             for role, planner, agent_session, world in turns:
                 if agent_session.done:
                     continue
                 if not first or role != 0:
                     # The other agent acted since this one last looked: read its state and views again.
-                    world.state = self._call(lambda r=role: self.backend.state(agent=r))  # type: ignore[call-arg]
+                    world.state = self._call(lambda r=role: self.backend.state(agent=r))
                     world.images, world.observation = self._look(role)
                     if world.observation is not None:
                         world.knowledge.see(world.observation, world.state)
@@ -423,11 +424,10 @@ class EpisodeLoop:
         navigation = casefold_words(subtask.action) in ("go to", "wait")
         name = self.partner.name if self.partner is not None and role == self.partner.role else "robot"
         for other, planner, _, _ in turns:
-            hook = getattr(planner, "observe_partner", None)
             # A centralized planner's facet sees everything (PARTNR: "complete information about both agent's
             # states"); a decentralized agent the partner's non-navigation actions.
-            if other != role and hook is not None and (not navigation or getattr(planner, "hears_partner_navigation", False)):
-                hook(name, record.subtask_text, record.feedback)
+            if other != role and (not navigation or planner.hears_partner_navigation):
+                planner.observe_partner(name, record.subtask_text, record.feedback)
 
     def _round(self, planner: Planner, session: PlannerSession, world: _EpisodeView,
                agent: int | None = None) -> Any:
@@ -478,7 +478,7 @@ class EpisodeLoop:
                     executed = self._call(self.backend.execute, subtask, output.model, session.inventory,
                                           session.round_index)
                 else:
-                    executed = self._call(lambda: self.backend.execute(  # type: ignore[call-arg]
+                    executed = self._call(lambda: self.backend.execute(
                         subtask, output.model, session.inventory, session.round_index, agent=agent))
             except _BackendTimeout:
                 raise
@@ -502,7 +502,7 @@ class EpisodeLoop:
                 elif agent is None:
                     state = self._call(self.backend.state)
                 else:
-                    state = self._call(lambda: self.backend.state(agent=agent))  # type: ignore[call-arg]
+                    state = self._call(lambda: self.backend.state(agent=agent))
                 world.state = state
                 if agent in (None, 0):
                     self._last_state = state
@@ -529,9 +529,7 @@ class EpisodeLoop:
             notify_round(self.observers, record, observation, state)
         else:
             for observer in self.observers:
-                hook = getattr(observer, "on_partner_round", None)
-                if hook is not None:
-                    hook(record, observation, state)
+                observer.on_partner_round(record, observation, state)
         return True if agent is None else record
 
     def _append_round(self, session: PlannerSession, instruction: str, output: PlannerOutput, feedback: Feedback,
@@ -638,7 +636,7 @@ def run_episode(
 
     agent_configs = {}
     if partner is not None:
-        if partner.role not in getattr(sim, "agent_ids", (0,)):
+        if not isinstance(sim, SupportsAgents) or partner.role not in sim.agent_ids:
             raise EpisodeSetupError(
                 f"the {sim.name} simulator has no agent {partner.role}: create it with a human partner (human=True)"
             )

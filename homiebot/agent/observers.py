@@ -31,17 +31,24 @@ class EpisodeObserver(Protocol):
 
     def on_round(self, record: RoundRecord, seen: Observation | None, state: WorldState) -> None: ...
 
+    def on_partner_round(self, record: RoundRecord, seen: Observation | None, state: WorldState) -> None:
+        """A two-agent episode's partner (the human) finished a round; ``on_round`` gets the robot's."""
+        ...
+
     def on_end(self, trajectory: Trajectory, state: WorldState | None) -> None: ...
 
 
 class ObserverBase:
-    """No-op defaults for the three calls, so an observer overrides only what it needs."""
+    """No-op defaults for every call, so an observer overrides only what it needs."""
 
     def on_start(self, trajectory: Trajectory, state: WorldState, observation: Observation | None) -> None:
         """Nothing to do at the start."""
 
     def on_round(self, record: RoundRecord, seen: Observation | None, state: WorldState) -> None:
         """Nothing to do after a round."""
+
+    def on_partner_round(self, record: RoundRecord, seen: Observation | None, state: WorldState) -> None:
+        """Nothing to do after the partner's round."""
 
     def on_end(self, trajectory: Trajectory, state: WorldState | None) -> None:
         """Nothing to do at the end."""

@@ -140,6 +140,9 @@ class CentralizedBrain:
 
     name = "centralized"
     privileged = False
+    #: As on :class:`~homiebot.planner.base.Planner`; the facets copy them.
+    accepts_free_text = True
+    hears_partner_navigation = False
 
     def __init__(self) -> None:
         self._pending: dict[AgentRole, str] = {}
@@ -149,6 +152,13 @@ class CentralizedBrain:
     def reset(self, task: str, seed: int = 0) -> None:
         self._pending = {}
         self.planning_cycles = 0
+
+    def observe(self, role: AgentRole, subtask_text: str, feedback: Feedback) -> None:
+        """An agent's round ended (what it did, the executor's answer): a brain that keeps track of results
+        overrides this."""
+
+    def close(self) -> None:
+        """Release the brain's model, if it holds one."""
 
     def answer(self, role: AgentRole, request: PlanRequest, partner_active: bool) -> str:
         self.role_actions[role] = tuple(request.actions)
@@ -175,10 +185,10 @@ class Facet(Planner):
         self.role = role
         self.name = f"{brain.name}:{role.name.lower()}"
         self.privileged = brain.privileged
-        self.accepts_free_text = getattr(brain, "accepts_free_text", True)
+        self.accepts_free_text = brain.accepts_free_text
         self.partner: Facet | None = None
         self.ended = False
-        self.hears_partner_navigation = bool(getattr(brain, "hears_partner_navigation", False))
+        self.hears_partner_navigation = brain.hears_partner_navigation
 
     def meet_partner(self, agent: str, actions: Sequence[str]) -> None:
         """The loop tells each agent's planner the partner's action list: the brain plans with both lists."""
@@ -186,15 +196,11 @@ class Facet(Planner):
 
     def observe_partner(self, agent: str, subtask_text: str, feedback: Feedback) -> None:
         """The loop's report of the other agent's round: to the brain, when it keeps track of results."""
-        observe = getattr(self.brain, "observe", None)
-        if observe is not None:
-            observe(AgentRole[agent.upper()], subtask_text, feedback)
+        self.brain.observe(AgentRole[agent.upper()], subtask_text, feedback)
 
     def close(self) -> None:
         if self.role is AgentRole.ROBOT:
-            closer = getattr(self.brain, "close", None)
-            if closer is not None:
-                closer()
+            self.brain.close()
 
     def reset(self, task: str, seed: int = 0) -> None:
         self.ended = False
@@ -292,12 +298,14 @@ class PartnerEvent:
 
 
 class PartnerLog:
-    """Mixin: keeps the partner actions the loop reports through ``observe_partner``."""
+    """Mixin: keeps the partner actions the loop reports through ``observe_partner``. List it before the planner
+    class (``class P(PartnerLog, SomePlanner)``), so that its ``observe_partner`` comes before the Planner no-op."""
 
     def observe_partner(self, agent: str, subtask_text: str, feedback: Feedback) -> None:
         self.partner_events().append(PartnerEvent(agent, subtask_text, feedback))
 
     def partner_events(self) -> list[PartnerEvent]:
+        # Created on first use: the mixin has no __init__ of its own, so planners keep their keyword constructors.
         events: list[PartnerEvent] | None = getattr(self, "_partner_events", None)
         if events is None:
             events = []

@@ -74,7 +74,7 @@ ROLE_TEXT = {
 }
 
 
-class PartnerReAct(ReActPlanner, PartnerLog):
+class PartnerReAct(PartnerLog, ReActPlanner):  # the log first: its observe_partner, not the Planner no-op
     """One decentralized ReAct agent of a pair (module docstring). ``role``: robot or human; the other
     arguments are :class:`~homiebot.planner.react.ReActPlanner`'s."""
 

@@ -19,7 +19,7 @@ import numpy as np
 
 from homiebot.config import MAX_ROUNDS
 from homiebot.sim.scene import SceneSpec
-from homiebot.types import ErrorCode, Observation, WorldState
+from homiebot.types import ErrorCode, Feedback, Observation, WorldState
 
 
 @dataclass(frozen=True)
@@ -77,6 +77,10 @@ class Planner(ABC):
     #: Whether an unprivileged planner reads the world state, never the goal (a failure-recovery wrapper builds
     #: its scene representation from it). Privileged planners read both.
     reads_state: bool = False
+    #: In a two-agent episode, whether the planner also hears the partner's navigation (a centralized planner's
+    #: facet, which sees both agents); otherwise only the partner's other actions, as PARTNR's decentralized agents
+    #: learn them ("PARTNR", section 4.1).
+    hears_partner_navigation: bool = False
 
     def reset(self, task: str, seed: int = 0) -> None:  # noqa: B027 (optional hook: most planners keep no state)
         """Called once at the start of an episode."""
@@ -91,3 +95,10 @@ class Planner(ABC):
 
     def close(self) -> None:  # noqa: B027 (optional hook: only model backends hold resources)
         """Release model servers, GPU memory, connections."""
+
+    def meet_partner(self, partner: str, actions: Sequence[str]) -> None:  # noqa: B027 (two-agent hook)
+        """A two-agent episode starts: the partner's name ("robot", "human") and action list (a planner that
+        plans for both agents needs it); single-agent planners ignore it."""
+
+    def observe_partner(self, partner: str, subtask_text: str, feedback: Feedback) -> None:  # noqa: B027 (two-agent hook)
+        """The partner finished a round: what it did and the executor's answer; single-agent planners ignore it."""

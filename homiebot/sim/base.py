@@ -109,3 +109,24 @@ def make_simulator(backend: str = "mujoco", **kwargs) -> Simulator:
     module_name, attr = target.split(":")
     cls = getattr(importlib.import_module(module_name), attr)
     return cls(**kwargs)
+
+
+@runtime_checkable
+class SupportsAgents(Protocol):
+    """A world with more than one agent (PARTNR's robot and human, "PARTNR: A Benchmark for Planning and
+    Reasoning in Embodied Multi-agent Tasks", section 3): each agent's own view of the one shared world, and the
+    lock-step clock. A simulator without it has the robot alone."""
+
+    @property
+    def agent_ids(self) -> tuple[int, ...]:
+        """The agents of this world (0 the robot, 1 the human)."""
+        ...
+
+    def agent(self, role: int) -> Simulator:
+        """The simulator from agent ``role``'s point of view: its skills move that agent, its state and views are
+        that agent's."""
+        ...
+
+    def sync_clocks(self) -> float:
+        """Every agent's clock moves to the latest one (a lock-step round starts); returns that time."""
+        ...

@@ -80,7 +80,7 @@ def test_partner_feed_and_observers(sim, suite):
     task = suite["partnr-1-000"]
     robot_config, human_config = _pair_configs(task)
 
-    class Listening(ScriptedPlanner, PartnerLog):
+    class Listening(PartnerLog, ScriptedPlanner):
         pass
 
     robot = Listening(["Analysis: wait.\nSubtask: [Wait]\nModel: None"] * 4)
