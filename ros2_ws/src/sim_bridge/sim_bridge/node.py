@@ -80,7 +80,7 @@ from std_msgs.msg import String
 from homiebot.ros import convert
 from homiebot.ros.calls import EVENTS_QOS, LATCHED_QOS, SENSOR_QOS, VIEWS_QOS, announce_ready
 from homiebot.ros.spin import spin_node
-from homiebot.sim.base import Simulator, make_simulator
+from homiebot.sim.base import Simulator, SupportsAgents, make_simulator
 from homiebot.skills import SkillSet, UnservedModelError, preset_name
 from homiebot.types import VIEW_NAMES, Action, Observation, SkillResult, SkillStatus
 
@@ -149,7 +149,7 @@ class SimBridge(Node):
             simulator = make_simulator(backend, **options)
         self.sim = simulator
         # The agents this bridge serves: 0 the robot, and the human (1) when the simulator has one.
-        self.agents: tuple[int, ...] = tuple(getattr(simulator, "agent_ids", (0,)))
+        self.agents: tuple[int, ...] = simulator.agent_ids if isinstance(simulator, SupportsAgents) else (0,)
         self._agent_skills: dict[int, SkillSet] = {}  # the partner's skill layer, built at every reset
         self._agent_cached: dict[int, tuple[int, Observation]] = {}
         self.noise = preset_name(str(self.get_parameter("noise").value))  # an unknown preset stops the node here
