@@ -55,6 +55,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from homiebot.config import DecodeMode
 from homiebot.planner.base import Planner, PlanRequest
 from homiebot.planner.constrained import DEFAULT_ANALYSIS_MAX_CHARS, AnswerConstraint
 from homiebot.planner.messages import ChatMessage, build_messages, to_hf_messages, to_plain_prompt
@@ -120,7 +121,7 @@ class LocalModelConfig(BaseModel):
     torch_threads: int | None = Field(default=None, ge=1)
     #: Greedy decoding loop: "fast" (homiebot.planner.fast_decode; Qwen2-VL family), "generate"
     #: (transformers), "auto": fast for a Qwen2-VL-family model on CUDA, else generate.
-    decode: Literal["auto", "fast", "generate"] = "auto"
+    decode: DecodeMode = DecodeMode.AUTO
     #: Fast path only: prefill the shared system turn once and reuse its keys and values.
     share_prefix: bool = False
     #: Fast path: the language model's SDPA reads grouped key/value heads (fast_decode.GroupedQuerySDPA, on
@@ -367,9 +368,10 @@ class VisionLanguageModel:
 
         reason = fast_decode.unsupported_reason(self.model)
         cuda = self.device.type == "cuda"
-        if config.decode == "fast" and reason:
+        if config.decode is DecodeMode.FAST and reason:
             raise PlannerLoadError(f"decode='fast': {reason}; use decode='generate' (or 'auto')")
-        mode = "fast" if config.decode == "fast" or (config.decode == "auto" and not reason and cuda) else "generate"
+        fast = config.decode is DecodeMode.FAST or (config.decode is DecodeMode.AUTO and not reason and cuda)
+        mode = "fast" if fast else "generate"
         if config.share_prefix and mode != "fast":
             raise PlannerLoadError(
                 "share_prefix=True needs the fast decoding loop: pass decode='fast' "
@@ -609,7 +611,7 @@ def _causal_text_engine(load: LocalModelConfig) -> CausalTextModel:
     loader implements."""
     refused = {
         "quantization": load.quantization is not None,
-        "decode='fast'": load.decode == "fast",
+        "decode='fast'": load.decode is DecodeMode.FAST,
         "share_prefix": load.share_prefix,
         "merge_adapter=false": load.adapter is not None and not load.merge_adapter,
     }
@@ -733,7 +735,7 @@ class HFPlanner(Planner):
         merge_adapter: bool = True,
         trust_remote_code: bool = False,
         torch_threads: int | None = None,
-        decode: Literal["auto", "fast", "generate"] = "auto",
+        decode: DecodeMode = DecodeMode.AUTO,
         share_prefix: bool = False,
         sdpa_gqa: bool | None = None,
         batched_vision: bool | None = None,

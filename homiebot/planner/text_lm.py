@@ -47,6 +47,17 @@ log = logging.getLogger(__name__)
 Runtime = Literal["auto", "llama_cpp", "transformers"]
 
 
+def chat_stop_ids(tokenizer: Any) -> list[int]:
+    """The tokens that end an answer: the tokenizer's end of sequence and the chat template's end of turn
+    (``<|im_end|>`` in SmolLM2's ChatML template), when the vocabulary has it."""
+    eos = tokenizer.eos_token_id
+    stop_ids = [int(eos)] if eos is not None else []
+    end_of_turn = tokenizer.convert_tokens_to_ids("<|im_end|>")
+    if isinstance(end_of_turn, int) and end_of_turn not in stop_ids and end_of_turn != tokenizer.unk_token_id:
+        stop_ids.append(end_of_turn)
+    return stop_ids
+
+
 @dataclass(frozen=True)
 class TextModelConfig:
     """How to run a bundled text model."""
@@ -296,15 +307,7 @@ class _TransformersBackend:
             folder, gguf_file=filename, local_files_only=True, dtype=torch.float32
         ).eval()
         self.chat_template = str(self.tokenizer.chat_template or "")
-        eos = self.tokenizer.eos_token_id
-        self.stop_ids = [int(eos)] if eos is not None else []
-        end_of_turn = self.tokenizer.convert_tokens_to_ids("<|im_end|>")
-        if (
-            isinstance(end_of_turn, int)
-            and end_of_turn not in self.stop_ids
-            and end_of_turn != self.tokenizer.unk_token_id
-        ):
-            self.stop_ids.append(end_of_turn)
+        self.stop_ids = chat_stop_ids(self.tokenizer)
         self.vocab_size = int(self.model.get_output_embeddings().weight.shape[0])
         self._compiler: Any = None
         self._cache: Any = None

@@ -24,6 +24,7 @@ from typing import Any
 
 from homiebot.planner.hf_backend import Generation, PlannerLoadError
 from homiebot.planner.messages import ChatMessage
+from homiebot.planner.text_lm import chat_stop_ids
 
 log = logging.getLogger(__name__)
 
@@ -65,15 +66,7 @@ class CausalTextModel:
 
             network = PeftModel.from_pretrained(network, str(adapter)).merge_and_unload()
         self.model = network.to(self.device).eval()
-        eos = self.tokenizer.eos_token_id
-        self.stop_ids = [int(eos)] if eos is not None else []
-        end_of_turn = self.tokenizer.convert_tokens_to_ids("<|im_end|>")
-        if (
-            isinstance(end_of_turn, int)
-            and end_of_turn not in self.stop_ids
-            and end_of_turn != self.tokenizer.unk_token_id
-        ):
-            self.stop_ids.append(end_of_turn)
+        self.stop_ids = chat_stop_ids(self.tokenizer)
         self.vocab_size = int(self.model.get_output_embeddings().weight.shape[0])
         self._compiler: Any = None
         self._lock = threading.Lock()
