@@ -364,6 +364,7 @@ class Trajectory:
     path_length: float = 0.0
     wall_time_s: float = 0.0
     error: str | None = None  # an infrastructure failure that stopped the episode (not a planner error)
+    stopped: str | None = None  # why a planner stopped the episode cleanly (a person quit): not a failure
     # What the loop knew at the end, for the record: furniture seen open in any observed state (``inspected``
     # goals), the system prompt and EMMOE appendix D's conversation log.
     opened: list[str] = field(default_factory=list)

@@ -71,7 +71,7 @@ from homiebot.eval.goals import GoalSpec, goal_satisfied
 from homiebot.eval.tasks import TaskSpec
 from homiebot.executor.executor import ExecutorConfig, SkillRunner
 from homiebot.perception.grounding import Grounder
-from homiebot.planner.base import Planner
+from homiebot.planner.base import EpisodeStopRequested, Planner
 from homiebot.sim.base import Simulator, SupportsAgents
 from homiebot.sim.scene import SceneSpec
 from homiebot.types import (
@@ -456,6 +456,10 @@ class EpisodeLoop:
         t0 = time.perf_counter()
         try:
             raw = planner.plan(request)
+        except EpisodeStopRequested as stop:
+            log.info("planner %r stopped the episode in round %d: %s", planner.name, session.round_index, stop)
+            trajectory.stopped = str(stop)
+            return stopped
         except Exception as err:
             log.exception("planner failed")
             trajectory.error = f"planner {planner.name!r} failed in round {session.round_index}: {err}"

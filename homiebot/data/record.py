@@ -321,6 +321,7 @@ class EpisodeRecorder:
             "path_length_m": trajectory.path_length,
             "wall_time_s": trajectory.wall_time_s,
             "error": trajectory.error,
+            "stopped": trajectory.stopped,
             "opened": self._notes.get("opened", []),
             "system_prompt": self._notes.get("system_prompt"),
             "files": {
@@ -465,5 +466,6 @@ def read_episode(episode_dir: str | Path) -> Trajectory:
         path_length=float(summary.get("path_length_m", 0.0)),
         wall_time_s=float(summary.get("wall_time_s", 0.0)),
         error=summary.get("error"),
+        stopped=summary.get("stopped"),
     )
 

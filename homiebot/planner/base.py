@@ -62,6 +62,16 @@ class PlanRequest:
     last_error: ErrorCode | None = None
 
 
+class EpisodeStopRequested(Exception):  # noqa: N818 (a request, not an error)
+    """Raised by :meth:`Planner.plan` to stop the episode cleanly: a person at the keyboard quit. The loop ends
+    the episode there without an error, checks the goal as at any end, and keeps ``reason`` in
+    :attr:`homiebot.types.Trajectory.stopped`; any other exception from ``plan`` is a failure."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
 class Planner(ABC):
     """High-level planner. Implementations are registered in :mod:`homiebot.planner.registry`."""
 

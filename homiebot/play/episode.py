@@ -27,12 +27,11 @@ from typing import Any
 from homiebot.agent.loop import AgentSlot, EpisodeConfig, run_episode
 from homiebot.agent.observers import EpisodeObserver, ObserverBase
 from homiebot.data.record import EpisodeRecorder, RecordingObserver
-from homiebot.eval.goals import GoalSpec, goal_satisfied
 from homiebot.eval.tasks import TaskSpec
 from homiebot.planner.base import Planner
-from homiebot.play.keyboard import KeyboardPlanner, PlayerQuit
+from homiebot.play.keyboard import KeyboardPlanner
 from homiebot.sim.base import Simulator
-from homiebot.types import Observation, Trajectory, WorldState
+from homiebot.types import Trajectory, WorldState
 
 log = logging.getLogger(__name__)
 
@@ -64,22 +63,12 @@ def ended_by(trajectory: Trajectory, quit_round: int | None, max_rounds: int) ->
     return "round_limit" if rounds >= max_rounds else "error"
 
 
-class _QuitIsNoFailure(logging.Filter):
-    """Drops the loop's "planner failed" log line when the planner raised because the person quit."""
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        error = record.exc_info[1] if record.exc_info else None
-        return not isinstance(error, PlayerQuit)
-
-
 class _EndedByUser(ObserverBase):
-    """Runs before the recorder: a quit is taken off the trajectory's errors, and ``play.json`` is added."""
+    """Runs before the recorder: says how the episode ended and adds ``play.json`` to the record."""
 
     def __init__(self, planner: KeyboardPlanner, recorder: EpisodeRecorder, role: str, other: str | None,
-                 max_rounds: int, goal: GoalSpec | None = None) -> None:
+                 max_rounds: int) -> None:
         self.planner = planner
-        self.goal = goal
-        self.initial: WorldState | None = None
         self.recorder = recorder
         self.role = role
         self.other = other
@@ -87,20 +76,10 @@ class _EndedByUser(ObserverBase):
         self.ended_by = "error"
         self.quit_round: int | None = None
 
-    def on_start(self, trajectory: Trajectory, state: WorldState, observation: Observation | None) -> None:
-        self.initial = state
-
     def on_end(self, trajectory: Trajectory, state: WorldState | None) -> None:
         quit_event = self.planner.quit_event
-        if quit_event is not None:
+        if quit_event is not None:  # the loop's clean stop (EpisodeStopRequested): no error, the goal checked
             self.quit_round = quit_event.round_index
-            # The loop wrote "planner 'keyboard' failed in round N: the player quit ..." for the raise and skipped
-            # the goal check; nothing failed, so the error goes, the goal is checked as at any end, and play.json
-            # says how it ended.
-            trajectory.error = None
-            trajectory.ended = False
-            if self.goal is not None and self.initial is not None and state is not None:
-                trajectory.goal_satisfied = goal_satisfied(self.goal, self.initial, state, set(trajectory.opened))
         self.ended_by = ended_by(trajectory, self.quit_round, self.max_rounds)
         data: dict[str, Any] = {
             "player": "keyboard",
@@ -131,17 +110,12 @@ def _run_recorded(sim: Simulator, planner: Planner, task: TaskSpec, recorder: Ep
     # The marker ends before the recorder writes the summary; the recorder starts before the observers that add
     # files to it.
     watchers: list[EpisodeObserver] = [marker, recording, *observers]
-    loop_log = logging.getLogger(run_episode.__module__)
-    quiet = _QuitIsNoFailure()
-    loop_log.addFilter(quiet)
     try:
         trajectory = run_episode(sim, planner, task=task, seed=seed, config=config, skills=skills,
                                  observers=watchers, **partner)
     except BaseException:
         recording.abort()
         raise
-    finally:
-        loop_log.removeFilter(quiet)
     return PlayOutcome(trajectory, marker.ended_by, marker.quit_round, recorder.out_dir)
 
 
@@ -163,7 +137,7 @@ def play_episode(
     state files). An exception that escapes drops the partial record.
     """
     config = config or EpisodeConfig()
-    marker = _EndedByUser(planner, recorder, role, None, config.max_rounds, task.goal)
+    marker = _EndedByUser(planner, recorder, role, None, config.max_rounds)
     return _run_recorded(sim, planner, task, recorder, marker, config, seed, skills, observers)
 
 
@@ -184,5 +158,5 @@ def play_human_episode(
     lock-step rounds (``sim`` built with the human: ``MujocoSimulator(human=True)``); recorded as
     :func:`play_episode` records. The person's rounds are the trajectory's ``partner_rounds``."""
     partner = AgentSlot(planner=person, config=human_config, role=1, name="human")
-    marker = _EndedByUser(person, recorder, "human", robot.name, robot_config.max_rounds, task.goal)
+    marker = _EndedByUser(person, recorder, "human", robot.name, robot_config.max_rounds)
     return _run_recorded(sim, robot, task, recorder, marker, robot_config, seed, skills, observers, partner=partner)

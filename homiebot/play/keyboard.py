@@ -43,7 +43,7 @@ from typing import Protocol, TextIO
 from homiebot.config import FAR_THRESHOLD_M, NEAR_THRESHOLD_M
 from homiebot.executor.executor import DEFAULT_MODEL_ACTIONS
 from homiebot.perception.grounding import AliasGrounder, Grounder, entity_phrases
-from homiebot.planner.base import Planner, PlanRequest
+from homiebot.planner.base import EpisodeStopRequested, Planner, PlanRequest
 from homiebot.skills.actions import HandRule, action_spec
 from homiebot.types import Action, EntityKind, RoundRecord, Subtask, WorldState, casefold_words
 
@@ -61,8 +61,9 @@ LOOK_WORDS = frozenset({"look", "world"})
 _SUBTASK = re.compile(r"^(?:subtask\s*:\s*)?\[(?P<body>[^\[\]]*)\]\s*(?:model\s*:\s*)?(?P<model>.*?)\s*$", re.I)
 
 
-class PlayerQuit(Exception):  # noqa: N818 (an event, not an error: the person chose to stop)
-    """The person at the keyboard stopped the episode (typed ``quit``, or the input ended)."""
+class PlayerQuit(EpisodeStopRequested):
+    """The person at the keyboard stopped the episode (typed ``quit``, or the input ended): the loop's clean stop,
+    not a failure."""
 
     def __init__(self, round_index: int, reason: str) -> None:
         super().__init__(f"the player quit in round {round_index} ({reason})")

@@ -81,6 +81,7 @@ def test_quit_is_recorded_as_ended_by_the_user(sim, tmp_path):
     assert len(trajectory.rounds) == 2 and trajectory.rounds[1].feedback.code.value == "D1"  # a failed try is kept
     summary = read_summary(outcome.record)
     assert summary["error"] is None and summary["success"] is False and summary["num_rounds"] == 2
+    assert summary["stopped"] == trajectory.stopped == "the player quit in round 3 (typed quit)"
     play = json.loads((outcome.record / PLAY_FILE).read_text())
     assert play["ended_by"] == "user" and play["quit_round"] == 3 and play["quit_reason"] == "typed quit"
     assert "(2) [Pick, apple] -> D1" in shown
