@@ -23,6 +23,7 @@ Decisions:
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import sys
 from collections.abc import Sequence
@@ -45,6 +46,7 @@ from sensor_msgs.msg import CameraInfo, Image
 from std_msgs.msg import Header
 
 from homiebot.types import (
+    AgentState,
     CameraView,
     EntityKind,
     EntityState,
@@ -640,3 +642,24 @@ def world_graph_markers(export, seconds: float = 0.0):
     if lines.points:
         markers.append(lines)
     return MarkerArray(markers=markers)
+
+
+# ------------------------------------------------------------------------------------------------ two agents
+
+#: PARTNR's agents by id (the robot is agent 0, the human agent 1), as the simulator lists them.
+AGENT_NAMES = {0: "robot", 1: "human"}
+#: Where each agent is served in the graph (the sim bridge's human:=true, launch/config/graph_pair.yaml).
+ROLE_NAMESPACES = {"robot": "", "human": "/human"}
+
+
+def with_both_agents(state: WorldState, agent: int, other_state: WorldState) -> WorldState:
+    """``state``, agent ``agent``'s view from a WorldState message, with both agents listed in
+    ``WorldState.agents`` as the in-process simulator lists them. The message carries only the viewing agent, so
+    the other's pose and hand come from ``other_state``, its own view of the same world."""
+
+    def listed(role: int, seen: WorldState) -> AgentState:
+        return AgentState(role, AGENT_NAMES[role], seen.robot, seen.robot_radius, seen.held, seen.robot_room)
+
+    other = 1 - agent
+    agents = {agent: listed(agent, state), other: listed(other, other_state)}
+    return dataclasses.replace(state, agents=(agents[0], agents[1]))

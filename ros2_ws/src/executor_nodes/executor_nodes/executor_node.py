@@ -53,12 +53,7 @@ from homiebot.ros import convert
 from homiebot.ros.calls import LATCHED_QOS, announce_ready, call_service
 from homiebot.ros.remote import RemoteSimulator, RemoteSkills, RemoteTimeouts, ServiceGrounder
 from homiebot.ros.spin import spin_node
-from homiebot.types import EMMOE_ACTIONS, EMMOE_MODELS, AgentState, WorldState
-
-#: PARTNR's agents: ids, names and where each is served (launch/config/graph_pair.yaml).
-AGENT_IDS = {"robot": 0, "human": 1}
-AGENT_NAMES = {0: "robot", 1: "human"}
-ROLE_NAMESPACES = {"robot": "", "human": "/human"}
+from homiebot.types import EMMOE_ACTIONS, EMMOE_MODELS, WorldState
 
 
 class ExecutorNode(Node):
@@ -116,7 +111,7 @@ class ExecutorNode(Node):
         self._other_state = None
         if self._role:
             other = "human" if self._role == "robot" else "robot"
-            self._other_state = self.create_client(GetWorldState, f"{ROLE_NAMESPACES[other]}/sim/get_world_state",
+            self._other_state = self.create_client(GetWorldState, f"{convert.ROLE_NAMESPACES[other]}/sim/get_world_state",
                                                    callback_group=group)
         self._grounder, self._skills, self._config = grounder, RemoteSkills(self.sim), config
         self.executor_core = Executor(self.sim, grounder=grounder, config=self._for_role(config.actions),
@@ -201,12 +196,8 @@ class ExecutorNode(Node):
     def _with_agents(self, state: WorldState) -> WorldState:
         """``state`` (this agent's view) with both agents listed, as the in-process simulator lists them."""
         other_msg = call_service(self._other_state, GetWorldState.Request(), self._state_timeout_s).state
-        seen = convert.world_state_from_msg(other_msg)
-        mine = AGENT_IDS[self._role]
-        agents = {mine: AgentState(mine, self._role, state.robot, state.robot_radius, state.held, state.robot_room),
-                  1 - mine: AgentState(1 - mine, AGENT_NAMES[1 - mine], seen.robot, seen.robot_radius, seen.held,
-                                       seen.robot_room)}
-        return dataclasses.replace(state, agents=(agents[0], agents[1]))
+        mine = next(i for i, name in convert.AGENT_NAMES.items() if name == self._role)
+        return convert.with_both_agents(state, mine, convert.world_state_from_msg(other_msg))
 
     def destroy_node(self) -> None:
         self._worker.shutdown(wait=False, cancel_futures=True)

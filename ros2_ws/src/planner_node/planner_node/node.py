@@ -24,7 +24,6 @@ status 0 (episode ran; the result says whether it succeeded), 3 (a server did no
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import logging
 import queue
@@ -59,7 +58,7 @@ from homiebot.ros import convert
 from homiebot.ros.calls import EVENTS_QOS, LATCHED_QOS, ReadinessWatch, call_action, call_service
 from homiebot.ros.episode import EpisodeOutcome, ExecutionOutcome, GraphEpisode
 from homiebot.sim.scene import SceneSpec
-from homiebot.types import AgentState, Observation, RoundRecord, Subtask, Trajectory, WorldState
+from homiebot.types import Observation, RoundRecord, Subtask, Trajectory, WorldState
 
 EXIT_TIMEOUT = 3
 
@@ -154,12 +153,7 @@ class RosEpisodeBackend:
         port, mine = self._ports[other], self._ports[agent].state_msg
         if port.state_msg is None or mine is None or port.state_msg.state_sequence != mine.state_sequence:
             port.state_msg = call_service(port.state, GetWorldState.Request(), self.node.service_timeout_s).state
-        seen = convert.world_state_from_msg(port.state_msg)
-        listed = {agent: AgentState(agent, AGENT_NAMES[agent], state.robot, state.robot_radius, state.held,
-                                    state.robot_room),
-                  other: AgentState(other, AGENT_NAMES[other], seen.robot, seen.robot_radius, seen.held,
-                                    seen.robot_room)}
-        return dataclasses.replace(state, agents=(listed[0], listed[1]))
+        return convert.with_both_agents(state, agent, convert.world_state_from_msg(port.state_msg))
 
     def execute(self, subtask: Subtask, model: str, inventory: tuple[str, ...], round_index: int, agent: int = 0):
         port = self._ports[agent]
@@ -234,10 +228,7 @@ def trajectory_summary(trajectory: Trajectory, timed_out: bool, sim_time: float 
     return summary
 
 
-#: Where each agent is served in the graph (the sim bridge's human:=true, launch/config/graph_pair.yaml).
-ROLE_NAMESPACES = {"robot": "", "human": "/human"}
-#: The agents' names by id (PARTNR: the robot is agent 0, the human agent 1), as the simulator lists them.
-AGENT_NAMES = {0: "robot", 1: "human"}
+ROLE_NAMESPACES = convert.ROLE_NAMESPACES
 
 
 class _PartnerRounds(ObserverBase):

@@ -96,7 +96,7 @@ AFTER_SKILL_DELAY_S = 0.003
 #: PARTNR's human partner: its agent id, name and namespace (module docstring).
 HUMAN = 1
 HUMAN_NAME = "human"
-HUMAN_NAMESPACE = "/human"
+HUMAN_NAMESPACE = convert.ROLE_NAMESPACES[HUMAN_NAME]
 #: The partner's skill-noise seed is the reset's seed + this x its id (as homiebot.agent.in_process seeds it).
 PARTNER_SEED_STRIDE = 7919
 
