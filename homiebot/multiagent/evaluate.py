@@ -184,30 +184,30 @@ def score(task: TaskSpec, function: EvaluationFunction, kind: str, run: int, obs
 def run_pair(sim: Any, task: TaskSpec, run: int, robot: Planner, human: Planner, max_rounds: int = MAX_ROUNDS,
              skills: Any = None) -> tuple[dict[str, Any], Trajectory]:
     """One robot-and-human episode of ``task`` on ``sim`` (built with ``human=True``)."""
-    sim.reset(task.scene, seed=task.seed + run)
-    function = task_function(task, sim.state())
     base = EpisodeConfig(render=False, max_rounds=max_rounds, actions=task_actions(task))
-    observer = _ActionStates(sim.state)
-    started = time.perf_counter()
-    trajectory = run_episode(sim, robot, task=task, seed=run, config=role_config(AgentRole.ROBOT, base),
-                             partner=AgentSlot(human, role_config(AgentRole.HUMAN, base)), observers=[observer],
-                             skills=skills)
-    line = score(task, function, "pair", run, observer, trajectory, sim.sim_time, (robot, human),
-                 time.perf_counter() - started)
-    return line, trajectory
+    return _run_scored(sim, task, run, "pair", (robot, human), role_config(AgentRole.ROBOT, base),
+                       AgentSlot(human, role_config(AgentRole.HUMAN, base)), skills)
 
 
 def run_single(sim: Any, task: TaskSpec, run: int, planner: Planner, max_rounds: int = MAX_ROUNDS,
                skills: Any = None) -> tuple[dict[str, Any], Trajectory]:
     """The same task with the robot alone (the baseline), on a simulator without the human."""
-    sim.reset(task.scene, seed=task.seed + run)
-    function = task_function(task, sim.state())
     config = EpisodeConfig(render=False, max_rounds=max_rounds, actions=task_actions(task))
+    return _run_scored(sim, task, run, "single", (planner,), config, None, skills)
+
+
+def _run_scored(sim: Any, task: TaskSpec, run: int, kind: str, planners: Sequence[Planner], config: EpisodeConfig,
+                partner: AgentSlot | None, skills: Any) -> tuple[dict[str, Any], Trajectory]:
+    """Run one episode (the robot is ``planners[0]``) and score it over the state after every agent's action; the
+    task's evaluation function is built on the episode's first state (what the loop's reset gave)."""
     observer = _ActionStates(sim.state)
     started = time.perf_counter()
-    trajectory = run_episode(sim, planner, task=task, seed=run, config=config, observers=[observer], skills=skills)
-    line = score(task, function, "single", run, observer, trajectory, sim.sim_time, (planner,),
-                 time.perf_counter() - started)
+    trajectory = run_episode(sim, planners[0], task=task, seed=run, config=config, partner=partner,
+                             observers=[observer], skills=skills)
+    if not observer.states:  # the loop's reset failed: there is no episode to score
+        raise RuntimeError(trajectory.error or f"{task.task_id}: the episode never started")
+    function = task_function(task, observer.states[0])
+    line = score(task, function, kind, run, observer, trajectory, sim.sim_time, planners, time.perf_counter() - started)
     return line, trajectory
 
 
