@@ -42,9 +42,11 @@ from homiebot.eval.partnr.tracker import evaluate_states
 from homiebot.eval.tasks import TaskSpec
 from homiebot.multiagent.centralized import AgentRole
 from homiebot.multiagent.measures import AgentEvent, collaboration_measures
-from homiebot.multiagent.pair import MODES, role_config
+from homiebot.multiagent.pair import MODES, Facet, role_config
+from homiebot.multiagent.react_pair import CentralizedReAct
 from homiebot.multiagent.split import split_propositions
 from homiebot.planner.base import Planner
+from homiebot.planner.react import ReActPlanner
 from homiebot.types import Observation, RoundRecord, Trajectory, WorldState, casefold_words
 
 log = logging.getLogger(__name__)
@@ -120,17 +122,14 @@ def collaboration_tasks(tasks: Sequence[TaskSpec], function_of: Callable[[TaskSp
 
 
 def _llm_calls(planner: Planner) -> int | None:
-    calls = getattr(planner, "llm_calls", None)
-    if isinstance(calls, int):
-        return calls
-    brain = getattr(planner, "brain", None)
-    if brain is None or getattr(planner, "role", None) is not AgentRole.ROBOT:
-        return None  # one brain answers for both facets: counted once, through the robot's
-    for attribute in ("llm_calls", "planning_cycles"):
-        brain_calls = getattr(brain, attribute, None)
-        if isinstance(brain_calls, int):
-            return brain_calls
-    return None
+    """PARTNR's planning cycles of one agent's planner: a ReAct planner's model calls; a centralized brain's calls
+    once, through the robot's facet (one brain answers for both); None for planners that count nothing."""
+    if isinstance(planner, Facet):
+        if planner.role is not AgentRole.ROBOT:
+            return None
+        brain = planner.brain
+        return brain.llm_calls if isinstance(brain, CentralizedReAct) else brain.planning_cycles
+    return planner.llm_calls if isinstance(planner, ReActPlanner) else None
 
 
 def score(task: TaskSpec, function: EvaluationFunction, kind: str, run: int, observer: _ActionStates,
@@ -205,7 +204,7 @@ def _run_scored(sim: Any, task: TaskSpec, run: int, kind: str, planners: Sequenc
     trajectory = run_episode(sim, planners[0], task=task, seed=run, config=config, partner=partner,
                              observers=[observer], skills=skills)
     if not observer.states:  # the loop's reset failed: there is no episode to score
-        raise RuntimeError(trajectory.error or f"{task.task_id}: the episode never started")
+        raise RuntimeError(trajectory.error or f"{task.id}: the episode never started")
     function = task_function(task, observer.states[0])
     line = score(task, function, kind, run, observer, trajectory, sim.sim_time, planners, time.perf_counter() - started)
     return line, trajectory
@@ -413,7 +412,7 @@ def cli_run(out: Path, *, agents: str, suite: str, mode: str, planner_robot: str
     if runs < 1 or max_rounds < 1:
         raise CollaborationError("--runs and --max-rounds must be >= 1")
     settings = CollabSettings(suite=suite, mode=mode, planner_robot=planner_robot, planner_human=planner_human,
-                              planner_options=dict(options), max_rounds=max_rounds, noise=str(getattr(noise, "value", noise)))
+                              planner_options=dict(options), max_rounds=max_rounds, noise=str(noise))
     try:
         tasks = load_suite("partnr" if suite in ("partnr", "partnr_home") else suite).tasks
     except TaskError as err:
