@@ -91,8 +91,10 @@ class LanguageModelTextAgent:
         command = (lines[0] if lines else "").strip(" .'\"`").lower()
         for marker in ("[state]", "[action]", "[view]"):
             command = command.split(marker)[0].strip()
-        self._last = command or "look"
-        return self._last
+        # An empty answer is played as it is: the game answers "Nothing happens." and MuEP's LC counts it as
+        # non-compliant (it is no command of the game's grammar). Substituting "look" made it count as compliant.
+        self._last = command
+        return command
 
     def close(self) -> None:
         self.model.close()

