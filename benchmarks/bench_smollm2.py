@@ -10,7 +10,8 @@ compared token for token (greedy decoding: reuse must not change them).
 
 Each round is timed twice: wall seconds, and the CPU seconds of the process (``time.process_time``, all its
 threads). On a shared, loaded machine the wall time measures the queue for a core; the CPU time of a
-one-thread run (``--threads 1``, the planner's default for llama.cpp) is what the round costs on an idle core.
+one-thread run (``--threads 1``) is what the round costs on an idle core. Without ``--threads`` the runtime
+gets the planner's default (:func:`homiebot.planner.text_lm.default_threads`: every usable core, at most 4).
 ``--constrained`` decodes under the planner's grammar (:class:`homiebot.planner.constrained.AnswerConstraint`
 over EMMOE's actions and models and the scene's names, as ``--planner hf --constrained`` does in the text mode;
 its analysis budget follows ``--max-new-tokens``).
@@ -75,7 +76,7 @@ def measure(
     timed_rounds: int,
     min_prompt_tokens: int,
     max_new_tokens: int,
-    threads: int,
+    threads: int | None,
     constrained: bool,
     analysis_max_chars: int,
     full_instruction: bool,
@@ -92,6 +93,7 @@ def measure(
     started = time.perf_counter()
     config = TextModelConfig(bundled_model("smollm2"), runtime=runtime, threads=threads, fast_greedy=not sampler_chain)  # type: ignore[arg-type]
     engine = TextLanguageModel(config)
+    threads = engine.config.threads  # the default resolved, when --threads was not given
     load_s = time.perf_counter() - started
     warm_s: list[float] = []
     cold_s: list[float] = []
@@ -195,7 +197,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--timed-rounds", type=int, default=3, help="timed rounds per episode")
     parser.add_argument("--min-prompt-tokens", type=int, default=1200)
     parser.add_argument("--max-new-tokens", type=int, default=60)
-    parser.add_argument("--threads", type=int, default=1, help="CPU threads of the runtime (planner default: 1)")
+    parser.add_argument(
+        "--threads",
+        type=int,
+        default=None,
+        help="CPU threads of the runtime (default: the planner's, every core up to 4)",
+    )
     parser.add_argument("--constrained", action="store_true", help="decode under the planner's answer grammar")
     parser.add_argument(
         "--analysis-max-chars",
@@ -253,7 +260,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{runtime}: failed: {result['error']}")
             continue
         print(
-            f"{runtime} ({args.threads} thread(s), {'constrained' if args.constrained else 'free'}): "
+            f"{runtime} ({result['threads']} thread(s), {'constrained' if args.constrained else 'free'}): "
             f"load {result['load_s']:.1f} s; {result['rounds']} rounds of "
             f"{result['prompt_tokens'][0]}-{result['prompt_tokens'][1]} prompt tokens, "
             f"median answer {result['median_answer_tokens']:.0f} tokens; "

@@ -28,10 +28,12 @@ or after ``max_new_tokens``.
 from __future__ import annotations
 
 import ctypes
+import dataclasses
 import logging
+import os
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, MutableMapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, Protocol
@@ -45,6 +47,60 @@ from homiebot.planner.models import BundledModel, ModelNotInstalledError
 log = logging.getLogger(__name__)
 
 Runtime = Literal["auto", "llama_cpp", "transformers"]
+
+#: The most CPU threads a bundled text model gets by default. llama.cpp splits each matrix product of a token
+#: between its threads and joins them after every operation; SmolLM2-135M's products are small (576-wide), so
+#: extra threads soon cost more in joins than they save. 2 threads gave a round 0.89 s against 1.49 s for 1 on
+#: 2 idle cores (BENCHMARKS.md, "A bundled text model on the CPU"). More than 2 cores were not measured here:
+#: the cap keeps a big machine from handing one small model dozens of threads that mostly wait.
+MAX_DEFAULT_THREADS = 4
+
+
+def usable_cores() -> int:
+    """The CPU cores this process may run on (its affinity mask, which ``taskset`` and container CPU sets
+    narrow; :func:`os.cpu_count` where the platform has no affinity)."""
+    if hasattr(os, "sched_getaffinity"):
+        return max(1, len(os.sched_getaffinity(0)))
+    return max(1, os.cpu_count() or 1)
+
+
+def cpu_share(workers: int, cores: int | None = None) -> int:
+    """The threads each of ``workers`` concurrent processes gets when they split ``cores`` (default: the
+    usable cores) evenly, at least one: ``homie eval --workers N`` gives each worker this many."""
+    return max(1, (usable_cores() if cores is None else cores) // max(1, workers))
+
+
+def claim_cpu_share(
+    workers: int, environ: MutableMapping[str, str] | None = None, cores: int | None = None
+) -> int | None:
+    """In a worker process of ``workers`` sharing this machine: set ``OMP_NUM_THREADS`` to the worker's
+    :func:`cpu_share` unless it is set already (the user's value wins), before any model loads; returns the
+    value in effect (None: the user's value is not a count). torch reads it for its thread pool, and
+    :func:`default_threads` for the text runtimes."""
+    environ = os.environ if environ is None else environ
+    environ.setdefault("OMP_NUM_THREADS", str(cpu_share(workers, cores)))
+    return _omp_threads(environ)
+
+
+def _omp_threads(environ: Mapping[str, str]) -> int | None:
+    """``OMP_NUM_THREADS`` as a count, None when unset or not a positive number. OpenMP's syntax allows a
+    list for nested levels ("4,2"): the first is the outer level's count."""
+    value = environ.get("OMP_NUM_THREADS", "").split(",")[0].strip()
+    return int(value) if value.isdigit() and int(value) >= 1 else None
+
+
+def default_threads(environ: Mapping[str, str] | None = None, cores: int | None = None) -> int:
+    """The runtime's threads when none are given (``-p torch_threads=`` wins over this).
+
+    ``OMP_NUM_THREADS`` when it is set: ``homie eval`` sets it in each worker to :func:`cpu_share` of the
+    workers (unless the user set it), as Ray and ``torchrun`` do for their workers, so workers on shared cores
+    do not oversubscribe them. Otherwise every usable core (``homie run``, ``homie up``, the server: one
+    model process). Either way at most :data:`MAX_DEFAULT_THREADS`.
+    """
+    threads = _omp_threads(os.environ if environ is None else environ)
+    if threads is None:
+        threads = usable_cores() if cores is None else max(1, cores)
+    return min(MAX_DEFAULT_THREADS, threads)
 
 
 def chat_stop_ids(tokenizer: Any) -> list[int]:
@@ -64,9 +120,11 @@ class TextModelConfig:
 
     model: BundledModel
     runtime: Runtime = "auto"
-    #: CPU threads (llama.cpp ``n_threads``; ``torch.set_num_threads`` for transformers). None: llama.cpp
-    #: gets 1 (on a 2-core machine shared with a simulator and other work, a second OpenMP thread mostly
-    #: waits: measured 16-22 ms per token with 1 thread, 22-92 ms with 2; BENCHMARKS.md), torch its default.
+    #: CPU threads (llama.cpp ``n_threads``; ``torch.set_num_threads`` for transformers). None: the share
+    #: of the cores this process may use (:func:`default_threads`: all of them up to 4 for one process, the
+    #: worker's share under ``homie eval --workers N``). On 2 idle cores 2 threads make a round 1.7x faster
+    #: than 1; on cores busy with other work a second thread mostly waits (BENCHMARKS.md), so ``homie eval``
+    #: gives 2 workers on 2 cores one thread each.
     threads: int | None = None
     #: Context window in tokens (SmolLM2 was trained to 8,192).
     context_tokens: int = 8192
@@ -144,8 +202,8 @@ class _LlamaCppBackend:
         self.llm = Llama(
             model_path=str(path),
             n_ctx=config.context_tokens,
-            n_threads=config.threads or 1,
-            n_threads_batch=config.threads or 1,
+            n_threads=config.threads or default_threads(),
+            n_threads_batch=config.threads or default_threads(),
             flash_attn=True,
             verbose=False,
         )
@@ -396,6 +454,8 @@ class TextLanguageModel:
 
     def __init__(self, config: TextModelConfig) -> None:
         self.runtime = self._choose(config.runtime)
+        if config.threads is None:
+            config = dataclasses.replace(config, threads=default_threads())
         try:
             path = config.model.path()
         except ModelNotInstalledError as exc:
@@ -415,7 +475,13 @@ class TextLanguageModel:
         self.load_seconds = time.perf_counter() - started
         if not self.backend.chat_template:
             raise PlannerLoadError(f"{path.name} carries no chat template")
-        log.info("%s loaded with %s in %.1f s", config.model.name, self.runtime, self.load_seconds)
+        log.info(
+            "%s loaded with %s (%d thread(s)) in %.1f s",
+            config.model.name,
+            self.runtime,
+            config.threads,
+            self.load_seconds,
+        )
         self._lock = threading.Lock()
         #: The exact prompt text of the last call and its cost (for records, tests and the benchmark).
         self.last_prompt: str = ""
