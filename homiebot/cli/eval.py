@@ -88,6 +88,7 @@ def register(app: typer.Typer) -> None:
         planner_option: list[str] = typer.Option([], "--planner-option", "-p", help="Planner option key=value (repeatable)."),
         base_url: str = typer.Option(None, "--base-url", help="Model planners: OpenAI-compatible server URL (as homie run)."),
         model: str = typer.Option(None, "--model", help="Model planners: model name."),
+        adapter: Path = typer.Option(None, "--adapter", help="hf planner: a LoRA adapter folder (homie train sft|dpo) on --model's folder (docs/training.md)."),
         api_key_env: str = typer.Option(None, "--api-key-env", help="Model planners: environment variable holding the API key."),
         constrained: bool = typer.Option(None, "--constrained/--no-constrained", help="Model planners: constrained decoding."),
         decode: str = typer.Option(None, "--decode", help=f"hf planner: greedy decoding loop, {choices(DecodeMode)} (default {DecodeMode.AUTO})."),
@@ -131,7 +132,8 @@ def register(app: typer.Typer) -> None:
 
             refused = {"--planner": planner not in (None, "expert"), "--perception": perception != PerceptionMode.OFF,
                        "--images": images, "--video": video, "--backend": backend != "local",
-                       "--observe": observe is not None, "--recovery": recovery is not None}
+                       "--observe": observe is not None, "--recovery": recovery is not None,
+                       "--adapter": adapter is not None}
             check_output(out)
             try:
                 outcome = cli_run(out, agents=agents, suite=suite, mode=mode, planner_robot=planner_robot,
@@ -149,6 +151,12 @@ def register(app: typer.Typer) -> None:
             from homiebot.eval.manifest import resolve_suite as suite_name
 
             planner = REFERENCE_PLANNERS.get(suite_name(suite), EXPERT_PLANNER)
+        from homiebot.cli.train_adapter import AdapterOptionError, adapter_option
+
+        try:  # pinned in eval.json with the other planner options
+            named.update(adapter_option(adapter, planner, {**_parse_options(planner_option), **named}))
+        except AdapterOptionError as err:
+            raise report(str(err)) from None
         if suite == "muep":  # MuEP's protocol and table, not EMMOE's loop: its own runner
             from homiebot.cli.muep import eval_muep
 

@@ -115,6 +115,7 @@ def register(app: typer.Typer) -> None:
         live_port: int = typer.Option(8765, "--live-port", min=1, max=65535, help="--live: the port on 127.0.0.1."),
         base_url: str | None = typer.Option(None, "--base-url", help="Model planners: OpenAI-compatible server URL."),
         model: str | None = typer.Option(None, "--model", help="Model planners: model name."),
+        adapter: Path | None = typer.Option(None, "--adapter", help="hf planner: a LoRA adapter folder (homie train sft|dpo) on --model's folder (docs/training.md)."),
         api_key_env: str | None = typer.Option(None, "--api-key-env", help="Model planners: environment variable holding the API key."),
         constrained: bool | None = typer.Option(None, "--constrained/--no-constrained", help="Model planners: constrained decoding."),
         decode: str | None = typer.Option(None, "--decode", help=f"hf planner: greedy decoding loop, {choices(DecodeMode)} (default {DecodeMode.AUTO})."),
@@ -168,6 +169,12 @@ def register(app: typer.Typer) -> None:
         chosen = {"base_url": base_url, "model": model, "api_key_env": api_key_env, "constrained": constrained,
                   "decode": decode}
         options.update({key: value for key, value in chosen.items() if value is not None})
+        from homiebot.cli.train_adapter import AdapterOptionError, adapter_option
+
+        try:
+            options.update(adapter_option(adapter, planner, options))
+        except AdapterOptionError as err:
+            raise _fail(str(err)) from None
         from homiebot.recovery.cli import recovery_planner
 
         try:  # refused here in one line; the planner node builds the same wrapper (homiebot.recovery.cli)

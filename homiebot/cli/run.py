@@ -86,6 +86,7 @@ def register(app: typer.Typer) -> None:
         strict_models: bool = typer.Option(False, "--strict-models/--lenient-models", help="F1 when the model does not serve the action."),
         base_url: str | None = typer.Option(None, "--base-url", help="Model planners: OpenAI-compatible server URL."),
         model: str | None = typer.Option(None, "--model", help="Model planners: model name."),
+        adapter: Path | None = typer.Option(None, "--adapter", help="hf planner: a LoRA adapter folder (homie train sft|dpo) on --model's folder (docs/training.md)."),
         api_key_env: str | None = typer.Option(None, "--api-key-env", help="Model planners: environment variable holding the API key."),
         constrained: bool | None = typer.Option(None, "--constrained/--no-constrained", help="Model planners: constrained decoding."),
         decode: str | None = typer.Option(None, "--decode", help=f"hf planner: greedy decoding loop, {choices(DecodeMode)} (default {DecodeMode.AUTO})."),
@@ -145,6 +146,12 @@ def register(app: typer.Typer) -> None:
                 raise _fail(str(err)) from None
         options = _parse_options(planner_option)
         options.update(base_url=base_url, model=model, api_key_env=api_key_env, constrained=constrained, decode=decode)
+        from homiebot.cli.train_adapter import AdapterOptionError, adapter_option
+
+        try:
+            options.update(adapter_option(adapter, planner, options))
+        except AdapterOptionError as err:
+            raise _fail(str(err)) from None
         from homiebot.recovery.cli import recovery_planner, write_episode_stats
 
         try:  # --recovery wraps the planner and its options

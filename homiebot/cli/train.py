@@ -170,6 +170,14 @@ def register(app: typer.Typer) -> None:
 
         # Refused before run_dagger creates --out: a bad model folder or output path leaves nothing behind.
         check_output(out)
+        if teacher_model is not None:  # a name or a folder, checked before the student's folder and any load
+            from homiebot.planner.models import available_models, bundled_model
+
+            if bundled_model(teacher_model) is None and not (Path(teacher_model) / "config.json").is_file():
+                fail(
+                    f"--teacher-model {teacher_model}: neither a bundled model ({', '.join(available_models())}) "
+                    "nor a model folder (no config.json)"
+                )
         if not (model / "config.json").is_file():
             fail(f"{model}: not a model folder (no config.json); homie train base --model smollm2 --out DIR writes one")
         teacher = None

@@ -33,6 +33,10 @@ CASES: dict[str, dict[str, list[str]]] = {
         "unwritable": ["--task", "demo-drawer", "--out", UNWRITABLE],
         "bad_name": ["--task", "nope-000", "--out", "{tmp}/out"],
         "malformed_input": ["tidy up", "--scene", MALFORMED, "--out", "{tmp}/out"],
+        "missing_adapter": ["--task", "demo-drawer", "--planner", "hf", "--model", "{tmp}", "--adapter", MISSING,
+                            "--out", "{tmp}/out"],
+        "unusable_adapter": ["--task", "demo-drawer", "--planner", "hf", "--model", "{tmp}", "--adapter", "{tmp}",
+                             "--out", "{tmp}/out"],
     },
     "tasks": {"bad_name": ["--suite", "nope"]},
     "play": {
@@ -46,6 +50,10 @@ CASES: dict[str, dict[str, list[str]]] = {
         "bad_mode": ["--agents", "robot+human", "--mode", "joint", "--suite", "partnr", "--out", "{tmp}/out"],
         "bad_pair": ["--agents", "robot+human", "--mode", "centralized", "--planner-human", "scripted",
                      "--suite", "partnr", "--out", "{tmp}/out"],
+        "missing_adapter": ["--suite", "demo", "--planner", "hf", "--model", "{tmp}", "--adapter", MISSING,
+                            "--out", "{tmp}/out"],
+        "unusable_adapter": ["--suite", "demo", "--planner", "hf", "--model", "{tmp}", "--adapter", "{tmp}",
+                             "--out", "{tmp}/out"],
     },
     "metrics": {
         "unwritable": ["{tmp}", "--report-dir", UNWRITABLE],
@@ -80,6 +88,8 @@ CASES: dict[str, dict[str, list[str]]] = {
         "bad_recovery": ["--task", "demo-drawer", "--recovery", "nope", "--out", "{tmp}/out"],
         "bad_recovery_stages": ["--task", "demo-drawer", "--recovery", "cmfr", "--recovery-stages", "5", "--out", "{tmp}/out"],
         "recovery_option_alone": ["--task", "demo-drawer", "--no-recovery-search", "--out", "{tmp}/out"],
+        "missing_adapter": ["--task", "demo-drawer", "--planner", "hf", "--model", "{tmp}", "--adapter", MISSING,
+                            "--out", "{tmp}/out"],
     },
     "bag record": {"unwritable": [UNWRITABLE, "--duration", "1"]},
     "bag play": {"missing_input": [MISSING]},
@@ -118,6 +128,7 @@ CASES: dict[str, dict[str, list[str]]] = {
     "train dagger": {
         "missing_input": ["--model", MISSING, "--out", "{tmp}/out", "--tasks", "emmoe-084"],
         "unwritable": ["--model", "{tmp}", "--out", UNWRITABLE, "--tasks", "emmoe-084"],
+        "bad_teacher": ["--model", "{tmp}", "--out", "{tmp}/out", "--tasks", "emmoe-084", "--teacher-model", "nope"],
     },
     "train eval": {"missing_input": ["--model", MISSING, "--sft", MISSING]},
     "muep export": {

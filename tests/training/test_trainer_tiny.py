@@ -138,7 +138,7 @@ def test_one_dpo_step_gives_the_loss_computed_by_hand(setup, tmp_path):
 
 
 def test_the_trained_adapter_plans_a_constrained_episode(setup, tmp_path):
-    """The adapter is usable at once from the command line: ``homie run --planner hf --model DIR -p adapter=DIR``
+    """The adapter is usable at once from the command line: ``homie run --planner hf --model DIR --adapter DIR``
     loads the trained text model (a causal LM folder, not an image-text one) and runs an episode in the
     simulator in the text mode, every answer in the format (constrained decoding), so no F1."""
     from typer.testing import CliRunner
@@ -158,7 +158,7 @@ def test_the_trained_adapter_plans_a_constrained_episode(setup, tmp_path):
     )
     out = tmp_path / "episode"
     args = ["run", "--task", "emmoe-001", "--planner", "hf", "--model", str(root / "model"), "--constrained"]
-    args += ["-p", f"adapter={adapter}", "-p", "max_new_tokens=120", "-p", "include_history=false"]
+    args += ["--adapter", str(adapter), "-p", "max_new_tokens=120", "-p", "include_history=false"]
     args += ["-p", "system_turn=false", "--max-rounds", "2", "--no-render", "--no-video", "--no-report"]
     result = CliRunner().invoke(build_app(), [*args, "--out", str(out)])
     assert result.exit_code == 0, result.output
