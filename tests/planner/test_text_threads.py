@@ -82,3 +82,26 @@ def test_the_runtime_gets_the_default_unless_threads_are_given(monkeypatch):
         assert engine.config.threads == 2 and engine.backend.llm.n_threads == 2  # type: ignore[attr-defined]
     finally:
         engine.close()
+
+
+def test_the_eval_pool_tells_each_worker_how_many_share_the_cores(monkeypatch):
+    # Only the spawn is faked (no simulator): the options a worker process would start with.
+    from homiebot.eval.pool import WorkerPool
+    from homiebot.eval.worker import WorkerOptions, worker_main
+
+    started: list[WorkerOptions] = []
+
+    class FakeProcess:
+        def __init__(self, target, args, daemon):
+            assert target is worker_main and daemon
+            started.append(args[1])
+
+        def start(self):
+            pass
+
+    pool = WorkerPool(WorkerOptions(settings=None, tasks={}, names={}, out_dir="unused"), size=3)  # type: ignore[arg-type]
+    monkeypatch.setattr(pool._ctx, "Process", FakeProcess)
+    worker = pool._spawn()
+    worker.conn.close()
+    assert [options.workers for options in started] == [3]
+    assert started[0].parent_pid == os.getpid()
