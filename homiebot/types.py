@@ -19,8 +19,9 @@ import numpy as np
 #: The action list of the EMMOE system prompt (appendix D), in the paper's order.
 EMMOE_ACTIONS: tuple[str, ...] = ("Go to", "Pick", "Put", "Open", "Close", "End")
 #: EMMOE's list extended with the household skills ALFWorld's task types need (switching appliances and lamps,
-#: cleaning, heating, cooling; declared in ``homiebot/skills/actions.py``, see docs/textworld.md). ``End`` stays last.
-HOUSEHOLD_ACTIONS: tuple[str, ...] = EMMOE_ACTIONS[:-1] + ("Turn on", "Turn off", "Clean", "Heat", "Cool", "End")
+#: cleaning, heating, cooling; declared in ``homiebot/skills/actions.py``, see docs/textworld.md) and PARTNR's Fill and
+#: Pour (docs/collaboration.md). ``End`` stays last.
+HOUSEHOLD_ACTIONS: tuple[str, ...] = EMMOE_ACTIONS[:-1] + ("Turn on", "Turn off", "Clean", "Heat", "Cool", "Fill", "Pour", "End")
 #: The model list of the EMMOE system prompt (appendix D), in the paper's order.
 EMMOE_MODELS: tuple[str, ...] = ("NoMaD", "PixNav", "octo", "RT-1-X")
 #: The order of the four first-person views everywhere (system prompt item 1; file names of appendix B).
@@ -45,6 +46,10 @@ class Action(str, enum.Enum):
     CLEAN = "Clean"
     HEAT = "Heat"
     COOL = "Cool"
+    # PARTNR's liquid skills (appendix A.9.1: Fill, Pour; the human's only): fill a held container at a faucet,
+    # pour the held container's contents into another container.
+    FILL = "Fill"
+    POUR = "Pour"
     END = "End"
 
     @classmethod
@@ -246,6 +251,9 @@ class EntityState:
     is_clean: bool | None = None
     is_hot: bool | None = None
     is_cold: bool | None = None
+    # PARTNR's is_filled / is_empty: whether a container (cup, mug, bowl) holds water; None when the object
+    # holds no liquid, and for rooms and furniture.
+    is_filled: bool | None = None
 
 
 @dataclass(frozen=True)

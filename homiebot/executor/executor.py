@@ -39,6 +39,10 @@ Decisions where the paper is silent (tested in ``tests/executor/``; see ``docs/l
   (``ExecutorConfig.withheld_actions``: the robot has no Turn on / Turn off / Clean, PARTNR A.9.1) is F1 with
   :func:`messages.not_capable`; a Pick of an object the other agent holds is E1 at once with
   :func:`messages.held_by_other` (no tries: the other hand does not let go).
+* **What an action needs of its target** (declared on the action: ``ActionSpec.target_is`` /
+  ``target_needs``; PARTNR's Fill and Pour need a container, Pour a filled one) is checked after L4 and
+  answered L4, with the requirement's own message for a state ("Unable to pour, the mug is empty, you should
+  fill it first").
 """
 
 from __future__ import annotations
@@ -81,8 +85,12 @@ DEFAULT_MODEL_ACTIONS: Mapping[str, tuple[Action, ...]] = {
 }
 # The household actions (homiebot/skills/actions.py) are manipulations: octo switches like it opens, RT-1-X
 # treats the held object like it puts it (a decision: table E2 predates these actions).
-_HOUSEHOLD = {"octo": (Action.TURN_ON, Action.TURN_OFF), "RT-1-X": (Action.CLEAN, Action.HEAT, Action.COOL)}
-_ALL_HOUSEHOLD = (Action.TURN_ON, Action.TURN_OFF, Action.CLEAN, Action.HEAT, Action.COOL)
+# PARTNR's Fill and Pour handle the held container like a treatment does (RT-1-X as well).
+_HOUSEHOLD = {
+    "octo": (Action.TURN_ON, Action.TURN_OFF),
+    "RT-1-X": (Action.CLEAN, Action.HEAT, Action.COOL, Action.FILL, Action.POUR),
+}
+_ALL_HOUSEHOLD = (Action.TURN_ON, Action.TURN_OFF, Action.CLEAN, Action.HEAT, Action.COOL, Action.FILL, Action.POUR)
 DEFAULT_MODEL_ACTIONS = {
     model: actions + _HOUSEHOLD.get(model, _ALL_HOUSEHOLD if model in ("M3", "oracle") else ())
     for model, actions in DEFAULT_MODEL_ACTIONS.items()
@@ -283,6 +291,11 @@ class Executor:
             raise _Fail(ErrorCode.L3, messages.container_closed(subject_text))
         if spec.acts_on is not None and not spec.acts_on(entity):
             raise _Fail(ErrorCode.L4, messages.not_interactive(word, subject_text))
+        # What the action needs of its target itself (Fill / Pour: a container; Pour: a filled one).
+        if spec.target_is is not None and not spec.target_is(state.entities[target]):
+            raise _Fail(ErrorCode.L4, messages.not_interactive(word, target_text))
+        if spec.target_needs is not None and not spec.target_needs.test(state.entities[target]):
+            raise _Fail(ErrorCode.L4, spec.target_needs.message(messages.action_word(word), target_text))
         # Distance errors, for every action but Go to.
         if spec.checks_distance:
             distance = state.reach_distance(subject)

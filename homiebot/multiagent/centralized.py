@@ -36,8 +36,8 @@ from homiebot.planner.react import (
 
 #: PARTNR A.9: "centralized baselines had a maximum timeout of 100 replanning calls".
 PARTNR_CENTRALIZED_MAX_LLM_CALLS = 100
-#: The tools only the human has (PARTNR A.9.1; Fill and Pour are not modelled here).
-STATE_CHANGING_TOOLS: frozenset[str] = frozenset({"PowerOn", "PowerOff", "Clean"})
+#: The tools only the human has (PARTNR A.9.1).
+STATE_CHANGING_TOOLS: frozenset[str] = frozenset({"PowerOn", "PowerOff", "Clean", "Fill", "Pour"})
 TERMINATION = "Final Thought: Exit!"
 
 

@@ -7,7 +7,7 @@ each with its own world graph, each reasoning about the other's actions). In the
 provides what plans for them:
 
 * roles and their action lists (:func:`role_config`): the robot lacks PARTNR's state-changing skills (Turn on,
-  Turn off, Clean: A.9.1), both get PARTNR's ``Wait``;
+  Turn off, Clean, Fill, Pour: A.9.1), both get PARTNR's ``Wait``;
 * :class:`ShareExpert`: PARTNR's heuristic expert restricted to the agent's share of the task's propositions
   (:mod:`homiebot.multiagent.split`); it waits while a proposition it depends on is the partner's and not yet
   done, and ends when every proposition is done;
@@ -41,9 +41,8 @@ from homiebot.types import Feedback, Subtask, WorldState, casefold_words
 
 log = logging.getLogger(__name__)
 
-#: The EMMOE-format actions only the human has (PARTNR A.9.1: Clean, Fill, Pour, PowerOff, PowerOn; Fill and
-#: Pour have no skill here).
-HUMAN_ONLY_ACTIONS: tuple[str, ...] = ("Turn on", "Turn off", "Clean")
+#: The EMMOE-format actions only the human has (PARTNR A.9.1: Clean, Fill, Pour, PowerOff, PowerOn).
+HUMAN_ONLY_ACTIONS: tuple[str, ...] = ("Turn on", "Turn off", "Clean", "Fill", "Pour")
 MODES = ("centralized", "decentralized")
 
 

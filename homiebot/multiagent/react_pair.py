@@ -50,6 +50,7 @@ from homiebot.planner.react import (
     Tool,
     ToolCall,
     WorldIndex,
+    acting_subtask,
     grammar_max_bytes,
 )
 from homiebot.planner.text_planning import describe_scene
@@ -67,7 +68,7 @@ ROLE_TEXT = {
     ),
     AgentRole.HUMAN: (
         "Another agent, a robot, works on the same task in the same home at the same time; only you can switch "
-        "appliances on or off and clean. You take the part of the task the instruction keeps for the speaker: "
+        "appliances on or off, clean, fill and pour. You take the part of the task the instruction keeps for the speaker: "
         "when it says 'you move the cup and I will wash it', you wash it. If the robot already holds an object or "
         "has finished a step, move on to another part of the task."
     ),
@@ -131,6 +132,11 @@ class PartnerReAct(PartnerLog, ReActPlanner):  # the log first: its observe_part
         lines = partner_lines(self._unread)
         self._unread = []
         return f"{text}\n{lines}"
+
+
+def _held_text(role: AgentRole) -> str:
+    """How the centralized world description places an object an agent holds (PARTNR: ``held by Agent 0 (Robot)``)."""
+    return f"held by Agent {int(role)} ({role.name.lower()})"
 
 
 @dataclass
@@ -198,7 +204,7 @@ class CentralizedReAct(CentralizedBrain):
             parts = [p.strip() for p in subtask_text.strip("[]").split(",")]
             self._index.apply(Subtask(parts[0], parts[1] if len(parts) > 1 else None, parts[2] if len(parts) > 2 else None))
             if Action.parse(parts[0]) is Action.PICK and len(parts) > 1 and parts[1] in self._index.objects:
-                self._index.objects[parts[1]] = f"held by Agent {int(role)} ({role.name.lower()})"
+                self._index.objects[parts[1]] = _held_text(role)
 
     def tools(self, role: AgentRole, request: PlanRequest) -> list[Tool]:
         """``role``'s tools: its action list (the loop's ``meet_partner`` gives the partner's), less the state-changing
@@ -268,7 +274,8 @@ class CentralizedReAct(CentralizedBrain):
         return (
             "You direct two agents in a home, a robot (Agent 0) and a person (Agent 1), who carry out one task "
             "together. Both can walk to rooms, furniture and objects, pick objects up, put them on or in furniture, "
-            "and open and close furniture; only the person can switch appliances on or off and clean. Divide the "
+            "and open and close furniture; only the person can switch appliances on or off, clean, fill and pour. "
+            "Divide the "
             "work so that both are busy and the task is done in as few rounds as possible; give an agent with "
             "nothing left to do Wait[]. Each turn, think briefly, then give one action for each agent. When the "
             f"whole task is done, answer with the line {TERMINATION}"
@@ -305,14 +312,9 @@ class CentralizedReAct(CentralizedBrain):
             return [Subtask("Go to", obj), Subtask("Pick", obj), Subtask("Go to", furniture), Subtask("Put", obj, furniture)]
         if tool.name == "Wait":
             return [Subtask(WAIT_ACTION)]
-        assert tool.action is not None
-        if tool.action is Action.END:
-            return [Subtask("End")]
-        if tool.action is Action.PUT:
-            return [Subtask("Put", call.args[0], call.args[2])]
-        if tool.action is Action.CLEAN:
-            return [Subtask("Clean", call.args[0], self._agents[role].last_place)]
-        return [Subtask(tool.action.value, call.args[0])]
+        assert self._index is not None
+        held = self._index.held_by(_held_text(role))
+        return [acting_subtask(tool, call.args, self._agents[role].last_place, held)]
 
     def _answer(self, role: AgentRole, subtask: Subtask, thought: str, request: PlanRequest) -> str:
         assert self._index is not None

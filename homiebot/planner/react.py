@@ -8,8 +8,9 @@ that loop mapped onto HomieBot's round (docs/react.md):
 * **Acting tools** become one EMMOE subtask each, executed by the loop's executor like any planner's answer
   (the answer handed to the loop is EMMOE's ``Analysis / Subtask / Model`` text, so parsing, F1/F2 checks,
   records and metrics are the same for every planner): Navigate -> Go to, Pick -> Pick, Place -> Put,
-  Open / Close, PowerOn / PowerOff -> Turn on / Turn off, Clean -> Clean (at the furniture last navigated
-  to: our Clean treats the held object at a furniture with a sink), Done -> End. Rearrange is PARTNR's
+  Open / Close, PowerOn / PowerOff -> Turn on / Turn off, Clean -> Clean and Fill -> Fill (at the furniture
+  last navigated to: our Clean and Fill act on the held object at a furniture with a sink), Pour -> Pour (the
+  held object into the named container), Done -> End. Rearrange is PARTNR's
   "pick, move to the furniture, place" macro: it unrolls into Go to, Pick, Go to, Put over the next rounds,
   stopping at the first failure.
 * **Perception tools** (FindObjectTool, FindReceptacleTool, FindRoomTool; PARTNR's "ReAct-Tools") and Wait
@@ -165,6 +166,21 @@ TOOLS: tuple[Tool, ...] = (
         (Action.CLEAN,),
     ),
     Tool(
+        "Fill",
+        Arg.OBJECT,
+        "fill the held container (a cup, a mug, a bowl) with water at the sink you navigated to last. "
+        "Example: Fill[cup_1]",
+        Action.FILL,
+        (Action.FILL,),
+    ),
+    Tool(
+        "Pour",
+        Arg.OBJECT,
+        "pour the water of the held container into another container you are next to. Example: Pour[bowl_1]",
+        Action.POUR,
+        (Action.POUR,),
+    ),
+    Tool(
         "FindObjectTool",
         Arg.QUERY,
         "list the exact names of objects that fit a short description, "
@@ -253,6 +269,10 @@ class WorldIndex:
                 index.objects[head] = rest
         return index
 
+    def held_by(self, where: str) -> str | None:
+        """The object whose place reads ``where`` (``held by the agent``), if any."""
+        return next((name for name, text in sorted(self.objects.items()) if text == where), None)
+
     def objects_text(self) -> str:
         """PARTNR's ``Objects:`` observation list."""
         if not self.objects:
@@ -312,6 +332,22 @@ class WorldIndex:
         if not best:
             return f"No room matching '{query}'; the rooms are: {', '.join(self.rooms) or 'unknown'}."
         return ", ".join(best)
+
+
+def acting_subtask(tool: Tool, args: Sequence[str], last_place: str | None, held: str | None) -> Subtask:
+    """The EMMOE subtask of an acting tool call other than Rearrange. Clean and Fill act on the held object at the
+    furniture last navigated to; Pour pours the held object into the named one (with nothing known to be held,
+    the named one stands for both, so the executor answers the empty hand, L2)."""
+    assert tool.action is not None
+    if tool.action is Action.END:
+        return Subtask("End")
+    if tool.action is Action.PUT:
+        return Subtask("Put", args[0], args[2])
+    if tool.action in (Action.CLEAN, Action.FILL):
+        return Subtask(tool.action.value, args[0], last_place)
+    if tool.action is Action.POUR:
+        return Subtask("Pour", held or args[0], args[0])
+    return Subtask(tool.action.value, args[0])
 
 
 def _best(scores: dict[str, int], limit: int = 8) -> list[str]:
@@ -740,14 +776,7 @@ class ReActPlanner(Planner):
             held = index.objects.get(obj, "").startswith("held by the agent")
             steps = [] if held else [Subtask("Go to", obj), Subtask("Pick", obj)]
             return [*steps, Subtask("Go to", furniture), Subtask("Put", obj, furniture)]
-        assert tool.action is not None
-        if tool.action is Action.END:
-            return [Subtask("End")]
-        if tool.action is Action.PUT:
-            return [Subtask("Put", call.args[0], call.args[2])]
-        if tool.action is Action.CLEAN:
-            return [Subtask("Clean", call.args[0], self._episode.last_place)]
-        return [Subtask(tool.action.value, call.args[0])]
+        return [acting_subtask(tool, call.args, self._episode.last_place, index.held_by("held by the agent"))]
 
     def _answer(self, subtask: Subtask, thought: str, request: PlanRequest, call: ToolCall | None = None) -> str:
         ep = self._episode

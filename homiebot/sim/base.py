@@ -6,7 +6,7 @@ perception and the ROS 2 bridge never import MuJoCo (or Habitat) directly.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Protocol, runtime_checkable
 
 import numpy as np
@@ -74,6 +74,18 @@ class SupportsHouseholdSkills(Protocol):
     def cool(self, obj: str, place: str) -> SkillResult: ...
 
 
+@runtime_checkable
+class SupportsLiquids(Protocol):
+    """PARTNR's Fill and Pour (appendix A.9.1, the human's skills): fill the held container at a furniture with a
+    faucet; pour the held container's water into another container. Declared apart from
+    :class:`SupportsHouseholdSkills` so that a backend with those (the ROS 2 client, the text world) keeps them
+    without these; a backend without them answers Fill and Pour with a failure."""
+
+    def fill(self, obj: str, place: str) -> SkillResult: ...
+
+    def pour(self, obj: str, place: str) -> SkillResult: ...
+
+
 SimulatorFactory = Callable[..., Simulator]
 
 _BACKENDS: dict[str, str] = {
@@ -130,3 +142,55 @@ class SupportsAgents(Protocol):
     def sync_clocks(self) -> float:
         """Every agent's clock moves to the latest one (a lock-step round starts); returns that time."""
         ...
+
+
+# ------------------------------------------------------------------------------------------------ optional extras
+# What a backend may tell beyond the Simulator protocol, for the ROS 2 bridge's clock, path, joint and robot-model
+# topics (docs/ros.md, "Frames and joints", "Robot model in rviz", "Time"). Declared here rather than probed by
+# name, so that a backend says what it has and the bridge reads the declaration. A backend without one gets the
+# bridge's fallback: the views' time, an empty path, the base joints only, no robot model.
+
+
+@runtime_checkable
+class SupportsClock(Protocol):
+    """The simulated clock: seconds since the reset (the skills' nominal durations), what the views are stamped
+    with; the bridge's ``/clock``."""
+
+    @property
+    def sim_time(self) -> float: ...
+
+
+@runtime_checkable
+class SupportsPath(Protocol):
+    """The robot base's travelled path since the reset, as ``(x, y)`` map points (``/sim/path``)."""
+
+    @property
+    def travelled_path(self) -> list[tuple[float, float]]: ...
+
+
+@runtime_checkable
+class SupportsJointStates(Protocol):
+    """The robot's joints above the base, by joint name (``/joint_states``): what the model holds now."""
+
+    def joint_positions(self) -> dict[str, float]: ...
+
+
+class RobotModel(Protocol):
+    """A robot's description and forward kinematics (the MuJoCo backend's
+    :class:`homiebot.sim.mujoco.urdf.RobotKinematics`)."""
+
+    def urdf(self) -> str:
+        """The robot's URDF text (``/robot_description``)."""
+        ...
+
+    def link_transforms(self, positions: Mapping[str, float]) -> list[tuple[str, str, np.ndarray]]:
+        """``(parent, child, parent -> child 4x4)`` for the robot's links at joint ``positions`` (``/tf``)."""
+        ...
+
+
+@runtime_checkable
+class SupportsRobotModel(Protocol):
+    """A backend that describes its own robot. Only the backend knows its robot: one without this gets no robot
+    model in rviz rather than a wrong one."""
+
+    def robot_kinematics(self) -> RobotModel: ...

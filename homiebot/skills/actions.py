@@ -9,7 +9,9 @@ EMMOE's five skills and for the household skills ALFWorld's task types need (``T
 appliance or a lamp; ``Clean`` / ``Heat`` / ``Cool`` the held object at a sink / microwave / fridge; ALFWorld's
 ``use``, ``clean``, ``heat`` and ``cool`` commands, docs/textworld.md). The feedback strings are EMMOE's
 (``homiebot/executor/messages.py``) with the new action's word in them ("Unable to heat, the hand is empty",
-"Can not turn on sofa! Please choose another object").
+"Can not turn on sofa! Please choose another object"). PARTNR's Fill and Pour (appendix A.9.1, the human's
+liquid skills) are declared the same way: ``[Fill, mug, sink]`` fills the held container at a faucet,
+``[Pour, mug, bowl]`` pours it into another container.
 
 A new action is added by a member of :class:`homiebot.types.Action`, one :class:`ActionSpec` in
 :data:`ACTION_SPECS`, and a simulator method behind a capability protocol (``homiebot/sim/base.py``).
@@ -21,7 +23,7 @@ import enum
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from homiebot.sim.base import Simulator, SupportsHouseholdSkills
+from homiebot.sim.base import Simulator, SupportsHouseholdSkills, SupportsLiquids
 from homiebot.types import Action, EntityKind, EntityState, SkillResult, SkillStatus
 
 
@@ -34,6 +36,15 @@ class HandRule(str, enum.Enum):
 
 
 SkillCall = Callable[[Simulator, str, "str | None"], SkillResult]
+
+
+@dataclass(frozen=True)
+class StateRequirement:
+    """A state the target of an action must be in (checked with the logical errors, before any try): ``test`` on
+    its entity, ``message(action word, target as written)`` the feedback when it fails."""
+
+    test: Callable[[EntityState], bool]
+    message: Callable[[str, str], str]
 
 
 @dataclass(frozen=True)
@@ -50,6 +61,9 @@ class ActionSpec:
         place_must_be_open: L3 when the place is a closed container.
         acts_on: L4 unless the subject (the place when there is one, else the target) passes this test.
         checks_distance: D1/D2 apply (every action but Go to).
+        target_is: L4 unless the target itself passes this test (Fill / Pour: the held object holds water).
+        target_needs: a state the target must be in, else L4 with the requirement's own message (Pour: the held
+            container is filled).
     """
 
     action: Action
@@ -60,6 +74,8 @@ class ActionSpec:
     place_must_be_open: bool = False
     acts_on: Callable[[EntityState], bool] | None = None
     checks_distance: bool = True
+    target_is: Callable[[EntityState], bool] | None = None
+    target_needs: StateRequirement | None = None
 
     @property
     def word(self) -> str:
@@ -79,6 +95,32 @@ def _has_function(function: str) -> Callable[[EntityState], bool]:
         return entity.kind is EntityKind.FURNITURE and function in entity.functions
 
     return test
+
+
+def _container(entity: EntityState) -> bool:
+    """An object that holds water (the simulator says so with ``is_filled`` not None)."""
+    return entity.kind is EntityKind.OBJECT and entity.is_filled is not None
+
+
+def _filled(entity: EntityState) -> bool:
+    return entity.is_filled is True
+
+
+def _empty_container(word: str, target: str) -> str:
+    # Decision (EMMOE's L3 wording for a closed container, "you should open it first"): PARTNR's Pour fails
+    # when the held container is empty.
+    return f"Unable to {word}, the {target} is empty, you should fill it first"
+
+
+def _liquid(call: Callable[[SupportsLiquids, str, str | None], SkillResult], word: str) -> SkillCall:
+    """A skill call for a simulator that declares Fill and Pour; others answer with a failure."""
+
+    def run(sim: Simulator, target: str, place: str | None) -> SkillResult:
+        if not isinstance(sim, SupportsLiquids):
+            return SkillResult(SkillStatus.EXECUTION_FAILED, f"the {sim.name} simulator cannot {word}")
+        return call(sim, target, place)
+
+    return run
 
 
 def _household(call: Callable[[SupportsHouseholdSkills, str, str | None], SkillResult], word: str) -> SkillCall:
@@ -141,6 +183,27 @@ ACTION_SPECS: dict[Action, ActionSpec] = {
             hand=HandRule.HOLDING,
             needs_place=True,
             acts_on=_has_function("cool"),
+        ),
+        # PARTNR's Fill: the held container at a furniture with a faucet (our sinks, the furniture that cleans).
+        ActionSpec(
+            Action.FILL,
+            "fill",
+            _liquid(lambda sim, t, p: _with_place(sim.fill, "fill", t, p), "fill"),
+            hand=HandRule.HOLDING,
+            needs_place=True,
+            acts_on=_has_function("clean"),
+            target_is=_container,
+        ),
+        # PARTNR's Pour: "from whichever container is currently held" into the named one; here the place.
+        ActionSpec(
+            Action.POUR,
+            "pour",
+            _liquid(lambda sim, t, p: _with_place(sim.pour, "pour", t, p), "pour"),
+            hand=HandRule.HOLDING,
+            needs_place=True,
+            acts_on=_container,
+            target_is=_container,
+            target_needs=StateRequirement(_filled, _empty_container),
         ),
     )
 }

@@ -69,6 +69,9 @@ DEFAULT_SKILLS: tuple[Skill, ...] = (
     Skill(Action.CLEAN, MANIPULATION_MODELS + UNIVERSAL_MODELS),
     Skill(Action.HEAT, MANIPULATION_MODELS + UNIVERSAL_MODELS),
     Skill(Action.COOL, MANIPULATION_MODELS + UNIVERSAL_MODELS),
+    # PARTNR's liquid skills (appendix A.9.1), the human's.
+    Skill(Action.FILL, MANIPULATION_MODELS + UNIVERSAL_MODELS),
+    Skill(Action.POUR, MANIPULATION_MODELS + UNIVERSAL_MODELS),
 )
 
 

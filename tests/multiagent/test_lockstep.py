@@ -47,7 +47,7 @@ def test_role_action_lists():
     assert "Turn on" not in robot and "Clean" not in robot and "Turn on" in human and "Clean" in human
     assert robot[-2:] == ("Wait", "End") and human[-2:] == ("Wait", "End")
     config = role_config(AgentRole.ROBOT, EpisodeConfig(actions=HOUSEHOLD_ACTIONS))
-    assert config.agent == "robot" and set(config.withheld_actions) == {"Turn on", "Turn off", "Clean"}
+    assert config.agent == "robot" and set(config.withheld_actions) == {"Turn on", "Turn off", "Clean", "Fill", "Pour"}
 
 
 @pytest.mark.parametrize("mode", ["decentralized", "centralized"])

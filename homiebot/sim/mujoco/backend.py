@@ -118,6 +118,12 @@ class _ObjectState:
     clean: bool = False  # ALFWorld's isClean / isHot / isCool (docs/textworld.md)
     hot: bool = False
     cold: bool = False
+    filled: bool = False  # PARTNR's is_filled, for a container (FILLABLE_CATEGORIES)
+
+
+#: Object categories that hold water (PARTNR's Fill / Pour act on containers such as cups and bowls; the
+#: scenes' YCB objects have the mug and the bowl). A decision: the scene format has no "container" flag.
+FILLABLE_CATEGORIES = frozenset({"mug", "cup", "bowl", "glass", "pitcher", "jug", "kettle", "bottle", "vase"})
 
 
 #: PARTNR's agent ids (homiebot.multiagent.centralized.AgentRole): the robot is agent 0, the human agent 1.
@@ -479,6 +485,7 @@ class MujocoSimulator:
                 is_clean=obj.clean,
                 is_hot=obj.hot,
                 is_cold=obj.cold,
+                is_filled=obj.filled if obj.spec.category in FILLABLE_CATEGORIES else None,
             )
         agents: tuple[AgentState, ...] = ()
         if len(self._bodies) > 1:
@@ -606,6 +613,27 @@ class MujocoSimulator:
     def cool(self, obj: str, place: str) -> SkillResult:
         return self._treat(obj, place, "cool")
 
+    def fill(self, obj: str, place: str) -> SkillResult:
+        """PARTNR's Fill: the held container takes water at a furniture with a faucet (a sink: the furniture that
+        cleans, as PARTNR's world description lists "furnitures [that] have a faucet")."""
+        failure = self.precheck("fill", obj, place)
+        if failure is not None:
+            return failure
+        self._objects[obj].filled = True
+        self._sim_time += MANIPULATION_TIME
+        return _result(SkillStatus.SUCCESS, f"filled {obj} at {place}")
+
+    def pour(self, obj: str, place: str) -> SkillResult:
+        """PARTNR's Pour: the held container's water goes into another container within reach; the held one is
+        then empty."""
+        failure = self.precheck("pour", obj, place)
+        if failure is not None:
+            return failure
+        self._objects[obj].filled = False
+        self._objects[place].filled = True
+        self._sim_time += MANIPULATION_TIME
+        return _result(SkillStatus.SUCCESS, f"poured {obj} into {place}")
+
     def reset_arm(self) -> None:
         if self._held is None:
             self._set_arm(robot_model.STOW_POSE, robot_model.FINGER_OPEN)
@@ -619,7 +647,7 @@ class MujocoSimulator:
         """The failure a skill would return before acting, or None when it would act.
 
         ``action`` is ``go_to``, ``pick``, ``put``, ``open``, ``close``, ``turn_on``, ``turn_off``, ``clean``,
-        ``heat`` or ``cool``. The execution-noise wrapper uses
+        ``heat``, ``cool``, ``fill`` or ``pour``. The execution-noise wrapper uses
         this so that an injected failure never hides a precise physical reason. Go to is checked for the
         name only (its path is known after planning).
         """
@@ -701,7 +729,36 @@ class MujocoSimulator:
             if place_kind is not EntityKind.FURNITURE or action not in self._require_spec().furniture_by_name(place).effective_functions:
                 return _result(SkillStatus.NOT_INTERACTIVE, f"{place} cannot {action} anything")
             return self._distance_failure(place)
+        if action in ("fill", "pour"):
+            return self._liquid_failure(action, target, place)
         raise ValueError(f"unknown action {action!r}")
+
+    def _liquid_failure(self, action: str, target: str, place: str | None) -> SkillResult | None:
+        """Fill / Pour: the hand holds the container ``target``; Fill's place has a faucet, Pour's is another
+        container within reach that no agent holds; Pour needs water in the held container."""
+        if place is None:
+            return _result(SkillStatus.EXECUTION_FAILED, f"{action} needs a place")
+        place_kind = self._kind(place)
+        if place_kind is None:
+            return _result(SkillStatus.NOT_FOUND, f"{place} is not in the scene")
+        if self._held is None:
+            return _result(SkillStatus.HAND_EMPTY, "the hand is empty")
+        if self._held != target:
+            return _result(SkillStatus.EXECUTION_FAILED, f"the hand holds {self._held}, not {target}")
+        if self._objects[target].spec.category not in FILLABLE_CATEGORIES:
+            return _result(SkillStatus.NOT_INTERACTIVE, f"{target} cannot hold water")
+        if action == "fill":
+            if place_kind is not EntityKind.FURNITURE or "clean" not in self._require_spec().furniture_by_name(place).effective_functions:
+                return _result(SkillStatus.NOT_INTERACTIVE, f"{place} has no faucet")
+            return self._distance_failure(place)
+        if place_kind is not EntityKind.OBJECT or place == target or self._objects[place].spec.category not in FILLABLE_CATEGORIES:
+            return _result(SkillStatus.NOT_INTERACTIVE, f"{place} cannot hold water")
+        holder = self.holder_of(place)
+        if holder is not None:
+            return _result(SkillStatus.EXECUTION_FAILED, f"{place} is held by the {holder}")
+        if not self._objects[target].filled:
+            return _result(SkillStatus.EXECUTION_FAILED, f"{target} is empty")
+        return self._distance_failure(place)
 
     def drop_held(self) -> str | None:
         """Let the held object fall to the floor in front of the robot (a failed put); returns its name."""
@@ -1169,6 +1226,12 @@ class AgentView:
 
     def cool(self, obj: str, place: str) -> SkillResult:
         return self._as(self.sim.cool, obj, place)
+
+    def fill(self, obj: str, place: str) -> SkillResult:
+        return self._as(self.sim.fill, obj, place)
+
+    def pour(self, obj: str, place: str) -> SkillResult:
+        return self._as(self.sim.pour, obj, place)
 
     def reset_arm(self) -> None:
         self._as(self.sim.reset_arm)
