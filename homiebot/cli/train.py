@@ -151,7 +151,9 @@ def register(app: typer.Typer) -> None:
         max_rounds: int = typer.Option(MAX_ROUNDS, "--max-rounds", help=f"Rounds per episode (EMMOE: {MAX_ROUNDS})."),
         preset: str = typer.Option("cpu-small", "--preset", help="cpu-small or emma (EMMA's Table 2)."),
         steps: int = typer.Option(
-            None, "--steps-per-iteration", help="DPO steps per iteration (default: the preset's epochs)."
+            None,
+            "--steps-per-iteration",
+            help="DPO steps per iteration (default: the preset's epochs; 0: label and write the pairs, no training).",
         ),
         seed_offset: int = typer.Option(
             1000, "--seed-offset", help="Student episodes of iteration i use seed offset + i."
@@ -214,6 +216,12 @@ def register(app: typer.Typer) -> None:
                 f"({r.pairs_total} in D), {r.train_steps} DPO steps, eval {r.eval_successes}/{r.eval_episodes}, "
                 f"{r.seconds:.0f} s"
             )
+            if r.teacher_states:
+                typer.echo(
+                    f"  teacher: {r.teacher_states - r.teacher_unparsed}/{r.teacher_states} states labelled; "
+                    f"subtask equal to the expert's in {r.teacher_right}, action in {r.teacher_action_right} "
+                    f"(the student's subtask in {r.student_right}); {len(r.reflections)} reflections"
+                )
 
     @train_app.command("eval")
     def eval_command(

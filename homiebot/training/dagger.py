@@ -56,6 +56,40 @@ class LabeledRound:
     teacher: str
 
 
+@dataclass(frozen=True)
+class TeacherCheck:
+    """One state an LLM teacher labelled, beside what the privileged expert would do there (the measure of how
+    often the teacher is right: EMMA reports only the student's outcome, not its teacher's accuracy)."""
+
+    task: str
+    round: int
+    student: str  #: the student's subtask (its text, or "(unparsed)")
+    teacher: str | None  #: the teacher's subtask, None when its answer did not parse (no pair)
+    oracle: str | None  #: the expert's subtask on the simulator's state, None without an oracle
+    teacher_model: str | None = None
+    oracle_model: str | None = None
+
+    @property
+    def teacher_right(self) -> bool:
+        return self.teacher is not None and self.teacher == self.oracle
+
+    @property
+    def teacher_action_right(self) -> bool:
+        return self.teacher is not None and self.oracle is not None and _action(self.teacher) == _action(self.oracle)
+
+
+def _action(subtask: str) -> str:
+    return subtask.strip("[]").split(",", 1)[0].strip()
+
+
+@dataclass(frozen=True)
+class _PendingState:
+    prompt: str
+    answer: str
+    state: VisitedState
+    oracle: str | None
+
+
 class LabelingPlanner(Planner):
     """Acts with the student, asks the teacher at every state (module docstring). Privileged so that its requests
     carry the state and goal the oracle reads; the student gets the request without them.
@@ -68,12 +102,18 @@ class LabelingPlanner(Planner):
     privileged = True
     accepts_free_text = False
 
-    def __init__(self, student: Any, teacher: Planner | LLMTeacher, text_world: Any = None) -> None:
+    def __init__(
+        self, student: Any, teacher: Planner | LLMTeacher, text_world: Any = None, oracle: Planner | None = None
+    ) -> None:
         self.student = student
         self.teacher = teacher
         self.text_world = text_world
+        #: With an LLM teacher: the privileged expert answers every state too, only to measure the teacher.
+        self.oracle = oracle
         self.rounds: list[LabeledRound] = []
-        self.unlabeled: list[tuple[str, str, VisitedState]] = []
+        self.unlabeled: list[_PendingState] = []
+        self.checks: list[TeacherCheck] = []
+        self.reflections: list[tuple[str, str]] = []  #: (task, the critic's plan) per failed episode
         self._task = ""
         self._seed = 0
         self._subtasks: list[str] = []
@@ -84,6 +124,8 @@ class LabelingPlanner(Planner):
         self.student.reset(task, seed)
         if isinstance(self.teacher, Planner):
             self.teacher.reset(task, seed)
+        if self.oracle is not None:
+            self.oracle.reset(task, seed)
 
     def text_log(self) -> TextEpisodeLog:
         """The text world's log of the rounds executed so far: intro, then each student subtask and its
@@ -98,7 +140,8 @@ class LabelingPlanner(Planner):
         if isinstance(self.teacher, LLMTeacher):
             if self.text_world is None:
                 raise ValueError("an LLM teacher reads the parallel text world: set text_world for the episode")
-            self.unlabeled.append((prompt, answer, VisitedState(private, self.text_log().text())))
+            oracle = self.oracle.plan(request) if self.oracle is not None else None
+            self.unlabeled.append(_PendingState(prompt, answer, VisitedState(private, self.text_log().text()), oracle))
         else:
             self.rounds.append(LabeledRound(prompt, answer, self.teacher.plan(request)))
         parsed = parse_output(answer).subtask
@@ -110,13 +153,28 @@ class LabelingPlanner(Planner):
         if not isinstance(self.teacher, LLMTeacher):
             return 0
         if not solved:
-            self.teacher.reflect(self._task, self.text_log().text())
+            plan = self.teacher.reflect(self._task, self.text_log().text())
+            if plan is not None:
+                self.reflections.append((self._task, plan))
         labelled = 0
-        for prompt, answer, state in self.unlabeled:
-            label = self.teacher.label(self._task, state, self._seed)
+        for number, pending in enumerate(self.unlabeled, start=1):
+            label = self.teacher.label(self._task, pending.state, self._seed)
             if label is not None:
-                self.rounds.append(LabeledRound(prompt, answer, label))
+                self.rounds.append(LabeledRound(pending.prompt, pending.answer, label))
                 labelled += 1
+            student, teacher = parse_output(pending.answer), parse_output(label) if label is not None else None
+            oracle = parse_output(pending.oracle) if pending.oracle is not None else None
+            self.checks.append(
+                TeacherCheck(
+                    self._task,
+                    number,
+                    student.subtask.text() if student.subtask is not None else "(unparsed)",
+                    teacher.subtask.text() if teacher is not None and teacher.subtask is not None else None,
+                    oracle.subtask.text() if oracle is not None and oracle.subtask is not None else None,
+                    teacher.model if teacher is not None else None,
+                    oracle.model if oracle is not None else None,
+                )
+            )
         self.unlabeled = []
         return labelled
 
@@ -148,6 +206,13 @@ class IterationResult:
     eval_episodes: int = 0
     eval_successes: int = 0
     seconds: float = 0.0
+    #: An LLM teacher's states against the privileged expert's answers there (TeacherCheck), and its critic.
+    teacher_states: int = 0
+    teacher_unparsed: int = 0
+    teacher_right: int = 0
+    teacher_action_right: int = 0
+    student_right: int = 0
+    reflections: list[str] = field(default_factory=list)
 
 
 def _episodes(sim: Any, planner: Planner, tasks: Sequence[Any], seed: int, max_rounds: int) -> tuple[int, int, int]:
@@ -177,6 +242,19 @@ def _episodes(sim: Any, planner: Planner, tasks: Sequence[Any], seed: int, max_r
     return len(tasks), successes, rounds
 
 
+def _record_teacher(result: IterationResult, labeler: LabelingPlanner, path: Path) -> None:
+    """An LLM teacher's figures into ``result`` and its states, one JSON line each, into ``path``."""
+    checks = labeler.checks
+    result.teacher_states = len(checks)
+    result.teacher_unparsed = sum(c.teacher is None for c in checks)
+    result.teacher_right = sum(c.teacher_right for c in checks)
+    result.teacher_action_right = sum(c.teacher_action_right for c in checks)
+    result.student_right = sum(c.oracle is not None and c.student == c.oracle for c in checks)
+    result.reflections = [f"{task}: {plan}" for task, plan in labeler.reflections]
+    lines = [json.dumps({**c.__dict__, "teacher_right": c.teacher_right}) for c in checks]
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+
 def run_dagger(
     model: str | Path,
     out: str | Path,
@@ -193,6 +271,7 @@ def run_dagger(
     teacher: LLMTeacher | None = None,
 ) -> list[IterationResult]:
     """Run ``iterations`` DAgger iterations from the (SFT) model folder ``model``; see the module docstring.
+    ``steps_per_iteration=0`` labels and writes the pairs without training (to measure a teacher).
 
     ``OUT/iter<i>/`` gets that iteration's data set (all pairs so far) and adapter; ``OUT/dagger.json`` the
     per-iteration figures. Student episodes use seeds ``seed_offset + i`` (new states each iteration).
@@ -227,7 +306,12 @@ def run_dagger(
             student = HFPlanner(
                 model="student", engine=as_engine(engine), constrained=True, max_new_tokens=max_new_tokens
             )
-            labeler = LabelingPlanner(student, teacher if teacher is not None else ExpertPlanner())
+            # An LLM teacher is measured against the expert on the same states (the expert does not label then).
+            labeler = LabelingPlanner(
+                student,
+                teacher if teacher is not None else ExpertPlanner(),
+                oracle=ExpertPlanner() if teacher is not None else None,
+            )
             episodes, successes, rounds = _episodes(
                 sim, labeler, [known[t] for t in tasks], seed_offset + i, max_rounds
             )
@@ -235,7 +319,10 @@ def run_dagger(
             aggregate.extend(rows)
             result = IterationResult(i, episodes, successes, rounds, len(rows), same, len(aggregate))
             folder = target / f"iter{i}"
-            if aggregate:
+            folder.mkdir(parents=True, exist_ok=True)
+            if labeler.checks:
+                _record_teacher(result, labeler, folder / "teacher.jsonl")
+            if aggregate and steps_per_iteration != 0:
                 write_dataset(aggregate, folder / DATA_FILE)
                 trained = train(
                     "dpo", folder, model, folder / "adapter", settings, max_steps=steps_per_iteration, progress=False

@@ -11,10 +11,11 @@ from typing import Any
 import pytest
 
 from homiebot.planner.base import PlanRequest
+from homiebot.planner.expert import ExpertPlanner
 from homiebot.planner.hf_backend import Generation, HFPlanner
 from homiebot.planner.messages import ChatMessage
 from homiebot.planner.scripted import ScriptedPlanner
-from homiebot.training.dagger import LabelingPlanner, _episodes, pairs_of
+from homiebot.training.dagger import LabelingPlanner, TeacherCheck, _episodes, pairs_of
 from homiebot.training.teacher import MEMORY_SIZE, LLMTeacher, VisitedState
 
 GO_FRIDGE = "Analysis: the can is in the fridge, so I go there first\nSubtask: [Go to, fridge]\nModel: NoMaD"
@@ -85,7 +86,7 @@ def test_a_failed_episode_is_labelled_after_the_critics_reflection():
     student = ScriptedPlanner([GO_FRIDGE, "Analysis: finished\nSubtask: [End]\nModel: None"])
     actor, actor_engine = _actor([GO_FRIDGE, OPEN_FRIDGE])
     critic = FakeScriptedEngine(["Plan: go to the fridge, open it, pick the green_can, put it on the counter."])
-    labeler = LabelingPlanner(student, LLMTeacher(actor, critic))
+    labeler = LabelingPlanner(student, LLMTeacher(actor, critic), oracle=ExpertPlanner())
     sim = make_simulator("mujoco", render=False)
     try:
         episodes, successes, rounds = _episodes(sim, labeler, [get_task("emmoe-001")], 0, 4)
@@ -104,6 +105,26 @@ def test_a_failed_episode_is_labelled_after_the_critics_reflection():
     assert [r.teacher for r in labeler.rounds] == [GO_FRIDGE, OPEN_FRIDGE]
     rows, agreeing = pairs_of(labeler.rounds)
     assert agreeing == 1 and len(rows) == 1 and rows[0]["chosen"] == OPEN_FRIDGE and "[End]" in rows[0]["rejected"]
+    # The teacher measured against the privileged expert on the same two states (it does not label them).
+    task, plan = labeler.reflections[0]
+    assert (
+        len(labeler.reflections) == 1 and task.startswith("fetch a frozen meat can") and plan.startswith("Plan: go to")
+    )
+    checks = [(c.round, c.student, c.teacher, c.oracle) for c in labeler.checks]
+    assert checks == [
+        (1, "[Go to, fridge]", "[Go to, fridge]", "[Go to, fridge]"),
+        (2, "[End]", "[Open, fridge]", "[Open, fridge]"),
+    ]
+    assert [c.teacher_right for c in labeler.checks] == [True, True]
+
+
+def test_a_teacher_check_is_right_only_when_its_subtask_is_the_experts():
+    right = TeacherCheck("t", 1, "[End]", "[Open, fridge]", "[Open, fridge]")
+    same_action = TeacherCheck("t", 2, "[End]", "[Open, drawer]", "[Open, fridge]")
+    wrong = TeacherCheck("t", 3, "[End]", "[Pick, green_can]", "[Open, fridge]")
+    unparsed = TeacherCheck("t", 4, "[End]", None, "[Open, fridge]")
+    assert [c.teacher_right for c in (right, same_action, wrong, unparsed)] == [True, False, False, False]
+    assert [c.teacher_action_right for c in (right, same_action, wrong, unparsed)] == [True, True, False, False]
 
 
 def test_an_llm_teacher_needs_the_text_world():
