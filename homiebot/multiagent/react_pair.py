@@ -39,6 +39,7 @@ from homiebot.planner.base import PlanRequest
 from homiebot.planner.messages import ChatMessage
 from homiebot.planner.prompt import format_output
 from homiebot.planner.react import (
+    AGENT_TOOL,
     DEFAULT_THOUGHT_MAX_CHARS,
     PERCEPTION_TOOLS,
     STOP_WORD,
@@ -54,7 +55,7 @@ from homiebot.planner.react import (
     grammar_max_bytes,
 )
 from homiebot.planner.text_planning import describe_scene
-from homiebot.types import Action, ErrorCode, Feedback, Subtask
+from homiebot.types import Action, ErrorCode, Feedback, Subtask, casefold_words
 
 log = logging.getLogger(__name__)
 
@@ -75,11 +76,21 @@ ROLE_TEXT = {
 }
 
 
+#: How many of the partner's earlier actions FindAgentActionTool reports besides the last one.
+AGENT_HISTORY = 5
+
+
 class PartnerReAct(PartnerLog, ReActPlanner):  # the log first: its observe_partner, not the Planner no-op
     """One decentralized ReAct agent of a pair (module docstring). ``role``: robot or human; the other
-    arguments are :class:`~homiebot.planner.react.ReActPlanner`'s."""
+    arguments are :class:`~homiebot.planner.react.ReActPlanner`'s.
+
+    It hears every round of the partner (``hears_partner_navigation``): the observation turns carry the
+    non-navigation ones only, as PARTNR's; FindAgentActionTool (PARTNR's "summary of the other agent's actions")
+    answers from all of them, so that it can say where the partner went."""
 
     name = "react_pair"
+    partner_tools = True
+    hears_partner_navigation = True
 
     def __init__(self, role: AgentRole | int | str = AgentRole.ROBOT, **options: Any) -> None:
         super().__init__(**options)
@@ -88,20 +99,25 @@ class PartnerReAct(PartnerLog, ReActPlanner):  # the log first: its observe_part
         self.role = AgentRole(role)
         self.name = f"react_pair:{self.role.name.lower()}"
         self._unread: list[PartnerEvent] = []
+        self._heard: list[PartnerEvent] = []  # every round of the partner, navigation included
 
     def reset(self, task: str, seed: int = 0) -> None:
         super().reset(task, seed)
         self._unread = []
+        self._heard = []
         self.partner_events().clear()
 
     def observe_partner(self, agent: str, subtask_text: str, feedback: Feedback) -> None:
+        self._heard.append(PartnerEvent(agent, subtask_text, feedback))
+        parts = [p.strip() for p in subtask_text.strip("[]").split(",")]
+        if casefold_words(parts[0]) in ("go to", WAIT_ACTION.lower()):
+            return  # PARTNR's decentralized agents are told the partner's non-navigation actions
         super().observe_partner(agent, subtask_text, feedback)
         event = self.partner_events()[-1]
         self._unread.append(event)
         index = self._episode.index
         if index is None or not feedback.success:
             return
-        parts = [p.strip() for p in subtask_text.strip("[]").split(",")]
         action = Action.parse(parts[0])
         target = parts[1] if len(parts) > 1 else ""
         if action is Action.PICK and target in index.objects:
@@ -119,7 +135,28 @@ class PartnerReAct(PartnerLog, ReActPlanner):  # the log first: its observe_part
         text = super()._result_turn(request)
         return self._with_partner(text)
 
+    def partner_summary(self) -> str:
+        """FindAgentActionTool's answer: the partner's last action and its outcome, what it did before (at most
+        :data:`AGENT_HISTORY` actions), and what it holds as far as this agent's world description knows."""
+        if not self._heard:
+            return "The other agent has not acted yet."
+        agent = self._heard[-1].agent
+
+        def said(event: PartnerEvent) -> str:
+            return f"{event.subtask} ({'done' if event.feedback.success else 'failed: ' + event.feedback.message})"
+
+        lines = [f"The other agent ({agent}) last did {said(self._heard[-1])}."]
+        earlier = self._heard[-1 - AGENT_HISTORY:-1]
+        if earlier:
+            lines.append("Before that: " + "; ".join(said(e) for e in earlier) + ".")
+        index = self._episode.index
+        held = index.held_by("held by the other agent") if index is not None else None
+        lines.append(f"It holds {held}." if held else "It holds nothing that you know of.")
+        return " ".join(lines)
+
     def _answer_inside(self, call: ToolCall, index: WorldIndex) -> str:  # type: ignore[override]
+        if call.tool == AGENT_TOOL:
+            return self.partner_summary()
         if call.tool == "Wait":
             told = partner_lines(self._unread) or "The other agent did nothing new."
             self._unread = []

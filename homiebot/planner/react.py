@@ -15,7 +15,8 @@ that loop mapped onto HomieBot's round (docs/react.md):
   stopping at the first failure.
 * **Perception tools** (FindObjectTool, FindReceptacleTool, FindRoomTool; PARTNR's "ReAct-Tools") and Wait
   are answered inside the planner from the world description (:class:`WorldIndex`): they cost an LLM call but
-  no round of the simulator. PARTNR answers the Find tools with a second LLM over the world graph's lists;
+  no round of the simulator. FindAgentActionTool (the partner's actions) exists for a planner with a partner
+  only (:class:`homiebot.multiagent.react_pair.PartnerReAct`). PARTNR answers the Find tools with a second LLM over the world graph's lists;
   here a word match over the same lists answers them (deterministic, no second model on a 2-core CPU).
 * **Limits** (PARTNR A.9): at most ``max_llm_calls`` calls per episode (PARTNR: 50 for a decentralized
   agent), after which the planner answers End; at most ``max_calls_per_round`` calls within one round
@@ -197,11 +198,20 @@ TOOLS: tuple[Tool, ...] = (
         Arg.QUERY,
         "list the exact names of rooms that fit a short description. Example: FindRoomTool[a room to sleep in]",
     ),
+    # PARTNR's FindAgentActionTool ("a summary of the other agent's actions"): offered only to a planner that has a
+    # partner (:attr:`ReActPlanner.partner_tools`), answered from what the loop reported of the partner's rounds.
+    Tool(
+        "FindAgentActionTool",
+        None,
+        "tell what the other agent has done so far and what it did last. Example: FindAgentActionTool[]",
+    ),
     Tool("Wait", None, "stay idle for a moment. Example: Wait[]"),
     Tool("Done", None, "say that the whole task is finished. Example: Done[]", Action.END),
 )
 TOOLS_BY_NAME: dict[str, Tool] = {t.name: t for t in TOOLS}
-PERCEPTION_TOOLS: tuple[str, ...] = ("FindObjectTool", "FindReceptacleTool", "FindRoomTool")
+PERCEPTION_TOOLS: tuple[str, ...] = ("FindObjectTool", "FindReceptacleTool", "FindRoomTool", "FindAgentActionTool")
+#: The perception tool about the partner (two-agent episodes only).
+AGENT_TOOL = "FindAgentActionTool"
 
 # ----------------------------------------------------------------------------------------- the world index
 
@@ -546,6 +556,8 @@ class ReActPlanner(Planner):
     name = "react"
     privileged = False
     accepts_free_text = True
+    #: Whether the planner has a partner to ask about (FindAgentActionTool); a single agent has none.
+    partner_tools = False
 
     def __init__(
         self,
@@ -618,6 +630,8 @@ class ReActPlanner(Planner):
         tools = []
         for tool in TOOLS:
             if tool.name in PERCEPTION_TOOLS and not self.perception_tools:
+                continue
+            if tool.name == AGENT_TOOL and not self.partner_tools:
                 continue
             if all(a in actions for a in tool.needs):
                 tools.append(tool)

@@ -137,6 +137,57 @@ def test_decentralized_react_agents_hear_of_each_other(sim, task):
     assert [e.subtask for e in robot.partner_events()] == ["[Turn on, floor_lamp]"]
 
 
+def test_find_agent_action_tool_reports_the_partners_rounds(sim, task):
+    """PARTNR's FindAgentActionTool: a decentralized agent asks what the other did (navigation included), at the
+    cost of an LLM call and no round; a single agent is not offered it."""
+    robot_model = FakeToolModel([
+        "Thought: fetch the can\nNavigate[red_can]\nAssigned!",
+        "Thought: what is the person doing\nFindAgentActionTool[]\nAssigned!",
+        "Thought: take it\nPick[red_can]\nAssigned!",
+        "Thought: and now\nFindAgentActionTool[]\nAssigned!",
+        "Thought: done\nDone[]\nAssigned!",
+    ])
+    human_model = FakeToolModel([
+        "Thought: to the lamp\nNavigate[floor_lamp]\nAssigned!",
+        "Thought: switch it on\nPowerOn[floor_lamp]\nAssigned!",
+        "Thought: the robot has the can\nDone[]\nAssigned!",
+    ])
+    robot = PartnerReAct(role=AgentRole.ROBOT, engine=robot_model)
+    human = PartnerReAct(role=AgentRole.HUMAN, engine=human_model)
+    assert robot.partner_summary() == "The other agent has not acted yet."
+    robot_config, human_config = _configs(task)
+    trajectory = run_episode(sim, robot, task=task, config=robot_config, partner=AgentSlot(human, human_config))
+    assert trajectory.error is None
+    assert [r.subtask_text for r in trajectory.rounds] == ["[Go to, red_can]", "[Pick, red_can]", "[End]"]
+    assert '"FindAgentActionTool[]"' in robot_model.grammars[0]
+    results = [m.text for m in robot_model.conversations[-1] if m.role == "user" and m.text.startswith("Result: The other")]
+    assert results[0] == ("Result: The other agent (human) last did [Go to, floor_lamp] (done). "
+                          "It holds nothing that you know of.")
+    assert results[1] == ("Result: The other agent (human) last did [Turn on, floor_lamp] (done). "
+                          "Before that: [Go to, floor_lamp] (done). It holds nothing that you know of.")
+    # The observation turns still carry only the partner's non-navigation actions (PARTNR's decentralized agents).
+    told = [m.text for m in robot_model.conversations[-1] if m.role == "user" and "Other agent (human) action" in m.text]
+    assert told and all("[Go to, floor_lamp] ->" not in t for t in told)
+    assert [e.subtask for e in robot.partner_events()] == ["[Turn on, floor_lamp]"]
+    # The human asked nothing; it was told of the robot's Pick, and the can is in the other agent's hand.
+    assert human.partner_summary().endswith("It holds red_can.")
+    # A single-agent ReAct planner has no partner to ask about.
+    from homiebot.planner.react import ReActPlanner
+
+    single = ReActPlanner(engine=FakeToolModel([]))
+    assert "FindAgentActionTool" not in {t.name for t in single.tools_for(robot_model_request(task))}
+    assert "FindAgentActionTool" in {t.name for t in robot.tools_for(robot_model_request(task))}
+    assert "FindAgentActionTool" not in {
+        t.name for t in PartnerReAct(engine=FakeToolModel([]), perception_tools=False).tools_for(robot_model_request(task))
+    }
+
+
+def robot_model_request(task):
+    from homiebot.planner.base import PlanRequest
+
+    return PlanRequest("", "", [], actions=task_actions(task))
+
+
 def test_pair_factory_refuses_what_it_cannot_build():
     with pytest.raises(ValueError, match="same planner"):
         make_pair_planners("centralized", "expert", "react")
