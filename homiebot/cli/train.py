@@ -158,6 +158,7 @@ def register(app: typer.Typer) -> None:
         seed_offset: int = typer.Option(
             1000, "--seed-offset", help="Student episodes of iteration i use seed offset + i."
         ),
+        lr: float = typer.Option(None, "--lr", help="DPO learning rate (default: the preset's)."),
         teacher_model: str = typer.Option(
             None,
             "--teacher-model",
@@ -200,7 +201,7 @@ def register(app: typer.Typer) -> None:
                 eval_tasks=[t for t in eval_tasks.split(",") if t],
                 iterations=iterations,
                 max_rounds=max_rounds,
-                preset=preset_for("dpo", preset),
+                preset=preset_for("dpo", preset, learning_rate=lr),
                 steps_per_iteration=steps,
                 seed_offset=seed_offset,
                 teacher=teacher,
