@@ -269,6 +269,8 @@ def run_dagger(
     max_new_tokens: int = 160,
     threads: int | None = 1,
     teacher: LLMTeacher | None = None,
+    include_history: bool = False,
+    system_turn: bool = False,
 ) -> list[IterationResult]:
     """Run ``iterations`` DAgger iterations from the (SFT) model folder ``model``; see the module docstring.
     ``steps_per_iteration=0`` labels and writes the pairs without training (to measure a teacher).
@@ -276,6 +278,10 @@ def run_dagger(
     ``OUT/iter<i>/`` gets that iteration's data set (all pairs so far) and adapter; ``OUT/dagger.json`` the
     per-iteration figures. Student episodes use seeds ``seed_offset + i`` (new states each iteration).
     ``teacher``: EMMA's LLM expert (:mod:`homiebot.training.teacher`); default the privileged expert (oracle).
+    ``include_history`` / ``system_turn``: the student's prompt, as the hf planner's options of those names; the
+    defaults are the prompt ``homie data build --text-observation --no-system-prompt`` trains on and the
+    evaluation in docs/results/training.md plans with (a fresh chat per round, no system turn), so the pairs
+    train the student on the prompt it is evaluated with.
     """
     from homiebot.eval.tasks import load_suite
     from homiebot.planner.expert import ExpertPlanner
@@ -304,7 +310,12 @@ def run_dagger(
             started = time.perf_counter()
             engine = CausalTextModel(model, adapter=adapter, threads=threads)
             student = HFPlanner(
-                model="student", engine=as_engine(engine), constrained=True, max_new_tokens=max_new_tokens
+                model="student",
+                engine=as_engine(engine),
+                constrained=True,
+                max_new_tokens=max_new_tokens,
+                include_history=include_history,
+                system_turn=system_turn,
             )
             # An LLM teacher is measured against the expert on the same states (the expert does not label then).
             labeler = LabelingPlanner(
@@ -332,7 +343,12 @@ def run_dagger(
             if eval_tasks:
                 engine = CausalTextModel(model, adapter=adapter, threads=threads)
                 evaluator = HFPlanner(
-                    model="student", engine=as_engine(engine), constrained=True, max_new_tokens=max_new_tokens
+                    model="student",
+                    engine=as_engine(engine),
+                    constrained=True,
+                    max_new_tokens=max_new_tokens,
+                    include_history=include_history,
+                    system_turn=system_turn,
                 )
                 result.eval_episodes, result.eval_successes, _ = _episodes(
                     sim, evaluator, [known[t] for t in eval_tasks], 0, max_rounds

@@ -59,7 +59,14 @@ def test_two_iterations_on_a_tiny_student(tmp_path):
     for row in rows:  # chosen is the expert's answer, a parseable EMMOE answer; rejected the student's
         assert parse_output(row["chosen"]).subtask is not None and row["chosen"] != row["rejected"]
         assert row["prompt"].endswith("<|im_start|>assistant\n")
+        # The evaluation's prompt (docs/results/training.md): one user turn, no system turn, no earlier chat.
+        assert row["prompt"].startswith("<|im_start|>user\n") and row["prompt"].count("<|im_start|>") == 2
     assert json.loads((tmp_path / "out" / "dagger.json").read_text())["iterations"][1]["pairs_total"] == len(rows)
+    (label_only,) = run_dagger(
+        model, tmp_path / "labels", tasks=["emmoe-001"], iterations=1, max_rounds=1, steps_per_iteration=0
+    )
+    assert label_only.train_steps == 0 and label_only.rounds == 1
+    assert not (tmp_path / "labels" / "iter0" / "adapter").exists()
     with pytest.raises(TrainingError, match="not empty"):
         run_dagger(model, tmp_path / "out", tasks=["emmoe-001"])
     with pytest.raises(TrainingError, match="unknown task"):
