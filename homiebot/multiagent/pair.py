@@ -10,7 +10,9 @@ provides what plans for them:
   Turn off, Clean, Fill, Pour: A.9.1), both get PARTNR's ``Wait``;
 * :class:`ShareExpert`: PARTNR's heuristic expert restricted to the agent's share of the task's propositions
   (:mod:`homiebot.multiagent.split`); it waits while a proposition it depends on is the partner's and not yet
-  done, and ends when every proposition is done;
+  done, and ends when every proposition is done. A partner that never does its share (a person in ``homie
+  play`` who walks off) is taken over after :data:`TAKEOVER_AFTER_WAITS` waiting rounds without progress, or the
+  expert ends naming what only the partner can do;
 * :class:`CentralizedBrain` / :class:`Facet`: one planner answering for both agents; the robot's facet asks
   the brain, which decides both agents' next actions in one call on the same state, and the human's facet plays
   back the human's part (a facet whose partner has ended asks the brain alone). :class:`CentralizedExpert` is
@@ -31,6 +33,7 @@ import networkx as nx
 
 from homiebot.agent.loop import WAIT_ACTION, EpisodeConfig
 from homiebot.eval.partnr.language import EvaluationFunction
+from homiebot.eval.partnr.predicates import STATE_PREDICATES
 from homiebot.eval.partnr.tracker import PropositionTracker
 from homiebot.multiagent.centralized import AgentRole
 from homiebot.multiagent.split import split_propositions
@@ -44,6 +47,13 @@ log = logging.getLogger(__name__)
 #: The EMMOE-format actions only the human has (PARTNR A.9.1: Clean, Fill, Pour, PowerOff, PowerOn).
 HUMAN_ONLY_ACTIONS: tuple[str, ...] = ("Turn on", "Turn off", "Clean", "Fill", "Pour")
 MODES = ("centralized", "decentralized")
+#: Rounds an expert of a pair waits for its partner's share while no proposition of the task gets done before it
+#: takes the share over, or ends naming why when what is left only the partner can do (a robot cannot switch,
+#: clean, fill or pour). Ours: the expert partner's longest stretch without a newly done proposition on the
+#: PARTNR-style suite is a Go to, Open, Pick, Go to, Put chain and its set-downs (at most 6 rounds noiseless), so
+#: 8 never fires between two experts there; a person who walks off (``homie play``) costs 8 rounds, not the
+#: round limit.
+TAKEOVER_AFTER_WAITS = 8
 
 
 def role_actions(role: AgentRole, actions: Sequence[str]) -> tuple[str, ...]:
@@ -71,16 +81,26 @@ class ShareExpert(PartnrExpertPlanner):
 
     name = "partnr_expert_share"
 
-    def __init__(self, role: AgentRole) -> None:
+    def __init__(self, role: AgentRole, takeover_after: int = TAKEOVER_AFTER_WAITS) -> None:
         super().__init__()
+        if takeover_after < 1:
+            raise ValueError("takeover_after must be >= 1")
         self.role = role
+        self.takeover_after = takeover_after
         self._share: set[int] | None = None
         self._set_down_at: tuple[str, str] | None = None  # (object, furniture) chosen to free the hand
+        self._waits = 0  # Wait answers since a proposition was last newly done
+        self._done_count = -1
+        #: Propositions of the partner's share this expert took over (for records and tests).
+        self.taken_over: list[int] = []
 
     def reset(self, task: str, seed: int = 0) -> None:
         super().reset(task, seed)
         self._share = None
         self._set_down_at = None
+        self._waits = 0
+        self._done_count = -1
+        self.taken_over = []
 
     def _set_down(self, state: WorldState, want: str) -> _Step:
         """Free the hand at one chosen furniture: with the partner moving about, "the nearest surface" changes
@@ -102,6 +122,39 @@ class ShareExpert(PartnrExpertPlanner):
         return self._share
 
     def _decide(self, tracker: PropositionTracker, state: WorldState, request: PlanRequest) -> _Step:
+        """The next step on this agent's share; after :attr:`takeover_after` Waits with no proposition newly done,
+        the partner's share is taken over (what this role can do), or the agent ends naming what is left."""
+        function = tracker.function
+        done = sum(1 for i in range(len(function.propositions)) if self._done(tracker, i))
+        if done != self._done_count:
+            self._done_count, self._waits = done, 0
+        step = self._decide_share(tracker, state, request)
+        if step.subtask.action != WAIT_ACTION:
+            return step
+        self._waits += 1
+        if self._waits <= self.takeover_after:
+            return step
+        share = self.share(function)
+        left = [i for i in range(len(function.propositions)) if not self._done(tracker, i) and i not in share]
+        mine = [i for i in left if self.role is AgentRole.HUMAN or function.propositions[i].function_name not in STATE_PREDICATES]
+        partner = "robot" if self.role is AgentRole.HUMAN else "human"
+        if mine:
+            log.info("%s: no progress in %d waits; taking over propositions %s of the %s's share",
+                     self.role.name.lower(), self.takeover_after, mine, partner)
+            share.update(mine)
+            self.taken_over.extend(mine)
+            self._waits = 0
+            step = self._decide_share(tracker, state, request)
+            if step.subtask.action != WAIT_ACTION:
+                return replace(step, why=f"My partner has not done its part for {self.takeover_after} rounds, so I "
+                                         f"do it. {step.why}")
+        what = "; ".join(str(function.propositions[i].function_name) + "(" + ", ".join(
+            str(v) for v in function.propositions[i].args.values()) + ")" for i in left) or "its part"
+        why = (f"I waited {self.takeover_after} rounds without progress; left is what only the {partner} can do: {what}"
+               if left and not mine else f"I waited {self.takeover_after} rounds without progress and cannot go on: {what}")
+        return _Step(Subtask("End"), "", why)
+
+    def _decide_share(self, tracker: PropositionTracker, state: WorldState, request: PlanRequest) -> _Step:
         function = tracker.function
         share = self.share(function)
         edges = nx.DiGraph(function.temporal_edges())

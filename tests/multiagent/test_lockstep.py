@@ -3,6 +3,8 @@ modes, per-agent action lists, the partner feed, Pick of what the other holds, t
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from homiebot.agent.loop import AgentSlot, EpisodeConfig, EpisodeSetupError, run_episode
@@ -148,3 +150,47 @@ def test_expert_pair_hands_over_an_object_without_deadlock(sim, suite):
     puts = [t for t in human if t.startswith("[Put, red_can")]
     assert len(puts) == 1  # set down once, at the furniture it chose
     assert "[Put, red_can, sofa]" in [r.subtask_text for r in trajectory.rounds]
+
+
+def test_expert_takes_over_the_share_of_a_partner_who_never_does_it(sim, suite):
+    """A partner who does nothing of its share (a person in homie play who walks off): after TAKEOVER_AFTER_WAITS
+    waiting rounds without progress the expert robot does the human's rearrangement itself, well before the round
+    limit; what only the human can do (switching a lamp on) ends the robot's episode with that reason instead."""
+    from homiebot.eval.partnr.episodes import task_function
+    from homiebot.eval.partnr.tracker import evaluate_states
+    from homiebot.multiagent.pair import TAKEOVER_AFTER_WAITS
+
+    task = suite["partnr-6-010"]  # two objects to the TV stand: one is the human's share
+    robot = ShareExpert(AgentRole.ROBOT)
+    idle = ScriptedHuman("Wait; Wait; Wait; Wait; Wait; Wait; Wait; Wait; Wait; Wait; Wait; Wait")
+    robot_config, human_config = _pair_configs(task)
+    robot_config = replace(robot_config, max_rounds=30)
+    states = []
+
+    class States(ObserverBase):
+        def on_start(self, trajectory, state, observation):
+            states.append(sim.state())
+
+        def on_round(self, record, seen, state):
+            states.append(sim.state())
+
+    trajectory = run_episode(sim, robot, task=task, config=robot_config, partner=AgentSlot(idle, human_config),
+                             observers=[States()])
+    assert trajectory.error is None
+    assert robot.taken_over, "the robot took over the human's share"
+    assert evaluate_states(task_function(task, states[0]), states).success
+    waits = [r.subtask_text for r in trajectory.rounds].count("[Wait]")
+    assert waits == TAKEOVER_AFTER_WAITS  # the waits, then the take-over instead of the next one
+    assert len(trajectory.rounds) < 30 and trajectory.rounds[-1].subtask_text == "[End]"
+
+    # Heterogeneous: the lamp is the human's alone; the robot ends with the reason after its bounded wait.
+    task = suite["partnr-6-007"]
+    robot = ShareExpert(AgentRole.ROBOT, takeover_after=3)
+    robot_config, human_config = _pair_configs(task)
+    trajectory = run_episode(sim, robot, task=task, config=replace(robot_config, max_rounds=30),
+                             partner=AgentSlot(ScriptedHuman("Wait; Wait; Wait; Wait; Wait; Wait; Wait; Wait"),
+                                               human_config))
+    last = trajectory.rounds[-1]
+    assert last.subtask_text == "[End]" and len(trajectory.rounds) < 30
+    assert "only the human can do" in last.output.analysis and "is_powered_on" in last.output.analysis
+    assert robot.taken_over == []
