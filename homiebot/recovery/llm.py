@@ -35,11 +35,19 @@ class LLMReply:
     text: str
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    #: Prompt tokens the backend took from its key/value cache instead of evaluating them (0: none or unknown).
+    reused_tokens: int = 0
+    #: Answered from the wrapper's memory of this episode's earlier identical question (no model call).
+    remembered: bool = False
 
 
 @runtime_checkable
 class RecoveryLLM(Protocol):
-    """What the recovery stages need from a model: one chat completion at a time."""
+    """What the recovery stages need from a model: one chat completion at a time.
+
+    An implementation may declare ``deterministic = True`` when the same messages, grammar and token limit
+    always get the same answer (greedy decoding); the wrapper then answers a repeated question from memory
+    (:class:`AnswerMemory`) instead of asking again."""
 
     def complete(self, messages: Sequence[ChatMessage], *, grammar: str | None, max_tokens: int) -> LLMReply:
         """Answer the conversation; ``grammar`` (may be ignored by backends that cannot constrain)."""
@@ -49,6 +57,9 @@ class RecoveryLLM(Protocol):
 class EngineLLM:
     """A planner engine with ``generate(conversations, grammars=..., max_new_tokens=...)`` (the interface of
     :class:`~homiebot.planner.text_lm.TextLanguageModel` and :class:`~homiebot.planner.hf_backend.VisionLanguageModel`)."""
+
+    #: ``generate`` decodes greedily unless asked to sample, and these calls never ask.
+    deterministic = True
 
     def __init__(self, engine: Any, *, constrained: bool = True, owned: bool = False) -> None:
         if not callable(getattr(engine, "generate", None)):
@@ -64,7 +75,10 @@ class EngineLLM:
     def complete(self, messages: Sequence[ChatMessage], *, grammar: str | None, max_tokens: int) -> LLMReply:
         grammars = [grammar] if grammar is not None and self.constrained else None
         generation = self.engine.generate([list(messages)], grammars=grammars, max_new_tokens=max_tokens)[0]
-        return LLMReply(generation.text, int(generation.prompt_tokens), int(generation.completion_tokens))
+        # The CPU text engine says how much of the prompt came from its key/value cache (CallStats).
+        stats = getattr(self.engine, "last_stats", None)
+        reused = int(getattr(stats, "reused_tokens", 0) or 0)
+        return LLMReply(generation.text, int(generation.prompt_tokens), int(generation.completion_tokens), reused)
 
 
 class OpenAILLM:
@@ -90,6 +104,8 @@ class OpenAILLM:
         self.model = model
         self.grammar_field = grammar_field
         self.temperature = temperature
+        #: Greedy requests (temperature 0) are answered the same way each time by the server's own decoding.
+        self.deterministic = temperature == 0.0
         self._client = openai.OpenAI(base_url=base_url, api_key=os.environ.get(api_key_env) or "not-needed",
                                      timeout=timeout_s)
 
@@ -125,6 +141,9 @@ class ScriptedLLM:
     prompts: list[str] = field(default_factory=list)
     grammars: list[str | None] = field(default_factory=list)
     keep_prompts: bool = True
+    #: Replayed answers follow their order, not the question, so a repeated question is asked again unless a
+    #: test declares the script a function of the question.
+    deterministic: bool = False
 
     def complete(self, messages: Sequence[ChatMessage], *, grammar: str | None, max_tokens: int) -> LLMReply:
         user = messages[-1].text if messages else ""
@@ -138,3 +157,41 @@ class ScriptedLLM:
         else:
             text = self.default
         return LLMReply(text, prompt_tokens=len(user.split()), completion_tokens=len(text.split()))
+
+
+MemoryKey = tuple[tuple[tuple[str, str], ...], str | None, int]
+
+
+class AnswerMemory:
+    """One episode's stage answers by question, for a deterministic model (greedy decoding).
+
+    A small base planner often repeats the same failing subtask round after round; once the steps-so-far window
+    (the last ``history_steps`` steps) holds only such repeats, the stages are asked exactly the same question
+    again: the same messages, grammar and token limit, so a greedy model's answer is the one it gave before.
+    Answering it from memory skips the whole model call (prompt evaluation and decoding) and decides the same.
+    Kept per episode (:meth:`clear` on reset), so an episode's answers never depend on which episodes a worker ran
+    before it. At most ``max_entries`` questions (the oldest is forgotten first)."""
+
+    def __init__(self, max_entries: int = 512) -> None:
+        self.max_entries = max_entries
+        self._answers: dict[MemoryKey, LLMReply] = {}
+
+    @staticmethod
+    def key(messages: Sequence[ChatMessage], grammar: str | None, max_tokens: int) -> MemoryKey:
+        return tuple((m.role, m.text) for m in messages), grammar, max_tokens
+
+    def recall(self, key: MemoryKey) -> LLMReply | None:
+        reply = self._answers.get(key)
+        return None if reply is None else LLMReply(reply.text, reply.prompt_tokens, reply.completion_tokens,
+                                                   reused_tokens=0, remembered=True)
+
+    def keep(self, key: MemoryKey, reply: LLMReply) -> None:
+        if len(self._answers) >= self.max_entries:
+            self._answers.pop(next(iter(self._answers)))
+        self._answers[key] = reply
+
+    def clear(self) -> None:
+        self._answers.clear()
+
+    def __len__(self) -> int:
+        return len(self._answers)

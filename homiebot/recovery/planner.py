@@ -55,7 +55,7 @@ from homiebot.planner.base import Planner, PlanRequest
 from homiebot.planner.messages import ChatMessage
 from homiebot.planner.prompt import parse_output
 from homiebot.recovery import parsing
-from homiebot.recovery.llm import EngineLLM, OpenAILLM, RecoveryLLM
+from homiebot.recovery.llm import AnswerMemory, EngineLLM, OpenAILLM, RecoveryLLM
 from homiebot.recovery.prompts import PromptSet
 from homiebot.recovery.rules import rule_answer
 from homiebot.recovery.scene import describe_from_text, describe_state, mentioned_names
@@ -194,6 +194,7 @@ class RecoveryPlanner(Planner):
         prompts: str | None = None,
         stats_dir: str | None = None,
         rules: bool = False,
+        memory: bool = True,
     ) -> None:
         from homiebot.planner.registry import make_planner
 
@@ -217,6 +218,11 @@ class RecoveryPlanner(Planner):
             llm if llm is not None or mode == "none" or self.rules else self._llm_of(self.inner, own_cache)
         )
         self.stats_dir = Path(stats_dir) if stats_dir else None
+        # A repeated stage question is answered from this episode's memory when the model is deterministic
+        # (AnswerMemory); memory=False asks the model every time (the cost comparison of docs/recovery.md).
+        self.memory: AnswerMemory | None = (
+            AnswerMemory() if memory and bool(getattr(self.llm, "deterministic", False)) else None
+        )
         self.stats = RecoveryStats()
         self._reset_episode("", 0)
 
@@ -257,6 +263,9 @@ class RecoveryPlanner(Planner):
         self.refused: list[Subtask] = []  # steps refused for a lasting reason (L4, F2) in this episode
         self.locations: list[tuple[str, str, str]] | None = None
         self.calls_this_round = 0
+        memory = getattr(self, "memory", None)  # built after the first reset of __init__
+        if memory is not None:
+            memory.clear()
         config = self.config
         self.stats = RecoveryStats(mode=config.mode, stages=sorted(config.stages), search=config.search,
                                    instruction=task, seed=seed)
@@ -483,18 +492,27 @@ class RecoveryPlanner(Planner):
             grammar = parsing.grammar(kind, self._actions(request), self._names(request), self.config.reason_chars,
                                       self.config.max_steps)
         started = time.perf_counter()
-        reply = self.llm.complete(messages, grammar=grammar, max_tokens=self.config.max_tokens)
+        key = AnswerMemory.key(messages, grammar, self.config.max_tokens)
+        reply = self.memory.recall(key) if self.memory is not None else None
+        if reply is None:
+            reply = self.llm.complete(messages, grammar=grammar, max_tokens=self.config.max_tokens)
+            if self.memory is not None:
+                self.memory.keep(key, reply)
         self.stats.llm_seconds += time.perf_counter() - started
         self.stats.llm_calls += 1
         self.stats.prompt_tokens += reply.prompt_tokens
         self.stats.completion_tokens += reply.completion_tokens
+        if reply.remembered:
+            self.stats.remembered_calls += 1
+            self.stats.remembered_tokens += reply.prompt_tokens + reply.completion_tokens
+        self.stats.reused_tokens += reply.reused_tokens
         log.debug("recovery %s answered %r", kind, reply.text)
         call: dict[str, Any] = {"round": request.round_index, "stage": kind}
         if "subtask" in fields:
             call.update(subtask=fields["subtask"], code=fields.get("code", ""))
         elif "object" in fields:
             call["object"] = fields["object"]
-        self.stats.calls.append({**call, "answer": reply.text})
+        self.stats.calls.append({**call, "answer": reply.text, **({"remembered": True} if reply.remembered else {})})
         return reply.text
 
     def _read_steps(self, text: str | None, kind: str, request: PlanRequest, failed: Subtask | None = None) -> list[Subtask]:

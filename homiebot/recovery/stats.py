@@ -53,10 +53,13 @@ class RecoveryStats:
     malformed: dict[str, int] = field(default_factory=dict)  # unreadable answers by stage
     dropped_steps: int = 0  # steps in answers that were not executable as written
     call_limit_hits: int = 0
-    llm_calls: int = 0
-    prompt_tokens: int = 0
+    llm_calls: int = 0  # stage questions asked (answered by the model or from memory)
+    prompt_tokens: int = 0  # over all questions, as a stateless model would read them
     completion_tokens: int = 0
     llm_seconds: float = 0.0
+    remembered_calls: int = 0  # questions answered from the episode's memory of identical ones (no model call)
+    remembered_tokens: int = 0  # their prompt and completion tokens, which no model computed
+    reused_tokens: int = 0  # prompt tokens of computed calls that came from the model's key/value cache
     #: Every stage call in order: round, stage, the failed subtask and its code (when the stage has one) and the
     #: answer as the model gave it. The counters say how often a branch fired; these say what the model said.
     calls: list[dict[str, Any]] = field(default_factory=list)
@@ -109,7 +112,7 @@ def summarize(episodes: list[dict[str, Any]]) -> dict[str, Any]:
         for key in ("failed_subtasks", "unimportant", "stage2_with_steps", "stage2_retried", "stage2_success",
                     "stage3_with_steps", "stage4_with_steps", "search_calls", "search_steps", "recovery_subtasks",
                     "recovery_failures", "dropped_steps", "call_limit_hits", "llm_calls", "prompt_tokens",
-                    "completion_tokens", "rounds"):
+                    "completion_tokens", "rounds", "remembered_calls", "remembered_tokens", "reused_tokens"):
             total[key] += int(e.get(key, 0))
         total["llm_seconds_x1000"] += int(1000 * float(e.get("llm_seconds", 0.0)))
         reached.update({k: int(v) for k, v in e.get("reached", {}).items()})
@@ -141,12 +144,17 @@ def summarize(episodes: list[dict[str, Any]]) -> dict[str, Any]:
         "tokens_per_episode": _share(total["prompt_tokens"] + total["completion_tokens"], n),
         "completion_tokens_per_episode": _share(total["completion_tokens"], n),
         "llm_seconds_per_episode": _share(total["llm_seconds_x1000"] / 1000.0, n),
+        # What the model computed: questions not answered from memory, and the tokens it evaluated or wrote
+        # (prompt tokens from its key/value cache and remembered answers excluded).
+        "model_calls_per_episode": _share(total["llm_calls"] - total["remembered_calls"], n),
+        "computed_tokens_per_episode": _share(
+            total["prompt_tokens"] + total["completion_tokens"] - total["remembered_tokens"] - total["reused_tokens"], n),
         # The counts behind the shares (the ablation table prints them: a share of 3 cases reads differently).
         "counts": {
             "reached": {stage: reached[stage] for stage in ("1", "2", "3", "4")},
             **{key: total[key] for key in ("unimportant", "stage2_with_steps", "stage2_retried", "stage2_success",
                                            "stage3_with_steps", "stage4_with_steps", "recovery_subtasks",
-                                           "recovery_failures", "llm_calls")},
+                                           "recovery_failures", "llm_calls", "remembered_calls")},
         },
     }
 
@@ -194,6 +202,8 @@ def summary_markdown(summary: dict[str, Any]) -> str:
         f"| recovery subtasks per episode | {_fmt(summary['recovery_subtasks_per_episode'])} |",
         f"| LLM calls per episode | {_fmt(summary['llm_calls_per_episode'])} |",
         f"| tokens per episode (prompt + completion) | {_fmt(summary['tokens_per_episode'])} |",
+        f"| model calls per episode (not answered from memory) | {_fmt(summary['model_calls_per_episode'])} |",
+        f"| tokens the model computed per episode (no cache, no memory) | {_fmt(summary['computed_tokens_per_episode'])} |",
         f"| LLM seconds per episode | {_fmt(summary['llm_seconds_per_episode'])} |",
         f"| unreadable stage answers | {_fmt(summary['malformed'])} |",
         f"| call-limit hits | {summary['call_limit_hits']} |",
