@@ -45,20 +45,28 @@ class InProcessBackend:
         self.config = config or ExecutorConfig()
         self.skills = skills
         self.grounder = grounder
+        self._agent_grounders: dict[int, Grounder] = {}  # a partner's own grounder (its own world graph)
         self.agent_configs = dict(agent_configs or {})
         self._executor: Executor | None = None
         self._agent_executors: dict[int, Executor] = {}
         self._state: WorldState | None = None  # the state last read, while nothing has acted since
         self._views: Observation | None = None  # the views last rendered, while nothing has acted since
 
-    def ground_with(self, grounder: Grounder) -> None:
+    def ground_with(self, grounder: Grounder, agent: int = 0) -> None:
+        """Ground agent ``agent``'s subtasks with ``grounder`` from now on (a world graph built after the reset;
+        in a two-agent episode each agent's own)."""
+        if agent:
+            self._agent_grounders[agent] = grounder
+            self._agent_executors.pop(agent, None)
+            return
         self.grounder = grounder
         self._executor = None
-        self._agent_executors = {}
+        self._agent_executors = {a: e for a, e in self._agent_executors.items() if a in self._agent_grounders}
 
     def reset(self, scene: str, seed: int) -> tuple[WorldState, SceneSpec]:
         self._executor = None
         self._agent_executors = {}
+        self._agent_grounders = {}
         self._views = self.sim.reset(scene, seed=seed)
         self._state = self.sim.state()
         self._scene_seed = seed
@@ -126,6 +134,6 @@ class InProcessBackend:
         else:
             skills = skills(view, seed)
         config = self.agent_configs.get(agent, self.config)
-        executor = Executor(view, grounder=self.grounder, config=config, skills=skills)
+        executor = Executor(view, grounder=self._agent_grounders.get(agent, self.grounder), config=config, skills=skills)
         self._agent_executors[agent] = executor
         return executor

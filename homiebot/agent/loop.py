@@ -286,15 +286,18 @@ class EpisodeLoop:
         on_output: OutputCallback | None = None,
         always_observe: bool = False,
         partner: AgentSlot | None = None,
+        partner_knowledge: KnowledgeFactory | None = None,
     ) -> None:
         """``always_observe``: fetch the views with their segmentation for every planner (in-process they are
         rendered together anyway); otherwise only for planners that read it (:func:`reads_observation`).
-        ``partner``: a second agent taking lock-step rounds (module docstring)."""
+        ``partner``: a second agent taking lock-step rounds (module docstring). ``partner_knowledge``: builds the
+        partner's own knowledge (its own world graph, fed by its own views; default: ``knowledge``)."""
         self.backend = backend
         self.planner = planner
         self.spec = spec
         self.config = config or EpisodeConfig()
         self.knowledge_factory = knowledge
+        self.partner_knowledge = partner_knowledge or knowledge
         self.observers = tuple(observers)
         self.on_output = on_output
         self.observes = always_observe or reads_observation(planner)
@@ -390,7 +393,7 @@ class EpisodeLoop:
         partner_session = partner_config.new_session(self.spec.instruction, partner.planner)
         partner.planner.reset(self.spec.instruction, seed=self.spec.scene_seed)
         partner_state = self._call(lambda: self.backend.state(agent=partner.role))
-        partner_world = _EpisodeView(scene_spec, self.knowledge_factory(scene_spec, partner_state), partner_state,
+        partner_world = _EpisodeView(scene_spec, self.partner_knowledge(scene_spec, partner_state), partner_state,
                                      [], None, robot_world.opened)
         turns = [(0, self.planner, session, robot_world), (partner.role, partner.planner, partner_session, partner_world)]
         # A planner that plans for its partner too (centralized control) learns the partner's action list.
@@ -648,14 +651,24 @@ def run_episode(
     backend = InProcessBackend(sim, config.executor_config(), skills=skills, grounder=grounder,
                                agent_configs=agent_configs)
     knowledge: KnowledgeFactory = segmentation_knowledge
+    partner_knowledge: KnowledgeFactory | None = None
     hooks: list[PerceptionHook] = []
-    if perception is not None:
+    if perception is not None and partner is None:
         def knowledge(scene_spec: SceneSpec | None, initial: WorldState) -> WorldKnowledge:
             # The executor grounds through the same world graph the planner is told about.
             hooks[:] = [perception(scene_spec, initial)]
             perceived = PerceptionKnowledge(hooks[0])
             backend.ground_with(perceived.grounder())
             return perceived
+    elif perception is not None:
+        # Two agents: one world graph each (PARTNR's decentralized agents), fed by that agent's own views, told
+        # of that agent's own actions; each agent's executor grounds through its own graph. The record keeps
+        # the robot's graph.
+        from homiebot.multiagent.perception import agent_knowledge
+
+        assert partner is not None
+        knowledge = agent_knowledge(perception, backend, 0, "robot", partner.name, hooks)
+        partner_knowledge = agent_knowledge(perception, backend, partner.role, partner.name, "robot")
 
     watchers = list(observers)
     recording = None
@@ -670,7 +683,7 @@ def run_episode(
                        task.goal if task is not None else None, seed,
                        task.evaluation if task is not None else None)
     loop = EpisodeLoop(backend, planner, spec, config, knowledge=knowledge, observers=watchers, always_observe=True,
-                       partner=partner)
+                       partner=partner, partner_knowledge=partner_knowledge)
     if recording is not None:
         recording.begin(loop.trajectory)
     try:

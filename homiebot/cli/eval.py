@@ -130,7 +130,7 @@ def register(app: typer.Typer) -> None:
         if agents is not None:  # PARTNR's robot and human: the collaboration runner (homiebot/multiagent/evaluate.py)
             from homiebot.multiagent.evaluate import CollaborationError, cli_run
 
-            refused = {"--planner": planner not in (None, "expert"), "--perception": perception != PerceptionMode.OFF,
+            refused = {"--planner": planner not in (None, "expert"),
                        "--images": images, "--video": video, "--backend": backend != "local",
                        "--observe": observe is not None, "--recovery": recovery is not None,
                        "--adapter": adapter is not None}
@@ -140,6 +140,7 @@ def register(app: typer.Typer) -> None:
                                   planner_human=planner_human, options={**_parse_options(planner_option), **named},
                                   runs=runs, split=split, task_ids=_task_list(tasks), max_rounds=max_rounds,
                                   noise=noise, refused=[name for name, given in refused.items() if given],
+                                  perception=perception,
                                   progress=typer.echo if progress else None)
             except CollaborationError as err:
                 raise report(str(err)) from None

@@ -31,11 +31,12 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
+from homiebot.agent.knowledge import PerceptionFactory
 from homiebot.agent.loop import AgentSlot, EpisodeConfig, run_episode
 from homiebot.agent.observers import ObserverBase
-from homiebot.config import MAX_ROUNDS, NoiseMode
+from homiebot.config import MAX_ROUNDS, NoiseMode, PerceptionMode
 from homiebot.eval.partnr.episodes import task_actions, task_function
 from homiebot.eval.partnr.language import EvaluationFunction, task_category
 from homiebot.eval.partnr.tracker import evaluate_states
@@ -72,10 +73,19 @@ class CollabSettings:
     planner_options: dict[str, Any] = field(default_factory=dict)
     max_rounds: int = MAX_ROUNDS
     noise: str = NoiseMode.OFF.value
+    perception: str = PerceptionMode.OFF.value
 
     def __post_init__(self) -> None:
         if self.mode not in MODES:
             raise CollaborationError(f"--mode must be one of {', '.join(MODES)}, not {self.mode!r}")
+
+    def pinned(self) -> dict[str, Any]:
+        """What ``settings.json`` pins. Perception is left out when off, so that folders started before it
+        existed still resume."""
+        wanted = asdict(self)
+        if wanted["perception"] == PerceptionMode.OFF.value:
+            del wanted["perception"]
+        return wanted
 
 
 class _ActionStates(ObserverBase):
@@ -181,28 +191,30 @@ def score(task: TaskSpec, function: EvaluationFunction, kind: str, run: int, obs
 
 
 def run_pair(sim: Any, task: TaskSpec, run: int, robot: Planner, human: Planner, max_rounds: int = MAX_ROUNDS,
-             skills: Any = None) -> tuple[dict[str, Any], Trajectory]:
-    """One robot-and-human episode of ``task`` on ``sim`` (built with ``human=True``)."""
-    base = EpisodeConfig(render=False, max_rounds=max_rounds, actions=task_actions(task))
+             skills: Any = None, perception: PerceptionFactory | None = None) -> tuple[dict[str, Any], Trajectory]:
+    """One robot-and-human episode of ``task`` on ``sim`` (built with ``human=True``). ``perception``: a world
+    graph per agent (:mod:`homiebot.multiagent.perception`); the simulator must render."""
+    base = EpisodeConfig(render=perception is not None, max_rounds=max_rounds, actions=task_actions(task))
     return _run_scored(sim, task, run, "pair", (robot, human), role_config(AgentRole.ROBOT, base),
-                       AgentSlot(human, role_config(AgentRole.HUMAN, base)), skills)
+                       AgentSlot(human, role_config(AgentRole.HUMAN, base)), skills, perception)
 
 
 def run_single(sim: Any, task: TaskSpec, run: int, planner: Planner, max_rounds: int = MAX_ROUNDS,
-               skills: Any = None) -> tuple[dict[str, Any], Trajectory]:
+               skills: Any = None, perception: PerceptionFactory | None = None) -> tuple[dict[str, Any], Trajectory]:
     """The same task with the robot alone (the baseline), on a simulator without the human."""
-    config = EpisodeConfig(render=False, max_rounds=max_rounds, actions=task_actions(task))
-    return _run_scored(sim, task, run, "single", (planner,), config, None, skills)
+    config = EpisodeConfig(render=perception is not None, max_rounds=max_rounds, actions=task_actions(task))
+    return _run_scored(sim, task, run, "single", (planner,), config, None, skills, perception)
 
 
 def _run_scored(sim: Any, task: TaskSpec, run: int, kind: str, planners: Sequence[Planner], config: EpisodeConfig,
-                partner: AgentSlot | None, skills: Any) -> tuple[dict[str, Any], Trajectory]:
+                partner: AgentSlot | None, skills: Any, perception: PerceptionFactory | None = None
+                ) -> tuple[dict[str, Any], Trajectory]:
     """Run one episode (the robot is ``planners[0]``) and score it over the state after every agent's action; the
     task's evaluation function is built on the episode's first state (what the loop's reset gave)."""
     observer = _ActionStates(sim.state)
     started = time.perf_counter()
     trajectory = run_episode(sim, planners[0], task=task, seed=run, config=config, partner=partner,
-                             observers=[observer], skills=skills)
+                             observers=[observer], skills=skills, perception=perception)
     if not observer.states:  # the loop's reset failed: there is no episode to score
         raise RuntimeError(trajectory.error or f"{task.id}: the episode never started")
     function = task_function(task, observer.states[0])
@@ -340,7 +352,8 @@ def _read_lines(path: Path) -> list[dict[str, Any]]:
 
 def run_collaboration(settings: CollabSettings, out: Path, tasks: Sequence[TaskSpec], runs: int,
                       make_pair: Callable[[], tuple[Planner, Planner]], make_single: Callable[[], Planner],
-                      skills: Any = None, progress: Callable[[str], None] | None = None) -> CollabOutcome:
+                      skills: Any = None, progress: Callable[[str], None] | None = None,
+                      perception: PerceptionFactory | None = None) -> CollabOutcome:
     """Run every (task, run) as a pair and alone, append the lines to ``episodes.jsonl``, write the summary and
     the report. Episodes already in ``episodes.jsonl`` are skipped (resume); the settings must match the ones
     the folder was started with (``settings.json``)."""
@@ -348,7 +361,7 @@ def run_collaboration(settings: CollabSettings, out: Path, tasks: Sequence[TaskS
 
     out.mkdir(parents=True, exist_ok=True)
     pinned = out / "settings.json"
-    wanted = asdict(settings)
+    wanted = settings.pinned()
     if pinned.is_file():
         before = json.loads(pinned.read_text(encoding="utf-8"))
         if before != wanted:
@@ -361,8 +374,10 @@ def run_collaboration(settings: CollabSettings, out: Path, tasks: Sequence[TaskS
     done = {(line["task_id"], line["run"], line["kind"]) for line in lines}
     started = time.perf_counter()
     finished = skipped = 0
-    pair_sim = MujocoSimulator(render=False, human=True)
-    solo_sim = MujocoSimulator(render=False)
+    # Perception fuses the rendered views (the segmentation and depth of each agent's four cameras).
+    render = perception is not None
+    pair_sim = MujocoSimulator(render=render, human=True)
+    solo_sim = MujocoSimulator(render=render)
     try:
         for task in tasks:
             for run in range(runs):
@@ -372,12 +387,12 @@ def run_collaboration(settings: CollabSettings, out: Path, tasks: Sequence[TaskS
                         continue
                     if kind == "pair":
                         robot, human = make_pair()
-                        line, _ = run_pair(pair_sim, task, run, robot, human, settings.max_rounds, skills)
+                        line, _ = run_pair(pair_sim, task, run, robot, human, settings.max_rounds, skills, perception)
                         for planner in {id(robot): robot, id(human): human}.values():
                             planner.close()
                     else:
                         single = make_single()
-                        line, _ = run_single(solo_sim, task, run, single, settings.max_rounds, skills)
+                        line, _ = run_single(solo_sim, task, run, single, settings.max_rounds, skills, perception)
                         single.close()
                     with episodes.open("a", encoding="utf-8") as handle:
                         handle.write(json.dumps(line) + "\n")
@@ -398,7 +413,8 @@ def run_collaboration(settings: CollabSettings, out: Path, tasks: Sequence[TaskS
 
 def cli_run(out: Path, *, agents: str, suite: str, mode: str, planner_robot: str, planner_human: str,
             options: dict[str, Any], runs: int, split: str, task_ids: list[str] | None, max_rounds: int,
-            noise: str, refused: Sequence[str] = (), progress: Callable[[str], None] | None = None) -> CollabOutcome:
+            noise: str, refused: Sequence[str] = (), progress: Callable[[str], None] | None = None,
+            perception: str = PerceptionMode.OFF.value) -> CollabOutcome:
     """``homie eval --agents robot+human``: checks the input (every refusal is one line, before any file is
     written), picks the collaboration tasks and runs them (:func:`run_collaboration`)."""
     from homiebot.eval.tasks import TaskError, load_suite
@@ -412,7 +428,21 @@ def cli_run(out: Path, *, agents: str, suite: str, mode: str, planner_robot: str
     if runs < 1 or max_rounds < 1:
         raise CollaborationError("--runs and --max-rounds must be >= 1")
     settings = CollabSettings(suite=suite, mode=mode, planner_robot=planner_robot, planner_human=planner_human,
-                              planner_options=dict(options), max_rounds=max_rounds, noise=str(noise))
+                              planner_options=dict(options), max_rounds=max_rounds, noise=str(noise),
+                              perception=str(perception))
+    graph: PerceptionFactory | None = None
+    if settings.perception != PerceptionMode.OFF:
+        import functools
+
+        from homiebot.perception.world_model import PerceptionConfig, WorldModel
+
+        if settings.perception not in {m.value for m in PerceptionMode}:
+            raise CollaborationError(f"--perception must be one of {', '.join(m.value for m in PerceptionMode)}, "
+                                     f"not {settings.perception!r}")
+        # Each agent's planner reads its own graph's description (PARTNR's ReAct reads its world graph).
+        config = PerceptionConfig.model_validate({"builder": settings.perception, "describe_world": True})
+        # The loop builds the graphs after a reset, which always has the scene's spec.
+        graph = cast(PerceptionFactory, functools.partial(WorldModel, config=config))
     try:
         tasks = load_suite("partnr" if suite in ("partnr", "partnr_home") else suite).tasks
     except TaskError as err:
@@ -456,4 +486,5 @@ def cli_run(out: Path, *, agents: str, suite: str, mode: str, planner_robot: str
         raise CollaborationError("none of the chosen tasks is a collaboration task (the expert split gives one agent everything)")
     return run_collaboration(settings, out, chosen, runs,
                              lambda: make_pair_planners(mode, planner_robot, planner_human, options),
-                             lambda: make_single_planner(planner_robot, options), skills=skills, progress=progress)
+                             lambda: make_single_planner(planner_robot, options), skills=skills, progress=progress,
+                             perception=graph)

@@ -221,6 +221,8 @@ class CentralizedReAct(CentralizedBrain):
         self._index: WorldIndex | None = None
         self._agents: dict[AgentRole, _Agent] = {}
         self._task = ""
+        self._graphs: dict[AgentRole, str] = {}  # with perception: each agent's own graph's description
+        self._human_results: list[Subtask] = []  # the human's successful actions since its graph was read
 
     def reset(self, task: str, seed: int = 0) -> None:
         super().reset(task, seed)
@@ -229,6 +231,46 @@ class CentralizedReAct(CentralizedBrain):
         self._index = None
         self._agents = {role: _Agent() for role in AgentRole}
         self._task = task
+        self._graphs = {}
+        self._human_results = []
+
+    def answer(self, role: AgentRole, request: PlanRequest, partner_active: bool) -> str:
+        if request.world_description:
+            self._graphs[role] = request.world_description
+            if role is AgentRole.HUMAN:
+                self._human_results = []
+        return super().answer(role, request, partner_active)
+
+    def _merged_graphs(self) -> WorldIndex:
+        """With perception each agent has its own world graph (:mod:`homiebot.multiagent.perception`); PARTNR's
+        centralized planner has "complete information about both agent's states": the union of the two graphs'
+        entities, where each agent's own graph is believed about what it holds ("held by Agent 0 (robot)"), and
+        the robot's graph about anything both describe otherwise. The human's graph is the one of its last
+        request (it plans after the robot within a round)."""
+        merged = WorldIndex()
+        for role in (AgentRole.HUMAN, AgentRole.ROBOT):  # the robot's last: it wins where the two differ
+            text = self._graphs.get(role)
+            if text is None:
+                continue
+            index = WorldIndex.parse(text)
+            merged.rooms.extend(r for r in index.rooms if r not in merged.rooms)
+            merged.furniture.update(index.furniture)
+            merged.open_state.update(index.open_state)
+            for name, where in index.objects.items():
+                if where == "held by the agent":
+                    merged.objects[name] = _held_text(role)
+                elif where != "held by the other agent" and not merged.objects.get(name, "").startswith("held by Agent"):
+                    merged.objects[name] = where  # (the other agent's hand: the holder's own graph says so)
+        # The human acted after its graph was read: its results since then, as the deterministic updates do.
+        for subtask in self._human_results:
+            self._apply(merged, AgentRole.HUMAN, subtask)
+        return merged
+
+    @staticmethod
+    def _apply(index: WorldIndex, role: AgentRole, subtask: Subtask) -> None:
+        index.apply(subtask)
+        if Action.parse(subtask.action) is Action.PICK and subtask.target in index.objects:
+            index.objects[subtask.target] = _held_text(role)
 
     def close(self) -> None:
         self.engine.close()
@@ -239,9 +281,10 @@ class CentralizedReAct(CentralizedBrain):
         agent.observation = "Successful execution!" if feedback.success else f"Failed! {feedback.message}"
         if feedback.success and self._index is not None:
             parts = [p.strip() for p in subtask_text.strip("[]").split(",")]
-            self._index.apply(Subtask(parts[0], parts[1] if len(parts) > 1 else None, parts[2] if len(parts) > 2 else None))
-            if Action.parse(parts[0]) is Action.PICK and len(parts) > 1 and parts[1] in self._index.objects:
-                self._index.objects[parts[1]] = _held_text(role)
+            done = Subtask(parts[0], parts[1] if len(parts) > 1 else None, parts[2] if len(parts) > 2 else None)
+            self._apply(self._index, role, done)
+            if role is AgentRole.HUMAN and self._graphs:
+                self._human_results.append(done)
 
     def tools(self, role: AgentRole, request: PlanRequest) -> list[Tool]:
         """``role``'s tools: its action list (the loop's ``meet_partner`` gives the partner's), less the state-changing
@@ -256,11 +299,14 @@ class CentralizedReAct(CentralizedBrain):
         if request.round_index > 1 and request.last_error is not None:  # this agent's own last result
             agent.observation = ("Successful execution!" if request.last_error is ErrorCode.OK
                                  else f"Failed! {request.feedback}")
-        if self._index is None:
+        if not self._turns:
             description = request.world_description or (
                 describe_scene(request.scene).text if request.scene is not None else "Furniture:\nObjects:\nNo objects found yet")
             self._index = WorldIndex.parse(description)
             self._turns = [ChatMessage("system", self._system()), ChatMessage("user", self._task_turn(description, request, roles))]
+        if self._graphs:  # perception: both agents' own graphs, merged, every call
+            self._index = self._merged_graphs()
+        assert self._index is not None
         # The rest of a Rearrange goes on without a call, while its steps succeed.
         answers: dict[AgentRole, str] = {}
         asking = []

@@ -50,6 +50,8 @@ CASES: dict[str, dict[str, list[str]]] = {
         "bad_mode": ["--agents", "robot+human", "--mode", "joint", "--suite", "partnr", "--out", "{tmp}/out"],
         "bad_pair": ["--agents", "robot+human", "--mode", "centralized", "--planner-human", "scripted",
                      "--suite", "partnr", "--out", "{tmp}/out"],
+        "bad_pair_perception": ["--agents", "robot+human", "--perception", "everything", "--suite", "partnr",
+                                "--tasks", "partnr-6-007", "--out", "{tmp}/out"],
         "missing_adapter": ["--suite", "demo", "--planner", "hf", "--model", "{tmp}", "--adapter", MISSING,
                             "--out", "{tmp}/out"],
         "unusable_adapter": ["--suite", "demo", "--planner", "hf", "--model", "{tmp}", "--adapter", "{tmp}",

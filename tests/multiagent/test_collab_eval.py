@@ -51,7 +51,8 @@ def test_refusals_are_one_line_and_write_nothing(tmp_path: Path) -> None:
     out = tmp_path / "nothing"
     cases = [
         (["--agents", "robot+human", "--suite", "emmoe100"], "no PARTNR evaluation functions"),
-        (["--agents", "robot+human", "--perception", "gt"], "does not take --perception"),
+        (["--agents", "robot+human", "--perception", "gt"], "--perception must be one of off, privileged"),
+        (["--agents", "robot+human", "--images"], "does not take --images"),
         (["--agents", "robot+human", "--suite", "partnr", "--tasks", "partnr-9-999"], "unknown task id"),
         (["--agents", "robot+human", "--suite", "partnr", "--planner-robot", "scripted"], "human only"),
     ]
