@@ -81,6 +81,7 @@ def measure(
     analysis_max_chars: int,
     full_instruction: bool,
     sampler_chain: bool,
+    lookup_tokens: int = 0,
 ) -> dict[str, Any]:
     """One runtime in this process: load, play the rounds, time them with and without reuse."""
     from homiebot.planner.constrained import AnswerConstraint
@@ -91,7 +92,7 @@ def measure(
 
     scene = load_scene(SCENE)
     started = time.perf_counter()
-    config = TextModelConfig(bundled_model("smollm2"), runtime=runtime, threads=threads, fast_greedy=not sampler_chain)  # type: ignore[arg-type]
+    config = TextModelConfig(bundled_model("smollm2"), runtime=runtime, threads=threads, fast_greedy=not sampler_chain, lookup_tokens=lookup_tokens)  # type: ignore[arg-type]
     engine = TextLanguageModel(config)
     threads = engine.config.threads  # the default resolved, when --threads was not given
     load_s = time.perf_counter() - started
@@ -104,6 +105,8 @@ def measure(
     answer_tokens: list[int] = []
     prompt_cpu: list[float] = []
     decode_cpu_per_token: list[float] = []
+    drafted: list[int] = []
+    accepted: list[int] = []
     same = True
     for _ in range(episodes):
         transcript = TextTranscript(delta_turns=not full_instruction)
@@ -135,8 +138,15 @@ def measure(
                     prompt_cpu.append(stats.prompt_cpu_seconds)
                     decode_cpu_per_token.append((cpu_s - stats.prompt_cpu_seconds) / max(stats.completion_tokens, 1))
                 cold_reference = generation.token_ids
+                drafted.append(getattr(engine.backend, "drafted", 0))
+                accepted.append(getattr(engine.backend, "accepted", 0))
                 engine.prefix_reuse = False
+                # The reference answer: no reuse and no prompt lookup (each must leave the tokens unchanged).
+                if lookup_tokens:
+                    engine.backend.lookup_tokens = 0  # type: ignore[attr-defined]
                 cold, cold_cpu_s = _timed(engine, conversation, grammar, max_new_tokens)
+                if lookup_tokens:
+                    engine.backend.lookup_tokens = lookup_tokens  # type: ignore[attr-defined]
                 assert engine.last_stats is not None
                 cold_s.append(engine.last_stats.seconds)
                 cold_cpu.append(cold_cpu_s)
@@ -152,6 +162,9 @@ def measure(
     return {
         "runtime": runtime,
         "threads": threads,
+        "lookup_tokens": lookup_tokens,
+        "drafted_tokens": sum(drafted),
+        "accepted_draft_tokens": sum(accepted),
         "constrained": constrained,
         "load_s": load_s,
         "rounds": len(warm_s),
@@ -197,6 +210,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--timed-rounds", type=int, default=3, help="timed rounds per episode")
     parser.add_argument("--min-prompt-tokens", type=int, default=1200)
     parser.add_argument("--max-new-tokens", type=int, default=60)
+    parser.add_argument(
+        "--lookup-tokens",
+        type=int,
+        default=0,
+        help="llama.cpp: draft up to K tokens per step by prompt lookup in the timed calls with reuse (the calls "
+        "without reuse do not, so the answers compare the two)",
+    )
     parser.add_argument(
         "--threads",
         type=int,
@@ -250,6 +270,7 @@ def main(argv: list[str] | None = None) -> int:
                 args.analysis_max_chars,
                 args.full_instruction,
                 args.sampler_chain,
+                args.lookup_tokens,
             ),
         )
         process.start()
@@ -277,6 +298,12 @@ def main(argv: list[str] | None = None) -> int:
                 f"  with reuse, median per round: {result['median_new_prompt_tokens']:.0f} new prompt tokens in "
                 f"{result['median_prompt_cpu_s']:.3f} CPU s, then {result['median_decode_cpu_ms_per_token']:.1f} CPU ms "
                 "per answer token (decoding and grammar)"
+                + (
+                    f"; prompt lookup: {result['accepted_draft_tokens']} of {result['drafted_tokens']} drafted "
+                    "tokens kept"
+                    if result["lookup_tokens"]
+                    else ""
+                )
             )
     print(json.dumps(results))
     return 0 if all("error" not in r for r in results) else 1

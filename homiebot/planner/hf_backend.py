@@ -695,8 +695,8 @@ class HFPlanner(Planner):
     own configuration rules and these load options are not used.
 
     A bundled model's name instead of a folder (``--model smollm2``, :mod:`homiebot.planner.models`) loads it
-    on the CPU runtime of :mod:`homiebot.planner.text_lm` (``runtime``, ``prefix_reuse``; ``torch_threads``
-    sets its threads) and plans in the text mode of :mod:`homiebot.planner.text_planning`. A folder holding a
+    on the CPU runtime of :mod:`homiebot.planner.text_lm` (``runtime``, ``prefix_reuse``, ``lookup_tokens``;
+    ``torch_threads`` sets its threads) and plans in the text mode of :mod:`homiebot.planner.text_planning`. A folder holding a
     text-only causal LM (:func:`is_causal_text_folder`: what ``homie train base|sft|merge`` writes, with
     ``adapter=`` a LoRA adapter of ``homie train sft|dpo``) loads as
     :class:`homiebot.training.text_engine.CausalTextModel` and plans in the same text mode. ``prompt_log``
@@ -741,6 +741,7 @@ class HFPlanner(Planner):
         batched_vision: bool | None = None,
         runtime: Literal["auto", "llama_cpp", "transformers"] = "auto",
         prefix_reuse: bool = True,
+        lookup_tokens: int = 0,
         prompt_log: str | None = None,
         system_turn: bool = True,
         engine: VisionLanguageModel | TextLanguageModel | CausalTextModel | None = None,
@@ -770,7 +771,13 @@ class HFPlanner(Planner):
             from homiebot.planner.text_lm import TextLanguageModel, TextModelConfig  # it imports Generation from here
 
             self.engine = TextLanguageModel(
-                TextModelConfig(bundled, runtime=runtime, threads=torch_threads, prefix_reuse=prefix_reuse)
+                TextModelConfig(
+                    bundled,
+                    runtime=runtime,
+                    threads=torch_threads,
+                    prefix_reuse=prefix_reuse,
+                    lookup_tokens=lookup_tokens,
+                )
             )
         else:
             try:

@@ -132,6 +132,10 @@ class TextModelConfig:
     #: llama.cpp only: greedy answers test the best token against the grammar before the whole vocabulary
     #: (``_LlamaCppBackend._greedy``; the same tokens, fewer grammar checks). False: llama-cpp-python's sampler.
     fast_greedy: bool = True
+    #: llama.cpp greedy loop only: up to this many draft tokens per step, copied from where the last few
+    #: tokens occurred before in the conversation (prompt lookup), evaluated in one batch with the current
+    #: token and kept as far as greedy decoding would have chosen them (``_LlamaCppBackend._greedy``). 0: off.
+    lookup_tokens: int = 0
 
 
 @dataclass(frozen=True)
@@ -220,6 +224,9 @@ class _LlamaCppBackend:
         self.prompt_cpu_seconds: float | None = None
         #: Greedy calls use the loop of :meth:`_greedy` (False: llama-cpp-python's ``generate``, for comparisons).
         self.fast_greedy = config.fast_greedy
+        self.lookup_tokens = config.lookup_tokens
+        #: Draft tokens evaluated and kept by the last greedy call (prompt lookup; for the benchmark).
+        self.drafted = self.accepted = 0
 
     def tokenize(self, text: str) -> list[int]:
         return list(self.llm.tokenize(text.encode("utf-8"), add_bos=False, special=True))
@@ -283,6 +290,57 @@ class _LlamaCppBackend:
         self._llama_cpp.llama_sampler_apply(sampler, ctypes.byref(array))
         return int(view["id"][int(np.argmax(view["logit"]))])
 
+    def _choose(self, sampler: Any, logits: np.ndarray) -> int:
+        """The greedy token of ``logits`` that the grammar allows, accepted into the grammar's state."""
+        token = int(np.argmax(logits))
+        if sampler is not None:
+            if not self._allowed(sampler, token, float(logits[token])):
+                token = self._best_allowed(sampler, logits)
+            self._llama_cpp.llama_sampler_accept(sampler, token)
+        return token
+
+    def _stops(self, token: int) -> bool:
+        return token == self.eos or bool(self._is_end_of_generation(self.llm._model.vocab, token))
+
+    def _last_logits(self) -> np.ndarray:
+        lib = self._llama_cpp
+        return np.ctypeslib.as_array(lib.llama_get_logits_ith(self.llm._ctx.ctx, -1), shape=(self.n_vocab,))
+
+    def _eval_rows(self, tokens: list[int]) -> list[np.ndarray]:
+        """Evaluate ``tokens`` after the cached ones in one batch and return the logits after each of them
+        (llama-cpp-python's ``Llama.eval`` keeps only the last row unless the model was loaded with
+        ``logits_all``, which would hold a row for every position of the context)."""
+        llm, lib = self.llm, self._llama_cpp
+        llm._ctx.kv_cache_seq_rm(-1, llm.n_tokens, -1)
+        n_past = llm.n_tokens
+        llm._batch.set_batch(batch=tokens, n_past=n_past, logits_all=True)
+        llm._ctx.decode(llm._batch)
+        llm.input_ids[n_past : n_past + len(tokens)] = tokens
+        llm.n_tokens += len(tokens)
+        return [
+            np.ctypeslib.as_array(lib.llama_get_logits_ith(llm._ctx.ctx, i), shape=(self.n_vocab,))
+            for i in range(len(tokens))
+        ]
+
+    @staticmethod
+    def _lookup(context: np.ndarray, length: int, count: int, ngram: int = 3) -> list[int]:
+        """Prompt lookup: the ``count`` tokens that followed the latest earlier occurrence of the last
+        ``ngram`` tokens of ``context[:length]`` (none when they did not occur before). A planner's answers
+        repeat the format, the models' and the targets' names of earlier answers, and a small model often
+        repeats a whole earlier answer."""
+        if count < 1 or length <= ngram:
+            return []
+        window = context[:length]
+        key = window[length - ngram :]
+        match = np.ones(length - ngram, dtype=bool)
+        for j in range(ngram):
+            match &= window[j : length - ngram + j] == key[j]
+        hits = np.flatnonzero(match)
+        if hits.size == 0:
+            return []
+        start = int(hits[-1]) + ngram
+        return [int(t) for t in window[start : start + count]]
+
     def _greedy(
         self, prompt: list[int], grammar: str | None, max_new_tokens: int, reused: int
     ) -> tuple[list[int], bool]:
@@ -293,28 +351,56 @@ class _LlamaCppBackend:
         logits is tested first and the whole vocabulary only when the grammar refuses it, which gives the same
         token (llama.cpp's ``common_sampler_sample`` does the same for its command-line tools; ggml-org/llama.cpp,
         common/sampling.cpp, "grammar_first").
+
+        With ``lookup_tokens`` the loop drafts the tokens that followed the last few tokens where they occurred
+        before (prompt lookup decoding, as transformers' ``prompt_lookup_num_tokens``), evaluates the current
+        token and the draft in one batch, and keeps each drafted token only when it is the one greedy decoding
+        chooses from the logits before it; the first refused one is replaced by that choice and the cache is cut
+        back to it. A batch of tokens costs less per token than one token at a time (BENCHMARKS.md).
         """
-        llm, lib = self.llm, self._llama_cpp
+        llm = self.llm
         sampler = self._sampler(grammar) if grammar else None
         llm.n_tokens = reused
         started = time.process_time()
         llm.eval(prompt[reused:])  # drops the cached keys and values after the reused prefix first
         self.prompt_cpu_seconds = time.process_time() - started
-        vocab = llm._model.vocab
+        self.drafted = self.accepted = 0
+        context = np.zeros(len(prompt) + max_new_tokens, dtype=np.int64)
+        context[: len(prompt)] = prompt
         tokens: list[int] = []
+        token = self._choose(sampler, self._last_logits())
         while True:
-            logits = np.ctypeslib.as_array(lib.llama_get_logits_ith(llm._ctx.ctx, -1), shape=(self.n_vocab,))
-            token = int(np.argmax(logits))
-            if sampler is not None:
-                if not self._allowed(sampler, token, float(logits[token])):
-                    token = self._best_allowed(sampler, logits)
-                lib.llama_sampler_accept(sampler, token)
-            if token == self.eos or self._is_end_of_generation(vocab, token):
+            # ``token`` is chosen and accepted by the grammar, not yet evaluated.
+            if self._stops(token):
                 return tokens, True
+            context[len(prompt) + len(tokens)] = token
             tokens.append(token)
             if len(tokens) >= max_new_tokens:
                 return tokens, False
-            llm.eval([token])
+            draft = self._lookup(
+                context, len(prompt) + len(tokens), min(self.lookup_tokens, max_new_tokens - len(tokens))
+            )
+            if not draft:
+                llm.eval([token])
+                token = self._choose(sampler, self._last_logits())
+                continue
+            rows = self._eval_rows([token, *draft])
+            start = llm.n_tokens - len(rows)  # the position of ``token``
+            self.drafted += len(draft)
+            for i, drafted in enumerate(draft):
+                token = self._choose(sampler, rows[i])
+                if token != drafted:
+                    llm.n_tokens = start + 1 + i  # the cache keeps what was verified; ``token`` comes next
+                    break
+                self.accepted += 1
+                if self._stops(token):
+                    return tokens, True
+                context[len(prompt) + len(tokens)] = token
+                tokens.append(token)
+                if len(tokens) >= max_new_tokens:
+                    return tokens, False
+            else:
+                token = self._choose(sampler, rows[-1])
 
     def decode(
         self, prompt: list[int], grammar: str | None, max_new_tokens: int, reuse: bool, sampling: Sampling
