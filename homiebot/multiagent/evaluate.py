@@ -20,6 +20,10 @@ or single):
 (:func:`collaboration_tasks`): a task of one object and no state change has nothing to divide. The summary
 (``collaboration.json``) and ``report.md`` lay the figures out as PARTNR's tables 2 and 12. A rerun of the same
 command skips the episodes already in ``episodes.jsonl``.
+
+With ``--perception privileged|conceptgraph`` each agent of a pair has its own world graph
+(:mod:`homiebot.multiagent.perception`), and the single agent its one graph; the simulators render and the
+planners read their graph's description.
 """
 
 from __future__ import annotations
