@@ -295,7 +295,9 @@ def report_markdown(settings: CollabSettings, summary: dict[str, Any], tasks: in
         f"# Collaboration: {settings.mode}, robot {settings.planner_robot}, human {settings.planner_human}",
         "",
         f"Suite {settings.suite}, {tasks} collaboration task(s) x {runs} run(s), noise {settings.noise}, "
-        f"round limit {settings.max_rounds}. Mean ± standard error.",
+        f"round limit {settings.max_rounds}"
+        + (f", a world graph per agent ({settings.perception})" if settings.perception != PerceptionMode.OFF else "")
+        + ". Mean ± standard error.",
         "",
         "## Table 2 layout (PARTNR: Sim steps | SR | PC | Planning cycles)",
         "",
