@@ -98,6 +98,7 @@ class PartnerReAct(PartnerLog, ReActPlanner):  # the log first: its observe_part
             role = AgentRole[role.upper()]
         self.role = AgentRole(role)
         self.name = f"react_pair:{self.role.name.lower()}"
+        self.trace_agent = self.role.name.lower()
         self._unread: list[PartnerEvent] = []
         self._heard: list[PartnerEvent] = []  # every round of the partner, navigation included
 

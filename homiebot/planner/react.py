@@ -558,6 +558,8 @@ class ReActPlanner(Planner):
     accepts_free_text = True
     #: Whether the planner has a partner to ask about (FindAgentActionTool); a single agent has none.
     partner_tools = False
+    #: The agent this planner plays in a pair ("robot", "human"), written into the trace log; None alone.
+    trace_agent: str | None = None
 
     def __init__(
         self,
@@ -743,6 +745,7 @@ class ReActPlanner(Planner):
             return
         entry = {
             "task": self._task_id,
+            **({"agent": self.trace_agent} if self.trace_agent else {}),
             "round": step.round_index,
             "call": ep.llm_calls,
             "answer": step.answer,
