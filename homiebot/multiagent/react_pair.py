@@ -21,9 +21,11 @@ Wording is ours, following the structure the spec describes (no prompt text copi
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from homiebot.multiagent.centralized import (
@@ -201,8 +203,12 @@ class CentralizedReAct(CentralizedBrain):
     def __init__(self, model: str = "smollm2", constrained: bool = True,
                  max_llm_calls: int = PARTNR_CENTRALIZED_MAX_LLM_CALLS,
                  thought_max_chars: int = DEFAULT_THOUGHT_MAX_CHARS, runtime: str = "auto",
-                 torch_threads: int | None = None, engine: ChatEngine | None = None, **unused: Any) -> None:
+                 torch_threads: int | None = None, engine: ChatEngine | None = None, trace_log: str | None = None,
+                 **unused: Any) -> None:
         super().__init__()
+        self.trace_log = Path(trace_log) if trace_log else None
+        if self.trace_log is not None and not self.trace_log.parent.is_dir():
+            raise ValueError(f"trace_log: folder {str(self.trace_log.parent)!r} does not exist")
         if max_llm_calls < 1 or thought_max_chars < 1:
             raise ValueError("max_llm_calls and thought_max_chars must be >= 1")
         if engine is None:
@@ -336,6 +342,13 @@ class CentralizedReAct(CentralizedBrain):
         text = text[: cut + len(STOP_WORD)] if cut >= 0 else text
         self._turns.append(ChatMessage("assistant", text))
         parsed = parse_centralized(text, asking)
+        if self.trace_log is not None:  # one JSON line per call, as the single-agent planner's trace_log
+            entry = {"task": self._task, "round": request.round_index, "call": self.llm_calls, "answer": text,
+                     "asked": [r.name.lower() for r in asking],
+                     "result": parsed if isinstance(parsed, str) else
+                     {r.name.lower(): f"{c.tool}[{', '.join(c.args)}]" for r, c in parsed.items()}}
+            with self.trace_log.open("a", encoding="utf-8") as handle:
+                handle.write(json.dumps(entry) + "\n")
         if isinstance(parsed, str):
             log.info("react_centralized: unusable answer (%s)", parsed)
             for other in asking:  # the loop answers the raw text with F1 format feedback

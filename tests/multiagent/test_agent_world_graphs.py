@@ -130,7 +130,7 @@ class FakeToolModel:
         pass
 
 
-def test_centralized_react_reads_both_agents_graphs_merged():
+def test_centralized_react_reads_both_agents_graphs_merged(tmp_path):
     from homiebot.multiagent.react_pair import CentralizedReAct
     from homiebot.types import Feedback
 
@@ -138,7 +138,7 @@ def test_centralized_react_reads_both_agents_graphs_merged():
         "Thought: the person looks\nAgent_1_Action: Navigate[kitchen]\nAssigned!",
         "Thought: split\nAgent_0_Action: Navigate[green_can_2]\nAgent_1_Action: Wait[]\nAssigned!",
     ])
-    brain = CentralizedReAct(engine=engine)
+    brain = CentralizedReAct(engine=engine, trace_log=str(tmp_path / "calls.jsonl"))
     brain.reset("Bring the cans to the table")
     robot_graph = ("Furniture:\nkitchen: table, counter\nliving_room: sofa\nObjects:\nbowl_2: on table\n"
                    "mug: held by the agent\nThe agent: in kitchen, holding mug")
@@ -155,6 +155,8 @@ def test_centralized_react_reads_both_agents_graphs_merged():
     told = engine.conversations[-1][-1].text
     assert "green_can_2: on sofa" in told
     assert "mug: held by Agent 0 (robot)" in told and "bowl_2: held by Agent 1 (human)" in told
+    calls = (tmp_path / "calls.jsonl").read_text().splitlines()  # the centralized trace: one line per call
+    assert len(calls) == 2 and '"robot": "Navigate[green_can_2]"' in calls[1]
 
 
 @pytest.mark.slow
