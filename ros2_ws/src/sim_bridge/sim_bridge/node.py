@@ -30,8 +30,12 @@ share the house): the simulator is built with the human's body (``MujocoSimulato
 serves the human in its own namespace, ``/human``: ``/human/sim/get_world_state`` and ``/human/sim/render_views``
 (the world as the human sees it: its pose and hand as the state's robot fields, its own four cameras),
 ``/human/sim/navigate`` and ``/human/sim/manipulate`` (the human's skill attempts, through its own skill layer
-seeded as in-process: the reset's seed + 7919); it publishes ``/human/homie/views``, ``/human/odom``,
-``/human/sim/world_state`` and, on ``/tf``, ``odom`` -> ``human/base_link``. ``/sim/begin_round``
+seeded as in-process: the reset's seed + 7919); it publishes ``/human/homie/views``, per view
+``/human/camera/<view>/{image_raw, camera_info, depth/image_raw, depth/camera_info, segmentation/image_raw}`` (as the
+robot's, in the human's own frames ``human/<view>_camera_optical_frame``), ``/human/odom``, ``/human/sim/world_state``
+(every world version the human's side was asked for or acted on), on ``/tf`` ``odom`` -> ``human/base_link`` and
+on ``/tf_static`` the human's camera mounts ``human/base_link`` -> ``human/<view>_camera_optical_frame`` beside
+the robot's (one latched message holds both agents' mounts). ``/sim/begin_round``
 (homie_msgs/GetWorldState: it answers the robot's state) starts a lock-step round as in-process (``begin_round``):
 every agent's clock moves to the latest, so both start the round when the slower action of the last one ended.
 The human's executors are the same executor nodes under other names, serving and calling the ``/human`` names
@@ -42,7 +46,7 @@ Robot model in rviz: there is no robot_state_publisher here (it is not among the
 plays its part. Its URDF is generated from the simulator's own MJCF (link names = the frames published here,
 joint names = the names on ``/joint_states``); with every ``/tf`` it also sends each robot link's transform from
 its URDF parent (torso, head, arm, gripper, fingers), computed by MuJoCo's forward kinematics (``xpos`` /
-``xquat``) of the same robot at the joint positions the backend reports (``joint_positions()``, as on
+``xquat``) of the same robot at the joint positions the backend reports (``SupportsJointStates.joint_positions()``, as on
 ``/joint_states``). Those go in a TFMessage of their own ahead of ``map -> odom -> base_link`` (on a robot they
 come from two publishers: the state publisher and localisation), fixed links (``gripper_link``) included,
 so that ``/tf_static`` keeps the camera mounts alone.
@@ -80,7 +84,16 @@ from std_msgs.msg import String
 from homiebot.ros import convert
 from homiebot.ros.calls import EVENTS_QOS, LATCHED_QOS, SENSOR_QOS, VIEWS_QOS, announce_ready
 from homiebot.ros.spin import spin_node
-from homiebot.sim.base import Simulator, SupportsAgents, make_simulator
+from homiebot.sim.base import (
+    RobotModel,
+    Simulator,
+    SupportsAgents,
+    SupportsClock,
+    SupportsJointStates,
+    SupportsPath,
+    SupportsRobotModel,
+    make_simulator,
+)
 from homiebot.skills import SkillSet, UnservedModelError, preset_name
 from homiebot.types import VIEW_NAMES, Action, Observation, SkillResult, SkillStatus
 
@@ -97,6 +110,8 @@ AFTER_SKILL_DELAY_S = 0.003
 HUMAN = 1
 HUMAN_NAME = "human"
 HUMAN_NAMESPACE = convert.ROLE_NAMESPACES[HUMAN_NAME]
+#: The prefix of the human's frames: ``human/base_link``, ``human/<view>_camera_optical_frame``.
+HUMAN_FRAME_PREFIX = f"{HUMAN_NAME}/"
 #: The partner's skill-noise seed is the reset's seed + this x its id (as homiebot.agent.in_process seeds it).
 PARTNER_SEED_STRIDE = 7919
 
@@ -122,6 +137,15 @@ def _requested_views(full: MultiView, request: RenderViews.Request) -> MultiView
         robot_pose=full.robot_pose,
         held_object=full.held_object,
     )
+
+
+def _in_frames_of(views: MultiView, prefix: str) -> None:
+    """Put an agent's views in its own frames (``<prefix><view>_camera_optical_frame``): each agent has its own
+    cameras, and two agents' images in one frame would put one of them in the wrong place in rviz and tf2."""
+    for view in views.views:
+        for stamped in (view.rgb, view.depth, view.segmentation, view.camera_info):
+            if stamped.header.frame_id:
+                stamped.header.frame_id = prefix + stamped.header.frame_id
 
 
 class SimBridge(Node):
@@ -186,34 +210,31 @@ class SimBridge(Node):
         self._path_pub = self.create_publisher(Path, "/sim/path", LATCHED_QOS)
         self._tf_pub = self.create_publisher(TFMessage, "/tf", SENSOR_QOS) if TFMessage is not None else None
         self._tf_static_pub = self.create_publisher(TFMessage, "/tf_static", LATCHED_QOS) if TFMessage is not None else None
-        self._camera_mounts: np.ndarray | None = None  # the mounts last latched on /tf_static (view x 4 x 4)
+        # The camera mounts last latched on /tf_static, per agent frame prefix ("" the robot, "human/" the human):
+        # (view names, view x 4 x 4 mounts, stamp).
+        self._mounts_sent: dict[str, tuple[list[str], np.ndarray, float]] = {}
+        # What the backend declares beyond the Simulator protocol (homiebot.sim.base: SupportsClock, SupportsPath,
+        # SupportsJointStates, SupportsRobotModel), read once here; without one the bridge falls back (the views'
+        # time, an empty path, the base joints only, no robot model).
+        self._clock_source: SupportsClock | None = simulator if isinstance(simulator, SupportsClock) else None
+        self._path_source: SupportsPath | None = simulator if isinstance(simulator, SupportsPath) else None
+        self._joint_source: SupportsJointStates | None = simulator if isinstance(simulator, SupportsJointStates) else None
         # The robot's URDF, latched once; its kinematics give the robot links' /tf (see the module docstring).
-        # Asked of the backend (optional, like joint_positions): only it knows its robot, and a backend without
-        # it gets neither (a wrong model is worse than none in rviz).
-        provider = getattr(simulator, "robot_kinematics", None)
-        self._kinematics = provider() if callable(provider) else None
+        # Only the backend knows its robot, and a backend without it gets neither (a wrong model is worse than
+        # none in rviz).
+        self._kinematics: RobotModel | None = (
+            simulator.robot_kinematics() if isinstance(simulator, SupportsRobotModel) else None)
         self._description_pub = self.create_publisher(String, "/robot_description", LATCHED_QOS)
         if self._kinematics is not None:
             self._description_pub.publish(String(data=self._kinematics.urdf()))
         else:
-            self.get_logger().info(f"{type(simulator).__name__} describes no robot (robot_kinematics): no /robot_description")
+            self.get_logger().info(f"{type(simulator).__name__} describes no robot (SupportsRobotModel): no /robot_description")
         self._human_pubs: dict[str, object] = {}
+        self._human_camera_pubs: dict[str, tuple] = {}
+        self._published_human_sequence = -1
         if HUMAN in self.agents:
             self._serve_human(sim_group)
-        self._camera_pubs: dict[str, tuple] = {}
-        if self.get_parameter("publish_camera_topics").value:
-            for view in VIEW_NAMES:
-                base = f"/camera/{view}"
-                self._camera_pubs[view] = (
-                    self.create_publisher(Image, f"{base}/image_raw", SENSOR_QOS),
-                    self.create_publisher(Image, f"{base}/depth/image_raw", SENSOR_QOS),
-                    self.create_publisher(Image, f"{base}/segmentation/image_raw", SENSOR_QOS),
-                    self.create_publisher(CameraInfo, f"{base}/camera_info", SENSOR_QOS),
-                    # The depth image is rendered by the same camera (aligned pixel for pixel), so it has the same
-                    # intrinsics; depth_image_proc and rviz look for them beside the depth image (image_transport's
-                    # CameraPublisher convention: camera_info is a sibling of the image topic).
-                    self.create_publisher(CameraInfo, f"{base}/depth/camera_info", SENSOR_QOS),
-                )
+        self._camera_pubs = self._camera_publishers("")
 
         scene = self.get_parameter("scene").value
         if scene:
@@ -235,6 +256,26 @@ class SimBridge(Node):
             self.create_timer(1.0 / rate, self._on_timer, callback_group=sim_group)
         self.get_logger().info(f"simulator {self.sim.name!r} ready (tf2_msgs {'found' if TFMessage else 'absent: no /tf'})")
         self._ready = announce_ready(self)  # services and publishers exist: the planner may start (calls.READY_TOPIC)
+
+    def _camera_publishers(self, namespace: str) -> dict[str, tuple]:
+        """Per view, the publishers of ``<namespace>/camera/<view>/...`` (none with ``publish_camera_topics``
+        false): RGB, depth, segmentation, camera_info and depth/camera_info."""
+        if not self.get_parameter("publish_camera_topics").value:
+            return {}
+        publishers = {}
+        for view in VIEW_NAMES:
+            base = f"{namespace}/camera/{view}"
+            publishers[view] = (
+                self.create_publisher(Image, f"{base}/image_raw", SENSOR_QOS),
+                self.create_publisher(Image, f"{base}/depth/image_raw", SENSOR_QOS),
+                self.create_publisher(Image, f"{base}/segmentation/image_raw", SENSOR_QOS),
+                self.create_publisher(CameraInfo, f"{base}/camera_info", SENSOR_QOS),
+                # The depth image is rendered by the same camera (aligned pixel for pixel), so it has the same
+                # intrinsics; depth_image_proc and rviz look for them beside the depth image (image_transport's
+                # CameraPublisher convention: camera_info is a sibling of the image topic).
+                self.create_publisher(CameraInfo, f"{base}/depth/camera_info", SENSOR_QOS),
+            )
+        return publishers
 
     # ------------------------------------------------------------------------------------ simulator calls
 
@@ -295,10 +336,9 @@ class SimBridge(Node):
         return msg
 
     def _sim_time(self) -> float:
-        """The simulator's clock now (a backend's optional ``sim_time``), else that of the last views."""
-        now = getattr(self.sim, "sim_time", None)
-        if isinstance(now, (int, float)):
-            return float(now)
+        """The simulator's clock now (a backend with :class:`SupportsClock`), else that of the last views."""
+        if self._clock_source is not None:
+            return float(self._clock_source.sim_time)
         cached = self._cached
         return cached[1].sim_time if cached is not None else 0.0
 
@@ -366,20 +406,15 @@ class SimBridge(Node):
         full = convert.observation_to_msg(observation)
         full.state_sequence = sequence
         self._publish_sensors(full, observation)
+        if HUMAN in self.agents:
+            self._publish_human_sensors(*self._human_views())
 
     def _publish_sensors(self, views: MultiView, observation: Observation) -> None:
         """MultiView always; the per-camera topics, odometry, joints, path and /tf only when someone listens;
         /tf_static (latched) when the camera mounts are new."""
         self._views_pub.publish(views)
         seconds = observation.sim_time
-        for view_msg in views.views:
-            pubs = self._camera_pubs.get(view_msg.name)
-            if pubs is None:
-                continue
-            messages = (view_msg.rgb, view_msg.depth, view_msg.segmentation, view_msg.camera_info, view_msg.camera_info)
-            for publisher, message in zip(pubs, messages, strict=False):
-                if publisher.get_subscription_count() > 0:
-                    publisher.publish(message)
+        self._publish_cameras(self._camera_pubs, views)
         base_pose = convert.pose2d_to_pose(observation.robot_pose)
         if self._odom_pub.get_subscription_count() > 0:
             odom = Odometry(header=convert.header(seconds, convert.ODOM_FRAME), child_frame_id=convert.BASE_FRAME)
@@ -394,15 +429,26 @@ class SimBridge(Node):
         if self._tf_pub is not None:
             self._publish_transforms(views, base_pose, reported, seconds)
 
+    @staticmethod
+    def _publish_cameras(publishers: dict[str, tuple], views: MultiView) -> None:
+        """Each view's images and camera info on its own topics, to those that have a subscriber."""
+        for view_msg in views.views:
+            pubs = publishers.get(view_msg.name)
+            if pubs is None:
+                continue
+            messages = (view_msg.rgb, view_msg.depth, view_msg.segmentation, view_msg.camera_info, view_msg.camera_info)
+            for publisher, message in zip(pubs, messages, strict=False):
+                if publisher.get_subscription_count() > 0:
+                    publisher.publish(message)
+
     def _reported_joints(self) -> dict[str, float] | None:
-        """The robot's joints above the base when the backend reports them (optional ``joint_positions() ->
-        dict[str, float]``; the Simulator protocol does not require it), else None. The MuJoCo backend reports
-        torso lift, head pan/tilt, the seven arm joints and the two fingers."""
-        reporter = getattr(self.sim, "joint_positions", None)
-        if not callable(reporter):
+        """The robot's joints above the base when the backend reports them (:class:`SupportsJointStates`; the
+        Simulator protocol does not require it), else None. The MuJoCo backend reports torso lift, head pan/tilt,
+        the seven arm joints and the two fingers."""
+        if self._joint_source is None:
             return None
         with self._lock:
-            return dict(reporter())
+            return dict(self._joint_source.joint_positions())
 
     @staticmethod
     def _joint_state(observation: Observation, reported: dict[str, float] | None, seconds: float) -> JointState:
@@ -412,11 +458,10 @@ class SimBridge(Node):
         return JointState(header=convert.header(seconds, convert.BASE_FRAME), name=list(positions), position=[float(v) for v in positions.values()])
 
     def _path(self, seconds: float) -> Path:
-        points = []
-        reporter = getattr(self.sim, "travelled_path", None)  # a method or a property, depending on the backend
-        if reporter is not None:
+        points: list[tuple[float, float]] = []
+        if self._path_source is not None:  # SupportsPath
             with self._lock:
-                points = list(reporter() if callable(reporter) else reporter)
+                points = list(self._path_source.travelled_path)
         path = Path(header=convert.header(seconds))
         for x, y in points:
             pose = PoseStamped(header=path.header)
@@ -443,14 +488,25 @@ class SimBridge(Node):
                 convert.transform_stamped(identity, convert.MAP_FRAME, convert.ODOM_FRAME, seconds),
                 convert.transform_stamped(base_pose, convert.ODOM_FRAME, convert.BASE_FRAME, seconds),
             ]))
+        self._latch_mounts("", views, base_pose, seconds)
+
+    def _latch_mounts(self, prefix: str, views: MultiView, base_pose, seconds: float) -> None:
+        """``/tf_static``: ``<prefix>base_link`` -> ``<prefix><view>_camera_optical_frame`` for one agent's views,
+        when they differ from the ones last sent. The topic keeps one message (latched, depth 1), so the message
+        holds every agent's mounts, as tf2's StaticTransformBroadcaster re-sends every static transform it has."""
+        if self._tf_static_pub is None:
+            return
         names, mounts = self._mounts(views, base_pose)
-        if names and (self._camera_mounts is None or self._camera_mounts.shape != mounts.shape
-                      or not np.allclose(self._camera_mounts, mounts, atol=1e-6)):
-            self._camera_mounts = mounts
-            self._tf_static_pub.publish(TFMessage(transforms=[
-                convert.transform_stamped(convert.matrix_to_pose(mount), convert.BASE_FRAME, convert.optical_frame(name), seconds)
-                for name, mount in zip(names, mounts, strict=False)
-            ]))
+        sent = self._mounts_sent.get(prefix)
+        if not names or (sent is not None and sent[1].shape == mounts.shape and np.allclose(sent[1], mounts, atol=1e-6)):
+            return
+        self._mounts_sent[prefix] = (names, mounts, seconds)
+        self._tf_static_pub.publish(TFMessage(transforms=[
+            convert.transform_stamped(convert.matrix_to_pose(mount), f"{agent}{convert.BASE_FRAME}",
+                                      f"{agent}{convert.optical_frame(name)}", stamp)
+            for agent, (agent_names, agent_mounts, stamp) in self._mounts_sent.items()
+            for name, mount in zip(agent_names, agent_mounts, strict=False)
+        ]))
 
     @staticmethod
     def _mounts(views: MultiView, base_pose) -> tuple[list[str], np.ndarray]:
@@ -484,7 +540,7 @@ class SimBridge(Node):
         if agent == 0:
             return msg
         mine = self._state_msg(*self._agent_state(agent))
-        self._human_pubs["state"].publish(mine)  # type: ignore[attr-defined]
+        self._publish_human_state(mine)
         return mine
 
     def _on_manipulate(self, goal_handle, agent: int = 0):
@@ -542,6 +598,8 @@ class SimBridge(Node):
             "state": self.create_publisher(WorldStateMsg, f"{ns}/sim/world_state", EVENTS_QOS),
             "odom": self.create_publisher(Odometry, f"{ns}/odom", SENSOR_QOS),
         }
+        # The human's cameras on their own topics, as the robot's (/human/camera/<view>/...), in its own frames.
+        self._human_camera_pubs = self._camera_publishers(ns)
 
     def _on_begin_round(self, request: GetWorldState.Request, response: GetWorldState.Response) -> GetWorldState.Response:
         """A lock-step round begins (homiebot.agent.in_process.InProcessBackend.begin_round): the agents' clocks
@@ -554,15 +612,30 @@ class SimBridge(Node):
         return response
 
     def _on_human_state(self, request: GetWorldState.Request, response: GetWorldState.Response) -> GetWorldState.Response:
+        """The world from the human's side; published on ``/human/sim/world_state`` as the robot's state is on
+        ``/sim/world_state`` (once per world version): a bag then holds the state of every human round."""
         if self._loaded:
             response.state = self._state_msg(*self._agent_state(HUMAN))
+            self._publish_human_state(response.state)
         return response
+
+    def _publish_human_state(self, msg: WorldStateMsg) -> None:
+        if msg.state_sequence != self._published_human_sequence:
+            self._published_human_sequence = msg.state_sequence
+            self._human_pubs["state"].publish(msg)  # type: ignore[attr-defined]
 
     def _on_human_render(self, request: RenderViews.Request, response: RenderViews.Response) -> RenderViews.Response:
         """The human's four views (its own cameras), cached per world version like the robot's; published on
-        ``/human/homie/views`` with the human's odometry."""
+        ``/human/homie/views`` and ``/human/camera/<view>/...`` with the human's odometry and frames."""
         if not self._loaded:
             return response
+        full, observation = self._human_views()
+        response.views = _requested_views(full, request)
+        self._publish_human_sensors(full, observation)
+        return response
+
+    def _human_views(self) -> tuple[MultiView, Observation]:
+        """The human's views of the current world version (rendered once per version), in the human's frames."""
         with self._lock:
             cached = self._agent_cached.get(HUMAN)
             if cached is None or cached[0] != self._sequence:
@@ -570,9 +643,15 @@ class SimBridge(Node):
         sequence, observation = cached
         full = convert.observation_to_msg(observation)
         full.state_sequence = sequence
-        response.views = _requested_views(full, request)
+        _in_frames_of(full, HUMAN_FRAME_PREFIX)
+        return full, observation
+
+    def _publish_human_sensors(self, full: MultiView, observation: Observation) -> None:
+        """The human's MultiView, per-camera topics (to their subscribers), odometry, base on ``/tf`` and camera
+        mounts on ``/tf_static``."""
         self._human_pubs["views"].publish(full)  # type: ignore[attr-defined]
-        base = f"{HUMAN_NAME}/{convert.BASE_FRAME}"
+        self._publish_cameras(self._human_camera_pubs, full)
+        base = f"{HUMAN_FRAME_PREFIX}{convert.BASE_FRAME}"
         pose = convert.pose2d_to_pose(observation.robot_pose)
         odom = Odometry(header=convert.header(observation.sim_time, convert.ODOM_FRAME), child_frame_id=base)
         odom.pose.pose = pose
@@ -581,7 +660,7 @@ class SimBridge(Node):
             # The human's base in the one odom frame (rviz shows both agents): odom -> human/base_link.
             self._tf_pub.publish(TFMessage(transforms=[
                 convert.transform_stamped(pose, convert.ODOM_FRAME, base, observation.sim_time)]))
-        return response
+        self._latch_mounts(HUMAN_FRAME_PREFIX, full, pose, observation.sim_time)
 
     def destroy_node(self) -> None:
         self.sim.shutdown()
