@@ -69,18 +69,42 @@ class _StopFlag:
         return self.event.is_set()
 
 
-def _result_table(result: dict[str, Any]) -> Any:
+def _result_table(result: dict[str, Any], human: bool = False) -> Any:
+    """The rounds of ``homie up``'s result file as a table: the robot's, or the human's of a two-agent episode
+    (``partner_rounds``)."""
     from rich.table import Table
 
     table = Table(title=f"{result.get('task_id') or 'free text'}: {result.get('instruction', '')}")
     for column in ("#", "subtask", "model", "code", "feedback", "inventory", "ms"):
         table.add_column(column, overflow="fold")
-    for r in result.get("rounds", []):
+    for r in result.get("partner_rounds" if human else "rounds", []):
         table.add_row(
             str(r["index"]), r["subtask"], r["model"] or "-", r["code"], r["message"], " ".join(r["inventory"]) or "None",
             f"{r['timings'].get('round_s', 0.0) * 1000:.0f}", style=None if r["code"] == "OK" else "yellow",
         )
     return table
+
+
+def _check_pair(planner: str | None, partner: str | None, mode: str | None, options: dict[str, Any],
+                recovery: str | None, perception: str) -> None:
+    """Two agents: the pair's planners are built once here (and closed), so that a bad name, mode or pairing
+    is refused in one line before anything starts, as homie eval --agents does."""
+    from homiebot.multiagent.pair import make_pair_planners
+
+    if recovery is not None:
+        raise _fail("--recovery wraps one agent's planner; it does not take --partner-planner / --mode")
+    if perception != PerceptionMode.OFF:
+        raise _fail("--perception with two agents: one world graph per agent is not wired in the graph (docs/ros.md)")
+    try:
+        for built in make_pair_planners(mode or "decentralized", planner or "expert", partner or "expert", options):
+            built.close()
+    except (ValueError, KeyError, TypeError) as err:
+        raise _fail(str(err).strip("'\"")) from None
+
+
+def _serves_human(graph: Any) -> bool:
+    """Whether a graph has PARTNR's human: a sim bridge with ``human: true`` (launch/config/graph_pair.yaml)."""
+    return any(node.name == "sim_bridge" and bool(node.parameters.get("human")) for node in graph.nodes)
 
 
 def register(app: typer.Typer) -> None:
@@ -98,7 +122,9 @@ def register(app: typer.Typer) -> None:
         task_id: str | None = typer.Option(None, "--task", "-t", help="Built-in task id: run it to the end, then shut down."),
         instruction: str | None = typer.Option(None, "--instruction", help="Free-text task (with --scene)."),
         scene: str | None = typer.Option(None, "--scene", help="Scene (overrides the task's)."),
-        planner: str | None = typer.Option(None, "--planner", help="Planner name (default: config/homie.yaml)."),
+        planner: str | None = typer.Option(None, "--planner", help="Planner name (default: config/homie.yaml); with two agents the robot's (expert, react or a registry name)."),
+        partner_planner: str | None = typer.Option(None, "--partner-planner", help="Two agents (PARTNR's human beside the robot, docs/ros.md): the human's planner (expert, react, scripted or a registry name); runs launch/config/graph_pair.yaml unless --graph names another graph with the human."),
+        mode: str | None = typer.Option(None, "--mode", help="Two agents: decentralized (one planner each, default) or centralized (one planner for both)."),
         simulator: str | None = typer.Option(None, "--simulator", help="Simulator backend (default: config/homie.yaml)."),
         seed: int = typer.Option(0, "--seed", help="Run index: the scene seed is the task's seed + this."),
         noise: str | None = typer.Option(None, "--noise", help="Skill execution noise of the sim bridge: off, emmoe (EMMOE table 4) or a preset name (default: config/homie.yaml, noiseless)."),
@@ -133,7 +159,7 @@ def register(app: typer.Typer) -> None:
 
         from homiebot.eval.tasks import TaskError, get_task
         from homiebot.ros.environment import RosEnvironmentError, find_overlay, overlay_environment
-        from homiebot.ros.supervisor import DEFAULT_GRAPH, DEFAULT_PARAMS, GraphConfigError, Supervisor, load_graph
+        from homiebot.ros.supervisor import DEFAULT_PARAMS, Supervisor
 
         console = Console(stderr=True)
         if instruction and not (scene or task_id):
@@ -150,13 +176,15 @@ def register(app: typer.Typer) -> None:
                 get_task(task_id)
             except TaskError as err:
                 raise _fail(str(err)) from None
-        if planner is not None:
-            from homiebot.planner.registry import PlannerError, planner_class
+        pair_names = {"expert", "react", "scripted"}  # names the pair knows beside the registry (multiagent.pair)
+        for name in (planner, partner_planner):
+            if name is not None and not (partner_planner is not None and name in pair_names):
+                from homiebot.planner.registry import PlannerError, planner_class
 
-            try:
-                planner_class(planner)
-            except PlannerError as err:
-                raise _fail(str(err)) from None
+                try:
+                    planner_class(name)
+                except PlannerError as err:
+                    raise _fail(str(err)) from None
         try:
             perception_mode(perception)
             if decode is not None:
@@ -181,6 +209,18 @@ def register(app: typer.Typer) -> None:
             recovery_planner(planner or "", options, recovery, recovery_stages, recovery_search)
         except ValueError as err:
             raise _fail(str(err)) from None
+        from homiebot.ros.supervisor import DEFAULT_GRAPH, PAIR_GRAPH, GraphConfigError, load_graph
+
+        two_agents = partner_planner is not None or mode is not None
+        if two_agents:
+            _check_pair(planner, partner_planner, mode, options, recovery, perception)
+        try:  # a bad graph file is bad input, said before anything starts
+            graph = load_graph(graph_file or (PAIR_GRAPH if two_agents else DEFAULT_GRAPH))
+        except GraphConfigError as err:
+            raise _fail(str(err)) from None
+        if two_agents and not _serves_human(graph):
+            raise _fail(f"--partner-planner / --mode: the graph {graph_file} has no human (its sim_bridge needs "
+                        f"human: true and the human's executors; launch/config/graph_pair.yaml has them)")
         if out is not None:
             check_output(out)
         if live:
@@ -209,7 +249,7 @@ def register(app: typer.Typer) -> None:
             planner_overrides["planner_options"] = json.dumps(options)
         for key, value in (("task", task_id), ("instruction", instruction), ("scene", scene), ("planner", planner),
                            ("execute_timeout_s", execute_timeout), ("recovery", recovery),
-                           ("recovery_stages", recovery_stages)):
+                           ("recovery_stages", recovery_stages), ("partner_planner", partner_planner), ("mode", mode)):
             if value is not None:
                 planner_overrides[key] = value
         if recovery_search is not None:
@@ -227,7 +267,6 @@ def register(app: typer.Typer) -> None:
             overrides["perception"] = {"builder": perception}
             overrides["executor"] = {"grounder": "perception"}
         try:
-            graph = load_graph(graph_file or DEFAULT_GRAPH)
             # Every other node of the graph is part of the episode: the planner waits for their ready handshake.
             planner_overrides["await_nodes"] = ",".join(n.name for n in graph.nodes if n.name != "planner_node")
             supervisor = Supervisor(
@@ -277,9 +316,17 @@ def register(app: typer.Typer) -> None:
             raise typer.Exit(EXIT_INTERRUPTED)
         if result_path.exists():
             result = json.loads(result_path.read_text())
+            pair = "partner_rounds" in result  # a two-agent episode: both agents' rounds
+            if pair:
+                console.print(f"[bold]robot[/bold] ({result['planner']}): {len(result['rounds'])} rounds")
             console.print(_result_table(result))
+            if pair:
+                console.print(f"[bold]human[/bold] ({result['partner_planner']}): {len(result['partner_rounds'])} rounds")
+                console.print(_result_table(result, human=True))
+            rounds = (f"rounds={len(result['rounds'])}+{len(result['partner_rounds'])} (robot+human)" if pair
+                      else f"rounds={len(result['rounds'])}")
             console.print(
-                f"ended={result['ended']} goal_satisfied={result['goal_satisfied']} rounds={len(result['rounds'])} "
+                f"ended={result['ended']} goal_satisfied={result['goal_satisfied']} {rounds} "
                 f"path={result['path_length']:.2f} m wall={result['wall_time_s']:.2f} s  -> {result_path}"
             )
             if (run_dir / "record" / "recovery.json").is_file():  # --recovery: the planner node wrote them
@@ -295,6 +342,7 @@ def register(app: typer.Typer) -> None:
             raise _fail(f"{ended_by.spec.name} stopped with exit code {ended_by.exit_codes[-1]} (log: {ended_by.log_path})", EXIT_FAILED)
 
     # ------------------------------------------------------------------------------------------ bags
+
 
     @bag_app.command("record")
     def bag_record(
@@ -376,13 +424,16 @@ def register(app: typer.Typer) -> None:
     @bag_app.command("replay")
     def bag_replay(
         bag: Path = typer.Argument(..., help="A bag recorded during an episode (homie up sim --record)."),
-        planner: str = typer.Option("expert", "--planner", help="Planner to check against the recorded rounds."),
+        planner: str = typer.Option("expert", "--planner", help="Planner to check against the recorded rounds (with two agents the robot's)."),
+        partner_planner: str | None = typer.Option(None, "--partner-planner", help="A bag of a two-agent episode: the human's planner (default expert); both agents' rounds are replayed."),
+        mode: str | None = typer.Option(None, "--mode", help="A bag of a two-agent episode: decentralized (default) or centralized, as it was run."),
         out: Path | None = typer.Option(None, "--out", help="Write the per-round comparison as JSON."),
         min_agreement: float = typer.Option(0.0, "--min-agreement", min=0.0, max=1.0,
                                             help="Exit 1 when fewer rounds than this fraction agree (regression gate)."),
     ) -> None:
         """Offline regression: feed the recorded views, states and feedback to a planner, round by round, and
-        compare its subtasks with the recorded ones."""
+        compare its subtasks with the recorded ones. A bag of a two-agent episode (homie up sim --partner-planner)
+        is replayed to a pair of planners, both agents' rounds in the loop's lock-step order."""
         _need_bag(bag)
         if out is not None:
             check_output(out, directory=False)
@@ -392,22 +443,44 @@ def register(app: typer.Typer) -> None:
 
         from homiebot.planner.registry import PlannerError, make_planner
         from homiebot.ros.bag import BagError
-        from homiebot.ros.replay import replay_planner
+        from homiebot.ros.replay import holds_two_agents, replay_planner
 
         try:
-            planner_obj = make_planner(planner)
-        except PlannerError as err:
-            raise _fail(str(err)) from None
-        try:
-            report = replay_planner(bag, planner_obj)
+            pair = holds_two_agents(bag)
         except BagError as err:
             raise _fail(str(err), err.exit_code) from None
-        table = Table(title=f"replay of {bag} with {planner}: {report.agreement:.0%} of {len(report.rounds)} rounds agree")
-        for column in ("#", "recorded", "replayed", "feedback"):
-            table.add_column(column, overflow="fold")
-        for r in report.rounds:
-            table.add_row(str(r.index), r.recorded, r.replayed, r.feedback_code, style=None if r.agrees else "yellow")
-        Console().print(table)
+        if not pair and (partner_planner is not None or mode is not None):
+            raise _fail(f"--partner-planner / --mode: {bag} holds one agent's episode (no human rounds)")
+        partner = None
+        try:
+            if pair:  # the pair's planners, as the planner node builds them (homiebot.multiagent.pair)
+                from homiebot.multiagent.pair import make_pair_planners
+
+                planner_obj, partner = make_pair_planners(mode or "decentralized", planner, partner_planner or "expert")
+            else:
+                planner_obj = make_planner(planner)
+        except (PlannerError, ValueError, KeyError, TypeError) as err:
+            raise _fail(str(err).strip("'\"")) from None
+        try:
+            report = replay_planner(bag, planner_obj, partner=partner)
+        except BagError as err:
+            raise _fail(str(err), err.exit_code) from None
+        agents = [("robot", planner, report.rounds)]
+        if partner is not None:
+            agents.append(("human", partner_planner or "expert", report.partner_rounds))
+        console = Console()
+        for agent, name, rounds in agents:
+            agreeing = sum(r.agrees for r in rounds) / len(rounds) if rounds else 0.0
+            table = Table(title=f"replay of {bag} with {name}" + (f" ({agent})" if pair else ""))
+            for column in ("#", "recorded", "replayed", "feedback"):
+                table.add_column(column, overflow="fold")
+            for r in rounds:
+                table.add_row(str(r.index), r.recorded, r.replayed, r.feedback_code, style=None if r.agrees else "yellow")
+            console.print(table)
+            who = f"the {agent}'s rounds with {name}" if pair else f"{name}"
+            console.print(f"{who}: {agreeing:.0%} of {len(rounds)} rounds agree")
+        if pair:
+            console.print(f"both agents: {report.agreement:.0%} of {len(report.rounds) + len(report.partner_rounds)} rounds agree")
         if out is not None:
             from homiebot.files import atomic_write_json
 

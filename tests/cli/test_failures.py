@@ -26,6 +26,7 @@ HOMIE = str(Path(sys.executable).with_name("homie"))
 UNWRITABLE = "{unwritable}"  # replaced by each unwritable location in turn
 MISSING = "{missing}"  # replaced by a path that does not exist
 MALFORMED = "{malformed}"  # replaced by a scene file with a YAML syntax error
+ONE_AGENT_GRAPH = str(Path(__file__).resolve().parents[2] / "launch" / "config" / "graph.yaml")  # no human in it
 
 # command -> {case class: arguments}. Absent classes do not apply (the command has no such input).
 CASES: dict[str, dict[str, list[str]]] = {
@@ -90,6 +91,12 @@ CASES: dict[str, dict[str, list[str]]] = {
         "bad_recovery": ["--task", "demo-drawer", "--recovery", "nope", "--out", "{tmp}/out"],
         "bad_recovery_stages": ["--task", "demo-drawer", "--recovery", "cmfr", "--recovery-stages", "5", "--out", "{tmp}/out"],
         "recovery_option_alone": ["--task", "demo-drawer", "--no-recovery-search", "--out", "{tmp}/out"],
+        "bad_partner_planner": ["--task", "partnr-1-022", "--partner-planner", "nope", "--out", "{tmp}/out"],
+        "bad_pair_mode": ["--task", "partnr-1-022", "--partner-planner", "expert", "--mode", "joint", "--out", "{tmp}/out"],
+        "bad_pair": ["--task", "partnr-1-022", "--partner-planner", "scripted", "--mode", "centralized", "--out", "{tmp}/out"],
+        "pair_with_recovery": ["--task", "partnr-1-022", "--partner-planner", "expert", "--recovery", "cot", "--out", "{tmp}/out"],
+        "pair_graph_without_human": ["--task", "partnr-1-022", "--partner-planner", "expert", "--graph", ONE_AGENT_GRAPH,
+                                     "--out", "{tmp}/out"],
         "missing_adapter": ["--task", "demo-drawer", "--planner", "hf", "--model", "{tmp}", "--adapter", MISSING,
                             "--out", "{tmp}/out"],
     },

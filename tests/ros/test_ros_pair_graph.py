@@ -3,8 +3,9 @@
 same nodes remapped there, and the planner node drives both agents in lock-step rounds. The rounds of both
 agents equal the in-process loop's (decentralized, and centralized: one planner reading both agents from one
 state, which the planner node rebuilds from both agents' states), the human's rounds are on the wire under
-/human, and the bag of the episode opens, holds both agents' streams and replays the robot's rounds to the robot's
-planner."""
+/human, and the bag of the episode opens, holds both agents' streams and replays both agents' rounds to a fresh
+pair of planners. ``homie up sim --partner-planner`` runs the pair from the command line and prints both agents'
+rounds; ``homie bag replay`` replays its bag's two agents."""
 
 from __future__ import annotations
 
@@ -144,16 +145,18 @@ def test_two_agent_episode_through_the_graph_equals_in_process(tmp_path, ros_dom
     frames = {(t.header.frame_id, t.child_frame_id) for m in read_messages(bag_path, ["/tf"])
               for t in deserialize_message(m.data, TFMessage).transforms}
     assert ("odom", "human/base_link") in frames and ("odom", "base_link") in frames  # rviz shows both agents
-    if mode == "centralized":
-        return  # one brain decides both agents: replaying the robot's requests alone is not its episode
-    # ... and replays: the robot's recorded views, states and feedback fed to the robot's planner of a fresh pair
-    # give the recorded subtask in every round (homie bag replay; the human's rounds carry no state version).
-    from homiebot.ros.replay import replay_planner
+    # ... and replays: both agents' recorded views, states and feedback fed to a fresh pair of the same mode, in the
+    # loop's lock-step order, give the recorded subtask in every round of both agents (homie bag replay). The human's
+    # outputs name the world version they were planned on, and the bag holds the human's state of every round.
+    from homiebot.ros.replay import holds_two_agents, replay_planner
 
-    fresh_robot, _ = make_pair_planners("decentralized", "expert", "expert")
-    report = replay_planner(bag_path, fresh_robot)
+    assert holds_two_agents(bag_path)
+    fresh_robot, fresh_human = make_pair_planners(mode, "expert", "expert")
+    report = replay_planner(bag_path, fresh_robot, partner=fresh_human)
     assert [r.recorded for r in report.rounds] == [r.subtask_text for r in expected.rounds]
-    assert report.agreement == 1.0, report.to_dict()
+    assert [r.recorded for r in report.partner_rounds] == [r.subtask_text for r in expected.partner_rounds]
+    assert report.partner_planner == fresh_human.name
+    assert report.robot_agreement == report.partner_agreement == report.agreement == 1.0, report.to_dict()
 
 
 def test_homie_ups_supervisor_starts_the_human_executors_under_their_names():
@@ -284,3 +287,65 @@ def test_a_pick_of_what_the_other_holds_fails_the_same_way_through_the_graph(tmp
     assert result["error"] is None, _logs(tmp_path)
     assert _result_signature(result["rounds"]) == _signature(expected.rounds), _logs(tmp_path)
     assert _result_signature(result["partner_rounds"]) == _signature(expected.partner_rounds), _logs(tmp_path)
+
+
+@pytest.mark.ros
+@pytest.mark.slow
+def test_homie_up_runs_the_pair_prints_both_agents_and_its_bag_replays(tmp_path, ros_domain):
+    """``homie up sim --task partnr-1-022 --partner-planner expert --mode centralized --record`` (as a user runs it:
+    graph_pair.yaml chosen by the option) prints the robot's and the human's rounds, writes both to result.json as
+    the in-process loop has them, and ``homie bag replay BAG --mode centralized`` replays both agents' rounds of the
+    bag with full agreement (gate ``--min-agreement 1.0``); the replay's JSON lists both."""
+    import subprocess
+    import sys
+
+    from homiebot.agent.loop import AgentSlot, EpisodeConfig, run_episode
+    from homiebot.eval.partnr.episodes import task_actions
+    from homiebot.eval.tasks import get_task
+    from homiebot.multiagent.centralized import AgentRole
+    from homiebot.multiagent.pair import make_pair_planners, role_config
+    from homiebot.sim.base import make_simulator
+
+    task = get_task(TASK)
+    base = EpisodeConfig(actions=task_actions(task))
+    robot, human = make_pair_planners("centralized", "expert", "expert")
+    sim = make_simulator("mujoco", human=True)
+    try:
+        expected = run_episode(sim, robot, task=task, config=role_config(AgentRole.ROBOT, base),
+                               partner=AgentSlot(human, role_config(AgentRole.HUMAN, base)))
+    finally:
+        sim.shutdown()
+
+    homie = str(Path(sys.executable).with_name("homie"))
+    env = {**graph_environment(ros_domain), "COLUMNS": "220"}
+    out = tmp_path / "up"
+    up = subprocess.run([homie, "up", "sim", "--task", TASK, "--partner-planner", "expert", "--mode", "centralized",
+                         "--record", "--out", str(out), "--domain-id", str(ros_domain), "--timeout", "240"],
+                        capture_output=True, text=True, env=env, cwd=tmp_path, timeout=420)
+    assert up.returncode == 0, up.stderr[-4000:]
+    result = json.loads((out / "result.json").read_text())
+    assert _result_signature(result["rounds"]) == _signature(expected.rounds)
+    assert _result_signature(result["partner_rounds"]) == _signature(expected.partner_rounds)
+    assert result["partner_planner"] == expected.partner_planner
+    printed = up.stderr
+    robot_heading = f"robot ({result['planner']}): {len(expected.rounds)} rounds"
+    human_heading = f"human ({result['partner_planner']}): {len(expected.partner_rounds)} rounds"
+    assert robot_heading in printed and human_heading in printed, printed[-4000:]
+    assert "Turn on" in printed.split(human_heading)[1]  # the human's table, after its heading, has its switch
+    assert f"rounds={len(expected.rounds)}+{len(expected.partner_rounds)} (robot+human)" in printed
+
+    report_path = tmp_path / "replay.json"
+    replay = subprocess.run([homie, "bag", "replay", str(out / "bag"), "--mode", "centralized", "--min-agreement", "1.0",
+                             "--out", str(report_path)], capture_output=True, text=True, env=env, cwd=tmp_path,
+                            timeout=300)
+    assert replay.returncode == 0, replay.stdout[-3000:] + replay.stderr[-3000:]
+    report = json.loads(report_path.read_text())
+    assert [r["recorded"] for r in report["rounds"]] == [r.subtask_text for r in expected.rounds]
+    assert [r["recorded"] for r in report["partner_rounds"]] == [r.subtask_text for r in expected.partner_rounds]
+    assert report["agreement"] == report["partner_agreement"] == 1.0
+    assert "the human's rounds with expert: 100%" in replay.stdout
+    # A mode that does not exist is refused in one line (exit 2).
+    refused = subprocess.run([homie, "bag", "replay", str(out / "bag"), "--mode", "joint"], capture_output=True,
+                             text=True, env=env, cwd=tmp_path, timeout=300)
+    errors = [line for line in refused.stderr.splitlines() if line.strip()]
+    assert refused.returncode == 2 and len(errors) == 1 and errors[0].startswith("error:"), refused.stderr

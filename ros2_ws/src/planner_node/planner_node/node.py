@@ -85,6 +85,8 @@ class RosEpisodeBackend:
             self._ports[1] = _AgentPort(node, partner_namespace)
             self._begin_round = node.create_client(GetWorldState, "/sim/begin_round")
         self.sim_time = 0.0  # the simulated time of the newest state or views received (docs/ros.md, "Time")
+        # Per agent, (round index, state version) of the last subtask sent: the world its round was planned on.
+        self._acted_on: dict[int, tuple[int, int]] = {}
 
     def _received(self, header: Any) -> None:
         self.sim_time = max(self.sim_time, convert.time_seconds(header.stamp))
@@ -97,6 +99,15 @@ class RosEpisodeBackend:
     def state_sequence_of(self, agent: int) -> int:
         port = self._ports[agent]
         return port.state_msg.state_sequence if port.state_msg is not None else 0
+
+    def planned_on(self, agent: int, round_index: int) -> int:
+        """The world version ``agent``'s round ``round_index`` was planned on, asked after the round: the state its
+        subtask's goal carried, or, when the round executed nothing (End, Wait, an unparseable answer), the state
+        known now (nothing moved in between)."""
+        acted = self._acted_on.get(agent)
+        if acted is not None and acted[0] == round_index:
+            return acted[1]
+        return self.state_sequence_of(agent)
 
     def reset(self, scene: str, seed: int):
         for port in self._ports.values():
@@ -161,6 +172,7 @@ class RosEpisodeBackend:
             subtask=convert.subtask_to_msg(subtask), model=model, inventory=list(inventory), round_index=round_index,
             state=port.state_msg or WorldStateMsg(),
         )
+        self._acted_on[agent] = (round_index, goal.state.state_sequence)
         started = time.perf_counter()
         for other in self._ports.values():  # the world changes now; an aborted goal leaves it unknown
             other.state_msg = None
@@ -233,7 +245,8 @@ ROLE_NAMESPACES = convert.ROLE_NAMESPACES
 
 class _PartnerRounds(ObserverBase):
     """Publishes the human's rounds of a two-agent episode on /human/homie/planner_output and
-    /human/homie/episode_status, as the robot's are published on /homie/..."""
+    /human/homie/episode_status, as the robot's are published on /homie/... (after the round: the output names the
+    world version it was planned on, :meth:`RosEpisodeBackend.planned_on`)."""
 
     def __init__(self, node: PlannerNode, task_id: str) -> None:
         self.node = node
@@ -242,6 +255,9 @@ class _PartnerRounds(ObserverBase):
     def on_partner_round(self, record: RoundRecord, seen: Observation | None, state: Any) -> None:
         node = self.node
         output = convert.planner_output_to_msg(record.output, record.index, record.instruction, node.backend.sim_time)
+        # The world version the human planned on, as the robot's outputs carry theirs: bag replay matches the human's
+        # round with its views and state by it (homiebot.ros.replay).
+        output.state_sequence = node.backend.planned_on(record.agent, record.index)
         node._partner_output_pub.publish(output)
         status = EpisodeStatus(header=convert.header(node.backend.sim_time), task_id=self.task_id,
                                state=EpisodeStatus.RUNNING, goal=EpisodeStatus.GOAL_UNKNOWN,
