@@ -311,6 +311,7 @@ def entity_to_msg(entity: EntityState) -> EntityStateMsg:
         clean_state=_tri_state(entity.is_clean),
         hot_state=_tri_state(entity.is_hot),
         cold_state=_tri_state(entity.is_cold),
+        filled_state=_tri_state(entity.is_filled),
     )
 
 
@@ -342,6 +343,7 @@ def entity_from_msg(msg: EntityStateMsg) -> EntityState:
         is_clean=_from_tri_state(msg.clean_state),
         is_hot=_from_tri_state(msg.hot_state),
         is_cold=_from_tri_state(msg.cold_state),
+        is_filled=_from_tri_state(msg.filled_state),
     )
 
 

@@ -146,6 +146,13 @@ class RemoteSimulator:
     def cool(self, obj: str, place: str) -> SkillResult:
         return self._manipulation(Manipulate.Goal.COOL, obj, place)
 
+    # PARTNR's liquid skills (homiebot.sim.base.SupportsLiquids): the human's Fill and Pour.
+    def fill(self, obj: str, place: str) -> SkillResult:
+        return self._manipulation(Manipulate.Goal.FILL, obj, place)
+
+    def pour(self, obj: str, place: str) -> SkillResult:
+        return self._manipulation(Manipulate.Goal.POUR, obj, place)
+
     def observe(self) -> Observation:
         raise NotImplementedError("the executor does not render; views come from the sim bridge's topics")
 

@@ -68,6 +68,11 @@ def test_world_state_round_trip_is_exact():
                               functions=("cool",)),
         "apple": EntityState("apple", "apple", EntityKind.OBJECT, (), (1.1, 0.3, 1.0), (1.05, 0.25, 0.95), (1.15, 0.35, 1.05),
                              room="kitchen", parent="fridge", relation="in", color="red", is_clean=True, is_hot=False),
+        # PARTNR's containers: filled, empty (an object that holds no liquid, the apple, has None).
+        "mug": EntityState("mug", "mug", EntityKind.OBJECT, (), (1.0, 0.2, 1.0), (0.95, 0.15, 0.95), (1.05, 0.25, 1.05),
+                           room="kitchen", is_filled=True),
+        "bowl": EntityState("bowl", "bowl", EntityKind.OBJECT, (), (1.2, 0.2, 1.0), (1.1, 0.1, 0.97), (1.3, 0.3, 1.03),
+                            room="kitchen", is_filled=False),
     }
     state = WorldState(Pose2D(0.123456789, -2.5, 1.234), 0.3, "apple", entities, "apartment_1", "kitchen")
     back = convert.world_state_from_msg(_wire(convert.world_state_to_msg(state)))

@@ -242,6 +242,67 @@ def test_a_planner_node_in_the_human_role_drives_the_human(tmp_path, ros_domain)
     assert "partner_rounds" not in result
 
 
+#: PARTNR's human fills and pours (appendix A.9.1, its liquid skills) in apartment_1: a pour from the empty mug first
+#: (L4, the executor reads the mug's fill state off the wire), then fill at the sink and pour into the bowl.
+LIQUID_SCRIPT = [("Go to", "mug", None), ("Pick", "mug", None), ("Go to", "bowl", None), ("Pour", "mug", "bowl"),
+                 ("Go to", "sink", None), ("Fill", "mug", "sink"), ("Go to", "bowl", None), ("Pour", "mug", "bowl")]
+
+
+@pytest.mark.ros
+@pytest.mark.slow
+def test_the_humans_fill_and_pour_through_the_graph_equal_in_process(tmp_path, ros_domain):
+    """A planner node with ``role: human`` and a scripted planner: the human's Fill and Pour go through
+    /human/homie/execute_subtask, /human/manipulate and /human/sim/manipulate (Manipulate FILL / POUR) and the
+    containers' fill state through every WorldState (EntityState.filled_state): the rounds equal the in-process
+    loop's over the human's side, the empty mug's pour refused (L4) the same way."""
+    from homiebot.agent.in_process import InProcessBackend
+    from homiebot.agent.loop import EpisodeConfig, EpisodeLoop, EpisodeSpec
+    from homiebot.eval.partnr.episodes import task_actions
+    from homiebot.eval.tasks import get_task
+    from homiebot.planner.prompt import format_output
+    from homiebot.planner.registry import make_planner
+    from homiebot.ros.supervisor import PAIR_GRAPH, Supervisor, load_graph
+    from homiebot.sim.base import make_simulator
+    from homiebot.types import Subtask
+
+    outputs = [format_output(f"Step {i}.", Subtask(action, target, place), "NoMaD" if action == "Go to" else "RT-1-X")
+               for i, (action, target, place) in enumerate(LIQUID_SCRIPT, 1)]
+    task = get_task(TASK)  # apartment_1: the mug, the bowl and the sink
+    config = EpisodeConfig(actions=task_actions(task))
+    sim = make_simulator("mujoco", human=True)
+    try:
+        backend = _HumanOnly(InProcessBackend(sim, config.executor_config(), agent_configs={1: config.executor_config()}))
+        spec = EpisodeSpec(task.instruction, task.scene, task.seed, task.id, task.goal, 0, task.evaluation)
+        expected = EpisodeLoop(backend, make_planner("scripted", outputs=outputs), spec, config,
+                               always_observe=True).run().trajectory
+        filled = sim.state().entities["bowl"].is_filled
+    finally:
+        sim.shutdown()
+    codes = [(r.subtask_text, r.feedback.code.value) for r in expected.rounds]
+    assert ("[Pour, mug, bowl]", "L4") in codes and ("[Fill, mug, sink]", "OK") in codes and codes[-2:] == [
+        ("[Pour, mug, bowl]", "OK"), ("[End]", "OK")], codes
+    assert filled is True
+
+    graph = load_graph(PAIR_GRAPH)
+    result_path = tmp_path / "result.json"
+    others = ",".join(n.name for n in graph.nodes if n.name != "planner_node")
+    overrides = {"planner_node": {"task": TASK, "planner": "scripted", "planner_options": json.dumps({"outputs": outputs}),
+                                  "role": "human", "partner_planner": "", "exit_when_done": True,
+                                  "result_path": str(result_path), "await_nodes": others}}
+    supervisor = Supervisor(graph, overrides=overrides, env=graph_environment(ros_domain), log_dir=tmp_path / "logs",
+                            stop_timeout_s=10.0)
+    try:
+        supervisor.start()
+        ended_by = supervisor.run(lambda: False, timeout_s=240)
+    finally:
+        supervisor.stop()
+    assert ended_by is not None and ended_by.spec.name == "planner_node", f"planner did not finish\n{_logs(tmp_path)}"
+    assert ended_by.exit_codes[-1] == 0 and result_path.exists(), _logs(tmp_path)
+    result = json.loads(result_path.read_text())
+    assert result["error"] is None, _logs(tmp_path)
+    assert _result_signature(result["rounds"]) == _signature(expected.rounds), _logs(tmp_path)
+
+
 @pytest.mark.ros
 @pytest.mark.slow
 def test_a_pick_of_what_the_other_holds_fails_the_same_way_through_the_graph(tmp_path, ros_domain):

@@ -561,6 +561,9 @@ class SimBridge(Node):
             Manipulate.Goal.CLEAN: attempt(Action.CLEAN, goal.place),
             Manipulate.Goal.HEAT: attempt(Action.HEAT, goal.place),
             Manipulate.Goal.COOL: attempt(Action.COOL, goal.place),
+            # PARTNR's liquid skills (the human's; the executor refuses them to the robot).
+            Manipulate.Goal.FILL: attempt(Action.FILL, goal.place),
+            Manipulate.Goal.POUR: attempt(Action.POUR, goal.place),
         }
         if goal.operation == Manipulate.Goal.RESET_ARM:
             result = self._skill(False, lambda: (sim.reset_arm(), SkillResult(SkillStatus.SUCCESS))[1])
