@@ -99,7 +99,9 @@ def _check_pair(planner: str | None, partner: str | None, mode: str | None, opti
         for built in make_pair_planners(mode or "decentralized", planner or "expert", partner or "expert", options):
             built.close()
     except (ValueError, KeyError, TypeError) as err:
-        raise _fail(str(err).strip("'\"")) from None
+        # The pair's messages name homie eval's options; here they are --planner and --partner-planner.
+        message = str(err).strip("'\"").replace("--planner-robot", "--planner").replace("--planner-human", "--partner-planner")
+        raise _fail(message) from None
 
 
 def _serves_human(graph: Any) -> bool:
