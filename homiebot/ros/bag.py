@@ -412,14 +412,22 @@ def bag_info(path: str | os.PathLike[str]) -> BagInfo:
     return info
 
 
+#: The human's planner outputs in a bag of a two-agent episode (its namespace, homiebot.ros.convert.ROLE_NAMESPACES).
+PARTNER_OUTPUT_TOPIC = "/human/homie/planner_output"
+
+
 def _episode_summary(reader: Reader) -> dict[str, Any] | None:
-    wanted = [c for c in reader.connections if c.topic in ("/homie/task_started", "/homie/episode_status", "/homie/planner_output")]
+    wanted = [c for c in reader.connections if c.topic in ("/homie/task_started", "/homie/episode_status",
+                                                           "/homie/planner_output", PARTNER_OUTPUT_TOPIC)]
     if not wanted:
         return None
     store = typestore_for()
     summary: dict[str, Any] = {}
-    rounds = 0
+    rounds = partner_rounds = 0
     for connection, _timestamp, data in reader.messages(connections=wanted):
+        if connection.topic == PARTNER_OUTPUT_TOPIC:  # counted, not decoded
+            partner_rounds += 1
+            continue
         msg = store.deserialize_cdr(data, connection.msgtype)
         if connection.topic == "/homie/task_started":
             summary.update(task_id=msg.task_id, instruction=msg.instruction, scene=msg.scene, seed=msg.seed)
@@ -434,6 +442,8 @@ def _episode_summary(reader: Reader) -> dict[str, Any] | None:
                 error=msg.error or None,
             )
     summary["planner_outputs"] = rounds
+    if partner_rounds:  # a two-agent episode (docs/ros.md, "Two agents"): the human's rounds
+        summary["partner_planner_outputs"] = partner_rounds
     return summary
 
 

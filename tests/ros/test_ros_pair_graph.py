@@ -404,6 +404,12 @@ def test_homie_up_runs_the_pair_prints_both_agents_and_its_bag_replays(tmp_path,
     assert [r["recorded"] for r in report["rounds"]] == [r.subtask_text for r in expected.rounds]
     assert [r["recorded"] for r in report["partner_rounds"]] == [r.subtask_text for r in expected.partner_rounds]
     assert report["agreement"] == report["partner_agreement"] == 1.0
+    # homie bag info names both agents' rounds of the episode.
+    info = subprocess.run([homie, "bag", "info", str(out / "bag"), "--json"], capture_output=True, text=True, env=env,
+                          cwd=tmp_path, timeout=120)
+    episode = json.loads(info.stdout)["episode"]
+    assert (episode["planner_outputs"], episode["partner_planner_outputs"]) == (len(expected.rounds),
+                                                                                len(expected.partner_rounds))
     assert "the human's rounds with expert: 100%" in replay.stdout
     # A mode that does not exist is refused in one line (exit 2).
     refused = subprocess.run([homie, "bag", "replay", str(out / "bag"), "--mode", "joint"], capture_output=True,
