@@ -72,14 +72,17 @@ class _StopFlag:
 def _result_table(result: dict[str, Any], human: bool = False) -> Any:
     """The rounds of ``homie up``'s result file as a table: the robot's, or the human's of a two-agent episode
     (``partner_rounds``)."""
+    from rich.markup import escape
     from rich.table import Table
 
-    table = Table(title=f"{result.get('task_id') or 'free text'}: {result.get('instruction', '')}")
+    table = Table(title=escape(f"{result.get('task_id') or 'free text'}: {result.get('instruction', '')}"))
     for column in ("#", "subtask", "model", "code", "feedback", "inventory", "ms"):
         table.add_column(column, overflow="fold")
     for r in result.get("partner_rounds" if human else "rounds", []):
         table.add_row(
-            str(r["index"]), r["subtask"], r["model"] or "-", r["code"], r["message"], " ".join(r["inventory"]) or "None",
+            # "[pick, mug]" is not rich markup: subtasks and messages are printed as they are.
+            str(r["index"]), escape(r["subtask"]), r["model"] or "-", r["code"], escape(r["message"]),
+            " ".join(r["inventory"]) or "None",
             f"{r['timings'].get('round_s', 0.0) * 1000:.0f}", style=None if r["code"] == "OK" else "yellow",
         )
     return table
@@ -429,6 +432,7 @@ def register(app: typer.Typer) -> None:
         planner: str = typer.Option("expert", "--planner", help="Planner to check against the recorded rounds (with two agents the robot's)."),
         partner_planner: str | None = typer.Option(None, "--partner-planner", help="A bag of a two-agent episode: the human's planner (default expert); both agents' rounds are replayed."),
         mode: str | None = typer.Option(None, "--mode", help="A bag of a two-agent episode: decentralized (default) or centralized, as it was run."),
+        planner_option: list[str] = typer.Option([], "--planner-option", "-p", help="Planner option key=value (repeatable), as homie run takes them; with two agents for both planners (e.g. script=... for a scripted human)."),
         out: Path | None = typer.Option(None, "--out", help="Write the per-round comparison as JSON."),
         min_agreement: float = typer.Option(0.0, "--min-agreement", min=0.0, max=1.0,
                                             help="Exit 1 when fewer rounds than this fraction agree (regression gate)."),
@@ -436,11 +440,15 @@ def register(app: typer.Typer) -> None:
         """Offline regression: feed the recorded views, states and feedback to a planner, round by round, and
         compare its subtasks with the recorded ones. A bag of a two-agent episode (homie up sim --partner-planner)
         is replayed to a pair of planners, both agents' rounds in the loop's lock-step order."""
+        from homiebot.cli.run import _parse_options
+
+        options = _parse_options(planner_option)
         _need_bag(bag)
         if out is not None:
             check_output(out, directory=False)
         _need_overlay()
         from rich.console import Console
+        from rich.markup import escape
         from rich.table import Table
 
         from homiebot.planner.registry import PlannerError, make_planner
@@ -458,9 +466,10 @@ def register(app: typer.Typer) -> None:
             if pair:  # the pair's planners, as the planner node builds them (homiebot.multiagent.pair)
                 from homiebot.multiagent.pair import make_pair_planners
 
-                planner_obj, partner = make_pair_planners(mode or "decentralized", planner, partner_planner or "expert")
+                planner_obj, partner = make_pair_planners(mode or "decentralized", planner, partner_planner or "expert",
+                                                          options)
             else:
-                planner_obj = make_planner(planner)
+                planner_obj = make_planner(planner, **options)
         except (PlannerError, ValueError, KeyError, TypeError) as err:
             raise _fail(str(err).strip("'\"")) from None
         try:
@@ -473,11 +482,12 @@ def register(app: typer.Typer) -> None:
         console = Console()
         for agent, name, rounds in agents:
             agreeing = sum(r.agrees for r in rounds) / len(rounds) if rounds else 0.0
-            table = Table(title=f"replay of {bag} with {name}" + (f" ({agent})" if pair else ""))
+            table = Table(title=escape(f"replay of {bag} with {name}" + (f" ({agent})" if pair else "")))
             for column in ("#", "recorded", "replayed", "feedback"):
                 table.add_column(column, overflow="fold")
             for r in rounds:
-                table.add_row(str(r.index), r.recorded, r.replayed, r.feedback_code, style=None if r.agrees else "yellow")
+                table.add_row(str(r.index), escape(r.recorded), escape(r.replayed), r.feedback_code,
+                              style=None if r.agrees else "yellow")
             console.print(table)
             who = f"the {agent}'s rounds with {name}" if pair else f"{name}"
             console.print(f"{who}: {agreeing:.0%} of {len(rounds)} rounds agree")

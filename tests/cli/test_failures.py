@@ -106,6 +106,7 @@ CASES: dict[str, dict[str, list[str]]] = {
     "bag replay": {
         "missing_input": [MISSING],
         "unwritable": [MISSING, "--out", UNWRITABLE],
+        "bad_planner_option": [MISSING, "-p", "no-equals-sign"],
     },
     "ros clean-shm": {},
     "muep run": {

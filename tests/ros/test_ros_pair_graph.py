@@ -307,12 +307,14 @@ def test_the_humans_fill_and_pour_through_the_graph_equal_in_process(tmp_path, r
 @pytest.mark.slow
 def test_a_pick_of_what_the_other_holds_fails_the_same_way_through_the_graph(tmp_path, ros_domain):
     """A scripted human goes for the mug the expert robot picks first: its Pick is E1 naming the holder ("held by
-    the robot"), through the graph as in-process (the human's executor lists both agents in its state)."""
+    the robot"), through the graph as in-process (the human's executor lists both agents in its state); the bag
+    replays to the same pair (``homie bag replay --partner-planner scripted -p script=...``)."""
     from homiebot.agent.loop import AgentSlot, EpisodeConfig, run_episode
     from homiebot.eval.partnr.episodes import task_actions
     from homiebot.eval.tasks import get_task
     from homiebot.multiagent.centralized import AgentRole
     from homiebot.multiagent.pair import make_pair_planners, role_config
+    from homiebot.ros.bag import record_bag
     from homiebot.ros.supervisor import PAIR_GRAPH, Supervisor, load_graph
     from homiebot.sim.base import make_simulator
 
@@ -334,13 +336,22 @@ def test_a_pick_of_what_the_other_holds_fails_the_same_way_through_the_graph(tmp
     others = ",".join(n.name for n in graph.nodes if n.name != "planner_node")
     overrides = {"planner_node": {"task": TASK, "planner": "expert", "partner_planner": "scripted",
                                   "planner_options": json.dumps(script), "max_rounds": 5, "exit_when_done": True,
-                                  "result_path": str(result_path), "await_nodes": others}}
+                                  "result_path": str(result_path), "await_nodes": others, "await_subscribers": 1}}
     supervisor = Supervisor(graph, overrides=overrides, env=graph_environment(ros_domain), log_dir=tmp_path / "logs",
                             stop_timeout_s=10.0)
+    bag_path = tmp_path / "bag"
+    ready, stop = threading.Event(), threading.Event()
+    recorder = threading.Thread(target=lambda: record_bag(bag_path, exclude_camera_topics=True, should_stop=stop.is_set,
+                                                          ready=ready.set), daemon=True)
+    recorder.start()
+    assert ready.wait(30)
     try:
         supervisor.start()
         ended_by = supervisor.run(lambda: False, timeout_s=240)
     finally:
+        time.sleep(0.5)  # the recorder's last messages
+        stop.set()
+        recorder.join(timeout=30)
         supervisor.stop()
     assert ended_by is not None and ended_by.spec.name == "planner_node", f"planner did not finish\n{_logs(tmp_path)}"
     assert result_path.exists(), _logs(tmp_path)
@@ -348,6 +359,21 @@ def test_a_pick_of_what_the_other_holds_fails_the_same_way_through_the_graph(tmp
     assert result["error"] is None, _logs(tmp_path)
     assert _result_signature(result["rounds"]) == _signature(expected.rounds), _logs(tmp_path)
     assert _result_signature(result["partner_rounds"]) == _signature(expected.partner_rounds), _logs(tmp_path)
+
+    # The bag replays to the same pair, the scripted human's script given as a planner option (homie bag replay -p).
+    import subprocess
+    import sys
+
+    homie = str(Path(sys.executable).with_name("homie"))
+    report_path = tmp_path / "replay.json"
+    replay = subprocess.run([homie, "bag", "replay", str(bag_path), "--partner-planner", "scripted", "-p",
+                             f"script={script['script']}", "--min-agreement", "1.0", "--out", str(report_path)],
+                            capture_output=True, text=True, env={**graph_environment(ros_domain), "COLUMNS": "200"},
+                            cwd=tmp_path, timeout=300)
+    assert replay.returncode == 0, replay.stdout[-3000:] + replay.stderr[-3000:]
+    report = json.loads(report_path.read_text())
+    assert [r["recorded"] for r in report["partner_rounds"]] == [r.subtask_text for r in expected.partner_rounds]
+    assert ("[Pick, mug]", "E1") in [(r["recorded"], r["feedback_code"]) for r in report["partner_rounds"]]
 
 
 @pytest.mark.ros
