@@ -6,7 +6,8 @@ Each directory is scored from its records alone (:func:`homiebot.eval.scoring.co
 keeps only the (task, run) pairs every directory has a record of, so the rows compare the same episodes
 even when some evaluations were stopped early. Per row: EMMOE's SR, PLWSR, TP, SRR, SER and mean rounds
 (:func:`homiebot.eval.metrics.summarize`), and from each directory's ``recovery/`` statistics of the same
-episodes: LLM calls, tokens and seconds per episode, how often each stage fired and acted, how many recovery steps
+episodes: LLM calls (and how many the model answered rather than the episode's memory), tokens (and how many
+the model computed), seconds per episode, how often each stage fired and acted, how many recovery steps
 succeeded, the failed rounds by error code.
 """
 
@@ -65,7 +66,8 @@ def ablation(dirs: dict[str, Path]) -> str:
         f"{len(common)} episode(s) every configuration finished: "
         + ", ".join(f"{t}/run{r}" for t, r in sorted(common)),
         "",
-        "| configuration | SR | PLWSR | TP | SRR | SER | rounds | LLM calls / ep. | tokens / ep. | LLM s / ep. "
+        "| configuration | SR | PLWSR | TP | SRR | SER | rounds | LLM calls / ep. (by the model) "
+        "| tokens / ep. (computed) | LLM s / ep. "
         "| stages fired (acted) | recovery steps ok / run | failed rounds by code |",
         "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
@@ -81,11 +83,15 @@ def ablation(dirs: dict[str, Path]) -> str:
         calls = rec.get("llm_calls_per_episode")
         seconds = rec.get("llm_seconds_per_episode")
         tokens = rec.get("tokens_per_episode")
+        # Calls the model answered (not from the episode's memory) and tokens it computed (no cache, no memory).
+        model_calls = rec.get("model_calls_per_episode")
+        computed = rec.get("computed_tokens_per_episode")
         codes = ", ".join(f"{k} {v}" for k, v in rec.get("failures_by_code", {}).items()) or "n/a"
         lines.append(
             f"| {name} | {_pct(m.sr)} | {_pct(m.plwsr)} | {_pct(m.tp)} | {_pct(m.srr)} | {_pct(m.ser)} | "
-            f"{m.mean_rounds:.1f} | {'n/a' if calls is None else f'{calls:.1f}'} | "
-            f"{'n/a' if tokens is None else f'{tokens:,.0f}'} | "
+            f"{m.mean_rounds:.1f} | {'n/a' if calls is None else f'{calls:.1f}'}"
+            f"{'' if model_calls is None else f' ({model_calls:.1f})'} | "
+            f"{'n/a' if tokens is None else f'{tokens:,.0f}'}{'' if computed is None else f' ({computed:,.0f})'} | "
             f"{'n/a' if seconds is None else f'{seconds:.0f}'} | {stage_counts(rec)} | {steps_ok(rec)} | {codes} |"
         )
         if episodes:
