@@ -47,12 +47,12 @@ log = logging.getLogger(__name__)
 #: The EMMOE-format actions only the human has (PARTNR A.9.1: Clean, Fill, Pour, PowerOff, PowerOn).
 HUMAN_ONLY_ACTIONS: tuple[str, ...] = ("Turn on", "Turn off", "Clean", "Fill", "Pour")
 MODES = ("centralized", "decentralized")
-#: Rounds an expert of a pair waits for its partner's share while no proposition of the task gets done before it
-#: takes the share over, or ends naming why when what is left only the partner can do (a robot cannot switch,
-#: clean, fill or pour). Ours: the expert partner's longest stretch without a newly done proposition on the
-#: PARTNR-style suite is a Go to, Open, Pick, Go to, Put chain and its set-downs (at most 6 rounds noiseless), so
-#: 8 never fires between two experts there; a person who walks off (``homie play``) costs 8 rounds, not the
-#: round limit.
+#: Rounds an expert of a pair waits for its partner's share while the partner neither gets a proposition of the task
+#: done nor tries anything but walking and waiting, before it takes the share over, or ends naming why when what is
+#: left only the partner can do (a robot cannot switch, clean, fill or pour). A partner's Pick, Put, Open, ... (the
+#: loop reports them, PARTNR's decentralized agents learn them) counts as working on it, even when it fails (a
+#: noisy partner retrying is not idle); an expert partner never walks more than 2 rounds in a row, so 8 never fires
+#: between experts; a person who walks off or only waits (``homie play``) costs 8 rounds, not the round limit.
 TAKEOVER_AFTER_WAITS = 8
 
 
@@ -121,9 +121,15 @@ class ShareExpert(PartnrExpertPlanner):
             self._share = set(split_propositions(function)[self.role])
         return self._share
 
+    def observe_partner(self, partner: str, subtask_text: str, feedback: Feedback) -> None:
+        """The partner did something other than walking or waiting (the loop reports only those): it is working
+        on the task, so the wait before a take-over starts again."""
+        self._waits = 0
+
     def _decide(self, tracker: PropositionTracker, state: WorldState, request: PlanRequest) -> _Step:
-        """The next step on this agent's share; after :attr:`takeover_after` Waits with no proposition newly done,
-        the partner's share is taken over (what this role can do), or the agent ends naming what is left."""
+        """The next step on this agent's share; after :attr:`takeover_after` Waits with no proposition newly done
+        and no partner action but walking and waiting, the partner's share is taken over (what this role can do),
+        or the agent ends naming what is left."""
         function = tracker.function
         done = sum(1 for i in range(len(function.propositions)) if self._done(tracker, i))
         if done != self._done_count:
