@@ -11,7 +11,7 @@ compared token for token (greedy decoding: reuse must not change them).
 Each round is timed twice: wall seconds, and the CPU seconds of the process (``time.process_time``, all its
 threads). On a shared, loaded machine the wall time measures the queue for a core; the CPU time of a
 one-thread run (``--threads 1``) is what the round costs on an idle core. Without ``--threads`` the runtime
-gets the planner's default (:func:`homiebot.planner.text_lm.default_threads`: every usable core, at most 4).
+gets the planner's default (:func:`homiebot.planner.text_lm.default_threads`: 1, or OMP_NUM_THREADS).
 ``--constrained`` decodes under the planner's grammar (:class:`homiebot.planner.constrained.AnswerConstraint`
 over EMMOE's actions and models and the scene's names, as ``--planner hf --constrained`` does in the text mode;
 its analysis budget follows ``--max-new-tokens``).

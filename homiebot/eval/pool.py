@@ -47,7 +47,7 @@ class WorkerPool:
 
     def _spawn(self) -> _Worker:
         parent_conn, child_conn = self._ctx.Pipe(duplex=True)
-        options = dataclasses.replace(self.options, parent_pid=os.getpid(), workers=self.size)
+        options = dataclasses.replace(self.options, parent_pid=os.getpid())
         process = self._ctx.Process(target=worker_main, args=(child_conn, options), daemon=True)
         process.start()
         child_conn.close()

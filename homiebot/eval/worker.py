@@ -49,8 +49,6 @@ class WorkerOptions:
     video: bool = False
     log_level: int = logging.WARNING
     parent_pid: int | None = None
-    #: How many workers run at once on this machine's cores (each takes its share of threads; worker_main).
-    workers: int = 1
 
 
 class EpisodeNotRun(RuntimeError):
@@ -262,10 +260,6 @@ def worker_main(conn: connection.Connection, options: WorkerOptions) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     configure_logging(options.log_level, "%(asctime)s %(levelname)s worker %(process)d %(name)s: %(message)s")
     os.environ.setdefault("MUJOCO_GL", "egl")
-    from homiebot.planner.text_lm import claim_cpu_share
-
-    # N workers on the same cores: each model runtime takes 1/N of them instead of all (docs/models.md).
-    claim_cpu_share(options.workers)
     try:
         state = _WorkerState(options)
     except Exception as err:  # report the setup failure instead of dying silently

@@ -33,7 +33,7 @@ import logging
 import os
 import threading
 import time
-from collections.abc import Mapping, MutableMapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, Protocol
@@ -48,38 +48,12 @@ log = logging.getLogger(__name__)
 
 Runtime = Literal["auto", "llama_cpp", "transformers"]
 
-#: The most CPU threads a bundled text model gets by default. llama.cpp splits each matrix product of a token
+#: The most CPU threads ``OMP_NUM_THREADS`` gives a bundled text model (:func:`default_threads`). llama.cpp splits each matrix product of a token
 #: between its threads and joins them after every operation; SmolLM2-135M's products are small (576-wide), so
 #: extra threads soon cost more in joins than they save. 2 threads gave a round 0.89 s against 1.49 s for 1 on
 #: 2 idle cores (BENCHMARKS.md, "A bundled text model on the CPU"). More than 2 cores were not measured here:
 #: the cap keeps a big machine from handing one small model dozens of threads that mostly wait.
 MAX_DEFAULT_THREADS = 4
-
-
-def usable_cores() -> int:
-    """The CPU cores this process may run on (its affinity mask, which ``taskset`` and container CPU sets
-    narrow; :func:`os.cpu_count` where the platform has no affinity)."""
-    if hasattr(os, "sched_getaffinity"):
-        return max(1, len(os.sched_getaffinity(0)))
-    return max(1, os.cpu_count() or 1)
-
-
-def cpu_share(workers: int, cores: int | None = None) -> int:
-    """The threads each of ``workers`` concurrent processes gets when they split ``cores`` (default: the
-    usable cores) evenly, at least one: ``homie eval --workers N`` gives each worker this many."""
-    return max(1, (usable_cores() if cores is None else cores) // max(1, workers))
-
-
-def claim_cpu_share(
-    workers: int, environ: MutableMapping[str, str] | None = None, cores: int | None = None
-) -> int | None:
-    """In a worker process of ``workers`` sharing this machine: set ``OMP_NUM_THREADS`` to the worker's
-    :func:`cpu_share` unless it is set already (the user's value wins), before any model loads; returns the
-    value in effect (None: the user's value is not a count). torch reads it for its thread pool, and
-    :func:`default_threads` for the text runtimes."""
-    environ = os.environ if environ is None else environ
-    environ.setdefault("OMP_NUM_THREADS", str(cpu_share(workers, cores)))
-    return _omp_threads(environ)
 
 
 def _omp_threads(environ: Mapping[str, str]) -> int | None:
@@ -89,18 +63,19 @@ def _omp_threads(environ: Mapping[str, str]) -> int | None:
     return int(value) if value.isdigit() and int(value) >= 1 else None
 
 
-def default_threads(environ: Mapping[str, str] | None = None, cores: int | None = None) -> int:
-    """The runtime's threads when none are given (``-p torch_threads=`` wins over this).
+def default_threads(environ: Mapping[str, str] | None = None) -> int:
+    """The runtime's threads when none are given (``-p torch_threads=`` wins over this): ``OMP_NUM_THREADS``
+    when it is set (at most :data:`MAX_DEFAULT_THREADS`), else 1.
 
-    ``OMP_NUM_THREADS`` when it is set: ``homie eval`` sets it in each worker to :func:`cpu_share` of the
-    workers (unless the user set it), as Ray and ``torchrun`` do for their workers, so workers on shared cores
-    do not oversubscribe them. Otherwise every usable core (``homie run``, ``homie up``, the server: one
-    model process). Either way at most :data:`MAX_DEFAULT_THREADS`.
+    One thread by default, whatever the process: llama.cpp's greedy answers depend on its thread count (the
+    reductions are split differently), so a default that followed the cores or the number of ``homie eval``
+    workers made the same task's answers differ between ``homie run``, ``--workers 1`` and ``--workers 2``, and
+    between the local and the Ray backend (caught by tests/eval/test_ray_models.py). Records must not depend
+    on how a run was spread. Two threads are faster on 2 idle cores (0.89 s against 1.49 s a round,
+    BENCHMARKS.md): ask for them with ``-p torch_threads=2`` or ``OMP_NUM_THREADS=2``.
     """
     threads = _omp_threads(os.environ if environ is None else environ)
-    if threads is None:
-        threads = usable_cores() if cores is None else max(1, cores)
-    return min(MAX_DEFAULT_THREADS, threads)
+    return 1 if threads is None else min(MAX_DEFAULT_THREADS, threads)
 
 
 def chat_stop_ids(tokenizer: Any) -> list[int]:
