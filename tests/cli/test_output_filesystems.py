@@ -112,8 +112,12 @@ def test_eval_interrupt_is_one_line_with_the_resume_command(tmp_path: Path) -> N
     out = tmp_path / "eval"
     argv = [HOMIE, "eval", "--suite", "emmoe", "--runs", "1", "--workers", "2", "--out", str(out)]
     # A session of its own, signalled as a whole: Ctrl-C in a terminal reaches the command and its workers.
-    process = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path,
-                               start_new_session=True, env={**os.environ, "COLUMNS": "200"})
+    # Started through a shim that restores SIGINT's default action before exec: a test runner started in the
+    # background by a shell without job control ignores SIGINT, every child inherits that (POSIX), and the
+    # command would then run to its end.
+    shim = "import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_DFL); os.execv(sys.argv[1], sys.argv[1:])"
+    process = subprocess.Popen([sys.executable, "-c", shim, *argv], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               text=True, cwd=tmp_path, start_new_session=True, env={**os.environ, "COLUMNS": "200"})
     deadline = time.monotonic() + 240
     index = out / "results.jsonl"
     while time.monotonic() < deadline and not (index.is_file() and index.read_text().count("\n") >= 2):
