@@ -717,15 +717,9 @@ class MujocoSimulator:
                 return _result(SkillStatus.NOT_INTERACTIVE, f"{target} has no power switch")
             return self._distance_failure(target)
         if action in _TREATMENTS:
-            if place is None:
-                return _result(SkillStatus.EXECUTION_FAILED, f"{action} needs a place")
-            place_kind = self._kind(place)
-            if place_kind is None:
-                return _result(SkillStatus.NOT_FOUND, f"{place} is not in the scene")
-            if self._held is None:
-                return _result(SkillStatus.HAND_EMPTY, "the hand is empty")
-            if self._held != target:
-                return _result(SkillStatus.EXECUTION_FAILED, f"the hand holds {self._held}, not {target}")
+            failure, place_kind = self._held_at_place(action, target, place)
+            if failure is not None or place is None:
+                return failure
             if place_kind is not EntityKind.FURNITURE or action not in self._require_spec().furniture_by_name(place).effective_functions:
                 return _result(SkillStatus.NOT_INTERACTIVE, f"{place} cannot {action} anything")
             return self._distance_failure(place)
@@ -733,18 +727,28 @@ class MujocoSimulator:
             return self._liquid_failure(action, target, place)
         raise ValueError(f"unknown action {action!r}")
 
+    def _held_at_place(
+        self, action: str, target: str, place: str | None
+    ) -> tuple[SkillResult | None, EntityKind | None]:
+        """The checks a treatment (clean/heat/cool) and Fill/Pour share: a place that exists and ``target`` in
+        the hand. Returns the failure, or None with the place's kind."""
+        if place is None:
+            return _result(SkillStatus.EXECUTION_FAILED, f"{action} needs a place"), None
+        place_kind = self._kind(place)
+        if place_kind is None:
+            return _result(SkillStatus.NOT_FOUND, f"{place} is not in the scene"), None
+        if self._held is None:
+            return _result(SkillStatus.HAND_EMPTY, "the hand is empty"), None
+        if self._held != target:
+            return _result(SkillStatus.EXECUTION_FAILED, f"the hand holds {self._held}, not {target}"), None
+        return None, place_kind
+
     def _liquid_failure(self, action: str, target: str, place: str | None) -> SkillResult | None:
         """Fill / Pour: the hand holds the container ``target``; Fill's place has a faucet, Pour's is another
         container within reach that no agent holds; Pour needs water in the held container."""
-        if place is None:
-            return _result(SkillStatus.EXECUTION_FAILED, f"{action} needs a place")
-        place_kind = self._kind(place)
-        if place_kind is None:
-            return _result(SkillStatus.NOT_FOUND, f"{place} is not in the scene")
-        if self._held is None:
-            return _result(SkillStatus.HAND_EMPTY, "the hand is empty")
-        if self._held != target:
-            return _result(SkillStatus.EXECUTION_FAILED, f"the hand holds {self._held}, not {target}")
+        failure, place_kind = self._held_at_place(action, target, place)
+        if failure is not None or place is None:
+            return failure
         if self._objects[target].spec.category not in FILLABLE_CATEGORIES:
             return _result(SkillStatus.NOT_INTERACTIVE, f"{target} cannot hold water")
         if action == "fill":
