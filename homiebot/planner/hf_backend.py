@@ -768,6 +768,14 @@ class HFPlanner(Planner):
         if engine is not None:
             self.engine = engine
         elif bundled is not None:
+            if adapter is not None:
+                # A bundled model runs as quantised GGUF weights in llama.cpp, where a peft adapter cannot apply;
+                # refused here so that a Python caller does not plan with the base model unknowingly.
+                raise PlannerLoadError(
+                    f"adapter={adapter!r}: {model!r} is a bundled GGUF model, which takes no adapter; write its "
+                    f"trainable folder with `homie train base --model {model} --out DIR` and pass model=DIR "
+                    "(the folder the adapter was trained on)"
+                )
             from homiebot.planner.text_lm import TextLanguageModel, TextModelConfig  # it imports Generation from here
 
             self.engine = TextLanguageModel(

@@ -111,3 +111,13 @@ def test_the_commands_refuse_a_bad_adapter_in_one_line_and_write_nothing(tmp_pat
     assert result.exit_code == 2, result.output
     assert "another size" in result.output and "Traceback" not in result.output
     assert not out.exists()
+
+
+def test_hf_planner_from_python_refuses_an_adapter_on_a_bundled_model(tmp_path: Path) -> None:
+    """The CLI check above guards ``homie``; HFPlanner built from Python refuses it too (it ran the plain bundled
+    model before, the adapter unused), before anything loads."""
+    from homiebot.planner.hf_backend import HFPlanner, PlannerLoadError
+
+    adapter = _adapter(tmp_path / "adapter")
+    with pytest.raises(PlannerLoadError, match=r"bundled GGUF model, which takes no adapter.*homie train base"):
+        HFPlanner(model="smollm2", adapter=str(adapter))
