@@ -30,12 +30,12 @@ def _train(
     max_length: int | None,
     lora: bool,
     ref_model: Path | None,
+    warmup_steps: int | None,
 ) -> None:
     from homiebot.training.episodes import TrainingDataError
     from homiebot.training.trainer import TrainingError, check_data, preset_for, train
 
     try:
-        check_data(data)
         settings = preset_for(
             stage,
             preset,
@@ -43,7 +43,9 @@ def _train(
             batch_size=batch_size,
             max_length=max_length,
             lora=None if lora else False,
+            warmup_steps=warmup_steps,
         )
+        check_data(data)
         result = train(
             stage,
             data,
@@ -77,6 +79,11 @@ def register(app: typer.Typer) -> None:
     batch_option = typer.Option(None, "--batch-size", help="Samples per device and step (default: the preset's).")
     length_option = typer.Option(None, "--max-length", help="Tokens per sample (default: the preset's).")
     lora_option = typer.Option(True, "--lora/--full", help="LoRA adapter (default) or all weights.")
+    warmup_option = typer.Option(
+        None,
+        "--warmup-steps",
+        help="Linear warm-up steps (the first trains at lr 0); default: the preset's (cpu-small 0, emmoe/emma 3%).",
+    )
 
     @train_app.command("sft")
     def sft_command(
@@ -90,9 +97,10 @@ def register(app: typer.Typer) -> None:
         batch_size: int = batch_option,
         max_length: int = length_option,
         lora: bool = lora_option,
+        warmup_steps: int = warmup_option,
     ) -> None:
         """Stage one: supervised fine-tuning on the answers (completion-only loss)."""
-        _train("sft", data, model, out, preset, max_steps, resume, lr, batch_size, max_length, lora, None)
+        _train("sft", data, model, out, preset, max_steps, resume, lr, batch_size, max_length, lora, None, warmup_steps)
 
     @train_app.command("dpo")
     def dpo_command(
@@ -107,9 +115,24 @@ def register(app: typer.Typer) -> None:
         max_length: int = length_option,
         lora: bool = lora_option,
         ref_model: Path = typer.Option(None, "--ref-model", help="Reference model folder (default: --model itself)."),
+        warmup_steps: int = warmup_option,
     ) -> None:
         """Stage two: DPO (sigmoid loss, beta 0.1) on the merged SFT model."""
-        _train("dpo", data, model, out, preset, max_steps, resume, lr, batch_size, max_length, lora, ref_model)
+        _train(
+            "dpo",
+            data,
+            model,
+            out,
+            preset,
+            max_steps,
+            resume,
+            lr,
+            batch_size,
+            max_length,
+            lora,
+            ref_model,
+            warmup_steps,
+        )
 
     @train_app.command("merge")
     def merge_command(
@@ -159,6 +182,7 @@ def register(app: typer.Typer) -> None:
             1000, "--seed-offset", help="Student episodes of iteration i use seed offset + i."
         ),
         lr: float = typer.Option(None, "--lr", help="DPO learning rate (default: the preset's)."),
+        warmup_steps: int = warmup_option,
         teacher_model: str = typer.Option(
             None,
             "--teacher-model",
@@ -172,6 +196,10 @@ def register(app: typer.Typer) -> None:
         from homiebot.training.trainer import TrainingError, preset_for
 
         # Refused before run_dagger creates --out: a bad model folder or output path leaves nothing behind.
+        try:
+            settings = preset_for("dpo", preset, learning_rate=lr, warmup_steps=warmup_steps)
+        except TrainingError as err:
+            fail(str(err))
         check_output(out)
         if teacher_model is not None:  # a name or a folder, checked before the student's folder and any load
             from homiebot.planner.models import available_models, bundled_model
@@ -201,7 +229,7 @@ def register(app: typer.Typer) -> None:
                 eval_tasks=[t for t in eval_tasks.split(",") if t],
                 iterations=iterations,
                 max_rounds=max_rounds,
-                preset=preset_for("dpo", preset, learning_rate=lr),
+                preset=settings,
                 steps_per_iteration=steps,
                 seed_offset=seed_offset,
                 teacher=teacher,

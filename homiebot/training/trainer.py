@@ -12,7 +12,13 @@ adapter disabled, i.e. the merged SFT model itself). Presets (:data:`PRESETS`):
   configs default to bf16 and checkpointing even on a CPU, which emulates bf16 and made a 135M model 6-15x
   slower (measured, docs/training.md); LoRA r 16 / alpha 32 (DPO r 8 / alpha 8), lr 5e-4 (DPO 5e-5: a few
   hundred steps, not the paper's thousands), batch 2, 1,024 tokens, one thread (two threads cost ~5x the CPU
-  time per token on a loaded 2-core machine).
+  time per token on a loaded 2-core machine), **no warm-up** (:data:`CPU_WARMUP_STEPS`).
+
+Warm-up: ``Preset.warmup_steps`` (``--warmup-steps N``) is a number of steps and overrides ``warmup_ratio``.
+transformers rounds a ratio up to whole steps (``TrainingArguments.get_warmup_steps``), and its linear warm-up
+gives step ``k`` the rate ``lr * k / warmup``, so the first step of any run with a warm-up trains at lr 0. The
+paper's 3 % of a GPU epoch is a few dozen steps; 3 % of a 3-40-step CPU run is one step, spent at lr 0 (a 3-step
+DPO run changed the weights twice, docs/results/training.md).
 
 Runs are resumable: checkpoints go to ``OUT/checkpoints`` every ``save_steps``; ``resume=True`` continues
 from the newest. The adapter (``adapter_config.json`` + weights + tokenizer) is saved in ``OUT``, with
@@ -61,6 +67,8 @@ class Preset:
     epochs: float = 1.0
     max_steps: int = -1  # > 0 overrides epochs
     warmup_ratio: float = 0.03
+    # Whole warm-up steps; when set it replaces warmup_ratio (0: the first step trains at the full rate).
+    warmup_steps: int | None = None
     scheduler: str = "cosine"
     weight_decay: float = 0.0
     max_grad_norm: float = 1.0
@@ -74,6 +82,12 @@ class Preset:
     logging_steps: int = 1
     seed: int = 0
 
+
+#: The cpu-small presets' warm-up. A CPU run here is 3-100 steps at 12-35 s of CPU each; a 3 % warm-up is one
+#: step at lr 0 (module docstring): CPU paid for no change. The warm-up guards the first Adam steps on the
+#: pretrained weights; with LoRA those steps only move the adapter, whose B matrix starts at zero (Hu et al.
+#: 2021, section 4.1), so the update starts small anyway. The GPU presets keep the papers' 3 %.
+CPU_WARMUP_STEPS = 0
 
 PRESETS: dict[tuple[str, str], Preset] = {
     ("sft", "emmoe"): Preset(
@@ -116,12 +130,32 @@ PRESETS: dict[tuple[str, str], Preset] = {
     # One thread: on a shared 2-core machine two OpenMP threads spent ~5x the CPU time per token waiting on each
     # other (measured, docs/training.md "Why a step was slow"). Batch 2 of ~400-token samples: a step is a few
     # CPU seconds.
-    ("sft", "cpu-small"): Preset("cpu-small", lora_r=16, lora_alpha=32, learning_rate=5e-4, batch_size=2, threads=1),
-    ("dpo", "cpu-small"): Preset("cpu-small", lora_r=8, lora_alpha=8, learning_rate=5e-5, batch_size=2, threads=1),
+    ("sft", "cpu-small"): Preset(
+        "cpu-small",
+        lora_r=16,
+        lora_alpha=32,
+        learning_rate=5e-4,
+        batch_size=2,
+        threads=1,
+        warmup_steps=CPU_WARMUP_STEPS,
+    ),
+    ("dpo", "cpu-small"): Preset(
+        "cpu-small",
+        lora_r=8,
+        lora_alpha=8,
+        learning_rate=5e-5,
+        batch_size=2,
+        threads=1,
+        warmup_steps=CPU_WARMUP_STEPS,
+    ),
 }
 
 
 def preset_for(stage: Stage, name: str, **overrides: Any) -> Preset:
+    """The preset ``name`` of ``stage`` with the given fields replaced (None keeps the preset's)."""
+    warmup = overrides.get("warmup_steps")
+    if warmup is not None and warmup < 0:
+        raise TrainingError(f"--warmup-steps must be 0 or more, got {warmup}")
     try:
         preset = PRESETS[(stage, name)]
     except KeyError:
@@ -146,6 +180,8 @@ class TrainResult:
     # CPU time is the figure that does not depend on how many other jobs run beside it.
     step_seconds: list[float] = field(default_factory=list)
     step_cpu_seconds: list[float] = field(default_factory=list)
+    # The learning rate each optimizer step applied (the warm-up's first step: 0).
+    step_learning_rates: list[float] = field(default_factory=list)
 
     def lines(self) -> list[str]:
         first = f"{self.losses[0]:.4f}" if self.losses else "n/a"
@@ -166,17 +202,24 @@ def publish_tree(folder: Path) -> None:
 
 
 def _step_timer() -> Any:
-    """A trainer callback timing each optimizer step (wall and process CPU seconds)."""
+    """A trainer callback timing each optimizer step (wall and process CPU seconds) and recording the learning
+    rate the optimizer applied in it (read from the optimizer between its step and the scheduler's)."""
     from transformers import TrainerCallback
 
     class StepTimer(TrainerCallback):
         def __init__(self) -> None:
             self.wall: list[float] = []
             self.cpu: list[float] = []
+            self.lr: list[float] = []
             self._start = (0.0, 0.0)
 
         def on_step_begin(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
             self._start = (time.perf_counter(), time.process_time())
+
+        def on_optimizer_step(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+            optimizer = kwargs.get("optimizer")
+            if optimizer is not None:
+                self.lr.append(float(optimizer.param_groups[0]["lr"]))
 
         def on_step_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
             self.wall.append(time.perf_counter() - self._start[0])
@@ -255,7 +298,8 @@ def _common_args(preset: Preset, out: Path, max_steps: int | None) -> dict[str, 
         "max_steps": max_steps if max_steps is not None else preset.max_steps,
         "learning_rate": preset.learning_rate,
         "lr_scheduler_type": preset.scheduler,
-        "warmup_steps": preset.warmup_ratio,  # transformers 5: a float < 1 is a ratio of the total steps
+        # transformers 5: an int counts steps, a float < 1 is a ratio of the total steps (rounded up).
+        "warmup_steps": preset.warmup_steps if preset.warmup_steps is not None else preset.warmup_ratio,
         "weight_decay": preset.weight_decay,
         "max_grad_norm": preset.max_grad_norm,
         # Both must be set explicitly off on a CPU: the trl configs default them on (module docstring).
@@ -381,6 +425,7 @@ def train(
         log_history=history,
         step_seconds=timer.wall,
         step_cpu_seconds=timer.cpu,
+        step_learning_rates=timer.lr,
     )
     record = {
         "stage": stage,
@@ -396,6 +441,7 @@ def train(
         "losses": losses,
         "step_seconds": timer.wall,
         "step_cpu_seconds": timer.cpu,
+        "step_learning_rates": timer.lr,
         "log_history": history,
         "trl": trl.__version__,
     }

@@ -132,13 +132,20 @@ CASES: dict[str, dict[str, list[str]]] = {
         "unwritable": ["--out", UNWRITABLE],
         "bad_name": ["--model", "nope", "--out", "{tmp}/out"],
     },
-    "train sft": {"missing_input": ["--data", MISSING, "--model", MISSING, "--out", "{tmp}/out"]},
-    "train dpo": {"missing_input": ["--data", MISSING, "--model", MISSING, "--out", "{tmp}/out"]},
+    "train sft": {
+        "missing_input": ["--data", MISSING, "--model", MISSING, "--out", "{tmp}/out"],
+        "bad_warmup": ["--data", "{tmp}", "--model", "{tmp}", "--out", "{tmp}/out", "--warmup-steps", "-1"],
+    },
+    "train dpo": {
+        "missing_input": ["--data", MISSING, "--model", MISSING, "--out", "{tmp}/out"],
+        "bad_warmup": ["--data", "{tmp}", "--model", "{tmp}", "--out", "{tmp}/out", "--warmup-steps", "-1"],
+    },
     "train merge": {"missing_input": ["--model", MISSING, "--adapter", MISSING, "--out", "{tmp}/out"]},
     "train dagger": {
         "missing_input": ["--model", MISSING, "--out", "{tmp}/out", "--tasks", "emmoe-084"],
         "unwritable": ["--model", "{tmp}", "--out", UNWRITABLE, "--tasks", "emmoe-084"],
         "bad_teacher": ["--model", "{tmp}", "--out", "{tmp}/out", "--tasks", "emmoe-084", "--teacher-model", "nope"],
+        "bad_warmup": ["--model", "{tmp}", "--out", "{tmp}/out", "--tasks", "emmoe-084", "--warmup-steps", "-1"],
     },
     "train eval": {"missing_input": ["--model", MISSING, "--sft", MISSING]},
     "muep export": {

@@ -96,6 +96,78 @@ def _completion_logp(model, tokenizer, prompt, completion):
     return sum(float(logp[i, targets[i]]) for i in range(len(prompt_ids) - 1, len(full_ids) - 1))
 
 
+def _lora_b_norm(adapter) -> float:
+    from safetensors.torch import load_file
+
+    weights = load_file(str(adapter / "adapter_model.safetensors"))
+    return sum(float(w.abs().sum()) for name, w in weights.items() if "lora_B" in name)
+
+
+@pytest.mark.parametrize("stage", ["sft", "dpo"])
+def test_the_first_step_trains_at_the_configured_rate(setup, tmp_path, stage):
+    """cpu-small has no warm-up: step 1 applies the configured rate and moves the adapter (LoRA's B starts at 0).
+    With one warm-up step (transformers' linear warm-up) step 1 applies lr 0 and the adapter stays zero."""
+    root = setup
+    data = root / stage
+    plain = train(
+        stage,
+        data,
+        root / "model",
+        tmp_path / "plain",
+        preset_for(stage, "cpu-small", learning_rate=1e-2),
+        max_steps=1,
+        progress=False,
+    )
+    assert plain.step_learning_rates == [pytest.approx(1e-2)]
+    assert _lora_b_norm(tmp_path / "plain") > 0
+    record = json.loads((tmp_path / "plain" / "training.json").read_text())
+    assert record["preset"]["warmup_steps"] == 0 and record["step_learning_rates"] == plain.step_learning_rates
+    warm = train(
+        stage,
+        data,
+        root / "model",
+        tmp_path / "warm",
+        preset_for(stage, "cpu-small", learning_rate=1e-2, warmup_steps=1),
+        max_steps=2,
+        progress=False,
+    )
+    assert warm.step_learning_rates[0] == 0.0 and warm.step_learning_rates[1] == pytest.approx(1e-2)
+    one = train(
+        stage,
+        data,
+        root / "model",
+        tmp_path / "one",
+        preset_for(stage, "cpu-small", learning_rate=1e-2, warmup_steps=1),
+        max_steps=1,
+        progress=False,
+    )
+    assert one.step_learning_rates == [0.0] and _lora_b_norm(tmp_path / "one") == 0.0
+
+
+def test_homie_train_takes_warmup_steps(setup, tmp_path):
+    """``homie train dpo --warmup-steps 1``: the option reaches the trainer (step 1 at lr 0, step 2 at the rate)."""
+    from typer.testing import CliRunner
+
+    from homiebot.cli import build_app
+
+    root = setup
+    args = ["train", "dpo", "--data", str(root / "dpo"), "--model", str(root / "model"), "--out", str(tmp_path / "o")]
+    result = CliRunner().invoke(build_app(), [*args, "--max-steps", "2", "--lr", "1e-2", "--warmup-steps", "1"])
+    assert result.exit_code == 0, result.output
+    record = json.loads((tmp_path / "o" / "training.json").read_text())
+    assert record["preset"]["warmup_steps"] == 1
+    assert record["step_learning_rates"][0] == 0.0 and record["step_learning_rates"][1] == pytest.approx(1e-2)
+
+
+def test_warmup_defaults_and_refusal():
+    assert preset_for("sft", "cpu-small").warmup_steps == 0 and preset_for("dpo", "cpu-small").warmup_steps == 0
+    # The GPU presets keep the papers' 3 % ratio.
+    assert preset_for("sft", "emmoe").warmup_steps is None and preset_for("sft", "emmoe").warmup_ratio == 0.03
+    assert preset_for("dpo", "cpu-small", warmup_steps=5).warmup_steps == 5
+    with pytest.raises(TrainingError, match="--warmup-steps must be 0 or more"):
+        preset_for("dpo", "cpu-small", warmup_steps=-1)
+
+
 def test_one_dpo_step_gives_the_loss_computed_by_hand(setup, tmp_path):
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
