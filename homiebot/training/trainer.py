@@ -17,8 +17,9 @@ adapter disabled, i.e. the merged SFT model itself). Presets (:data:`PRESETS`):
 Warm-up: ``Preset.warmup_steps`` (``--warmup-steps N``) is a number of steps and overrides ``warmup_ratio``.
 transformers rounds a ratio up to whole steps (``TrainingArguments.get_warmup_steps``), and its linear warm-up
 gives step ``k`` the rate ``lr * k / warmup``, so the first step of any run with a warm-up trains at lr 0. The
-paper's 3 % of a GPU epoch is a few dozen steps; 3 % of a 3-40-step CPU run is one step, spent at lr 0 (a 3-step
-DPO run changed the weights twice, docs/results/training.md).
+paper's 3 % is 2 of its ~52 SFT steps and 17 of its ~562 DPO steps (global batch 64 over 3,316 samples, batch
+16 over 8,984 pairs); 3 % of a 3-40-step CPU run is one step, its whole warm-up, spent at lr 0 (a 3-step DPO run
+changed the weights twice, docs/results/training.md).
 
 Runs are resumable: checkpoints go to ``OUT/checkpoints`` every ``save_steps``; ``resume=True`` continues
 from the newest. The adapter (``adapter_config.json`` + weights + tokenizer) is saved in ``OUT``, with
