@@ -10,8 +10,9 @@ temporal DAG's order, dependency heads first) that is not done:
   that is not already serving another done placement, carry it to the first receptacle (for a room: a
   surface of a furniture in that room), opening a closed destination before the pick (one hand);
 * ``is_next_to(a, b)``: carry ``a`` and Put it with ``b`` as the place (the simulator's next-to placement);
-* ``is_powered_on/off``: Turn on / Turn off; ``is_clean``: Clean the held object at a sink (both need the
-  household action list, docs/textworld.md);
+* ``is_powered_on/off``: Turn on / Turn off; ``is_clean``: Clean the held object at a sink; ``is_filled``:
+  Fill the held container at a sink, or Pour a filled container in the hand into the target (PARTNR's Fill and
+  Pour, appendix A.9.1; all need the household action list, docs/textworld.md);
 * ``is_open/is_closed``: Open / Close; ``is_held``: Pick; ``is_robot_in_room``: Go to.
 
 A proposition is done when it holds now (or, outside the terminal-satisfaction constraint, has held once).
@@ -196,11 +197,12 @@ class PartnrExpertPlanner(Planner):
             obj = args["object_handles"][0]
             if state.held != obj:
                 return self._pick(state, [obj], want)
-            cleaners = sorted((n for n, e in state.entities.items() if "clean" in e.functions),
-                              key=lambda n: (state.reach_distance(n), n))
+            cleaners = self._faucets(state)
             if not cleaners:
                 return None
             return self._approach(state, cleaners[0], _Step(Subtask("Clean", obj, cleaners[0]), GRASP_MODEL, want + "."))
+        if name == "is_filled":
+            return self._fill(state, list(args["object_handles"]), want)
         if name in ("is_open", "is_closed"):
             target = args["object_handles"][0]
             if state.held is not None:
@@ -234,6 +236,32 @@ class PartnrExpertPlanner(Planner):
                         if b != a and state.entities[b].parent == place and not state.entities[b].held:
                             return a, b
         return None
+
+    # ------------------------------------------------------------------------------------ water
+
+    @staticmethod
+    def _faucets(state: WorldState) -> list[str]:
+        """Furniture with a faucet (PARTNR's world description: "furnitures [that] have a faucet"): ours are the
+        sinks, the furniture that cleans; nearest first."""
+        return sorted((n for n, e in state.entities.items() if "clean" in e.functions),
+                      key=lambda n: (state.reach_distance(n), n))
+
+    def _fill(self, state: WorldState, targets: list[str], want: str) -> _Step | None:
+        """``is_filled(targets)``: a container of the OR-list in the hand is filled at the nearest faucet; a
+        filled container in the hand that is not a target is poured into the nearest target no agent holds
+        (PARTNR's Pour, how a "pour the water into the bowl" task is meant); else a target is picked first."""
+        held = state.held
+        if held is not None and held in targets:
+            faucets = self._faucets(state)
+            if not faucets:
+                return None
+            return self._approach(state, faucets[0], _Step(Subtask("Fill", held, faucets[0]), GRASP_MODEL, want + "."))
+        free = [t for t in targets if not state.entities[t].held]
+        if held is not None and state.entities[held].is_filled and free:
+            into = min(free, key=lambda t: (state.reach_distance(t), t))
+            return self._approach(state, into, _Step(Subtask("Pour", held, into), GRASP_MODEL,
+                                                     f"{want}, I pour the water of the {held} into it."))
+        return self._pick(state, free or targets, want)
 
     # ------------------------------------------------------------------------------------ carrying
 

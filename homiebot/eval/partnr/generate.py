@@ -11,7 +11,10 @@ and verification replaces the human pass (docs/partnr.md, "The suite"):
 
 Categories are computed from the evaluation function (:func:`~homiebot.eval.partnr.language.task_labels`),
 never assigned by the template. The split is by scene, as PARTNR's: apartments 1-5 train, 6 validation,
-7 test. Usage::
+7 test. After those tasks come the water tasks (PARTNR's is_filled, done with the human's Fill and Pour): fill a
+container and place it, fill one while an object is moved, or carry water in one container into another that is
+then moved; they are drafted in a pass of their own (``WATER_TEMPLATES``), so the other tasks keep their ids.
+Usage::
 
     python -m homiebot.eval.partnr.generate --out homiebot/eval/suites/partnr.yaml
 """
@@ -54,6 +57,11 @@ PER_TEMPLATE = 8
 SEED_BASE = 7000
 #: Appliances a task may switch (the fridge keeps running: switching it off is no household chore).
 SWITCHABLE = ("tv", "floor_lamp", "microwave", "oven")
+#: Water tasks (PARTNR's is_filled with its Fill and Pour skills, appendix A.9.1) are drafted in a pass of their
+#: own after the others, with their own ids (``partnr-<scene>-wNN``), seeds and random stream: adding their
+#: templates to TEMPLATES would reorder the round-robin and renumber, reseed and replan every earlier task.
+WATER_PER_TEMPLATE = 2
+WATER_SEED_BASE = 9000
 
 
 @dataclass(frozen=True)
@@ -69,6 +77,7 @@ class SceneContents:
     switch_off: tuple[str, ...]  # appliances that start on
     cleaners: tuple[str, ...]  # furniture that cleans what is held at it
     dirty: tuple[str, ...]  # objects that start not clean
+    fillable: tuple[str, ...] = ()  # objects that hold water (the simulator's is_filled is not None)
 
 
 def scene_contents(state: WorldState, scene_spec: Any) -> SceneContents:
@@ -89,6 +98,7 @@ def scene_contents(state: WorldState, scene_spec: Any) -> SceneContents:
         switch_off=tuple(sorted(n for n in switchable if state.entities[n].powered_on is True)),
         cleaners=tuple(sorted(n for n, e in state.entities.items() if "clean" in e.functions)),
         dirty=tuple(sorted(n for n in objects if state.entities[n].is_clean is False)),
+        fillable=tuple(sorted(n for n in objects if state.entities[n].is_filled is not None)),
     )
 
 
@@ -296,6 +306,73 @@ TEMPLATES = (_move_one, _move_two, _any_of_kind, _next_to_pair, _next_to_residen
              _there_and_back, _switch_and_move, _clean_and_place)
 
 
+# ------------------------------------------------------------------------------------------- water templates
+
+
+def _named_containers(c: SceneContents) -> dict[str, tuple[str, list[str]]]:
+    """Reachable containers an instruction can name, with the words that name them and the entities those words
+    mention: "mug" when the scene has one mug; "bowl on the tv stand" when it has several bowls but one on the TV
+    stand (PARTNR's instructions tell instances apart by where they are)."""
+    words = Counter(say(o) for o in c.objects)
+    named: dict[str, tuple[str, list[str]]] = {}
+    for obj in _reachable_objects(c):
+        if obj not in c.fillable:
+            continue
+        if words[say(obj)] == 1:
+            named[obj] = (say(obj), [obj])
+            continue
+        home = c.objects[obj]
+        if sum(1 for o, p in c.objects.items() if p == home and say(o) == say(obj)) == 1:
+            where = "in" if home in c.containers else "on"
+            named[obj] = (f"{say(obj)} {where} the {say(home)}", [obj, home])
+    return named
+
+
+def _filled(obj: str) -> EvaluationProposition:
+    return EvaluationProposition("is_filled", {"object_handles": [obj]})
+
+
+def _fill_then_place(c: SceneContents, rng: random.Random) -> Iterator[Draft]:
+    named = _named_containers(c)
+    for obj in rng.sample(sorted(named), min(WATER_PER_TEMPLATE, len(named))):
+        words, mentions = named[obj]
+        dest = _destinations(c, obj, rng, containers=False)[0]
+        prop, goal, prep = _on(obj, dest, c)
+        yield Draft(f"Fill the {words} with water, then put it {prep} the {say(dest)}.", [_filled(obj), prop],
+                    [*mentions, dest], groups=[[0], [1]], goal=[goal], template="fill then place")
+
+
+def _fill_and_move(c: SceneContents, rng: random.Random) -> Iterator[Draft]:
+    named = _named_containers(c)
+    others = [o for o in _movable(c) if o not in c.fillable]
+    for obj in rng.sample(sorted(named), min(WATER_PER_TEMPLATE, len(named))):
+        if not others:
+            return
+        words, mentions = named[obj]
+        other = rng.choice(others)
+        dest = _destinations(c, other, rng)[0]
+        prop, goal, prep = _on(other, dest, c)
+        yield Draft(f"Fill the {words} with water and put the {say(other)} {prep} the {say(dest)}.",
+                    [_filled(obj), prop], [*mentions, other, dest], goal=[goal], template="fill and move")
+
+
+def _pour_then_place(c: SceneContents, rng: random.Random) -> Iterator[Draft]:
+    """Water carried in one container into another, which is then moved: the first container's water is a
+    step, not the end state (it is empty again after the pour), so that proposition is not terminal."""
+    named = _named_containers(c)
+    pairs = [(a, b) for a in sorted(named) for b in sorted(named) if say(a) != say(b)]
+    for a, b in rng.sample(pairs, min(WATER_PER_TEMPLATE, len(pairs))):
+        (words_a, mentions_a), (words_b, mentions_b) = named[a], named[b]
+        dest = _destinations(c, b, rng, containers=False)[0]
+        prop, goal, prep = _on(b, dest, c)
+        yield Draft(f"Fill the {words_a} with water, pour it into the {words_b}, then put the {say(b)} {prep} the "
+                    f"{say(dest)}.", [_filled(a), _filled(b), prop], [*mentions_a, *mentions_b, dest],
+                    groups=[[0], [1], [2]], not_terminal={0}, goal=[goal], template="pour then place")
+
+
+WATER_TEMPLATES = (_fill_then_place, _fill_and_move, _pour_then_place)
+
+
 # ------------------------------------------------------------------------------------------------ verification
 
 
@@ -338,12 +415,36 @@ def verify(sim: Any, draft: Draft, scene: str, seed: int, task_id: str) -> Verdi
     return Verdict(True, "", plan, len(plan))
 
 
-def generate(scenes: Sequence[str] = SCENES, per_scene: int = 52) -> tuple[list[dict[str, Any]], Counter[str]]:
-    """Draft, verify and keep up to ``per_scene`` tasks per scene, balanced over the four categories."""
+def _verified(sim: Any, draft: Draft, scene: str, task_id: str, seed: int) -> dict[str, Any] | None:
+    """The suite entry of a draft the expert solves, or None (logged) when verification rejects it."""
+    verdict = verify(sim, draft, scene, seed, task_id)
+    if not verdict.ok:
+        log.info("%s rejected (%s): %s", task_id, draft.instruction, verdict.reason)
+        return None
+    category = task_category(draft.function())
+    return {
+        "id": task_id,
+        "instruction": draft.instruction,
+        "scene": scene,
+        "seed": seed,
+        "attributes": ["short-horizon" if verdict.rounds <= 6 else "long-horizon"],
+        "split": SPLITS[scene],
+        "keypaths": [[*verdict.plan]],
+        "goal": {"all": draft.goal},
+        "encoding": f"template '{draft.template}'; category {category}; mentions {', '.join(draft.mentions)}",
+        "evaluation": draft.function().to_json(),
+    }
+
+
+def generate(scenes: Sequence[str] = SCENES, per_scene: int = 52,
+             water: bool = True) -> tuple[list[dict[str, Any]], Counter[str]]:
+    """Draft, verify and keep up to ``per_scene`` tasks per scene, balanced over the four categories, then (with
+    ``water``) the scene's verified water tasks."""
     from homiebot.sim.mujoco.backend import MujocoSimulator
 
     sim = MujocoSimulator(render=False)
     tasks: list[dict[str, Any]] = []
+    water_tasks: list[dict[str, Any]] = []  # after every scene's other tasks, so that those keep their order
     rejected: Counter[str] = Counter()
     try:
         for scene_index, scene in enumerate(scenes):
@@ -363,30 +464,32 @@ def generate(scenes: Sequence[str] = SCENES, per_scene: int = 52) -> tuple[list[
                 category = task_category(draft.function())
                 if kept_by_category[category] >= cap:
                     continue
-                task_id = f"partnr-{scene_index + 1}-{n:03d}"
-                seed = SEED_BASE + 97 * scene_index + n
-                verdict = verify(sim, draft, scene, seed, task_id)
-                if not verdict.ok:
+                task = _verified(sim, draft, scene, f"partnr-{scene_index + 1}-{n:03d}", SEED_BASE + 97 * scene_index + n)
+                if task is None:
                     rejected[draft.template] += 1
-                    log.info("%s rejected (%s): %s", task_id, draft.instruction, verdict.reason)
                     continue
                 kept_by_category[category] += 1
-                tasks.append({
-                    "id": task_id,
-                    "instruction": draft.instruction,
-                    "scene": scene,
-                    "seed": seed,
-                    "attributes": ["short-horizon" if verdict.rounds <= 6 else "long-horizon"],
-                    "split": SPLITS[scene],
-                    "keypaths": [[*verdict.plan]],
-                    "goal": {"all": draft.goal},
-                    "encoding": f"template '{draft.template}'; category {category}; mentions {', '.join(draft.mentions)}",
-                    "evaluation": draft.function().to_json(),
-                })
+                tasks.append(task)
             log.info("%s: kept %s", scene, dict(kept_by_category))
+            if not water:
+                continue
+            # The water pass: its own random stream, ids and seeds (see WATER_PER_TEMPLATE), no category cap.
+            water_rng = random.Random(f"partnr-water-{scene}")
+            batches = [list(template(contents, water_rng)) for template in WATER_TEMPLATES]
+            water_drafts = [d for batch in itertools.zip_longest(*batches) for d in batch if d is not None]
+            for n, draft in enumerate(water_drafts):
+                if draft.instruction in seen_instructions:
+                    continue
+                seen_instructions.add(draft.instruction)
+                task = _verified(sim, draft, scene, f"partnr-{scene_index + 1}-w{n:02d}",
+                                 WATER_SEED_BASE + 97 * scene_index + n)
+                if task is None:
+                    rejected[draft.template] += 1
+                    continue
+                water_tasks.append(task)
     finally:
         sim.shutdown()
-    return tasks, rejected
+    return tasks + water_tasks, rejected
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -402,6 +505,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     suite = {
         "name": "partnr",
         "description": ("PARTNR-style tasks in the seven apartments: templates over each scene's contents, "
+                        "then water tasks (ids partnr-<scene>-wNN); "
                         "verified with the noiseless PARTNR expert (docs/partnr.md). Generated by "
                         "`python -m homiebot.eval.partnr.generate`; do not edit by hand."),
         "tasks": tasks,

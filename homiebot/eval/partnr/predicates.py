@@ -235,6 +235,16 @@ def _clean(value: bool) -> UnaryTest:
     return test
 
 
+def _filled(value: bool) -> UnaryTest:
+    # PARTNR's is_filled / is_empty hold for containers only: the simulator's is_filled is None for an object
+    # that cannot hold water (an apple is neither filled nor empty), as is_clean is for cleanliness.
+    def test(state: WorldState, name: str) -> bool:
+        ent = state.entities.get(name)
+        return ent is not None and ent.is_filled is value
+
+    return test
+
+
 def _open(value: bool) -> UnaryTest:
     def test(state: WorldState, name: str) -> bool:
         ent = state.entities.get(name)
@@ -287,9 +297,6 @@ def _distinct_categories(state: WorldState, args: Mapping[str, Any]) -> Proposit
     return PropositionResult(False, {"object_handles": ""})
 
 
-_NOT_SIMULATED = "the embedded simulator does not model {} yet (no such object state in the scene format)"
-
-
 def _registry() -> dict[str, PredicateSpec]:
     place = ("number", "is_same_receptacle")
     specs = [
@@ -322,10 +329,12 @@ def _registry() -> dict[str, PredicateSpec]:
         PredicateSpec("is_dirty", "state", ("object_handles",), ("object_handles",), ("number",),
                       _unary_evaluator(_clean(False)), object_arg="object_handles"),
     ]
-    for name, state_name in (("is_filled", "filling"), ("is_empty", "filling")):
-        specs.append(PredicateSpec(name, "state", ("object_handles",), ("object_handles",), ("number",), None,
-                                   unsupported_reason=_NOT_SIMULATED.format(state_name),
-                                   object_arg="object_handles"))
+    specs += [
+        PredicateSpec("is_filled", "state", ("object_handles",), ("object_handles",), ("number",),
+                      _unary_evaluator(_filled(True)), object_arg="object_handles"),
+        PredicateSpec("is_empty", "state", ("object_handles",), ("object_handles",), ("number",),
+                      _unary_evaluator(_filled(False)), object_arg="object_handles"),
+    ]
     # HomieBot extensions: what EMMOE's goals need and PARTNR's predicates cannot say (docs/partnr.md).
     specs += [
         PredicateSpec("is_open", "extension", ("object_handles",), ("object_handles",), ("number",),

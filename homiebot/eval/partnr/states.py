@@ -3,7 +3,7 @@
 PARTNR's evaluation function reads the whole state sequence (paper section 3.2), so a record that should be
 re-scored later keeps one state per round: line 0 the state after the reset, line k the state after round k.
 Only what the predicates read is written (docs/partnr.md, "Recorded states"): the robot's room and pose, the
-held object, and per entity its support, room, boxes and switchable states. Line 0 carries every field of
+held object, and per entity its support, room, boxes and switchable states (a container's water too). Line 0 carries every field of
 every entity; later lines carry only the fields that changed, so a 20-round record stays small.
 """
 
@@ -29,7 +29,7 @@ class StatesError(ValueError):
 
 
 def _entity_fields(entity: EntityState) -> dict[str, Any]:
-    return {
+    fields: dict[str, Any] = {
         "category": entity.category,
         "kind": entity.kind.value,
         "aliases": list(entity.aliases),
@@ -44,6 +44,11 @@ def _entity_fields(entity: EntityState) -> dict[str, Any]:
         "bbox_min": [round(v, _DIGITS) for v in entity.bbox_min],
         "bbox_max": [round(v, _DIGITS) for v in entity.bbox_max],
     }
+    if entity.is_filled is not None:
+        # Containers only (PARTNR's is_filled / is_empty), so records of tasks without water keep their lines and
+        # records written before water existed read back (the field is optional).
+        fields["is_filled"] = entity.is_filled
+    return fields
 
 
 def snapshot_lines(states: Iterable[WorldState]) -> Iterator[dict[str, Any]]:
@@ -92,6 +97,7 @@ def _entity_from_fields(name: str, fields: Mapping[str, Any]) -> EntityState:
         appliance=fields["powered_on"] is not None,
         powered_on=fields["powered_on"],
         is_clean=fields["is_clean"],
+        is_filled=fields.get("is_filled"),
         functions=tuple(fields["functions"]),
     )
 

@@ -394,8 +394,8 @@ def broken(mutate) -> str:
 def test_validation_names_the_task_and_the_proposition():
     msg = broken(lambda d: d["evaluation_propositions"][3].update(function_name="is_sparkling"))
     assert msg.startswith("task partnr-007: proposition 3 (is_sparkling): unknown predicate")
-    msg = broken(lambda d: d["evaluation_propositions"][3].update(function_name="is_filled"))
-    assert msg.startswith("task partnr-007: proposition 3 (is_filled): cannot be evaluated: the embedded simulator")
+    msg = broken(lambda d: d["evaluation_propositions"][3].update(function_name="is_filled", args={"room_ids": ["x"]}))
+    assert msg.startswith("task partnr-007: proposition 3 (is_filled): unknown argument(s) room_ids")
     msg = broken(lambda d: d["evaluation_proposition_dependencies"][0].update(depends_on=[9]))
     assert msg == "task partnr-007: dependency 0: proposition index 9 out of range (the task has 4 propositions)"
     msg = broken(lambda d: d["evaluation_constraints"][0]["args"].update(dag_edges=[[0, 3], [3, 0]]))
