@@ -82,6 +82,8 @@ def measure(
     full_instruction: bool,
     sampler_chain: bool,
     lookup_tokens: int = 0,
+    weights: str = "q8_0",
+    flash_attention: bool = False,
 ) -> dict[str, Any]:
     """One runtime in this process: load, play the rounds, time them with and without reuse."""
     from homiebot.planner.constrained import AnswerConstraint
@@ -92,7 +94,15 @@ def measure(
 
     scene = load_scene(SCENE)
     started = time.perf_counter()
-    config = TextModelConfig(bundled_model("smollm2"), runtime=runtime, threads=threads, fast_greedy=not sampler_chain, lookup_tokens=lookup_tokens)  # type: ignore[arg-type]
+    config = TextModelConfig(
+        bundled_model("smollm2"),  # type: ignore[arg-type]
+        runtime=runtime,  # type: ignore[arg-type]
+        threads=threads,
+        fast_greedy=not sampler_chain,
+        lookup_tokens=lookup_tokens,
+        weights=weights,  # type: ignore[arg-type]
+        flash_attention=flash_attention,
+    )
     engine = TextLanguageModel(config)
     threads = engine.config.threads  # the default resolved, when --threads was not given
     load_s = time.perf_counter() - started
@@ -107,6 +117,7 @@ def measure(
     decode_cpu_per_token: list[float] = []
     drafted: list[int] = []
     accepted: list[int] = []
+    answers: list[str] = []
     same = True
     for _ in range(episodes):
         transcript = TextTranscript(delta_turns=not full_instruction)
@@ -138,6 +149,7 @@ def measure(
                     prompt_cpu.append(stats.prompt_cpu_seconds)
                     decode_cpu_per_token.append((cpu_s - stats.prompt_cpu_seconds) / max(stats.completion_tokens, 1))
                 cold_reference = generation.token_ids
+                answers.append(generation.text)
                 drafted.append(getattr(engine.backend, "drafted", 0))
                 accepted.append(getattr(engine.backend, "accepted", 0))
                 engine.prefix_reuse = False
@@ -163,6 +175,8 @@ def measure(
         "runtime": runtime,
         "threads": threads,
         "lookup_tokens": lookup_tokens,
+        "weights": weights,
+        "flash_attention": flash_attention,
         "drafted_tokens": sum(drafted),
         "accepted_draft_tokens": sum(accepted),
         "constrained": constrained,
@@ -186,6 +200,7 @@ def measure(
         "without_reuse_cpu_s": cold_cpu,
         "median_answer_tokens": statistics.median(answer_tokens),
         "answers_identical": same,
+        "answers": answers,
         "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
     }
 
@@ -224,6 +239,18 @@ def main(argv: list[str] | None = None) -> int:
         help="CPU threads of the runtime (default: the planner's, every core up to 4)",
     )
     parser.add_argument("--constrained", action="store_true", help="decode under the planner's answer grammar")
+    parser.add_argument(
+        "--weights",
+        choices=["q8_0", "bundled"],
+        default="q8_0",
+        help="llama.cpp: the weights re-encoded to Q8_0 (the planner's default) or the bundled Q4_1 file",
+    )
+    parser.add_argument(
+        "--flash-attention",
+        action=argparse.BooleanOptionalAction,
+        default=False,
+        help="llama.cpp: its fused attention kernel (off by default, as in the planner)",
+    )
     parser.add_argument(
         "--analysis-max-chars",
         type=int,
@@ -271,6 +298,8 @@ def main(argv: list[str] | None = None) -> int:
                 args.full_instruction,
                 args.sampler_chain,
                 args.lookup_tokens,
+                args.weights,
+                args.flash_attention,
             ),
         )
         process.start()
@@ -281,7 +310,8 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{runtime}: failed: {result['error']}")
             continue
         print(
-            f"{runtime} ({result['threads']} thread(s), {'constrained' if args.constrained else 'free'}): "
+            f"{runtime} ({result['threads']} thread(s), {'constrained' if args.constrained else 'free'}, "
+            f"weights {result['weights']}, flash attention {'on' if result['flash_attention'] else 'off'}): "
             f"load {result['load_s']:.1f} s; {result['rounds']} rounds of "
             f"{result['prompt_tokens'][0]}-{result['prompt_tokens'][1]} prompt tokens, "
             f"median answer {result['median_answer_tokens']:.0f} tokens; "

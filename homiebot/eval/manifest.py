@@ -65,6 +65,11 @@ class EvalSettings(BaseModel):
     # graph the executor grounds through it (F2 for what no view has shown) and the episodes render. The PLWSR
     # reference episodes never use one: L* is the expert's path with full knowledge.
     perception: PerceptionMode = PerceptionMode.OFF
+    # How a bundled text model named in the planner options runs when the options do not say
+    # (homiebot.planner.models.text_runtime_defaults): a changed default changes the answers, so a resume across
+    # it is refused. None: no bundled model, or a directory started before this was pinned (those SmolLM2
+    # episodes ran the bundled Q4_1 weights with flash attention on).
+    model_runtime: str | None = None
 
     @property
     def reference_planner(self) -> str:

@@ -695,8 +695,8 @@ class HFPlanner(Planner):
     own configuration rules and these load options are not used.
 
     A bundled model's name instead of a folder (``--model smollm2``, :mod:`homiebot.planner.models`) loads it
-    on the CPU runtime of :mod:`homiebot.planner.text_lm` (``runtime``, ``prefix_reuse``, ``lookup_tokens``;
-    ``torch_threads`` sets its threads) and plans in the text mode of :mod:`homiebot.planner.text_planning`. A folder holding a
+    on the CPU runtime of :mod:`homiebot.planner.text_lm` (``runtime``, ``prefix_reuse``, ``lookup_tokens``,
+    ``weights``, ``flash_attention``; ``torch_threads`` sets its threads) and plans in the text mode of :mod:`homiebot.planner.text_planning`. A folder holding a
     text-only causal LM (:func:`is_causal_text_folder`: what ``homie train base|sft|merge`` writes, with
     ``adapter=`` a LoRA adapter of ``homie train sft|dpo``) loads as
     :class:`homiebot.training.text_engine.CausalTextModel` and plans in the same text mode. ``prompt_log``
@@ -742,6 +742,8 @@ class HFPlanner(Planner):
         runtime: Literal["auto", "llama_cpp", "transformers"] = "auto",
         prefix_reuse: bool = True,
         lookup_tokens: int = 0,
+        weights: Literal["q8_0", "bundled"] = "q8_0",
+        flash_attention: bool = False,
         prompt_log: str | None = None,
         system_turn: bool = True,
         engine: VisionLanguageModel | TextLanguageModel | CausalTextModel | None = None,
@@ -785,6 +787,8 @@ class HFPlanner(Planner):
                     threads=torch_threads,
                     prefix_reuse=prefix_reuse,
                     lookup_tokens=lookup_tokens,
+                    weights=weights,
+                    flash_attention=flash_attention,
                 )
             )
         else:

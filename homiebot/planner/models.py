@@ -10,13 +10,26 @@ The package is located with :func:`importlib.util.find_spec` and never imported:
 
 from __future__ import annotations
 
+import hashlib
 import importlib.util
+import logging
+import os
+import subprocess
+import sys
+import tempfile
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+
+log = logging.getLogger(__name__)
 
 
 class ModelNotInstalledError(ValueError):
     """A named model's package (or its file inside the package) is absent: names the extra to install."""
+
+
+class ModelCacheError(ValueError):
+    """A derived model file (:func:`q8_0_copy`) could not be made: one line saying why."""
 
 
 @dataclass(frozen=True)
@@ -68,3 +81,102 @@ def bundled_model(name: str) -> BundledModel | None:
 
 def available_models() -> list[str]:
     return sorted(BUNDLED_MODELS)
+
+
+def cache_dir(environ: Mapping[str, str] | None = None) -> Path:
+    """Where files derived from bundled models are kept: ``$HOMIEBOT_CACHE_DIR``, else
+    ``$XDG_CACHE_HOME/homiebot``, else ``~/.cache/homiebot`` (the XDG base directory convention)."""
+    env = os.environ if environ is None else environ
+    if env.get("HOMIEBOT_CACHE_DIR"):
+        return Path(env["HOMIEBOT_CACHE_DIR"]).expanduser()
+    base = Path(env["XDG_CACHE_HOME"]).expanduser() if env.get("XDG_CACHE_HOME") else Path.home() / ".cache"
+    return base / "homiebot"
+
+
+# Run in a child process: llama.cpp's quantiser logs every tensor through the library's global log hook, and
+# a child keeps that log (shown only on failure) and the hook out of the planner's process.
+_QUANTIZE = """
+import ctypes, sys
+import llama_cpp
+params = llama_cpp.llama_model_quantize_default_params()
+params.ftype = llama_cpp.LLAMA_FTYPE_MOSTLY_Q8_0
+params.allow_requantize = True
+params.nthread = 1
+sys.exit(llama_cpp.llama_model_quantize(sys.argv[1].encode(), sys.argv[2].encode(), ctypes.byref(params)))
+"""
+
+
+def _digest(path: Path) -> str:
+    sha = hashlib.sha256()
+    with path.open("rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            sha.update(block)
+    return sha.hexdigest()[:16]
+
+
+def q8_0_copy(source: Path, folder: Path | None = None) -> Path:
+    """``source`` (a GGUF file) re-encoded to llama.cpp's 8-bit Q8_0 blocks, made once and kept in
+    :func:`cache_dir` (``folder`` to choose another) under a name holding the source's SHA-256, so a changed
+    source makes a new copy. Used by the llama.cpp runtime (``TextModelConfig.weights``): its 8-bit kernels
+    run SmolLM2's 4-bit weights faster than the 4-bit kernels (BENCHMARKS.md), and the 8-bit blocks hold the
+    4-bit values to within rounding. Written to a temporary name and renamed, so a reader never sees half a
+    file and two processes making it at once both end with the same complete file. When the cache folder
+    cannot be written, the copy goes to the system's temporary folder (with a warning)."""
+    digest = _digest(source)
+    name = f"{source.stem}.{digest}.q8_0.gguf"
+    candidates = [cache_dir() / "models" if folder is None else folder]
+    candidates.append(Path(tempfile.gettempdir()) / f"homiebot-models-{os.getuid()}")
+    errors = []
+    for place in candidates:
+        target = place / name
+        if target.is_file():
+            return target
+        try:
+            place.mkdir(parents=True, exist_ok=True)
+            handle, temporary = tempfile.mkstemp(prefix=f".{name}.", suffix=".tmp", dir=place)
+            os.close(handle)
+        except OSError as exc:
+            errors.append(f"{place}: {exc.strerror or exc}")
+            log.warning("cannot write the model cache %s (%s); trying the next place", place, exc.strerror or exc)
+            continue
+        try:
+            done = subprocess.run(
+                [sys.executable, "-c", _QUANTIZE, str(source), temporary],
+                capture_output=True,
+                text=True,
+                timeout=600,
+                check=False,
+            )
+            if done.returncode != 0:
+                lines = [line for line in done.stderr.splitlines() if line.strip()]
+                raise ModelCacheError(
+                    f"re-encoding {source.name} to Q8_0 failed (exit {done.returncode}): "
+                    f"{lines[-1] if lines else 'no message'}"
+                )
+            os.replace(temporary, target)
+        finally:
+            if os.path.exists(temporary):
+                os.unlink(temporary)
+        log.info("re-encoded %s to Q8_0 once: %s", source.name, target)
+        return target
+    raise ModelCacheError(f"no folder to keep the Q8_0 copy of {source.name} in: {'; '.join(errors)}")
+
+
+def names_bundled_model(options: object) -> bool:
+    """Whether planner options (nested, as the recovery wrapper nests its base planner's) name a bundled model."""
+    if isinstance(options, str):
+        return bundled_model(options) is not None
+    if isinstance(options, Mapping):
+        return any(names_bundled_model(value) for value in options.values())
+    if isinstance(options, list | tuple):
+        return any(names_bundled_model(value) for value in options)
+    return False
+
+
+def text_runtime_defaults() -> str:
+    """How a bundled text model runs when a planner's options do not say: the runtime ``auto`` picks here and
+    llama.cpp's defaults of :class:`homiebot.planner.text_lm.TextModelConfig` (kept equal by a test). Pinned in
+    an evaluation's settings, so that episodes decoded under other defaults are not mixed into one table."""
+    if importlib.util.find_spec("llama_cpp") is None:
+        return "transformers (the bundled weights dequantised)"
+    return "llama_cpp: weights q8_0, flash attention off"

@@ -111,6 +111,19 @@ class TextModelConfig:
     #: tokens occurred before in the conversation (prompt lookup), evaluated in one batch with the current
     #: token and kept as far as greedy decoding would have chosen them (``_LlamaCppBackend._greedy``). 0: off.
     lookup_tokens: int = 0
+    #: llama.cpp only: how the weights are encoded for the kernels. ``"q8_0"``: the bundled file re-encoded
+    #: once to 8-bit blocks (:func:`homiebot.planner.models.q8_0_copy`, kept in the user's cache), the default;
+    #: ``"bundled"``: the file as shipped (4-bit Q4_1 for SmolLM2). Every Q4_1 weight is a 16-level value of
+    #: its block, and Q8_0's 255 levels per block hold it to within 1/254 of the block's largest weight, so the
+    #: model is the same up to rounding; llama.cpp's 8-bit kernels are the faster ones on x86 (a round 1.32 ->
+    #: 1.01 CPU s with flash attention on, BENCHMARKS.md "A bundled text model on the CPU"). The transformers
+    #: runtime always dequantises the bundled file.
+    weights: Literal["q8_0", "bundled"] = "q8_0"
+    #: llama.cpp only: its fused (flash) attention kernel. Off by default: on the CPU it made the evaluation of
+    #: a round's new turn (about 55 tokens after 1,200 cached ones) 1.6-1.9x slower than the plain kernels
+    #: (BENCHMARKS.md). Records made before this default (all SmolLM2 figures up to 2026-11-26 04:30 UTC)
+    #: were decoded with ``weights="bundled", flash_attention=True``.
+    flash_attention: bool = False
 
 
 @dataclass(frozen=True)
@@ -178,12 +191,21 @@ class _LlamaCppBackend:
         self._llama_cpp = llama_cpp
         self._grammar_class = LlamaGrammar
         self._is_end_of_generation = llama_cpp.llama_vocab_is_eog
+        if config.weights == "q8_0":
+            from homiebot.planner.models import ModelCacheError, q8_0_copy
+
+            try:
+                path = q8_0_copy(path)
+            except ModelCacheError as exc:
+                raise PlannerLoadError(str(exc)) from None
+        elif config.weights != "bundled":
+            raise PlannerLoadError(f"unknown weights {config.weights!r}; choose q8_0 or bundled")
         self.llm = Llama(
             model_path=str(path),
             n_ctx=config.context_tokens,
             n_threads=config.threads or default_threads(),
             n_threads_batch=config.threads or default_threads(),
-            flash_attn=True,
+            flash_attn=config.flash_attention,
             verbose=False,
         )
         self.chat_template = str(self.llm.metadata.get("tokenizer.chat_template", ""))
