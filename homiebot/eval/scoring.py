@@ -118,28 +118,40 @@ def _read_record(record_dir: Path) -> Any:
         ) from None
 
 
-def write_eval_report(out_dir: str | Path, report_dir: str | Path | None = None, *, plots: bool = True) -> dict[str, Any]:
+def report_setting(scored: Any) -> dict[str, Any]:
+    """The setting table of a report (``report.md``'s first section; the HTML report's too)."""
+    settings = scored.settings
+    return {
+        "suite": settings.suite,
+        "planner": settings.planner,
+        "planner_options": settings.planner_options,
+        "noise": settings.noise,
+        "max_rounds": settings.max_rounds,
+        "backend": settings.backend,
+        "perception": settings.perception,
+        # How a bundled text model ran where its options did not say (weights, attention kernel); None for other
+        # planners and for directories started before it was pinned (docs/models.md).
+        "model_runtime": settings.model_runtime,
+        "runs": scored.runs,
+        "tasks": len({s.task_id for s in scored.scores}),
+        "episodes": len(scored.scores),
+        "missing_episodes": scored.missing,
+        "expert_reference": "self"
+        if settings.self_reference
+        else f"{settings.reference_planner} planner, noise off, no perception, same seed",
+        "expert_reference_failures": scored.reference_failures,
+    }
+
+
+def write_eval_report(
+    out_dir: str | Path, report_dir: str | Path | None = None, *, plots: bool = True
+) -> dict[str, Any]:
     """Recompute the scores from the records and write ``report.md``/``report.json``/plots."""
     from homiebot.eval.report import write_report
 
     out = Path(out_dir).expanduser().absolute()
     scored = compute_scores(out)
-    setting = {
-        "suite": scored.settings.suite,
-        "planner": scored.settings.planner,
-        "planner_options": scored.settings.planner_options,
-        "noise": scored.settings.noise,
-        "max_rounds": scored.settings.max_rounds,
-        "backend": scored.settings.backend,
-        "perception": scored.settings.perception,
-        "runs": scored.runs,
-        "tasks": len({s.task_id for s in scored.scores}),
-        "episodes": len(scored.scores),
-        "missing_episodes": scored.missing,
-        "expert_reference": "self" if scored.settings.self_reference
-        else f"{scored.settings.reference_planner} planner, noise off, no perception, same seed",
-        "expert_reference_failures": scored.reference_failures,
-    }
+    setting = report_setting(scored)
     target = Path(report_dir) if report_dir else out
     result = write_report(scored.scores, setting, target, plots=plots)
     # PARTNR's metrics beside EMMOE's (docs/partnr.md, "Metrics"): a section of report.md, a key of

@@ -25,6 +25,7 @@ from homiebot.data.record import read_episode
 from homiebot.eval.metrics import ERROR_CODES, EpisodeScore
 from homiebot.eval.report import build_report, render_markdown, setting_label, write_plots
 from homiebot.eval.runner import EPISODES_DIR, EvalError, compute_scores, load_manifest, resolver_for
+from homiebot.eval.scoring import report_setting
 from homiebot.eval.tasks import TaskSpec
 from homiebot.files import atomic_write_text
 from homiebot.report.episode import REPORT_FILE, EpisodeContext, ReportError, write_episode_report
@@ -54,25 +55,6 @@ class EvaluationPages:
 
     index: Path
     episode_pages: list[Path] = field(default_factory=list)
-
-
-def _setting(scored: Any) -> dict[str, Any]:
-    settings = scored.settings
-    return {
-        "suite": settings.suite,
-        "planner": settings.planner,
-        "planner_options": settings.planner_options,
-        "noise": settings.noise,
-        "max_rounds": settings.max_rounds,
-        "backend": settings.backend,
-        "perception": settings.perception,
-        "runs": scored.runs,
-        "tasks": len({s.task_id for s in scored.scores}),
-        "episodes": len(scored.scores),
-        "missing_episodes": scored.missing,
-        "expert_reference": "self" if settings.self_reference else "expert planner, noise off, no perception, same seed",
-        "expert_reference_failures": scored.reference_failures,
-    }
 
 
 def _paper_tables(report: dict[str, Any]) -> str:
@@ -126,7 +108,18 @@ def _per_task(scores: list[EpisodeScore], links: dict[tuple[str, int], str]) -> 
                 run_links,
             ]
         )
-    header = ["task", "split", "attributes", "successes", "SR", "mean TP", "mean rounds", "goal check", "errors", "episodes"]
+    header = [
+        "task",
+        "split",
+        "attributes",
+        "successes",
+        "SR",
+        "mean TP",
+        "mean rounds",
+        "goal check",
+        "errors",
+        "episodes",
+    ]
     return (
         f'<section id="tasks"><h2>Per task ({len(rows)} tasks; click a column to sort)</h2>'
         + table(header, rows, css_class="sortable per-task", escape=False)
@@ -153,8 +146,12 @@ def _failures(failures: list[_Failure], failed_by_last: dict[str, list[tuple[str
             f"({in_failed} of them in failed episodes)</h3>"
         )
         rows = [
-            [f'<a href="{esc(f.link)}">{esc(f.episode)} round {f.round}</a>', esc(f.subtask), esc(f.message),
-             "success" if f.episode_success else '<span class="fail">failure</span>']
+            [
+                f'<a href="{esc(f.link)}">{esc(f.episode)} round {f.round}</a>',
+                esc(f.subtask),
+                esc(f.message),
+                "success" if f.episode_success else '<span class="fail">failure</span>',
+            ]
             for f in listed[:MAX_LISTED_PER_CODE]
         ]
         out.append(table(["round", "subtask", "feedback", "episode"], rows, css_class="failures", escape=False))
@@ -211,19 +208,32 @@ def write_evaluation_report(
             code = r.feedback.code.value
             if code != "OK":
                 last_error = code
-                failures.append(_Failure(code, name, f"{link}#round{r.index}", r.index, r.subtask_text,
-                                         r.feedback.message, success[(score.task_id, score.run)]))
+                failures.append(
+                    _Failure(
+                        code,
+                        name,
+                        f"{link}#round{r.index}",
+                        r.index,
+                        r.subtask_text,
+                        r.feedback.message,
+                        success[(score.task_id, score.run)],
+                    )
+                )
         if not score.success:
             reason = last_error or ("infrastructure error" if score.infra_error else "no error (wrong plan)")
             failed_by_last[reason].append((name, link))
-    report = build_report(scored.scores, _setting(scored))
+    report = build_report(scored.scores, report_setting(scored))
     body = _paper_tables(report)
     if plots and scored.scores:
         body += _plots(report, root)
     body += _per_task(scored.scores, links) + _failures(failures, failed_by_last)
     title = f"{report['setting']['suite']} evaluation: {setting_label(report['setting'])}"
-    sections = [("tables", "tables"), *([("plots", "plots")] if plots and scored.scores else []),
-                ("tasks", "per task"), ("failures", "failures by error code")]
+    sections = [
+        ("tables", "tables"),
+        *([("plots", "plots")] if plots and scored.scores else []),
+        ("tasks", "per task"),
+        ("failures", "failures by error code"),
+    ]
     atomic_write_text(target, page(title, f"{root} ({len(scored.scores)} episodes)", body, sections))
     log.info("evaluation report written to %s (%d episode pages)", target, len(result.episode_pages))
     return result
