@@ -88,16 +88,26 @@ def _result_table(result: dict[str, Any], human: bool = False) -> Any:
     return table
 
 
+#: Why ``homie up`` refuses --perception with two agents (docs/ros.md, "Two agents"). PARTNR's decentralized agents
+#: each keep their own world graph; the graph's one perception node is the robot's (it reads /homie/views and serves
+#: the robot's executor), so the human would plan and ground on the scene's names while the robot grounds on what
+#: it saw. The in-process loop gives each agent its own graph (homiebot/multiagent/perception.py).
+PAIR_PERCEPTION_REFUSAL = (
+    "--perception with two agents: the graph's one perception node sees through the robot's cameras only "
+    "(/homie/views) and grounds only the robot's executor, so the human would act on the scene's names; a world graph "
+    "per agent runs in-process: homie eval --agents robot+human --perception privileged|conceptgraph (docs/ros.md, "
+    "\"Two agents\")"
+)
+
+
 def _check_pair(planner: str | None, partner: str | None, mode: str | None, options: dict[str, Any],
-                recovery: str | None, perception: str) -> None:
+                recovery: str | None) -> None:
     """Two agents: the pair's planners are built once here (and closed), so that a bad name, mode or pairing
     is refused in one line before anything starts, as homie eval --agents does."""
     from homiebot.multiagent.pair import make_pair_planners
 
     if recovery is not None:
         raise _fail("--recovery wraps one agent's planner; it does not take --partner-planner / --mode")
-    if perception != PerceptionMode.OFF:
-        raise _fail("--perception with two agents: one world graph per agent is not wired in the graph (docs/ros.md)")
     try:
         for built in make_pair_planners(mode or "decentralized", planner or "expert", partner or "expert", options):
             built.close()
@@ -218,7 +228,7 @@ def register(app: typer.Typer) -> None:
 
         two_agents = partner_planner is not None or mode is not None
         if two_agents:
-            _check_pair(planner, partner_planner, mode, options, recovery, perception)
+            _check_pair(planner, partner_planner, mode, options, recovery)
         try:  # a bad graph file is bad input, said before anything starts
             graph = load_graph(graph_file or (PAIR_GRAPH if two_agents else DEFAULT_GRAPH))
         except GraphConfigError as err:
@@ -226,6 +236,8 @@ def register(app: typer.Typer) -> None:
         if two_agents and not _serves_human(graph):
             raise _fail(f"--partner-planner / --mode: the graph {graph_file} has no human (its sim_bridge needs "
                         f"human: true and the human's executors; launch/config/graph_pair.yaml has them)")
+        if perception != PerceptionMode.OFF and (two_agents or _serves_human(graph)):
+            raise _fail(PAIR_PERCEPTION_REFUSAL)
         if out is not None:
             check_output(out)
         if live:

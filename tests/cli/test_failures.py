@@ -97,6 +97,8 @@ CASES: dict[str, dict[str, list[str]]] = {
         "pair_with_recovery": ["--task", "partnr-1-022", "--partner-planner", "expert", "--recovery", "cot", "--out", "{tmp}/out"],
         "pair_graph_without_human": ["--task", "partnr-1-022", "--partner-planner", "expert", "--graph", ONE_AGENT_GRAPH,
                                      "--out", "{tmp}/out"],
+        "pair_with_perception": ["--task", "partnr-1-022", "--partner-planner", "expert", "--perception", "privileged",
+                                 "--out", "{tmp}/out"],
         "missing_adapter": ["--task", "demo-drawer", "--planner", "hf", "--model", "{tmp}", "--adapter", MISSING,
                             "--out", "{tmp}/out"],
     },
