@@ -277,6 +277,12 @@ def summarize(lines: Sequence[dict[str, Any]]) -> dict[str, Any]:
     return out
 
 
+def _times(ratio: float | None) -> str:
+    """A pair/single ratio; None when the single agent's total is 0 (e.g. no simulated time: every round failed
+    before acting, as SmolLM2's F1 rounds do)."""
+    return "n/a (the single agent's total is 0)" if ratio is None else f"x{ratio:.2f}"
+
+
 def _fmt(stat: dict[str, Any] | None, digits: int = 2, pct: bool = False) -> str:
     if not stat or stat.get("mean") is None:
         return "n/a"
@@ -331,9 +337,10 @@ def report_markdown(settings: CollabSettings, summary: dict[str, Any], tasks: in
     if versus:
         lines += [
             "",
-            f"Pair against the single agent over {versus['episodes']} common episode(s): rounds x"
-            f"{versus['rounds_ratio']:.2f}, simulated time x{versus['sim_time_ratio']:.2f}, executed actions x"
-            f"{versus['actions_ratio']:.2f} (PARTNR: decentralized LLM pairs took 1.3x the simulation steps of a single agent).",
+            f"Pair against the single agent over {versus['episodes']} common episode(s): rounds "
+            f"{_times(versus['rounds_ratio'])}, simulated time {_times(versus['sim_time_ratio'])}, executed actions "
+            f"{_times(versus['actions_ratio'])} (PARTNR: decentralized LLM pairs took 1.3x the simulation steps of a "
+            f"single agent).",
         ]
     return "\n".join(lines) + "\n"
 

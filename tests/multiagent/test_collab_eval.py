@@ -61,3 +61,21 @@ def test_refusals_are_one_line_and_write_nothing(tmp_path: Path) -> None:
         assert done.returncode == 2, (extra, done.stderr)
         assert message in done.stderr and done.stderr.strip().count("\n") == 0
         assert not out.exists()
+
+
+def test_report_of_a_run_whose_single_agent_never_acted() -> None:
+    # SmolLM2's single agent can spend every round on F1 answers: no simulated time. The report says the ratio is
+    # undefined instead of failing after the episodes were written.
+    from homiebot.multiagent.evaluate import CollabSettings, report_markdown, summarize
+
+    def line(kind: str, sim_time: float) -> dict:
+        return {"task_id": "partnr-6-w03", "category": "heterogeneous", "run": 0, "kind": kind, "success": False,
+                "pc": 0.0, "rounds": 6, "sim_time_s": sim_time, "actions": {"robot": 6, "human": 6 if kind == "pair" else 0},
+                "successful_actions": {"robot": 0, "human": 0}, "planning_cycles": 6, "task_offloading": None,
+                "extraneous_effort": None, "exploration_actions": None, "steps": [], "ended": False, "error": None,
+                "wall_s": 1.0}
+
+    summary = summarize([line("pair", 24.0), line("single", 0.0)])
+    assert summary["pair_vs_single"]["sim_time_ratio"] is None
+    report = report_markdown(CollabSettings("partnr", "centralized", "react", "react"), summary, 1, 1)
+    assert "simulated time n/a (the single agent's total is 0)" in report and "rounds x1.00" in report
