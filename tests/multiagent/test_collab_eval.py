@@ -79,3 +79,12 @@ def test_report_of_a_run_whose_single_agent_never_acted() -> None:
     assert summary["pair_vs_single"]["sim_time_ratio"] is None
     report = report_markdown(CollabSettings("partnr", "centralized", "react", "react"), summary, 1, 1)
     assert "simulated time n/a (the single agent's total is 0)" in report and "rounds x1.00" in report
+
+
+def test_a_run_of_the_bundled_model_pins_its_runtime() -> None:
+    from homiebot.multiagent.evaluate import CollabSettings
+    from homiebot.planner.models import text_runtime_defaults
+
+    assert "model_runtime" not in CollabSettings("partnr", "decentralized", "expert", "expert").pinned()
+    react = CollabSettings("partnr", "centralized", "react", "react", {"model": "smollm2"}).pinned()
+    assert react["model_runtime"] == text_runtime_defaults()
