@@ -186,7 +186,7 @@ def register(app: typer.Typer) -> None:
                 out.absolute() / "recovery")
         except ValueError as err:
             raise report(str(err)) from None
-        from homiebot.planner.models import names_bundled_model, text_runtime_defaults
+        from homiebot.planner.models import runs_text_runtime, text_runtime_defaults
 
         try:
             settings = EvalSettings(
@@ -196,7 +196,7 @@ def register(app: typer.Typer) -> None:
                 noise=noise,
                 max_rounds=max_rounds,
                 perception=perception,
-                model_runtime=text_runtime_defaults() if names_bundled_model(planner_options) else None,
+                model_runtime=text_runtime_defaults() if runs_text_runtime(planner_options) else None,
             )
         except ValidationError as err:
             details = "; ".join(f"--{'.'.join(str(p) for p in e['loc']).replace('_', '-')}: {e['msg']}" for e in err.errors())

@@ -3,7 +3,8 @@
 * ``homie train base --model smollm2 --out DIR``: a bundled GGUF model as a trainable float folder;
 * ``homie train sft --data DIR --model DIR --out ADAPTER``: stage one (LoRA SFT);
 * ``homie train merge --model DIR --adapter ADAPTER --out DIR``: the SFT model for stage two;
-* ``homie train dpo --data DIR --model DIR --out ADAPTER``: stage two (LoRA DPO, the model as its reference).
+* ``homie train dpo --data DIR --model DIR --out ADAPTER``: stage two (LoRA DPO, the model as its reference);
+* ``homie train gguf --model DIR [--adapter ADAPTER] --out FILE``: a trained folder as GGUF for llama.cpp.
 """
 
 from __future__ import annotations
@@ -147,6 +148,26 @@ def register(app: typer.Typer) -> None:
             typer.echo(f"merged model: {merge(model, adapter, out)}")
         except TrainingError as err:
             fail(str(err))
+
+    @train_app.command("gguf")
+    def gguf_command(
+        model: Path = model_option,
+        adapter: Path = typer.Option(None, "--adapter", help="A LoRA adapter to merge in first."),
+        out: Path = typer.Option(..., "--out", "-o", help="The GGUF file to write (float32 tensors)."),
+    ) -> None:
+        """Write a trained text folder as one GGUF file for llama.cpp (what -p runtime=llama_cpp does once)."""
+        if out.exists():
+            fail(f"{out} exists; choose another --out")
+        from homiebot.training.gguf_export import GGUFExportError, export_gguf
+
+        try:
+            summary = export_gguf(model, out, adapter=adapter)
+        except GGUFExportError as err:
+            fail(str(err))
+        typer.echo(
+            f"GGUF model: {summary.path} ({summary.tensors} tensors, {summary.parameters / 1e6:.1f} M parameters, "
+            f"float32; tokenizer of {summary.template})"
+        )
 
     @train_app.command("base")
     def base_command(

@@ -88,12 +88,12 @@ class CollabSettings:
         existed still resume. A run of the bundled text model (the ReAct planner's default, or named in the
         options) pins how that model runs, as ``homie eval`` does: greedy answers differ between runtimes, so
         episodes of two runtimes are not mixed in one table."""
-        from homiebot.planner.models import names_bundled_model, text_runtime_defaults
+        from homiebot.planner.models import runs_text_runtime, text_runtime_defaults
 
         wanted = asdict(self)
         if wanted["perception"] == PerceptionMode.OFF.value:
             del wanted["perception"]
-        if "react" in (self.planner_robot, self.planner_human) or names_bundled_model(self.planner_options):
+        if "react" in (self.planner_robot, self.planner_human) or runs_text_runtime(self.planner_options):
             wanted["model_runtime"] = text_runtime_defaults()
         return wanted
 

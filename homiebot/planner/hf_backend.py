@@ -624,6 +624,25 @@ def _causal_text_engine(load: LocalModelConfig) -> CausalTextModel:
     return CausalTextModel(load.model, adapter=load.adapter, threads=load.torch_threads, device=load.device)
 
 
+def _exported_text_engine(model: str, adapter: str | None, **options: Any) -> TextLanguageModel:
+    """A trained text-only folder (with ``adapter`` merged in) on the llama.cpp runtime: written once as GGUF
+    into the model cache (:func:`homiebot.training.gguf_export.cached_gguf`), then run as the bundled model is
+    (re-encoded to Q8_0 unless ``weights="bundled"``, prefix reuse, GBNF grammars)."""
+    from homiebot.planner.models import ModelFile
+    from homiebot.planner.text_lm import TextLanguageModel, TextModelConfig
+    from homiebot.training.gguf_export import GGUFExportError, cached_gguf
+
+    folder = Path(model).expanduser()
+    if adapter is not None and not (Path(adapter).expanduser() / "adapter_config.json").is_file():
+        raise PlannerLoadError(f"adapter folder {adapter!r} has no adapter_config.json (expected a peft adapter)")
+    try:
+        exported = cached_gguf(folder, adapter)
+    except GGUFExportError as exc:
+        raise PlannerLoadError(str(exc)) from None
+    name = folder.name if adapter is None else f"{folder.name}+{Path(adapter).expanduser().name}"
+    return TextLanguageModel(TextModelConfig(ModelFile(name, exported), runtime="llama_cpp", **options))
+
+
 def preamble_length(conversation: Sequence[ChatMessage]) -> int:
     """How many leading messages of a planner conversation are its fixed preamble: the system turn (1), and
     appendix H.1's in-context example pair after it (3), which are the same in every round and episode that
@@ -699,7 +718,10 @@ class HFPlanner(Planner):
     ``weights``, ``flash_attention``; ``torch_threads`` sets its threads) and plans in the text mode of :mod:`homiebot.planner.text_planning`. A folder holding a
     text-only causal LM (:func:`is_causal_text_folder`: what ``homie train base|sft|merge`` writes, with
     ``adapter=`` a LoRA adapter of ``homie train sft|dpo``) loads as
-    :class:`homiebot.training.text_engine.CausalTextModel` and plans in the same text mode. ``prompt_log``
+    :class:`homiebot.training.text_engine.CausalTextModel` and plans in the same text mode; with
+    ``runtime="llama_cpp"`` such a folder (and its adapter, merged in) is instead written once as GGUF into the
+    model cache and runs on the bundled model's llama.cpp runtime (:mod:`homiebot.training.gguf_export`), about
+    4x cheaper per round. ``prompt_log``
     (any engine) appends each round's exact prompt text and answer to a JSON-lines file.
 
     Text mode only: ``include_history=False`` sends each round as a fresh chat (the system turn, then one user
@@ -790,6 +812,16 @@ class HFPlanner(Planner):
                     weights=weights,
                     flash_attention=flash_attention,
                 )
+            )
+        elif text_folder and runtime == "llama_cpp":
+            self.engine = _exported_text_engine(
+                model,
+                adapter,
+                threads=torch_threads,
+                prefix_reuse=prefix_reuse,
+                lookup_tokens=lookup_tokens,
+                weights=weights,
+                flash_attention=flash_attention,
             )
         else:
             try:

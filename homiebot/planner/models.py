@@ -61,6 +61,22 @@ class BundledModel:
         )
 
 
+@dataclass(frozen=True)
+class ModelFile:
+    """A GGUF file on disk run like a bundled model: a trained folder's export
+    (:func:`homiebot.training.gguf_export.cached_gguf`, ``--model FOLDER -p runtime=llama_cpp``)."""
+
+    name: str
+    file: Path
+    extra: str = "smollm2"  # the extra that installs the runtimes reading it
+    text_only: bool = True
+
+    def path(self) -> Path:
+        if not self.file.is_file():
+            raise ModelNotInstalledError(f"model file {self.file} does not exist")
+        return self.file
+
+
 BUNDLED_MODELS: dict[str, BundledModel] = {
     "smollm2": BundledModel(
         name="smollm2",
@@ -170,6 +186,18 @@ def names_bundled_model(options: object) -> bool:
         return any(names_bundled_model(value) for value in options.values())
     if isinstance(options, list | tuple):
         return any(names_bundled_model(value) for value in options)
+    return False
+
+
+def runs_text_runtime(options: object) -> bool:
+    """Whether planner options run the text runtime of :mod:`homiebot.planner.text_lm`: they name a bundled model,
+    or ask a trained folder for ``runtime="llama_cpp"`` (its GGUF export; nested options included)."""
+    if names_bundled_model(options):
+        return True
+    if isinstance(options, Mapping):
+        return options.get("runtime") == "llama_cpp" or any(runs_text_runtime(v) for v in options.values())
+    if isinstance(options, list | tuple):
+        return any(runs_text_runtime(value) for value in options)
     return False
 
 

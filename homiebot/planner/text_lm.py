@@ -1,6 +1,7 @@
 """A text-only language model on the CPU, with the key/value cache reused across the rounds of an episode.
 
-Serves the bundled GGUF models of :mod:`homiebot.planner.models` (``--planner hf --model smollm2``) through
+Serves the bundled GGUF models of :mod:`homiebot.planner.models` (``--planner hf --model smollm2``), and the GGUF
+export of a trained folder (``--model FOLDER -p runtime=llama_cpp``, :mod:`homiebot.training.gguf_export`), through
 one of two runtimes behind one interface (``runtime=``, see docs/models.md for the measurements):
 
 * ``"llama_cpp"``: llama-cpp-python, llama.cpp's own quantised kernels and its GBNF grammar sampler. Fast
@@ -42,7 +43,7 @@ import numpy as np
 
 from homiebot.planner.hf_backend import Generation, PlannerLoadError
 from homiebot.planner.messages import ChatMessage
-from homiebot.planner.models import BundledModel, ModelNotInstalledError
+from homiebot.planner.models import BundledModel, ModelFile, ModelNotInstalledError
 
 log = logging.getLogger(__name__)
 
@@ -91,9 +92,9 @@ def chat_stop_ids(tokenizer: Any) -> list[int]:
 
 @dataclass(frozen=True)
 class TextModelConfig:
-    """How to run a bundled text model."""
+    """How to run a bundled text model (or a GGUF file exported from a trained folder, run the same way)."""
 
-    model: BundledModel
+    model: BundledModel | ModelFile
     runtime: Runtime = "auto"
     #: CPU threads (llama.cpp ``n_threads``; ``torch.set_num_threads`` for transformers). None: the share
     #: of the cores this process may use (:func:`default_threads`: all of them up to 4 for one process, the
@@ -115,7 +116,8 @@ class TextModelConfig:
     #: once to 8-bit blocks (:func:`homiebot.planner.models.q8_0_copy`, kept in the user's cache), the default;
     #: ``"bundled"``: the file as shipped (4-bit Q4_1 for SmolLM2). Every Q4_1 weight is a 16-level value of
     #: its block, and Q8_0's 255 levels per block hold it to within 1/254 of the block's largest weight, so the
-    #: model is the same up to rounding; llama.cpp's 8-bit kernels are the faster ones on x86 (a round 1.32 ->
+    #: model is the same up to rounding; for a :class:`ModelFile` (a trained folder's float32 export) ``"bundled"``
+    #: runs the float32 file as written. llama.cpp's 8-bit kernels are the faster ones on x86 (a round 1.32 ->
     #: 1.01 CPU s with flash attention on, BENCHMARKS.md "A bundled text model on the CPU"). The transformers
     #: runtime always dequantises the bundled file.
     weights: Literal["q8_0", "bundled"] = "q8_0"

@@ -143,6 +143,10 @@ CASES: dict[str, dict[str, list[str]]] = {
         "bad_warmup": ["--data", "{tmp}", "--model", "{tmp}", "--out", "{tmp}/out", "--warmup-steps", "-1"],
     },
     "train merge": {"missing_input": ["--model", MISSING, "--adapter", MISSING, "--out", "{tmp}/out"]},
+    "train gguf": {
+        "missing_input": ["--model", MISSING, "--out", "{tmp}/out.gguf"],
+        "unwritable": ["--model", MISSING, "--out", UNWRITABLE],
+    },
     "train dagger": {
         "missing_input": ["--model", MISSING, "--out", "{tmp}/out", "--tasks", "emmoe-084"],
         "unwritable": ["--model", "{tmp}", "--out", UNWRITABLE, "--tasks", "emmoe-084"],
