@@ -720,8 +720,8 @@ class HFPlanner(Planner):
     ``adapter=`` a LoRA adapter of ``homie train sft|dpo``) loads as
     :class:`homiebot.training.text_engine.CausalTextModel` and plans in the same text mode; with
     ``runtime="llama_cpp"`` such a folder (and its adapter, merged in) is instead written once as GGUF into the
-    model cache and runs on the bundled model's llama.cpp runtime (:mod:`homiebot.training.gguf_export`), about
-    4x cheaper per round. ``prompt_log``
+    model cache and runs on the bundled model's llama.cpp runtime (:mod:`homiebot.training.gguf_export`),
+    about 5x less CPU per round. ``prompt_log``
     (any engine) appends each round's exact prompt text and answer to a JSON-lines file.
 
     Text mode only: ``include_history=False`` sends each round as a fresh chat (the system turn, then one user
