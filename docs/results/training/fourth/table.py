@@ -21,7 +21,7 @@ STAGES = {
     "sft": "after SFT (40 steps)",
     "dpo": "after SFT + DPO (10 steps)",
     "dagger1": "+ DAgger iteration 1 (10 steps)",
-    "dagger2": "+ DAgger iteration 2 (10 steps on D1 + D2)",
+    "dagger2": "+ DAgger iteration 2 (10 steps on both iterations' 36 pairs)",
 }
 CODES = ["OK", "L1", "L2", "L3", "L4", "D1", "D2", "F1", "F2", "E1", "E2"]
 
@@ -50,7 +50,7 @@ def episodes(root: Path, stage: str, split: str) -> dict[str, dict]:
 
 def row(label: str, runs: dict[str, dict]) -> str:
     if not runs:
-        return f"| {label} | 0 | not run | | | | | | |"
+        return f"| {label} | 0 | not run | | | | | | | |"
     codes: collections.Counter[str] = collections.Counter()
     actions: collections.Counter[str] = collections.Counter()
     rounds = repeats = ends = 0
@@ -68,10 +68,11 @@ def row(label: str, runs: dict[str, dict]) -> str:
     sr = 100 * sum(bool(r["success"]) for r in runs.values()) / n
     tp = 100 * sum(_tp(r.get("tp")) for r in runs.values()) / n
     goal = 100 * sum(bool(r.get("goal_satisfied")) for r in runs.values()) / n
+    progressed = sum(_tp(r.get("tp")) > 0 for r in runs.values())
     shares = ", ".join(f"{c} {100 * codes[c] / rounds:.0f}%" for c in CODES if codes.get(c))
     top = ", ".join(f"{a} {100 * k / rounds:.0f}%" for a, k in actions.most_common(3))
     return (
-        f"| {label} | {n} | {sr:.1f} | {tp:.1f} | {goal:.0f} | {ends} | {shares} | {100 * repeats / rounds:.0f}% | {top} |"
+        f"| {label} | {n} | {sr:.1f} | {tp:.1f} | {progressed} | {goal:.0f} | {ends} | {shares} | {100 * repeats / rounds:.0f}% | {top} |"
     )
 
 
@@ -87,13 +88,14 @@ def after_failures(root: Path, stage: str, split: str, tasks: set[str]) -> str:
                 continue
             failed += 1
             differs += after.get("subtask_text") != before.get("subtask_text")
-            acknowledged += (after.get("analysis") or "").strip().lower().startswith("i failed")
+            analysis = (after.get("raw_output") or "").strip().removeprefix("Analysis:").strip()
+            acknowledged += analysis.lower().startswith("i failed")
     return f"{differs} / {failed} | {acknowledged} / {failed}"
 
 
 HEADER = (
-    "| Stage | episodes | SR | TP | goal-check SR | End answered | error codes, share of all rounds "
-    "| rounds repeating the previous subtask | actions |\n|---|---|---|---|---|---|---|---|---|"
+    "| Stage | episodes | SR | TP | tasks with TP > 0 | goal-check SR | End answered | error codes, share of all rounds "
+    "| rounds repeating the previous subtask | actions |\n|---|---|---|---|---|---|---|---|---|---|"
 )
 
 
