@@ -109,6 +109,13 @@ def cache_dir(environ: Mapping[str, str] | None = None) -> Path:
     return base / "homiebot"
 
 
+def model_cache_places(folder: Path | None = None) -> list[Path]:
+    """Where a derived model file is kept, in order of preference: ``folder`` (default ``cache_dir()/models``),
+    then the system's temporary folder, for a cache that cannot be written."""
+    fallback = Path(tempfile.gettempdir()) / f"homiebot-models-{os.getuid()}"
+    return [cache_dir() / "models" if folder is None else folder, fallback]
+
+
 # Run in a child process: llama.cpp's quantiser logs every tensor through the library's global log hook, and
 # a child keeps that log (shown only on failure) and the hook out of the planner's process.
 _QUANTIZE = """
@@ -140,8 +147,7 @@ def q8_0_copy(source: Path, folder: Path | None = None) -> Path:
     cannot be written, the copy goes to the system's temporary folder (with a warning)."""
     digest = _digest(source)
     name = f"{source.stem}.{digest}.q8_0.gguf"
-    candidates = [cache_dir() / "models" if folder is None else folder]
-    candidates.append(Path(tempfile.gettempdir()) / f"homiebot-models-{os.getuid()}")
+    candidates = model_cache_places(folder)
     errors = []
     for place in candidates:
         target = place / name

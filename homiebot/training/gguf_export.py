@@ -251,7 +251,7 @@ def cached_gguf(folder: str | Path, adapter: str | Path | None = None, cache: Pa
     """The float32 GGUF export of ``folder`` (+ ``adapter``), made once and kept in the model cache
     (:func:`homiebot.planner.models.cache_dir`, else the system's temporary folder) under a name holding the
     digest of the weights, tokenizer and adapter files, so a retrained folder gets a new export."""
-    from homiebot.planner.models import cache_dir
+    from homiebot.planner.models import model_cache_places
 
     source = Path(folder).expanduser()
     files = _model_files(source)
@@ -261,9 +261,8 @@ def cached_gguf(folder: str | Path, adapter: str | Path | None = None, cache: Pa
         files += sorted(p for p in adapter_folder.iterdir() if p.name.startswith("adapter_"))
         label += f"+{adapter_folder.name}"
     name = f"{label}.{_files_digest(files)}.f32.gguf"
-    places = [cache or cache_dir() / "models", Path(tempfile.gettempdir()) / f"homiebot-models-{os.getuid()}"]
     errors = []
-    for place in places:
+    for place in model_cache_places(cache):
         if (place / name).is_file():
             return place / name
         try:
