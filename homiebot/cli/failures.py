@@ -22,7 +22,6 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, NoReturn, TypeVar
 
-import click
 import typer
 
 EXIT_ENVIRONMENT = 1
@@ -164,7 +163,9 @@ def guard_command(callback: F) -> F:
     def guarded(*args: Any, **kwargs: Any) -> Any:
         try:
             return callback(*args, **kwargs)
-        except (click.exceptions.Exit, click.exceptions.Abort, click.ClickException):
+        except (typer.Exit, typer.Abort, typer.BadParameter):
+            # typer's own control flow: it prints these itself. typer >= 0.29 vendors click, so click's classes are
+            # not these and click is no dependency of ours (the core install has no click).
             raise
         except KeyboardInterrupt:
             # Commands that can resume catch it themselves and raise CommandFailed with the resume command.
