@@ -10,4 +10,6 @@ if [ -f scripts/ros_env.sh ]; then source scripts/ros_env.sh; fi
 # The lint and type gate runs first for the whole suite (make test, CI), or with HOMIE_LINT=1; a run of chosen
 # test files skips it unless asked.
 if [ "$#" -eq 0 ] || [ "${HOMIE_LINT:-0}" = 1 ]; then VENV="$VENV" scripts/lint.sh; fi
+# The whole suite (make test, CI) ends with the 30 slowest tests, so the tiers' cost shows in CI's output.
+if [ "$#" -eq 0 ]; then set -- --durations=30; fi
 exec "$VENV/bin/python" -m pytest "$@"

