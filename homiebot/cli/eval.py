@@ -265,24 +265,20 @@ def register(app: typer.Typer) -> None:
             return
         if report_dir is not None:
             check_output(report_dir, option="--report-dir")
-        from homiebot.eval.record_metrics import find_record, score_records
+        from homiebot.eval.record_metrics import find_record, records_report
 
         record = None if (directory / "eval.json").is_file() else find_record(directory)
         if record is not None:  # one episode: a homie run record or a homie up run directory
-            from homiebot.eval.report import build_report, write_report
+            from homiebot.eval.verdict import verdict_line
 
             try:
-                scores, setting = score_records([record])
+                written, verdicts = records_report([record], report_dir, plots=plots)
             except EvalError as err:
                 raise report(str(err)) from None
-            if report_dir is not None:
-                written = write_report(scores, setting, report_dir, plots=plots)
-            else:
-                written = build_report(scores, setting)
             if as_json:
                 typer.echo(json.dumps(written, indent=1))
-            else:
-                _print_summary(written, report_dir, what=f"episode record: {record}")
+            else:  # the episode's verdict, as its summary, page and homie run / play show it
+                _print_summary(written, report_dir, what=f"episode record: {record}: {verdict_line(verdicts[0])}")
             return
         try:
             written = write_eval_report(directory, report_dir, plots=plots)

@@ -85,13 +85,20 @@ def register(app: typer.Typer) -> None:
             recorder = EpisodeRecorder(out, video=video)
         except RecordError as err:
             raise _fail(str(err)) from None
-        outcome = _play(task, role, robot_planner, recorder, views, preview, seed, max_rounds, preset, SkillSet)
-        _finish(outcome, report)
+        from homiebot.play.screen import logs_to_file
+
+        # Log lines would draw over the screen: while it is up they go to a file beside the record.
+        log_file = out.with_name(f"{out.name}.log")
+        with logs_to_file(log_file):
+            outcome = _play(task, role, robot_planner, recorder, views, preview, seed, max_rounds, preset, SkillSet,
+                            log_file)
+        _finish(outcome, report, log_file)
 
 
 def _play(task: Any, role: str, robot_planner: str, recorder: Any, views: Path | None, preview: bool | None,
-          seed: int, max_rounds: int, preset: Any, skill_set: Any) -> Any:
+          seed: int, max_rounds: int, preset: Any, skill_set: Any, log_file: Path) -> Any:
     from rich.console import Console
+    from rich.markup import escape
 
     from homiebot.agent.loop import EpisodeConfig
     from homiebot.eval.partnr.episodes import task_actions
@@ -105,17 +112,14 @@ def _play(task: Any, role: str, robot_planner: str, recorder: Any, views: Path |
         return skill_set(sim, noise=preset, seed=scene_seed)
 
     console = Console(highlight=False)
-    loop_log = logging.getLogger("homiebot.agent.loop")
-    if loop_log.getEffectiveLevel() == logging.INFO:
-        # The screen prints every round with its code and message; the loop's own line for a failed round would
-        # repeat it on stderr (--verbose keeps everything).
-        loop_log.setLevel(logging.WARNING)
     views_dir = views if views is not None else Path(tempfile.mkdtemp(prefix="homie-play-views-"))
     views_dir.mkdir(parents=True, exist_ok=True)
     screen = PlayScreen(console, views_dir, preview=preview, role=role, task_id=task.id)
     person = KeyboardPlanner(sys.stdin, screen)
     config = EpisodeConfig(max_rounds=max_rounds, actions=task_actions(task))
     console.print(f"You play the {role} in {task.id} ({task.scene}); type help for the commands, quit to stop.")
+    console.print(f"Log lines go to {escape(str(log_file))} while you play (warnings still show here).",
+                  soft_wrap=True)
     sim = make_simulator("mujoco", render=True, **({"human": True} if role == "human" else {}))
     try:
         states = StatesFileRecorder(recorder, task=task, clock=simulator_clock(sim))
@@ -151,20 +155,28 @@ def _robot_side(name: str, task: Any, base: Any) -> tuple[Any, Any, Any]:
     return make_planner(name), robot_config, human_config
 
 
-def _finish(outcome: Any, report: bool) -> None:
+def _finish(outcome: Any, report: bool, log_file: Path) -> None:
     from rich.console import Console
     from rich.markup import escape
 
+    from homiebot.eval.verdict import outcome_text
+
     console = Console(highlight=False)
     trajectory = outcome.trajectory
+    # The record's own verdict (the suite's evaluation): what summary.json, the page and homie metrics say.
+    verdict = outcome_text(outcome.record)
     if outcome.ended_by == "user":
-        verdict = f"you quit in round {outcome.quit_round}: recorded as ended by the user"
-    elif trajectory.goal_satisfied:
-        verdict = "[green]success[/green]" if trajectory.ended else escape("goal met, but no [End]")
-    else:
-        verdict = "[red]failure[/red] (goal not met)"
-    console.print(f"{verdict}: {len(trajectory.rounds)} rounds, path {trajectory.path_length:.1f} m; "
+        verdict = f"you quit in round {outcome.quit_round} (recorded as ended by the user); {verdict}"
+    rounds = f"{len(trajectory.rounds)} rounds"
+    if trajectory.partner_rounds:
+        rounds = f"{len(trajectory.rounds)} robot rounds and {len(trajectory.partner_rounds)} of yours"
+    console.print(f"{verdict}: {rounds}, path {trajectory.path_length:.1f} m; "
                   f"record: {escape(str(outcome.record))} (the views of round N: subtaskN_front.png ...)", soft_wrap=True)
+    if log_file.is_file():
+        if log_file.stat().st_size:
+            console.print(f"log: {escape(str(log_file))}", soft_wrap=True)
+        else:
+            log_file.unlink()
     if report:
         from homiebot.report import ReportError, write_report
 

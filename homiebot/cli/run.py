@@ -50,6 +50,8 @@ def _round_table(trajectory: Any) -> Any:
     from rich.markup import escape
     from rich.table import Table
 
+    from homiebot.report.shown import shown_feedback, shown_inventory, shown_model  # EMMOE's "None" in words
+
     table = Table(title=escape(f"{trajectory.task_id or 'free text'}: {trajectory.instruction}"), show_lines=False)
     for column in ("#", "subtask", "model", "code", "feedback", "inventory"):
         table.add_column(column, overflow="fold")
@@ -58,10 +60,10 @@ def _round_table(trajectory: Any) -> Any:
         table.add_row(
             str(r.index),
             escape(r.subtask_text),  # "[Go to, fridge]" is not rich markup
-            escape(r.output.model or "-"),
+            escape(shown_model(r.output.model)),
             r.feedback.code.value,
-            escape(r.feedback.message),
-            " ".join(r.feedback.inventory) or "None",
+            escape(shown_feedback(r.feedback.message, r.feedback.code.value)),
+            escape(shown_inventory(r.feedback.inventory)),
             style=style,
         )
     return table
@@ -264,12 +266,9 @@ def register(app: typer.Typer) -> None:
         stats = write_episode_stats(the_planner, recorder.out_dir)
         if stats is not None:
             Console().print(f"recovery statistics: {stats}")
-        if trajectory.goal_satisfied is None:
-            verdict = "ended" if trajectory.ended else "did not end"
-        else:
-            ok = trajectory.ended and trajectory.goal_satisfied
-            verdict = "[green]success[/green]" if ok else "[red]failure[/red]"
-            verdict += f" (goal {'met' if trajectory.goal_satisfied else 'not met'}, {'ended' if trajectory.ended else 'no End'})"
+        from homiebot.eval.verdict import outcome_text
+
+        verdict = outcome_text(recorder.out_dir)  # the record's own verdict, as homie metrics gives it
         Console().print(
             f"{verdict}: {len(trajectory.rounds)} rounds, path {trajectory.path_length:.1f} m, "
             f"{trajectory.wall_time_s:.2f} s; record: {recorder.out_dir}"

@@ -17,8 +17,10 @@ directory (the temp one is removed on abort, and a stale one never looks like an
 Re-recording onto an existing *episode* directory replaces it (moved aside, then deleted); an existing
 non-empty directory that is not an episode record is refused.
 
-Decision: ``summary.json``'s ``success`` is ``ended and goal_satisfied`` for a task (EMMOE counts only
-trajectories that end with [End]) and ``null`` for a free-text instruction (no goal to check).
+Decision: ``summary.json``'s ``success`` is the episode's verdict (``verdict``: the suite's own evaluation,
+the one ``homie metrics`` applies, :mod:`homiebot.eval.verdict`) when the recorder has a judge
+(:meth:`EpisodeRecorder.judge_with`; every recorded task episode has one); without a judge it is
+``ended and goal_satisfied`` for a task and ``null`` for a free-text instruction (no goal to check).
 """
 
 from __future__ import annotations
@@ -120,6 +122,12 @@ def _round_to_json(record: RoundRecord, views: Sequence[str] = ()) -> dict[str, 
     }
 
 
+def round_json(record: RoundRecord) -> dict[str, Any]:
+    """One round as ``rounds.jsonl`` holds it (no view files), for a file that keeps other rounds beside the
+    record's own (``play.json``'s partner rounds: the person's moves beside the robot, docs/play.md)."""
+    return _round_to_json(record)
+
+
 def _round_from_json(data: dict[str, Any]) -> RoundRecord:
     sub = data.get("subtask")
     output = PlannerOutput(
@@ -191,6 +199,7 @@ class EpisodeRecorder:
         self._rounds: list[RoundRecord] = []
         self._meta: dict[str, Any] = {}
         self._notes: dict[str, Any] = {}
+        self._judge: Callable[[Trajectory], dict[str, Any]] | None = None
 
     # ------------------------------------------------------------------------------------ lifecycle
 
@@ -212,6 +221,11 @@ class EpisodeRecorder:
     def note(self, **fields: Any) -> None:
         """Extra episode facts for the summary and files (conversation, system prompt, opened furniture)."""
         self._notes.update(fields)
+
+    def judge_with(self, judge: Callable[[Trajectory], dict[str, Any]]) -> None:
+        """Who gives the episode's verdict when the summary is written (module docstring): ``judge(trajectory)``
+        returns the verdict's JSON; its ``success`` is the summary's ``success``, the whole of it ``verdict``."""
+        self._judge = judge
 
     def add_file(self, name: str, text: str, append: bool = False) -> None:
         """Write (or append to) one more file of the record before :meth:`finish` (an observer's
@@ -305,12 +319,16 @@ class EpisodeRecorder:
 
     def _summary(self, trajectory: Trajectory) -> dict[str, Any]:
         success = None
-        if trajectory.goal_satisfied is not None:
+        verdict = self._judge(trajectory) if self._judge is not None else None
+        if verdict is not None:
+            success = verdict["success"]
+        elif trajectory.goal_satisfied is not None:
             success = bool(trajectory.ended and trajectory.goal_satisfied)
         return {
             "format_version": FORMAT_VERSION,
             **self._meta,
             "success": success,
+            **({} if verdict is None else {"verdict": verdict}),
             "ended": trajectory.ended,
             "goal_satisfied": trajectory.goal_satisfied,
             "num_rounds": len(trajectory.rounds),

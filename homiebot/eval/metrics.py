@@ -12,8 +12,13 @@ Definitions and the decisions taken where the paper is ambiguous (tested in ``te
 
 * **Success (SR).** A trajectory succeeds when its TP is 100% (section 2.3: "Only if TP reaches 100%, the
   trajectory will be considered successful"); TP itself is :func:`homiebot.eval.keypaths.task_progress`.
+  A task with its own PARTNR evaluation function (the PARTNR-style suite) is judged by that function instead
+  (PARTNR paper, section 3.2: success is percent complete = 1, temporal and argument constraints included), on
+  the states the record keeps; this is the one verdict of the episode that every surface shows
+  (:mod:`homiebot.eval.verdict`). Its keypath completion is still reported (``keypaths_complete``). A record of
+  such a task without its states is judged by its keypaths. An infrastructure failure is never a success.
   The simulator's final-state goal check (``Trajectory.goal_satisfied``) is *not* folded in: it is reported
-  beside SR as ``goal_sr`` with the agreement counts (both / TP only / goal only / neither / unchecked), so
+  beside SR as ``goal_sr`` with the agreement counts (both / SR only / goal only / neither / unchecked), so
   a keypath that is too lenient or too strict for its goal shows up instead of being hidden.
 * **PLWSR** (section 4.3, borrowed from ALFRED [27]): mean over trajectories of
   ``success * L_expert / max(L_expert, L_agent)``. The paper's sentence puts the agent's length in the
@@ -26,7 +31,8 @@ Definitions and the decisions taken where the paper is ambiguous (tested in ``te
   contribute 0 whether or not a reference exists; a successful one without a reference makes PLWSR n/a.
 * **TP**: mean of the per-trajectory TP.
 * **SER** (eq. 2): ``|S| / #trajectories whose final action is End``; the final action is the last round's
-  parsed subtask (a round limit reached without End does not count).
+  parsed subtask (a round limit reached without End does not count). Only successes that ended count in
+  ``|S|`` here (PARTNR's success needs no End; EMMOE's always ends), so SER stays a share of the ended ones.
 * **SRR** (eq. 3, appendix C.3): a re-plan is the round that follows a failed round (the next action after a
   failure, whatever its own outcome); ``SRR = re-plans in successful trajectories / re-plans in all``.
 * A division by zero gives ``None``, shown as "n/a" in reports (SER with no End anywhere, SRR with no
@@ -54,6 +60,7 @@ from fractions import Fraction
 from typing import Any
 
 from homiebot.eval.keypaths import NameResolver, task_progress
+from homiebot.eval.partnr.metrics import PartnrEpisode
 from homiebot.eval.tasks import ATTRIBUTES, TaskSpec
 from homiebot.types import Action, ErrorCode, Trajectory
 
@@ -69,6 +76,11 @@ ERROR_FAMILIES: dict[str, tuple[str, ...]] = {
 TABLE4_ACTIONS: tuple[str, ...] = ("Go to", "Pick", "Put", "Open", "Close")
 #: Feedback codes of rounds that reached a low-level skill.
 _EXECUTED = {ErrorCode.OK, ErrorCode.E1, ErrorCode.E2}
+
+
+#: What judged an episode's success (:attr:`EpisodeScore.judged_by`).
+JUDGED_BY_KEYPATHS = "keypaths"
+JUDGED_BY_PARTNR = "partnr"
 
 
 def ratio(numerator: float, denominator: float) -> float | None:
@@ -117,7 +129,7 @@ class EpisodeScore:
     tp: float
     tp_exact: str  # the TP fraction, e.g. "1/2"
     tp_per_keypath: tuple[str, ...]
-    success: bool
+    success: bool  # the episode's verdict: the task's PARTNR evaluation function where it has one, else TP = 100%
     goal_satisfied: bool | None
     ended: bool
     replans: int
@@ -128,6 +140,15 @@ class EpisodeScore:
     errors: dict[str, int] = field(default_factory=dict)
     actions: dict[str, ActionCounts] = field(default_factory=dict)
     infra_error: str | None = None
+    # What ``success`` was judged by: "partnr" (the task's evaluation function on the recorded states) or
+    # "keypaths" (TP = 100%); and the PARTNR percent complete when it was.
+    judged_by: str = JUDGED_BY_KEYPATHS
+    pc: float | None = None
+
+    @property
+    def keypaths_complete(self) -> bool:
+        """EMMOE's own success rule (TP = 100%, no infrastructure failure), whatever judged ``success``."""
+        return self.tp >= 1.0 and self.infra_error is None
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -167,9 +188,17 @@ def score_episode(
     *,
     run: int = 0,
     expert: ExpertReference | None = None,
+    partnr: PartnrEpisode | None = None,
 ) -> EpisodeScore:
+    """One trajectory's score. ``partnr``: the task's PARTNR evaluation function's judgement of the episode's
+    states (:func:`homiebot.eval.partnr.metrics.score_episode`); it decides ``success`` for a task that has its
+    own function (module docstring, "Success")."""
     progress = task_progress(task.keypaths, trajectory.rounds, resolver)
     success = progress.complete and trajectory.error is None
+    judged_by = JUDGED_BY_KEYPATHS
+    if task.evaluation is not None and partnr is not None:
+        success = partnr.success and trajectory.error is None
+        judged_by = JUDGED_BY_PARTNR
     n_rounds = len(trajectory.rounds)
     errors: Counter[str] = Counter()
     actions: dict[str, ActionCounts] = {}
@@ -215,6 +244,8 @@ def score_episode(
         errors=dict(errors),
         actions=actions,
         infra_error=trajectory.error,
+        judged_by=judged_by,
+        pc=partnr.pc if partnr is not None else None,
     )
 
 
@@ -223,8 +254,8 @@ def score_episode(
 
 @dataclass(frozen=True)
 class GoalAgreement:
-    both: int = 0  # TP = 100% and the goal check holds
-    tp_only: int = 0  # TP = 100% but the final state misses the goal
+    both: int = 0  # success (TP = 100%, or the PARTNR function) and the goal check holds
+    tp_only: int = 0  # success but the final state misses the goal
     goal_only: int = 0  # the goal holds but a keypath was not followed
     neither: int = 0
     unchecked: int = 0  # no goal check (free-text task)
@@ -286,7 +317,7 @@ def summarize(scores: Sequence[EpisodeScore]) -> MetricSummary:
         plwsr=plwsr,
         tp=_mean([s.tp for s in scores]),
         srr=ratio(replans_success, replans_all),
-        ser=ratio(len(successes), ended),
+        ser=ratio(sum(1 for s in successes if s.ended), ended),
         goal_sr=ratio(sum(1 for s in checked if s.goal_satisfied), len(checked)),
         plwsr_path=plwsr_path,
         goal_agreement=agreement,

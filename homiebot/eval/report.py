@@ -88,8 +88,10 @@ def _per_task(scores: Sequence[EpisodeScore]) -> list[dict[str, Any]]:
     return rows
 
 
-def build_report(scores: Sequence[EpisodeScore], setting: dict[str, Any]) -> dict[str, Any]:
-    """Every figure of the paper's tables from the episode scores, as plain JSON data."""
+def build_report(scores: Sequence[EpisodeScore], setting: dict[str, Any],
+                 partnr: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Every figure of the paper's tables from the episode scores, as plain JSON data; ``partnr``: PARTNR's
+    figures of the same episodes (:func:`homiebot.eval.partnr.report.partnr_data`), kept as ``partnr``."""
     scores = sorted(scores, key=lambda s: (s.task_id, s.run))
     actions = action_table(scores)
     calibration = {}
@@ -115,6 +117,7 @@ def build_report(scores: Sequence[EpisodeScore], setting: dict[str, Any]) -> dic
         "errors_failed": error_table(scores, successful=False).to_json(),  # tables H4 and H6
         "tableH8": [row.__dict__ for row in attribute_table(scores)],
         "per_task": _per_task(scores),
+        **({} if partnr is None else {"partnr": partnr}),
     }
 
 
@@ -163,7 +166,9 @@ def render_markdown(report: dict[str, Any]) -> str:
     out.append("## Setting\n")
     out.append(_table(["key", "value"], [[k, f"`{v}`"] for k, v in setting.items()]))
     out.append(
-        "\nAll figures are percentages (n/a: undefined, a division by zero). SR: TP = 100% (paper, section 2.3). "
+        "\nAll figures are percentages (n/a: undefined, a division by zero). SR: TP = 100% (paper, section 2.3); "
+        "for a task with its own PARTNR evaluation function, that function's success (PC = 1, its temporal "
+        "constraints included), the episode's one verdict. "
         "PLWSR weights each success by expert rounds / max(expert rounds, agent rounds); the expert is the "
         "expert planner without noise on the same task and seed. Definitions: `docs/evaluation.md`.\n"
     )
@@ -177,10 +182,10 @@ def render_markdown(report: dict[str, Any]) -> str:
         f"PLWSR by path length in metres {pct(t2['plwsr_path'])}.\n"
     )
     agreement = t2["goal_agreement"]
-    out.append("### Keypath success vs final-state goal check\n")
+    out.append("### Success (SR) vs final-state goal check\n")
     out.append(
         _table(
-            ["TP = 100% and goal", "TP = 100% only", "goal only", "neither", "no goal check"],
+            ["SR and goal", "SR only", "goal only", "neither", "no goal check"],
             [[str(agreement[k]) for k in ("both", "tp_only", "goal_only", "neither", "unchecked")]],
         )
     )
@@ -272,7 +277,12 @@ def render_markdown(report: dict[str, Any]) -> str:
     if report.get("plots"):
         out.append("\n## Plots\n")
         out += [f"![{name}]({path})" for name, path in report["plots"].items()]
-    return "\n".join(out) + "\n"
+    markdown = "\n".join(out) + "\n"
+    if report.get("partnr") is not None:  # PARTNR's section after EMMOE's tables (docs/partnr.md, "Metrics")
+        from homiebot.eval.partnr.report import partnr_markdown
+
+        markdown = markdown.rstrip("\n") + "\n\n" + partnr_markdown(report["partnr"])
+    return markdown
 
 
 # ---------------------------------------------------------------------------------------------- plots
@@ -373,12 +383,20 @@ def write_plots(report: dict[str, Any], out_dir: Path) -> dict[str, str]:
 
 
 def write_report(
-    scores: Sequence[EpisodeScore], setting: dict[str, Any], out_dir: Path, *, plots: bool = True
+    scores: Sequence[EpisodeScore], setting: dict[str, Any], out_dir: Path, *, plots: bool = True,
+    partnr: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """Write ``report.json``, ``report.md`` and (optionally) the plots under ``out_dir``; return the report."""
-    report = build_report(scores, setting)
+    """Write ``report.json``, ``report.md`` and (optionally) the plots under ``out_dir``; return the report.
+    ``partnr``: PARTNR's figures of the same episodes (:func:`build_report`); also written as ``partnr.md`` and
+    ``partnr.json``."""
+    report = build_report(scores, setting, partnr)
     if plots and scores:
         report["plots"] = write_plots(report, out_dir)
     atomic_write_text(out_dir / "report.json", json.dumps(report, indent=1, sort_keys=False) + "\n")
     atomic_write_text(out_dir / "report.md", render_markdown(report))
+    if partnr is not None:
+        from homiebot.eval.partnr.report import partnr_markdown
+
+        atomic_write_text(out_dir / "partnr.md", partnr_markdown(partnr))
+        atomic_write_text(out_dir / "partnr.json", json.dumps(partnr, indent=1) + "\n")
     return report

@@ -6,7 +6,6 @@ The layout of an evaluation directory is in :mod:`homiebot.eval.runner`; the met
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -22,7 +21,7 @@ from homiebot.eval.manifest import (
     load_manifest,
     resolver_for,
 )
-from homiebot.eval.metrics import EpisodeScore, ExpertReference, score_episode
+from homiebot.eval.metrics import EpisodeScore, ExpertReference
 from homiebot.eval.partnr.metrics import PartnrEpisode
 from homiebot.eval.tasks import TaskSpec
 
@@ -73,31 +72,33 @@ def compute_scores(out_dir: str | Path) -> ScoredEvaluation:
             expert = None
             if is_finished(reference_dir):
                 ref = trajectory if reference_dir == run_dir else _read_record(reference_dir)
-                ref_score = score_episode(ref, task, resolvers[task.scene], run=run)
+                ref_score, _ = _score(reference_dir, ref, task, resolvers[task.scene], run=run)
                 expert = ExpertReference(len(ref.rounds), ref.path_length, ref_score.success)
                 if not ref_score.success:
                     # Its length still serves as L_expert (the expert's best effort); the report lists it.
                     reference_failures.append(f"{task_id}/{run_dir.name}")
-            scores.append(score_episode(trajectory, task, resolvers[task.scene], run=run, expert=expert))
-            pc = _score_partnr(run_dir)
+            score, pc = _score(run_dir, trajectory, task, resolvers[task.scene], run=run, expert=expert)
+            scores.append(score)
             if pc is None:
                 partnr_unscored.append(f"{task_id}/{run_dir.name}")
             else:
-                partnr.append((scores[-1], pc))
+                partnr.append((score, pc))
     runs = max(runs_seen) + 1 if runs_seen else 0
     have = {(s.task_id, s.run) for s in scores}
     missing = [f"{t}/run{r}" for t in sorted(tasks) for r in range(runs) if (t, r) not in have]
     return ScoredEvaluation(settings, scores, missing, runs, reference_failures, partnr, partnr_unscored)
 
 
-def _score_partnr(record_dir: Path) -> PartnrEpisode | None:
-    """PARTNR's metrics from a record's ``states.jsonl`` and ``evaluation.json`` alone; None without them."""
+def _score(record_dir: Path, trajectory: Any, task: TaskSpec, resolver: Any, *, run: int,
+           expert: ExpertReference | None = None) -> tuple[EpisodeScore, PartnrEpisode | None]:
+    """One record's score and PARTNR's view of it (None without ``states.jsonl``), from its files alone: the
+    episode's one verdict (:mod:`homiebot.eval.verdict`)."""
     from homiebot.eval.partnr.language import EvaluationError
-    from homiebot.eval.partnr.recording import score_record
     from homiebot.eval.partnr.states import StatesError
+    from homiebot.eval.verdict import score_record
 
     try:
-        return score_record(record_dir)
+        return score_record(record_dir, trajectory, task, resolver, run=run, expert=expert)
     except (StatesError, EvaluationError, OSError, ValueError, KeyError, TypeError) as err:
         raise EvalError(
             f"the PARTNR files of the episode record {record_dir} are damaged ({err}); delete that folder and "
@@ -146,24 +147,19 @@ def report_setting(scored: Any) -> dict[str, Any]:
 def write_eval_report(
     out_dir: str | Path, report_dir: str | Path | None = None, *, plots: bool = True
 ) -> dict[str, Any]:
-    """Recompute the scores from the records and write ``report.md``/``report.json``/plots."""
+    """Recompute the scores from the records and write ``report.md``/``report.json``/plots, with PARTNR's
+    metrics beside EMMOE's (docs/partnr.md, "Metrics": a section of report.md, a key of report.json, and
+    partnr.md / partnr.json with the per-episode rows)."""
     from homiebot.eval.report import write_report
 
     out = Path(out_dir).expanduser().absolute()
     scored = compute_scores(out)
-    setting = report_setting(scored)
     target = Path(report_dir) if report_dir else out
-    result = write_report(scored.scores, setting, target, plots=plots)
-    # PARTNR's metrics beside EMMOE's (docs/partnr.md, "Metrics"): a section of report.md, a key of
-    # report.json, and partnr.md / partnr.json with the per-episode rows.
-    from homiebot.eval.partnr.report import partnr_report
-    from homiebot.files import atomic_write_text
+    return write_report(scored.scores, report_setting(scored), target, plots=plots, partnr=partnr_figures(scored))
 
-    section, data = partnr_report(scored.partnr, scored.partnr_unscored)
-    result["partnr"] = data
-    atomic_write_text(target / "report.json", json.dumps(result, indent=1, sort_keys=False) + "\n")
-    emmoe_markdown = (target / "report.md").read_text(encoding="utf-8")
-    atomic_write_text(target / "report.md", emmoe_markdown.rstrip("\n") + "\n\n" + section)
-    atomic_write_text(target / "partnr.md", section)
-    atomic_write_text(target / "partnr.json", json.dumps(data, indent=1) + "\n")
-    return result
+
+def partnr_figures(scored: ScoredEvaluation) -> dict[str, Any]:
+    """PARTNR's figures of an evaluation's episodes (``report.json["partnr"]``)."""
+    from homiebot.eval.partnr.report import partnr_data
+
+    return partnr_data(scored.partnr, scored.partnr_unscored)

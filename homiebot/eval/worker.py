@@ -25,7 +25,6 @@ import numpy as np
 from homiebot.config import NoiseMode, PerceptionMode
 from homiebot.data.record import EpisodeRecorder
 from homiebot.eval.manifest import EvalSettings, Job, resolver_for
-from homiebot.eval.metrics import score_episode
 from homiebot.eval.partnr.recording import simulator_clock
 from homiebot.eval.tasks import TaskSpec
 from homiebot.logs import configure_logging
@@ -195,7 +194,9 @@ class _WorkerState:
         render = self.options.images or self.options.video or ((self.needs_views or with_perception) and not reference)
         # PARTNR: every record keeps its states and evaluation function (docs/partnr.md); tasks with their own
         # function switch and clean (the household actions), and the PARTNR expert plans from that function.
-        states = StatesFileRecorder(recorder, task=task, clock=self.clock)
+        # It judges the episode too (homiebot.eval.verdict), by the evaluation's own snapshot of the scene's names:
+        # the summary's success, this index line's and every table's are one verdict.
+        states = StatesFileRecorder(recorder, task=task, clock=self.clock, resolver=self.resolvers[task.scene])
         config = EpisodeConfig(max_rounds=self.options.settings.max_rounds, render=render,
                                actions=task_actions(task))
         trajectory = run_episode(
@@ -209,15 +210,15 @@ class _WorkerState:
             perception=self.perception if with_perception else None,
             observers=[states],
         )
-        score = score_episode(trajectory, task, self.resolvers[task.scene], run=job.run)
+        verdict = states.verdict(trajectory)
         return {
             "kind": job.kind,
             "task_id": job.task_id,
             "run": job.run,
             "seed": task.seed + job.run,
             "rounds": len(trajectory.rounds),
-            "tp": score.tp_exact,
-            "success": score.success,
+            "tp": verdict.tp,
+            "success": verdict.success,
             "goal_satisfied": trajectory.goal_satisfied,
             "ended": trajectory.ended,
             "error": trajectory.error,

@@ -9,10 +9,20 @@ How it ended (``ended_by``):
 * ``user``: the person typed ``quit`` or closed the input. The loop stops a planner that raises with an error on
   the trajectory; a person stopping is not a failure of anything, so the error is taken off again before the
   record is written (:class:`_EndedByUser` runs before the recorder) and ``play.json`` says so. The summary
-  then has ``ended: false`` and no error, and ``success`` is false for a task (it was not finished).
+  then has ``ended: false`` and no error, and ``success`` is the episode's verdict as for any episode.
 * ``end``: the person answered ``[End]`` (the task is then checked, as for any planner).
 * ``round_limit``: the round limit came first.
 * ``error``: the simulator or the executor failed (the record's ``error`` says how).
+
+Success is the episode's one verdict (:mod:`homiebot.eval.verdict`), given when the record's summary is written
+by the PARTNR states recorder among the ``observers`` (``homie play`` always passes one): the task's PARTNR
+evaluation function for a PARTNR task (its temporal constraints included; no ``[End]`` needed), the keypaths
+(TP = 100%, ``[End]`` included) for the others. :attr:`PlayOutcome.verdict` is that verdict, read back from
+the record, so the play screen, ``summary.json``, the episode page and ``homie metrics`` say the same.
+
+In a two-agent episode the person's rounds are the trajectory's ``partner_rounds``; ``play.json`` keeps them
+in full (``partner_rounds``: each round as ``rounds.jsonl`` holds the robot's), so the episode page shows the
+person's own moves beside the robot's.
 """
 
 from __future__ import annotations
@@ -26,8 +36,9 @@ from typing import Any
 
 from homiebot.agent.loop import AgentSlot, EpisodeConfig, run_episode
 from homiebot.agent.observers import EpisodeObserver, ObserverBase
-from homiebot.data.record import EpisodeRecorder, RecordingObserver
+from homiebot.data.record import EpisodeRecorder, RecordingObserver, read_summary, round_json
 from homiebot.eval.tasks import TaskSpec
+from homiebot.eval.verdict import Verdict, recorded_verdict
 from homiebot.planner.base import Planner
 from homiebot.play.keyboard import KeyboardPlanner
 from homiebot.sim.base import Simulator
@@ -47,6 +58,7 @@ class PlayOutcome:
     ended_by: str
     quit_round: int | None
     record: Path
+    verdict: Verdict | None = None  # the record's verdict (module docstring); None when nothing judged it
 
 
 def ended_by(trajectory: Trajectory, quit_round: int | None, max_rounds: int) -> str:
@@ -91,10 +103,10 @@ class _EndedByUser(ObserverBase):
             "typed": [asdict(t) for t in self.planner.typed],
         }
         if trajectory.partner_rounds:
-            # The human's rounds (the loop's partner rounds), in the same terms as the summary's robot rounds.
+            # The human's rounds (the loop's partner rounds): the short fields the summary has for the robot's
+            # rounds, and every field of rounds.jsonl, so the episode page shows them as it shows the robot's.
             data["partner_rounds"] = [
-                {"round": r.index, "subtask": r.subtask_text, "model": r.output.model, "code": r.feedback.code.value,
-                 "feedback": r.feedback.message, "inventory": list(r.feedback.inventory)}
+                {**round_json(r), "subtask": r.subtask_text, "code": r.feedback.code.value}
                 for r in trajectory.partner_rounds
             ]
         try:
@@ -116,7 +128,8 @@ def _run_recorded(sim: Simulator, planner: Planner, task: TaskSpec, recorder: Ep
     except BaseException:
         recording.abort()
         raise
-    return PlayOutcome(trajectory, marker.ended_by, marker.quit_round, recorder.out_dir)
+    verdict = recorded_verdict(read_summary(recorder.out_dir))
+    return PlayOutcome(trajectory, marker.ended_by, marker.quit_round, recorder.out_dir, verdict)
 
 
 def play_episode(

@@ -9,12 +9,19 @@ are (``look`` adds the furniture of every room); the admissible subtasks, number
 The screen is also an episode observer (:mod:`homiebot.agent.observers`): after every round it prints the
 round's line, so the person sees the outcome of their own subtask at once and, in a two-agent episode, what
 the other agent did.
+
+Log lines would be drawn between the screen's lines (the loop's INFO line of a failed round repeats what the
+screen shows; the recorder's and the planners' lines mean nothing to the person): while the screen is up,
+:func:`logs_to_file` sends every log line to a file and lets only warnings and errors through to the terminal.
+Names that mean "nothing" in EMMOE's text (the model ``None`` of an ``[End]``, the inventory ``None``) are shown
+as ``-`` / ``nothing``: the screen is for a person, not a parser.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
@@ -27,6 +34,7 @@ from rich.text import Text
 from homiebot.agent.observers import ObserverBase
 from homiebot.planner.base import PlanRequest
 from homiebot.play.keyboard import Choice, last_round_line
+from homiebot.report.shown import is_nothing
 from homiebot.types import VIEW_NAMES, EntityKind, EntityState, RoundRecord, WorldState
 
 log = logging.getLogger(__name__)
@@ -48,6 +56,31 @@ A model may follow ([Pick, apple] RT-1-X); without one the usual model for the a
   look                       the whole house: rooms, furniture, objects
   help                       this text
   quit                       stop here; the episode is recorded as ended by you"""
+
+
+#: The format of the log file written while the screen is up (the command line's own, homiebot/cli/__init__.py).
+LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
+
+
+@contextmanager
+def logs_to_file(path: Path) -> Iterator[Path]:
+    """While the block runs, every log line the root logger passes goes to ``path`` (appended) and the
+    terminal's handlers show only warnings and errors; both are as before afterwards (module docstring)."""
+    root = logging.getLogger()
+    terminals = [h for h in root.handlers if isinstance(h, logging.StreamHandler) and not isinstance(h, logging.FileHandler)]
+    levels = [h.level for h in terminals]
+    file_handler = logging.FileHandler(path, encoding="utf-8", delay=True)  # no file when nothing is logged
+    file_handler.setFormatter(logging.Formatter(LOG_FORMAT))
+    root.addHandler(file_handler)
+    for handler in terminals:
+        handler.setLevel(max(handler.level, logging.WARNING))
+    try:
+        yield path
+    finally:
+        root.removeHandler(file_handler)
+        file_handler.close()
+        for handler, level in zip(terminals, levels, strict=True):
+            handler.setLevel(level)
 
 
 def mosaic(images: Sequence[np.ndarray], names: Sequence[str] = VIEW_NAMES) -> np.ndarray:
@@ -175,7 +208,9 @@ class PlayScreen(ObserverBase):
         print_(f"[bold]Task:[/bold] {escape(request.task)}", soft_wrap=True)
         self._show_views(request)
         if request.round_index > 1:
-            print_(f"[bold]Last feedback:[/bold] {escape(request.feedback)}", soft_wrap=True)
+            feedback = "none (your last subtask ran without an error)" if is_nothing(request.feedback) else \
+                request.feedback
+            print_(f"[bold]Last feedback:[/bold] {escape(feedback)}", soft_wrap=True)
         state = request.world_state
         if state is not None:
             print_(escape(where_line(state)))

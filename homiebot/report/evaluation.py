@@ -1,9 +1,10 @@
 """The HTML page of an evaluation directory (homiebot/eval/runner.py's layout; docs/reports.md).
 
 It holds: the paper-layout tables (the same Markdown that ``report.md`` holds, from
-:func:`homiebot.eval.report.render_markdown`, so the two never disagree), the plots embedded, a sortable
-per-task table whose run cells link to each episode's page, and the failures grouped by EMMOE error code
-(every failed round by its code, and every failed episode by the last error it met).
+:func:`homiebot.eval.report.render_markdown`, PARTNR's section included, so the two never disagree), the plots
+embedded, a sortable per-task table whose run cells link to each episode's page (a PARTNR task with its
+category and PC, an EMMOE task with its attributes), and the failures grouped by EMMOE error code (every failed
+round by its code, and every failed episode by the last error it met).
 
 Every figure is recomputed from the records (:func:`homiebot.eval.runner.compute_scores`), like
 ``homie metrics``. Each episode page is written into its record directory with its images linked beside it
@@ -22,10 +23,11 @@ from typing import Any
 from markdown_it import MarkdownIt
 
 from homiebot.data.record import read_episode
-from homiebot.eval.metrics import ERROR_CODES, EpisodeScore
+from homiebot.eval.metrics import ERROR_CODES, JUDGED_BY_PARTNR, EpisodeScore
+from homiebot.eval.partnr.metrics import PartnrEpisode
 from homiebot.eval.report import build_report, render_markdown, setting_label, write_plots
 from homiebot.eval.runner import EPISODES_DIR, EvalError, compute_scores, load_manifest, resolver_for
-from homiebot.eval.scoring import report_setting
+from homiebot.eval.scoring import partnr_figures, report_setting
 from homiebot.eval.tasks import TaskSpec
 from homiebot.files import atomic_write_text
 from homiebot.report.episode import REPORT_FILE, EpisodeContext, ReportError, write_episode_report
@@ -62,7 +64,8 @@ def _paper_tables(report: dict[str, Any]) -> str:
     # The Markdown's own title is the page's header; its tables become HTML tables.
     body = markdown.split("\n", 1)[1] if markdown.startswith("# ") else markdown
     html = MarkdownIt("commonmark", {"html": False}).enable("table").render(body)
-    return f'<section id="tables"><h2>Tables (EMMOE paper layout)</h2>{html}</section>'
+    title = "Tables (EMMOE paper layout, then PARTNR's)" if "partnr" in report else "Tables (EMMOE paper layout)"
+    return f'<section id="tables"><h2>{title}</h2>{html}</section>'
 
 
 def _plots(report: dict[str, Any], out_dir: Path) -> str:
@@ -74,7 +77,11 @@ def _plots(report: dict[str, Any], out_dir: Path) -> str:
     return f'<section id="plots"><h2>Plots</h2>{images}</section>'
 
 
-def _per_task(scores: list[EpisodeScore], links: dict[tuple[str, int], str]) -> str:
+def _per_task(scores: list[EpisodeScore], links: dict[tuple[str, int], str],
+              partnr: dict[tuple[str, int], PartnrEpisode]) -> str:
+    """One row per task. A PARTNR task (its episodes scored by their states) shows PARTNR's attributes: its
+    category (PARTNR table 13) and mean PC; an EMMOE task its attributes (EMMOE table H8), PC where its records
+    keep states (their function is the converted goal). SR is the episodes' verdict either way."""
     by_task: dict[str, list[EpisodeScore]] = defaultdict(list)
     for s in scores:
         by_task[s.task_id].append(s)
@@ -84,6 +91,12 @@ def _per_task(scores: list[EpisodeScore], links: dict[tuple[str, int], str]) -> 
         n = len(runs)
         successes = sum(s.success for s in runs)
         mean_tp = 100 * sum(s.tp for s in runs) / n
+        views = [partnr[(task_id, s.run)] for s in runs if (task_id, s.run) in partnr]
+        mean_pc = f"{100 * sum(v.pc for v in views) / len(views):.2f}" if views else "n/a"
+        if any(s.judged_by == JUDGED_BY_PARTNR for s in runs) and views:
+            kind = f"PARTNR: {esc(views[0].category)}"
+        else:
+            kind = esc(" ".join(runs[0].attributes))
         mean_rounds = sum(s.rounds for s in runs) / n
         errors = sum(sum(s.errors.values()) for s in runs)
         goal = sum(bool(s.goal_satisfied) for s in runs)
@@ -98,10 +111,11 @@ def _per_task(scores: list[EpisodeScore], links: dict[tuple[str, int], str]) -> 
             [
                 f"{esc(task_id)}",
                 esc(runs[0].split),
-                esc(" ".join(runs[0].attributes)),
+                kind,
                 f"{successes}/{n}",
                 f"{sr:.2f}",
                 f"{mean_tp:.2f}",
+                mean_pc,
                 f"{mean_rounds:.2f}",
                 f"{goal}/{n}",
                 str(errors),
@@ -111,10 +125,11 @@ def _per_task(scores: list[EpisodeScore], links: dict[tuple[str, int], str]) -> 
     header = [
         "task",
         "split",
-        "attributes",
+        "attributes / category",
         "successes",
         "SR",
         "mean TP",
+        "mean PC",
         "mean rounds",
         "goal check",
         "errors",
@@ -222,11 +237,13 @@ def write_evaluation_report(
         if not score.success:
             reason = last_error or ("infrastructure error" if score.infra_error else "no error (wrong plan)")
             failed_by_last[reason].append((name, link))
-    report = build_report(scored.scores, report_setting(scored))
+    # The same report as report.md's (homiebot.eval.scoring.write_eval_report), PARTNR's figures included.
+    report = build_report(scored.scores, report_setting(scored), partnr_figures(scored))
     body = _paper_tables(report)
     if plots and scored.scores:
         body += _plots(report, root)
-    body += _per_task(scored.scores, links) + _failures(failures, failed_by_last)
+    partnr = {(score.task_id, score.run): episode for score, episode in scored.partnr}
+    body += _per_task(scored.scores, links, partnr) + _failures(failures, failed_by_last)
     title = f"{report['setting']['suite']} evaluation: {setting_label(report['setting'])}"
     sections = [
         ("tables", "tables"),

@@ -71,6 +71,8 @@ def test_typed_subtasks_complete_the_task_and_are_recorded(sim, tmp_path):
     assert "there is no target 'fridg' in this house; did you mean 'fridge'" in shown
     assert "(4) [Pick, short_can] -> OK" in shown and "Furniture by room:" in shown
     assert "\u2580" not in shown  # no preview asked
+    # EMMOE's success feedback is the word None: the person is told what it means instead.
+    assert "Last feedback: None" not in shown and "Last feedback: none (your last subtask ran without an error)" in shown
 
 
 def test_quit_is_recorded_as_ended_by_the_user(sim, tmp_path):

@@ -70,3 +70,21 @@ def test_quit_in_a_two_agent_episode_is_a_clean_stop(sim, tmp_path):
     assert outcome.trajectory.goal_satisfied is False
     summary = read_summary(outcome.record)
     assert summary["error"] is None and summary["success"] is False
+
+
+def test_the_report_shows_the_persons_own_moves(sim, tmp_path):
+    from homiebot.report import write_report
+
+    outcome, _ = _play(sim, tmp_path, ["[Go to, microwave]", "[Turn on, microwave]", "[Wait]", "[End]"])
+    play = json.loads((outcome.record / PLAY_FILE).read_text())
+    # play.json keeps each of the person's rounds as rounds.jsonl keeps the robot's (what they were told, answered).
+    assert play["partner_rounds"][1]["raw_output"].endswith("Subtask: [Turn on, microwave]\nModel: octo")
+    assert play["partner_rounds"][1]["instruction"] and play["partner_rounds"][1]["error_code"] == "OK"
+    (page,) = write_report(outcome.record)
+    html = page.read_text()
+    assert "played at the keyboard</td><td>the human (ended by end)" in html
+    for index, subtask in enumerate(["[Go to, microwave]", "[Turn on, microwave]", "[Wait]", "[End]"], start=1):
+        assert f'id="human-round{index}"' in html and f"human (you), round {index}: {subtask}" in html
+    # In the loop's order: the robot's round 2, then the person's round 2, then the robot's round 3.
+    assert html.index('id="round2"') < html.index('id="human-round2"') < html.index('id="round3"')
+    assert "Timeline (5 robot rounds, 4 human (you) rounds)" in html

@@ -125,8 +125,12 @@ def test_a_person_completes_a_task_in_the_terminal(terminal, tmp_path):
     term.expect(r"\(6\) \[Put, short_can, kitchen_drawer\] -> OK")
     term.expect(PROMPT)
     term.type("[End]")
-    term.expect(r"success: 7 rounds")
+    term.expect(r"success \(EMMOE keypaths: TP 100%\): 7 rounds")  # the record's verdict (docs/evaluation.md)
+    term.expect(r"log: \S+played\.log")
     assert term.wait() == 0
+    # Log lines went to the file beside the record while the screen was up, none onto the screen.
+    assert " INFO " not in term.screen and f"Log lines go to {out}.log while you play" in term.screen
+    assert "INFO homiebot.data.record: episode record written to" in Path(f"{out}.log").read_text()
     summary = json.loads((out / "summary.json").read_text())
     assert summary["success"] is True and summary["planner"] == "keyboard"
     play = json.loads((out / "play.json").read_text())
@@ -148,7 +152,8 @@ def test_quit_in_the_terminal_is_a_clean_stop(terminal, tmp_path):
     term.expect(r"quit +stop here; the episode is recorded as ended by you")
     term.expect(PROMPT)
     term.type("quit")
-    term.expect(r"you quit in round 1: recorded as ended by the user: 0 rounds")
+    term.expect(r"you quit in round 1 \(recorded as ended by the user\); failure \(EMMOE keypaths: TP 0%, SR needs "
+                r"100%\): 0 rounds")
     assert term.wait() == 0
     assert "error" not in term.screen.lower() and "Traceback" not in term.screen
     assert json.loads((out / "play.json").read_text())["ended_by"] == "user"
@@ -187,7 +192,7 @@ def test_by_default_the_person_is_the_human_beside_the_expert_robot(terminal, tm
     term.expect(PROMPT)
     term.type("[End]")
     term.expect(r"robot: \(5\) \[End\] -> OK")
-    term.expect(r"success: 5 rounds")
+    term.expect(r"success \(the task's PARTNR evaluation function: PC 1\.00\): 5 robot rounds and 4 of yours")
     assert term.wait() == 0
     play = json.loads((out / "play.json").read_text())
     assert play["role"] == "human" and play["ended_by"] == "end"
