@@ -328,6 +328,26 @@ class SkillResult:
         return self.status is SkillStatus.SUCCESS
 
 
+@dataclass(frozen=True)
+class SentMessage:
+    """One chat turn exactly as a planner sent it to its model: the role (``system``, ``user``, ``assistant``), the
+    text, and the images it carried in their order, named by the view they are (``front``, ``left``, ``back``,
+    ``right``; a record names them by their files, ``subtask3_front.png``)."""
+
+    role: str
+    text: str
+    images: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class ModelCall:
+    """One call of a planner to its model: every message it sent, in order (the system turn, earlier turns, the
+    world description and instruction as the planner wrote them), and the model's answer as the planner kept it."""
+
+    messages: tuple[SentMessage, ...]
+    answer: str
+
+
 @dataclass
 class RoundRecord:
     """One round of an episode: what the planner saw and said, and what the executor answered."""
@@ -348,6 +368,10 @@ class RoundRecord:
     world_description: str | None = None
     # Which agent took the round in a two-agent episode (0 robot, 1 human: PARTNR's ids).
     agent: int = 0
+    # The planner's calls to its model for this round's answer, exactly as sent (PlanRequest.model_calls): the model
+    # input of the round. Empty for a planner that asks no model (the expert), a round it answered without one, and
+    # records written before these were kept.
+    model_calls: tuple[ModelCall, ...] = ()
 
     @property
     def subtask_text(self) -> str:

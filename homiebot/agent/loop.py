@@ -72,6 +72,7 @@ from homiebot.eval.tasks import TaskSpec
 from homiebot.executor.executor import ExecutorConfig, SkillRunner
 from homiebot.perception.grounding import Grounder
 from homiebot.planner.base import EpisodeStopRequested, Planner
+from homiebot.planner.conversation import model_chat
 from homiebot.sim.base import Simulator, SupportsAgents
 from homiebot.sim.scene import SceneSpec
 from homiebot.types import (
@@ -378,7 +379,9 @@ class EpisodeLoop:
         trajectory.ended = session.ended
         trajectory.opened = sorted(world.opened)
         trajectory.system_prompt = session.system_prompt
-        trajectory.conversation = session.conversation.to_paper_json()
+        # conversation.json: the chat the planner's model was given when it asked one, else appendix D's log.
+        calls = [call for record in trajectory.rounds for call in record.model_calls]
+        trajectory.conversation = model_chat(calls) if calls else session.conversation.to_paper_json()
         if spec.goal is not None and trajectory.error is None:
             trajectory.goal_satisfied = goal_satisfied(spec.goal, initial, world.state, world.opened)
         return world.state
@@ -502,6 +505,7 @@ class EpisodeLoop:
         record = self._append_round(session, request.instruction, output, feedback, inventory_before,
                                     path_length, timings, grounded, agent)
         record.world_description = request.world_description  # an input of the round, for the record
+        record.model_calls = tuple(request.model_calls)  # what the planner sent its model, exactly
         try:
             if executed is not None:
                 if executed.state_after is not None:

@@ -44,6 +44,12 @@ def register(app: typer.Typer) -> None:
             help="runtime format: the text planning mode's prompt (text-only models): its system information and "
             "the world description before each instruction, as homie run --planner hf -p include_history=false sends.",
         ),
+        recorded_input: bool = typer.Option(
+            True,
+            "--recorded-input/--no-recorded-input",
+            help="runtime format: a round whose record holds its model input (a model planner's episode) is trained "
+            "on exactly the chat its model was sent; --no-recorded-input rebuilds the prompt from the instruction.",
+        ),
         images: bool = typer.Option(True, "--images/--no-images", help="Link the recorded views into OUT/images."),
         replan_exec: bool = typer.Option(
             False, "--replan-from-execution-errors", help="Also pair E1/E2 failures with their re-plans."
@@ -84,6 +90,7 @@ def register(app: typer.Typer) -> None:
                 split=split,
                 system_prompt=system_prompt,
                 text_observation=text_observation,
+                recorded_input=recorded_input,
                 images=images,
                 replan_from_execution_errors=replan_exec,
                 thoughtless=thoughtless,

@@ -5,8 +5,10 @@ Layout (EMMOE appendix B/D names where the paper has them)::
     <episode>/
       subtask1_front.png subtask1_left.png subtask1_back.png subtask1_right.png   # views seen in round 1
       subtask2_front.png ...                                                        # ... every round
-      conversation.json   # appendix D Conversations.save: ["USER:\\n{instruction}ASSISTANT:\\n{output}\\n", ...]
-      rounds.jsonl        # one JSON object per round (_round_to_json; grounded_subtask only with a world graph)
+      conversation.json   # appendix D Conversations.save: ["USER:\\n{instruction}ASSISTANT:\\n{output}\\n", ...];
+                          # for a model planner the chat its model was given (homiebot.planner.conversation.model_chat)
+      rounds.jsonl        # one JSON object per round (_round_to_json; grounded_subtask only with a world graph;
+                          # model_calls: what a model planner sent its model, message by message, and the answer)
       summary.json        # task, success, number of rounds, subtasks, error codes, ... (see finish())
       episode.mp4         # the four views of every round with the subtask and feedback written under them
       topdown.png         # the top-down map at the end (rooms, furniture, objects, the robot's path)
@@ -45,9 +47,11 @@ from homiebot.types import (
     VIEW_NAMES,
     ErrorCode,
     Feedback,
+    ModelCall,
     Observation,
     PlannerOutput,
     RoundRecord,
+    SentMessage,
     Subtask,
     Trajectory,
     WorldState,
@@ -60,7 +64,8 @@ ROUNDS_FILE = "rounds.jsonl"
 CONVERSATION_FILE = "conversation.json"
 VIDEO_FILE = "episode.mp4"
 TOPDOWN_FILE = "topdown.png"
-FORMAT_VERSION = 1
+#: 2: rounds carry ``model_calls`` (a planner that asked no model has none); records of version 1 read back without.
+FORMAT_VERSION = 2
 
 
 class RecordError(RuntimeError):
@@ -119,7 +124,32 @@ def _round_to_json(record: RoundRecord, views: Sequence[str] = ()) -> dict[str, 
         # images) the files of the four views it saw.
         **({} if record.world_description is None else {"world_description": record.world_description}),
         **({"views": list(views)} if views else {}),
+        # The model input of the round: every call the planner made to its model, the messages exactly as sent.
+        **({"model_calls": [_call_to_json(call, record.index, views) for call in record.model_calls]}
+           if record.model_calls else {}),
     }
+
+
+def _call_to_json(call: ModelCall, index: int, views: Sequence[str]) -> dict[str, Any]:
+    """One model call: its messages (``role``, ``content``, and ``images`` by file name when the record holds the
+    view, else by view name) and the answer."""
+    messages = []
+    for message in call.messages:
+        item: dict[str, Any] = {"role": message.role, "content": message.text}
+        if message.images:
+            files = [view_filename(index, name) for name in message.images]
+            item["images"] = [file if file in views else name for file, name in zip(files, message.images, strict=True)]
+        messages.append(item)
+    return {"messages": messages, "answer": call.answer}
+
+
+def _call_from_json(data: dict[str, Any], index: int) -> ModelCall:
+    by_file = {view_filename(index, view): view for view in VIEW_NAMES}
+    return ModelCall(
+        tuple(SentMessage(str(m["role"]), str(m["content"]), tuple(by_file.get(i, i) for i in m.get("images", ())))
+              for m in data["messages"]),
+        str(data["answer"]),
+    )
 
 
 def round_json(record: RoundRecord) -> dict[str, Any]:
@@ -154,6 +184,7 @@ def _round_from_json(data: dict[str, Any]) -> RoundRecord:
         path_length=float(data.get("path_length_m", 0.0)),
         timings=dict(data.get("timings_s", {})),
         world_description=data.get("world_description"),
+        model_calls=tuple(_call_from_json(call, int(data["round"])) for call in data.get("model_calls", ())),
     )
 
 

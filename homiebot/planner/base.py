@@ -2,7 +2,8 @@
 
 A planner receives a :class:`PlanRequest` (what EMMOE's HLP sees: the four views, the system prompt, the
 instruction, and the conversation window) and returns its raw text answer. Parsing, validation and error
-feedback belong to the loop and the executor, so every backend is judged by the same rules.
+feedback belong to the loop and the executor, so every backend is judged by the same rules. A planner that sends
+a prompt to a model reports each call, with the exact messages, in :attr:`PlanRequest.model_calls`.
 
 Privileged fields (``world_state``, ``goal``) are filled only for planners that declare
 ``privileged = True`` (the expert); model planners never see them, as EMMOE forbids background information.
@@ -12,14 +13,14 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
 from homiebot.config import MAX_ROUNDS
 from homiebot.sim.scene import SceneSpec
-from homiebot.types import ErrorCode, Feedback, Observation, WorldState
+from homiebot.types import ErrorCode, Feedback, ModelCall, Observation, WorldState
 
 
 @dataclass(frozen=True)
@@ -60,6 +61,12 @@ class PlanRequest:
     observation: Observation | None = None
     max_rounds: int = MAX_ROUNDS
     last_error: ErrorCode | None = None
+    # What the planner reports back: every call it made to a model for this round's answer, in order, with the
+    # exact messages sent (homiebot.planner.messages.report_call); the loop keeps them in the round's record, so a
+    # record holds each round's model input. A planner that asks no model leaves it empty. The list is shared by a
+    # request derived with dataclasses.replace (a wrapper that hands its inner planner a rewritten request), so the
+    # inner planner's calls reach the loop.
+    model_calls: list[ModelCall] = field(default_factory=list)
 
 
 class EpisodeStopRequested(Exception):  # noqa: N818 (a request, not an error)

@@ -58,7 +58,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from homiebot.config import DecodeMode
 from homiebot.planner.base import Planner, PlanRequest
 from homiebot.planner.constrained import DEFAULT_ANALYSIS_MAX_CHARS, AnswerConstraint
-from homiebot.planner.messages import ChatMessage, build_messages, to_hf_messages, to_plain_prompt
+from homiebot.planner.messages import ChatMessage, build_messages, report_call, to_hf_messages, to_plain_prompt
 from homiebot.planner.models import bundled_model
 from homiebot.planner.prompt import ICL_EXAMPLE_ASSISTANT, ICL_EXAMPLE_USER
 from homiebot.planner.text_planning import TextTranscript
@@ -721,8 +721,9 @@ class HFPlanner(Planner):
     :class:`homiebot.training.text_engine.CausalTextModel` and plans in the same text mode; with
     ``runtime="llama_cpp"`` such a folder (and its adapter, merged in) is instead written once as GGUF into the
     model cache and runs on the bundled model's llama.cpp runtime (:mod:`homiebot.training.gguf_export`),
-    about 5x less CPU per round. ``prompt_log``
-    (any engine) appends each round's exact prompt text and answer to a JSON-lines file.
+    about 5x less CPU per round. Every round's messages, exactly as sent, and the answer are reported in the
+    request's ``model_calls`` (the episode record keeps them); ``prompt_log`` (any engine) also appends each
+    round's prompt as the model's chat template renders it, and the answer, to a JSON-lines file.
 
     Text mode only: ``include_history=False`` sends each round as a fresh chat (the system turn, then one user
     turn with the world description and the round's instruction, whose appendix-D historical execution
@@ -922,6 +923,8 @@ class HFPlanner(Planner):
             compile=self.compile,
         )
         self.last_generations = generations
+        for request, conversation, generation in zip(requests, conversations, generations, strict=True):
+            report_call(request, conversation, generation.text)
         if self.text_mode:
             self._transcript.keep(conversations[0], generations[0].text, requests[0])
         if self.prompt_log is not None:

@@ -33,6 +33,7 @@ from PIL import Image
 
 from homiebot.planner.base import PlanRequest
 from homiebot.planner.prompt import ICL_EXAMPLE_ASSISTANT, ICL_EXAMPLE_USER
+from homiebot.types import VIEW_NAMES, ModelCall, SentMessage
 
 Role = Literal["system", "user", "assistant"]
 _ROLES: frozenset[str] = frozenset({"system", "user", "assistant"})
@@ -98,6 +99,31 @@ def build_messages(
         text = f"World description:\n{request.world_description.strip()}\n{text}"
     messages.append(ChatMessage("user", text, images))
     return messages
+
+
+def report_call(request: PlanRequest, messages: Sequence[ChatMessage], answer: str) -> ModelCall:
+    """Report one model call for ``request``'s round (:attr:`PlanRequest.model_calls`, which the loop records):
+    the messages exactly as sent, each image named by the view of the request it is (``front`` ... ``right``;
+    ``image<n>`` for one that is none of them), and the model's answer. Returns the call."""
+    views = list(request.images)
+
+    def view_name(image: np.ndarray, n: int) -> str:
+        for index, view in enumerate(views[: len(VIEW_NAMES)]):
+            if image is view or (image.shape == np.shape(view) and np.array_equal(image, view)):
+                return VIEW_NAMES[index]
+        return f"image{n}"
+
+    sent = []
+    count = 0
+    for message in messages:
+        names = []
+        for image in message.images:
+            count += 1
+            names.append(view_name(image, count))
+        sent.append(SentMessage(message.role, message.text, tuple(names)))
+    call = ModelCall(tuple(sent), answer)
+    request.model_calls.append(call)
+    return call
 
 
 # ----------------------------------------------------------------------------------------------- images

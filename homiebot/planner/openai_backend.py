@@ -3,7 +3,8 @@
 ``homie run --planner openai --base-url URL --model M [--api-key-env NAME] [--constrained]`` works with
 OpenAI's API, vLLM, SGLang, Ollama, llama.cpp's server, LM Studio and the project's own
 :mod:`homiebot.planner.openai_server`. The four views travel as base64 PNG data URLs in ``image_url``
-parts of the last user turn (:mod:`homiebot.planner.messages`); the conversation is EMMOE's.
+parts of the last user turn (:mod:`homiebot.planner.messages`); the conversation is EMMOE's. Each call's
+messages, as sent, and the answer are reported in the request's ``model_calls`` (the episode record keeps them).
 
 Library choice: the official ``openai`` client. It already implements what a planner needs from the wire:
 timeouts, retries with exponential backoff and jitter on connection errors, 408/409/429 and 5xx (honouring
@@ -39,7 +40,7 @@ from typing import Any, Literal
 from homiebot.planner.base import Planner, PlanRequest
 from homiebot.planner.constrained import DEFAULT_ANALYSIS_MAX_CHARS, AnswerConstraint
 from homiebot.planner.hf_backend import PlannerBackendError, PlannerLoadError
-from homiebot.planner.messages import build_messages, to_openai_messages
+from homiebot.planner.messages import ChatMessage, build_messages, report_call, to_openai_messages
 
 log = logging.getLogger(__name__)
 
@@ -178,9 +179,15 @@ class OpenAIPlanner(Planner):
         )
         return constraint.grammar()
 
-    def request_body(self, request: PlanRequest) -> dict[str, Any]:
-        """The chat-completions arguments for one request (without the model), as sent on the wire."""
-        messages = build_messages(request, icl_example=self.icl_example, include_history=self.include_history)
+    def messages_for(self, request: PlanRequest) -> list[ChatMessage]:
+        """The conversation one request sends (homiebot.planner.messages's order)."""
+        return build_messages(request, icl_example=self.icl_example, include_history=self.include_history)
+
+    def request_body(self, request: PlanRequest, messages: Sequence[ChatMessage] | None = None) -> dict[str, Any]:
+        """The chat-completions arguments for one request (without the model), as sent on the wire; ``messages``:
+        the request's conversation when already built."""
+        if messages is None:
+            messages = self.messages_for(request)
         body: dict[str, Any] = {
             "messages": to_openai_messages(messages, image_detail=self.image_detail),
             self.max_tokens_field: self.max_tokens,
@@ -221,7 +228,8 @@ class OpenAIPlanner(Planner):
 
     def _complete(self, request: PlanRequest) -> str:
         model = self.resolve_model()
-        body = self.request_body(request)
+        messages = self.messages_for(request)
+        body = self.request_body(request, messages)
         try:
             response = self._client.chat.completions.create(model=model, **body)
         except self._openai.OpenAIError as exc:
@@ -235,7 +243,8 @@ class OpenAIPlanner(Planner):
         if content is None:
             # A refusal or a tool call: no text answer. The loop turns the empty answer into F1 feedback.
             log.warning("the server answered with no text content (finish_reason=%s)", choice.finish_reason)
-            return ""
+            content = ""
+        report_call(request, messages, content)
         return content
 
     def _translate(self, exc: Exception, doing: str) -> OpenAIServerError:

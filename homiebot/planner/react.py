@@ -26,6 +26,9 @@ that loop mapped onto HomieBot's round (docs/react.md):
   and room arguments restricted to the entities in the agent's current world description. The grammar goes
   to the text engine's xgrammar / llama.cpp GBNF sampler, as the EMMOE answer grammar of
   :mod:`homiebot.planner.constrained` does.
+* **Records**: every LLM call of a round is reported in the request's ``model_calls`` (the whole chat it sent and
+  the answer cut after ``Assigned!``), so the episode record holds what the model saw; a round answered without a
+  call (the rest of a Rearrange, the call limit's End) reports none.
 * **Malformed answers** (possible only unconstrained, or when a name is left out of the grammar): the
   planner answers the model ``Result: <what was wrong>`` and asks again within the round's call budget;
   when the budget is spent, the round's answer is the model's raw text, which the loop records as an F1
@@ -51,7 +54,7 @@ from typing import Protocol
 
 from homiebot.planner.base import Planner, PlanRequest
 from homiebot.planner.hf_backend import Generation
-from homiebot.planner.messages import ChatMessage
+from homiebot.planner.messages import ChatMessage, report_call
 from homiebot.planner.prompt import format_output
 from homiebot.planner.text_planning import describe_scene
 from homiebot.types import Action, ErrorCode, Subtask
@@ -673,6 +676,7 @@ class ReActPlanner(Planner):
             last_call = call_in_round == self.max_calls_per_round - 1
             allowed = [t for t in tools if t.action is not None or t.name == "Rearrange"] if last_call else tools
             answer = self._generate(allowed, ep.index)
+            report_call(request, ep.turns, answer)  # the turns as this call sent them (the answer joins them next)
             ep.turns.append(ChatMessage("assistant", answer))
             parsed = parse_tool_call(answer)
             error: str | None

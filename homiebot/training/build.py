@@ -35,6 +35,7 @@ from homiebot.training.emmoe import (
     Step,
     augment,
     paper_steps,
+    recorded_step,
     runtime_steps,
     sift,
     step_messages,
@@ -57,6 +58,9 @@ class BuildOptions:
     split: str = "train"
     system_prompt: bool = True  # runtime format: the record's system information as a system turn
     text_observation: bool = False  # runtime format: the text planning mode's system information (text-only models)
+    # runtime format: a round whose record holds its model input (rounds.jsonl's model_calls) is trained on exactly
+    # that chat (the system turn follows system_prompt; text_observation applies to the other rounds only).
+    recorded_input: bool = True
     images: bool = True  # link the views into OUT/images when the records have them
     replan_from_execution_errors: bool = False
     successful_only: bool = True
@@ -78,6 +82,8 @@ class BuildStats:
     episodes_left_out: dict[str, int]
     pairs_dropped: dict[str, int] = field(default_factory=dict)
     rewrites_refused: int = 0
+    #: Rounds whose prompt is the model input their record holds (runtime format).
+    recorded_input_rounds: int = 0
     images: int = 0
     seconds: float = 0.0
     options: dict[str, Any] = field(default_factory=dict)
@@ -94,6 +100,8 @@ class BuildStats:
             out.append("  pairs dropped: " + ", ".join(f"{k} {v}" for k, v in dropped.items()))
         if self.rewrites_refused:
             out.append(f"  rewrites refused by the name guard (original kept): {self.rewrites_refused}")
+        if self.recorded_input_rounds:
+            out.append(f"  rounds prompted with the model input their record holds: {self.recorded_input_rounds}")
         return out
 
 
@@ -138,8 +146,14 @@ def episode_steps(episode: EpisodeData, variant: EpisodeData, k: int, options: B
 
             system = text_system_prompt(system)
     steps = runtime_steps(variant, key, system, original_task=episode.instruction)
-    if options.text_observation:
+    recorded = [r.model_input if options.recorded_input else None for r in variant.rounds]
+    if options.text_observation and not all(recorded):
         steps = _with_text_world(steps, episode)
+    steps = [
+        step if model_input is None
+        else recorded_step(step, model_input, options.system_prompt, episode.instruction, variant.instruction)
+        for step, model_input in zip(steps, recorded, strict=True)
+    ]
     if image_dir is None:
         return [_no_images(s) for s in steps]
     return [_relative_images(s, image_dir) for s in steps]
@@ -236,6 +250,9 @@ def collect(
         episodes_left_out=loaded.skipped,
         pairs_dropped={k: v for k, v in pairs_dropped.items() if v},
         rewrites_refused=refused,
+        recorded_input_rounds=sum(
+            1 for e in loaded.episodes for r in e.rounds if r.model_input is not None
+        ) if options.recorded_input and options.prompt_format == "runtime" else 0,
         options={**asdict(options), "rewriter": rewriter.name},
     )
     stats.seconds = time.perf_counter() - started
@@ -255,11 +272,12 @@ def _sft_rows(built: Built, thoughtless: bool = False) -> tuple[list[dict[str, A
                 "images": list(step.images),
             }
         )
+        earlier = [{"from": "human" if role == "user" else "gpt", "value": text} for role, text in step.context]
         paper.append(
             {
                 "id": step.id,
                 "image": list(step.images),
-                "conversations": [{"from": "human", "value": step.prompt}, {"from": "gpt", "value": answer}],
+                "conversations": [*earlier, {"from": "human", "value": step.prompt}, {"from": "gpt", "value": answer}],
             }
         )
     return rows, paper

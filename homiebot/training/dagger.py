@@ -136,6 +136,8 @@ class LabelingPlanner(Planner):
     def plan(self, request: PlanRequest) -> str:
         private = replace(request, world_state=None, goal=None, perceived_names=None, evaluation=None)
         answer = str(self.student.plan(private))
+        # A model-backed teacher's or oracle's calls are not the round's: the record keeps the student's only.
+        request = replace(request, model_calls=[])
         prompt = str(getattr(getattr(self.student, "engine", None), "last_prompt", "")) or request.instruction
         if isinstance(self.teacher, LLMTeacher):
             if self.text_world is None:

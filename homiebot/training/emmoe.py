@@ -7,9 +7,10 @@ Two prompt formats (the paper trained on one wording and ran on another; docs/tr
   ``Inventory:``), then converted exactly as appendix F.1 does (:func:`convert_info`): the instruction ends
   with "Now, please output Analysis, Subtask and Model, according to the instruction above." and the
   history is ``(n)[Action, target] (Model) (success)``. This reproduces the appendix's samples byte for byte.
-* ``runtime`` (default): the prompt is the instruction text the loop actually sent in that round
-  (``rounds.jsonl``'s ``instruction``, appendix D's wording) after the system information the record kept,
-  so that what is trained is what is deployed.
+* ``runtime`` (default): the prompt is what the planner's model was sent in that round when the record holds
+  it (``rounds.jsonl``'s ``model_calls``: the system turn, earlier turns, world description and instruction as
+  sent, :func:`recorded_step`), else the instruction text the loop sent (``instruction``, appendix D's wording)
+  after the system information the record kept, so that what is trained is what is deployed.
 
 Both give a list of :class:`Step` per episode; :func:`sift` and :func:`augment` are appendix F.2's
 ``data_sift`` and ``dpo_augment`` over those steps, with these decisions (each tested):
@@ -30,7 +31,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from homiebot.planner.prompt import format_output, split_subtask
@@ -135,6 +136,9 @@ class Step:
     succeeded: bool
     error_code: str
     images: tuple[str, ...]
+    #: The turns between the system turn and the prompt, (role, text) each: the earlier chat a model planner was
+    #: sent with the round (a text model's growing chat, a windowed history), from the record's model input.
+    context: tuple[tuple[str, str], ...] = ()
 
     @property
     def is_end(self) -> bool:
@@ -305,9 +309,29 @@ def augment(sft: Sequence[Step]) -> tuple[list[Pair], dict[str, int]]:
 
 
 def step_messages(step: Step) -> list[dict[str, str]]:
-    """The prompt as chat messages (system turn only in the runtime format)."""
+    """The prompt as chat messages (system turn only in the runtime format; earlier turns from a model input)."""
     messages = [] if step.system is None else [{"role": "system", "content": step.system}]
+    messages += [{"role": role, "content": text} for role, text in step.context]
     return [*messages, {"role": "user", "content": step.prompt}]
+
+
+def recorded_step(step: Step, model_input: Sequence[tuple[str, str]], system_turn: bool = True,
+                  original_task: str | None = None, task: str | None = None) -> Step:
+    """``step`` with the chat its round's model was sent (:attr:`~homiebot.training.episodes.RoundData.model_input`)
+    as its prompt: the system turn (dropped when not ``system_turn``), the earlier turns, the last user turn. A
+    rewritten ``task`` replaces ``Task: {original_task}`` in every user turn (the earlier answers stay as the model
+    wrote them). An input that does not end with a user turn leaves the step as it is."""
+    messages = list(model_input)
+    system = None
+    if messages and messages[0][0] == "system":
+        system = messages[0][1] if system_turn else None
+        messages = messages[1:]
+    if not messages or messages[-1][0] != "user":
+        return step
+    if task is not None and original_task is not None and task != original_task:
+        head, new_head = f"Task: {original_task}\n", f"Task: {task}\n"
+        messages = [(role, text.replace(head, new_head) if role == "user" else text) for role, text in messages]
+    return replace(step, system=system, context=tuple(messages[:-1]), prompt=messages[-1][1])
 
 
 def sample_dir(out: Path, key: str) -> Path:

@@ -51,6 +51,10 @@ class RoundData:
     inventory_before: tuple[str, ...]
     inventory: tuple[str, ...]  # after the round
     images: tuple[str, ...]  # the four views the round was decided on (front, left, back, right), or ()
+    #: The chat the planner's model was sent for this round's answer, (role, text) per message, as the record keeps
+    #: it (``model_calls``): the round's last call, when the round's answer is that call's answer (a ReAct round's
+    #: is rewritten by the planner: None then). None for a round without a recorded model call.
+    model_input: tuple[tuple[str, str], ...] | None = None
 
     @property
     def succeeded(self) -> bool:
@@ -143,7 +147,16 @@ def _round(data: dict[str, Any], record: Path) -> RoundData:
         inventory_before=tuple(data.get("inventory_before", ())),
         inventory=tuple(data.get("inventory", ())),
         images=images if all(os.path.isfile(p) for p in images) else (),
+        model_input=_model_input(data),
     )
+
+
+def _model_input(data: dict[str, Any]) -> tuple[tuple[str, str], ...] | None:
+    """The messages of the call that produced the round's answer (:attr:`RoundData.model_input`)."""
+    calls = data.get("model_calls") or ()
+    if not calls or calls[-1]["answer"] != data.get("raw_output", ""):
+        return None
+    return tuple((str(m["role"]), str(m["content"])) for m in calls[-1]["messages"])
 
 
 def read_record(record: Path, split: str = "unknown") -> EpisodeData:
