@@ -40,6 +40,9 @@ def _models_reason() -> str | None:
 #: The first launch_testing release whose pytest plugin pytest 9 can load (its hooks take ``module_path``;
 #: older ones declare the ``path`` argument pytest 9 removed: ros2/launch#979).
 LAUNCH_TESTING_MIN = (3, 4, 12)
+#: launch_testing's pytest plugin module, and the name this conftest registers it under.
+LAUNCH_TESTING_HOOKS = "launch_testing.pytest.hooks"
+LAUNCH_TESTING_PLUGIN = "homie_launch_testing"
 
 
 def launch_testing_problem() -> str | None:
@@ -63,12 +66,22 @@ def pytest_configure(config: pytest.Config) -> None:
     # The launch tier's marker exists even where its plugin is not loaded (--strict-markers).
     config.addinivalue_line("markers", "launch_test: a launch_testing test module (needs launch_testing)")
     problem = launch_testing_problem()
-    if problem is None and not config.pluginmanager.has_plugin("homie_launch_testing"):
-        import importlib
-
-        # Auto-loading is off (pyproject addopts: -p no:launch_testing); a compatible plugin is registered here.
-        config.pluginmanager.register(importlib.import_module("launch_testing.pytest.hooks"), "homie_launch_testing")
+    if problem is None:
+        register_launch_testing(config.pluginmanager)
     os.environ["HOMIE_LAUNCH_TESTING_PROBLEM"] = problem or ""
+
+
+def register_launch_testing(manager: pytest.PytestPluginManager) -> None:
+    """Register launch_testing's pytest plugin unless it is already there. Auto-loading is off (pyproject addopts:
+    -p no:launch_testing), but a user may load the module by hand (``pytest -p launch_testing.pytest.hooks``): pluggy
+    refuses one module under two names ("Plugin already registered under a different name"), so the module
+    itself is looked for, under any name, not only this conftest's own."""
+    import importlib
+
+    hooks = importlib.import_module(LAUNCH_TESTING_HOOKS)
+    if manager.is_registered(hooks) or manager.has_plugin(LAUNCH_TESTING_HOOKS) or manager.has_plugin(LAUNCH_TESTING_PLUGIN):
+        return
+    manager.register(hooks, LAUNCH_TESTING_PLUGIN)
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

@@ -165,11 +165,13 @@ def register(app: typer.Typer) -> None:
         recovery: str | None = typer.Option(None, "--recovery", help="Failure recovery around the planner: cmfr, cot or none (docs/recovery.md)."),
         recovery_stages: str | None = typer.Option(None, "--recovery-stages", help="--recovery cmfr: its stages, e.g. 1,2 (default 1,2,3,4)."),
         recovery_search: bool | None = typer.Option(None, "--recovery-search/--no-recovery-search", help="--recovery: object search from the places the task names (default on)."),
+        exit_when_done: bool = typer.Option(False, "--exit-when-done", help="Without --task: run the first task sent on /homie/task, then shut down (with --task or --instruction the graph always does)."),
     ) -> None:
         """Start the node processes, run a task through the graph (or wait for tasks on /homie/task), shut down cleanly.
 
-        With --task or --instruction the episode's record (summary.json, rounds.jsonl, conversation.json; the views
-        with --images) is written to <out>/record, as homie run writes it, for homie metrics and homie report."""
+        With --task or --instruction (or the first task on /homie/task with --exit-when-done) the episode's record
+        (summary.json, rounds.jsonl, conversation.json; the views with --images) is written to <out>/record, as
+        homie run writes it, for homie metrics and homie report."""
         from rich.console import Console
 
         from homiebot.eval.tasks import TaskError, get_task
@@ -259,9 +261,11 @@ def register(app: typer.Typer) -> None:
         result_path.unlink(missing_ok=True)
 
         planner_overrides: dict[str, Any] = {}
-        if task_id or instruction:
-            planner_overrides.update(exit_when_done=True, result_path=str(result_path), seed=seed,
+        if task_id or instruction or exit_when_done:
+            planner_overrides.update(exit_when_done=True, result_path=str(result_path),
                                      record_dir=str((run_dir / "record").resolve()), record_images=images)
+        if task_id or instruction:
+            planner_overrides["seed"] = seed
         if options:
             planner_overrides["planner_options"] = json.dumps(options)
         for key, value in (("task", task_id), ("instruction", instruction), ("scene", scene), ("planner", planner),
@@ -353,7 +357,7 @@ def register(app: typer.Typer) -> None:
             if result.get("error"):
                 raise _fail(result["error"], EXIT_FAILED)
             return
-        if ended_by is None and timeout is not None and (task_id or instruction):
+        if ended_by is None and timeout is not None and (task_id or instruction or exit_when_done):
             raise _fail(f"no result within {timeout:.0f} s", EXIT_TIMEOUT)
         if ended_by is not None and ended_by.exit_codes and ended_by.exit_codes[-1] != 0:
             raise _fail(f"{ended_by.spec.name} stopped with exit code {ended_by.exit_codes[-1]} (log: {ended_by.log_path})", EXIT_FAILED)

@@ -17,6 +17,9 @@ Arguments (give only the ones you change; ``name:=`` with an empty value is refu
                 config/graph_pair.yaml's (the sim bridge with the human under /human, the human's executors) and
                 the planner node drives both agents in lock-step rounds (docs/ros.md, "Two agents")
   mode          decentralized (default) or centralized control of the pair
+  exit_when_done  false (default: the graph stays up for the next homie_msgs/Task) or true: the planner node exits
+                after its first episode, and the graph is shut down with it; ``ros2 launch`` then exits 0 when the
+                episode ran (whatever its outcome) and non-zero when it failed or a node missed its deadline
 
 The processes and their order come from config/graph.yaml, the parameters from config/homie.yaml: the same
 files ``homie up sim`` uses where launch is not installed (PyPI wheels), so both bring up the same graph with the
@@ -50,6 +53,7 @@ ARGUMENTS = {
     "rviz": ("true", "Start rviz2 with the HomieBot layout when rviz2 is installed."),
     "partner_planner": ("none", "The human partner's planner; given, the two-agent graph (config/graph_pair.yaml)."),
     "mode": ("decentralized", "Control of the robot and human pair: decentralized or centralized."),
+    "exit_when_done": ("false", "true: shut the graph down once the planner's first episode is over."),
 }
 #: Argument values that mean "not given" (``ros2 launch`` cannot pass an empty value).
 UNSET = ("", "none", "default")
@@ -102,6 +106,9 @@ def _graph(context, *_args, **_kwargs):
             "await_nodes": ",".join(spec["name"] for spec in specs if spec["name"] != "planner_node"),
         },
     }
+    if arg("exit_when_done").lower() in ("true", "1", "yes"):
+        # The planner node is required: its exit after the episode shuts the graph down (on_exit below).
+        overrides["planner_node"]["exit_when_done"] = True
     for name, node, key in (("task", "planner_node", "task"), ("scene", "planner_node", "scene"),
                             ("noise", "sim_bridge", "noise")):
         if arg(name).lower() not in UNSET:

@@ -9,7 +9,9 @@ The file itself runs under real ``ros2 launch`` in ``test_ros_launch.py`` where 
 from __future__ import annotations
 
 import importlib.util
+import os
 import shutil
+import subprocess
 import sys
 import types
 from dataclasses import dataclass, field
@@ -135,6 +137,28 @@ def test_rviz_only_when_installed_and_use_sim_time_everywhere(monkeypatch, tmp_p
     assert all({"use_sim_time": False} in n.kwargs["parameters"] for n in others)
     actions = launch_file._graph(FakeContext(_arguments(launch_file, rviz="false")))
     assert not [a for a in actions if isinstance(a, FakeNode) and a.kwargs["package"] == "rviz2"]
+
+
+def test_exit_when_done_shuts_the_graph_down_after_the_episode(monkeypatch, tmp_path) -> None:
+    """exit_when_done:=true reaches the planner node, whose exit after its episode ends the launch (0: the episode
+    ran; a failed or timed-out episode fails it); without it the planner is not told to exit."""
+    launch_file = _load_launch_file(monkeypatch, _share(tmp_path), GRAPH_PACKAGES)
+    actions = launch_file._graph(FakeContext(_arguments(launch_file, task="demo-green-can", exit_when_done="true",
+                                                        rviz="false")))
+    planner = next(a for a in actions if isinstance(a, FakeNode) and a.kwargs["name"] == "planner_node")
+    assert planner.kwargs["parameters"][-1]["exit_when_done"] is True
+    handler = next(a for a in actions if isinstance(a, FakeAction) and a.kind == "RegisterEventHandler").kwargs["args"][0]
+    reply = handler.on_exit(FakeExit(planner, 0), FakeContext({}))
+    assert [a.kind for a in reply] == ["EmitEvent"] and reply[0].kwargs["event"].kind == "Shutdown"
+    actions = launch_file._graph(FakeContext(_arguments(launch_file, task="demo-green-can", exit_when_done="true",
+                                                        rviz="false")))
+    planner = next(a for a in actions if isinstance(a, FakeNode) and a.kwargs["name"] == "planner_node")
+    handler = next(a for a in actions if isinstance(a, FakeAction) and a.kind == "RegisterEventHandler").kwargs["args"][0]
+    with pytest.raises(launch_file.GraphFailed, match="planner_node"):
+        handler.on_exit(FakeExit(planner, 3), FakeContext({}))
+    actions = launch_file._graph(FakeContext(_arguments(launch_file, task="demo-green-can", rviz="false")))
+    planner = next(a for a in actions if isinstance(a, FakeNode) and a.kwargs["name"] == "planner_node")
+    assert "exit_when_done" not in planner.kwargs["parameters"][-1]
 
 
 def test_a_missing_package_starts_nothing(monkeypatch, tmp_path) -> None:
@@ -264,3 +288,40 @@ def test_incompatible_launch_testing_is_detected(monkeypatch, request) -> None:
     monkeypatch.setattr(root.pytest, "__version__", "8.4.2")
     monkeypatch.setattr(importlib.metadata, "version", lambda name: "3.4.3")
     assert root.launch_testing_problem() is None
+
+
+FAKE_HOOKS = '''"""A stand-in for launch_testing's pytest plugin (launch_testing is not on PyPI): says under which name it runs."""
+import os
+import sys
+
+
+def pytest_configure(config):
+    with open(os.environ["FAKE_LAUNCH_TESTING_LOG"], "a") as log:
+        log.write(config.pluginmanager.get_name(sys.modules[__name__]) + "\\n")
+'''
+
+
+@pytest.mark.parametrize("by_hand", [True, False])
+def test_launch_testing_loaded_by_hand_is_not_registered_twice(tmp_path, by_hand) -> None:
+    """``pytest -p launch_testing.pytest.hooks`` (as launch_testing's docs say) runs the suite with the plugin once;
+    without ``-p`` the conftest registers it itself."""
+    fake = tmp_path / "site"
+    package = fake / "launch_testing" / "pytest"
+    package.mkdir(parents=True)
+    (fake / "launch_testing" / "__init__.py").write_text("")
+    (package / "__init__.py").write_text("")
+    (package / "hooks.py").write_text(FAKE_HOOKS)
+    metadata = fake / "launch_testing-3.4.12.dist-info"  # new enough for any pytest (no known problem)
+    metadata.mkdir()
+    (metadata / "METADATA").write_text("Metadata-Version: 2.1\nName: launch_testing\nVersion: 3.4.12\n")
+    log = tmp_path / "registered.txt"
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(fake), os.environ.get("PYTHONPATH", "")]),
+           "FAKE_LAUNCH_TESTING_LOG": str(log)}
+    selected = "tests/ros/test_launch_file.py::test_every_documented_argument_is_declared"
+    extra = ["-p", "launch_testing.pytest.hooks"] if by_hand else []
+    done = subprocess.run([sys.executable, "-m", "pytest", *extra, "-p", "no:cacheprovider", "-q", selected],
+                          cwd=REPO, env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    assert "already registered" not in done.stdout + done.stderr
+    names = log.read_text().split()
+    assert names == (["launch_testing.pytest.hooks"] if by_hand else ["homie_launch_testing"])

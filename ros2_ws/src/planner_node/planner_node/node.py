@@ -57,6 +57,7 @@ from homiebot.recovery.stats import summarize, summary_line
 from homiebot.ros import convert
 from homiebot.ros.calls import EVENTS_QOS, LATCHED_QOS, ReadinessWatch, call_action, call_service
 from homiebot.ros.episode import EpisodeOutcome, ExecutionOutcome, GraphEpisode
+from homiebot.ros.spin import ShutdownSignals
 from homiebot.sim.scene import SceneSpec
 from homiebot.types import Observation, RoundRecord, Subtask, Trajectory, WorldState
 
@@ -331,6 +332,8 @@ class PlannerNode(Node):
         self._task_pub = self.create_publisher(Task, "/homie/task_started", LATCHED_QOS)
         self.tasks: queue.Queue[Task] = queue.Queue()
         self.exit_code: int | None = None
+        #: Set when the process shuts down (a signal, the executor stopped): an episode cut short then is not a failure.
+        self.stopping = threading.Event()
         self.create_subscription(Task, "/homie/task", self.tasks.put, LATCHED_QOS)
         if self.param("task") or self.param("instruction"):
             self.tasks.put(self._task_from_parameters())
@@ -496,7 +499,7 @@ class PlannerNode(Node):
 
     def work(self) -> None:
         """The episode thread: run tasks as they come; with exit_when_done, stop after the first."""
-        while rclpy.ok():
+        while rclpy.ok() and not self.stopping.is_set():
             try:
                 task = self.tasks.get(timeout=0.2)
             except queue.Empty:
@@ -505,6 +508,8 @@ class PlannerNode(Node):
                 outcome = self.run_task(task)
                 code = EXIT_TIMEOUT if outcome.timed_out else 1 if outcome.trajectory.error else 0
             except Exception as err:  # a bad task id or planner option: report it, keep the node alive
+                if self.stopping.is_set() or not rclpy.ok():
+                    return  # the process is shutting down under the episode: nothing to report on a closed node
                 self.get_logger().error(f"task {task.task_id or task.instruction!r} failed: {err}")
                 self._publish_status(EpisodeStatus.FAILED, task.task_id)
                 code = 1
@@ -517,13 +522,23 @@ class PlannerNode(Node):
 
 
 def main(args: list[str] | None = None) -> None:
+    """Spin the node beside its episode thread; exit with the episode's code (``exit_when_done``), 2 for a bad
+    parameter, and 0 on SIGINT / SIGTERM, however often they come (homiebot.ros.spin.ShutdownSignals)."""
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    rclpy.init(args=args)
+    signals = ShutdownSignals().install()
     try:
+        rclpy.init(args=args)
         node = PlannerNode()
-    except Exception as err:
-        print(f"planner_node: {err}", file=sys.stderr)
+    except KeyboardInterrupt:
+        signals.quiet()
         rclpy.try_shutdown()
+        sys.exit(0)
+    except Exception as err:
+        signals.quiet()
+        rclpy.try_shutdown()
+        if signals.requested:  # a signal shut the context down while the node was being built
+            sys.exit(0)
+        print(f"planner_node: {err}", file=sys.stderr)
         sys.exit(2)
     executor = SingleThreadedExecutor()
     executor.add_node(node)
@@ -535,6 +550,8 @@ def main(args: list[str] | None = None) -> None:
     except (KeyboardInterrupt, ExternalShutdownException):
         pass
     finally:
+        signals.quiet()
+        node.stopping.set()
         code = node.exit_code
         if node.live is not None:
             node.live.stop()
