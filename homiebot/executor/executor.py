@@ -7,7 +7,7 @@ Pipeline of :meth:`Executor.execute`, in the paper's order:
    grounder (F2, ``AliasGrounder`` by default: EMMOE's name map).
 2. **Logic (L1-L4).** With the HLP's inventory (the paper sends it with the subtask): a non-empty
    inventory forbids pick/open/close (L1); an empty one forbids put (L2); put into a closed container
-   (L3); open/close of something that is not interactive (L4).
+   (L3); open/close of something that is not interactive, and a pick of what is not an object (L4).
 3. **Distance (D1/D2).** For every action but Go to: :meth:`WorldState.reach_distance` to the target
    (the place of a Put) above 2 m is D1, below 0.1 m is D2.
 4. **Execution (E1/E2).** Up to three tries, ``sim.reset_arm()`` before each. A Put that fails with the
@@ -23,6 +23,9 @@ Decisions where the paper is silent (tested in ``tests/executor/``; see ``docs/l
   to, octo open/close, RT-1-X pick/put), else F1 with :func:`messages.model_cannot`. Model names match
   case-insensitively ("Octo" is octo).
 * **Missing target / place** (``[Pick]``, ``[Put, apple]``) is F1 with its own message.
+* **Pick of a furniture or a room** (``[Pick, sofa]``) is L4 with the paper's L4 message ("Can not pick sofa!
+  Please choose another object"): section 3.3 defines L4 as interacting with a non-interactive object; the
+  appendix E.1 code checks it for open/close only, which would leave such a pick to fail three tries as E1.
 * **Extra parts** after the target of a non-Put action (``[Go to, fridge, kitchen]``) are ignored.
 * **Grounding of a Put's object** prefers the held instance when it answers to the name, so
   ``[Put, apple, fridge]`` puts the apple in the hand, not the nearest apple on the counter.

@@ -82,6 +82,13 @@ class ActionSpec:
         return self.action.value
 
 
+def _movable_object(entity: EntityState) -> bool:
+    """What a hand can pick: an object, not a furniture or a room. EMMOE's L4 is "the agent attempts to interact
+    with a non-interactive object" (section 3.3); its appendix E.1 code checks it for Open and Close only, and a
+    Pick of a sofa would fail three tries as E1, blaming the low-level model for the planner's logic error."""
+    return entity.kind is EntityKind.OBJECT
+
+
 def _interactive_furniture(entity: EntityState) -> bool:
     return entity.interactive and entity.kind is EntityKind.FURNITURE
 
@@ -144,7 +151,7 @@ ACTION_SPECS: dict[Action, ActionSpec] = {
     spec.action: spec
     for spec in (
         ActionSpec(Action.GO_TO, "go_to", lambda sim, t, p: sim.go_to(t), checks_distance=False),
-        ActionSpec(Action.PICK, "pick", lambda sim, t, p: sim.pick(t), hand=HandRule.EMPTY),
+        ActionSpec(Action.PICK, "pick", lambda sim, t, p: sim.pick(t), hand=HandRule.EMPTY, acts_on=_movable_object),
         ActionSpec(
             Action.PUT,
             "put",

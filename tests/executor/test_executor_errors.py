@@ -113,6 +113,17 @@ def test_L4_open_non_interactive(world):
     assert run(world, "Close", "kitchen", model="octo").message == "Can not close kitchen! Please choose another object"
 
 
+def test_L4_pick_of_a_furniture_or_a_room(world):
+    # EMMOE section 3.3: L4 is an attempt to interact with a non-interactive object; a sofa cannot be picked. It is
+    # the planner's logic error, refused before any try, not three failed tries of the model (E1).
+    world.place_robot_near("blue_sofa", 0.5)
+    fb = run(world, "Pick", "sofa")
+    assert (fb.code, fb.message, fb.attempts) == (ErrorCode.L4, "Can not pick sofa! Please choose another object", 0)
+    assert world.skill_calls == [] and fb.inventory == ()
+    assert run(world, "Pick", "kitchen").code is ErrorCode.L4
+    assert run(world, "Pick", "sofa", inventory=("apple",)).code is ErrorCode.L1  # the paper's order: L1 first
+
+
 def test_D1_far_away(world):
     world.place_robot_near("brown_table", 2.5)
     fb = run(world, "Pick", "green_can")
@@ -213,3 +224,17 @@ def test_skill_layer_model_substitution_is_lenient_by_default(world):
     fb = Executor(world, skills=skills, config=ExecutorConfig(strict_models=True)).execute(
         Subtask("Close", "fridge"), "PixNav", ())
     assert (fb.code, fb.message) == (ErrorCode.F1, "PixNav can not close! You should choose a suitable model in the list.")
+
+
+def test_L4_pick_of_a_furniture_in_the_simulator():
+    # The same on the embedded MuJoCo world, whose pick skill failed such a pick three times (E1) before.
+    from homiebot.sim.mujoco.backend import MujocoSimulator
+
+    sim = MujocoSimulator(render=False)
+    try:
+        sim.reset("apartment_1", seed=0)
+        sim.go_to("sofa")
+        fb = Executor(sim).execute(Subtask("Pick", "sofa"), "RT-1-X", ())
+        assert (fb.code, fb.message, fb.attempts) == (ErrorCode.L4, "Can not pick sofa! Please choose another object", 0)
+    finally:
+        sim.shutdown()

@@ -259,7 +259,7 @@ def test_no_path(sim):
 def test_execution_failed_reasons(sim):
     sim.reset("apartment_1", seed=0)
     sim.go_to("fridge")
-    assert sim.pick("fridge").status is SkillStatus.EXECUTION_FAILED  # furniture cannot be picked
+    assert sim.pick("fridge").status is SkillStatus.NOT_INTERACTIVE  # furniture cannot be picked (L4)
     sim.go_to("kitchen_counter")
     sim.pick("apple")
     wrong = sim.put("short_can", "kitchen_counter")

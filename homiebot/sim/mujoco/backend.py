@@ -659,7 +659,8 @@ class MujocoSimulator:
             return None
         if action == "pick":
             if kind is not EntityKind.OBJECT:
-                return _result(SkillStatus.EXECUTION_FAILED, f"{target} is {'a room' if kind is EntityKind.ROOM else 'furniture'}, it cannot be picked")
+                # The executor's L4 (homiebot/skills/actions.py): a refusal, not a failed try.
+                return _result(SkillStatus.NOT_INTERACTIVE, f"{target} is {'a room' if kind is EntityKind.ROOM else 'furniture'}, it cannot be picked")
             holder = self.holder_of(target)
             if holder is not None and self._held != target:
                 # PARTNR: one agent cannot take what the other holds (its skill reports the failure).
