@@ -98,6 +98,8 @@ def register(app: typer.Typer) -> None:
         report: bool = typer.Option(True, "--report/--no-report", help="Write the episode's HTML page OUT/report.html at the end (docs/reports.md)."),
         live: bool = typer.Option(False, "--live", help="Serve the episode live to the Foxglove app over its WebSocket protocol (docs/reports.md)."),
         live_port: int = typer.Option(8765, "--live-port", min=0, max=65535, help="--live: the port on 127.0.0.1 (0: a free one, logged)."),
+        live_wait: float = typer.Option(0.0, "--live-wait", min=0, help="--live: wait up to SECONDS for a viewer before the first round."),
+        live_hold: float = typer.Option(0.0, "--live-hold", min=0, help="--live: keep serving the last state up to SECONDS after the end (until the viewers leave)."),
         recovery: str | None = typer.Option(None, "--recovery", help="Failure recovery around the planner: cmfr, cot or none (docs/recovery.md)."),
         recovery_stages: str | None = typer.Option(None, "--recovery-stages", help="--recovery cmfr: its stages, e.g. 1,2 (default 1,2,3,4)."),
         recovery_search: bool | None = typer.Option(None, "--recovery-search/--no-recovery-search", help="--recovery: object search from the places the task names (default on)."),
@@ -122,6 +124,8 @@ def register(app: typer.Typer) -> None:
             raise _fail("the instruction is empty")
         elif scene is None:
             raise _fail("a free-text instruction needs --scene NAME")
+        if (live_wait or live_hold) and not live:
+            raise _fail("--live-wait and --live-hold are options of --live")
         scene_name = scene or (task.scene if task else "")
         check_output(out)
         if backend == "mujoco":
@@ -212,7 +216,7 @@ def register(app: typer.Typer) -> None:
             if missing:
                 raise _fail(f"--live: {missing}")
             try:
-                view = FoxgloveLiveView(LiveViewConfig(port=live_port)).start()
+                view = FoxgloveLiveView(LiveViewConfig(port=live_port, wait_for_viewer_s=live_wait, hold_s=live_hold)).start()
             except Exception as err:  # the SDK raises its own error type for a port in use
                 raise _fail(f"--live: cannot serve on 127.0.0.1:{live_port}: {err}") from None
             console.print(f"live view: ws://127.0.0.1:{view.port} (Foxglove app: Open connection, layout docs/foxglove/)")

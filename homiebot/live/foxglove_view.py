@@ -94,12 +94,29 @@ def _base_to_world(x: float, y: float, yaw: float) -> np.ndarray:
     return transform
 
 
+#: How often a waiting or holding view looks for viewers (s).
+VIEWER_POLL_S = 0.05
+#: After the first subscription, how long a waiting view lets the viewer's other subscriptions arrive (s): the
+#: Foxglove app subscribes to every topic of its panels at once, in separate messages.
+VIEWER_SETTLE_S = 0.5
+
+
 @dataclass
 class LiveViewConfig:
     host: str = "127.0.0.1"  # loopback by default: the stream is unauthenticated; pass 0.0.0.0 to share it
     port: int = 8765  # Foxglove's default; 0 picks a free port (see FoxgloveLiveView.port)
     name: str = "HomieBot"
     labels: bool = True  # text labels over the world graph's boxes
+    # An episode is over in seconds, before anyone has opened the connection in the app: wait this long after the
+    # reset for a viewer (a client subscribed to a topic) before the first round; 0 does not wait.
+    wait_for_viewer_s: float = 0.0
+    # Keep serving the last state this long after the episode's end (a viewer that connects then is sent it), or
+    # until every viewer has left; 0 closes at once.
+    hold_s: float = 0.0
+
+    def __post_init__(self) -> None:
+        if self.wait_for_viewer_s < 0 or self.hold_s < 0:
+            raise ValueError("the live view's wait and hold are seconds >= 0")
 
 
 @dataclass
@@ -113,6 +130,9 @@ class FoxgloveLiveView(ObserverBase):
     _channels: dict[str, Any] = field(default_factory=dict)
     _path: list[tuple[float, float, float]] = field(default_factory=list)
     _graph_key: tuple[Any, ...] | None = None
+    # What a viewer that connects during the hold is sent: the last state and views, the last log line.
+    _last: tuple[WorldState, Observation | None] | None = None
+    _last_log: tuple[str, str] | None = None
 
     # ------------------------------------------------------------------------------------------ server
 
@@ -159,6 +179,49 @@ class FoxgloveLiveView(ObserverBase):
         self._channels = {}
         self._context = None
 
+    def has_viewer(self) -> bool:
+        """Whether a client is subscribed to any topic (connecting alone subscribes to nothing)."""
+        return any(channel.has_sinks() for channel in self._channels.values())
+
+    def wait_for_viewer(self, timeout_s: float) -> bool:
+        """Wait up to ``timeout_s`` for a viewer, then let its other subscriptions arrive; whether one came."""
+        log.info("live view: waiting up to %g s for a viewer on ws://%s:%d", timeout_s, self.config.host, self.port)
+        deadline = time.monotonic() + timeout_s
+        while not self.has_viewer():
+            if time.monotonic() >= deadline:
+                log.info("live view: no viewer within %g s; the episode runs without one", timeout_s)
+                return False
+            time.sleep(VIEWER_POLL_S)
+        time.sleep(VIEWER_SETTLE_S)
+        return True
+
+    def hold(self, seconds: float) -> None:
+        """Keep serving the last state for ``seconds``, or until every viewer has left; a viewer that connects
+        meanwhile is sent the last state and log line. Ctrl-C ends the hold early (the command goes on)."""
+        log.info("live view: holding the last state for up to %g s (Ctrl-C ends the hold)", seconds)
+        deadline = time.monotonic() + seconds
+        watched = self.has_viewer()
+        try:
+            while time.monotonic() < deadline:
+                time.sleep(VIEWER_POLL_S)
+                viewer = self.has_viewer()
+                if watched and not viewer:
+                    log.info("live view: the viewers left; the hold ends")
+                    return
+                if viewer and not watched:
+                    time.sleep(VIEWER_SETTLE_S)  # its other subscriptions
+                    self._resend_last()
+                watched = viewer
+        except KeyboardInterrupt:
+            log.info("live view: hold ended by Ctrl-C")
+
+    def _resend_last(self) -> None:
+        if self._last is not None:
+            self._graph_key = None  # the whole graph, also for a client that has part of it
+            self._send(*self._last, time.time_ns())
+        if self._last_log is not None:
+            self._log(*self._last_log)
+
     def __enter__(self) -> FoxgloveLiveView:
         return self.start()
 
@@ -170,6 +233,8 @@ class FoxgloveLiveView(ObserverBase):
     def on_start(self, trajectory: Trajectory, state: WorldState, observation: Observation | None) -> None:
         self._path = []
         self._graph_key = None
+        if self.config.wait_for_viewer_s > 0:
+            self.wait_for_viewer(self.config.wait_for_viewer_s)
         self._log("info", f"task {trajectory.task_id or '(free text)'} in {trajectory.scene}: {trajectory.instruction}")
         self._publish(state, observation)
 
@@ -185,15 +250,20 @@ class FoxgloveLiveView(ObserverBase):
         level = "error" if trajectory.error else "info"
         self._log(level, f"episode over after {len(trajectory.rounds)} rounds: {ended}, {outcome}"
                   + (f"; error: {trajectory.error}" if trajectory.error else ""))
+        if self.config.hold_s > 0:
+            self.hold(self.config.hold_s)
 
     # -------------------------------------------------------------------------------------- publishing
 
     def _publish(self, state: WorldState, observation: Observation | None) -> None:
         if not self._channels:
             raise RuntimeError("the live view is not started")
-        now = time.time_ns()
         pose = state.robot
         self._path.append((pose.x, pose.y, pose.yaw))
+        self._last = (state, observation)
+        self._send(state, observation, time.time_ns())
+
+    def _send(self, state: WorldState, observation: Observation | None, now: int) -> None:
         if observation is not None:
             self._images(observation, now)
         self._pose(now)
@@ -316,6 +386,7 @@ class FoxgloveLiveView(ObserverBase):
         channel = self._channels.get("log")
         if channel is None:
             raise RuntimeError("the live view is not started")
+        self._last_log = (level, message)
         now = time.time_ns()
         channel.log(Log(timestamp=self._stamp(now), level=levels[level], message=message, name="homiebot"), log_time=now)
 
