@@ -17,6 +17,8 @@ from __future__ import annotations
 import errno
 import functools
 import os
+import select
+import sys
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
@@ -156,13 +158,37 @@ def check_output(path: Path, *, option: str = "--out", directory: bool = True) -
 F = TypeVar("F", bound=Callable[..., Any])
 
 
+def _stdout_reader_gone() -> bool:
+    """Whether stdout is a pipe or socket whose reader has closed it (poll reports an error on the writing end),
+    as opposed to a broken pipe to some other process or server the command talks to."""
+    try:
+        poller = select.poll()
+        poller.register(sys.stdout.fileno(), select.POLLOUT)
+        return any(events & (select.POLLERR | select.POLLHUP) for _, events in poller.poll(0))
+    except (AttributeError, OSError, ValueError):  # no real stdout (a test runner's buffer), or no poll here
+        return False
+
+
 def guard_command(callback: F) -> F:
-    """Wrap a command callback: mapped errors become one line and their exit code; Ctrl-C one line, 130."""
+    """Wrap a command callback: mapped errors become one line and their exit code; Ctrl-C one line, 130; a reader
+    that closes our stdout early (``homie tasks | head -1``) ends the command quietly with 0."""
 
     @functools.wraps(callback)
     def guarded(*args: Any, **kwargs: Any) -> Any:
         try:
-            return callback(*args, **kwargs)
+            result = callback(*args, **kwargs)
+            sys.stdout.flush()  # what is still buffered meets a closed pipe here, not in Python's exit
+            return result
+        except BrokenPipeError as err:
+            if not _stdout_reader_gone():  # a pipe to another process or a server: the environment's error
+                code, line = _os_error_line(err)
+                raise report(line, code) from None
+            # The reader of our output left (`homie tasks | head -1`): end quietly, as Unix tools do. Python's own
+            # flush at exit would meet the same closed pipe, so stdout goes to /dev/null from here on.
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
+            os.close(devnull)
+            raise typer.Exit(0) from None
         except (typer.Exit, typer.Abort, typer.BadParameter):
             # typer's own control flow: it prints these itself. typer >= 0.29 vendors click, so click's classes are
             # not these and click is no dependency of ours (the core install has no click).
