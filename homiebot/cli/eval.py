@@ -46,9 +46,10 @@ def _print_summary(report: dict[str, Any], out_dir: Path | None, what: str | Non
     t2 = report["table2"]
     setting = report["setting"]
     table = Table(title=f"{setting.get('suite', '?')}: {setting_label(setting)}")
+    rows = [("all", t2), *report["table3"].items()]  # every split of the suite (validation for PARTNR's)
+    split_width = max(len(name) for name, _ in rows)  # the split's name whole, also in an 80-column terminal
     for column in ("split", "episodes", "SR", "PLWSR", "TP", "SRR", "SER", "goal-check SR"):
-        table.add_column(column, justify="right")
-    rows = [("all", t2)] + [(split, report["table3"][split]) for split in ("train", "test")]
+        table.add_column(column, justify="right", min_width=split_width if column == "split" else None)
     for name, summary in rows:
         table.add_row(
             name,

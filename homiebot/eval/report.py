@@ -189,12 +189,13 @@ def render_markdown(report: dict[str, Any]) -> str:
             [[str(agreement[k]) for k in ("both", "tp_only", "goal_only", "neither", "unchecked")]],
         )
     )
-    out.append("\n## Table 3: train and test split\n")
-    t3 = report["table3"]
+    t3 = report["table3"]  # train and test; validation too when the suite has one (metrics.split_summaries)
+    *first, last = t3
+    out.append(f"\n## Table 3: {', '.join(first)} and {last} split\n")
     out.append(
         _table(
             ["Model", "split", "episodes", "SR", "PLWSR", "TP", "SRR", "SER"],
-            [[label, split, str(t3[split]["n"]), *_summary_cells(t3[split])] for split in ("train", "test")],
+            [[label, split, str(summary["n"]), *_summary_cells(summary)] for split, summary in t3.items()],
         )
     )
     out.append("\n## Table 4: low-level execution per action\n")

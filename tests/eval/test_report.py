@@ -60,3 +60,26 @@ def test_write_report_files(tmp_path: Path, scores) -> None:
     assert (tmp_path / "plots" / "errors.png").read_bytes()[:4] == b"\x89PNG"
     assert "![error shares](plots/errors.png)" in (tmp_path / "report.md").read_text()
     assert (tmp_path / "report.md").stat().st_mode & 0o044 == 0o044  # readable by all
+
+
+def test_split_table_has_the_validation_split_of_a_suite_that_has_one(scores, capsys) -> None:
+    # The PARTNR-style suite's apartment 6 is its validation split (docs/partnr.md); EMMOE-100 has train and test.
+    from dataclasses import replace
+
+    from homiebot.cli.eval import _print_summary
+
+    partnr = [*scores, replace(scores[1], task_id="c3", split="validation")]
+    report = build_report(partnr, {"suite": "partnr", "planner": "partnr_expert", "noise": "off"})
+    assert list(report["table3"]) == ["train", "validation", "test"]
+    assert report["table3"]["validation"]["n"] == 1
+    md = render_markdown(report)
+    assert "## Table 3: train, validation and test split" in md
+    table3 = md.split("## Table 3")[1].split("## Table 4")[0]
+    assert [line.split(" | ")[1] for line in table3.splitlines() if line.startswith("| partnr_expert")] == [
+        "train", "validation", "test"]
+    _print_summary(json.loads(json.dumps(report)), None)  # the command line's table (homie eval, homie metrics)
+    rows = [line.split("│")[1].strip() for line in capsys.readouterr().out.splitlines() if line.startswith("│")]
+    assert rows == ["all", "train", "validation", "test"]  # whole, in an 80-column terminal
+    emmoe = build_report(scores, {"suite": "emmoe100", "planner": "expert", "noise": "off"})
+    assert list(emmoe["table3"]) == ["train", "test"]
+    assert "## Table 3: train and test split" in render_markdown(emmoe)
