@@ -128,6 +128,10 @@ def register(app: typer.Typer) -> None:
                 decode_mode(decode)
             except ValueError as err:
                 raise report(str(err)) from None
+        from homiebot.eval.tasks import MUEP_SUITE
+        from homiebot.eval.tasks import resolve_suite as suite_named
+
+        suite_name = suite_named(suite)  # the one resolver of every command's --suite (an unknown name: exit 2)
         if agents is not None:  # PARTNR's robot and human: the collaboration runner (homiebot/multiagent/evaluate.py)
             from homiebot.multiagent.evaluate import CollaborationError, cli_run
 
@@ -148,18 +152,19 @@ def register(app: typer.Typer) -> None:
             typer.echo(f"{outcome.finished} episode(s) run, {outcome.skipped} already done, {outcome.wall_s:.1f} s")
             typer.echo((outcome.out_dir / "report.md").read_text(encoding="utf-8"))
             return
-        if planner is None:  # the suite's expert: the goal expert cannot switch or clean (docs/partnr.md)
-            from homiebot.eval.manifest import EXPERT_PLANNER, REFERENCE_PLANNERS
-            from homiebot.eval.manifest import resolve_suite as suite_name
+        if planner is None or planner == "expert":
+            # The suite's expert: `expert` names it on every suite, so --planner expert on the PARTNR-style suite is
+            # partnr_expert (the goal expert cannot switch or clean; docs/partnr.md, "The PARTNR expert").
+            from homiebot.eval.manifest import suite_expert
 
-            planner = REFERENCE_PLANNERS.get(suite_name(suite), EXPERT_PLANNER)
+            planner = suite_expert(suite_name)
         from homiebot.cli.train_adapter import AdapterOptionError, adapter_option
 
         try:  # pinned in eval.json with the other planner options
             named.update(adapter_option(adapter, planner, {**_parse_options(planner_option), **named}))
         except AdapterOptionError as err:
             raise report(str(err)) from None
-        if suite == "muep":  # MuEP's protocol and table, not EMMOE's loop: its own runner
+        if suite_name == MUEP_SUITE:  # MuEP's protocol and table, not EMMOE's loop: its own runner
             from homiebot.cli.muep import eval_muep
 
             eval_muep(out, planner, observe, split, _task_list(tasks), _parse_options(planner_option), {

@@ -290,14 +290,21 @@ def register(app: typer.Typer) -> None:
 
     @app.command("tasks")
     def tasks_command(
-        suite: str | None = typer.Option(None, "--suite", help="Only this suite (default: every built-in suite)."),
+        suite: str | None = typer.Option(None, "--suite", help="Only this suite, by any name homie eval --suite takes "
+                                         "(default: the tasks homie run --task plays)."),
     ) -> None:
         """List the built-in task ids, one per line."""
-        from homiebot.eval.tasks import TaskError, all_tasks, load_suite
+        from homiebot.eval.tasks import MUEP_SUITE, TaskError, all_tasks, load_suite, resolve_suite
 
         try:
-            tasks = load_suite(suite).tasks if suite else all_tasks()
+            resolved = resolve_suite(suite) if suite else None
         except TaskError as err:
             raise _fail(str(err)) from None
-        for task in tasks:
-            typer.echo(task.id)
+        if resolved == MUEP_SUITE:  # ALFWorld's task types, in their own format (homie muep run --help)
+            from homiebot.eval.muep_suite import load_suite as load_muep_suite
+
+            ids = [task.id for task in load_muep_suite()]
+        else:
+            ids = [task.id for task in (load_suite(resolved).tasks if resolved else all_tasks())]
+        for task_id in ids:
+            typer.echo(task_id)

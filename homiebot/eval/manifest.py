@@ -22,7 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from homiebot.config import MAX_ROUNDS, NoiseMode, PerceptionMode
 from homiebot.eval.keypaths import SceneNameResolver
-from homiebot.eval.tasks import TaskSpec, load_suite
+from homiebot.eval.tasks import TaskSpec, load_suite, resolve_suite
 from homiebot.files import atomic_write_json
 
 log = logging.getLogger(__name__)
@@ -32,8 +32,6 @@ INDEX_FILE = "results.jsonl"
 LOCK_FILE = ".lock"
 EPISODES_DIR = "episodes"
 REFERENCE_DIR = "reference"
-#: Suite names accepted on the command line beside the file names (``--suite emmoe``).
-SUITE_ALIASES = {"emmoe": "emmoe100"}
 #: The planner and noise preset whose episodes are their own PLWSR reference.
 EXPERT_PLANNER = "expert"
 #: Suites whose tasks carry their own PARTNR evaluation functions are referenced by the expert that plans from
@@ -74,7 +72,7 @@ class EvalSettings(BaseModel):
     @property
     def reference_planner(self) -> str:
         """The expert whose noiseless episodes are the PLWSR reference for this suite."""
-        return REFERENCE_PLANNERS.get(resolve_suite(self.suite), EXPERT_PLANNER)
+        return suite_expert(self.suite)
 
     @property
     def self_reference(self) -> bool:
@@ -104,12 +102,15 @@ class Job:
         return f"{root}/{self.task_id}/run{self.run}"
 
 
-def resolve_suite(name: str) -> str:
-    return SUITE_ALIASES.get(name, name)
+def suite_expert(suite: str) -> str:
+    """The expert of a suite: what ``--planner expert`` (and no ``--planner``) plays on it, and its PLWSR reference.
+    On the PARTNR-style suite that is ``partnr_expert``: the goal expert would play its tasks without switching or
+    cleaning (docs/partnr.md, "The PARTNR expert")."""
+    return REFERENCE_PLANNERS.get(resolve_suite(suite), EXPERT_PLANNER)
 
 
 def select_tasks(suite: str, split: str = "all", task_ids: Sequence[str] | None = None) -> list[TaskSpec]:
-    tasks = list(load_suite(resolve_suite(suite)).tasks)
+    tasks = list(load_suite(suite).tasks)
     if split not in ("all", "train", "validation", "test"):
         raise EvalError(f"unknown split {split!r}; use all, train, validation (PARTNR-style suite) or test")
     if split != "all":

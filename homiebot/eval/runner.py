@@ -64,7 +64,6 @@ from homiebot.eval.manifest import (
     LOCK_FILE,
     NOISE_PRESETS,
     REFERENCE_DIR,
-    SUITE_ALIASES,
     EvalError,
     EvalSettings,
     Job,
@@ -73,14 +72,13 @@ from homiebot.eval.manifest import (
     load_manifest,
     prepare_manifest,
     remove_stale_temp_dirs,
-    resolve_suite,
     resolver_for,
     scene_name_rows,
     select_tasks,
 )
 from homiebot.eval.pool import WorkerPool, WorkerSetupError
 from homiebot.eval.scoring import ScoredEvaluation, compute_scores, write_eval_report
-from homiebot.eval.tasks import TaskSpec
+from homiebot.eval.tasks import SUITE_ALIASES, TaskSpec, resolve_suite
 from homiebot.eval.worker import WorkerOptions
 
 # The names other modules import from here (the runner was one module before it was split by job).

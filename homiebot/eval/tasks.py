@@ -71,15 +71,45 @@ class TaskError(ValueError):
     """A task or suite could not be loaded, or an id is unknown."""
 
 
+#: Suite names accepted beside the suite files' names (``--suite emmoe``).
+SUITE_ALIASES = {"emmoe": "emmoe100"}
+#: The MuEP-style suite: ALFWorld's task types in a file and format of their own
+#: (:mod:`homiebot.eval.muep_suite`), played by their own runner (``homie eval --suite muep``, ``homie muep run``).
+MUEP_SUITE = "muep"
+
+
 def list_suites() -> list[str]:
+    """The suites of tasks in this module's format (``suites/*.yaml``): what :func:`load_suite` loads."""
     return sorted(p.stem for p in SUITE_DIR.glob("*.yaml"))
 
 
-@cache
+def suite_names() -> list[str]:
+    """Every name a ``--suite`` option takes, in every command: the suite files, their aliases and MuEP's."""
+    return sorted({*list_suites(), *SUITE_ALIASES, MUEP_SUITE})
+
+
+def resolve_suite(name: str) -> str:
+    """The suite a ``--suite`` name means: a suite file's name (aliases resolved) or :data:`MUEP_SUITE`. Every
+    command resolves its ``--suite`` here, so a name one command takes is a name every command takes."""
+    resolved = SUITE_ALIASES.get(name, name)
+    if resolved != MUEP_SUITE and resolved not in list_suites():
+        raise TaskError(f"unknown suite {name!r}; available: {', '.join(suite_names())}")
+    return resolved
+
+
 def load_suite(name: str = "emmoe100") -> TaskSuite:
+    """A suite of tasks by any name :func:`resolve_suite` takes. The MuEP-style suite is not in this format:
+    asking for it is a TaskError that says where it is played."""
+    resolved = resolve_suite(name)
+    if resolved == MUEP_SUITE:
+        raise TaskError(f"suite {name!r} holds ALFWorld's task types, played by homie eval --suite {MUEP_SUITE} "
+                        "or homie muep run (docs/muep.md), not by this command")
+    return _load_suite_file(resolved)
+
+
+@cache
+def _load_suite_file(name: str) -> TaskSuite:
     path = SUITE_DIR / f"{name}.yaml"
-    if not path.exists():
-        raise TaskError(f"unknown suite {name!r}; available: {', '.join(list_suites())}")
     try:
         return TaskSuite.model_validate(yaml.safe_load(path.read_text()))
     except ValidationError as err:

@@ -168,12 +168,15 @@ def test_free_text_run_record_keeps_states(tmp_path: Path):
 
 
 @pytest.mark.slow
-def test_partnr_eval_defaults_to_the_partnr_expert(tmp_path: Path):
-    """Without --planner, `homie eval --suite partnr` runs the PARTNR expert (the goal expert cannot switch or
-    clean): a task that must switch the microwave on succeeds."""
+@pytest.mark.parametrize("planner", [[], ["--planner", "expert"]], ids=["default", "expert"])
+def test_partnr_eval_defaults_to_the_partnr_expert(tmp_path: Path, planner: list[str]):
+    """Without --planner, and with --planner expert (the suite's expert, docs/partnr.md), `homie eval --suite partnr`
+    runs the PARTNR expert (the goal expert cannot switch or clean): a task that must switch the microwave on
+    succeeds."""
     out = tmp_path / "eval"
-    done = subprocess.run([HOMIE, "eval", "--suite", "partnr", "--tasks", "partnr-1-022", "--runs", "1", "--workers", "1",
-                           "--no-progress", "--no-report", "--out", str(out)], capture_output=True, text=True)
+    done = subprocess.run([HOMIE, "eval", "--suite", "partnr", "--tasks", "partnr-1-022", *planner, "--runs", "1",
+                           "--workers", "1", "--no-progress", "--no-report", "--out", str(out)],
+                          capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     assert json.loads((out / "eval.json").read_text())["settings"]["planner"] == "partnr_expert"
     report = json.loads((out / "report.json").read_text())
