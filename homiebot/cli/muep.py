@@ -2,12 +2,20 @@
 
 from __future__ import annotations
 
+import shlex
+import sys
 from pathlib import Path
 
 import typer
 
-from homiebot.cli.failures import check_output
+from homiebot.cli.failures import EXIT_INTERRUPTED, check_output
 from homiebot.cli.failures import report as _fail
+
+
+def _interrupted() -> typer.Exit:
+    """Ctrl-C: the episodes played so far are kept in episodes.jsonl and the same command plays the rest."""
+    command = shlex.join(["homie", *sys.argv[1:]])
+    return _fail(f"interrupted; to resume, run the same command again: {command}", EXIT_INTERRUPTED)
 
 
 def eval_muep(
@@ -57,6 +65,8 @@ def eval_muep(
         run_suite(tasks, planner, engine, out, phrasing, observe=observe or "text")
     except (SceneError, AlfworldUnavailable, ValueError) as err:
         raise _fail(str(err)) from None
+    except KeyboardInterrupt:
+        raise _interrupted() from None
     typer.echo((out / "report.md").read_text())
 
 
@@ -133,6 +143,10 @@ def register(app: typer.Typer) -> None:
                 run_suite(tasks[: limit or None], agent, engine, out, phrasing, observe=observe)
         except (SceneError, FileNotFoundError, AlfworldUnavailable, ValueError) as err:
             raise _fail(str(err)) from None
+        except KeyboardInterrupt:
+            if alfworld_data is not None:  # ALFWorld data runs are not resumed: plain "interrupted" (exit 130)
+                raise
+            raise _interrupted() from None
         typer.echo((out / "report.md").read_text())
 
     @muep.command("metrics")

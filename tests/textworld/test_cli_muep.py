@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import shlex
+
 import pytest
 from typer.testing import CliRunner
 
@@ -103,6 +105,41 @@ def test_a_run_cut_short_is_completed_by_the_same_command(small_suite, tmp_path)
     assert other.exit_code == 2
     assert "holds episodes of expert on sim" in other.output and len(other.output.strip().splitlines()) == 1
     assert (out / "episodes.jsonl").read_text().splitlines() == lines
+
+
+@pytest.mark.parametrize("command", [["muep", "run"], ["eval", "--suite", "muep", "--planner", "expert"]])
+def test_ctrl_c_prints_the_command_that_resumes(command, small_suite, tmp_path, monkeypatch) -> None:
+    # Ctrl-C during the second episode: the first is kept, one line gives the command that plays the rest (as
+    # homie eval does for EMMOE-100), and that command completes the run.
+    from homiebot.eval import muep_run
+
+    out = tmp_path / "run"
+    suite = ["--suite", str(small_suite)] if command[0] == "muep" else ["--tasks", ",".join(_ids(small_suite))]
+    argv = [*command, *suite, "--out", str(out)]
+    play = muep_run.run_text_episode
+    calls: list[str] = []
+
+    def interrupted_second(*args, **kwargs):
+        calls.append(args[1].id)
+        if len(calls) == 2:
+            raise KeyboardInterrupt
+        return play(*args, **kwargs)
+
+    monkeypatch.setattr(muep_run, "run_text_episode", interrupted_second)
+    monkeypatch.setattr("sys.argv", ["/venv/bin/homie", *argv])
+    stopped = runner.invoke(build_app(), argv)
+    assert stopped.exit_code == 130
+    lines = [line for line in stopped.output.splitlines() if line.strip()]
+    assert lines == [f"error: interrupted; to resume, run the same command again: {shlex.join(['homie', *argv])}"]
+    assert len((out / "episodes.jsonl").read_text().splitlines()) == 1
+    monkeypatch.setattr(muep_run, "run_text_episode", play)
+    resumed = runner.invoke(build_app(), argv)
+    assert resumed.exit_code == 0, resumed.output
+    assert len((out / "episodes.jsonl").read_text().splitlines()) == 4
+
+
+def _ids(suite_file) -> list[str]:
+    return [task.id for task in load_suite(suite_file)]
 
 
 def test_observe_option_is_checked_before_anything_runs(tmp_path) -> None:
