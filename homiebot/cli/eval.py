@@ -78,6 +78,19 @@ def _print_recovery(summary: dict[str, Any] | None) -> None:
         typer.echo(summary_line(summary))
 
 
+def _collaboration_metrics(directory: Path, report_dir: Path | None, as_json: bool) -> None:
+    """``homie metrics`` on a ``homie eval --agents`` folder: its summary and report from its episodes alone."""
+    from homiebot.multiagent.evaluate import CollaborationError, rewrite_report
+
+    if report_dir is not None:
+        check_output(report_dir, option="--report-dir")
+    try:
+        summary, markdown = rewrite_report(directory, report_dir)
+    except CollaborationError as err:
+        raise report(str(err)) from None
+    typer.echo(json.dumps(summary, indent=1) if as_json else markdown)
+
+
 def register(app: typer.Typer) -> None:
     """Add ``homie eval`` and ``homie metrics``."""
 
@@ -264,6 +277,11 @@ def register(app: typer.Typer) -> None:
 
         if not directory.is_dir():
             raise report(f"{directory} is not a directory")
+        from homiebot.multiagent.evaluate import is_collaboration_run
+
+        if is_collaboration_run(directory):  # homie eval --agents: PARTNR's tables 2 and 12 (docs/collaboration.md)
+            _collaboration_metrics(directory, report_dir, as_json)
+            return
         if (directory / "episodes.jsonl").is_file() and not (directory / "results.jsonl").exists():
             from homiebot.cli.muep import metrics_muep  # a MuEP run (homie eval --suite muep): MuEP's table
 

@@ -45,6 +45,7 @@ from homiebot.eval.partnr.episodes import task_actions, task_function
 from homiebot.eval.partnr.language import EvaluationFunction, task_category
 from homiebot.eval.partnr.tracker import evaluate_states
 from homiebot.eval.tasks import TaskSpec
+from homiebot.files import atomic_write_json, atomic_write_text
 from homiebot.multiagent.centralized import AgentRole
 from homiebot.multiagent.measures import AgentEvent, collaboration_measures
 from homiebot.multiagent.pair import MODES, Facet, role_config
@@ -57,6 +58,7 @@ from homiebot.types import Observation, RoundRecord, Trajectory, WorldState, cas
 log = logging.getLogger(__name__)
 
 EPISODES_FILE = "episodes.jsonl"
+SETTINGS_FILE = "settings.json"
 SUMMARY_FILE = "collaboration.json"
 REPORT_FILE = "report.md"
 #: What ``--agents`` accepts (PARTNR's pair; a single robot is plain ``homie eval``).
@@ -139,6 +141,18 @@ def collaboration_tasks(tasks: Sequence[TaskSpec], function_of: Callable[[TaskSp
         if share[AgentRole.ROBOT] and share[AgentRole.HUMAN]:
             chosen.append(task)
     return chosen
+
+
+def why_not_collaboration(task: TaskSpec, function_of: Callable[[TaskSpec], EvaluationFunction]) -> str:
+    """Why :func:`collaboration_tasks` leaves ``task`` out, in words for the refusal of a task named on the command
+    line."""
+    if task.evaluation is None:
+        return "it has no PARTNR evaluation function to split between the agents"
+    share = split_propositions(function_of(task))
+    alone = AgentRole.ROBOT if share[AgentRole.ROBOT] else AgentRole.HUMAN
+    count = len(share[alone])
+    what = "its one proposition" if count == 1 else f"all {count} of its propositions"
+    return f"the expert split gives the {alone.name.lower()} {what}, the other agent nothing to do"
 
 
 def _llm_calls(planner: Planner) -> int | None:
@@ -379,7 +393,7 @@ def run_collaboration(settings: CollabSettings, out: Path, tasks: Sequence[TaskS
     from homiebot.sim.mujoco.backend import MujocoSimulator
 
     out.mkdir(parents=True, exist_ok=True)
-    pinned = out / "settings.json"
+    pinned = out / SETTINGS_FILE
     wanted = settings.pinned()
     if pinned.is_file():
         before = json.loads(pinned.read_text(encoding="utf-8"))
@@ -423,11 +437,50 @@ def run_collaboration(settings: CollabSettings, out: Path, tasks: Sequence[TaskS
     finally:
         pair_sim.shutdown()
         solo_sim.shutdown()
-    summary = summarize(lines)
-    (out / SUMMARY_FILE).write_text(json.dumps(summary, indent=1) + "\n", encoding="utf-8")
-    task_count = len({line["task_id"] for line in lines})
-    (out / REPORT_FILE).write_text(report_markdown(settings, summary, task_count, runs), encoding="utf-8")
+    summary = write_summary(settings, lines, runs, out)
     return CollabOutcome(out, finished, skipped, summary, time.perf_counter() - started)
+
+
+def write_summary(settings: CollabSettings, lines: Sequence[dict[str, Any]], runs: int, out: Path) -> dict[str, Any]:
+    """Write ``collaboration.json`` and ``report.md`` of ``lines`` into ``out`` (each whole or not at all)."""
+    summary = summarize(lines)
+    atomic_write_json(out / SUMMARY_FILE, summary, indent=1)
+    task_count = len({line["task_id"] for line in lines})
+    atomic_write_text(out / REPORT_FILE, report_markdown(settings, summary, task_count, runs))
+    return summary
+
+
+def is_collaboration_run(directory: Path) -> bool:
+    """Whether ``directory`` was written by ``homie eval --agents`` (its pinned settings name both agents' planners)."""
+    pinned = directory / SETTINGS_FILE
+    if not (pinned.is_file() and (directory / EPISODES_FILE).is_file()):
+        return False
+    try:
+        settings = json.loads(pinned.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    return isinstance(settings, dict) and {"planner_robot", "planner_human", "mode"} <= set(settings)
+
+
+def rewrite_report(directory: Path, report_dir: Path | None = None) -> tuple[dict[str, Any], str]:
+    """``homie metrics`` on a collaboration folder: the summary and ``report.md`` recomputed from its
+    ``episodes.jsonl`` and ``settings.json`` alone, written into ``report_dir`` (default ``directory``).
+    Returns the summary and the report's text."""
+    try:
+        pinned = json.loads((directory / SETTINGS_FILE).read_text(encoding="utf-8"))
+        lines = _read_lines(directory / EPISODES_FILE)
+    except (OSError, ValueError) as err:
+        raise CollaborationError(f"{directory} is not a readable collaboration run: {err}") from None
+    # settings.json pins more than the settings (how a bundled model ran); the report needs only these.
+    known = {name: pinned[name] for name in CollabSettings.__dataclass_fields__ if name in pinned}
+    try:
+        settings = CollabSettings(**known)
+    except TypeError as err:
+        raise CollaborationError(f"{directory / SETTINGS_FILE} lacks a setting: {err}") from None
+    runs = 1 + max((int(line["run"]) for line in lines), default=-1)
+    target = directory if report_dir is None else report_dir
+    summary = write_summary(settings, lines, runs, target)
+    return summary, (target / REPORT_FILE).read_text(encoding="utf-8")
 
 
 def cli_run(out: Path, *, agents: str, suite: str, mode: str, planner_robot: str, planner_human: str,
@@ -462,10 +515,10 @@ def cli_run(out: Path, *, agents: str, suite: str, mode: str, planner_robot: str
         config = PerceptionConfig.model_validate({"builder": settings.perception, "describe_world": True})
         # The loop builds the graphs after a reset, which always has the scene's spec.
         graph = cast(PerceptionFactory, functools.partial(WorldModel, config=config))
-    try:
-        tasks = load_suite("partnr" if suite in ("partnr", "partnr_home") else suite).tasks
+    try:  # the one resolver of every command's --suite (homiebot.eval.tasks.resolve_suite)
+        tasks = load_suite(suite).tasks
     except TaskError as err:
-        raise CollaborationError(str(err)) from None
+        raise CollaborationError(f"{err}; --agents runs on --suite partnr") from None
     if not any(t.evaluation is not None for t in tasks):
         raise CollaborationError(f"suite {suite!r} has no PARTNR evaluation functions; --agents runs on --suite partnr")
     if split != "all":
@@ -499,6 +552,11 @@ def cli_run(out: Path, *, agents: str, suite: str, mode: str, planner_robot: str
             return task_function(task, probe.state())
 
         chosen = collaboration_tasks(tasks, function_of)
+        chosen_ids = {t.id for t in chosen}
+        left_out = [t for t in tasks if t.id not in chosen_ids]
+        if task_ids is not None and left_out:  # named tasks are run or refused, never dropped
+            reasons = "; ".join(f"{t.id}: {why_not_collaboration(t, function_of)}" for t in left_out)
+            raise CollaborationError(f"not a collaboration task (--agents runs only those): {reasons}")
     finally:
         probe.shutdown()
     if not chosen:

@@ -12,6 +12,7 @@ import pytest
 
 HOMIE = [str(Path(sys.executable).with_name("homie"))]
 TASKS = "partnr-6-007,partnr-6-010"  # lamp after the can (temporal, human-only skill); two objects to a stand
+SOLO_TASK = "partnr-6-000"  # one object to move, no state change: the expert split gives the robot everything
 
 
 def _homie(*args: str, cwd: Path) -> subprocess.CompletedProcess:
@@ -55,12 +56,39 @@ def test_refusals_are_one_line_and_write_nothing(tmp_path: Path) -> None:
         (["--agents", "robot+human", "--images"], "does not take --images"),
         (["--agents", "robot+human", "--suite", "partnr", "--tasks", "partnr-9-999"], "unknown task id"),
         (["--agents", "robot+human", "--suite", "partnr", "--planner-robot", "scripted"], "human only"),
+        # The suite names homie eval takes (homiebot.eval.tasks.resolve_suite), refused for what they hold.
+        (["--agents", "robot+human", "--suite", "emmoe"], "suite 'emmoe' has no PARTNR evaluation functions"),
+        (["--agents", "robot+human", "--suite", "muep"], "holds ALFWorld's task types"),
+        # A named task that is not a collaboration task is refused, naming it and why, not dropped.
+        (["--agents", "robot+human", "--suite", "partnr", "--tasks", f"partnr-6-007,{SOLO_TASK}"],
+         f"not a collaboration task (--agents runs only those): {SOLO_TASK}: the expert split gives the robot"),
     ]
     for extra, message in cases:
         done = _homie("eval", *extra, "--out", str(out), cwd=tmp_path)
         assert done.returncode == 2, (extra, done.stderr)
         assert message in done.stderr and done.stderr.strip().count("\n") == 0
         assert not out.exists()
+
+
+@pytest.mark.slow
+def test_metrics_recomputes_a_collaboration_folder_from_its_records(tmp_path: Path) -> None:
+    out = tmp_path / "collab"
+    done = _homie("eval", "--agents", "robot+human", "--suite", "partnr", "--tasks", "partnr-6-010", "--runs", "1",
+                  "--out", str(out), cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    report = (out / "report.md").read_text()
+    summary = json.loads((out / "collaboration.json").read_text())
+    (out / "report.md").unlink()
+    (out / "collaboration.json").unlink()
+    again = _homie("metrics", str(out), cwd=tmp_path)
+    assert again.returncode == 0, again.stderr
+    assert (out / "report.md").read_text() == report and again.stdout.strip() == report.strip()
+    assert json.loads((out / "collaboration.json").read_text()) == summary
+    as_json = _homie("metrics", str(out), "--json", cwd=tmp_path)
+    assert as_json.returncode == 0 and json.loads(as_json.stdout) == summary
+    elsewhere = tmp_path / "elsewhere"
+    beside = _homie("metrics", str(out), "--report-dir", str(elsewhere), cwd=tmp_path)
+    assert beside.returncode == 0 and (elsewhere / "report.md").read_text() == report
 
 
 def test_report_of_a_run_whose_single_agent_never_acted() -> None:
