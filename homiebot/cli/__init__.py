@@ -10,7 +10,7 @@ import logging
 
 import typer
 
-from homiebot.cli.failures import guard_command
+from homiebot.cli.failures import OneLineErrorGroup, guard_command
 from homiebot.logs import configure_logging
 
 #: Modules that add commands to the ``homie`` app, in help order.
@@ -35,6 +35,7 @@ def build_app() -> typer.Typer:
         no_args_is_help=True,
         add_completion=False,
         pretty_exceptions_enable=False,
+        cls=OneLineErrorGroup,  # usage errors (a missing option, a bad value) are one line too
     )
 
     @app.callback()

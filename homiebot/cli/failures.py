@@ -17,14 +17,16 @@ from __future__ import annotations
 import errno
 import functools
 import os
+import re
 import select
 import sys
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, NoReturn, TypeVar
 
 import typer
+from typer.core import TyperGroup
 
 EXIT_ENVIRONMENT = 1
 EXIT_BAD_INPUT = 2
@@ -85,10 +87,31 @@ def _qualified_names(err: BaseException) -> list[str]:
     return [f"{cls.__module__}.{cls.__qualname__}" for cls in type(err).__mro__]
 
 
+#: The temporaries that make writes atomic, named after their target (``tempfile.mkstemp``/``mkdtemp`` add 8 random
+#: characters): ``.NAME.tmp-XXXXXXXX`` and ``.NAME.old-XXXXXXXX`` folders, ``.NAME.XXXXXXXX`` files (optionally
+#: with the target's suffix or ``.tmp``). An error names the user's path, never one of these.
+_TEMPORARY_NAME = re.compile(r"^\.(?P<stem>.+?)\.(?:tmp-|old-)?[a-z0-9_]{8}(?P<suffix>\.[A-Za-z0-9]+)?$")
+
+
+def user_path(path: object) -> str:
+    """``path`` with every atomic-write temporary in it replaced by the name it stands for (``/proc/.x.tmp-ab12cd34``
+    -> ``/proc/x``)."""
+    text = os.fsdecode(path) if isinstance(path, (str, bytes, os.PathLike)) else str(path)
+    parts = []
+    for part in text.split(os.sep):
+        found = _TEMPORARY_NAME.match(part)
+        if found is None:
+            parts.append(part)
+            continue
+        suffix = found.group("suffix") or ""
+        parts.append(found.group("stem") + ("" if suffix == ".tmp" else suffix))
+    return os.sep.join(parts)
+
+
 def _os_error_line(err: OSError) -> tuple[int, str]:
-    where = f" {err.filename}" if err.filename is not None else ""
+    where = f" {user_path(err.filename)}" if err.filename is not None else ""
     if err.filename2 is not None:
-        where += f" -> {err.filename2}"
+        where += f" -> {user_path(err.filename2)}"
     reason = err.strerror or str(err)
     if err.errno in (errno.ENOSPC, errno.EDQUOT):
         what = f" writing{where}" if where else ""
@@ -204,3 +227,68 @@ def guard_command(callback: F) -> F:
             raise report(line, code) from None
 
     return guarded  # type: ignore[return-value]
+
+
+def _click_exception_class() -> type[Exception]:
+    """click's ``ClickException`` as this typer raises it: its own vendored copy from typer 0.29 on, click's before.
+    Found through ``typer.BadParameter``, a subclass of it in both, so that neither module is imported by name."""
+    for cls in typer.BadParameter.__mro__:
+        if cls.__name__ == "ClickException":
+            return cls
+    return typer.BadParameter
+
+
+def usage_line(err: Exception) -> str:
+    """A usage error (missing option, wrong type, unknown option or command) as one line that names the command's
+    help."""
+    format_message = getattr(err, "format_message", None)
+    message = " ".join((format_message() if callable(format_message) else str(err)).split()).rstrip(".")
+    if message[1:2].islower():  # "Missing option" -> "missing option", but not "HOST" or "URL"
+        message = message[:1].lower() + message[1:]
+    path = getattr(getattr(err, "ctx", None), "command_path", None)
+    return f"{message} (see {path} --help)" if path else message
+
+
+def usage_help(err: Exception) -> str:
+    """The help text a ``NoArgsIsHelpError`` carries (its message is the command's help)."""
+    format_message = getattr(err, "format_message", None)
+    return str(format_message()) if callable(format_message) else str(err)
+
+
+class OneLineErrorGroup(TyperGroup):
+    """The ``homie`` group: a usage error that click finds before a command runs (a missing ``--out``, a value of
+    the wrong type, an unknown option or command) is one ``error:`` line and exit 2, as every refusal of
+    :func:`guard_command` is, where typer would draw a usage box over several lines. Callers that ask for
+    ``standalone_mode=False`` get click's behaviour unchanged."""
+
+    def main(
+        self,
+        args: Sequence[str] | None = None,
+        prog_name: str | None = None,
+        complete_var: str | None = None,
+        standalone_mode: bool = True,
+        windows_expand_args: bool = True,
+        **extra: Any,
+    ) -> Any:
+        def call(standalone: bool) -> Any:
+            return super(OneLineErrorGroup, self).main(
+                args, prog_name, complete_var, standalone_mode=standalone, windows_expand_args=windows_expand_args,
+                **extra,
+            )
+
+        if not standalone_mode:
+            return call(False)
+        try:
+            result = call(False)
+        except _click_exception_class() as err:
+            code = getattr(err, "exit_code", EXIT_BAD_INPUT)
+            if type(err).__name__ == "NoArgsIsHelpError":  # `homie` or `homie sim` alone: the help, as typer shows it
+                typer.echo(usage_help(err))
+                sys.exit(code)
+            typer.secho(f"error: {usage_line(err)}", fg="red", err=True)
+            sys.exit(code)
+        except typer.Abort:
+            typer.secho("error: aborted", fg="red", err=True)
+            sys.exit(EXIT_ENVIRONMENT)
+        # Without standalone mode click returns the command's value, or the code of a typer.Exit it raised.
+        sys.exit(result if isinstance(result, int) else 0)

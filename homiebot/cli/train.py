@@ -33,6 +33,8 @@ def _train(
     ref_model: Path | None,
     warmup_steps: int | None,
 ) -> None:
+    # The output first: an unwritable --out is refused before the data set is read and the model loaded.
+    check_output(out)
     from homiebot.training.episodes import TrainingDataError
     from homiebot.training.trainer import TrainingError, check_data, preset_for, train
 
@@ -74,7 +76,9 @@ def register(app: typer.Typer) -> None:
     preset_option = typer.Option(
         "cpu-small", "--preset", help="cpu-small (2 CPU cores, fp32) or emmoe (the paper's, GPUs)."
     )
-    steps_option = typer.Option(None, "--max-steps", help="Stop after this many optimizer steps (default: one epoch).")
+    steps_option = typer.Option(
+        None, "--max-steps", min=1, help="Stop after this many optimizer steps, at least 1 (default: one epoch)."
+    )
     resume_option = typer.Option(False, "--resume", help="Continue the run in --out from its newest checkpoint.")
     lr_option = typer.Option(None, "--lr", help="Learning rate (default: the preset's).")
     batch_option = typer.Option(None, "--batch-size", help="Samples per device and step (default: the preset's).")
@@ -142,6 +146,7 @@ def register(app: typer.Typer) -> None:
         out: Path = typer.Option(..., "--out", "-o", help="New folder for the merged model."),
     ) -> None:
         """Merge a LoRA adapter into its base model (SFT -> DPO hand-over)."""
+        check_output(out)  # before the model is loaded
         from homiebot.training.trainer import TrainingError, merge
 
         try:
@@ -197,6 +202,7 @@ def register(app: typer.Typer) -> None:
         steps: int = typer.Option(
             None,
             "--steps-per-iteration",
+            min=0,
             help="DPO steps per iteration (default: the preset's epochs; 0: label and write the pairs, no training).",
         ),
         seed_offset: int = typer.Option(
@@ -283,6 +289,8 @@ def register(app: typer.Typer) -> None:
         json_out: Path = typer.Option(None, "--json", help="Also write the scores here."),
     ) -> None:
         """Offline scores on held-out data: answer NLL per token and DPO pair accuracy (no simulator)."""
+        if json_out is not None:
+            check_output(json_out, option="--json", directory=False)  # before the model is loaded
         from homiebot.training.offline_eval import evaluate_offline, write_scores
         from homiebot.training.trainer import TrainingError
 

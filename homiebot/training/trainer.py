@@ -361,6 +361,8 @@ def train(
         raise TrainingError(f"unknown stage {stage!r}; use sft or dpo")
     if ref_model is not None and stage != "dpo":
         raise TrainingError("a reference model is for DPO only")
+    if max_steps is not None and max_steps < 1:  # transformers reads -1 as "no limit": a whole epoch
+        raise TrainingError(f"max_steps must be at least 1 (or None for the preset's epochs), got {max_steps}")
     target = _check_out(Path(out), resume)
     dataset = load_rows(Path(data), stage)
     if len(dataset) == 0:
