@@ -18,17 +18,11 @@ log = logging.getLogger(__name__)
 
 
 def _parse_options(pairs: list[str]) -> dict[str, Any]:
-    """``key=value`` planner options; values are read as JSON when they parse (numbers, booleans), else text."""
-    options: dict[str, Any] = {}
-    for pair in pairs:
-        key, sep, value = pair.partition("=")
-        if not sep or not key.strip():
-            raise typer.BadParameter(f"planner option {pair!r} must look like key=value")
-        try:
-            options[key.strip()] = json.loads(value)
-        except json.JSONDecodeError:
-            options[key.strip()] = value
-    return options
+    """``-p key=value`` planner options as typed (:func:`homiebot.planner.registry.parse_planner_options`; the
+    planner's constructor types the values). A malformed pair is a ``PlannerError`` (one line, exit 2)."""
+    from homiebot.planner.registry import parse_planner_options
+
+    return dict(parse_planner_options(pairs))
 
 
 def _task_list(values: list[str]) -> list[str] | None:
@@ -193,16 +187,18 @@ def register(app: typer.Typer) -> None:
             raise report("--observe is an option of --suite muep (EMMOE's planners are given the four views)")
         from pydantic import ValidationError
 
-        from homiebot.eval.runner import EvalError, EvalSettings, resolve_suite, run_evaluation
-        from homiebot.eval.tasks import TaskError
+        from homiebot.eval.runner import EvalSettings, resolve_suite, run_evaluation
 
         check_output(out)
+        from homiebot.planner.registry import planner_options as typed_options
         from homiebot.recovery.cli import recovery_planner, write_recovery_summary
 
+        # Typed from the planner's constructor (an unknown key or a bad value is refused here, before any file);
+        # the runner looks at the planner's server before it writes (homiebot.eval.runner.check_arguments).
+        options = typed_options(planner, {**_parse_options(planner_option), **named})
         try:  # --recovery wraps the planner and its options (pinned whole in eval.json)
             planner_name, planner_options = recovery_planner(
-                planner, {**_parse_options(planner_option), **named}, recovery, recovery_stages, recovery_search,
-                out.absolute() / "recovery")
+                planner, options, recovery, recovery_stages, recovery_search, out.absolute() / "recovery")
         except ValueError as err:
             raise report(str(err)) from None
         from homiebot.planner.models import runs_text_runtime, text_runtime_defaults
@@ -236,8 +232,6 @@ def register(app: typer.Typer) -> None:
                 model_actors=model_actors,
                 model_gpus=model_gpus,
             )
-        except (EvalError, TaskError) as err:
-            raise report(str(err)) from None
         except KeyboardInterrupt:
             # The workers ignore Ctrl-C and are ended by the pool; finished episodes are kept.
             raise report(f"interrupted; to resume, run the same command again: {shlex.join(['homie', *sys.argv[1:]])}",

@@ -9,7 +9,6 @@ an output directory that cannot be written, bad options). Messages go to stderr.
 from __future__ import annotations
 
 import functools
-import json
 import logging
 from pathlib import Path
 from typing import Any
@@ -33,17 +32,11 @@ log = logging.getLogger(__name__)
 
 
 def _parse_options(pairs: list[str]) -> dict[str, Any]:
-    """``key=value`` planner options; values are read as JSON when they parse (numbers, booleans), else text."""
-    options: dict[str, Any] = {}
-    for pair in pairs:
-        key, sep, value = pair.partition("=")
-        if not sep or not key.strip():
-            raise _fail(f"planner option {pair!r} must look like key=value")
-        try:
-            options[key.strip()] = json.loads(value)
-        except json.JSONDecodeError:
-            options[key.strip()] = value
-    return options
+    """``-p key=value`` planner options as typed; the planner's constructor types the values
+    (:func:`homiebot.planner.registry.planner_options`). A malformed pair is a ``PlannerError`` (one line, exit 2)."""
+    from homiebot.planner.registry import parse_planner_options
+
+    return dict(parse_planner_options(pairs))
 
 
 def _round_table(trajectory: Any) -> Any:
@@ -106,12 +99,19 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Run one HomieBot episode (planner -> executor -> skills -> simulator) and record it into OUT."""
         from homiebot.agent.loop import EpisodeConfig, EpisodeSetupError, run_episode
-        from homiebot.data.record import EpisodeRecorder, RecordError
+        from homiebot.data.record import EpisodeRecorder
         from homiebot.eval.tasks import TaskError, get_task
-        from homiebot.planner.registry import PlannerError, free_text_planners, make_planner, planner_class
+        from homiebot.planner.registry import (
+            PlannerError,
+            check_planner,
+            free_text_planners,
+            make_planner,
+            planner_class,
+        )
         from homiebot.sim.base import available_backends
         from homiebot.sim.scene import SceneError, load_scene
 
+        # Everything is checked before anything is written: a refused start leaves no record behind.
         if (task_id is None) == (instruction is None):
             raise _fail("give either --task ID or a free-text INSTRUCTION (with --scene)")
         task = None
@@ -151,44 +151,44 @@ def register(app: typer.Typer) -> None:
             except ValueError as err:
                 raise _fail(str(err)) from None
         options = _parse_options(planner_option)
-        options.update(base_url=base_url, model=model, api_key_env=api_key_env, constrained=constrained, decode=decode)
+        named = {"base_url": base_url, "model": model, "api_key_env": api_key_env, "constrained": constrained,
+                 "decode": decode}
+        options.update({key: value for key, value in named.items() if value is not None})  # a flag not given leaves -p's
         from homiebot.cli.train_adapter import AdapterOptionError, adapter_option
 
         try:
             options.update(adapter_option(adapter, planner, options))
         except AdapterOptionError as err:
             raise _fail(str(err)) from None
-        from homiebot.recovery.cli import recovery_planner, write_episode_stats
-
-        try:  # --recovery wraps the planner and its options
-            planner, options = recovery_planner(planner, options, recovery, recovery_stages, recovery_search)
-        except ValueError as err:
-            raise _fail(str(err)) from None
-        try:
-            recorder = EpisodeRecorder(out, images=render, video=video and render)
-        except RecordError as err:
-            raise _fail(str(err)) from None
-        try:
-            the_planner = make_planner(planner, **options)
-        except PlannerError as err:
-            raise _fail(str(err)) from None
-
         from homiebot.skills import SkillSet, preset_name
 
         try:
             preset = preset_name(noise, what="--noise")
         except ValueError as err:
             raise _fail(str(err)) from None
-
-        def skills(sim: Any, scene_seed: int) -> SkillSet:
-            return SkillSet(sim, noise=preset, seed=scene_seed)
-
         try:
             perception_mode(perception)
         except ValueError as err:
             raise _fail(str(err)) from None
         if describe_world and perception == PerceptionMode.OFF:
             raise _fail(f"--describe-world needs --perception {' or '.join(GRAPH_BUILDERS)}")
+        from homiebot.recovery.cli import recovery_planner, write_episode_stats
+
+        # Typed options and a look at the planner's server (exit 1 when it does not answer), before any file.
+        options = check_planner(planner, options)
+        try:  # --recovery wraps the planner and its options
+            planner, options = recovery_planner(planner, options, recovery, recovery_stages, recovery_search)
+        except ValueError as err:
+            raise _fail(str(err)) from None
+        try:
+            the_planner = make_planner(planner, **options)
+        except PlannerError as err:
+            raise _fail(str(err)) from None
+        recorder = EpisodeRecorder(out, images=render, video=video and render)
+
+        def skills(sim: Any, scene_seed: int) -> SkillSet:
+            return SkillSet(sim, noise=preset, seed=scene_seed)
+
         perception_factory: Any = None
         if perception != PerceptionMode.OFF:
             from homiebot.perception.world_model import PerceptionConfig, WorldModel

@@ -31,6 +31,7 @@ import io
 import logging
 import os
 import shutil
+import socket
 import tarfile
 import tempfile
 import time
@@ -50,6 +51,8 @@ RAY_VERSION = "2.60.0"
 #: Object store of a private instance: records are small (an imageless one is about 40 KiB), and Ray's
 #: default (30% of memory) would reserve gigabytes of /dev/shm for nothing.
 LOCAL_OBJECT_STORE_BYTES = 256 * 2**20
+#: How long the start-up check waits for a cluster's head to accept a connection (seconds).
+CLUSTER_PROBE_TIMEOUT_S = 5.0
 #: How often the driver looks at the cluster while it waits (seconds).
 POLL_S = 2.0
 #: After this long without a placed worker the driver logs the cluster's free resources (and again each time).
@@ -398,11 +401,43 @@ class RayPool:
 
 
 def check_ray(address: str | None) -> None:
-    """Refuse ``--backend ray`` without Ray, and a malformed ``--address``, before anything is written."""
+    """Refuse ``--backend ray`` without Ray, a malformed ``--address`` (bad input) and a cluster that is not there
+    (the environment: :class:`~homiebot.eval.pool.WorkerSetupError`, exit 1), before anything is written."""
     missing = ray_missing()
     if missing:
         raise EvalError(missing)
-    if address is not None and address != "auto":
-        host, sep, port = address.rpartition(":")
-        if not sep or not host or not port.isdigit():
-            raise EvalError(f"--address must be auto or HOST:PORT, got {address!r}")
+    if address is None:
+        return  # a private instance, started by the pool
+    if address == "auto":
+        _check_auto_cluster()
+        return
+    host, sep, port = address.rpartition(":")
+    if not sep or not host or not port.isdigit():
+        raise EvalError(f"--address must be auto or HOST:PORT, got {address!r}")
+    from homiebot.eval.pool import WorkerSetupError
+
+    try:  # the head's GCS port: a TCP connection is all it takes to know that something listens there
+        with socket.create_connection((host.strip("[]"), int(port)), timeout=CLUSTER_PROBE_TIMEOUT_S):
+            pass
+    except OSError as err:
+        reason = err.strerror or str(err) or type(err).__name__
+        raise WorkerSetupError(
+            f"cannot reach the Ray cluster at --address {address}: {reason}; is `ray start --head` running there?"
+        ) from None
+
+
+def _check_auto_cluster() -> None:
+    """``--address auto``: join the cluster that runs on this machine once and leave it (Ray finds it from
+    ``RAY_ADDRESS`` or the running head's process, and says at once when there is none)."""
+    import ray
+
+    from homiebot.eval.pool import WorkerSetupError
+
+    if ray.is_initialized():
+        return
+    try:
+        ray.init(address="auto", include_dashboard=False, log_to_driver=False, configure_logging=False)
+    except (ConnectionError, RuntimeError, ValueError) as err:
+        reason = " ".join(str(err).split()) or type(err).__name__
+        raise WorkerSetupError(f"--address auto: no Ray cluster to join on this machine ({reason})") from None
+    ray.shutdown()

@@ -187,12 +187,13 @@ def run_evaluation(
     jobs = plan_jobs(settings, tasks, runs)
     started = time.perf_counter()
     created = not out.exists()
+    existing = set() if created else {p.name for p in out.iterdir()}
+    failed_start: WorkerSetupError | None = None
     with eval_lock(out):
         try:
             manifest = prepare_manifest(out, settings, tasks)
         except BaseException:
-            if created:  # nothing of this run may stay behind (a full disk, Ctrl-C)
-                shutil.rmtree(out, ignore_errors=True)
+            _remove_created(out, created, existing)  # nothing of this run may stay behind (a full disk, Ctrl-C)
             raise
         removed = remove_stale_temp_dirs(out)
         if removed:
@@ -217,15 +218,37 @@ def run_evaluation(
                     pool = _make_pool(options, min(workers, len(todo)), backend, address, model_actors, model_gpus)
                     _run_jobs(pool, todo, index, outcome, progress, settings.label())
                 except WorkerSetupError as err:
-                    # No worker could start (a model that does not load, a bad planner option): nothing ran.
+                    # No worker could start (a model that does not load, a cluster that went away): nothing ran.
                     done = {f"{job.kind}:{job.task_id}:{job.run}" for job in todo if is_finished(out / job.relpath())}
-                    outcome.failed_jobs.extend(f"{job.key}: {err}" for job in todo if job.key not in done)
+                    if done or outcome.finished:
+                        outcome.failed_jobs.extend(f"{job.key}: {err}" for job in todo if job.key not in done)
+                    else:
+                        failed_start = err
         finally:
             index.close()
-        outcome.wall_s = time.perf_counter() - started
-        if report:
-            write_eval_report(out)
+        if failed_start is None:
+            outcome.wall_s = time.perf_counter() - started
+            if report:
+                write_eval_report(out)
+    if failed_start is not None:
+        # A start that failed is not a run: what it created goes, so that the corrected command starts afresh in
+        # the same folder (eval.json would pin this run's setting and refuse the next one's).
+        _remove_created(out, created, existing)
+        raise failed_start
     return outcome
+
+
+def _remove_created(out: Path, created: bool, existing: set[str]) -> None:
+    """Remove what this run added to ``out``: the folder itself when it made it, else the entries it made."""
+    if created:
+        shutil.rmtree(out, ignore_errors=True)
+        return
+    for entry in out.iterdir():
+        if entry.name not in existing:
+            if entry.is_dir() and not entry.is_symlink():
+                shutil.rmtree(entry, ignore_errors=True)
+            else:
+                entry.unlink(missing_ok=True)
 
 
 def check_arguments(
@@ -237,8 +260,10 @@ def check_arguments(
     split: str,
     task_ids: Sequence[str] | None,
 ) -> list[TaskSpec]:
-    """Refuse a bad argument before anything is written; returns the selected tasks."""
-    from homiebot.planner.registry import PlannerError, planner_class
+    """Refuse a bad argument before anything is written; returns the selected tasks. Last, the planner's options
+    are checked against its constructor and its server is asked whether it answers (an environment error when it
+    does not): a setting that cannot run never pins ``eval.json``."""
+    from homiebot.planner.registry import PlannerError, check_planner, planner_class
 
     if runs < 1:
         raise EvalError(f"--runs must be at least 1, got {runs}")
@@ -255,6 +280,10 @@ def check_arguments(
         raise EvalError(f"--out {out} exists and is not a directory")
     if out.is_dir() and not (out / EVAL_FILE).is_file() and any(not p.name.startswith(".") for p in out.iterdir()):
         raise EvalError(f"--out {out} is a non-empty directory that holds no evaluation; use an empty or new one")
+    try:
+        check_planner(settings.planner, settings.planner_options)
+    except PlannerError as err:
+        raise EvalError(str(err)) from None
     return tasks
 
 

@@ -33,7 +33,7 @@ from __future__ import annotations
 import logging
 import os
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Literal
 
@@ -59,6 +59,9 @@ PLACEHOLDER_API_KEY = "EMPTY"
 _MASKED_KEY = re.compile(r"\b(sk|key)-[\w*\-]*\*{2,}[\w*\-]*", re.IGNORECASE)
 
 GrammarField = Literal["structured_outputs", "guided_grammar", "grammar"]
+#: How long the start-up probe of the server (:meth:`OpenAIPlanner.preflight`) waits: a server that is up answers
+#: its model list at once, and a command should not hang on a wrong address.
+PROBE_TIMEOUT_S = 5.0
 
 
 def redact(text: str, secret: str | None) -> str:
@@ -119,7 +122,7 @@ class OpenAIPlanner(Planner):
         if not key:
             if api_key_env is not None:
                 raise ValueError(f"--api-key-env {api_key_env}: that environment variable is not set or empty")
-            log.info("%s is not set: sending no API key (fine for local servers)", DEFAULT_API_KEY_ENV)
+            log.debug("%s is not set: sending no API key (fine for local servers)", DEFAULT_API_KEY_ENV)
             key = PLACEHOLDER_API_KEY
         self.api_key_env = key_env
         self.__api_key = key  # name-mangled: not an attribute anyone reads by accident
@@ -145,6 +148,32 @@ class OpenAIPlanner(Planner):
         #: The last call's ``usage`` (token counts) and ``finish_reason``, for records and benchmarks.
         self.last_usage: dict[str, Any] | None = None
         self.last_finish_reason: str | None = None
+
+    @classmethod
+    def preflight(cls, options: Mapping[str, Any]) -> None:
+        """Ask the server for its model list once (``GET {base_url}/models``, no retry, a short timeout), so that a
+        server that is down or a wrong ``--base-url`` stops the command before it writes anything. Only a server
+        that cannot be reached, or one that refuses the key, fails here: a server that answers otherwise is up (not
+        every gateway serves the model list)."""
+        planner = cls(**options)
+        try:
+            planner.probe()
+        finally:
+            planner.close()
+
+    def probe(self) -> None:
+        """One ``GET /models``; raises :class:`OpenAIServerError` when the server cannot be reached or refuses the key."""
+        openai = self._openai
+        timeout_s = min(self.timeout_s, PROBE_TIMEOUT_S)
+        client = self._client.with_options(timeout=timeout_s, max_retries=0)
+        try:
+            client.models.list()
+        except (openai.APITimeoutError, openai.APIConnectionError) as exc:
+            raise self._translate(exc, "checking it before the start (GET /models)", 1, timeout_s) from None
+        except openai.APIStatusError as exc:
+            if exc.status_code in (401, 403):
+                raise self._translate(exc, "checking it before the start (GET /models)") from None
+            log.debug("the server at %s answered GET /models with HTTP %s; it is up", self.base_url, exc.status_code)
 
     def __repr__(self) -> str:
         return f"OpenAIPlanner(base_url={self.base_url!r}, model={self.model!r}, api_key_env={self.api_key_env!r})"
@@ -247,13 +276,16 @@ class OpenAIPlanner(Planner):
         report_call(request, messages, content)
         return content
 
-    def _translate(self, exc: Exception, doing: str) -> OpenAIServerError:
+    def _translate(
+        self, exc: Exception, doing: str, attempts: int | None = None, timeout_s: float | None = None
+    ) -> OpenAIServerError:
         """A message that names the server and what failed, never the key."""
         openai = self._openai
-        attempts = self.max_retries + 1
+        attempts = self.max_retries + 1 if attempts is None else attempts
+        timeout_s = self.timeout_s if timeout_s is None else timeout_s
         if isinstance(exc, openai.APITimeoutError):
             message = (
-                f"the OpenAI-compatible server at {self.base_url} did not answer within {self.timeout_s:g} s "
+                f"the OpenAI-compatible server at {self.base_url} did not answer within {timeout_s:g} s "
                 f"({attempts} attempt(s)) while {doing}"
             )
         elif isinstance(exc, openai.APIConnectionError):

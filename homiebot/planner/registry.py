@@ -6,14 +6,22 @@ installed packages add theirs through the ``homiebot.planners`` entry-point grou
 
 Options given to :func:`make_planner` are checked against the planner's constructor: an option the
 planner does not take is an error that names the options it does take (``None`` values are dropped,
-so a CLI can pass its optional flags through unconditionally).
+so a CLI can pass its optional flags through unconditionally), and a value is typed from the parameter's
+annotation (:func:`planner_options`), so that ``-p max_new_tokens=abc`` or ``-p constrained=maybe`` is a
+one-line refusal, not a comparison error deep in a backend or a string that is always true. Commands call
+:func:`check_planner` before they write anything: the same check plus the planner's cheap look at what it needs
+outside the process (:meth:`~homiebot.planner.base.Planner.preflight`: an OpenAI-compatible server that answers).
 """
 
 from __future__ import annotations
 
+import enum
 import importlib
 import inspect
-from typing import Any
+import json
+import types
+from collections.abc import Mapping, Sequence
+from typing import Any, Literal, Union, get_args, get_origin
 
 from homiebot.planner.base import Planner
 from homiebot.plugins import PLANNERS_GROUP, entry_point_targets
@@ -74,17 +82,185 @@ def free_text_planners() -> list[str]:
     return names
 
 
-def make_planner(name: str, **options: Any) -> Planner:
-    cls = planner_class(name)
-    options = {k: v for k, v in options.items() if v is not None}
-    signature = inspect.signature(cls.__init__)
-    accepts_any = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in signature.parameters.values())
-    known = [p for p in signature.parameters if p != "self"]
-    unknown = sorted(k for k in options if k not in known)
-    if unknown and not accepts_any:
-        takes = ", ".join(known) if known else "no options"
-        raise PlannerError(f"planner {name!r} does not take option(s) {', '.join(unknown)}; it takes: {takes}")
+#: How ``-p key=true`` is written for a yes/no option (any case).
+TRUE_WORDS = ("true", "1", "yes")
+FALSE_WORDS = ("false", "0", "no")
+_NONE_WORDS = ("none", "null")
+
+
+def parse_planner_options(pairs: Sequence[str]) -> dict[str, str]:
+    """``-p key=value`` pairs as typed: the values stay text until :func:`planner_options` types them from the
+    planner's constructor (the last of a repeated key wins)."""
+    options: dict[str, str] = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key.strip():
+            raise PlannerError(f"planner option {pair!r} must look like key=value (-p KEY=VALUE)")
+        options[key.strip()] = value
+    return options
+
+
+def _constructor(cls: type[Planner]) -> tuple[inspect.Signature, Mapping[str, Any]]:
+    """The signature that decides a planner's options (without ``self``) and its module's names (to read its
+    annotations): its ``__init__``, or, for one that only forwards ``*args, **kwargs``, its first base's that
+    names them."""
+    forwarding: tuple[inspect.Signature, Mapping[str, Any]] | None = None
+    for klass in cls.__mro__:
+        init = klass.__dict__.get("__init__")
+        if init is None:
+            continue
+        if klass is object:
+            break
+        parameters = list(inspect.signature(init).parameters.values())[1:]
+        found = inspect.Signature(parameters), getattr(init, "__globals__", {})
+        if not parameters or not all(
+            p.kind in (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD) for p in parameters
+        ):
+            return found
+        forwarding = forwarding or found
+    return forwarding or (inspect.Signature(), {})  # no base names them: the planner takes anything
+
+
+def _annotation(init_globals: Mapping[str, Any], parameter: inspect.Parameter) -> Any:
+    """The parameter's annotation as an object, or ``Any`` when it is absent or names what only type checkers
+    import (postponed annotations are strings: PEP 563)."""
+    annotation = parameter.annotation
+    if annotation is inspect.Parameter.empty:
+        return Any
+    if isinstance(annotation, str):
+        try:
+            return eval(annotation, dict(init_globals))  # noqa: S307 - the planner module's own annotation text
+        except Exception:
+            return Any
+    return annotation
+
+
+class _Mismatch(ValueError):
+    """A value that is not of the parameter's type; the message says what was expected."""
+
+
+def _type_value(value: Any, annotation: Any) -> Any:
+    """``value`` as ``annotation`` says: text (from a command line) is read as that type; a value already of it
+    passes. Types this does not know (engines, callables) take the value unchanged."""
+    origin = get_origin(annotation)
+    if annotation is Any:
+        if isinstance(value, str):  # untyped: numbers and booleans read as JSON, the rest stays text
+            try:
+                return json.loads(value)
+            except json.JSONDecodeError:
+                return value
+        return value
+    if origin in (Union, types.UnionType):
+        arms = get_args(annotation)
+        if value is None or (isinstance(value, str) and value.strip().lower() in _NONE_WORDS and type(None) in arms):
+            return None
+        expected = []
+        # A value already of one arm's type keeps it (``str | Path`` keeps a str); then text is tried arm by arm.
+        for arm in sorted((a for a in arms if a is not type(None)), key=lambda a: not _is_instance(value, a)):
+            try:
+                return _type_value(value, arm)
+            except _Mismatch as err:
+                expected.append(str(err))
+        raise _Mismatch(" or ".join(dict.fromkeys(expected)))
+    if origin is Literal:
+        choices = get_args(annotation)
+        for choice in choices:
+            if value == choice or (isinstance(value, str) and value.strip() == str(choice)):
+                return choice
+        raise _Mismatch(f"one of {', '.join(str(c) for c in choices)}")
+    if annotation is bool:
+        if isinstance(value, bool):
+            return value
+        word = str(value).strip().lower() if isinstance(value, (str, int)) else None
+        if word in TRUE_WORDS or word in FALSE_WORDS:
+            return word in TRUE_WORDS
+        raise _Mismatch(f"a yes/no value ({'/'.join(TRUE_WORDS)} or {'/'.join(FALSE_WORDS)})")
+    if annotation is int:
+        if isinstance(value, int) and not isinstance(value, bool):
+            return value
+        if isinstance(value, str):
+            try:
+                return int(value.strip())
+            except ValueError:
+                pass
+        raise _Mismatch("an integer")
+    if annotation is float:
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            return float(value)
+        if isinstance(value, str):
+            try:
+                return float(value.strip())
+            except ValueError:
+                pass
+        raise _Mismatch("a number")
+    if annotation is str:
+        if isinstance(value, str):
+            return value
+        raise _Mismatch("text")
+    if isinstance(annotation, type) and issubclass(annotation, enum.Enum):
+        for member in annotation:
+            if value == member or (isinstance(value, str) and value.strip() == str(member.value)):
+                return member
+        raise _Mismatch(f"one of {', '.join(str(m.value) for m in annotation)}")
+    if origin in (list, tuple, dict, Sequence, Mapping) and isinstance(value, str):
+        try:  # a list or mapping given on a command line, as JSON
+            parsed = json.loads(value)
+        except json.JSONDecodeError:
+            raise _Mismatch(f"JSON ({origin.__name__})") from None
+        if not isinstance(parsed, dict if origin in (dict, Mapping) else list):
+            raise _Mismatch(f"JSON ({origin.__name__})")
+        return parsed
+    return value
+
+
+def _is_instance(value: Any, annotation: Any) -> bool:
+    target = get_origin(annotation) or annotation
     try:
-        return cls(**options)
+        return isinstance(value, target) and not (isinstance(value, bool) and target in (int, float))
+    except TypeError:  # Literal and other special forms
+        return False
+
+
+def planner_options(name: str, options: Mapping[str, Any]) -> dict[str, Any]:
+    """``options`` checked against planner ``name``'s constructor: ``None`` values dropped, an option it does not
+    take refused with the list of those it takes, every value typed from the parameter's annotation (integers,
+    numbers, yes/no as true/false/1/0/yes/no, the choices of a ``Literal`` or enum). Raises :class:`PlannerError`."""
+    cls = planner_class(name)
+    given = {k: v for k, v in options.items() if v is not None}
+    signature, init_globals = _constructor(cls)
+    parameters = {p.name: p for p in signature.parameters.values()
+                  if p.kind not in (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD)}
+    accepts_any = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in signature.parameters.values())
+    unknown = sorted(k for k in given if k not in parameters)
+    if unknown and not accepts_any:
+        takes = ", ".join(parameters) if parameters else "no options"
+        raise PlannerError(f"planner {name!r} does not take option(s) {', '.join(unknown)}; it takes: {takes}")
+    typed: dict[str, Any] = {}
+    for key, value in given.items():
+        annotation = _annotation(init_globals, parameters[key]) if key in parameters else Any
+        try:
+            typed[key] = _type_value(value, annotation)
+        except _Mismatch as err:
+            raise PlannerError(f"planner {name!r}: option {key}={value} must be {err}") from None
+    return {k: v for k, v in typed.items() if v is not None}
+
+
+def check_planner(name: str, options: Mapping[str, Any]) -> dict[str, Any]:
+    """What a command runs before it writes anything: :func:`planner_options` (bad input: :class:`PlannerError`),
+    then the planner's :meth:`~homiebot.planner.base.Planner.preflight` (a server that does not answer raises the
+    backend's own error, an environment error). Returns the typed options."""
+    typed = planner_options(name, options)
+    try:
+        planner_class(name).preflight(typed)
+    except (TypeError, ValueError, FileNotFoundError) as err:  # as make_planner: the options, not the server
+        raise PlannerError(f"planner {name!r}: {err}") from err
+    return typed
+
+
+def make_planner(name: str, **options: Any) -> Planner:
+    """Build planner ``name`` from ``options`` (checked and typed by :func:`planner_options`)."""
+    typed = planner_options(name, options)
+    try:
+        return planner_class(name)(**typed)
     except (TypeError, ValueError, FileNotFoundError) as err:
         raise PlannerError(f"planner {name!r}: {err}") from err

@@ -177,6 +177,15 @@ class RecoveryPlanner(Planner):
     #: Reads the world state (never the goal) for its scene representation (docs/recovery.md).
     reads_state = True
 
+    @classmethod
+    def preflight(cls, options: Mapping[str, Any]) -> None:
+        """The base planner's own check (its server), with its options typed from its constructor."""
+        base = options.get("base")
+        if isinstance(base, str):
+            from homiebot.planner.registry import check_planner
+
+            check_planner(base, options.get("base_options") or {})
+
     def __init__(
         self,
         base: str | Planner,

@@ -3,10 +3,14 @@
 
 from __future__ import annotations
 
+import contextlib
+import http.server
 import json
 import os
 import subprocess
 import sys
+import threading
+from collections.abc import Iterator
 from pathlib import Path
 
 HOMIE = str(Path(sys.executable).with_name("homie"))
@@ -18,17 +22,50 @@ def _eval(out: Path, *options: str) -> subprocess.CompletedProcess:
     return subprocess.run(argv, capture_output=True, text=True, timeout=300, env={**os.environ, "COLUMNS": "200"})
 
 
+@contextlib.contextmanager
+def _models_only_server() -> Iterator[str]:
+    """An OpenAI-compatible address that lists one model (so the start-up check passes) and refuses every chat
+    request with HTTP 400 (so no episode runs, which is all this test needs: nothing is stored)."""
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def _answer(self, status: int, body: dict) -> None:
+            data = json.dumps(body).encode()
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def do_GET(self) -> None:  # noqa: N802 - http.server's name
+            self._answer(200, {"object": "list", "data": [{"id": "nobody", "object": "model"}]})
+
+        def do_POST(self) -> None:  # noqa: N802 - http.server's name
+            self.rfile.read(int(self.headers.get("Content-Length", 0)))
+            self._answer(400, {"error": {"message": "no chat here"}})
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/v1"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
 def test_named_planner_options_equal_dash_p(tmp_path: Path) -> None:
-    # Port 9 (discard) has no server: the episode cannot run, which is all this test needs (nothing is stored).
-    named = _eval(tmp_path / "named", "--base-url", "http://127.0.0.1:9/v1", "--model", "nobody", "--no-constrained")
-    dash_p = _eval(tmp_path / "dash_p", "-p", "base_url=http://127.0.0.1:9/v1", "-p", "model=nobody", "-p",
-                   "constrained=false")
+    with _models_only_server() as url:
+        named = _eval(tmp_path / "named", "--base-url", url, "--model", "nobody", "--no-constrained")
+        dash_p = _eval(tmp_path / "dash_p", "-p", f"base_url={url}", "-p", "model=nobody", "-p", "constrained=false")
     for done in (named, dash_p):
         assert done.returncode == 1, done.stderr[-2000:]
-        assert "could not run: cannot reach the OpenAI-compatible server at http://127.0.0.1:9/v1" in done.stderr
+        assert f"could not run: the server at {url} answered HTTP 400" in done.stderr, done.stderr[-2000:]
     pinned = [json.loads((tmp_path / name / "eval.json").read_text())["settings"]["planner_options"]
               for name in ("named", "dash_p")]
-    assert pinned[0] == pinned[1] == {"base_url": "http://127.0.0.1:9/v1", "model": "nobody", "constrained": False}
+    assert pinned[0] == pinned[1] == {"base_url": url, "model": "nobody", "constrained": False}
 
 
 def test_progress_keeps_total_and_times_at_80_columns(tmp_path: Path) -> None:

@@ -11,6 +11,7 @@ name (scene, task, planner, suite, builder, ...).
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from concurrent.futures import ThreadPoolExecutor
@@ -38,6 +39,21 @@ CASES: dict[str, dict[str, list[str]]] = {
                             "--out", "{tmp}/out"],
         "unusable_adapter": ["--task", "demo-drawer", "--planner", "hf", "--model", "{tmp}", "--adapter", "{tmp}",
                              "--out", "{tmp}/out"],
+        # Option names and values, checked before anything is written (typed from the planner's constructor).
+        "unknown_option": ["--task", "demo-drawer", "-p", "foo=bar", "--out", "{tmp}/out"],
+        "malformed_option": ["--task", "demo-drawer", "-p", "=x", "--out", "{tmp}/out"],
+        "option_not_a_number": ["--task", "demo-drawer", "-p", "interact_range_m=far", "--out", "{tmp}/out"],
+        "option_not_yes_no": ["--task", "demo-drawer", "-p", "close_opened=maybe", "--out", "{tmp}/out"],
+        "missing_out": ["--task", "demo-drawer"],  # a usage error of click's: one line too, not typer's usage box
+        "not_an_integer": ["--task", "demo-drawer", "--seed", "abc", "--out", "{tmp}/out"],
+        "hf_option_not_an_integer": ["--task", "demo-drawer", "--planner", "hf", "--model", "{tmp}",
+                                     "-p", "max_new_tokens=abc", "--out", "{tmp}/out"],
+        "hf_option_not_yes_no": ["--task", "demo-drawer", "--planner", "hf", "--model", "{tmp}",
+                                 "-p", "share_prefix=maybe", "--out", "{tmp}/out"],
+        "openai_option_not_yes_no": ["--task", "demo-drawer", "--planner", "openai", "-p", "constrained=maybe",
+                                     "--out", "{tmp}/out"],
+        "openai_option_not_a_number": ["--task", "demo-drawer", "--planner", "openai", "-p", "temperature=hot",
+                                       "--out", "{tmp}/out"],
     },
     "tasks": {"bad_name": ["--suite", "nope"]},
     "play": {
@@ -57,6 +73,10 @@ CASES: dict[str, dict[str, list[str]]] = {
                             "--out", "{tmp}/out"],
         "unusable_adapter": ["--suite", "demo", "--planner", "hf", "--model", "{tmp}", "--adapter", "{tmp}",
                              "--out", "{tmp}/out"],
+        "unknown_option": ["--tasks", "emmoe-001", "-p", "foo=bar", "--out", "{tmp}/out"],
+        "malformed_option": ["--tasks", "emmoe-001", "-p", "=x", "--out", "{tmp}/out"],
+        "option_not_a_number": ["--tasks", "emmoe-001", "-p", "near_threshold_m=near", "--out", "{tmp}/out"],
+        "missing_out": ["--tasks", "emmoe-001"],
     },
     "metrics": {
         "unwritable": ["{tmp}", "--report-dir", UNWRITABLE],
@@ -135,14 +155,21 @@ CASES: dict[str, dict[str, list[str]]] = {
         "bad_name": ["--model", "nope", "--out", "{tmp}/out"],
     },
     "train sft": {
+        "unwritable": ["--data", MISSING, "--model", MISSING, "--out", UNWRITABLE],
         "missing_input": ["--data", MISSING, "--model", MISSING, "--out", "{tmp}/out"],
+        "bad_max_steps": ["--data", MISSING, "--model", MISSING, "--out", "{tmp}/out", "--max-steps", "-1"],
         "bad_warmup": ["--data", "{tmp}", "--model", "{tmp}", "--out", "{tmp}/out", "--warmup-steps", "-1"],
     },
     "train dpo": {
+        "unwritable": ["--data", MISSING, "--model", MISSING, "--out", UNWRITABLE],
         "missing_input": ["--data", MISSING, "--model", MISSING, "--out", "{tmp}/out"],
+        "bad_max_steps": ["--data", MISSING, "--model", MISSING, "--out", "{tmp}/out", "--max-steps", "0"],
         "bad_warmup": ["--data", "{tmp}", "--model", "{tmp}", "--out", "{tmp}/out", "--warmup-steps", "-1"],
     },
-    "train merge": {"missing_input": ["--model", MISSING, "--adapter", MISSING, "--out", "{tmp}/out"]},
+    "train merge": {
+        "missing_input": ["--model", MISSING, "--adapter", MISSING, "--out", "{tmp}/out"],
+        "unwritable": ["--model", MISSING, "--adapter", MISSING, "--out", UNWRITABLE],
+    },
     "train gguf": {
         "missing_input": ["--model", MISSING, "--out", "{tmp}/out.gguf"],
         "unwritable": ["--model", MISSING, "--out", UNWRITABLE],
@@ -153,12 +180,42 @@ CASES: dict[str, dict[str, list[str]]] = {
         "bad_teacher": ["--model", "{tmp}", "--out", "{tmp}/out", "--tasks", "emmoe-084", "--teacher-model", "nope"],
         "bad_warmup": ["--model", "{tmp}", "--out", "{tmp}/out", "--tasks", "emmoe-084", "--warmup-steps", "-1"],
     },
-    "train eval": {"missing_input": ["--model", MISSING, "--sft", MISSING]},
+    "train eval": {
+        "missing_input": ["--model", MISSING, "--sft", MISSING],
+        "unwritable": ["--model", MISSING, "--sft", MISSING, "--json", UNWRITABLE],
+    },
     "muep export": {
         "unwritable": ["--out", UNWRITABLE],
         "bad_name": ["--out", "{tmp}/out", "--phrasing", "nope"],
     },
 }
+
+#: (command, case) -> what its one line must name: the refusal is about what was wrong, not some later complaint.
+MENTIONS: dict[tuple[str, str], str] = {
+    ("run", "unknown_option"): "does not take option(s) foo; it takes: interact_range_m",
+    ("run", "malformed_option"): "'=x' must look like key=value",
+    ("run", "option_not_a_number"): "interact_range_m=far must be a number",
+    ("run", "option_not_yes_no"): "close_opened=maybe must be a yes/no value",
+    ("run", "missing_out"): "missing option '--out'",
+    ("run", "not_an_integer"): "'--seed'",
+    ("run", "hf_option_not_an_integer"): "max_new_tokens=abc must be an integer",
+    ("run", "hf_option_not_yes_no"): "share_prefix=maybe must be a yes/no value",
+    ("run", "openai_option_not_yes_no"): "constrained=maybe must be a yes/no value",
+    ("run", "openai_option_not_a_number"): "temperature=hot must be a number",
+    ("eval", "unknown_option"): "does not take option(s) foo; it takes: interact_range_m",
+    ("eval", "malformed_option"): "'=x' must look like key=value",
+    ("eval", "option_not_a_number"): "near_threshold_m=near must be a number",
+    ("eval", "missing_out"): "missing option '--out' (see homie eval --help)",
+    ("train sft", "bad_max_steps"): "'--max-steps'",
+    ("train dpo", "bad_max_steps"): "'--max-steps'",
+    # The output is checked before the data set is read and the model loaded.
+    ("train sft", "unwritable"): "cannot write --out {location}",
+    ("train dpo", "unwritable"): "cannot write --out {location}",
+    ("train merge", "unwritable"): "cannot write --out {location}",
+    ("train eval", "unwritable"): "cannot write --json {location}",
+}
+#: An atomic write's temporary beside its target (``/proc/.out.tmp-x1y2z3ab``): never the path an error names.
+TEMPORARY = re.compile(r"/\.[^/\s]+\.(tmp|old)-[a-z0-9_]{8}")
 
 
 def _leaf_commands() -> list[str]:
@@ -232,6 +289,11 @@ def test_every_command_fails_with_one_line_and_exit_2(tmp_path: Path) -> None:
         )
         if ok and case.startswith("malformed_input"):
             ok = "broken_scene.yaml" in lines[0] and "line 3, column" in lines[0]  # which file, where in it
+        name, _, location = case.partition(" ")
+        if ok and (command, name) in MENTIONS:
+            ok = MENTIONS[command, name].format(location=location) in lines[0]
+        if ok:
+            ok = not TEMPORARY.search(lines[0])
         if not ok:
             problems.append(f"homie {command} [{case}]: exit {done.returncode}, stderr {done.stderr.strip()[-400:]!r}")
     assert not problems, "\n".join(problems)
