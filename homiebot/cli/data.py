@@ -11,7 +11,7 @@ from pathlib import Path
 
 import typer
 
-from homiebot.cli.failures import fail
+from homiebot.cli.failures import check_output, fail
 
 
 def register(app: typer.Typer) -> None:
@@ -77,6 +77,7 @@ def register(app: typer.Typer) -> None:
             fail(f"unknown --prompt-format {prompt_format!r}; use runtime or paper")
         if rewriter not in ("template", "server"):
             fail(f"unknown --rewriter {rewriter!r}; use template or server")
+        check_output(out)  # before the records are read: an output that cannot be written costs no work
         try:
             check_out_dir(out)
             chosen: Rewriter = TemplateRewriter()
@@ -114,6 +115,7 @@ def register(app: typer.Typer) -> None:
         from homiebot.training.episodes import TrainingDataError
         from homiebot.training.export import export_raw
 
+        check_output(out)  # before the records are read
         try:
             count = export_raw(runs, out, split=split)
         except TrainingDataError as err:

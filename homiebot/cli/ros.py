@@ -117,6 +117,34 @@ def _check_pair(planner: str | None, partner: str | None, mode: str | None, opti
         raise _fail(message) from None
 
 
+#: The pair's planners that are not built from the registry with the planner options (homiebot.multiagent.pair._one).
+_PAIR_OWN_PLANNERS = frozenset({"expert", "scripted"})
+
+
+def _check_planner(name: str, options: dict[str, Any]) -> None:
+    """A planner's options typed from its constructor and its cheap look outside the process (its server, its model
+    folder): :func:`homiebot.planner.registry.check_planner`, as homie run does it. A bad option is exit 2, a server
+    that does not answer exit 1 (the backend's own error, mapped by homiebot.cli.failures)."""
+    from homiebot.planner.registry import PlannerError, check_planner
+
+    try:
+        check_planner(name, options)
+    except PlannerError as err:
+        raise _fail(str(err)) from None
+
+
+def _params_options(params: Path, planner_params: dict[str, Any]) -> dict[str, Any]:
+    """The planner options of the planner node's parameter file (a JSON object in ``planner_options``)."""
+    text = planner_params.get("planner_options") or "{}"
+    try:
+        options = json.loads(text) if isinstance(text, str) else text
+    except json.JSONDecodeError as err:
+        raise _fail(f"{params}: planner_node.planner_options is not JSON: {err}") from None
+    if not isinstance(options, dict):
+        raise _fail(f"{params}: planner_node.planner_options must be a JSON object")
+    return options
+
+
 def _serves_human(graph: Any) -> bool:
     """Whether a graph has PARTNR's human: a sim bridge with ``human: true`` (launch/config/graph_pair.yaml)."""
     return any(node.name == "sim_bridge" and bool(node.parameters.get("human")) for node in graph.nodes)
@@ -226,15 +254,36 @@ def register(app: typer.Typer) -> None:
             recovery_planner(planner or "", options, recovery, recovery_stages, recovery_search)
         except ValueError as err:
             raise _fail(str(err)) from None
-        from homiebot.ros.supervisor import DEFAULT_GRAPH, PAIR_GRAPH, GraphConfigError, load_graph
+        from homiebot.ros.supervisor import (
+            DEFAULT_GRAPH,
+            PAIR_GRAPH,
+            GraphConfigError,
+            check_params_file,
+            load_graph,
+        )
 
         two_agents = partner_planner is not None or mode is not None
-        if two_agents:
-            _check_pair(planner, partner_planner, mode, options, recovery)
-        try:  # a bad graph file is bad input, said before anything starts
+        try:  # a bad graph or parameter file is bad input, said before anything starts
             graph = load_graph(graph_file or (PAIR_GRAPH if two_agents else DEFAULT_GRAPH))
+            node_params = check_params_file(params or DEFAULT_PARAMS, graph)
         except GraphConfigError as err:
             raise _fail(str(err)) from None
+        # The planner node's planner and options: these flags, else its parameter file's (launch/config/homie.yaml).
+        planner_params = node_params.get("planner_node", {})
+        robot_planner = planner or str(planner_params.get("planner") or "expert")
+        if not two_agents and task_id and robot_planner == "expert":
+            from homiebot.cli.run import task_expert
+
+            robot_planner = task_expert(task_id)  # a PARTNR-style task's expert switches and cleans, as in homie run
+        checked_options = options or _params_options(params or DEFAULT_PARAMS, planner_params)
+        # Typed options and a look at each planner's server (exit 1 when it does not answer), before the run folder.
+        if two_agents:
+            for name in (robot_planner, partner_planner or "expert"):
+                if name not in _PAIR_OWN_PLANNERS:
+                    _check_planner(name, checked_options)
+            _check_pair(planner, partner_planner, mode, options, recovery)
+        else:
+            _check_planner(robot_planner, checked_options)
         if two_agents and not _serves_human(graph):
             raise _fail(f"--partner-planner / --mode: the graph {graph_file} has no human (its sim_bridge needs "
                         f"human: true and the human's executors; launch/config/graph_pair.yaml has them)")
@@ -268,6 +317,8 @@ def register(app: typer.Typer) -> None:
             planner_overrides["seed"] = seed
         if options:
             planner_overrides["planner_options"] = json.dumps(options)
+        if not two_agents:
+            planner = robot_planner  # the task's suite's expert for expert (homiebot.cli.run.task_expert)
         for key, value in (("task", task_id), ("instruction", instruction), ("scene", scene), ("planner", planner),
                            ("execute_timeout_s", execute_timeout), ("recovery", recovery),
                            ("recovery_stages", recovery_stages), ("partner_planner", partner_planner), ("mode", mode)):

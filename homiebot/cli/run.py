@@ -39,6 +39,19 @@ def _parse_options(pairs: list[str]) -> dict[str, Any]:
     return dict(parse_planner_options(pairs))
 
 
+def task_expert(task_id: str) -> str:
+    """The expert that ``--planner expert`` (and no ``--planner``) plays on a built-in task: its suite's, as in
+    ``homie eval`` (:func:`homiebot.eval.manifest.suite_expert`), so a PARTNR-style task is played by
+    ``partnr_expert``, which switches and cleans, and not by the goal expert (docs/partnr.md, "The PARTNR expert")."""
+    from homiebot.eval.manifest import EXPERT_PLANNER, suite_expert
+    from homiebot.eval.tasks import list_suites, load_suite
+
+    for suite in list_suites():
+        if any(task.id == task_id for task in load_suite(suite).tasks):
+            return suite_expert(suite)
+    return EXPERT_PLANNER
+
+
 def _round_table(trajectory: Any) -> Any:
     from rich.markup import escape
     from rich.table import Table
@@ -71,7 +84,7 @@ def register(app: typer.Typer) -> None:
         task_id: str | None = typer.Option(None, "--task", "-t", help="A built-in task id (`homie tasks`)."),
         scene: str | None = typer.Option(None, "--scene", help="Scene for a free-text instruction (or to override the task's)."),
         out: Path = typer.Option(..., "--out", "-o", help="Episode record directory (an earlier record there is replaced)."),
-        planner: str = typer.Option("expert", "--planner", help="Planner name (homiebot.planner.registry)."),
+        planner: str | None = typer.Option(None, "--planner", help="Planner name (homiebot.planner.registry); default and expert: the task's suite's expert (partnr_expert for a PARTNR-style task, else expert)."),
         seed: int = typer.Option(0, "--seed", help="Run index: the scene is reset with the task's seed + this (free text: this)."),
         backend: str = typer.Option("mujoco", "--backend", help="Simulator backend."),
         max_rounds: int = typer.Option(MAX_ROUNDS, "--max-rounds", min=1, help=f"Round limit (paper: {MAX_ROUNDS})."),
@@ -127,6 +140,8 @@ def register(app: typer.Typer) -> None:
         if (live_wait or live_hold) and not live:
             raise _fail("--live-wait and --live-hold are options of --live")
         scene_name = scene or (task.scene if task else "")
+        if planner is None or planner == "expert":
+            planner = task_expert(task.id) if task is not None else "expert"
         check_output(out)
         if backend == "mujoco":
             try:

@@ -48,7 +48,7 @@ import importlib.util
 import json
 import logging
 import threading
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -59,7 +59,7 @@ from homiebot.config import DecodeMode
 from homiebot.planner.base import Planner, PlanRequest
 from homiebot.planner.constrained import DEFAULT_ANALYSIS_MAX_CHARS, AnswerConstraint
 from homiebot.planner.messages import ChatMessage, build_messages, report_call, to_hf_messages, to_plain_prompt
-from homiebot.planner.models import bundled_model
+from homiebot.planner.models import available_models, bundled_model
 from homiebot.planner.prompt import ICL_EXAMPLE_ASSISTANT, ICL_EXAMPLE_USER
 from homiebot.planner.text_planning import TextTranscript
 
@@ -133,15 +133,7 @@ class LocalModelConfig(BaseModel):
     @field_validator("model")
     @classmethod
     def _model_is_local_folder(cls, value: str) -> str:
-        path = Path(value).expanduser()
-        if not path.is_dir():
-            raise ValueError(
-                f"model folder {value!r} does not exist: the hf planner loads local folders only "
-                "(download weights yourself, then pass their folder to --model)"
-            )
-        if not (path / "config.json").is_file():
-            raise ValueError(f"{value!r} has no config.json; is it a transformers model folder?")
-        return str(path)
+        return str(check_model_folder(value))
 
     @field_validator("adapter")
     @classmethod
@@ -158,6 +150,20 @@ class LocalModelConfig(BaseModel):
         if self.quantization == "fp8" and self.adapter is not None and not self.merge_adapter:
             raise ValueError("quantization='fp8' quantises merged weights: it needs merge_adapter=true")
         return self
+
+
+def check_model_folder(value: str) -> Path:
+    """The local transformers model folder ``value`` names (a folder with a ``config.json``), or a ``ValueError``
+    that says what is wrong with it. Looks at the files only: loading the weights is the engine's job."""
+    path = Path(value).expanduser()
+    if not path.is_dir():
+        raise ValueError(
+            f"model folder {value!r} does not exist: the hf planner loads local folders only "
+            "(download weights yourself, then pass their folder to --model)"
+        )
+    if not (path / "config.json").is_file():
+        raise ValueError(f"{value!r} has no config.json; is it a transformers model folder?")
+    return path
 
 
 def _validation_message(exc: ValidationError) -> str:
@@ -861,6 +867,24 @@ class HFPlanner(Planner):
         self._calls = 0
         #: The last batch's generations (token counts, finish reasons) for benchmarks and records.
         self.last_generations: list[Generation] = []
+
+    @classmethod
+    def preflight(cls, options: Mapping[str, Any]) -> None:
+        """The model ``--model`` names is there, without loading it: a bundled model's package is installed, or the
+        folder exists and holds a ``config.json``, so that a wrong path is refused before a command writes anything
+        (a worker would otherwise find it only when it loads the model). An ``engine`` given by a caller is used as
+        it is."""
+        if options.get("engine") is not None:
+            return
+        model = options.get("model")
+        if model is None:
+            raise ValueError("needs --model: a local model folder, or a bundled model's name "
+                             f"({', '.join(available_models())})")
+        bundled = bundled_model(str(model))
+        if bundled is not None:
+            bundled.path()  # ModelNotInstalledError names the extra that installs it
+        else:
+            check_model_folder(str(model))
 
     def reset(self, task: str, seed: int = 0) -> None:
         self._seed = seed

@@ -54,6 +54,10 @@ CASES: dict[str, dict[str, list[str]]] = {
                                      "--out", "{tmp}/out"],
         "openai_option_not_a_number": ["--task", "demo-drawer", "--planner", "openai", "-p", "temperature=hot",
                                        "--out", "{tmp}/out"],
+        # A model path is looked at (not loaded) before anything is written.
+        "missing_model": ["--task", "demo-drawer", "--planner", "hf", "--model", MISSING, "--out", "{tmp}/out"],
+        # --planner expert on a PARTNR-style task is the suite's expert, whose options are checked.
+        "suite_expert_option": ["--task", "partnr-1-022", "--planner", "expert", "-p", "foo=bar", "--out", "{tmp}/out"],
     },
     "tasks": {"bad_name": ["--suite", "nope"]},
     "play": {
@@ -77,6 +81,7 @@ CASES: dict[str, dict[str, list[str]]] = {
         "malformed_option": ["--tasks", "emmoe-001", "-p", "=x", "--out", "{tmp}/out"],
         "option_not_a_number": ["--tasks", "emmoe-001", "-p", "near_threshold_m=near", "--out", "{tmp}/out"],
         "missing_out": ["--tasks", "emmoe-001"],
+        "missing_model": ["--tasks", "emmoe-001", "--planner", "hf", "--model", MISSING, "--out", "{tmp}/out"],
     },
     "metrics": {
         "unwritable": ["{tmp}", "--report-dir", UNWRITABLE],
@@ -121,6 +126,14 @@ CASES: dict[str, dict[str, list[str]]] = {
                                  "--out", "{tmp}/out"],
         "missing_adapter": ["--task", "demo-drawer", "--planner", "hf", "--model", "{tmp}", "--adapter", MISSING,
                             "--out", "{tmp}/out"],
+        # Planner options typed and the model looked at before the run folder, as homie run does.
+        "unknown_option": ["--task", "demo-drawer", "-p", "foo=bar", "--out", "{tmp}/out"],
+        "hf_option_not_an_integer": ["--task", "emmoe-001", "-p", "max_new_tokens=abc", "--planner", "hf",
+                                     "--model", "smollm2", "--out", "{tmp}/out"],
+        "missing_model": ["--task", "demo-drawer", "--planner", "hf", "--model", MISSING, "--out", "{tmp}/out"],
+        "suite_expert_option": ["--task", "partnr-1-022", "--planner", "expert", "-p", "foo=bar", "--out", "{tmp}/out"],
+        "pair_missing_model": ["--task", "partnr-1-022", "--partner-planner", "hf", "--model", MISSING,
+                               "--out", "{tmp}/out"],
     },
     "bag record": {"unwritable": [UNWRITABLE, "--duration", "1"]},
     "bag play": {"missing_input": [MISSING]},
@@ -138,7 +151,7 @@ CASES: dict[str, dict[str, list[str]]] = {
     "muep metrics": {"missing_input": [MISSING]},
     "muep compare": {"missing_input": [MISSING]},
     "data build": {
-        "unwritable": ["sft", "--from", "{tmp}", "--out", UNWRITABLE],
+        "unwritable": ["sft", "--from", MISSING, "--out", UNWRITABLE],  # the output is checked first
         "missing_input": ["sft", "--from", MISSING, "--out", "{tmp}/out"],
         "bad_name": ["nope", "--from", "{tmp}", "--out", "{tmp}/out"],
     },
@@ -147,7 +160,7 @@ CASES: dict[str, dict[str, list[str]]] = {
         "bad_name": ["--out", "{tmp}/out", "--planner", "nope"],
     },
     "data export": {
-        "unwritable": ["--from", "{tmp}", "--out", UNWRITABLE],
+        "unwritable": ["--from", MISSING, "--out", UNWRITABLE],  # the output is checked first
         "missing_input": ["--from", MISSING, "--out", "{tmp}/out"],
     },
     "train base": {
@@ -202,6 +215,16 @@ MENTIONS: dict[tuple[str, str], str] = {
     ("run", "hf_option_not_yes_no"): "share_prefix=maybe must be a yes/no value",
     ("run", "openai_option_not_yes_no"): "constrained=maybe must be a yes/no value",
     ("run", "openai_option_not_a_number"): "temperature=hot must be a number",
+    ("run", "missing_model"): "does not exist: the hf planner loads local folders only",
+    ("run", "suite_expert_option"): "planner 'partnr_expert' does not take option(s) foo",
+    ("eval", "missing_model"): "does not exist: the hf planner loads local folders only",
+    ("up sim", "unknown_option"): "planner 'expert' does not take option(s) foo",
+    ("up sim", "hf_option_not_an_integer"): "max_new_tokens=abc must be an integer",
+    ("up sim", "missing_model"): "does not exist: the hf planner loads local folders only",
+    ("up sim", "suite_expert_option"): "planner 'partnr_expert' does not take option(s) foo",
+    ("up sim", "pair_missing_model"): "does not exist: the hf planner loads local folders only",
+    ("data build", "unwritable"): "cannot write --out {location}",
+    ("data export", "unwritable"): "cannot write --out {location}",
     ("eval", "unknown_option"): "does not take option(s) foo; it takes: interact_range_m",
     ("eval", "malformed_option"): "'=x' must look like key=value",
     ("eval", "option_not_a_number"): "near_threshold_m=near must be a number",
