@@ -17,6 +17,7 @@ from homiebot.cli.failures import EXIT_ENVIRONMENT, guard_command
 HOMIE = str(Path(sys.executable).with_name("homie"))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("args", [["tasks"], ["tasks", "--suite", "muep"], ["sim", "scenes"]])
 def test_output_into_a_closed_pipe_ends_quietly_with_0(args: list[str], tmp_path: Path) -> None:
     # The reader is gone before the first line: every write meets the closed pipe, whatever the timing.
@@ -30,6 +31,7 @@ def test_output_into_a_closed_pipe_ends_quietly_with_0(args: list[str], tmp_path
     assert (done.returncode, done.stderr) == (0, "")
 
 
+@pytest.mark.slow
 def test_head_of_the_task_list(tmp_path: Path) -> None:
     done = subprocess.run(["bash", "-c", f"set -o pipefail; {HOMIE} tasks | head -1"], capture_output=True,
                           text=True, timeout=120, cwd=tmp_path)

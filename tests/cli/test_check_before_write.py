@@ -64,6 +64,7 @@ def _assert_refused(done: subprocess.CompletedProcess, code: int, *words: str) -
         (["-p", "near_threshold_m=near"], ["near_threshold_m=near must be a number"]),
     ],
 )
+@pytest.mark.slow
 def test_a_typo_does_not_lock_the_evaluation_folder(tmp_path: Path, typo: list[str], words: list[str]) -> None:
     refused = _homie(tmp_path, "eval", "--tasks", "emmoe-001", *typo, "--out", "e1")
     _assert_refused(refused, EXIT_BAD_INPUT, *words)
@@ -73,6 +74,7 @@ def test_a_typo_does_not_lock_the_evaluation_folder(tmp_path: Path, typo: list[s
     assert "1 episode(s) run" in corrected.stdout
 
 
+@pytest.mark.slow
 def test_a_server_that_is_down_does_not_lock_the_evaluation_folder(tmp_path: Path) -> None:
     pytest.importorskip("openai")
     url = f"http://127.0.0.1:{_free_port()}/v1"
@@ -84,6 +86,7 @@ def test_a_server_that_is_down_does_not_lock_the_evaluation_folder(tmp_path: Pat
     assert corrected.returncode == 0, corrected.stderr[-2000:]
 
 
+@pytest.mark.slow
 def test_a_ray_cluster_that_is_not_there_stops_the_evaluation_before_it_writes(tmp_path: Path) -> None:
     pytest.importorskip("ray")
     address = f"127.0.0.1:{_free_port()}"
@@ -94,17 +97,22 @@ def test_a_ray_cluster_that_is_not_there_stops_the_evaluation_before_it_writes(t
     assert "n/a" not in done.stdout  # no table of an evaluation that never ran
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("folder", ["absent", "empty"])
 def test_a_failed_start_removes_what_it_made(tmp_path: Path, folder: str) -> None:
-    """Workers that cannot start (here: a model folder that does not exist, found only by loading it) are a failed
-    start, not a run: the evaluation folder is left as it was, and the corrected setting runs there."""
+    """Workers that cannot start (here: a model folder that looks like one, with a config.json, but whose model type
+    no library knows: found only by loading it) are a failed start, not a run: the evaluation folder is left as it
+    was, and the corrected setting runs there."""
     from homiebot.eval.runner import EvalSettings, WorkerSetupError, run_evaluation
 
     out = tmp_path / "e1"
     if folder == "empty":
         out.mkdir()
-    broken = EvalSettings(planner="hf", planner_options={"model": str(tmp_path / "no-such-model")})
-    with pytest.raises(WorkerSetupError, match="no-such-model"):
+    model = tmp_path / "not-a-model"
+    model.mkdir()
+    (model / "config.json").write_text('{"model_type": "no-such-model-type"}')
+    broken = EvalSettings(planner="hf", planner_options={"model": str(model)})
+    with pytest.raises(WorkerSetupError, match="a worker could not start"):
         run_evaluation(broken, out, runs=1, workers=1, task_ids=["emmoe-001"], progress=False, report=False)
     assert (list(out.iterdir()) == []) if folder == "empty" else not out.exists()
     outcome = run_evaluation(EvalSettings(), out, runs=1, workers=1, task_ids=["emmoe-001"], progress=False,
@@ -115,6 +123,7 @@ def test_a_failed_start_removes_what_it_made(tmp_path: Path, folder: str) -> Non
 # ------------------------------------------------------------------------------ homie run: no round table, no record
 
 
+@pytest.mark.slow
 def test_run_with_its_server_down_prints_and_writes_nothing(tmp_path: Path) -> None:
     """The README's free-text command with no server behind --base-url: one line, exit 1, no table, no record."""
     pytest.importorskip("openai")
@@ -126,6 +135,43 @@ def test_run_with_its_server_down_prints_and_writes_nothing(tmp_path: Path) -> N
     assert list(tmp_path.iterdir()) == []  # neither the record nor a temporary beside it
     corrected = _homie(tmp_path, "run", "--task", "demo-drawer", "--no-render", "--no-report", "--out", "free")
     assert corrected.returncode == 0, corrected.stderr[-2000:]
+
+
+# ------------------------------------------------------------------------------ homie up sim: no run folder, no node
+
+
+@pytest.mark.parametrize("agents", ["robot", "robot+human"])
+def test_up_sim_with_its_server_down_starts_nothing(tmp_path: Path, agents: str) -> None:
+    """The graph's planner (or, with two agents, the human's) on a server that is down: one line, exit 1, before the
+    run folder is made and any node starts (the ROS overlay is not even looked for)."""
+    pytest.importorskip("openai")
+    url = f"http://127.0.0.1:{_free_port()}/v1"
+    who = ["--task", "emmoe-001", "--planner", "openai"] if agents == "robot" else [
+        "--task", "partnr-1-022", "--partner-planner", "openai"]
+    down = _homie(tmp_path, "up", "sim", *who, "--base-url", url, "--model", "my-vlm", "--out", "X")
+    _assert_refused(down, EXIT_ENVIRONMENT, f"cannot reach the OpenAI-compatible server at {url}")
+    assert list(tmp_path.iterdir()) == []
+
+
+# ------------------------------------------------------------------------------ the suite's expert
+
+
+def test_run_plays_the_suites_expert_on_a_partnr_task(tmp_path: Path) -> None:
+    """--planner expert (like no --planner) on a PARTNR-style task is partnr_expert, as in homie eval: the goal expert
+    cannot switch or clean (docs/partnr.md, "The PARTNR expert")."""
+    import json
+
+    for planner in (["--planner", "expert"], []):
+        done = _homie(tmp_path, "run", "--task", "partnr-1-022", *planner, "--no-render", "--no-video", "--no-report",
+                      "--out", "r")
+        assert done.returncode == 0, done.stderr[-2000:]
+        summary = json.loads((tmp_path / "r" / "summary.json").read_text())
+        assert summary["planner"] == "partnr_expert"
+        assert summary["verdict"]["judged_by"] == "partnr" and summary["verdict"]["pc"] == 1.0
+    emmoe = _homie(tmp_path, "run", "--task", "demo-drawer", "--planner", "expert", "--no-render", "--no-video",
+                   "--no-report", "--out", "e")
+    assert emmoe.returncode == 0, emmoe.stderr[-2000:]
+    assert json.loads((tmp_path / "e" / "summary.json").read_text())["planner"] == "expert"
 
 
 # ------------------------------------------------------------------------------ option values typed

@@ -37,6 +37,7 @@ def test_unreachable_server_in_run(tmp_path: Path) -> None:
     assert "PlannerBackendError" not in done.stderr  # the OpenAI backend's own error, not the transformers one's
 
 
+@pytest.mark.slow
 def test_bad_model_path_in_run(tmp_path: Path) -> None:
     done = _run(tmp_path, "--planner", "hf", "--model", str(tmp_path / "no-such-model"))
     assert done.returncode == 2, done.stderr[-2000:]

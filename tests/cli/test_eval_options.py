@@ -13,6 +13,8 @@ import threading
 from collections.abc import Iterator
 from pathlib import Path
 
+import pytest
+
 HOMIE = str(Path(sys.executable).with_name("homie"))
 
 
@@ -56,6 +58,7 @@ def _models_only_server() -> Iterator[str]:
         server.server_close()
 
 
+@pytest.mark.slow
 def test_named_planner_options_equal_dash_p(tmp_path: Path) -> None:
     with _models_only_server() as url:
         named = _eval(tmp_path / "named", "--base-url", url, "--model", "nobody", "--no-constrained")
@@ -68,6 +71,7 @@ def test_named_planner_options_equal_dash_p(tmp_path: Path) -> None:
     assert pinned[0] == pinned[1] == {"base_url": url, "model": "nobody", "constrained": False}
 
 
+@pytest.mark.slow
 def test_progress_keeps_total_and_times_at_80_columns(tmp_path: Path) -> None:
     """The bar's row is short enough for 80 columns (count, done/succeeded, elapsed, eta), and the expert
     reference runs PLWSR needs are counted as such, not as the planner's episodes."""

@@ -27,6 +27,7 @@ def record(tmp_path_factory) -> Path:
     return tmp / "record"
 
 
+@pytest.mark.slow
 def test_metrics_of_one_record(record: Path, tmp_path: Path) -> None:
     done = _homie("metrics", str(record), "--json", cwd=tmp_path)
     assert done.returncode == 0, done.stderr

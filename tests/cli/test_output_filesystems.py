@@ -88,6 +88,7 @@ def _error_lines(stderr: str) -> list[str]:
     ],
     ids=["run", "eval", "sim-render", "up-sim"],
 )
+@pytest.mark.slow
 def test_read_only_out_is_one_line_exit_2(read_only_fs: Path, tmp_path: Path, argv: list[str]) -> None:
     done = _homie(*argv, str(read_only_fs / "out"), cwd=tmp_path)
     assert done.returncode == 2, done.stderr

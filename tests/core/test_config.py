@@ -35,6 +35,7 @@ def test_perception_mode_parses_every_choice_and_names_them_on_a_bad_one() -> No
     assert choices(PerceptionMode) == "off, privileged or conceptgraph"
 
 
+@pytest.mark.slow
 def test_homie_up_refuses_an_unknown_perception_with_the_enums_choices(tmp_path: Path) -> None:
     out = tmp_path / "out"
     result = subprocess.run([HOMIE, "up", "sim", "--task", "demo-drawer", "--perception", "nope", "--out", str(out)],
@@ -69,6 +70,7 @@ def test_eval_settings_take_the_core_defaults_and_enums() -> None:
 
 @pytest.mark.parametrize("command", [["run", "--task", "demo-drawer"], ["eval", "--suite", "demo"],
                                      ["up", "sim", "--task", "demo-drawer"]])
+@pytest.mark.slow
 def test_run_eval_and_up_refuse_an_unknown_decode_mode(command: list[str], tmp_path: Path) -> None:
     out = tmp_path / "out"
     result = subprocess.run([HOMIE, *command, "--decode", "greedy", "--out", str(out)],

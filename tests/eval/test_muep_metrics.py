@@ -117,6 +117,7 @@ def test_bad_episodes_are_refused() -> None:
         MuepEpisode(HEAT, True, 4, 3)
 
 
+@pytest.mark.slow
 def test_muep_metrics_of_an_emmoe_evaluation(tmp_path) -> None:
     """`homie muep metrics` on a `homie eval` directory: MuEP's table of EMMOE episodes, by attribute."""
     from typer.testing import CliRunner

@@ -79,6 +79,7 @@ def test_a_malformed_suite_file_is_one_precise_error(tmp_path) -> None:
         load_suite(tmp_path / "none.yaml")
 
 
+@pytest.mark.slow
 def test_expert_solves_two_tasks_of_each_type(sim, suite) -> None:
     sample = [t for task_type in TASK_TYPES for t in [x for x in suite if x.task_type == task_type][:2]]
     for task in sample:

@@ -93,6 +93,7 @@ def test_refusals_before_anything_is_written(tmp_path: Path, monkeypatch: pytest
     assert not out.exists()
 
 
+@pytest.mark.slow
 def test_cli_without_ray_says_how_to_get_it(tmp_path: Path) -> None:
     # A child whose `import ray` fails, whether or not Ray is installed here.
     code = (

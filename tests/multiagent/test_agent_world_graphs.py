@@ -68,6 +68,7 @@ def task():
     return {t.id: t for t in load_suite("partnr").tasks}["partnr-6-007"]  # apartment_6
 
 
+@pytest.mark.slow
 def test_each_agent_has_its_own_graph_grounding_and_description(sim, task):
     base = EpisodeConfig(render=True, actions=task_actions(task))
     # The human sees green_can_2 from where it starts; the robot, facing elsewhere, does not.

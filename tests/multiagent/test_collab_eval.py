@@ -48,6 +48,7 @@ def test_expert_pair_evaluation_writes_tables_and_resumes(tmp_path: Path, mode: 
     assert other.returncode == 2 and other.stderr.strip().count("\n") == 0 and "other settings (mode)" in other.stderr
 
 
+@pytest.mark.slow
 def test_refusals_are_one_line_and_write_nothing(tmp_path: Path) -> None:
     out = tmp_path / "nothing"
     cases = [

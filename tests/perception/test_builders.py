@@ -129,6 +129,7 @@ def test_conceptgraph_does_not_associate_by_instance_id(scene, observations):
     assert renumbered.track_count == reference.track_count
 
 
+@pytest.mark.slow
 def test_conceptgraph_fuses_the_same_object_across_rounds(scene):
     builder = cg_builder(scene)
     first = observe(scene.boxes, 2.0, 2.0, math.pi / 2)
@@ -141,6 +142,7 @@ def test_conceptgraph_fuses_the_same_object_across_rounds(scene):
     assert can.detections >= 2
 
 
+@pytest.mark.slow
 def test_conceptgraph_keeps_two_same_label_objects_apart(scene):
     twins = [b for b in scene.boxes if b.name != "apple_1"] + [
         SynthBox(40, "apple_a", (1.80, 3.20, 0.90), (1.88, 3.28, 0.98)),
@@ -156,6 +158,7 @@ def test_conceptgraph_keeps_two_same_label_objects_apart(scene):
     assert xs[0] == pytest.approx(1.84, abs=0.02) and xs[1] == pytest.approx(1.93, abs=0.02)
 
 
+@pytest.mark.slow
 def test_conceptgraph_action_updates_and_redetection(scene):
     builder = cg_builder(scene)
     builder.update(observe(scene.boxes, 2.0, 2.0, math.pi / 2))
@@ -221,6 +224,7 @@ class _OneViewWrong:
                     and lab.kind.value == "object" else lab) for i, lab in labels.items()}
 
 
+@pytest.mark.slow
 def test_misclassified_redetection_fuses_and_the_vote_keeps_the_label(scene):
     builder = ConceptGraphBuilder(scene.layout, _OneViewWrong(PanopticStandInLabeler(scene.vocabulary, scene.category_of)))
     builder.update(observe(scene.boxes, 2.0, 2.0, math.pi / 2))  # the can in the front view: right label

@@ -181,6 +181,7 @@ def test_every_emmoe_name_of_the_library_grounds_right(minilm, library_states):
     assert total >= 40
 
 
+@pytest.mark.slow
 def test_paraphrases_ground_right_and_unknown_names_do_not(minilm, library_states):
     known_misses = 0
     for scene, state in library_states.items():
@@ -196,6 +197,7 @@ def test_paraphrases_ground_right_and_unknown_names_do_not(minilm, library_state
     assert known_misses <= 2
 
 
+@pytest.mark.slow
 def test_the_threshold_separates_positives_from_negatives(minilm, library_states):
     from homiebot.perception.quality import calibrate
 
@@ -210,6 +212,7 @@ def test_paraphrase_file_is_valid():
     assert any(p.phrase == "a red can" for p in data.paraphrases)
 
 
+@pytest.mark.slow
 def test_triton_is_blocked_once_a_gl_context_exists():
     """Importing triton after Mesa's OpenGL (LLVM) is loaded segfaults; rendering installs a guard that makes the
     import fail cleanly instead. Checked in a fresh interpreter that renders first, then imports triton."""

@@ -15,6 +15,7 @@ from homiebot.perception.world_graph import ROBOT_ID, NodeKind, Relation, WorldG
 from homiebot.perception.world_model import PerceptionConfig, WorldModel
 
 
+@pytest.mark.slow
 def test_exploration_graph_matches_ground_truth(sim):
     sim.reset("apartment_1", seed=0)
     spec = sim.scene_spec()
@@ -67,6 +68,7 @@ def test_world_model_in_an_episode(sim, builder):
     WorldGraph.from_json(model.graph.to_json())  # what the ROS node will publish round-trips
 
 
+@pytest.mark.slow
 def test_cli_eval_json_and_files(tmp_path):
     from homiebot.cli import build_app
 

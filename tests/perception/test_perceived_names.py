@@ -76,6 +76,7 @@ def test_an_opened_fridge_keeps_its_node_beside_other_furniture(sim, tasks):
     assert "fridge" in model.perceived_names(sim.state())
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("task_id", ["emmoe-040", "emmoe-055"])
 def test_expert_through_the_image_built_graph(sim, tasks, task_id):
     task = tasks[task_id]

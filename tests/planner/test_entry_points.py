@@ -102,6 +102,7 @@ def plugin_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return site
 
 
+@pytest.mark.slow
 def test_an_installed_package_adds_a_planner_and_a_simulator(plugin_site: Path):
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(plugin_site), os.environ.get("PYTHONPATH", "")])}
     result = subprocess.run([sys.executable, "-c", SCRIPT], capture_output=True, text=True, env=env, check=False,

@@ -154,6 +154,7 @@ class InjectedFailures(SkillRunnerBase):
         return self.inner.run(action, model, target, place)
 
 
+@pytest.mark.slow
 def test_expert_recovers_from_execution_failures_and_drops(sim):
     """40 % of all attempts fail and 30 % of puts drop the object: the expert re-plans (re-picks a dropped
     object from the floor, retries after E1). Bad luck can still run out the 20 rounds, so the bar is 90 %."""

@@ -90,6 +90,7 @@ def _metrics(record: Path, cwd: Path) -> tuple[dict, str]:
     return json.loads(as_json.stdout), table.stdout
 
 
+@pytest.mark.slow
 def test_a_violated_temporal_order_is_a_failure_on_every_surface(sim, tmp_path, capsys):
     outcome = _play(sim, tmp_path, "partnr-1-030", LAMP_THEN_MUG)
     trajectory = outcome.trajectory
@@ -108,6 +109,7 @@ def test_a_violated_temporal_order_is_a_failure_on_every_surface(sim, tmp_path, 
     assert "PARTNR (1 episodes with states): success 0.0%, PC 50.0%" in table
 
 
+@pytest.mark.slow
 def test_the_right_order_is_a_success_on_every_surface(sim, tmp_path, capsys):
     outcome = _play(sim, tmp_path, "partnr-1-030", MUG_THEN_LAMP)
     assert read_summary(outcome.record)["success"] is True

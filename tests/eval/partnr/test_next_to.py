@@ -27,6 +27,7 @@ def carry(sim, obj: str, place: str):
     return sim.put(obj, place)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("scene", ["apartment_1", "apartment_4", "apartment_6"])
 def test_put_next_to_every_reachable_reference(scene, sim):
     sim.reset(scene, seed=11)

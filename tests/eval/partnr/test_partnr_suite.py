@@ -48,6 +48,7 @@ def test_size_categories_and_split(suite):
     assert len({(t.scene, t.instruction) for t in suite.tasks}) == len(suite.tasks)
 
 
+@pytest.mark.slow
 def test_every_task_is_valid_in_its_scene_and_not_done_at_the_start(suite, sim):
     for t in suite.tasks:
         sim.reset(t.scene, seed=t.seed)
