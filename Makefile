@@ -9,7 +9,7 @@ export VENV
 HOMIE := $(VENV)/bin/homie
 export MUJOCO_GL ?= egl
 
-.PHONY: demo test test-fast setup setup-test lock bench clean
+.PHONY: demo test test-fast setup setup-test lock clean
 
 setup:
 	scripts/setup.sh core
@@ -28,9 +28,6 @@ test-fast: setup-test
 
 lock:
 	scripts/lock.sh
-
-bench: setup-test
-	$(VENV)/bin/python -m benchmarks.run_all
 
 clean:
 	rm -rf build install log runs .pytest_cache
