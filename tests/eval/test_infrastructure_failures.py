@@ -4,8 +4,12 @@ The planner's OpenAI-compatible server is a real local server process (homiebot.
 serving a tiny random vision-language model. ``homie eval`` runs first while nothing listens on the port:
 the start-up check of the server stops it with one line and exit 1 before the output directory is touched
 (docs/cli.md, "Checked before anything is written"). Then the server starts on that port and the same command
-runs the episodes; the final metrics equal those of an evaluation that had the server from the start. Also
-here: bad arguments are refused before the output directory is touched.
+runs the episodes; the final metrics equal those of an evaluation that had the server from the start.
+
+A server that goes down during an evaluation passes that check and fails the episodes themselves: a small local
+HTTP server that lists its model (GET /models) but drops every chat completion stands in for it. The evaluation must
+store no record and no index line for them, exit 1 with one line that counts them and says why, and the same command
+runs them once the server answers. Also here: bad arguments are refused before the output directory is touched.
 """
 
 from __future__ import annotations
@@ -15,12 +19,15 @@ import os
 import socket
 import subprocess
 import sys
+import threading
 import time
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
 
-from homiebot.eval.runner import EvalError, EvalSettings, run_evaluation
+from homiebot.eval.runner import INDEX_FILE, EvalError, EvalSettings, run_evaluation
 
 HOMIE = str(Path(sys.executable).with_name("homie"))
 
@@ -68,10 +75,70 @@ def _stop(proc: subprocess.Popen) -> None:
         proc.wait()
 
 
-def _eval(out: Path, port: int) -> subprocess.CompletedProcess:
+class _FailingChatServer:
+    """An OpenAI-compatible server on 127.0.0.1 that is up (it lists its model at GET /models, so the start-up check
+    passes) but, while ``answering`` is False, closes the connection on every chat completion without a reply: a
+    server that went down after the evaluation started. With ``answering`` it gives one fixed, well-formed answer."""
+
+    ANSWER = "Analysis: a fixed answer\nSubtask: [End]\nModel: NoMaD"
+
+    def __init__(self) -> None:
+        self.answering = False
+        self.completions = 0  # chat completions asked for, answered or not
+        outer = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args: object) -> None:  # keep the test's output clean
+                pass
+
+            def _send(self, body: dict) -> None:
+                data = json.dumps(body).encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def do_GET(self) -> None:
+                self._send({"object": "list", "data": [{"id": "tiny", "object": "model", "owned_by": "test"}]})
+
+            def do_POST(self) -> None:
+                self.rfile.read(int(self.headers.get("Content-Length", "0")))
+                outer.completions += 1
+                if not outer.answering:
+                    self.close_connection = True  # no status line, no body: the client sees the server go away
+                    return
+                self._send({
+                    "id": "fixed", "object": "chat.completion", "created": 0, "model": "tiny",
+                    "choices": [{"index": 0, "finish_reason": "stop",
+                                 "message": {"role": "assistant", "content": outer.ANSWER}}],
+                    "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
+                })
+
+        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.port = int(self._httpd.server_address[1])
+        self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
+        self._thread.start()
+
+    def close(self) -> None:
+        self._httpd.shutdown()
+        self._httpd.server_close()
+
+
+@pytest.fixture
+def failing_server() -> Iterator[_FailingChatServer]:
+    pytest.importorskip("openai")
+    server = _FailingChatServer()
+    try:
+        yield server
+    finally:
+        server.close()
+
+
+def _eval(out: Path, port: int, model: str = "tiny-llava") -> subprocess.CompletedProcess:
     command = [
         HOMIE, "eval", "--out", str(out), "--suite", "demo", "--planner", "openai",
-        "-p", f"base_url=http://127.0.0.1:{port}/v1", "-p", "model=tiny-llava", "-p", "max_retries=0",
+        "-p", f"base_url=http://127.0.0.1:{port}/v1", "-p", f"model={model}", "-p", "max_retries=0",
         "-p", "max_tokens=24", "--runs", "1", "--workers", "1", "--max-rounds", "2", "--no-progress",
     ]
     return subprocess.run(command, capture_output=True, text=True, timeout=600,
@@ -106,6 +173,33 @@ def test_eval_with_the_server_down_stores_nothing_and_the_same_command_later_run
         _stop(server)
     assert up.returncode == 0, up.stderr
     assert "4 episode(s) run, 0 already done" in up.stdout  # the 2 episodes and their expert references, afresh
+    assert fresh.returncode == 0, fresh.stderr
+    assert _table(out) == _table(tmp_path / "fresh")
+    assert _table(out)["table2"]["n"] == 2
+
+
+@pytest.mark.slow
+def test_a_server_that_goes_down_during_the_evaluation_stores_nothing_and_the_same_command_later_runs_it(
+    failing_server: _FailingChatServer, tmp_path: Path
+) -> None:
+    out = tmp_path / "eval"
+    down = _eval(out, failing_server.port, model="tiny")
+    assert failing_server.completions > 0, "the episodes never asked the server: the start-up check stopped them"
+    assert down.returncode == 1, down.stderr
+    assert "Traceback" not in down.stderr + down.stdout
+    lines = [line for line in down.stderr.splitlines() if "could not run" in line]
+    assert len(lines) == 1 and lines[0].startswith("2 episode(s) could not run: cannot reach"), down.stderr
+    assert f"127.0.0.1:{failing_server.port}" in lines[0]
+    assert not list(out.glob("episodes/*/run*")), "a run that never happened left a record"
+    index = (out / INDEX_FILE).read_text().splitlines() if (out / INDEX_FILE).exists() else []
+    assert not [line for line in index if '"kind": "episode"' in line]
+    assert json.loads((out / "report.json").read_text())["table2"]["n"] == 0  # nothing averaged in
+
+    failing_server.answering = True
+    up = _eval(out, failing_server.port, model="tiny")
+    fresh = _eval(tmp_path / "fresh", failing_server.port, model="tiny")  # the server answering from the start
+    assert up.returncode == 0, up.stderr
+    assert "2 episode(s) run, 2 already done" in up.stdout  # the episodes; their expert references were kept
     assert fresh.returncode == 0, fresh.stderr
     assert _table(out) == _table(tmp_path / "fresh")
     assert _table(out)["table2"]["n"] == 2
