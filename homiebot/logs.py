@@ -26,8 +26,15 @@ class ConciseFormatter(logging.Formatter):
         return f"{text}: {type(exc).__name__}: {exc}" if exc is not None else text
 
 
+#: HTTP clients that log every request at INFO ("HTTP Request: GET .../models 200"): a command's own lines say what
+#: happened, so these speak only at WARNING unless ``--verbose`` asks for DEBUG.
+CHATTY_LIBRARIES = ("httpx", "httpx2", "httpcore", "openai")
+
+
 def configure_logging(level: int, fmt: str, *, tracebacks: bool | None = None) -> None:
     """Log to stderr at ``level``; tracebacks only when asked (by default: at DEBUG level)."""
     handler = logging.StreamHandler()
     handler.setFormatter(ConciseFormatter(fmt, tracebacks=level <= logging.DEBUG if tracebacks is None else tracebacks))
     logging.basicConfig(level=level, handlers=[handler])
+    for name in CHATTY_LIBRARIES:
+        logging.getLogger(name).setLevel(level if level <= logging.DEBUG else max(level, logging.WARNING))

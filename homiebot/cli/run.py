@@ -40,16 +40,10 @@ def _parse_options(pairs: list[str]) -> dict[str, Any]:
 
 
 def task_expert(task_id: str) -> str:
-    """The expert that ``--planner expert`` (and no ``--planner``) plays on a built-in task: its suite's, as in
-    ``homie eval`` (:func:`homiebot.eval.manifest.suite_expert`), so a PARTNR-style task is played by
-    ``partnr_expert``, which switches and cleans, and not by the goal expert (docs/partnr.md, "The PARTNR expert")."""
-    from homiebot.eval.manifest import EXPERT_PLANNER, suite_expert
-    from homiebot.eval.tasks import list_suites, load_suite
+    """The expert ``--planner expert`` plays on ``task_id``: its suite's (:func:`homiebot.eval.manifest.task_expert`)."""
+    from homiebot.eval.manifest import task_expert as suite_task_expert
 
-    for suite in list_suites():
-        if any(task.id == task_id for task in load_suite(suite).tasks):
-            return suite_expert(suite)
-    return EXPERT_PLANNER
+    return suite_task_expert(task_id)
 
 
 def _round_table(trajectory: Any) -> Any:

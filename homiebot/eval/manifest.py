@@ -22,7 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from homiebot.config import MAX_ROUNDS, NoiseMode, PerceptionMode
 from homiebot.eval.keypaths import SceneNameResolver
-from homiebot.eval.tasks import TaskSpec, load_suite, resolve_suite
+from homiebot.eval.tasks import TaskSpec, list_suites, load_suite, resolve_suite
 from homiebot.files import atomic_write_json
 
 log = logging.getLogger(__name__)
@@ -107,6 +107,16 @@ def suite_expert(suite: str) -> str:
     On the PARTNR-style suite that is ``partnr_expert``: the goal expert would play its tasks without switching or
     cleaning (docs/partnr.md, "The PARTNR expert")."""
     return REFERENCE_PLANNERS.get(resolve_suite(suite), EXPERT_PLANNER)
+
+
+def task_expert(task_id: str) -> str:
+    """The expert that ``--planner expert`` (and no ``--planner``) plays on a built-in task: its suite's
+    (:func:`suite_expert`), in ``homie run``, ``homie up`` and the ROS planner node as in ``homie eval``; the goal
+    expert for a task of no suite."""
+    for suite in list_suites():
+        if any(task.id == task_id for task in load_suite(suite).tasks):
+            return suite_expert(suite)
+    return EXPERT_PLANNER
 
 
 def select_tasks(suite: str, split: str = "all", task_ids: Sequence[str] | None = None) -> list[TaskSpec]:

@@ -25,8 +25,10 @@ def _logs(tmp_path: Path) -> str:
     return "\n".join(f"--- {p.name}\n{p.read_text()[-3000:]}" for p in sorted((tmp_path / "logs").glob("*.log")))
 
 
-@pytest.mark.parametrize("task_id", list(TASKS))
-def test_partnr_task_switches_and_cleans_through_the_graph(task_id, tmp_path, ros_domain):
+# The node's planner parameter "expert" (the launch file's default) plays the task's suite's expert, as homie run
+# and homie eval do: on a PARTNR-style task that is partnr_expert, which switches the lamp on.
+@pytest.mark.parametrize(("task_id", "planner"), [(task, "partnr_expert") for task in TASKS] + [("partnr-1-022", "expert")])
+def test_partnr_task_switches_and_cleans_through_the_graph(task_id, planner, tmp_path, ros_domain):
     from homie_msgs.msg import EpisodeStatus, PlannerOutput
 
     from homiebot.eval.partnr.episodes import run_scored, task_actions
@@ -52,7 +54,7 @@ def test_partnr_task_switches_and_cleans_through_the_graph(task_id, tmp_path, ro
     assert expected.partnr.success
 
     result_path, record = tmp_path / "result.json", tmp_path / "record"
-    overrides = {"planner_node": {"task": task_id, "planner": "partnr_expert", "exit_when_done": True,
+    overrides = {"planner_node": {"task": task_id, "planner": planner, "exit_when_done": True,
                                   "result_path": str(result_path), "record_dir": str(record), "await_subscribers": 1}}
     listener = WireListener({"/homie/planner_output": (PlannerOutput, EVENTS_QOS),
                              "/homie/episode_status": (EpisodeStatus, EVENTS_QOS)})

@@ -47,6 +47,7 @@ from homiebot.agent.loop import EpisodeConfig
 from homiebot.agent.observers import ObserverBase
 from homiebot.config import HISTORY_WINDOW, MAX_ROUNDS
 from homiebot.data.record import EpisodeRecorder, RecordingObserver
+from homiebot.eval.manifest import EXPERT_PLANNER, task_expert
 from homiebot.eval.partnr.episodes import task_actions
 from homiebot.eval.partnr.recording import StatesFileRecorder
 from homiebot.eval.tasks import get_task
@@ -404,7 +405,10 @@ class PlannerNode(Node):
             partner = AgentSlot(human, role_config(AgentRole.HUMAN, config))
             config = role_config(AgentRole.ROBOT, config)
         else:
-            name, options = recovery_from_parameters(self.param("planner"), options, self.param("recovery"),
+            name = str(self.param("planner"))
+            if name == EXPERT_PLANNER and task.task_id:
+                name = task_expert(task.task_id)  # a PARTNR-style task's expert, as homie run and homie eval play it
+            name, options = recovery_from_parameters(name, options, self.param("recovery"),
                                                      self.param("recovery_stages"), self.param("recovery_search"))
             planner = make_planner(name, **options)
         scene_seed = (spec.seed if spec is not None else 0) + int(task.seed)
