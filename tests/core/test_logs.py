@@ -25,7 +25,6 @@ def test_http_clients_speak_only_at_warning_by_default():
     for name in CHATTY_LIBRARIES:
         assert not logging.getLogger(name).isEnabledFor(logging.INFO), name
         assert logging.getLogger(name).isEnabledFor(logging.WARNING), name
-    assert logging.getLogger("homiebot.eval.runner").isEnabledFor(logging.INFO)
 
 
 def test_verbose_shows_their_requests():
