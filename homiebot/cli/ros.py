@@ -75,14 +75,16 @@ def _result_table(result: dict[str, Any], human: bool = False) -> Any:
     from rich.markup import escape
     from rich.table import Table
 
+    from homiebot.report.shown import shown_feedback, shown_inventory, shown_model
+
     table = Table(title=escape(f"{result.get('task_id') or 'free text'}: {result.get('instruction', '')}"))
     for column in ("#", "subtask", "model", "code", "feedback", "inventory", "ms"):
         table.add_column(column, overflow="fold")
     for r in result.get("partner_rounds" if human else "rounds", []):
         table.add_row(
             # "[pick, mug]" is not rich markup: subtasks and messages are printed as they are.
-            str(r["index"]), escape(r["subtask"]), r["model"] or "-", r["code"], escape(r["message"]),
-            " ".join(r["inventory"]) or "None",
+            str(r["index"]), escape(r["subtask"]), shown_model(r["model"]), r["code"],
+            escape(shown_feedback(r["message"], r["code"])), shown_inventory(r["inventory"]),
             f"{r['timings'].get('round_s', 0.0) * 1000:.0f}", style=None if r["code"] == "OK" else "yellow",
         )
     return table
@@ -397,9 +399,18 @@ def register(app: typer.Typer) -> None:
                 console.print(_result_table(result, human=True))
             rounds = (f"rounds={len(result['rounds'])}+{len(result['partner_rounds'])} (robot+human)" if pair
                       else f"rounds={len(result['rounds'])}")
+            # The episode's one verdict, as homie run, homie metrics and the report show it: the record's
+            # summary.json, which the planner node's states recorder judged (homiebot/eval/verdict.py).
+            record_dir = run_dir / "record"
+            if (record_dir / "summary.json").is_file():
+                from homiebot.eval.verdict import outcome_text
+
+                outcome = outcome_text(record_dir)
+            else:
+                outcome = "ended" if result["ended"] else "did not end"
             console.print(
-                f"ended={result['ended']} goal_satisfied={result['goal_satisfied']} {rounds} "
-                f"path={result['path_length']:.2f} m wall={result['wall_time_s']:.2f} s  -> {result_path}"
+                f"{outcome}: {rounds} path={result['path_length']:.2f} m wall={result['wall_time_s']:.2f} s  "
+                f"-> {result_path}"
             )
             if (run_dir / "record" / "recovery.json").is_file():  # --recovery: the planner node wrote them
                 console.print(f"recovery statistics: {run_dir / 'record' / 'recovery.json'}")

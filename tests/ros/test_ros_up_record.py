@@ -34,7 +34,24 @@ def runs(tmp_path_factory, ros_domain) -> dict[str, Path]:
     assert up.returncode == 0, up.stderr[-3000:]
     run = _homie("run", "--task", TASK, "--seed", "1", "--no-video", "--out", str(tmp / "run"), env=env, cwd=tmp)
     assert run.returncode == 0, run.stderr[-3000:]
-    return {"up": tmp / "up", "run": tmp / "run", "tmp": tmp, "env": env}
+    return {"up": tmp / "up", "run": tmp / "run", "tmp": tmp, "env": env, "up_stdout": up.stdout + up.stderr,
+            "run_stdout": run.stdout}  # homie up prints its tables on stderr, beside the graph's log lines
+
+
+def _verdict_line(stdout: str) -> str:
+    """The closing line's verdict, e.g. ``success (keypaths: TP 5/5)``."""
+    lines = [line for line in stdout.splitlines() if line.startswith(("success (", "failure ("))]
+    assert lines, stdout[-1500:]
+    return lines[-1][: lines[-1].index(")") + 1]
+
+
+def test_up_announces_the_verdict_homie_run_announces(runs) -> None:
+    """One verdict on every surface: homie up's closing line is the record's verdict, as homie run's is (not the
+    simulator's goal check), and its round table shows EMMOE's word None as what it means."""
+    assert _verdict_line(runs["up_stdout"]) == _verdict_line(runs["run_stdout"])
+    assert "goal_satisfied=" not in runs["up_stdout"]
+    table = [line for line in runs["up_stdout"].splitlines() if line.startswith("│")]
+    assert table and not any(" None " in line for line in table), table
 
 
 def test_up_writes_the_record_homie_run_writes(runs) -> None:
