@@ -245,7 +245,11 @@ class FoxgloveLiveView(ObserverBase):
         self._publish(state, seen)
 
     def on_end(self, trajectory: Trajectory, state: WorldState | None) -> None:
-        outcome = {True: "goal met", False: "goal not met", None: "no goal check"}[trajectory.goal_satisfied]
+        # The simulator's own goal check, named as such: the episode's verdict (its suite's evaluation over the
+        # recorded states, homiebot/eval/verdict.py) is judged from the record once it is written, and shown by
+        # homie run's closing line, summary.json and the report.
+        outcome = {True: "simulator goal check: met", False: "simulator goal check: not met",
+                   None: "no simulator goal check"}[trajectory.goal_satisfied]
         ended = "ended with [End]" if trajectory.ended else "did not end"
         level = "error" if trajectory.error else "info"
         self._log(level, f"episode over after {len(trajectory.rounds)} rounds: {ended}, {outcome}"

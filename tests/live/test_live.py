@@ -117,7 +117,7 @@ def test_websocket_client_follows_a_real_episode(tmp_path: Path) -> None:
     for record in trajectory.rounds:
         assert f"round {record.index}: {record.subtask_text} model {record.output.model or '-'}" in lines
         assert f"round {record.index} feedback {record.feedback.code.value}: {record.feedback.message}" in lines
-    assert any(line.startswith("episode over after 8 rounds: ended with [End], goal met") for line in lines)
+    assert any(line.startswith("episode over after 8 rounds: ended with [End], simulator goal check: met") for line in lines)
     # The graph: re-sent when something changed; the drawer was opened and closed, the can moved into it.
     labels = [{t.text for e in update.entities for t in e.texts} for update in got["/world_graph"]]
     assert any("kitchen_drawer (open)" in seen for seen in labels)
