@@ -10,7 +10,6 @@ import importlib.util
 import io
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -24,45 +23,19 @@ from homiebot.data.record import EpisodeRecorder, read_episode
 from homiebot.eval.tasks import get_task
 from homiebot.planner.base import Planner
 from homiebot.planner.expert import ExpertPlanner
-from homiebot.planner.hf_backend import Generation, HFPlanner
+from homiebot.planner.hf_backend import HFPlanner
 from homiebot.planner.messages import ChatMessage
 from homiebot.planner.prompt import system_prompt
 from homiebot.planner.react import ReActPlanner
 from homiebot.planner.text_planning import TEXT_OBSERVATION_ITEM, text_system_prompt
 from homiebot.sim.base import make_simulator
+from homiebot.testing.scripted_engine import FakeScriptedEngine
 from homiebot.training.build import BuildOptions, collect
 from homiebot.training.emmoe import step_messages
 
 TASK = "demo-green-can"
 GO = "Analysis: the can is on the table, so I go there\nSubtask: [Go to, brown_table]\nModel: NoMaD"
 END = "Analysis: nothing is left to do\nSubtask: [End]\nModel: None"
-
-
-@dataclass
-class ScriptedModel:
-    """A stand-in for a model (no trained weights are needed to test what is recorded): answers from a script and
-    keeps every conversation it was given, images included."""
-
-    answers: list[str]
-    text_only: bool = True
-    seen: list[list[ChatMessage]] = field(default_factory=list)
-
-    def generate(self, conversations: Sequence[Sequence[ChatMessage]], **options: Any) -> list[Generation]:
-        out = []
-        for conversation in conversations:
-            self.seen.append(list(conversation))
-            text = self.answers.pop(0) if self.answers else END
-            out.append(Generation(text=text, prompt_tokens=0, completion_tokens=1, finish_reason="stop"))
-        return out
-
-    def render(self, conversation: Sequence[ChatMessage]) -> tuple[str, list[Any]]:
-        return "\n".join(m.text for m in conversation), []
-
-    def compile_grammar(self, grammar: str) -> None:
-        return None
-
-    def close(self) -> None:
-        return None
 
 
 def _episode(out: Path, planner: Planner, *, render: bool, max_rounds: int = 20) -> list[dict]:
@@ -84,7 +57,7 @@ def _without_images(messages: list[dict]) -> list[dict]:
 
 
 def test_text_mode_rounds_hold_the_exact_chat_the_model_was_sent(tmp_path: Path) -> None:
-    model = ScriptedModel([GO, END])
+    model = FakeScriptedEngine([GO, END])
     rounds = _episode(tmp_path / "text", HFPlanner(model="scripted", engine=model), render=False)  # type: ignore[arg-type]
     assert len(rounds) == len(model.seen) == 2
     for line, seen in zip(rounds, model.seen, strict=True):
@@ -109,7 +82,7 @@ def test_text_mode_rounds_hold_the_exact_chat_the_model_was_sent(tmp_path: Path)
 
 
 def test_vision_model_rounds_name_the_view_files_it_was_sent(tmp_path: Path) -> None:
-    model = ScriptedModel([GO, END], text_only=False)
+    model = FakeScriptedEngine([GO, END], text_only=False)
     planner = HFPlanner(model="scripted", engine=model, icl_example=True)  # type: ignore[arg-type]
     out = tmp_path / "vlm"
     rounds = _episode(out, planner, render=True)
@@ -163,7 +136,7 @@ def test_openai_rounds_hold_the_messages_put_on_the_wire(tmp_path: Path) -> None
 
 def test_react_rounds_hold_every_call_of_the_round(tmp_path: Path) -> None:
     thought = "Thought: {}\n{}\nAssigned!"
-    model = ScriptedModel([thought.format("where is the can", "FindObjectTool[can]"),
+    model = FakeScriptedEngine([thought.format("where is the can", "FindObjectTool[can]"),
                            thought.format("it is on the table", "Navigate[brown_table]"),
                            thought.format("done", "Done[]")])
     planner = ReActPlanner(engine=model)  # type: ignore[arg-type]
@@ -184,7 +157,7 @@ def test_a_planner_without_a_model_records_no_calls(tmp_path: Path) -> None:
 
 
 def test_data_build_trains_on_the_recorded_model_input(tmp_path: Path) -> None:
-    model = ScriptedModel([GO, END])
+    model = FakeScriptedEngine([GO, END])
     runs = tmp_path / "runs"
     _episode(runs / "episode", HFPlanner(model="scripted", engine=model), render=False)  # type: ignore[arg-type]
     options = BuildOptions(rewrites=1, successful_only=False, split="all", images=False)

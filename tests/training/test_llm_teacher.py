@@ -4,51 +4,18 @@ failed episode are labelled after the critic, from the parallel text world's log
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass, field
-from typing import Any
-
 import pytest
 
 from homiebot.planner.base import PlanRequest
 from homiebot.planner.expert import ExpertPlanner
-from homiebot.planner.hf_backend import Generation, HFPlanner
-from homiebot.planner.messages import ChatMessage
+from homiebot.planner.hf_backend import HFPlanner
 from homiebot.planner.scripted import ScriptedPlanner
+from homiebot.testing.scripted_engine import FakeScriptedEngine
 from homiebot.training.dagger import LabelingPlanner, TeacherCheck, _episodes, pairs_of
 from homiebot.training.teacher import MEMORY_SIZE, LLMTeacher, VisitedState
 
 GO_FRIDGE = "Analysis: the can is in the fridge, so I go there first\nSubtask: [Go to, fridge]\nModel: NoMaD"
 OPEN_FRIDGE = "Analysis: I am at the fridge, so I open it\nSubtask: [Open, fridge]\nModel: octo"
-
-
-@dataclass
-class FakeScriptedEngine:
-    """A language model that answers from a script and keeps every conversation it was given (no model
-    weights exist offline for an LLM teacher; the loop around it is what is tested)."""
-
-    answers: list[str]
-    text_only: bool = True
-    seen: list[list[ChatMessage]] = field(default_factory=list)
-
-    def generate(self, conversations: Sequence[Sequence[ChatMessage]], **options: Any) -> list[Generation]:
-        out = []
-        for conversation in conversations:
-            self.seen.append(list(conversation))
-            text = self.answers.pop(0) if self.answers else "Analysis: done\nSubtask: [End]\nModel: None"
-            out.append(
-                Generation(text=text, prompt_tokens=0, completion_tokens=len(text.split()), finish_reason="stop")
-            )
-        return out
-
-    def render(self, conversation: Sequence[ChatMessage]) -> tuple[str, list[Any]]:
-        return "\n".join(m.text for m in conversation), []
-
-    def compile_grammar(self, grammar: str) -> None:
-        return None
-
-    def close(self) -> None:
-        return None
 
 
 def _actor(answers: list[str]) -> tuple[HFPlanner, FakeScriptedEngine]:
