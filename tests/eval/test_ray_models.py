@@ -84,11 +84,18 @@ def test_one_model_actor_batches_concurrent_planners_with_local_answers(ray_inst
 def test_a_model_that_cannot_load_stops_the_evaluation_with_its_reason(tmp_path: Path) -> None:
     from homiebot.eval.runner import EvalSettings, run_evaluation
 
-    settings = EvalSettings(suite="demo", planner="hf", planner_options={"model": "smollm2", "runtime": "nope"})
-    outcome = run_evaluation(settings, tmp_path / "e", runs=1, workers=1, progress=False, backend="ray", report=False)
-    assert outcome.finished == 0 and outcome.failed_jobs
-    assert "shared model could not be loaded" in outcome.failed_jobs[0] and "nope" in outcome.failed_jobs[0]
-    assert not list((tmp_path / "e").glob("episodes/*/run0"))
+    # A folder that passes the up-front look (it has a config.json) but whose model cannot be built: the options are
+    # valid, so the failure comes from the shared model actor's load.
+    broken = tmp_path / "broken-model"
+    broken.mkdir()
+    (broken / "config.json").write_text('{"model_type": "no-such-architecture"}')
+    settings = EvalSettings(suite="demo", planner="hf", planner_options={"model": str(broken)})
+    from homiebot.eval.pool import WorkerSetupError
+
+    # No worker could start: the evaluation stops with the reason and leaves no folder pinned to this setting.
+    with pytest.raises(WorkerSetupError, match="shared model could not be loaded.*broken-model"):
+        run_evaluation(settings, tmp_path / "e", runs=1, workers=1, progress=False, backend="ray", report=False)
+    assert not list((tmp_path / "e").glob("episodes/*/run0")) and not (tmp_path / "e" / "eval.json").exists()
 
 
 def test_ray_evaluation_with_a_shared_model_matches_the_local_one(tmp_path: Path) -> None:

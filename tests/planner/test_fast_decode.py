@@ -124,7 +124,7 @@ def test_unsupported_family_with_fast_is_a_clear_load_error(tmp_path: Path, tiny
     with pytest.raises(PlannerError, match="share_prefix=True needs the fast decoding loop"):
         make_planner("hf", model=str(llava), share_prefix=True)
     assert _engine(llava).decode_mode == "generate"  # auto never picks fast for an unsupported family
-    with pytest.raises(PlannerError, match="decode: Input should be 'auto', 'fast' or 'generate'"):
+    with pytest.raises(PlannerError, match="option decode=fastest must be one of auto, fast, generate"):
         make_planner("hf", model=str(tiny_qwen), decode="fastest")
 
 
