@@ -175,24 +175,17 @@ def _type_value(value: Any, annotation: Any) -> Any:
         if word in TRUE_WORDS or word in FALSE_WORDS:
             return word in TRUE_WORDS
         raise _Mismatch(f"a yes/no value ({'/'.join(TRUE_WORDS)} or {'/'.join(FALSE_WORDS)})")
-    if annotation is int:
-        if isinstance(value, int) and not isinstance(value, bool):
-            return value
+    if annotation in (int, float):
+        # An int is a float's value too (as in Python's own numeric tower); a bool is neither.
+        accepted = (int,) if annotation is int else (int, float)
+        if isinstance(value, accepted) and not isinstance(value, bool):
+            return annotation(value)
         if isinstance(value, str):
             try:
-                return int(value.strip())
+                return annotation(value.strip())
             except ValueError:
                 pass
-        raise _Mismatch("an integer")
-    if annotation is float:
-        if isinstance(value, (int, float)) and not isinstance(value, bool):
-            return float(value)
-        if isinstance(value, str):
-            try:
-                return float(value.strip())
-            except ValueError:
-                pass
-        raise _Mismatch("a number")
+        raise _Mismatch("an integer" if annotation is int else "a number")
     if annotation is str:
         if isinstance(value, str):
             return value
