@@ -4,12 +4,10 @@
 from __future__ import annotations
 
 import contextlib
-import http.server
 import json
 import os
 import subprocess
 import sys
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -29,33 +27,13 @@ def _models_only_server() -> Iterator[str]:
     """An OpenAI-compatible address that lists one model (so the start-up check passes) and refuses every chat
     request with HTTP 400 (so no episode runs, which is all this test needs: nothing is stored)."""
 
-    class Handler(http.server.BaseHTTPRequestHandler):
-        def _answer(self, status: int, body: dict) -> None:
-            data = json.dumps(body).encode()
-            self.send_response(status)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
+    from homiebot.testing.openai_server import FakeOpenAIServer
 
-        def do_GET(self) -> None:  # noqa: N802 - http.server's name
-            self._answer(200, {"object": "list", "data": [{"id": "nobody", "object": "model"}]})
-
-        def do_POST(self) -> None:  # noqa: N802 - http.server's name
-            self.rfile.read(int(self.headers.get("Content-Length", 0)))
-            self._answer(400, {"error": {"message": "no chat here"}})
-
-        def log_message(self, *args: object) -> None:
-            pass
-
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
+    server = FakeOpenAIServer(lambda body: 400, model="nobody")
     try:
-        yield f"http://127.0.0.1:{server.server_address[1]}/v1"
+        yield server.url
     finally:
-        server.shutdown()
-        server.server_close()
+        server.close()
 
 
 @pytest.mark.slow

@@ -19,10 +19,8 @@ import os
 import socket
 import subprocess
 import sys
-import threading
 import time
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
@@ -83,46 +81,19 @@ class _FailingChatServer:
     ANSWER = "Analysis: a fixed answer\nSubtask: [End]\nModel: NoMaD"
 
     def __init__(self) -> None:
+        from homiebot.testing.openai_server import FakeOpenAIServer
+
         self.answering = False
         self.completions = 0  # chat completions asked for, answered or not
-        outer = self
+        self._server = FakeOpenAIServer(self._reply, model="tiny")
+        self.port = self._server.port
 
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *args: object) -> None:  # keep the test's output clean
-                pass
-
-            def _send(self, body: dict) -> None:
-                data = json.dumps(body).encode()
-                self.send_response(200)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-            def do_GET(self) -> None:
-                self._send({"object": "list", "data": [{"id": "tiny", "object": "model", "owned_by": "test"}]})
-
-            def do_POST(self) -> None:
-                self.rfile.read(int(self.headers.get("Content-Length", "0")))
-                outer.completions += 1
-                if not outer.answering:
-                    self.close_connection = True  # no status line, no body: the client sees the server go away
-                    return
-                self._send({
-                    "id": "fixed", "object": "chat.completion", "created": 0, "model": "tiny",
-                    "choices": [{"index": 0, "finish_reason": "stop",
-                                 "message": {"role": "assistant", "content": outer.ANSWER}}],
-                    "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
-                })
-
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.port = int(self._httpd.server_address[1])
-        self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
-        self._thread.start()
+    def _reply(self, body: dict) -> str | None:
+        self.completions += 1
+        return self.ANSWER if self.answering else None
 
     def close(self) -> None:
-        self._httpd.shutdown()
-        self._httpd.server_close()
+        self._server.close()
 
 
 @pytest.fixture

@@ -95,43 +95,13 @@ class FakeChatServer:
     }
 
     def __init__(self, base_answers: list[str], stages: dict[str, str]) -> None:
-        import threading
-        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+        from homiebot.testing.openai_server import FakeOpenAIServer
 
         self.base_answers = list(base_answers)
         self.stages = dict(stages)
         self.requests: list[str] = []  # "base" or a stage's name, in order
-        server = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *args: Any) -> None:  # keep the test output clean
-                pass
-
-            def _send(self, body: dict[str, Any]) -> None:
-                data = json.dumps(body).encode()
-                self.send_response(200)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-            def do_GET(self) -> None:
-                self._send({"object": "list", "data": [{"id": "fake", "object": "model", "owned_by": "test"}]})
-
-            def do_POST(self) -> None:
-                body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", "0"))) or b"{}")
-                text = server.answer(body.get("messages", []))
-                self._send({
-                    "id": "fake-1", "object": "chat.completion", "created": 0, "model": body.get("model", "fake"),
-                    "choices": [{"index": 0, "finish_reason": "stop",
-                                 "message": {"role": "assistant", "content": text}}],
-                    "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
-                })
-
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self._httpd.server_address[1]}/v1"
-        self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
-        self._thread.start()
+        self._server = FakeOpenAIServer(lambda body: self.answer(body.get("messages", [])))
+        self.url = self._server.url
 
     def answer(self, messages: list[dict[str, Any]]) -> str:
         last = messages[-1]["content"] if messages else ""
@@ -146,5 +116,4 @@ class FakeChatServer:
         return answer("[End]", "NoMaD")
 
     def close(self) -> None:
-        self._httpd.shutdown()
-        self._httpd.server_close()
+        self._server.close()
