@@ -17,6 +17,19 @@ import threading
 from pathlib import Path
 from typing import Any
 
+import yaml
+
+# libyaml's C parser when PyYAML was built with it: about 7x faster than the pure-Python SafeLoader on the 465 kB
+# PARTNR suite, which every command that resolves a task id parses; both build the same plain objects and raise
+# the same yaml.YAMLError classes with line and column marks.
+_SAFE_LOADER: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+def load_yaml(text: str) -> Any:
+    """``yaml.safe_load`` with the fastest safe loader this PyYAML has."""
+    return yaml.load(text, Loader=_SAFE_LOADER)  # noqa: S506 - a safe loader, chosen above
+
+
 _UMASK_LINE = re.compile(r"^Umask:\s*([0-7]+)\s*$", re.MULTILINE)
 _lock = threading.Lock()
 

@@ -31,6 +31,7 @@ from pathlib import Path
 import yaml
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from homiebot.files import load_yaml
 from homiebot.perception.conceptgraph import ConceptGraphBuilder, ConceptGraphConfig, PanopticStandInLabeler
 from homiebot.perception.emmoe_names import emmoe_aliases
 from homiebot.perception.grounding import Grounder, SemanticGrounder, normalize_name
@@ -147,7 +148,7 @@ class ParaphraseFile(BaseModel):
 def load_paraphrases(path: str | Path = PARAPHRASES_PATH) -> ParaphraseFile:
     path = Path(path)
     try:
-        return ParaphraseFile.model_validate(yaml.safe_load(path.read_text()))
+        return ParaphraseFile.model_validate(load_yaml(path.read_text()))
     except FileNotFoundError:
         raise ValueError(f"paraphrase file not found: {path}") from None
     except (yaml.YAMLError, ValidationError) as err:

@@ -37,6 +37,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from homiebot.files import load_yaml
 from homiebot.process import die_with_parent
 from homiebot.ros.environment import overlay_environment, repository_root
 from homiebot.ros.shm import DEFAULT_SHM_DIR, ShmDirectoryError, clean_stale_segments, fastdds_uses_shm
@@ -86,7 +87,7 @@ class GraphSpec(BaseModel):
 
 def _load_yaml(path: Path) -> Any:
     try:
-        return yaml.safe_load(path.read_text())
+        return load_yaml(path.read_text())
     except FileNotFoundError:
         raise GraphConfigError(f"{path}: file not found") from None
     except yaml.YAMLError as err:

@@ -18,6 +18,8 @@ from typing import Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from homiebot.files import load_yaml
+
 SCENE_DIR = Path(__file__).parent / "scenes"
 
 Vec2 = tuple[float, float]
@@ -337,7 +339,7 @@ def _yaml_error_line(err: yaml.YAMLError) -> str:
 def _load_scene_file(path_text: str, mtime_ns: int, size: int) -> SceneSpec:
     path = Path(path_text)
     try:
-        data = yaml.safe_load(path.read_text())
+        data = load_yaml(path.read_text())
     except yaml.YAMLError as err:
         raise SceneError(f"invalid scene {path}: not valid YAML: {_yaml_error_line(err)}") from None
     if not isinstance(data, dict):
