@@ -34,7 +34,8 @@ class PerceptionHook(Protocol):
 carry its description.
     Every member is required: a hook says "nothing" with None, not by leaving a method out."""
 
-    describes_world: bool
+    @property
+    def describes_world(self) -> bool: ...
 
     def observe(self, observation: Observation, state: WorldState) -> Any: ...
 

@@ -14,11 +14,12 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
 from homiebot.config import MAX_ROUNDS
+from homiebot.config.planners import PlannerConfig
 from homiebot.sim.scene import SceneSpec
 from homiebot.types import ErrorCode, Feedback, ModelCall, Observation, WorldState
 
@@ -46,7 +47,7 @@ class PlanRequest:
     world_description: str | None = None  # PARTNR-style text world description, when configured
     grounded_targets: tuple[str, ...] = ()  # names perception has grounded (for constrained decoding)
     world_state: WorldState | None = None  # privileged: expert only
-    goal: Any = None  # privileged: expert only (homiebot.eval.goals.GoalSpec)
+    goal: Any = None  # privileged: expert only (homiebot.tasks.goals.GoalSpec)
     # Privileged, with a perception world model only: simulator instance -> the name perception knows it by
     # (WorldModel.perceived_names). None: no perception, targets are the simulator's instance names.
     perceived_names: Mapping[str, str] | None = None
@@ -79,6 +80,9 @@ class EpisodeStopRequested(Exception):  # noqa: N818 (a request, not an error)
         self.reason = reason
 
 
+PlannerT = TypeVar("PlannerT", bound="Planner")
+
+
 class Planner(ABC):
     """High-level planner. Implementations are registered in :mod:`homiebot.planner.registry`."""
 
@@ -98,6 +102,13 @@ class Planner(ABC):
     #: facet, which sees both agents); otherwise only the partner's other actions, as PARTNR's decentralized agents
     #: learn them ("PARTNR", section 4.1).
     hears_partner_navigation: bool = False
+
+    @classmethod
+    def from_config(cls: type[PlannerT], config: PlannerConfig, **objects: object) -> PlannerT:
+        """The planner a run configuration describes (:mod:`homiebot.config.planners`): its options are the
+        constructor's keyword arguments, with ``objects`` (what is not configuration: a loaded engine). A planner
+        whose configuration holds another planner's overrides it (the recovery wrapper builds its base first)."""
+        return cls(**config.options(), **objects)
 
     @classmethod  # noqa: B027 (optional hook: most planners need nothing outside the process)
     def preflight(cls, options: Mapping[str, Any]) -> None:

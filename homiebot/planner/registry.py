@@ -23,6 +23,7 @@ import types
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal, Union, get_args, get_origin
 
+from homiebot.config.planners import ConfigError, PlannerConfig, RecoveryPlannerConfig, planner_config
 from homiebot.planner.base import Planner
 from homiebot.plugins import PLANNERS_GROUP, entry_point_targets
 
@@ -257,3 +258,39 @@ def make_planner(name: str, **options: Any) -> Planner:
         return planner_class(name)(**typed)
     except (TypeError, ValueError, FileNotFoundError) as err:
         raise PlannerError(f"planner {name!r}: {err}") from err
+
+
+def check_planner_config(config: PlannerConfig) -> None:
+    """What a command runs on a run configuration's planner before it writes anything: the planner is installed
+    (:class:`PlannerError` otherwise) and its :meth:`~homiebot.planner.base.Planner.preflight` passes (bad input:
+    :class:`PlannerError`; a server that does not answer raises the backend's own error). A recovery wrapper's
+    base is checked too."""
+    cls = planner_class(config.name)
+    if isinstance(config, RecoveryPlannerConfig):
+        check_planner_config(config.base)
+    try:
+        cls.preflight(config.options())
+    except (TypeError, ValueError, FileNotFoundError) as err:
+        raise PlannerError(f"planner {config.name!r}: {err}") from err
+
+
+def build_planner(config: PlannerConfig, **objects: object) -> Planner:
+    """The planner a run configuration describes (:meth:`~homiebot.planner.base.Planner.from_config`); ``objects``:
+    what only a Python caller can hand it (a loaded ``engine``). Bad options that only the planner can see (a model
+    folder of no known architecture) are a :class:`PlannerError`."""
+    cls = planner_class(config.name)
+    try:
+        return cls.from_config(config, **objects)
+    except (TypeError, ValueError, FileNotFoundError) as err:
+        raise PlannerError(f"planner {config.name!r}: {err}") from err
+
+
+def configure_planner(name: str, options: Mapping[str, object]) -> PlannerConfig:
+    """Planner ``name``'s run configuration from command-line options (``-p key=value`` text and the named flags):
+    typed as :func:`planner_options` types them (its one-line refusals), then validated by the planner's
+    configuration class (:mod:`homiebot.config.planners`). Raises :class:`PlannerError`."""
+    typed = planner_options(name, options)
+    try:
+        return planner_config(name, typed)
+    except ConfigError as err:
+        raise PlannerError(str(err)) from None

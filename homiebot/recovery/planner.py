@@ -51,6 +51,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
+from homiebot.config.planners import PlannerConfig, RecoveryPlannerConfig
 from homiebot.planner.base import Planner, PlanRequest
 from homiebot.planner.messages import ChatMessage
 from homiebot.planner.prompt import parse_output
@@ -185,6 +186,18 @@ class RecoveryPlanner(Planner):
             from homiebot.planner.registry import check_planner
 
             check_planner(base, options.get("base_options") or {})
+
+    @classmethod
+    def from_config(cls, config: PlannerConfig, **objects: object) -> RecoveryPlanner:
+        """The wrapper a run configuration describes: its base planner is built from the base's own
+        configuration (:class:`~homiebot.config.planners.RecoveryPlannerConfig`)."""
+        from homiebot.planner.registry import build_planner
+
+        if not isinstance(config, RecoveryPlannerConfig):
+            raise TypeError(f"the recovery planner is configured by RecoveryPlannerConfig, not {type(config).__name__}")
+        options = config.options()
+        del options["base"]
+        return cls(build_planner(config.base), **options, **objects)  # type: ignore[arg-type]  # fields mirror keywords
 
     def __init__(
         self,

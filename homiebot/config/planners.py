@@ -1,0 +1,305 @@
+"""One configuration class per planner, registered by the planner's name.
+
+A run's planner is one of these (``RunConfig.planner``): the class is picked by the ``name`` field of the
+configuration's JSON (``{"name": "hf", "model": "smollm2", ...}``), so a typo in an option is refused with the
+names the planner takes, and the JSON dump of a run holds every option with its type. The fields of each class
+mirror its planner's constructor (names and defaults; ``tests/config/test_planner_configs.py`` compares them);
+what only a Python caller can hand a planner (a loaded engine, a recovery LLM, a list of scripted answers in
+memory) stays a constructor argument and is not configuration.
+
+The classes live here, in the lowest layer, and not beside their planners: the run configuration is read and
+validated before any planner module (torch, openai) is imported, and nothing here imports upward.
+
+Planners from other packages (the ``homiebot.planners`` entry points) bring their own class as the planner
+class's ``config_class`` attribute (a :class:`PlannerConfig` subclass whose ``name`` is the entry point's);
+a planner without one is configured by a class derived from its constructor's annotated parameters.
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import typing
+from collections.abc import Mapping
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, SerializeAsAny, ValidationError, create_model, field_validator
+
+from homiebot.config import FAR_THRESHOLD_M, NEAR_THRESHOLD_M, DecodeMode
+from homiebot.plugins import PLANNERS_GROUP, entry_point_targets
+
+
+class ConfigError(ValueError):
+    """A configuration that does not validate; the message is one line naming the option and what is wrong."""
+
+
+def validation_message(error: ValidationError, *, prefix: str = "") -> str:
+    """A pydantic error as one line: ``where: message; where: message`` (pydantic's own text takes several lines
+    per problem). ``prefix`` names the part of the configuration the error's locations are relative to."""
+    parts = []
+    for item in error.errors():
+        where = ".".join(str(p) for p in (prefix, *item.get("loc", ())) if p != "")
+        message = str(item.get("msg", "")).removeprefix("Value error, ")
+        if item.get("type") == "extra_forbidden":
+            message = "unknown option"
+        parts.append(f"{where or 'configuration'}: {message}")
+    return "; ".join(parts)
+
+
+class PlannerConfig(BaseModel):
+    """What every planner configuration has: the planner's registered name. Subclasses add the planner's
+    options, each typed, with the constructor's default."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str
+
+    def options(self) -> dict[str, object]:
+        """The constructor's keyword arguments: every field but ``name``, as Python values (enums stay members)."""
+        return {key: getattr(self, key) for key in type(self).model_fields if key != "name"}
+
+
+class ExpertPlannerConfig(PlannerConfig):
+    """The goal expert (:class:`homiebot.planner.expert.ExpertPlanner`): EMMOE's reach thresholds (appendix E.1)."""
+
+    name: Literal["expert"] = "expert"
+    interact_range_m: float = Field(1.0, gt=0)
+    near_threshold_m: float = Field(NEAR_THRESHOLD_M, ge=0)
+    far_threshold_m: float = Field(FAR_THRESHOLD_M, gt=0)
+    close_opened: bool = True
+
+
+class PartnrExpertPlannerConfig(PlannerConfig):
+    """The PARTNR expert (:class:`homiebot.planner.partnr_expert.PartnrExpertPlanner`): no options."""
+
+    name: Literal["partnr_expert"] = "partnr_expert"
+
+
+class ScriptedPlannerConfig(PlannerConfig):
+    """Answers from a script (:class:`homiebot.planner.scripted.ScriptedPlanner`)."""
+
+    name: Literal["scripted"] = "scripted"
+    outputs: tuple[str, ...] | None = None
+    path: str | None = None
+    on_exhausted: Literal["end", "error"] = "end"
+
+
+class RandomPlannerConfig(PlannerConfig):
+    """The random baseline over visible instances (:class:`homiebot.planner.random_planner.RandomPlanner`)."""
+
+    name: Literal["random"] = "random"
+    seed: int = 0
+    min_pixels: int = Field(20, ge=1)
+
+
+class OpenAIPlannerConfig(PlannerConfig):
+    """An OpenAI-compatible chat server (:class:`homiebot.planner.openai_backend.OpenAIPlanner`)."""
+
+    name: Literal["openai"] = "openai"
+    base_url: str | None = None
+    model: str | None = None
+    api_key_env: str | None = None
+    constrained: bool = False
+    grammar_field: Literal["structured_outputs", "guided_grammar", "grammar"] = "structured_outputs"
+    icl_example: bool = False
+    include_history: bool = True
+    max_tokens: int = Field(512, ge=1)
+    max_tokens_field: Literal["max_tokens", "max_completion_tokens"] = "max_tokens"
+    analysis_max_chars: int = Field(600, ge=1)
+    temperature: float | None = 0.0
+    top_p: float | None = None
+    seed: int | None = None
+    image_detail: Literal["low", "high", "auto"] | None = None
+    timeout_s: float = Field(120.0, gt=0)
+    max_retries: int = Field(3, ge=0)
+    concurrency: int = Field(8, ge=1)
+
+
+class HFPlannerConfig(PlannerConfig):
+    """A local model (:class:`homiebot.planner.hf_backend.HFPlanner`): a transformers folder (image-text or
+    text-only), or a bundled GGUF model by name on llama.cpp (``runtime``, ``weights``, ``prefix_reuse``,
+    ``lookup_tokens``, ``flash_attention`` are that text runtime's). docs/models.md."""
+
+    name: Literal["hf"] = "hf"
+    model: str
+    adapter: str | None = None
+    constrained: bool = False
+    icl_example: bool = False
+    include_history: bool = True
+    max_new_tokens: int | None = Field(None, ge=1)
+    analysis_max_chars: int = Field(600, ge=1)
+    do_sample: bool = False
+    temperature: float = 1.0
+    top_p: float = 1.0
+    device: str = "auto"
+    dtype: Literal["auto", "bfloat16", "float16", "float32"] = "auto"
+    quantization: Literal["4bit", "8bit", "fp8"] | None = None
+    cache_implementation: Literal["static"] | None = None
+    compile: bool = True
+    attn_implementation: str | None = None
+    merge_adapter: bool = True
+    trust_remote_code: bool = False
+    torch_threads: int | None = Field(None, ge=1)
+    decode: DecodeMode = DecodeMode.AUTO
+    share_prefix: bool = False
+    sdpa_gqa: bool | None = None
+    batched_vision: bool | None = None
+    runtime: Literal["auto", "llama_cpp", "transformers"] = "auto"
+    prefix_reuse: bool = True
+    lookup_tokens: int = Field(0, ge=0)
+    weights: Literal["q8_0", "bundled"] = "q8_0"
+    flash_attention: bool = False
+    prompt_log: str | None = None
+    system_turn: bool = True
+
+
+class HFPartnrPlannerConfig(HFPlannerConfig):
+    """The hf planner shown PARTNR's text world (:class:`homiebot.planner.partnr_world.PartnrWorldHFPlanner`)."""
+
+    name: Literal["hf_partnr"] = "hf_partnr"  # type: ignore[assignment]  # a narrower literal than the base's
+
+
+class ReActPlannerConfig(PlannerConfig):
+    """PARTNR's ReAct planner (:class:`homiebot.planner.react.ReActPlanner`)."""
+
+    name: Literal["react"] = "react"
+    model: str = "smollm2"
+    constrained: bool = True
+    perception_tools: bool = True
+    max_llm_calls: int = Field(50, ge=1)
+    max_calls_per_round: int = Field(4, ge=1)
+    thought_max_chars: int = Field(160, ge=1)
+    runtime: str = "auto"
+    torch_threads: int | None = Field(None, ge=1)
+    trace_log: str | None = None
+
+
+class RecoveryPlannerConfig(PlannerConfig):
+    """Failure recovery around another planner (:class:`homiebot.recovery.planner.RecoveryPlanner`):
+    ``base`` is that planner's own configuration. docs/recovery.md."""
+
+    name: Literal["recovery"] = "recovery"
+    # SerializeAsAny: the base's own options are dumped with it (a field typed as the base class dumps its name only).
+    base: SerializeAsAny[PlannerConfig]
+    mode: Literal["cmfr", "cot", "none"] = "cmfr"
+    stages: tuple[int, ...] = (1, 2, 3, 4)
+    search: bool = True
+    max_calls_per_round: int = Field(4, ge=1)
+    max_tokens: int = Field(120, ge=1)
+    max_steps: int = Field(2, ge=1)
+    constrained: bool = True
+    own_cache: bool = True
+    prompts: str | None = None
+    stats_dir: str | None = None
+    rules: bool = False
+    memory: bool = True
+
+    @field_validator("base", mode="before")
+    @classmethod
+    def _base_by_name(cls, value: object) -> PlannerConfig:
+        base = planner_config_from(value)
+        if isinstance(base, RecoveryPlannerConfig):
+            raise ValueError("the base planner of a recovery wrapper cannot itself be a recovery wrapper")
+        return base
+
+    @field_validator("stages", mode="before")
+    @classmethod
+    def _stages_from_text(cls, value: object) -> object:
+        """``--recovery-stages 1,2`` as text, as the command lines and the planner node give it."""
+        if isinstance(value, str):
+            items = [item.strip() for item in value.split(",") if item.strip()]
+            if not all(item.isdigit() for item in items):
+                raise ValueError(f"recovery stages must be numbers 1-4 separated by commas, got {value!r}")
+            return tuple(int(item) for item in items)
+        return value
+
+    @field_validator("stages")
+    @classmethod
+    def _stages_known(cls, value: tuple[int, ...]) -> tuple[int, ...]:
+        bad = sorted(set(value) - {1, 2, 3, 4})
+        if bad:
+            raise ValueError(f"recovery stages are 1, 2, 3 and 4; got {bad}")
+        return tuple(sorted(set(value)))
+
+
+#: The built-in planners' configuration classes by planner name (the names of homiebot.planner.registry).
+BUILTIN_PLANNER_CONFIGS: Mapping[str, type[PlannerConfig]] = {
+    cls.model_fields["name"].default: cls
+    for cls in (
+        ExpertPlannerConfig,
+        PartnrExpertPlannerConfig,
+        ScriptedPlannerConfig,
+        RandomPlannerConfig,
+        OpenAIPlannerConfig,
+        HFPlannerConfig,
+        HFPartnrPlannerConfig,
+        ReActPlannerConfig,
+        RecoveryPlannerConfig,
+    )
+}
+
+
+def _derived_config(name: str, planner: type) -> type[PlannerConfig]:
+    """A configuration class for an installed planner that declares none: one field per annotated keyword
+    parameter of its constructor, with its default (a parameter without a default is required)."""
+    init = planner.__init__  # type: ignore[misc]  # the class's own constructor is what is read
+    try:
+        hints = typing.get_type_hints(init)
+    except Exception:  # annotations naming what only type checkers import: untyped options are not offered
+        hints = {}
+    fields: dict[str, tuple[object, object]] = {}
+    for parameter in list(inspect.signature(init).parameters.values())[1:]:
+        if parameter.kind in (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD):
+            continue
+        if parameter.name not in hints:
+            continue
+        default = ... if parameter.default is inspect.Parameter.empty else parameter.default
+        fields[parameter.name] = (hints[parameter.name], default)
+    model: type[PlannerConfig] = create_model(  # type: ignore[call-overload]
+        f"{planner.__name__}Config",
+        __base__=PlannerConfig,
+        __config__=None,
+        name=(Literal[name], name),
+        **fields,
+    )
+    return model
+
+
+def planner_config_class(name: str) -> type[PlannerConfig]:
+    """The configuration class of planner ``name``: a built-in's, an installed planner's ``config_class``, or one
+    derived from its constructor. ``ConfigError`` for a name no planner has."""
+    builtin = BUILTIN_PLANNER_CONFIGS.get(name)
+    if builtin is not None:
+        return builtin
+    targets = entry_point_targets(PLANNERS_GROUP, {})
+    target = targets.get(name)
+    if target is None:
+        known = sorted({*BUILTIN_PLANNER_CONFIGS, *targets})
+        raise ConfigError(f"unknown planner {name!r}; available: {', '.join(known)}")
+    module_name, _, attribute = target.partition(":")
+    planner = getattr(importlib.import_module(module_name), attribute)
+    declared = getattr(planner, "config_class", None)
+    if isinstance(declared, type) and issubclass(declared, PlannerConfig):
+        return declared
+    if not isinstance(planner, type):
+        raise ConfigError(f"planner {name!r} ({target}) is not a class")
+    return _derived_config(name, planner)
+
+
+def planner_config_from(value: object) -> PlannerConfig:
+    """A planner configuration from its JSON form (``{"name": ..., options}``) or an instance (kept)."""
+    if isinstance(value, PlannerConfig):
+        return value
+    if not isinstance(value, Mapping) or not isinstance(value.get("name"), str):
+        raise ValueError("a planner configuration is an object with the planner's name: {\"name\": \"expert\", ...}")
+    return planner_config_class(str(value["name"])).model_validate(dict(value))
+
+
+def planner_config(name: str, options: Mapping[str, object] | None = None) -> PlannerConfig:
+    """Planner ``name`` configured with ``options`` (values of their types, or text from a command line that
+    pydantic reads as the field's type). ``ConfigError`` with one line for a bad option."""
+    cls = planner_config_class(name)
+    try:
+        return cls.model_validate({**dict(options or {}), "name": name})
+    except ValidationError as err:
+        raise ConfigError(f"planner {name!r}: {validation_message(err)}") from None

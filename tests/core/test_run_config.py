@@ -1,0 +1,110 @@
+"""The run configuration tree (homiebot/config/run.py, homiebot/config/planners.py; docs/architecture.md,
+"Configuration"): one class per planner that mirrors its constructor, one-line refusals, a JSON dump that
+validates back to the same configuration."""
+
+from __future__ import annotations
+
+import inspect
+
+import pytest
+
+from homiebot.config import NoiseMode, PerceptionMode
+from homiebot.config.planners import (
+    BUILTIN_PLANNER_CONFIGS,
+    ConfigError,
+    HFPlannerConfig,
+    PlannerConfig,
+    RecoveryPlannerConfig,
+    planner_config,
+)
+from homiebot.config.run import RunConfig, run_config
+from homiebot.planner.registry import _constructor, available_planners, build_planner, planner_class
+
+#: Constructor arguments only a Python caller can give (loaded objects), not configuration.
+PYTHON_ONLY = {"engine", "llm", "base_options"}
+
+
+def test_every_builtin_planner_has_a_configuration_class() -> None:
+    builtins = {"expert", "partnr_expert", "scripted", "openai", "hf", "hf_partnr", "random", "recovery", "react"}
+    assert builtins <= set(available_planners())
+    assert set(BUILTIN_PLANNER_CONFIGS) == builtins
+
+
+@pytest.mark.parametrize("name", sorted(BUILTIN_PLANNER_CONFIGS))
+def test_a_planner_configuration_mirrors_its_constructor(name: str) -> None:
+    """Same option names and the same defaults as the constructor, so a configured planner and one built from
+    keyword arguments are the same planner (a new constructor argument fails this until the class has it)."""
+    signature, _ = _constructor(planner_class(name))
+    parameters = {p.name: p for p in signature.parameters.values() if p.name not in PYTHON_ONLY}
+    fields = {key: field for key, field in BUILTIN_PLANNER_CONFIGS[name].model_fields.items() if key != "name"}
+    assert set(fields) == set(parameters)
+    for key, parameter in parameters.items():
+        if parameter.default is inspect.Parameter.empty:
+            assert fields[key].is_required(), key
+        else:
+            default = fields[key].default
+            assert default == parameter.default or tuple(default) == tuple(parameter.default), key
+
+
+def test_dump_validates_back_to_the_same_configuration() -> None:
+    config = run_config({
+        "task": "emmoe-084",
+        "planner": {"name": "recovery", "base": {"name": "hf", "model": "smollm2", "decode": "fast"}, "stages": "1,2"},
+        "skills": {"noise": "emmoe_table4"},
+        "perception": {"mode": "privileged", "describe_world": True},
+    })
+    assert isinstance(config.planner, RecoveryPlannerConfig)
+    assert isinstance(config.planner.base, HFPlannerConfig) and config.planner.base.decode == "fast"
+    assert config.planner.stages == (1, 2) and config.skills.noise is NoiseMode.EMMOE
+    dumped = config.dump()
+    assert dumped["planner"]["base"]["model"] == "smollm2"  # type: ignore[index]  # the base's own options
+    assert run_config(dumped) == config
+    assert config.perception.mode is PerceptionMode.PRIVILEGED
+
+
+@pytest.mark.parametrize(("data", "message"), [
+    ({"planner": {"name": "hf", "model": "x", "max_new_token": 3}}, "planner.max_new_token: unknown option"),
+    ({"planner": {"name": "hf"}}, "planner.model: Field required"),
+    ({"planner": {"name": "nope"}}, "unknown planner 'nope'; available: "),
+    ({"planner": {"name": "expert", "close_opened": "maybe"}}, "planner.close_opened: Input should be a valid boolean"),
+    ({"planner": {"name": "recovery", "base": {"name": "expert"}, "stages": "5"}}, "recovery stages are 1, 2, 3 and 4"),
+    ({"planner": {"name": "recovery", "base": {"name": "recovery", "base": {"name": "expert"}}}},
+     "cannot itself be a recovery wrapper"),
+    ({"task": "emmoe-084", "instruction": "tidy"}, "either a task or a free-text instruction"),
+    ({"instruction": "tidy"}, "a free-text instruction needs a scene"),
+    ({"perception": {"describe_world": True}}, "describe_world needs perception privileged or conceptgraph"),
+    ({"skills": {"noise": "loud"}}, "skills.noise: Input should be 'off' or 'emmoe'"),
+    ({"max_rounds": 0}, "max_rounds: Input should be greater than or equal to 1"),
+    ({"simulator": {"backend": "mujoco", "renderr": False}}, "simulator.renderr: unknown option"),
+])
+def test_a_bad_configuration_is_one_line(data: dict[str, object], message: str) -> None:
+    with pytest.raises(ConfigError) as caught:
+        run_config(data)
+    assert message in str(caught.value)
+    assert "\n" not in str(caught.value)
+
+
+def test_a_configured_planner_is_built_with_its_options() -> None:
+    planner = build_planner(planner_config("expert", {"interact_range_m": 1.5, "close_opened": False}))
+    assert planner.interact_range_m == 1.5 and planner.close_opened is False  # type: ignore[attr-defined]
+    wrapper = build_planner(planner_config("recovery", {"base": {"name": "expert"}, "mode": "none"}))
+    assert wrapper.inner.name == "expert"  # type: ignore[attr-defined]
+
+
+def test_a_planner_without_a_configuration_class_gets_one_from_its_constructor() -> None:
+    from homiebot.config.planners import _derived_config
+    from homiebot.planner.base import Planner
+
+    class Walker(Planner):
+        def __init__(self, steps: int = 2, tag: str | None = None) -> None:
+            self.steps, self.tag = steps, tag
+
+        def plan(self, request: object) -> str:  # type: ignore[override]
+            return ""
+
+    derived = _derived_config("walker", Walker)
+    config = derived.model_validate({"name": "walker", "steps": "3"})
+    assert isinstance(config, PlannerConfig) and config.options() == {"steps": 3, "tag": None}
+    assert RunConfig(planner=config).dump()["planner"] == {"name": "walker", "steps": 3, "tag": None}
+    with pytest.raises(ValueError, match="steps"):
+        derived.model_validate({"name": "walker", "steps": "many"})
