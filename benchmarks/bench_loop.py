@@ -26,11 +26,11 @@ os.environ.setdefault("MUJOCO_GL", "egl")
 
 from homiebot.agent.loop import EpisodeConfig, run_episode
 from homiebot.data.record import EpisodeRecorder
-from homiebot.eval.goals import GoalSpec
-from homiebot.eval.tasks import TaskSpec
 from homiebot.planner.expert import ExpertPlanner
 from homiebot.planner.scripted import ScriptedPlanner
 from homiebot.sim.base import make_simulator
+from homiebot.tasks.goals import GoalSpec
+from homiebot.tasks.suite import TaskSpec
 from homiebot.testing.case_studies import CASE1_TASK, case1_outputs
 
 TEN_SUBTASK_TASK = TaskSpec(

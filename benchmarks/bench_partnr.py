@@ -32,11 +32,12 @@ import tempfile
 import time
 from pathlib import Path
 
-from homiebot.eval.partnr.episodes import run_suite, task_function
+from homiebot.eval.partnr.episodes import run_suite
 from homiebot.eval.partnr.metrics import format_tables, summarize
-from homiebot.eval.partnr.tracker import PropositionTracker
-from homiebot.eval.tasks import load_suite
 from homiebot.planner.registry import make_planner
+from homiebot.tasks.partnr.convert import task_function
+from homiebot.tasks.partnr.tracker import PropositionTracker
+from homiebot.tasks.suite import load_suite
 
 
 def round_evaluation_times(suite: str, updates: int) -> tuple[list[float], list[int]]:

@@ -162,9 +162,9 @@ def main() -> None:
         stage_quality(args.stage_quality, args.cases)
         return
 
-    from homiebot.eval.tasks import load_suite
     from homiebot.recovery.scene import mentioned_names
     from homiebot.sim.base import make_simulator
+    from homiebot.tasks.suite import load_suite
 
     sim = make_simulator("mujoco", render=False)
     cases = []

@@ -117,12 +117,12 @@ def run(
     task_id: str, mode: str, stages: str, search: bool, noise: str, rounds: int, shared_cache: bool, memory: bool = True
 ) -> dict[str, Any]:
     from homiebot.agent.loop import EpisodeConfig, run_episode
-    from homiebot.eval.tasks import get_task
     from homiebot.planner.registry import make_planner
     from homiebot.recovery.llm import EngineLLM
     from homiebot.recovery.planner import RecoveryPlanner
     from homiebot.sim.base import make_simulator
     from homiebot.skills import SkillSet, preset_name
+    from homiebot.tasks.suite import get_task
 
     task = get_task(task_id)
     started_cpu = time.process_time()

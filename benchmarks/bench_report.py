@@ -64,9 +64,9 @@ def _episode_rounds(tasks: list[str]) -> list[tuple[Any, Any, Any]]:
     """(round record, views the planner saw, state after) of real expert episodes, as the loop's observers get them."""
     from homiebot.agent.loop import run_episode
     from homiebot.agent.observers import ObserverBase
-    from homiebot.eval.tasks import get_task
     from homiebot.planner.expert import ExpertPlanner
     from homiebot.sim.base import make_simulator
+    from homiebot.tasks.suite import get_task
 
     class Capture(ObserverBase):
         def __init__(self) -> None:

@@ -52,9 +52,9 @@ def _percentile(values: list[float], q: float) -> float:
 
 def in_process_rounds(episodes: int, progress: Progress) -> list[float]:
     from homiebot.agent.loop import run_episode
-    from homiebot.eval.tasks import get_task
     from homiebot.planner.registry import make_planner
     from homiebot.sim.base import make_simulator
+    from homiebot.tasks.suite import get_task
 
     sim = make_simulator("mujoco")
     rounds: list[float] = []
@@ -158,13 +158,13 @@ def _profile_in_use() -> str:
 
 
 def _instruction(task_id: str) -> str:
-    from homiebot.eval.tasks import get_task
+    from homiebot.tasks.suite import get_task
 
     return get_task(task_id).instruction
 
 
 def _scene(task_id: str) -> str:
-    from homiebot.eval.tasks import get_task
+    from homiebot.tasks.suite import get_task
 
     return get_task(task_id).scene
 

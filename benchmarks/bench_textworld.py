@@ -21,9 +21,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from homiebot.eval.muep import TASK_TYPES
 from homiebot.eval.muep_suite import Observe, load_suite, observe
 from homiebot.sim.mujoco.backend import MujocoSimulator
+from homiebot.tasks.alfred import TASK_TYPES
 from homiebot.textworld import TextWorld
 from homiebot.textworld import alfworld as engine
 

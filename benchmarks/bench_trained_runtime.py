@@ -60,8 +60,8 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=10)
     parser.add_argument("--json", type=Path, default=None)
     args = parser.parse_args()
+    from homiebot.planner.gguf_export import cached_gguf
     from homiebot.planner.models import q8_0_copy
-    from homiebot.training.gguf_export import cached_gguf
 
     report: dict[str, Any] = {"model": str(args.model), "adapter": str(args.adapter) if args.adapter else None,
                               "tasks": args.tasks, "rounds": args.rounds, "load_average_before": os.getloadavg()}  # fmt: skip

@@ -67,14 +67,14 @@ from homiebot.agent.knowledge import (
 from homiebot.agent.observers import EpisodeObserver, ObserverBase, notify_end, notify_round, notify_start
 from homiebot.agent.session import PlannerSession
 from homiebot.config import FAR_THRESHOLD_M, HISTORY_WINDOW, MAX_ROUNDS, MAX_TRIES, NEAR_THRESHOLD_M
-from homiebot.eval.goals import GoalSpec, goal_satisfied
-from homiebot.eval.tasks import TaskSpec
 from homiebot.executor.executor import ExecutorConfig, SkillRunner
 from homiebot.perception.grounding import Grounder
 from homiebot.planner.base import EpisodeStopRequested, Planner
 from homiebot.planner.conversation import model_chat
 from homiebot.sim.base import Simulator, SupportsAgents
 from homiebot.sim.scene import SceneSpec
+from homiebot.tasks.goals import GoalSpec, goal_satisfied
+from homiebot.tasks.suite import TaskSpec
 from homiebot.types import (
     EMMOE_ACTIONS,
     EMMOE_MODELS,
@@ -629,7 +629,7 @@ def run_episode(
     (``MujocoSimulator(human=True)``).
     """
     from homiebot.agent.in_process import InProcessBackend
-    from homiebot.data.record import RecordingObserver
+    from homiebot.agent.recording import RecordingObserver
 
     config = config or EpisodeConfig()
     if task is not None:
@@ -668,7 +668,7 @@ def run_episode(
         # Two agents: one world graph each (PARTNR's decentralized agents), fed by that agent's own views, told
         # of that agent's own actions; each agent's executor grounds through its own graph. The record keeps
         # the robot's graph.
-        from homiebot.multiagent.perception import agent_knowledge
+        from homiebot.agent.agent_graphs import agent_knowledge
 
         assert partner is not None
         knowledge = agent_knowledge(perception, backend, 0, "robot", partner.name, hooks)

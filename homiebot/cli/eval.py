@@ -135,8 +135,8 @@ def register(app: typer.Typer) -> None:
                 decode_mode(decode)
             except ValueError as err:
                 raise report(str(err)) from None
-        from homiebot.eval.tasks import MUEP_SUITE
-        from homiebot.eval.tasks import resolve_suite as suite_named
+        from homiebot.tasks.suite import MUEP_SUITE
+        from homiebot.tasks.suite import resolve_suite as suite_named
 
         suite_name = suite_named(suite)  # the one resolver of every command's --suite (an unknown name: exit 2)
         if agents is not None:  # PARTNR's robot and human: the collaboration runner (homiebot/multiagent/evaluate.py)

@@ -38,7 +38,7 @@ BAD_INPUT_ERRORS = frozenset({
     "homiebot.data.record.RecordError",
     "homiebot.eval.keypaths.KeypathError",
     "homiebot.eval.manifest.EvalError",
-    "homiebot.eval.tasks.TaskError",
+    "homiebot.tasks.suite.TaskError",
     "homiebot.perception.emmoe_names.NameDictError",
     "homiebot.perception.world_graph.GraphSchemaError",
     "homiebot.planner.constrained.ConstraintError",

@@ -45,8 +45,8 @@ def register(app: typer.Typer) -> None:
         report: bool = typer.Option(True, "--report/--no-report", help="Write the episode's HTML page OUT/report.html at the end."),
     ) -> None:
         """Play one agent of a task's episode at the keyboard; the episode is recorded like any other."""
-        from homiebot.eval.tasks import TaskError, get_task
         from homiebot.sim.scene import SceneError, load_scene
+        from homiebot.tasks.suite import TaskError, get_task
 
         try:
             task = get_task(task_id)
@@ -101,12 +101,12 @@ def _play(task: Any, role: str, robot_planner: str, recorder: Any, views: Path |
     from rich.markup import escape
 
     from homiebot.agent.loop import EpisodeConfig
-    from homiebot.eval.partnr.episodes import task_actions
     from homiebot.eval.partnr.recording import StatesFileRecorder, simulator_clock
     from homiebot.play.episode import play_episode, play_human_episode
     from homiebot.play.keyboard import KeyboardPlanner
     from homiebot.play.screen import PlayScreen
     from homiebot.sim.base import make_simulator
+    from homiebot.tasks.suite import task_actions
 
     def skills(sim: Any, scene_seed: int) -> Any:
         return skill_set(sim, noise=preset, seed=scene_seed)

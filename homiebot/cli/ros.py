@@ -93,7 +93,7 @@ def _result_table(result: dict[str, Any], human: bool = False) -> Any:
 #: Why ``homie up`` refuses --perception with two agents (docs/ros.md, "Two agents"). PARTNR's decentralized agents
 #: each keep their own world graph; the graph's one perception node is the robot's (it reads /homie/views and serves
 #: the robot's executor), so the human would plan and ground on the scene's names while the robot grounds on what
-#: it saw. The in-process loop gives each agent its own graph (homiebot/multiagent/perception.py).
+#: it saw. The in-process loop gives each agent its own graph (homiebot/agent/agent_graphs.py).
 PAIR_PERCEPTION_REFUSAL = (
     "--perception with two agents: the graph's one perception node sees through the robot's cameras only "
     "(/homie/views) and grounds only the robot's executor, so the human would act on the scene's names; a world graph "
@@ -204,9 +204,9 @@ def register(app: typer.Typer) -> None:
         homie run writes it, for homie metrics and homie report."""
         from rich.console import Console
 
-        from homiebot.eval.tasks import TaskError, get_task
         from homiebot.ros.environment import RosEnvironmentError, find_overlay, overlay_environment
         from homiebot.ros.supervisor import DEFAULT_PARAMS, Supervisor
+        from homiebot.tasks.suite import TaskError, get_task
 
         console = Console(stderr=True)
         if instruction and not (scene or task_id):

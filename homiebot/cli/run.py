@@ -107,7 +107,6 @@ def register(app: typer.Typer) -> None:
         """Run one HomieBot episode (planner -> executor -> skills -> simulator) and record it into OUT."""
         from homiebot.agent.loop import EpisodeConfig, EpisodeSetupError, run_episode
         from homiebot.data.record import EpisodeRecorder
-        from homiebot.eval.tasks import TaskError, get_task
         from homiebot.planner.registry import (
             PlannerError,
             check_planner,
@@ -117,6 +116,7 @@ def register(app: typer.Typer) -> None:
         )
         from homiebot.sim.base import available_backends
         from homiebot.sim.scene import SceneError, load_scene
+        from homiebot.tasks.suite import TaskError, get_task
 
         # Everything is checked before anything is written: a refused start leaves no record behind.
         if (task_id is None) == (instruction is None):
@@ -212,8 +212,8 @@ def register(app: typer.Typer) -> None:
         from homiebot.sim.base import make_simulator
 
         console = Console(stderr=True)
-        from homiebot.eval.partnr.episodes import task_actions  # PARTNR-style tasks switch and clean
         from homiebot.eval.partnr.recording import StatesFileRecorder, simulator_clock
+        from homiebot.tasks.suite import task_actions  # PARTNR-style tasks switch and clean
 
         config = EpisodeConfig(max_rounds=max_rounds, render=render, strict_models=strict_models,
                                actions=task_actions(task))
@@ -303,7 +303,7 @@ def register(app: typer.Typer) -> None:
                                          "(default: the tasks homie run --task plays)."),
     ) -> None:
         """List the built-in task ids, one per line."""
-        from homiebot.eval.tasks import MUEP_SUITE, TaskError, all_tasks, load_suite, resolve_suite
+        from homiebot.tasks.suite import MUEP_SUITE, TaskError, all_tasks, load_suite, resolve_suite
 
         try:
             resolved = resolve_suite(suite) if suite else None

@@ -163,7 +163,7 @@ def register(app: typer.Typer) -> None:
         """Write a trained text folder as one GGUF file for llama.cpp (what -p runtime=llama_cpp does once)."""
         if out.exists():
             fail(f"{out} exists; choose another --out")
-        from homiebot.training.gguf_export import GGUFExportError, export_gguf
+        from homiebot.planner.gguf_export import GGUFExportError, export_gguf
 
         try:
             summary = export_gguf(model, out, adapter=adapter)

@@ -32,7 +32,6 @@ import logging
 import os
 import shutil
 import tempfile
-import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, is_dataclass
 from pathlib import Path
@@ -41,7 +40,6 @@ from typing import Any
 import numpy as np
 from PIL import Image, ImageDraw
 
-from homiebot.agent.observers import ObserverBase
 from homiebot.files import publish
 from homiebot.types import (
     VIEW_NAMES,
@@ -54,7 +52,6 @@ from homiebot.types import (
     SentMessage,
     Subtask,
     Trajectory,
-    WorldState,
 )
 
 log = logging.getLogger(__name__)
@@ -64,6 +61,8 @@ ROUNDS_FILE = "rounds.jsonl"
 CONVERSATION_FILE = "conversation.json"
 VIDEO_FILE = "episode.mp4"
 TOPDOWN_FILE = "topdown.png"
+#: A played episode's own file (``homie play``: how it ended, the keys chosen; homiebot.play.episode).
+PLAY_FILE = "play.json"
 #: 2: rounds carry ``model_calls`` (a planner that asked no model has none); records of version 1 read back without.
 FORMAT_VERSION = 2
 
@@ -397,56 +396,6 @@ class EpisodeRecorder:
         else:
             os.replace(tmp, out)
         log.info("episode record written to %s", out)
-
-
-class RecordingObserver(ObserverBase):
-    """Writes the episode's record as an observer of the loop (docs/records.md).
-
-    :meth:`begin` starts the record before the reset, so an episode whose reset failed still leaves a record
-    that says so; every round's views are the ones the planner saw; :meth:`on_end` writes the summary, the
-    conversation and the top-down map (``topdown``: a callable rendering it; a failure there only warns).
-    The caller calls :meth:`abort` when the episode raises: nothing half-written is left.
-    """
-
-    def __init__(self, recorder: EpisodeRecorder, *, scene_seed: int | None = None, config: Any = None,
-                 topdown: Callable[[], np.ndarray | None] | None = None) -> None:
-        self.recorder = recorder
-        self.scene_seed = scene_seed
-        self.config = config
-        self.topdown = topdown
-        self._started = False
-
-    def begin(self, trajectory: Trajectory) -> None:
-        self.recorder.start(trajectory, scene_seed=self.scene_seed, config=self.config)
-        self._started = True
-
-    def on_start(self, trajectory: Trajectory, state: WorldState, observation: Observation | None) -> None:
-        if not self._started:
-            self.begin(trajectory)
-
-    def on_round(self, record: RoundRecord, seen: Observation | None, state: WorldState) -> None:
-        started = time.perf_counter()
-        self.recorder.add_round(record, seen)
-        record.timings["record_s"] = time.perf_counter() - started
-
-    def on_end(self, trajectory: Trajectory, state: WorldState | None) -> None:
-        if not self._started:
-            self.begin(trajectory)
-        if trajectory.system_prompt is not None:
-            self.recorder.note(opened=list(trajectory.opened), conversation=trajectory.conversation,
-                               system_prompt=trajectory.system_prompt)
-        topdown = None
-        if self.topdown is not None:
-            try:
-                topdown = self.topdown()
-            except Exception as err:  # a missing map must not lose the episode
-                log.warning("top-down map not rendered: %s", err)
-        self.recorder.finish(trajectory, topdown=topdown)
-        self._started = False
-
-    def abort(self) -> None:
-        self.recorder.abort()
-        self._started = False
 
 
 def tmp_has(directory: Path | None, name: str) -> bool:

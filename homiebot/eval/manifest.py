@@ -22,8 +22,8 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from homiebot.config import MAX_ROUNDS, NoiseMode, PerceptionMode
 from homiebot.eval.keypaths import SceneNameResolver
-from homiebot.eval.tasks import TaskSpec, list_suites, load_suite, resolve_suite
 from homiebot.files import atomic_write_json
+from homiebot.tasks.suite import TaskSpec, list_suites, load_suite, resolve_suite
 
 log = logging.getLogger(__name__)
 
@@ -146,7 +146,7 @@ def scene_name_rows(scene: str) -> list[list[Any]]:
 
 
 def resolver_for(rows: Sequence[Sequence[Any]]) -> SceneNameResolver:
-    from homiebot.eval.goals import CATEGORY_GROUPS
+    from homiebot.tasks.goals import CATEGORY_GROUPS
 
     return SceneNameResolver.from_entities(((r[0], r[1], tuple(r[2])) for r in rows), groups=CATEGORY_GROUPS)
 

@@ -61,7 +61,7 @@ from typing import Any
 
 from homiebot.eval.keypaths import NameResolver, task_progress
 from homiebot.eval.partnr.metrics import PartnrEpisode
-from homiebot.eval.tasks import ATTRIBUTES, TaskSpec
+from homiebot.tasks.suite import ATTRIBUTES, TaskSpec
 from homiebot.types import Action, ErrorCode, Trajectory
 
 #: Error codes in the column order of tables H3-H6, and their families.

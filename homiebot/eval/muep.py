@@ -32,35 +32,9 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
+from homiebot.tasks.alfred import TASK_TYPES, TYPE_LABELS
 from homiebot.types import casefold_words
 
-#: ALFWorld's six task types (``alfred_tw_env.TASK_TYPES``), in MuEP's table order.
-TASK_TYPES: tuple[str, ...] = (
-    "pick_and_place_simple",
-    "look_at_obj_in_light",
-    "pick_clean_then_place_in_recep",
-    "pick_heat_then_place_in_recep",
-    "pick_cool_then_place_in_recep",
-    "pick_two_obj_and_place",
-)
-#: MuEP's column names for them.
-TYPE_LABELS: dict[str, str] = {
-    "pick_and_place_simple": "Pick & place",
-    "look_at_obj_in_light": "Examine in light",
-    "pick_clean_then_place_in_recep": "Clean & place",
-    "pick_heat_then_place_in_recep": "Heat & place",
-    "pick_cool_then_place_in_recep": "Cool & place",
-    "pick_two_obj_and_place": "Pick two & place",
-}
-#: ALFRED's goal-condition counts per type (alfworld ``env/tasks.py``), which MuEP's GCS uses.
-GOAL_CONDITIONS: dict[str, int] = {
-    "pick_and_place_simple": 1,
-    "look_at_obj_in_light": 2,
-    "pick_clean_then_place_in_recep": 3,
-    "pick_heat_then_place_in_recep": 3,
-    "pick_cool_then_place_in_recep": 3,
-    "pick_two_obj_and_place": 2,
-}
 #: MuEP's step cap per episode (section 4.2).
 MAX_STEPS = 30
 
@@ -260,7 +234,7 @@ def emmoe_episodes(eval_dir: Path | str) -> list[MuepEpisode]:
     """MuEP records of every episode of a ``homie eval`` directory, grouped by the task's first attribute
     (EMMOE-100 has no ALFWorld types; its attributes are the grouping of its table H8)."""
     from homiebot.data.record import read_episode
-    from homiebot.eval.tasks import get_task
+    from homiebot.tasks.suite import get_task
 
     root = Path(eval_dir)
     results = root / "results.jsonl"

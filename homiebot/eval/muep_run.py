@@ -169,7 +169,7 @@ def _previous_records(out_dir: Path, engine: str, agent: str, phrasing: str, obs
 def balanced_order(tasks: Sequence[AlfredTask]) -> list[AlfredTask]:
     """The tasks in turns over (task type, split), MuEP's type order, seen before unseen: any first part of a run
     (``--limit``, or a run cut short) covers the types and splits evenly."""
-    from homiebot.eval.muep import TASK_TYPES
+    from homiebot.tasks.alfred import TASK_TYPES
 
     rank = {kind: i for i, kind in enumerate(TASK_TYPES)}
     groups: dict[tuple[int, str], list[AlfredTask]] = {}

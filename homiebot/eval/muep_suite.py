@@ -26,17 +26,19 @@ from typing import Protocol
 
 import yaml
 
-from homiebot.eval.muep import GOAL_CONDITIONS, TASK_TYPES, MuepEpisode, RepetitionStop
+from homiebot.eval.muep import MuepEpisode, RepetitionStop
+from homiebot.files import load_yaml
 from homiebot.sim.base import Simulator
 from homiebot.sim.scene import SceneError
+from homiebot.tasks.alfred import GOAL_CONDITIONS, TASK_TYPES
 from homiebot.textworld.names import alfred_type
 from homiebot.textworld.world import AT_DISTANCE_M, NOTHING_HAPPENS, Phrasing, TextWorld, command_names
 from homiebot.types import EntityKind, Observation, WorldState
 
 log = logging.getLogger(__name__)
 
-# Not beside the EMMOE-format suites: homiebot.eval.tasks loads every suites/*.yaml as a TaskSuite.
-SUITE_PATH = Path(__file__).parent / "suites" / "alfred" / "muep.yaml"
+# Not beside the EMMOE-format suites: homiebot.tasks.suite loads every suites/*.yaml as a TaskSuite.
+SUITE_PATH = Path(__file__).parents[1] / "tasks" / "suites" / "alfred" / "muep.yaml"
 #: ALFWorld's instruction templates per type (``alfworld/gen/goal_library.py``; one of two is drawn). They are
 #: kept word for word because text agents trained on ALFWorld expect exactly these.
 TEMPLATES: dict[str, tuple[str, str]] = {
@@ -453,7 +455,7 @@ def load_suite(path: Path | str = SUITE_PATH) -> list[AlfredTask]:
     if not path.exists():
         raise SceneError(f"MuEP suite not found: {path}")
     try:
-        data = yaml.safe_load(path.read_text())
+        data = load_yaml(path.read_text())
         return [AlfredTask(**row) for row in data]
     except (yaml.YAMLError, TypeError, ValueError) as err:
         raise SceneError(f"invalid MuEP suite {path}: {err}") from None

@@ -50,11 +50,11 @@ def score_records(records: Sequence[Path]) -> ScoredRecords:
     :func:`~homiebot.eval.report.write_report` lay them out)."""
     from homiebot.data.record import RecordError, read_episode
     from homiebot.eval.manifest import resolver_for, scene_name_rows
-    from homiebot.eval.partnr.language import EvaluationError
     from homiebot.eval.partnr.report import partnr_data
     from homiebot.eval.partnr.states import StatesError
-    from homiebot.eval.tasks import TaskError, get_task
     from homiebot.eval.verdict import score_record, verdict_of
+    from homiebot.tasks.partnr.language import EvaluationError
+    from homiebot.tasks.suite import TaskError, get_task
 
     scores = []
     verdicts = []

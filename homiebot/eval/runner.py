@@ -78,8 +78,8 @@ from homiebot.eval.manifest import (
 )
 from homiebot.eval.pool import WorkerPool, WorkerSetupError
 from homiebot.eval.scoring import ScoredEvaluation, compute_scores, write_eval_report
-from homiebot.eval.tasks import SUITE_ALIASES, TaskSpec, resolve_suite
 from homiebot.eval.worker import WorkerOptions
+from homiebot.tasks.suite import SUITE_ALIASES, TaskSpec, resolve_suite
 
 # The names other modules import from here (the runner was one module before it was split by job).
 __all__ = [

@@ -23,7 +23,7 @@ from homiebot.eval.manifest import (
 )
 from homiebot.eval.metrics import EpisodeScore, ExpertReference
 from homiebot.eval.partnr.metrics import PartnrEpisode
-from homiebot.eval.tasks import TaskSpec
+from homiebot.tasks.suite import TaskSpec
 
 
 @dataclass
@@ -93,9 +93,9 @@ def _score(record_dir: Path, trajectory: Any, task: TaskSpec, resolver: Any, *, 
            expert: ExpertReference | None = None) -> tuple[EpisodeScore, PartnrEpisode | None]:
     """One record's score and PARTNR's view of it (None without ``states.jsonl``), from its files alone: the
     episode's one verdict (:mod:`homiebot.eval.verdict`)."""
-    from homiebot.eval.partnr.language import EvaluationError
     from homiebot.eval.partnr.states import StatesError
     from homiebot.eval.verdict import score_record
+    from homiebot.tasks.partnr.language import EvaluationError
 
     try:
         return score_record(record_dir, trajectory, task, resolver, run=run, expert=expert)

@@ -35,11 +35,11 @@ from typing import Any
 
 from homiebot.eval.keypaths import NameResolver
 from homiebot.eval.metrics import JUDGED_BY_PARTNR, EpisodeScore, ExpertReference, score_episode
-from homiebot.eval.partnr.language import EvaluationFunction
 from homiebot.eval.partnr.metrics import PartnrEpisode
 from homiebot.eval.partnr.metrics import score_episode as score_partnr
 from homiebot.eval.partnr.states import EVALUATION_FILE, read_states
-from homiebot.eval.tasks import TaskSpec
+from homiebot.tasks.partnr.language import EvaluationFunction
+from homiebot.tasks.suite import TaskSpec
 from homiebot.types import Trajectory, WorldState
 
 #: The key of ``summary.json`` that holds the verdict (:meth:`Verdict.to_json`).
@@ -135,7 +135,7 @@ def score_record(record_dir: str | Path, trajectory: Trajectory, task: TaskSpec,
     """The score of a recorded episode from its files alone (``trajectory`` read from them): what ``homie
     metrics``, ``homie eval``'s tables and the episode page show. Raises the readers' errors for damaged
     ``states.jsonl`` / ``evaluation.json`` (:class:`~homiebot.eval.partnr.states.StatesError`,
-    :class:`~homiebot.eval.partnr.language.EvaluationError`, ``ValueError``)."""
+    :class:`~homiebot.tasks.partnr.language.EvaluationError`, ``ValueError``)."""
     from homiebot.eval.partnr.recording import recorded_sim_time
 
     states = read_states(record_dir)

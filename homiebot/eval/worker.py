@@ -26,11 +26,11 @@ from homiebot.config import NoiseMode, PerceptionMode
 from homiebot.data.record import EpisodeRecorder
 from homiebot.eval.manifest import EvalSettings, Job, resolver_for
 from homiebot.eval.partnr.recording import simulator_clock
-from homiebot.eval.tasks import TaskSpec
 from homiebot.logs import configure_logging
 from homiebot.planner.base import Planner, PlanRequest
 from homiebot.planner.hf_backend import PlannerBackendError
 from homiebot.process import die_with_parent
+from homiebot.tasks.suite import TaskSpec
 from homiebot.types import Trajectory
 
 log = logging.getLogger(__name__)
@@ -181,8 +181,8 @@ class _WorkerState:
         """Run one episode into its record and return its index line; raises :class:`EpisodeNotRun` (and
         writes nothing) when the episode ended by an infrastructure failure."""
         from homiebot.agent.loop import EpisodeConfig, run_episode
-        from homiebot.eval.partnr.episodes import task_actions
         from homiebot.eval.partnr.recording import StatesFileRecorder
+        from homiebot.tasks.suite import task_actions
 
         task = self.tasks[job.task_id]
         reference = job.kind == "reference"

@@ -22,7 +22,7 @@ or single):
 command skips the episodes already in ``episodes.jsonl``.
 
 With ``--perception privileged|conceptgraph`` each agent of a pair has its own world graph
-(:mod:`homiebot.multiagent.perception`), and the single agent its one graph; the simulators render and the
+(:mod:`homiebot.agent.agent_graphs`), and the single agent its one graph; the simulators render and the
 planners read their graph's description.
 """
 
@@ -41,10 +41,6 @@ from homiebot.agent.knowledge import PerceptionFactory
 from homiebot.agent.loop import AgentSlot, EpisodeConfig, run_episode
 from homiebot.agent.observers import ObserverBase
 from homiebot.config import MAX_ROUNDS, NoiseMode, PerceptionMode
-from homiebot.eval.partnr.episodes import task_actions, task_function
-from homiebot.eval.partnr.language import EvaluationFunction, task_category
-from homiebot.eval.partnr.tracker import evaluate_states
-from homiebot.eval.tasks import TaskSpec
 from homiebot.files import atomic_write_json, atomic_write_text
 from homiebot.multiagent.centralized import AgentRole
 from homiebot.multiagent.measures import AgentEvent, collaboration_measures
@@ -53,6 +49,10 @@ from homiebot.multiagent.react_pair import CentralizedReAct
 from homiebot.multiagent.split import split_propositions
 from homiebot.planner.base import Planner
 from homiebot.planner.react import ReActPlanner
+from homiebot.tasks.partnr.convert import task_function
+from homiebot.tasks.partnr.language import EvaluationFunction, task_category
+from homiebot.tasks.partnr.tracker import evaluate_states
+from homiebot.tasks.suite import TaskSpec, task_actions
 from homiebot.types import Observation, RoundRecord, Trajectory, WorldState, casefold_words
 
 log = logging.getLogger(__name__)
@@ -217,7 +217,7 @@ def score(task: TaskSpec, function: EvaluationFunction, kind: str, run: int, obs
 def run_pair(sim: Any, task: TaskSpec, run: int, robot: Planner, human: Planner, max_rounds: int = MAX_ROUNDS,
              skills: Any = None, perception: PerceptionFactory | None = None) -> tuple[dict[str, Any], Trajectory]:
     """One robot-and-human episode of ``task`` on ``sim`` (built with ``human=True``). ``perception``: a world
-    graph per agent (:mod:`homiebot.multiagent.perception`); the simulator must render."""
+    graph per agent (:mod:`homiebot.agent.agent_graphs`); the simulator must render."""
     base = EpisodeConfig(render=perception is not None, max_rounds=max_rounds, actions=task_actions(task))
     return _run_scored(sim, task, run, "pair", (robot, human), role_config(AgentRole.ROBOT, base),
                        AgentSlot(human, role_config(AgentRole.HUMAN, base)), skills, perception)
@@ -489,9 +489,9 @@ def cli_run(out: Path, *, agents: str, suite: str, mode: str, planner_robot: str
             perception: str = PerceptionMode.OFF.value) -> CollabOutcome:
     """``homie eval --agents robot+human``: checks the input (every refusal is one line, before any file is
     written), picks the collaboration tasks and runs them (:func:`run_collaboration`)."""
-    from homiebot.eval.tasks import TaskError, load_suite
     from homiebot.multiagent.pair import make_pair_planners, make_single_planner
     from homiebot.sim.mujoco.backend import MujocoSimulator
+    from homiebot.tasks.suite import TaskError, load_suite
 
     if agents != AGENTS:
         raise CollaborationError(f"--agents must be {AGENTS} (a single robot is homie eval without --agents), not {agents!r}")
@@ -515,7 +515,7 @@ def cli_run(out: Path, *, agents: str, suite: str, mode: str, planner_robot: str
         config = PerceptionConfig.model_validate({"builder": settings.perception, "describe_world": True})
         # The loop builds the graphs after a reset, which always has the scene's spec.
         graph = cast(PerceptionFactory, functools.partial(WorldModel, config=config))
-    try:  # the one resolver of every command's --suite (homiebot.eval.tasks.resolve_suite)
+    try:  # the one resolver of every command's --suite (homiebot.tasks.suite.resolve_suite)
         tasks = load_suite(suite).tasks
     except TaskError as err:
         raise CollaborationError(f"{err}; --agents runs on --suite partnr") from None

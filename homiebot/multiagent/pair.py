@@ -32,14 +32,14 @@ from typing import Any
 import networkx as nx
 
 from homiebot.agent.loop import WAIT_ACTION, EpisodeConfig
-from homiebot.eval.partnr.language import EvaluationFunction
-from homiebot.eval.partnr.predicates import STATE_PREDICATES
-from homiebot.eval.partnr.tracker import PropositionTracker
 from homiebot.multiagent.centralized import AgentRole
 from homiebot.multiagent.split import split_propositions
 from homiebot.planner.base import Planner, PlanRequest
-from homiebot.planner.partnr_expert import PartnrExpertPlanner, _Step
+from homiebot.planner.partnr_expert import PartnrExpertPlanner, PlannedStep
 from homiebot.planner.prompt import format_output
+from homiebot.tasks.partnr.language import EvaluationFunction
+from homiebot.tasks.partnr.predicates import STATE_PREDICATES
+from homiebot.tasks.partnr.tracker import PropositionTracker
 from homiebot.types import Feedback, Subtask, WorldState, casefold_words
 
 log = logging.getLogger(__name__)
@@ -102,7 +102,7 @@ class ShareExpert(PartnrExpertPlanner):
         self._done_count = -1
         self.taken_over = []
 
-    def _set_down(self, state: WorldState, want: str) -> _Step:
+    def _set_down(self, state: WorldState, want: str) -> PlannedStep:
         """Free the hand at one chosen furniture: with the partner moving about, "the nearest surface" changes
         from round to round, and following it could walk back and forth for ever."""
         held = state.held
@@ -113,7 +113,7 @@ class ShareExpert(PartnrExpertPlanner):
             self._set_down_at = (held, str(place))
             return step
         place = self._set_down_at[1]
-        return self._approach(state, place, _Step(Subtask("Put", held, place), "RT-1-X",
+        return self._approach(state, place, PlannedStep(Subtask("Put", held, place), "RT-1-X",
                                                   f"{want}, my hand must be free first."))
 
     def share(self, function: EvaluationFunction) -> set[int]:
@@ -126,7 +126,7 @@ class ShareExpert(PartnrExpertPlanner):
         on the task, so the wait before a take-over starts again."""
         self._waits = 0
 
-    def _decide(self, tracker: PropositionTracker, state: WorldState, request: PlanRequest) -> _Step:
+    def _decide(self, tracker: PropositionTracker, state: WorldState, request: PlanRequest) -> PlannedStep:
         """The next step on this agent's share; after :attr:`takeover_after` Waits with no proposition newly done
         and no partner action but walking and waiting, the partner's share is taken over (what this role can do),
         or the agent ends naming what is left."""
@@ -158,9 +158,9 @@ class ShareExpert(PartnrExpertPlanner):
             str(v) for v in function.propositions[i].args.values()) + ")" for i in left) or "its part"
         why = (f"I waited {self.takeover_after} rounds without progress; left is what only the {partner} can do: {what}"
                if left and not mine else f"I waited {self.takeover_after} rounds without progress and cannot go on: {what}")
-        return _Step(Subtask("End"), "", why)
+        return PlannedStep(Subtask("End"), "", why)
 
-    def _decide_share(self, tracker: PropositionTracker, state: WorldState, request: PlanRequest) -> _Step:
+    def _decide_share(self, tracker: PropositionTracker, state: WorldState, request: PlanRequest) -> PlannedStep:
         function = tracker.function
         share = self.share(function)
         edges = nx.DiGraph(function.temporal_edges())
@@ -181,15 +181,15 @@ class ShareExpert(PartnrExpertPlanner):
                 if (step.subtask.action == "Pick" and target in state.entities and state.entities[target].held
                         and state.held != target):
                     # The partner holds it (PARTNR: a Pick of it would fail): wait until it is put down.
-                    return _Step(Subtask(WAIT_ACTION), "None", f"My partner holds the {target}, so I wait.")
+                    return PlannedStep(Subtask(WAIT_ACTION), "None", f"My partner holds the {target}, so I wait.")
                 return step
         if waiting_for_partner or any(not self._done(tracker, i) for i in range(len(function.propositions))):
             if state.held is not None and not any(
                 state.held in str(function.propositions[i].args) for i in share if not self._done(tracker, i)
             ):
                 return self._set_down(state, "My part is done")
-            return _Step(Subtask(WAIT_ACTION), "None", "My part is done or waits for my partner's, so I wait.")
-        return _Step(Subtask("End"), "", "All steps of the task are done, so the task is complete.")
+            return PlannedStep(Subtask(WAIT_ACTION), "None", "My part is done or waits for my partner's, so I wait.")
+        return PlannedStep(Subtask("End"), "", "All steps of the task are done, so the task is complete.")
 
 
 class CentralizedBrain:

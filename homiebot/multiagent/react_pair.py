@@ -249,7 +249,7 @@ class CentralizedReAct(CentralizedBrain):
         return super().answer(role, request, partner_active)
 
     def _merged_graphs(self) -> WorldIndex:
-        """With perception each agent has its own world graph (:mod:`homiebot.multiagent.perception`); PARTNR's
+        """With perception each agent has its own world graph (:mod:`homiebot.agent.agent_graphs`); PARTNR's
         centralized planner has "complete information about both agent's states": the union of the two graphs'
         entities, where each agent's own graph is believed about what it holds ("held by Agent 0 (robot)"), and
         the robot's graph about anything both describe otherwise. The human's graph is the one of its last

@@ -17,9 +17,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from homiebot.eval.partnr.language import EvaluationFunction, EvaluationProposition
-from homiebot.eval.partnr.predicates import PREDICATES, STATE_PREDICATES
 from homiebot.multiagent.centralized import AgentRole
+from homiebot.tasks.partnr.language import EvaluationFunction, EvaluationProposition
+from homiebot.tasks.partnr.predicates import PREDICATES, STATE_PREDICATES
 
 
 def _object_key(proposition: EvaluationProposition) -> str:

@@ -4,7 +4,7 @@ It is HomieBot's upper baseline and the generator of training data (EMMOE append
 exactly like a trained model: ``Analysis: ...`` (one or two sentences in the style of the EMMOE data),
 ``Subtask: [..]`` and ``Model: ..``, one subtask per round.
 
-Each round it recomputes the plan from the goal (:class:`~homiebot.eval.goals.GoalSpec`) and the current
+Each round it recomputes the plan from the goal (:class:`~homiebot.tasks.goals.GoalSpec`) and the current
 :class:`~homiebot.types.WorldState`, so it re-plans after any failure without special cases: after an
 L3 (the fridge is closed) the state shows the fridge closed, after an L1 the hand is full, after a D1 the
 target is far. The order of work:
@@ -59,7 +59,11 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from homiebot.config import FAR_THRESHOLD_M, NEAR_THRESHOLD_M
-from homiebot.eval.goals import (
+from homiebot.planner.base import Planner, PlanRequest
+from homiebot.planner.expert_names import SpokenNames
+from homiebot.planner.prompt import format_output, parse_output
+from homiebot.sim.scene import SceneSpec
+from homiebot.tasks.goals import (
     Articulation,
     Cleared,
     Count,
@@ -74,10 +78,6 @@ from homiebot.eval.goals import (
     matches_category,
     select,
 )
-from homiebot.planner.base import Planner, PlanRequest
-from homiebot.planner.expert_names import SpokenNames
-from homiebot.planner.prompt import format_output, parse_output
-from homiebot.sim.scene import SceneSpec
 from homiebot.types import Action, EntityKind, EntityState, Subtask, WorldState
 
 log = logging.getLogger(__name__)

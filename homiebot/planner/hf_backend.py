@@ -64,8 +64,8 @@ from homiebot.planner.prompt import ICL_EXAMPLE_ASSISTANT, ICL_EXAMPLE_USER
 from homiebot.planner.text_planning import TextTranscript
 
 if TYPE_CHECKING:
+    from homiebot.planner.text_engine import CausalTextModel
     from homiebot.planner.text_lm import TextLanguageModel
-    from homiebot.training.text_engine import CausalTextModel
 
 log = logging.getLogger(__name__)
 
@@ -625,18 +625,18 @@ def _causal_text_engine(load: LocalModelConfig) -> CausalTextModel:
     if named:
         raise PlannerLoadError(f"{load.model} is a text-only causal LM; {', '.join(named)} is for image-text models")
     # Imported here: the training package imports this module (Generation, PlannerLoadError).
-    from homiebot.training.text_engine import CausalTextModel
+    from homiebot.planner.text_engine import CausalTextModel
 
     return CausalTextModel(load.model, adapter=load.adapter, threads=load.torch_threads, device=load.device)
 
 
 def _exported_text_engine(model: str, adapter: str | None, **options: Any) -> TextLanguageModel:
     """A trained text-only folder (with ``adapter`` merged in) on the llama.cpp runtime: written once as GGUF
-    into the model cache (:func:`homiebot.training.gguf_export.cached_gguf`), then run as the bundled model is
+    into the model cache (:func:`homiebot.planner.gguf_export.cached_gguf`), then run as the bundled model is
     (re-encoded to Q8_0 unless ``weights="bundled"``, prefix reuse, GBNF grammars)."""
+    from homiebot.planner.gguf_export import GGUFExportError, cached_gguf
     from homiebot.planner.models import ModelFile
     from homiebot.planner.text_lm import TextLanguageModel, TextModelConfig
-    from homiebot.training.gguf_export import GGUFExportError, cached_gguf
 
     folder = Path(model).expanduser()
     if adapter is not None and not (Path(adapter).expanduser() / "adapter_config.json").is_file():
@@ -724,9 +724,9 @@ class HFPlanner(Planner):
     ``weights``, ``flash_attention``; ``torch_threads`` sets its threads) and plans in the text mode of :mod:`homiebot.planner.text_planning`. A folder holding a
     text-only causal LM (:func:`is_causal_text_folder`: what ``homie train base|sft|merge`` writes, with
     ``adapter=`` a LoRA adapter of ``homie train sft|dpo``) loads as
-    :class:`homiebot.training.text_engine.CausalTextModel` and plans in the same text mode; with
+    :class:`homiebot.planner.text_engine.CausalTextModel` and plans in the same text mode; with
     ``runtime="llama_cpp"`` such a folder (and its adapter, merged in) is instead written once as GGUF into the
-    model cache and runs on the bundled model's llama.cpp runtime (:mod:`homiebot.training.gguf_export`),
+    model cache and runs on the bundled model's llama.cpp runtime (:mod:`homiebot.planner.gguf_export`),
     about 5x less CPU per round. Every round's messages, exactly as sent, and the answer are reported in the
     request's ``model_calls`` (the episode record keeps them); ``prompt_log`` (any engine) also appends each
     round's prompt as the model's chat template renders it, and the answer, to a JSON-lines file.

@@ -64,7 +64,7 @@ class BundledModel:
 @dataclass(frozen=True)
 class ModelFile:
     """A GGUF file on disk run like a bundled model: a trained folder's export
-    (:func:`homiebot.training.gguf_export.cached_gguf`, ``--model FOLDER -p runtime=llama_cpp``)."""
+    (:func:`homiebot.planner.gguf_export.cached_gguf`, ``--model FOLDER -p runtime=llama_cpp``)."""
 
     name: str
     file: Path

@@ -3,7 +3,7 @@
 PARTNR ("PARTNR: A Benchmark for Planning and Reasoning in Embodied Multi-agent Tasks", section 4 and
 table 2, "Heuristic-Expert") runs an expert with full observability that pre-plans from the evaluation
 function. Ours is the single-robot, closed-loop version: every round it feeds the state into a
-:class:`~homiebot.eval.partnr.tracker.PropositionTracker` and works on the first proposition (in the
+:class:`~homiebot.tasks.partnr.tracker.PropositionTracker` and works on the first proposition (in the
 temporal DAG's order, dependency heads first) that is not done:
 
 * placements (``is_on_top``, ``is_inside``, ``is_on_or_in``, ``is_in_room``): pick an object of the OR-list
@@ -27,13 +27,13 @@ from typing import Any
 
 import networkx as nx
 
-from homiebot.eval.partnr.convert import goal_to_evaluation
-from homiebot.eval.partnr.explain import phrase
-from homiebot.eval.partnr.language import EvaluationFunction, EvaluationProposition, dependency_graph
-from homiebot.eval.partnr.predicates import PLACEMENT_PREDICATES, room_matches
-from homiebot.eval.partnr.tracker import PropositionTracker
 from homiebot.planner.base import Planner, PlanRequest
 from homiebot.planner.prompt import format_output
+from homiebot.tasks.partnr.convert import goal_to_evaluation
+from homiebot.tasks.partnr.explain import phrase
+from homiebot.tasks.partnr.language import EvaluationFunction, EvaluationProposition, dependency_graph
+from homiebot.tasks.partnr.predicates import PLACEMENT_PREDICATES, room_matches
+from homiebot.tasks.partnr.tracker import PropositionTracker
 from homiebot.types import EntityKind, Subtask, WorldState
 
 log = logging.getLogger(__name__)
@@ -57,7 +57,10 @@ class _Memory:
 
 
 @dataclass(frozen=True)
-class _Step:
+class PlannedStep:
+    """One step the expert chose: the subtask, the low-level model and the analysis line that says why
+    (what a subclass's ``_decide`` returns: the two-agent expert of :mod:`homiebot.multiagent.pair`)."""
+
     subtask: Subtask
     model: str
     why: str
@@ -123,7 +126,7 @@ class PartnrExpertPlanner(Planner):
             return current
         return current or tracker.satisfied_at[index] != -1
 
-    def _decide(self, tracker: PropositionTracker, state: WorldState, request: PlanRequest) -> _Step:
+    def _decide(self, tracker: PropositionTracker, state: WorldState, request: PlanRequest) -> PlannedStep:
         function = tracker.function
         ancestors_graph = nx.DiGraph(function.temporal_edges())
         for index in self._order(function):
@@ -136,7 +139,7 @@ class PartnrExpertPlanner(Planner):
             if step is not None:
                 return step
         # Everything done (or nothing left that the expert can do): put down what is held? No: end.
-        return _Step(Subtask("End"), "", "All steps of the task are done, so the task is complete.")
+        return PlannedStep(Subtask("End"), "", "All steps of the task are done, so the task is complete.")
 
     def _in_use(self, tracker: PropositionTracker, exclude: int) -> set[str]:
         """Objects that satisfy another placement that must still hold at the end: moving them would undo it."""
@@ -158,15 +161,15 @@ class PartnrExpertPlanner(Planner):
         limit = FAR_LIMIT_M if last is not None and last.action == "Go to" and last.target == name else INTERACT_RANGE_M
         return NEAR_LIMIT_M <= distance <= limit
 
-    def _approach(self, state: WorldState, name: str, step: _Step) -> _Step:
+    def _approach(self, state: WorldState, name: str, step: PlannedStep) -> PlannedStep:
         if self._reachable(state, name):
             return step
         kind = state.entities[name].kind
         model = OBJECT_NAV_MODEL if kind is EntityKind.OBJECT else NAV_MODEL
-        return _Step(Subtask("Go to", name), model, f"{step.why.rstrip('.')}, so I should first go to the {name}.")
+        return PlannedStep(Subtask("Go to", name), model, f"{step.why.rstrip('.')}, so I should first go to the {name}.")
 
     def _step_for(self, prop: EvaluationProposition, index: int, tracker: PropositionTracker,
-                  state: WorldState, request: PlanRequest) -> _Step | None:
+                  state: WorldState, request: PlanRequest) -> PlannedStep | None:
         name = prop.function_name
         args = prop.args
         categories = tracker.categories
@@ -192,7 +195,7 @@ class PartnrExpertPlanner(Planner):
         if name in ("is_powered_on", "is_powered_off"):
             target = args["object_handles"][0]
             action = "Turn on" if name == "is_powered_on" else "Turn off"
-            return self._approach(state, target, _Step(Subtask(action, target), ARTICULATION_MODEL, want + "."))
+            return self._approach(state, target, PlannedStep(Subtask(action, target), ARTICULATION_MODEL, want + "."))
         if name == "is_clean":
             obj = args["object_handles"][0]
             if state.held != obj:
@@ -200,7 +203,7 @@ class PartnrExpertPlanner(Planner):
             cleaners = self._faucets(state)
             if not cleaners:
                 return None
-            return self._approach(state, cleaners[0], _Step(Subtask("Clean", obj, cleaners[0]), GRASP_MODEL, want + "."))
+            return self._approach(state, cleaners[0], PlannedStep(Subtask("Clean", obj, cleaners[0]), GRASP_MODEL, want + "."))
         if name == "is_filled":
             return self._fill(state, list(args["object_handles"]), want)
         if name in ("is_open", "is_closed"):
@@ -208,11 +211,11 @@ class PartnrExpertPlanner(Planner):
             if state.held is not None:
                 return self._set_down(state, want)
             action = "Open" if name == "is_open" else "Close"
-            return self._approach(state, target, _Step(Subtask(action, target), ARTICULATION_MODEL, want + "."))
+            return self._approach(state, target, PlannedStep(Subtask(action, target), ARTICULATION_MODEL, want + "."))
         if name == "is_held":
             return self._pick(state, list(args["object_handles"]), want)
         if name == "is_robot_in_room":
-            return _Step(Subtask("Go to", args["room_ids"][0]), NAV_MODEL, want + ".")
+            return PlannedStep(Subtask("Go to", args["room_ids"][0]), NAV_MODEL, want + ".")
         return None  # count_equals, has_distinct_categories, clusters: the goal expert's business
 
     def _pending_partner(self, tracker: PropositionTracker, state: WorldState, objects: list[str],
@@ -246,7 +249,7 @@ class PartnrExpertPlanner(Planner):
         return sorted((n for n, e in state.entities.items() if "clean" in e.functions),
                       key=lambda n: (state.reach_distance(n), n))
 
-    def _fill(self, state: WorldState, targets: list[str], want: str) -> _Step | None:
+    def _fill(self, state: WorldState, targets: list[str], want: str) -> PlannedStep | None:
         """``is_filled(targets)``: a container of the OR-list in the hand is filled at the nearest faucet; a
         filled container in the hand that is not a target is poured into the nearest target no agent holds
         (PARTNR's Pour, how a "pour the water into the bowl" task is meant); else a target is picked first."""
@@ -255,17 +258,17 @@ class PartnrExpertPlanner(Planner):
             faucets = self._faucets(state)
             if not faucets:
                 return None
-            return self._approach(state, faucets[0], _Step(Subtask("Fill", held, faucets[0]), GRASP_MODEL, want + "."))
+            return self._approach(state, faucets[0], PlannedStep(Subtask("Fill", held, faucets[0]), GRASP_MODEL, want + "."))
         free = [t for t in targets if not state.entities[t].held]
         if held is not None and state.entities[held].is_filled and free:
             into = min(free, key=lambda t: (state.reach_distance(t), t))
-            return self._approach(state, into, _Step(Subtask("Pour", held, into), GRASP_MODEL,
+            return self._approach(state, into, PlannedStep(Subtask("Pour", held, into), GRASP_MODEL,
                                                      f"{want}, I pour the water of the {held} into it."))
         return self._pick(state, free or targets, want)
 
     # ------------------------------------------------------------------------------------ carrying
 
-    def _carry(self, state: WorldState, objects: list[str], place: str, want: str) -> _Step:
+    def _carry(self, state: WorldState, objects: list[str], place: str, want: str) -> PlannedStep:
         held = state.held
         if held is not None and held in objects:
             container = state.entities[place] if place in state.entities else None
@@ -274,7 +277,7 @@ class PartnrExpertPlanner(Planner):
             if state.entities[closed_target].is_open is False:
                 # Holding the object at a closed destination: set it down first (one hand cannot open).
                 return self._set_down(state, want)
-            return self._approach(state, place, _Step(Subtask("Put", held, place), GRASP_MODEL, want + "."))
+            return self._approach(state, place, PlannedStep(Subtask("Put", held, place), GRASP_MODEL, want + "."))
         if held is not None:
             return self._set_down(state, want)
         # Open a closed destination before the pick (a one-hand robot cannot open while holding).
@@ -282,10 +285,10 @@ class PartnrExpertPlanner(Planner):
         destination = target_entity.parent if target_entity.kind is EntityKind.OBJECT else place
         if destination is not None and state.entities[destination].is_open is False:
             return self._approach(state, destination,
-                                  _Step(Subtask("Open", destination), ARTICULATION_MODEL, want + f", the {destination} must be open."))
+                                  PlannedStep(Subtask("Open", destination), ARTICULATION_MODEL, want + f", the {destination} must be open."))
         return self._pick(state, objects, want)
 
-    def _pick(self, state: WorldState, objects: list[str], want: str) -> _Step:
+    def _pick(self, state: WorldState, objects: list[str], want: str) -> PlannedStep:
         if state.held is not None and state.held not in objects:
             return self._set_down(state, want)
         candidates = sorted(objects, key=lambda o: (state.reach_distance(o), o))
@@ -293,10 +296,10 @@ class PartnrExpertPlanner(Planner):
         container = state.entities[obj].parent
         if container is not None and state.entities[obj].relation == "in" and state.entities[container].is_open is False:
             return self._approach(state, container,
-                                  _Step(Subtask("Open", container), ARTICULATION_MODEL, want + f", the {container} must be open."))
-        return self._approach(state, obj, _Step(Subtask("Pick", obj), GRASP_MODEL, want + f", I should pick up the {obj}."))
+                                  PlannedStep(Subtask("Open", container), ARTICULATION_MODEL, want + f", the {container} must be open."))
+        return self._approach(state, obj, PlannedStep(Subtask("Pick", obj), GRASP_MODEL, want + f", I should pick up the {obj}."))
 
-    def _set_down(self, state: WorldState, want: str) -> _Step:
+    def _set_down(self, state: WorldState, want: str) -> PlannedStep:
         """Put what is held on the nearest open surface so the hand is free."""
         held = state.held
         assert held is not None
@@ -307,7 +310,7 @@ class PartnrExpertPlanner(Planner):
             key=lambda e: (state.reach_distance(e.name), e.name),
         )
         spot = surfaces[0].name
-        return self._approach(state, spot, _Step(Subtask("Put", held, spot), GRASP_MODEL,
+        return self._approach(state, spot, PlannedStep(Subtask("Put", held, spot), GRASP_MODEL,
                                                  f"{want}, my hand must be free first."))
 
     def _surface_in_room(self, state: WorldState, rooms: list[str]) -> str | None:

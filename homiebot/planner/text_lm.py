@@ -1,7 +1,7 @@
 """A text-only language model on the CPU, with the key/value cache reused across the rounds of an episode.
 
 Serves the bundled GGUF models of :mod:`homiebot.planner.models` (``--planner hf --model smollm2``), and the GGUF
-export of a trained folder (``--model FOLDER -p runtime=llama_cpp``, :mod:`homiebot.training.gguf_export`), through
+export of a trained folder (``--model FOLDER -p runtime=llama_cpp``, :mod:`homiebot.planner.gguf_export`), through
 one of two runtimes behind one interface (``runtime=``, see docs/models.md for the measurements):
 
 * ``"llama_cpp"``: llama-cpp-python, llama.cpp's own quantised kernels and its GBNF grammar sampler. Fast

@@ -36,19 +36,16 @@ from typing import Any
 
 from homiebot.agent.loop import AgentSlot, EpisodeConfig, run_episode
 from homiebot.agent.observers import EpisodeObserver, ObserverBase
-from homiebot.data.record import EpisodeRecorder, RecordingObserver, read_summary, round_json
-from homiebot.eval.tasks import TaskSpec
+from homiebot.agent.recording import RecordingObserver
+from homiebot.data.record import PLAY_FILE, EpisodeRecorder, read_summary, round_json
 from homiebot.eval.verdict import Verdict, recorded_verdict
 from homiebot.planner.base import Planner
 from homiebot.play.keyboard import KeyboardPlanner
 from homiebot.sim.base import Simulator
+from homiebot.tasks.suite import TaskSpec
 from homiebot.types import Trajectory, WorldState
 
 log = logging.getLogger(__name__)
-
-#: The record's file of a played episode.
-PLAY_FILE = "play.json"
-
 
 @dataclass(frozen=True)
 class PlayOutcome:

@@ -35,15 +35,15 @@ from homiebot.data.record import (
     view_filename,
 )
 from homiebot.eval.keypaths import NameResolver, matched_prefix, parse_keypath, steps_of, task_progress
-from homiebot.eval.partnr.language import EvaluationError
 from homiebot.eval.partnr.states import StatesError
-from homiebot.eval.tasks import TaskError, TaskSpec, get_task
 from homiebot.eval.verdict import Verdict, recorded_verdict, score_record, verdict_of
 from homiebot.files import atomic_write_text
 from homiebot.report.graph import final_placements, world_graph_svg
 from homiebot.report.html import code_badge, esc, image_src, page, table
 from homiebot.report.shown import shown_feedback, shown_inventory, shown_model
 from homiebot.sim.scene import SceneError, SceneSpec, load_scene
+from homiebot.tasks.partnr.language import EvaluationError
+from homiebot.tasks.suite import TaskError, TaskSpec, get_task
 from homiebot.types import VIEW_NAMES, Trajectory
 
 log = logging.getLogger(__name__)
@@ -255,7 +255,7 @@ _PARTNER = "human-round"
 
 def _play_file(record_dir: Path) -> dict[str, Any] | None:
     """``play.json`` of a played episode (homiebot/play/episode.py), None for any other record."""
-    from homiebot.play.episode import PLAY_FILE
+    from homiebot.data.record import PLAY_FILE
 
     path = record_dir / PLAY_FILE
     if not path.is_file():

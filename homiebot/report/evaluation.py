@@ -28,11 +28,11 @@ from homiebot.eval.partnr.metrics import PartnrEpisode
 from homiebot.eval.report import build_report, render_markdown, setting_label, write_plots
 from homiebot.eval.runner import EPISODES_DIR, EvalError, compute_scores, load_manifest, resolver_for
 from homiebot.eval.scoring import partnr_figures, report_setting
-from homiebot.eval.tasks import TaskSpec
 from homiebot.files import atomic_write_text
 from homiebot.report.episode import REPORT_FILE, EpisodeContext, ReportError, write_episode_report
 from homiebot.report.html import code_badge, esc, page, png_data_uri, table
 from homiebot.sim.scene import SceneError, load_scene
+from homiebot.tasks.suite import TaskSpec
 
 log = logging.getLogger(__name__)
 

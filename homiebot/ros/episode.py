@@ -39,8 +39,8 @@ from homiebot.agent.loop import (
     reads_observation,
 )
 from homiebot.agent.observers import EpisodeObserver, ObserverBase
-from homiebot.eval.goals import GoalSpec
 from homiebot.planner.base import Planner
+from homiebot.tasks.goals import GoalSpec
 from homiebot.types import Observation, RoundRecord, Trajectory, WorldState
 
 __all__ = ["EpisodeBackend", "EpisodeOutcome", "ExecutionOutcome", "GraphEpisode", "reads_observation",

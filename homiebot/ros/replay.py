@@ -45,13 +45,12 @@ from std_msgs.msg import String
 from homiebot.agent.loop import VISIBLE_MIN_PIXELS, WAIT_ACTION, EpisodeConfig
 from homiebot.agent.session import PlannerSession
 from homiebot.config import MAX_ROUNDS
-from homiebot.eval.partnr.episodes import task_actions
-from homiebot.eval.tasks import get_task
 from homiebot.planner.base import Planner
 from homiebot.ros import convert
 from homiebot.ros.bag import BagError, bag_info, read_messages
 from homiebot.ros.episode import reads_observation
 from homiebot.sim.scene import SceneSpec
+from homiebot.tasks.suite import get_task, task_actions
 from homiebot.types import casefold_words
 
 

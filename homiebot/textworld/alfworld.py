@@ -27,8 +27,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from homiebot.eval.muep import GOAL_CONDITIONS, TASK_TYPES
 from homiebot.sim.base import Simulator
+from homiebot.tasks.alfred import GOAL_CONDITIONS, TASK_TYPES
 from homiebot.textworld.names import NameTable, alfred_type
 from homiebot.types import WorldState
 

@@ -99,9 +99,9 @@ def collect_episodes(
 ) -> CollectSummary:
     from homiebot.agent.loop import EpisodeConfig, run_episode
     from homiebot.data.record import SUMMARY_FILE, EpisodeRecorder
-    from homiebot.eval.tasks import load_suite
     from homiebot.planner.expert import ExpertPlanner
     from homiebot.sim.base import make_simulator
+    from homiebot.tasks.suite import load_suite
     from homiebot.training.perturbed import PerturbedExpertPlanner
 
     if planner not in PLANNERS:

@@ -1,6 +1,6 @@
 """``homie train dagger``: EMMA's interactive imitation loop (EMMA paper, Algorithm 1, eq. 2) with an oracle teacher.
 
-Per iteration: the student planner (a trained text model, :class:`~homiebot.training.text_engine.CausalTextModel`)
+Per iteration: the student planner (a trained text model, :class:`~homiebot.planner.text_engine.CausalTextModel`)
 acts in the simulator; at every state it visits, the teacher labels what it would have done; the pairs
 (chosen = the teacher's answer, rejected = the student's) are aggregated over iterations (DAgger's data set D)
 and train the student with the DPO loss against a frozen reference, then the student is evaluated.
@@ -285,12 +285,12 @@ def run_dagger(
     evaluation in docs/results/training.md plans with (a fresh chat per round, no system turn), so the pairs
     train the student on the prompt it is evaluated with.
     """
-    from homiebot.eval.tasks import load_suite
     from homiebot.planner.expert import ExpertPlanner
     from homiebot.planner.hf_backend import HFPlanner
+    from homiebot.planner.text_engine import CausalTextModel
     from homiebot.sim.base import make_simulator
+    from homiebot.tasks.suite import load_suite
     from homiebot.training.build import DATA_FILE, write_dataset
-    from homiebot.training.text_engine import CausalTextModel
 
     if iterations < 1:
         raise TrainingError(f"iterations must be >= 1, got {iterations}")

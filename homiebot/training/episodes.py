@@ -124,7 +124,7 @@ def _splits_near(record: Path, cache: dict[Path, dict[str, str]]) -> dict[str, s
 
 def _suite_split(task_id: str, cache: dict[str, str]) -> str:
     if not cache:
-        from homiebot.eval.tasks import all_tasks
+        from homiebot.tasks.suite import all_tasks
 
         cache.update({t.id: t.split for t in all_tasks()})
         cache.setdefault("", "unknown")

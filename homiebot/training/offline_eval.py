@@ -81,7 +81,7 @@ def evaluate_offline(
     threads: int | None = 2,
 ) -> OfflineScores:
     """Score ``model`` (+ ``adapter``) on the SFT and DPO data sets given (see the module docstring)."""
-    from homiebot.training.text_engine import CausalTextModel
+    from homiebot.planner.text_engine import CausalTextModel
 
     if sft_data is None and dpo_data is None:
         raise TrainingError("give an SFT data set, a DPO data set or both")

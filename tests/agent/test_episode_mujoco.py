@@ -12,10 +12,10 @@ from test_loop_fake import ScriptThenExpert
 
 from homiebot.agent.loop import EpisodeConfig, run_episode
 from homiebot.data.record import EpisodeRecorder, read_episode
-from homiebot.eval.tasks import get_task
 from homiebot.planner.expert import ExpertPlanner
 from homiebot.planner.scripted import ScriptedPlanner
 from homiebot.sim.base import make_simulator
+from homiebot.tasks.suite import get_task
 from homiebot.testing.case_studies import CASE1_ROUNDS, CASE1_TASK, case1_outputs
 from homiebot.types import VIEW_NAMES, ErrorCode
 

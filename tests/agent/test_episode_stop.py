@@ -8,10 +8,10 @@ import logging
 import pytest
 
 from homiebot.agent.loop import run_episode
-from homiebot.eval.tasks import get_task
 from homiebot.planner.base import EpisodeStopRequested, PlanRequest
 from homiebot.planner.expert import ExpertPlanner
 from homiebot.sim.base import make_simulator
+from homiebot.tasks.suite import get_task
 
 
 class _ExpertThen(ExpertPlanner):

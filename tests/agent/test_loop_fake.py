@@ -5,11 +5,11 @@ from __future__ import annotations
 import pytest
 
 from homiebot.agent.loop import EpisodeConfig, EpisodeSetupError, run_episode
-from homiebot.eval.goals import GoalSpec
-from homiebot.eval.tasks import TaskSpec
 from homiebot.planner.base import Planner, PlanRequest
 from homiebot.planner.expert import ExpertPlanner
 from homiebot.planner.scripted import ScriptedPlanner
+from homiebot.tasks.goals import GoalSpec
+from homiebot.tasks.suite import TaskSpec
 from homiebot.testing.case_studies import CASE1_ROUNDS, CASE1_TASK, case1_outputs
 from homiebot.testing.fake_world import FakeWorld, kitchen_world
 from homiebot.types import ErrorCode, Pose2D

@@ -20,7 +20,6 @@ from PIL import Image
 
 from homiebot.agent.loop import EpisodeConfig, run_episode
 from homiebot.data.record import EpisodeRecorder, read_episode
-from homiebot.eval.tasks import get_task
 from homiebot.planner.base import Planner
 from homiebot.planner.expert import ExpertPlanner
 from homiebot.planner.hf_backend import HFPlanner
@@ -29,6 +28,7 @@ from homiebot.planner.prompt import system_prompt
 from homiebot.planner.react import ReActPlanner
 from homiebot.planner.text_planning import TEXT_OBSERVATION_ITEM, text_system_prompt
 from homiebot.sim.base import make_simulator
+from homiebot.tasks.suite import get_task
 from homiebot.testing.scripted_engine import FakeScriptedEngine
 from homiebot.training.build import BuildOptions, collect
 from homiebot.training.emmoe import step_messages

@@ -7,11 +7,11 @@ import pytest
 
 from homiebot.agent.loop import EpisodeConfig, run_episode
 from homiebot.agent.observers import EpisodeObserver, ObserverBase, StateRecorder
-from homiebot.eval.goals import GoalSpec
-from homiebot.eval.tasks import TaskSpec
 from homiebot.executor.executor import Executor
 from homiebot.planner.expert import ExpertPlanner
 from homiebot.ros.episode import ExecutionOutcome, GraphEpisode, round_signature
+from homiebot.tasks.goals import GoalSpec
+from homiebot.tasks.suite import TaskSpec
 from homiebot.testing.fake_world import FakeWorld, kitchen_world
 from homiebot.types import Observation, RoundRecord, Trajectory, WorldState
 

@@ -10,10 +10,10 @@ from pathlib import Path
 
 from homiebot.agent.loop import EpisodeConfig, run_episode
 from homiebot.data.record import EpisodeRecorder, read_episode
-from homiebot.eval.tasks import get_task
 from homiebot.perception.world_model import PerceptionConfig, WorldModel
 from homiebot.planner.expert import ExpertPlanner
 from homiebot.sim.base import make_simulator
+from homiebot.tasks.suite import get_task
 
 
 class CapturingExpert(ExpertPlanner):

@@ -1,4 +1,4 @@
-"""One list of suite names and one resolver for every command's ``--suite`` (homiebot/eval/tasks.py): a name that
+"""One list of suite names and one resolver for every command's ``--suite`` (homiebot/tasks/suite.py): a name that
 ``homie eval`` takes, ``homie tasks`` takes too, and an unknown name is refused in one line with the list."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from typer.testing import CliRunner
 
 from homiebot.cli import build_app
 from homiebot.eval.muep_suite import load_suite as load_muep_suite
-from homiebot.eval.tasks import MUEP_SUITE, TaskError, load_suite, resolve_suite, suite_names
+from homiebot.tasks.suite import MUEP_SUITE, TaskError, load_suite, resolve_suite, suite_names
 
 runner = CliRunner()
 

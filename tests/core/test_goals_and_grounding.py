@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from pydantic import ValidationError
 
-from homiebot.eval.goals import GoalSpec, goal_satisfied, unmet_conditions
 from homiebot.perception.grounding import AliasGrounder, normalize_name
+from homiebot.tasks.goals import GoalSpec, goal_satisfied, unmet_conditions
 from homiebot.types import EntityKind, EntityState, Pose2D, WorldState
 
 

@@ -5,11 +5,11 @@ from __future__ import annotations
 import pytest
 
 from homiebot.agent.loop import EpisodeConfig, run_episode
-from homiebot.eval.tasks import get_task
 from homiebot.planner.base import PlanRequest
 from homiebot.planner.messages import build_messages
 from homiebot.planner.scripted import ScriptedPlanner
 from homiebot.sim.base import make_simulator
+from homiebot.tasks.suite import get_task
 
 END = "Analysis: done\nSubtask: [End]\nModel: None"
 

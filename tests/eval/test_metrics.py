@@ -6,7 +6,6 @@ from fractions import Fraction
 
 import pytest
 
-from homiebot.eval.goals import GoalSpec
 from homiebot.eval.metrics import (
     EpisodeScore,
     ExpertReference,
@@ -19,7 +18,8 @@ from homiebot.eval.metrics import (
     split_summaries,
     summarize,
 )
-from homiebot.eval.tasks import TaskSpec
+from homiebot.tasks.goals import GoalSpec
+from homiebot.tasks.suite import TaskSpec
 from homiebot.testing.paper_examples import C1_KEYPATHS, C1_STEPS, C2_KEYPATHS, C2_STEPS, emmoe_resolver, trajectory
 from homiebot.types import ErrorCode
 

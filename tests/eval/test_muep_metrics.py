@@ -5,7 +5,6 @@ from __future__ import annotations
 import pytest
 
 from homiebot.eval.muep import (
-    GOAL_CONDITIONS,
     Convention,
     MuepEpisode,
     RepetitionStop,
@@ -15,6 +14,7 @@ from homiebot.eval.muep import (
     muep_table,
     repeats,
 )
+from homiebot.tasks.alfred import GOAL_CONDITIONS
 
 HEAT = "pick_heat_then_place_in_recep"
 

@@ -7,7 +7,7 @@ from collections import Counter
 
 import pytest
 
-from homiebot.eval.muep import TASK_TYPES, muep_table
+from homiebot.eval.muep import muep_table
 from homiebot.eval.muep_suite import (
     SEEN_SCENES,
     TEMPLATES,
@@ -21,6 +21,7 @@ from homiebot.eval.muep_suite import (
 )
 from homiebot.sim.mujoco.backend import MujocoSimulator
 from homiebot.sim.scene import SceneError
+from homiebot.tasks.alfred import TASK_TYPES
 
 
 @pytest.fixture(scope="module")

@@ -1,4 +1,4 @@
-"""Content of the EMMOE-100 suite (``homiebot/eval/suites/emmoe100.yaml``) and of the scene library.
+"""Content of the EMMOE-100 suite (``homiebot/tasks/suites/emmoe100.yaml``) and of the scene library.
 
 Besides the bookkeeping (100 ids in the paper's order, the 90/10 split, the attribute counts of appendix
 B.2), every task is checked for meaning without a simulator:
@@ -24,11 +24,11 @@ from dataclasses import dataclass, field, replace
 
 import pytest
 
-from homiebot.eval.goals import CATEGORY_GROUPS, Count, GoalSpec, Placed, goal_satisfied
 from homiebot.eval.keypaths import SceneNameResolver, parse_node
-from homiebot.eval.tasks import ATTRIBUTES, TaskSpec, load_suite
 from homiebot.sim.mujoco.geometry import room_of_point
 from homiebot.sim.scene import SceneSpec, list_scenes, load_scene
+from homiebot.tasks.goals import CATEGORY_GROUPS, Count, GoalSpec, Placed, goal_satisfied
+from homiebot.tasks.suite import ATTRIBUTES, TaskSpec, load_suite
 from homiebot.types import EntityKind, EntityState, Pose2D, WorldState
 
 SUITE = "emmoe100"
@@ -263,7 +263,7 @@ def test_goals_do_not_hold_at_the_start(tasks, scenes):
 
 def test_selected_objects_exist(tasks, scenes):
     """A placed/count condition selects at least as many objects as it needs."""
-    from homiebot.eval.goals import select
+    from homiebot.tasks.goals import select
 
     for t in tasks:
         initial = initial_state(scenes[t.scene])

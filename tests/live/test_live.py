@@ -70,11 +70,11 @@ def test_websocket_client_follows_a_real_episode(tmp_path: Path) -> None:
     from homiebot.agent.loop import run_episode
     from homiebot.agent.observers import EpisodeObserver
     from homiebot.data.record import EpisodeRecorder, view_filename
-    from homiebot.eval.tasks import get_task
     from homiebot.live import FoxgloveLiveView, LiveViewConfig
     from homiebot.live.foxglove_view import yaw_quaternion
     from homiebot.planner.expert import ExpertPlanner
     from homiebot.sim.base import make_simulator
+    from homiebot.tasks.suite import get_task
     from homiebot.testing.foxglove_client import FoxgloveClient
     from homiebot.types import Trajectory
 

@@ -1,4 +1,4 @@
-"""Two agents with perception: one world graph per agent (homiebot/multiagent/perception.py), each fed by that
+"""Two agents with perception: one world graph per agent (homiebot/agent/agent_graphs.py), each fed by that
 agent's own views, each agent's executor grounding through its own graph, each planner reading its own
 description, in PARTNR's decentralized wording ("held by the agent" / "held by the other agent")."""
 
@@ -9,17 +9,16 @@ from pathlib import Path
 
 import pytest
 
+from homiebot.agent.agent_graphs import PARTNER_ID, AgentGraphKnowledge
 from homiebot.agent.loop import AgentSlot, EpisodeConfig, run_episode
-from homiebot.eval.partnr.episodes import task_actions
-from homiebot.eval.tasks import load_suite
 from homiebot.multiagent.centralized import AgentRole
 from homiebot.multiagent.pair import role_config
-from homiebot.multiagent.perception import PARTNER_ID, AgentGraphKnowledge
 from homiebot.perception.world_graph import ROBOT_ID, Relation
 from homiebot.perception.world_model import PerceptionConfig, WorldModel
 from homiebot.planner.base import Planner, PlanRequest
 from homiebot.planner.prompt import format_output
 from homiebot.sim.mujoco.backend import MujocoSimulator
+from homiebot.tasks.suite import load_suite, task_actions
 from homiebot.types import ErrorCode, Subtask
 
 PRIVILEGED = functools.partial(

@@ -57,7 +57,7 @@ def test_refusals_are_one_line_and_write_nothing(tmp_path: Path) -> None:
         (["--agents", "robot+human", "--images"], "does not take --images"),
         (["--agents", "robot+human", "--suite", "partnr", "--tasks", "partnr-9-999"], "unknown task id"),
         (["--agents", "robot+human", "--suite", "partnr", "--planner-robot", "scripted"], "human only"),
-        # The suite names homie eval takes (homiebot.eval.tasks.resolve_suite), refused for what they hold.
+        # The suite names homie eval takes (homiebot.tasks.suite.resolve_suite), refused for what they hold.
         (["--agents", "robot+human", "--suite", "emmoe"], "suite 'emmoe' has no PARTNR evaluation functions"),
         (["--agents", "robot+human", "--suite", "muep"], "holds ALFWorld's task types"),
         # A named task that is not a collaboration task is refused, naming it and why, not dropped.

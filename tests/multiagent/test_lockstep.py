@@ -9,8 +9,6 @@ import pytest
 
 from homiebot.agent.loop import AgentSlot, EpisodeConfig, EpisodeSetupError, run_episode
 from homiebot.agent.observers import ObserverBase
-from homiebot.eval.partnr.episodes import task_actions
-from homiebot.eval.tasks import load_suite
 from homiebot.multiagent.centralized import AgentRole
 from homiebot.multiagent.pair import (
     CentralizedExpert,
@@ -23,6 +21,7 @@ from homiebot.multiagent.pair import (
 )
 from homiebot.planner.scripted import ScriptedPlanner
 from homiebot.sim.mujoco.backend import MujocoSimulator
+from homiebot.tasks.suite import load_suite, task_actions
 from homiebot.types import HOUSEHOLD_ACTIONS, ErrorCode
 
 
@@ -156,9 +155,9 @@ def test_expert_takes_over_the_share_of_a_partner_who_never_does_it(sim, suite):
     """A partner who does nothing of its share (a person in homie play who walks off): after TAKEOVER_AFTER_WAITS
     waiting rounds without progress the expert robot does the human's rearrangement itself, well before the round
     limit; what only the human can do (switching a lamp on) ends the robot's episode with that reason instead."""
-    from homiebot.eval.partnr.episodes import task_function
-    from homiebot.eval.partnr.tracker import evaluate_states
     from homiebot.multiagent.pair import TAKEOVER_AFTER_WAITS
+    from homiebot.tasks.partnr.convert import task_function
+    from homiebot.tasks.partnr.tracker import evaluate_states
 
     task = suite["partnr-6-010"]  # two objects to the TV stand: one is the human's share
     robot = ShareExpert(AgentRole.ROBOT)

@@ -3,10 +3,10 @@ an even split otherwise; and on the whole PARTNR-style suite, every proposition 
 
 from __future__ import annotations
 
-from homiebot.eval.partnr.language import EvaluationFunction, EvaluationProposition
-from homiebot.eval.tasks import load_suite
 from homiebot.multiagent.centralized import AgentRole
 from homiebot.multiagent.split import owner_of, split_propositions
+from homiebot.tasks.partnr.language import EvaluationFunction, EvaluationProposition
+from homiebot.tasks.suite import load_suite
 
 R, H = AgentRole.ROBOT, AgentRole.HUMAN
 

@@ -10,14 +10,13 @@ from collections.abc import Sequence
 import pytest
 
 from homiebot.agent.loop import AgentSlot, EpisodeConfig, run_episode
-from homiebot.eval.partnr.episodes import task_actions
-from homiebot.eval.tasks import load_suite
 from homiebot.multiagent.centralized import AgentRole
 from homiebot.multiagent.pair import centralized_pair, make_pair_planners, role_config
 from homiebot.multiagent.react_pair import ROLE_TEXT, CentralizedReAct, PartnerReAct
 from homiebot.planner.hf_backend import Generation
 from homiebot.planner.messages import ChatMessage
 from homiebot.sim.mujoco.backend import MujocoSimulator
+from homiebot.tasks.suite import load_suite, task_actions
 from homiebot.types import ErrorCode
 
 

@@ -8,15 +8,15 @@ from dataclasses import replace
 
 import pytest
 
-from homiebot.eval.partnr.language import EvaluationFunction, task_category
-from homiebot.eval.partnr.predicates import PREDICATES
 from homiebot.eval.partnr.states import snapshot_lines, states_from_lines
-from homiebot.eval.tasks import load_suite
 from homiebot.multiagent.centralized import AgentRole
 from homiebot.multiagent.evaluate import collaboration_tasks, run_pair, run_single
 from homiebot.multiagent.pair import CentralizedExpert, ShareExpert, centralized_pair
 from homiebot.multiagent.split import split_propositions
 from homiebot.planner.partnr_expert import PartnrExpertPlanner
+from homiebot.tasks.partnr.language import EvaluationFunction, task_category
+from homiebot.tasks.partnr.predicates import PREDICATES
+from homiebot.tasks.suite import load_suite
 
 pytest.importorskip("mujoco", reason="water tasks run on the MuJoCo simulator")
 

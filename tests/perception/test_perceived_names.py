@@ -11,11 +11,11 @@ from __future__ import annotations
 import pytest
 
 from homiebot.agent.loop import EpisodeConfig, run_episode
-from homiebot.eval.tasks import TaskSpec, load_suite
 from homiebot.executor.executor import Executor
 from homiebot.perception.world_graph import NodeKind
 from homiebot.perception.world_model import PerceptionConfig, WorldModel
 from homiebot.planner.expert import ExpertPlanner
+from homiebot.tasks.suite import TaskSpec, load_suite
 from homiebot.types import ErrorCode, Subtask
 
 EXACT = {"semantic_grounding": False}  # the exact tiers are enough for graph names; no MiniLM load

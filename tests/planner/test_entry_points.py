@@ -66,7 +66,7 @@ class CountingSimulator(MujocoSimulator):
 SCRIPT = """\
 import json
 from homiebot.agent.loop import EpisodeConfig, run_episode
-from homiebot.eval.tasks import get_task
+from homiebot.tasks.suite import get_task
 from homiebot.planner.expert import ExpertPlanner
 from homiebot.planner.registry import PlannerError, available_planners, make_planner, planner_class
 from homiebot.sim.base import available_backends, make_simulator

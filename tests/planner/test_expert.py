@@ -6,13 +6,13 @@ from __future__ import annotations
 import pytest
 
 from homiebot.agent.loop import EpisodeConfig, run_episode
-from homiebot.eval.goals import GoalSpec
-from homiebot.eval.tasks import TaskSpec
 from homiebot.executor.executor import SkillRunnerBase
 from homiebot.planner.base import PlanRequest
 from homiebot.planner.expert import ExpertPlanner
 from homiebot.planner.prompt import STRICT_PATTERN, parse_output
 from homiebot.sim.base import make_simulator
+from homiebot.tasks.goals import GoalSpec
+from homiebot.tasks.suite import TaskSpec
 from homiebot.types import Action, ErrorCode
 
 NO_RENDER = EpisodeConfig(render=False)

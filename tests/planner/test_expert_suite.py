@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 
 from homiebot.agent.loop import EpisodeConfig, run_episode
-from homiebot.eval.tasks import load_suite
 from homiebot.planner.expert import ExpertPlanner
 from homiebot.sim.base import make_simulator
+from homiebot.tasks.suite import load_suite
 from homiebot.types import ErrorCode
 
 

@@ -9,9 +9,8 @@ import json
 
 import pytest
 
-from homiebot.eval.partnr.episodes import task_actions
-from homiebot.eval.tasks import get_task
 from homiebot.planner.partnr_world import PartnrWorld, typed_arguments, typed_grammar
+from homiebot.tasks.suite import get_task, task_actions
 from homiebot.types import EMMOE_ACTIONS, WorldState
 
 TASK = "partnr-1-007"  # "Clean the short can, then put it on the chair." (apartment_1)

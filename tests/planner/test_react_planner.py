@@ -347,8 +347,8 @@ def test_unknown_model_is_refused():
 
 def test_scripted_react_solves_emmoe_084_on_mujoco():
     from homiebot.agent.loop import EpisodeConfig, run_episode
-    from homiebot.eval.tasks import get_task
     from homiebot.sim.base import make_simulator
+    from homiebot.tasks.suite import get_task
 
     answers = [
         call("FindObjectTool[short can]"),
@@ -383,8 +383,8 @@ def test_scripted_react_solves_emmoe_084_on_mujoco():
 )
 def test_real_smollm2_plays_a_short_episode(tmp_path):
     from homiebot.agent.loop import EpisodeConfig, run_episode
-    from homiebot.eval.tasks import get_task
     from homiebot.sim.base import make_simulator
+    from homiebot.tasks.suite import get_task
 
     p = make_planner("react", model="smollm2")
     assert isinstance(p, ReActPlanner)

@@ -26,14 +26,13 @@ from rich.console import Console
 
 from homiebot.agent.loop import EpisodeConfig
 from homiebot.data.record import EpisodeRecorder, read_summary
-from homiebot.eval.partnr.episodes import task_actions
 from homiebot.eval.partnr.recording import StatesFileRecorder
-from homiebot.eval.tasks import get_task
 from homiebot.play.episode import play_episode
 from homiebot.play.keyboard import KeyboardPlanner
 from homiebot.play.screen import PlayScreen
 from homiebot.report import write_report
 from homiebot.sim.base import make_simulator
+from homiebot.tasks.suite import get_task, task_actions
 
 HOMIE = str(Path(sys.executable).with_name("homie"))
 MUG_THEN_LAMP = ["[Go to, mug]", "[Pick, mug]", "[Go to, sofa]", "[Put, mug, sofa]", "[Go to, floor_lamp]",

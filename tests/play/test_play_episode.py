@@ -11,13 +11,13 @@ import pytest
 from rich.console import Console
 
 from homiebot.agent.loop import EpisodeConfig
-from homiebot.data.record import EpisodeRecorder, read_episode, read_summary
+from homiebot.data.record import PLAY_FILE, EpisodeRecorder, read_episode, read_summary
 from homiebot.eval.partnr.recording import StatesFileRecorder
-from homiebot.eval.tasks import get_task
-from homiebot.play.episode import PLAY_FILE, play_episode
+from homiebot.play.episode import play_episode
 from homiebot.play.keyboard import KeyboardPlanner
 from homiebot.play.screen import PlayScreen, half_block_preview, mosaic
 from homiebot.sim.base import make_simulator
+from homiebot.tasks.suite import get_task
 from homiebot.types import VIEW_NAMES
 
 SOLUTION = ["[Go to, kitchen_drawer]", "[Open, kitchen drawer]", "[Go to, short_can]", "[Pick, short_can]",

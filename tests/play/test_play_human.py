@@ -11,13 +11,12 @@ import pytest
 from rich.console import Console
 
 from homiebot.agent.loop import EpisodeConfig
-from homiebot.data.record import EpisodeRecorder, read_summary
-from homiebot.eval.partnr.episodes import task_actions
-from homiebot.eval.tasks import get_task
-from homiebot.play.episode import PLAY_FILE, play_human_episode
+from homiebot.data.record import PLAY_FILE, EpisodeRecorder, read_summary
+from homiebot.play.episode import play_human_episode
 from homiebot.play.keyboard import KeyboardPlanner
 from homiebot.play.screen import PlayScreen
 from homiebot.sim.base import make_simulator
+from homiebot.tasks.suite import get_task, task_actions
 
 TASK = "partnr-1-022"  # "Turn on the microwave and put the mug on the chair."
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
+from homiebot.eval.recovery_ablation import ablation, main, stage_counts, steps_ok
 from homiebot.eval.runner import EvalSettings, run_evaluation
-from homiebot.recovery.ablation import ablation, main, stage_counts, steps_ok
 from homiebot.recovery.stats import summarize
 
 GO = "Analysis: go\nSubtask: [Go to, kitchen_counter]\nModel: NoMaD"

@@ -12,9 +12,9 @@ import pytest
 def episode_record(tmp_path_factory: pytest.TempPathFactory) -> Path:
     from homiebot.agent.loop import run_episode
     from homiebot.data.record import EpisodeRecorder
-    from homiebot.eval.tasks import get_task
     from homiebot.planner.expert import ExpertPlanner
     from homiebot.sim.base import make_simulator
+    from homiebot.tasks.suite import get_task
 
     out = tmp_path_factory.mktemp("report") / "t84"
     sim = make_simulator("mujoco", render=True)

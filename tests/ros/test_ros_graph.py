@@ -144,10 +144,10 @@ def test_messages_on_the_wire(graph_run):
 def test_graph_equals_in_process_loop(graph_run):
     """Same task and seed, in-process loop vs graph: the same subtasks and the same feedback, round by round."""
     from homiebot.agent.loop import run_episode
-    from homiebot.eval.tasks import get_task
     from homiebot.planner.registry import make_planner
     from homiebot.ros.episode import round_signature
     from homiebot.sim.base import make_simulator
+    from homiebot.tasks.suite import get_task
 
     sim = make_simulator("mujoco")
     try:
@@ -197,11 +197,11 @@ def test_noisy_graph_equals_noisy_in_process_loop(tmp_path, ros_domain):
     """Execution noise lives in the sim bridge's skill layer, seeded at the reset as in-process: the same task,
     seed and preset fail the same tries (retries, a dropped object) through the graph as in-process."""
     from homiebot.agent.loop import run_episode
-    from homiebot.eval.tasks import get_task
     from homiebot.planner.registry import make_planner
     from homiebot.ros.episode import round_signature
     from homiebot.sim.base import make_simulator
     from homiebot.skills import SkillSet
+    from homiebot.tasks.suite import get_task
 
     task, seed = "demo-drawer", 4
     sim = make_simulator("mujoco")
@@ -225,10 +225,10 @@ def test_random_baseline_through_the_graph_equals_in_process(tmp_path, ros_domai
     """The random baseline needs the scene spec (object kinds) and the views' segmentation (what is visible):
     the planner node fetches both for it, so it draws the same subtasks as in-process."""
     from homiebot.agent.loop import EpisodeConfig, run_episode
-    from homiebot.eval.tasks import get_task
     from homiebot.planner.registry import make_planner
     from homiebot.ros.episode import round_signature
     from homiebot.sim.base import make_simulator
+    from homiebot.tasks.suite import get_task
 
     task, rounds = "demo-green-can", 6
     sim = make_simulator("mujoco")

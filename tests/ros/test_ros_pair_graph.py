@@ -70,13 +70,12 @@ def test_the_launch_file_brings_up_the_pair_graph(monkeypatch, tmp_path):
 @pytest.mark.parametrize("mode", ["decentralized", "centralized"])
 def test_two_agent_episode_through_the_graph_equals_in_process(tmp_path, ros_domain, mode):
     from homiebot.agent.loop import AgentSlot, EpisodeConfig, run_episode
-    from homiebot.eval.partnr.episodes import task_actions
-    from homiebot.eval.tasks import get_task
     from homiebot.multiagent.centralized import AgentRole
     from homiebot.multiagent.pair import make_pair_planners, role_config
     from homiebot.ros.bag import bag_info, record_bag
     from homiebot.ros.supervisor import PAIR_GRAPH, Supervisor, load_graph
     from homiebot.sim.base import make_simulator
+    from homiebot.tasks.suite import get_task, task_actions
 
     task = get_task(TASK)
     base = EpisodeConfig(actions=task_actions(task))
@@ -206,10 +205,10 @@ def test_a_planner_node_in_the_human_role_drives_the_human(tmp_path, ros_domain)
     executor); the rounds equal the in-process loop over the human's side."""
     from homiebot.agent.in_process import InProcessBackend
     from homiebot.agent.loop import EpisodeConfig, EpisodeLoop, EpisodeSpec
-    from homiebot.eval.tasks import get_task
     from homiebot.planner.registry import make_planner
     from homiebot.ros.supervisor import PAIR_GRAPH, Supervisor, load_graph
     from homiebot.sim.base import make_simulator
+    from homiebot.tasks.suite import get_task
 
     task = get_task("demo-drawer")
     config = EpisodeConfig()
@@ -257,12 +256,11 @@ def test_the_humans_fill_and_pour_through_the_graph_equal_in_process(tmp_path, r
     loop's over the human's side, the empty mug's pour refused (L4) the same way."""
     from homiebot.agent.in_process import InProcessBackend
     from homiebot.agent.loop import EpisodeConfig, EpisodeLoop, EpisodeSpec
-    from homiebot.eval.partnr.episodes import task_actions
-    from homiebot.eval.tasks import get_task
     from homiebot.planner.prompt import format_output
     from homiebot.planner.registry import make_planner
     from homiebot.ros.supervisor import PAIR_GRAPH, Supervisor, load_graph
     from homiebot.sim.base import make_simulator
+    from homiebot.tasks.suite import get_task, task_actions
     from homiebot.types import Subtask
 
     outputs = [format_output(f"Step {i}.", Subtask(action, target, place), "NoMaD" if action == "Go to" else "RT-1-X")
@@ -310,13 +308,12 @@ def test_a_pick_of_what_the_other_holds_fails_the_same_way_through_the_graph(tmp
     the robot"), through the graph as in-process (the human's executor lists both agents in its state); the bag
     replays to the same pair (``homie bag replay --partner-planner scripted -p script=...``)."""
     from homiebot.agent.loop import AgentSlot, EpisodeConfig, run_episode
-    from homiebot.eval.partnr.episodes import task_actions
-    from homiebot.eval.tasks import get_task
     from homiebot.multiagent.centralized import AgentRole
     from homiebot.multiagent.pair import make_pair_planners, role_config
     from homiebot.ros.bag import record_bag
     from homiebot.ros.supervisor import PAIR_GRAPH, Supervisor, load_graph
     from homiebot.sim.base import make_simulator
+    from homiebot.tasks.suite import get_task, task_actions
 
     script = {"script": "Go to, mug; Pick, mug"}
     task = get_task(TASK)
@@ -387,11 +384,10 @@ def test_homie_up_runs_the_pair_prints_both_agents_and_its_bag_replays(tmp_path,
     import sys
 
     from homiebot.agent.loop import AgentSlot, EpisodeConfig, run_episode
-    from homiebot.eval.partnr.episodes import task_actions
-    from homiebot.eval.tasks import get_task
     from homiebot.multiagent.centralized import AgentRole
     from homiebot.multiagent.pair import make_pair_planners, role_config
     from homiebot.sim.base import make_simulator
+    from homiebot.tasks.suite import get_task, task_actions
 
     task = get_task(TASK)
     base = EpisodeConfig(actions=task_actions(task))

@@ -31,14 +31,14 @@ def _logs(tmp_path: Path) -> str:
 def test_partnr_task_switches_and_cleans_through_the_graph(task_id, planner, tmp_path, ros_domain):
     from homie_msgs.msg import EpisodeStatus, PlannerOutput
 
-    from homiebot.eval.partnr.episodes import run_scored, task_actions
+    from homiebot.eval.partnr.episodes import run_scored
     from homiebot.eval.partnr.recording import score_record
     from homiebot.eval.partnr.states import EVALUATION_FILE, STATES_FILE
-    from homiebot.eval.tasks import get_task
     from homiebot.planner.registry import make_planner
     from homiebot.ros.calls import EVENTS_QOS
     from homiebot.ros.supervisor import Supervisor, load_graph
     from homiebot.sim.base import make_simulator
+    from homiebot.tasks.suite import get_task, task_actions
     from homiebot.types import EMMOE_ACTIONS
 
     task = get_task(task_id)

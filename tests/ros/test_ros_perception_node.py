@@ -16,9 +16,9 @@ TASK = "emmoe-040"  # apartment_5: the apple seen on the tv stand is the simulat
 @pytest.fixture(scope="module")
 def start_of_task():
     """Scene, state and the first four views of TASK (rendered here, in the test's process)."""
-    from homiebot.eval.tasks import get_task
     from homiebot.sim.base import make_simulator
     from homiebot.sim.mujoco.rendering import RendererUnavailable
+    from homiebot.tasks.suite import get_task
 
     try:
         sim = make_simulator("mujoco")

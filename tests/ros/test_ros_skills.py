@@ -84,9 +84,9 @@ def _attempt(bridge, action, model: str, target: str, place: str = ""):
 def test_bridge_runs_skills_with_the_noise_of_the_in_process_skill_layer(make_bridge):
     """Same scene seed and preset: every attempt succeeds or fails as the in-process SkillSet's does, with the
     same reason; a reset restarts the noise stream."""
-    from homiebot.eval.tasks import get_task
     from homiebot.sim.base import make_simulator
     from homiebot.skills import SkillSet
+    from homiebot.tasks.suite import get_task
     from homiebot.types import Action, SkillStatus
 
     task = get_task(SCENE_TASK)
@@ -127,7 +127,7 @@ def test_bridge_runs_skills_with_the_noise_of_the_in_process_skill_layer(make_br
 def test_bridge_model_handling(make_bridge):
     """Noiseless by default; an empty model runs as the oracle; a model no skill serves is a failed attempt
     with the reason, not a crash."""
-    from homiebot.eval.tasks import get_task
+    from homiebot.tasks.suite import get_task
     from homiebot.types import Action, SkillStatus
 
     task = get_task(SCENE_TASK)
@@ -148,10 +148,10 @@ def test_bridge_refuses_an_unknown_preset(make_bridge):
 def test_remote_skills_hand_the_robot_side_the_model_the_skill_layer_runs():
     """The executor node's runner answers serves / models_for from the skill layer's table, so the lenient
     executor substitutes a serving model ([Open, ...] with NoMaD runs with octo) and the goal carries it."""
-    from homiebot.eval.tasks import get_task
     from homiebot.executor.executor import Executor
     from homiebot.ros.remote import RemoteSkills
     from homiebot.sim.base import make_simulator
+    from homiebot.tasks.suite import get_task
     from homiebot.types import ErrorCode, Subtask
 
     class RecordingProxy:

@@ -270,10 +270,10 @@ def test_graph_episode_loop_matches_run_episode(task_id):
     """The planner node's loop (GraphEpisode) and the core loop make the same calls in the same order:
     same subtasks, feedback, inventories, path and goal verdict for the same task and seed."""
     from homiebot.agent.loop import EpisodeConfig, run_episode
-    from homiebot.eval.tasks import get_task
     from homiebot.planner.registry import make_planner
     from homiebot.ros.episode import GraphEpisode, round_signature
     from homiebot.sim.base import make_simulator
+    from homiebot.tasks.suite import get_task
 
     task = get_task(task_id)
     config = EpisodeConfig(render=False)
@@ -295,11 +295,11 @@ def test_graph_episode_gives_every_planner_what_the_in_process_loop_gives():
     instances seen so far. The random baseline (which needs both) then makes the same choices in both loops,
     and the expert's rounds fetch no segmentation."""
     from homiebot.agent.loop import EpisodeConfig, run_episode
-    from homiebot.eval.tasks import get_task
     from homiebot.planner.base import Planner
     from homiebot.planner.registry import make_planner
     from homiebot.ros.episode import GraphEpisode, reads_observation, round_signature
     from homiebot.sim.base import make_simulator
+    from homiebot.tasks.suite import get_task
 
     class Spy(Planner):
         name = "spy"
@@ -349,10 +349,10 @@ def test_graph_episode_gives_every_planner_what_the_in_process_loop_gives():
 
 def test_graph_episode_reports_a_timeout_instead_of_raising():
     from homiebot.agent.loop import EpisodeConfig
-    from homiebot.eval.tasks import get_task
     from homiebot.planner.registry import make_planner
     from homiebot.ros.episode import GraphEpisode
     from homiebot.sim.base import make_simulator
+    from homiebot.tasks.suite import get_task
 
     task = get_task("demo-green-can")
     sim = make_simulator("mujoco", render=False)

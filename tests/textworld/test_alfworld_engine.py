@@ -7,10 +7,10 @@ import json
 
 import pytest
 
-from homiebot.eval.muep import TASK_TYPES
 from homiebot.eval.muep_run import load_records, play_alfworld, recompute, run_suite
 from homiebot.eval.muep_suite import load_suite
 from homiebot.sim.mujoco.backend import MujocoSimulator
+from homiebot.tasks.alfred import TASK_TYPES
 from homiebot.textworld import TextWorld
 from homiebot.textworld import alfworld as engine
 

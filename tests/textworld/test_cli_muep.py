@@ -8,8 +8,8 @@ import pytest
 from typer.testing import CliRunner
 
 from homiebot.cli import build_app
-from homiebot.eval.muep import TASK_TYPES
 from homiebot.eval.muep_suite import load_suite, save_suite
+from homiebot.tasks.alfred import TASK_TYPES
 from homiebot.textworld import alfworld as engine
 
 runner = CliRunner()

@@ -186,8 +186,8 @@ def test_the_text_view_of_an_expert_episode_follows_the_simulator(tmp_path) -> N
     """An EMMOE episode of the expert planner watched by the text observer: after every successful round the
     text names what the round did, in the simulator's state; the JSON lines file holds one row per round."""
     from homiebot.agent.loop import EpisodeConfig, run_episode
-    from homiebot.eval.tasks import get_task
     from homiebot.planner.registry import make_planner
+    from homiebot.tasks.suite import get_task
     from homiebot.textworld.observer import TextWorldObserver
 
     simulator = MujocoSimulator(render=False)

@@ -26,10 +26,10 @@ def test_agreeing_rounds_make_no_pair():
 
 
 def test_two_iterations_on_a_tiny_student(tmp_path):
-    from homiebot.eval.tasks import load_suite
     from homiebot.planner.prompt import system_prompt
     from homiebot.planner.text_planning import describe_scene, text_system_prompt
     from homiebot.sim.scene import load_scene
+    from homiebot.tasks.suite import load_suite
 
     # The tokenizer learns the prompt's own text so that the text-mode prompt (system information, world
     # description) stays within a few thousand tokens.

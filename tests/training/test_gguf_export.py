@@ -1,4 +1,4 @@
-"""A trained text folder written as GGUF for llama.cpp (homiebot.training.gguf_export): the same logits as
+"""A trained text folder written as GGUF for llama.cpp (homiebot.planner.gguf_export): the same logits as
 transformers gives the folder, refusals in one line with nothing left behind, the export made once in the cache,
 and the hf planner planning on it with ``runtime="llama_cpp"`` (docs/training.md, "Evaluating on llama.cpp")."""
 
@@ -47,7 +47,7 @@ def _pairs_rope(x: np.ndarray, positions: np.ndarray, base: float = 10000.0) -> 
 
 
 def test_reordered_rows_make_ggml_rotary_equal_transformers_rotary():
-    from homiebot.training.gguf_export import GGUFExportError, rotary_rows_to_ggml
+    from homiebot.planner.gguf_export import GGUFExportError, rotary_rows_to_ggml
 
     rng = np.random.default_rng(0)
     heads, head_dim, width, tokens = 3, 8, 12, 5
@@ -130,7 +130,7 @@ def _llama_logits(path: Path, text: str) -> tuple[list[int], np.ndarray]:
 
 @needs_llama
 def test_llama_cpp_gives_the_folders_logits(tiny_llama, tmp_path, monkeypatch):
-    from homiebot.training import gguf_export
+    from homiebot.planner import gguf_export
 
     summary = gguf_export.export_gguf(tiny_llama, tmp_path / "tiny.gguf")
     assert summary.tensors == 2 * 9 + 2  # 9 tensors a block, the embeddings and the final norm (tied: no output)
@@ -152,7 +152,7 @@ def test_an_adapter_is_merged_into_the_export(tiny_llama, tmp_path):
     from peft import LoraConfig, get_peft_model
     from transformers import AutoModelForCausalLM
 
-    from homiebot.training.gguf_export import cached_gguf, export_gguf
+    from homiebot.planner.gguf_export import cached_gguf, export_gguf
 
     base = AutoModelForCausalLM.from_pretrained(str(tiny_llama), dtype=torch.float32)
     lora = get_peft_model(base, LoraConfig(r=4, target_modules=["q_proj", "v_proj", "down_proj"], init_lora_weights=False))
@@ -174,7 +174,7 @@ def test_an_adapter_is_merged_into_the_export(tiny_llama, tmp_path):
 def test_the_export_is_made_once_and_remade_for_new_weights(tiny_llama, tmp_path):
     import shutil
 
-    from homiebot.training.gguf_export import cached_gguf
+    from homiebot.planner.gguf_export import cached_gguf
 
     cache = tmp_path / "cache"
     first = cached_gguf(tiny_llama, cache=cache)
@@ -190,7 +190,7 @@ def test_the_export_is_made_once_and_remade_for_new_weights(tiny_llama, tmp_path
 
 
 def test_refusals_are_one_line_and_leave_nothing(tmp_path):
-    from homiebot.training.gguf_export import GGUFExportError, export_gguf
+    from homiebot.planner.gguf_export import GGUFExportError, export_gguf
 
     qwen = tmp_path / "qwen"
     qwen.mkdir()
@@ -212,7 +212,7 @@ def test_refusals_are_one_line_and_leave_nothing(tmp_path):
 def test_another_tokenizer_or_a_missing_output_folder_is_refused(tmp_path, tiny_llama):
     import shutil
 
-    from homiebot.training.gguf_export import GGUFExportError, export_gguf
+    from homiebot.planner.gguf_export import GGUFExportError, export_gguf
 
     other = tmp_path / "other"
     shutil.copytree(tiny_llama, other)
@@ -231,7 +231,7 @@ def test_another_tokenizer_or_a_missing_output_folder_is_refused(tmp_path, tiny_
 @pytest.mark.skipif(os.geteuid() == 0, reason="root can write anywhere")
 @needs_llama
 def test_an_unwritable_output_folder_is_one_line(tmp_path, tiny_llama):
-    from homiebot.training.gguf_export import GGUFExportError, export_gguf
+    from homiebot.planner.gguf_export import GGUFExportError, export_gguf
 
     locked = tmp_path / "locked"
     locked.mkdir()

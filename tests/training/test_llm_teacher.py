@@ -47,8 +47,8 @@ def test_a_failed_episode_is_labelled_after_the_critics_reflection():
     """The student (scripted) goes to the fridge, then answers End too early: a failed episode. The critic
     reflects on the text world's log of it; then the actor labels both states with that plan in its memory and
     the log up to each state; the pairs are (teacher, student)."""
-    from homiebot.eval.tasks import get_task
     from homiebot.sim.base import make_simulator
+    from homiebot.tasks.suite import get_task
 
     student = ScriptedPlanner([GO_FRIDGE, "Analysis: finished\nSubtask: [End]\nModel: None"])
     actor, actor_engine = _actor([GO_FRIDGE, OPEN_FRIDGE])

@@ -61,8 +61,8 @@ def collected(tmp_path_factory):
 
 def _replayed_prompts(**options: bool) -> list[list[ChatMessage]]:
     from homiebot.agent.loop import EpisodeConfig, run_episode
-    from homiebot.eval.tasks import get_task
     from homiebot.sim.base import make_simulator
+    from homiebot.tasks.suite import get_task
 
     probe = PromptProbe(**options)
     sim = make_simulator("mujoco", render=False)

@@ -14,28 +14,14 @@ from typing import Any
 
 from homiebot.agent.observers import StateRecorder
 from homiebot.config import MAX_ROUNDS, NoiseMode
-from homiebot.eval.partnr.convert import goal_to_evaluation
-from homiebot.eval.partnr.language import EvaluationFunction
 from homiebot.eval.partnr.metrics import PartnrEpisode, score_episode
-from homiebot.eval.tasks import TaskSpec
 from homiebot.planner.base import Planner
-from homiebot.types import EMMOE_ACTIONS, HOUSEHOLD_ACTIONS, Trajectory, WorldState
+from homiebot.tasks.partnr.convert import task_function
+from homiebot.tasks.partnr.language import EvaluationFunction
+from homiebot.tasks.suite import TaskSpec, task_actions
+from homiebot.types import Trajectory, WorldState
 
 log = logging.getLogger(__name__)
-
-
-def task_function(task: TaskSpec, initial: WorldState) -> EvaluationFunction:
-    """The task's own evaluation function, else its goal converted on the state after the reset."""
-    if task.evaluation is not None:
-        return EvaluationFunction.from_json(task.evaluation, task.id, initial.entities)
-    return goal_to_evaluation(task.goal, initial, task.id)
-
-
-def task_actions(task: TaskSpec | None) -> tuple[str, ...]:
-    """The action list an episode of ``task`` offers the planner: PARTNR-style tasks (their own evaluation
-    function) switch and clean, so they get the household list (docs/textworld.md); EMMOE's tasks and free
-    instructions keep the paper's list."""
-    return HOUSEHOLD_ACTIONS if task is not None and task.evaluation is not None else EMMOE_ACTIONS
 
 
 @dataclass(frozen=True)

@@ -9,14 +9,14 @@ and verification replaces the human pass (docs/partnr.md, "The suite"):
 * the noiseless PARTNR expert reaches PC = 1 within the round limit;
 * the instruction names only entities of the scene (every mention is recorded with the task).
 
-Categories are computed from the evaluation function (:func:`~homiebot.eval.partnr.language.task_labels`),
+Categories are computed from the evaluation function (:func:`~homiebot.tasks.partnr.language.task_labels`),
 never assigned by the template. The split is by scene, as PARTNR's: apartments 1-5 train, 6 validation,
 7 test. After those tasks come the water tasks (PARTNR's is_filled, done with the human's Fill and Pour): fill a
 container and place it, fill one while an object is moved, or carry water in one container into another that is
 then moved; they are drafted in a pass of their own (``WATER_TEMPLATES``), so the other tasks keep their ids.
 Usage::
 
-    python -m homiebot.eval.partnr.generate --out homiebot/eval/suites/partnr.yaml
+    python -m homiebot.eval.partnr.generate --out homiebot/tasks/suites/partnr.yaml
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ from typing import Any
 import yaml
 
 from homiebot.config import MAX_ROUNDS
-from homiebot.eval.partnr.language import (
+from homiebot.tasks.partnr.language import (
     EvaluationFunction,
     EvaluationProposition,
     EvaluationPropositionDependency,
@@ -44,7 +44,7 @@ from homiebot.eval.partnr.language import (
     task_category,
     validate,
 )
-from homiebot.eval.partnr.tracker import evaluate_states
+from homiebot.tasks.partnr.tracker import evaluate_states
 from homiebot.types import EntityKind, WorldState
 
 log = logging.getLogger(__name__)
@@ -387,8 +387,8 @@ class Verdict:
 def verify(sim: Any, draft: Draft, scene: str, seed: int, task_id: str) -> Verdict:
     """Instantiate the task and run the noiseless PARTNR expert on it (PARTNR's human pass, replaced)."""
     from homiebot.agent.loop import EpisodeConfig, run_episode
-    from homiebot.eval.tasks import TaskSpec
     from homiebot.planner.partnr_expert import PartnrExpertPlanner
+    from homiebot.tasks.suite import TaskSpec
     from homiebot.types import HOUSEHOLD_ACTIONS
 
     function = draft.function()

@@ -15,9 +15,9 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from homiebot.eval.partnr.explain import explanation_kind
-from homiebot.eval.partnr.language import CATEGORIES, EvaluationFunction, task_category
-from homiebot.eval.partnr.tracker import EvaluationResult, evaluate_states
+from homiebot.tasks.partnr.explain import explanation_kind
+from homiebot.tasks.partnr.language import CATEGORIES, EvaluationFunction, task_category
+from homiebot.tasks.partnr.tracker import EvaluationResult, evaluate_states
 from homiebot.types import RoundRecord, WorldState
 
 #: PARTNR's extraneous effort is computed on successful episodes only ("PC >= 0.99" in its analysis code).

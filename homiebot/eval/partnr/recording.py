@@ -13,10 +13,10 @@ from typing import TYPE_CHECKING, Any
 from homiebot.agent.observers import StateRecorder
 from homiebot.data.record import EpisodeRecorder, read_episode, read_summary
 from homiebot.eval.keypaths import NameResolver
-from homiebot.eval.partnr.language import EvaluationFunction
 from homiebot.eval.partnr.metrics import PartnrEpisode, score_episode
 from homiebot.eval.partnr.states import EVALUATION_FILE, STATES_FILE, read_states, snapshot_line, states_from_lines
-from homiebot.eval.tasks import TaskSpec
+from homiebot.tasks.partnr.language import EvaluationFunction
+from homiebot.tasks.suite import TaskSpec
 from homiebot.types import Observation, RoundRecord, Trajectory, WorldState
 
 if TYPE_CHECKING:
@@ -55,7 +55,7 @@ class StatesFileRecorder(StateRecorder):
     def on_start(self, trajectory: Trajectory, state: WorldState, observation: Observation | None) -> None:
         super().on_start(trajectory, state, observation)
         if self.function is None and self.task is not None:
-            from homiebot.eval.partnr.episodes import task_function
+            from homiebot.tasks.partnr.convert import task_function
 
             self.function = task_function(self.task, state)
         if self.function is not None:

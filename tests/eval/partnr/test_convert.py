@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from homiebot.eval.partnr.convert import goal_to_evaluation
-from homiebot.eval.partnr.language import EvaluationFunction, TerminalSatisfactionConstraint
-from homiebot.eval.partnr.tracker import evaluate_states
-from homiebot.eval.tasks import load_suite
+from homiebot.tasks.partnr.convert import goal_to_evaluation
+from homiebot.tasks.partnr.language import EvaluationFunction, TerminalSatisfactionConstraint
+from homiebot.tasks.partnr.tracker import evaluate_states
+from homiebot.tasks.suite import load_suite
 
 mujoco = pytest.importorskip("mujoco", reason="the converter resolves selectors on the MuJoCo simulator's state")
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from worlds import obj, world
 
-from homiebot.eval.partnr.language import (
+from homiebot.tasks.partnr.language import (
     DifferentArgConstraint,
     EvaluationError,
     EvaluationFunction,
@@ -18,8 +18,8 @@ from homiebot.eval.partnr.language import (
     task_labels,
     unroll_number,
 )
-from homiebot.eval.partnr.predicates import PREDICATES
-from homiebot.eval.partnr.tracker import PropositionTracker, evaluate_states, percent_complete
+from homiebot.tasks.partnr.predicates import PREDICATES
+from homiebot.tasks.partnr.tracker import PropositionTracker, evaluate_states, percent_complete
 
 
 def P(name: str, **args: object) -> EvaluationProposition:
@@ -416,7 +416,7 @@ def test_validation_names_the_task_and_the_proposition():
 
 
 def test_explanations_are_counted_by_kind():
-    from homiebot.eval.partnr.explain import explanation_kind
+    from homiebot.tasks.partnr.explain import explanation_kind
 
     cup, book = (P("is_on_top", object_handles=["cup"], receptacle_handles=["table"]),
                  P("is_on_top", object_handles=["book"], receptacle_handles=["counter"]))

@@ -8,10 +8,10 @@ import json
 import pytest
 from worlds import obj, world
 
-from homiebot.eval.partnr.language import EvaluationFunction, EvaluationProposition, TerminalSatisfactionConstraint
 from homiebot.eval.partnr.metrics import exploration_rounds, extraneous_effort, format_tables, summarize
 from homiebot.eval.partnr.states import StatesError, read_states, snapshot_lines, write_states
-from homiebot.eval.partnr.tracker import evaluate_states
+from homiebot.tasks.partnr.language import EvaluationFunction, EvaluationProposition, TerminalSatisfactionConstraint
+from homiebot.tasks.partnr.tracker import evaluate_states
 from homiebot.types import ErrorCode, Feedback, PlannerOutput, RoundRecord, Subtask
 
 
@@ -46,9 +46,9 @@ def test_extraneous_effort_counts_puts_that_did_not_help():
 def test_states_round_trip_and_pc_from_the_file_alone(tmp_path):
     pytest.importorskip("mujoco")
     from homiebot.eval.partnr.episodes import run_scored
-    from homiebot.eval.tasks import load_suite
     from homiebot.planner.registry import make_planner
     from homiebot.sim.mujoco.backend import MujocoSimulator
+    from homiebot.tasks.suite import load_suite
 
     (task,) = [t for t in load_suite("partnr").tasks if "next to each other" in t.instruction][:1]
     sim = MujocoSimulator(render=False)
@@ -101,8 +101,8 @@ def test_summary_tables_and_agreement():
 def test_noiseless_expert_reaches_pc_1_on_all_emmoe_tasks():
     pytest.importorskip("mujoco")
     from homiebot.eval.partnr.episodes import run_suite
-    from homiebot.eval.tasks import load_suite
     from homiebot.planner.registry import make_planner
+    from homiebot.tasks.suite import load_suite
 
     episodes = run_suite(load_suite("emmoe100").tasks, lambda: make_planner("expert"))
     assert len(episodes) == 100
@@ -114,11 +114,11 @@ def test_record_with_states_rescored_from_its_files_alone(tmp_path):
     pytest.importorskip("mujoco")
     from homiebot.agent.loop import EpisodeConfig, run_episode
     from homiebot.data.record import EpisodeRecorder
-    from homiebot.eval.partnr.episodes import task_function
     from homiebot.eval.partnr.recording import StatesFileRecorder, score_record
-    from homiebot.eval.tasks import load_suite
     from homiebot.planner.registry import make_planner
     from homiebot.sim.mujoco.backend import MujocoSimulator
+    from homiebot.tasks.partnr.convert import task_function
+    from homiebot.tasks.suite import load_suite
     from homiebot.types import HOUSEHOLD_ACTIONS
 
     (task,) = [t for t in load_suite("partnr").tasks if t.instruction.startswith("First put")][:1]

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from homiebot.eval.partnr.predicates import next_to
+from homiebot.tasks.partnr.predicates import next_to
 from homiebot.types import EntityKind, SkillStatus
 
 pytest.importorskip("mujoco", reason="the next-to placement is the MuJoCo simulator's")

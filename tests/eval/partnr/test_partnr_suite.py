@@ -9,9 +9,9 @@ from collections import Counter
 import pytest
 
 from homiebot.eval.partnr.generate import SPLITS, Draft, say, verify
-from homiebot.eval.partnr.language import CATEGORIES, EvaluationFunction, EvaluationProposition, task_category
-from homiebot.eval.partnr.tracker import evaluate_states
-from homiebot.eval.tasks import load_suite
+from homiebot.tasks.partnr.language import CATEGORIES, EvaluationFunction, EvaluationProposition, task_category
+from homiebot.tasks.partnr.tracker import evaluate_states
+from homiebot.tasks.suite import load_suite
 
 pytest.importorskip("mujoco", reason="the suite is checked on the MuJoCo simulator")
 

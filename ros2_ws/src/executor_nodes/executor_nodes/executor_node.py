@@ -26,7 +26,7 @@ has no Turn on / Turn off / Clean, answered F1 naming why; both have Wait). The 
 remapped into ``/human`` (launch/config/graph_pair.yaml).
 
 The action list follows the episode: on each task the planner node starts (the latched
-``/homie/task_started``), a suite task gets :func:`homiebot.eval.partnr.episodes.task_actions` (PARTNR-style
+``/homie/task_started``), a suite task gets :func:`homiebot.tasks.suite.task_actions` (PARTNR-style
 tasks switch and clean: the household list; EMMOE's tasks the paper's), the same list the planner offers, and a
 free-text instruction the ``actions`` parameter. The task is published before the episode's reset, so it
 arrives ahead of the episode's first goal.
@@ -45,14 +45,13 @@ from rclpy.callback_groups import ReentrantCallbackGroup
 from rclpy.node import Node
 from rclpy.task import Future
 
-from homiebot.eval.partnr.episodes import task_actions
-from homiebot.eval.tasks import TaskError, get_task
 from homiebot.executor.executor import Executor, ExecutorConfig
 from homiebot.perception.grounding import AliasGrounder
 from homiebot.ros import convert
 from homiebot.ros.calls import LATCHED_QOS, announce_ready, call_service
 from homiebot.ros.remote import RemoteSimulator, RemoteSkills, RemoteTimeouts, ServiceGrounder
 from homiebot.ros.spin import spin_node
+from homiebot.tasks.suite import TaskError, get_task, task_actions
 from homiebot.types import EMMOE_ACTIONS, EMMOE_MODELS, WorldState
 
 

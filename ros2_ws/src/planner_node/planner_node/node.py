@@ -45,12 +45,11 @@ from rclpy.node import Node
 
 from homiebot.agent.loop import EpisodeConfig
 from homiebot.agent.observers import ObserverBase
+from homiebot.agent.recording import RecordingObserver
 from homiebot.config import HISTORY_WINDOW, MAX_ROUNDS
-from homiebot.data.record import EpisodeRecorder, RecordingObserver
+from homiebot.data.record import EpisodeRecorder
 from homiebot.eval.manifest import EXPERT_PLANNER, task_expert
-from homiebot.eval.partnr.episodes import task_actions
 from homiebot.eval.partnr.recording import StatesFileRecorder
-from homiebot.eval.tasks import get_task
 from homiebot.files import atomic_write_json
 from homiebot.planner.registry import make_planner
 from homiebot.recovery.cli import recovery_from_parameters, write_episode_stats
@@ -60,6 +59,7 @@ from homiebot.ros.calls import EVENTS_QOS, LATCHED_QOS, ReadinessWatch, call_act
 from homiebot.ros.episode import EpisodeOutcome, ExecutionOutcome, GraphEpisode
 from homiebot.ros.spin import ShutdownSignals
 from homiebot.sim.scene import SceneSpec
+from homiebot.tasks.suite import get_task, task_actions
 from homiebot.types import Observation, RoundRecord, Subtask, Trajectory, WorldState
 
 EXIT_TIMEOUT = 3

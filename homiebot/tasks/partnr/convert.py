@@ -1,6 +1,6 @@
 """EMMOE goals as PARTNR evaluation functions, so that EMMOE-100 reports percent complete beside SR.
 
-A :class:`~homiebot.eval.goals.GoalSpec` is a final-state conjunction; its PARTNR twin has one proposition per
+A :class:`~homiebot.tasks.goals.GoalSpec` is a final-state conjunction; its PARTNR twin has one proposition per
 condition (or per object, where PC should count objects), every proposition in the terminal-satisfaction
 constraint except inspections (the furniture only has to have been open at some point), and no ordering.
 Selectors are resolved once, on the state after the reset, so the function names scene instances as PARTNR's
@@ -9,9 +9,9 @@ functions name simulator handles. docs/partnr.md ("EMMOE goals") has the table a
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from homiebot.eval.goals import (
+from homiebot.tasks.goals import (
     Articulation,
     Cleared,
     Condition,
@@ -25,7 +25,7 @@ from homiebot.eval.goals import (
     matches_category,
     select,
 )
-from homiebot.eval.partnr.language import (
+from homiebot.tasks.partnr.language import (
     EvaluationFunction,
     EvaluationProposition,
     TemporalConstraint,
@@ -33,6 +33,9 @@ from homiebot.eval.partnr.language import (
     validate,
 )
 from homiebot.types import EntityKind, WorldState
+
+if TYPE_CHECKING:
+    from homiebot.tasks.suite import TaskSpec
 
 _PLACE_PREDICATE = {"on": "is_on_top", "in": "is_inside"}
 
@@ -101,3 +104,10 @@ def goal_to_evaluation(goal: GoalSpec, initial: WorldState, task_id: str = "?") 
     )
     validate(function, task_id, initial.entities)
     return function
+
+
+def task_function(task: TaskSpec, initial: WorldState) -> EvaluationFunction:
+    """The task's own evaluation function, else its goal converted on the state after the reset."""
+    if task.evaluation is not None:
+        return EvaluationFunction.from_json(task.evaluation, task.id, initial.entities)
+    return goal_to_evaluation(task.goal, initial, task.id)

@@ -1,6 +1,6 @@
 """The recovery ablation table from several ``homie eval`` directories, on the episodes they all finished.
 
-Run: ``python -m homiebot.recovery.ablation NAME=DIR [NAME=DIR ...] [--out FILE.md]``
+Run: ``python -m homiebot.eval.recovery_ablation NAME=DIR [NAME=DIR ...] [--out FILE.md]``
 
 Each directory is scored from its records alone (:func:`homiebot.eval.scoring.compute_scores`); the table
 keeps only the (task, run) pairs every directory has a record of, so the rows compare the same episodes
@@ -56,7 +56,7 @@ def ablation(dirs: dict[str, Path]) -> str:
     from homiebot.eval.manifest import load_manifest
     from homiebot.eval.metrics import summarize as emmoe_summary
     from homiebot.eval.scoring import compute_scores
-    from homiebot.eval.tasks import TaskSpec
+    from homiebot.tasks.suite import TaskSpec
 
     scored = {name: compute_scores(path) for name, path in dirs.items()}
     common = set.intersection(*({(s.task_id, s.run) for s in ev.scores} for ev in scored.values()))

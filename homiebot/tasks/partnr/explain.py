@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from homiebot.eval.partnr.language import (
+from homiebot.tasks.partnr.language import (
     DifferentArgConstraint,
     EvaluationConstraint,
     EvaluationFunction,
@@ -19,7 +19,7 @@ from homiebot.eval.partnr.language import (
     TemporalConstraint,
     TerminalSatisfactionConstraint,
 )
-from homiebot.eval.partnr.predicates import CLUSTER_GROUPS_ARG, PropositionResult
+from homiebot.tasks.partnr.predicates import CLUSTER_GROUPS_ARG, PropositionResult
 
 MISSING_HEADER = "Episode failed. Missing steps:"
 BROKEN_HEADER = "Episode failed. All steps were completed, but constraints were broken:"

@@ -19,14 +19,14 @@ from dataclasses import dataclass
 
 import networkx as nx
 
-from homiebot.eval.partnr.explain import failure_explanation
-from homiebot.eval.partnr.language import (
+from homiebot.tasks.partnr.explain import failure_explanation
+from homiebot.tasks.partnr.language import (
     EvaluationFunction,
     EvaluationPropositionDependency,
     dependency_graph,
     unroll_number,
 )
-from homiebot.eval.partnr.predicates import PREDICATES, PropositionResult
+from homiebot.tasks.partnr.predicates import PREDICATES, PropositionResult
 from homiebot.types import WorldState
 
 log = logging.getLogger(__name__)
