@@ -9,6 +9,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
@@ -16,6 +17,19 @@ import typer
 
 from homiebot.cli.failures import check_output, fail
 from homiebot.config import MAX_ROUNDS
+
+
+@dataclass(frozen=True)
+class _Piece:
+    """homie train sft's options for a run in pieces, with validation and several processes (None: the preset's)."""
+
+    val: Path | None = None
+    eval_steps: int | None = None
+    val_limit: int | None = None
+    stop_after_steps: int | None = None
+    hours: float | None = None
+    processes: int | None = None
+    epochs: float | None = None
 
 
 def _train(
@@ -32,12 +46,15 @@ def _train(
     lora: bool,
     ref_model: Path | None,
     warmup_steps: int | None,
+    piece: _Piece | None = None,
 ) -> None:
     # The output first: an unwritable --out is refused before the data set is read and the model loaded.
     check_output(out)
     from homiebot.training.episodes import TrainingDataError
+    from homiebot.training.progress import StopRule
     from homiebot.training.trainer import TrainingError, check_data, preset_for, train
 
+    piece = piece or _Piece()
     try:
         settings = preset_for(
             stage,
@@ -47,8 +64,14 @@ def _train(
             max_length=max_length,
             lora=None if lora else False,
             warmup_steps=warmup_steps,
+            epochs=piece.epochs,
+            processes=piece.processes,
+            eval_steps=piece.eval_steps,
+            val_limit=piece.val_limit,
         )
         check_data(data)
+        if piece.val is not None:
+            check_data(piece.val)
         result = train(
             stage,
             data,
@@ -58,6 +81,8 @@ def _train(
             max_steps=max_steps,
             resume=resume,
             ref_model=ref_model,
+            val_data=piece.val,
+            stop=StopRule(piece.stop_after_steps, piece.hours),
         )
     except (TrainingError, TrainingDataError) as err:
         fail(str(err))
@@ -74,7 +99,10 @@ def register(app: typer.Typer) -> None:
     model_option = typer.Option(..., "--model", help="A transformers model folder (homie train base writes one).")
     out_option = typer.Option(..., "--out", "-o", help="Output folder: the adapter, checkpoints/, training.json.")
     preset_option = typer.Option(
-        "cpu-small", "--preset", help="cpu-small (2 CPU cores, fp32) or emmoe (the paper's, GPUs)."
+        "cpu-small",
+        "--preset",
+        help="cpu (SFT to convergence on 2 CPU cores: episode data, DDP, bf16), cpu-small (short runs, fp32) "
+        "or emmoe (the paper's, GPUs).",
     )
     steps_option = typer.Option(
         None, "--max-steps", min=1, help="Stop after this many optimizer steps, at least 1 (default: one epoch)."
@@ -103,9 +131,46 @@ def register(app: typer.Typer) -> None:
         max_length: int = length_option,
         lora: bool = lora_option,
         warmup_steps: int = warmup_option,
+        val: Path = typer.Option(
+            None,
+            "--val",
+            help="A held-out SFT data set (seeds never trained on): offline next-subtask accuracy and answer NLL "
+            "per epoch (or --eval-steps) into OUT/metrics.jsonl and OUT/accuracy.png.",
+        ),
+        eval_steps: int = typer.Option(
+            None, "--eval-steps", min=1, help="Validate every this many optimizer steps (default: each epoch)."
+        ),
+        val_limit: int = typer.Option(
+            None, "--val-limit", min=1, help="Validation answers scored each time (default: the preset's, 200)."
+        ),
+        stop_after_steps: int = typer.Option(
+            None,
+            "--stop-after-steps",
+            min=1,
+            help="End this piece after this many steps with a checkpoint (--resume continues; the schedule is the "
+            "whole run's).",
+        ),
+        hours: float = typer.Option(
+            None, "--hours", help="End this piece after this many hours of wall time, with a checkpoint."
+        ),
+        processes: int = typer.Option(
+            None,
+            "--processes",
+            min=1,
+            help="Training processes (DDP over gloo on a CPU); default: the preset's (cpu: 2, others: 1).",
+        ),
+        epochs: float = typer.Option(None, "--epochs", help="Epochs (default: the preset's; --max-steps wins)."),
     ) -> None:
-        """Stage one: supervised fine-tuning on the answers (completion-only loss)."""
-        _train("sft", data, model, out, preset, max_steps, resume, lr, batch_size, max_length, lora, None, warmup_steps)
+        """Stage one: supervised fine-tuning on the answers (completion-only loss); resumable in pieces."""
+        if hours is not None and hours <= 0:
+            fail(f"--hours must be more than 0, got {hours}")
+        if epochs is not None and epochs <= 0:
+            fail(f"--epochs must be more than 0, got {epochs}")
+        piece = _Piece(val, eval_steps, val_limit, stop_after_steps, hours, processes, epochs)
+        _train(
+            "sft", data, model, out, preset, max_steps, resume, lr, batch_size, max_length, lora, None, warmup_steps,
+            piece,
+        )
 
     @train_app.command("dpo")
     def dpo_command(

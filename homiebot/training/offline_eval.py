@@ -10,19 +10,28 @@ tasks, which training never reads):
 
 These are the teacher-forced counterparts of PARTNR's offline check of a finetuned planner; the simulator's
 SR and TP (``homie eval``) are the figures that count and need far more CPU time than this session had.
+
+**Next-subtask accuracy** (:func:`next_subtask_accuracy`; ``homie train sft --val DATA`` reports it during
+training, ``homie train eval --sft DATA`` after): the model answers each held-out round greedily, free (no
+grammar), and its ``Subtask: [..]`` must equal the expert's in action and names; action-only accuracy beside it.
 """
 
 from __future__ import annotations
 
 import json
 import math
+import re
 import time
 from collections import defaultdict
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from homiebot.planner.prompt import split_subtask
+from homiebot.training.sequences import TokenizedChat
 from homiebot.training.trainer import TrainingError, load_rows
+from homiebot.types import Subtask
 
 
 @dataclass
@@ -121,3 +130,174 @@ def evaluate_offline(
 
 def write_scores(scores: OfflineScores, path: Path) -> None:
     path.write_text(json.dumps(scores.__dict__, indent=2) + "\n", encoding="utf-8")
+
+
+#: The answer's subtask line, complete: generation can stop there (the Model line after it is not scored).
+_SUBTASK_LINE = re.compile(r"Subtask:\s*\[([^\]\n]*)\]")
+
+
+@dataclass
+class SubtaskAccuracy:
+    """Offline next-subtask accuracy (:func:`next_subtask_accuracy`); counts, so that shares can be summed."""
+
+    answers: int = 0
+    subtask_right: int = 0  # action, target and place all equal to the expert's
+    action_right: int = 0
+    unparsed: int = 0  # no complete Subtask line within the token budget
+    nll_sum: float = 0.0  # answer tokens' negative log-likelihood, teacher-forced
+    nll_tokens: int = 0
+    seconds: float = 0.0
+
+    @property
+    def subtask_accuracy(self) -> float:
+        return self.subtask_right / self.answers if self.answers else math.nan
+
+    @property
+    def action_accuracy(self) -> float:
+        return self.action_right / self.answers if self.answers else math.nan
+
+    @property
+    def answer_nll(self) -> float:
+        return self.nll_sum / self.nll_tokens if self.nll_tokens else math.nan
+
+    def lines(self) -> list[str]:
+        return [
+            f"next subtask (action and target exact) {100 * self.subtask_accuracy:.1f}% of {self.answers} answers, "
+            f"action {100 * self.action_accuracy:.1f}%, no subtask {self.unparsed}",
+            f"answer NLL per token {self.answer_nll:.4f}, {self.seconds:.0f} s",
+        ]
+
+
+@dataclass(frozen=True)
+class ScoredAnswers:
+    """A figure for ``metrics.jsonl``: :class:`SubtaskAccuracy`'s shares and counts (``dataclasses.asdict``)."""
+
+    subtask_accuracy: float
+    action_accuracy: float
+    answer_nll: float
+    answers: int
+    unparsed: int
+    seconds: float
+
+    def lines(self) -> list[str]:
+        return [
+            f"next subtask {100 * self.subtask_accuracy:.1f}% of {self.answers} answers, action "
+            f"{100 * self.action_accuracy:.1f}%, answer NLL {self.answer_nll:.4f} ({self.seconds:.0f} s)"
+        ]
+
+
+def scored(result: SubtaskAccuracy) -> ScoredAnswers:
+    return ScoredAnswers(
+        result.subtask_accuracy, result.action_accuracy, result.answer_nll, result.answers, result.unparsed,
+        round(result.seconds, 2),
+    )
+
+
+def _subtask_of(text: str) -> Subtask | None:
+    match = _SUBTASK_LINE.search(text)
+    return None if match is None else split_subtask(match.group(1))
+
+
+def _same(a: Subtask, b: Subtask) -> tuple[bool, bool]:
+    """(whole subtask equal, action equal); names compared as written, the action case-blind (the parser's rule)."""
+    action = a.action.strip().lower() == b.action.strip().lower()
+    return action and (a.target or None) == (b.target or None) and (a.place or None) == (b.place or None), action
+
+
+def next_subtask_accuracy(
+    model: Any,
+    tokenizer: Any,
+    chats: Sequence[TokenizedChat],
+    *,
+    max_new_tokens: int = 96,
+    bf16: bool = False,
+) -> SubtaskAccuracy:
+    """For every learned answer of ``chats``: the model's greedy answer after the chat so far (the expert's earlier
+    answers in it, as the planner's own would be), its Subtask compared with the expert's, and the expert answer's
+    teacher-forced NLL.
+
+    One pass per chat with a key/value cache: each user turn is fed once, the answer is generated from the cache
+    until its Subtask line is complete (or the end-of-turn token, or ``max_new_tokens``), the cache is cut back
+    and the expert's answer fed instead. An episode therefore costs its tokens once plus the generated ones, not
+    a full prefill per round (2,000 tokens of prompt per late round otherwise)."""
+    import torch
+    from transformers import DynamicCache
+
+    from homiebot.planner.fast_decode import cache_keyword
+
+    key = cache_keyword()  # transformers renamed past_key_values to cache
+    started = time.perf_counter()
+    result = SubtaskAccuracy()
+    eos = tokenizer.eos_token_id
+    was_training = model.training
+    model.eval()
+    autocast = torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16)
+    try:
+        with torch.inference_mode(), autocast:
+            for chat in chats:
+                ids = chat.input_ids
+                cache = DynamicCache()
+                fed = 0  # tokens in the cache
+                previous: tuple[int, int] | None = None
+                last_logits: Any = None
+                for start, end in chat.answers:
+                    chunk = torch.tensor([ids[fed:start]])
+                    # Logits: the previous answer's tokens after its first (scored below) and this prompt's last.
+                    keep = list(range(previous[1] - previous[0] - 1)) if previous else []
+                    out = model(
+                        input_ids=chunk,
+                        **{key: cache},
+                        use_cache=True,
+                        logits_to_keep=torch.tensor([*keep, chunk.shape[1] - 1]),
+                    )
+                    logits = out.logits[0].float()
+                    if previous is not None:
+                        _add_nll(result, torch.cat([last_logits[None], logits[:-1]]), ids[previous[0] : previous[1]])
+                    last_logits = logits[-1]
+                    expected = _subtask_of(tokenizer.decode(ids[start:end]))
+                    answer = _greedy(model, tokenizer, {key: cache}, last_logits, eos, max_new_tokens)
+                    extra = cache.get_seq_length() - start
+                    if extra > 0:  # back to the prompt (a negative count: tokens to remove, in every transformers 5)
+                        cache.crop(-extra)
+                    fed, previous = start, (start, end)
+                    result.answers += 1
+                    got = _subtask_of(answer)
+                    if got is None or expected is None:
+                        result.unparsed += got is None
+                        continue
+                    whole, action = _same(got, expected)
+                    result.subtask_right += whole
+                    result.action_right += action
+                if previous is not None:  # the last answer's NLL
+                    chunk = torch.tensor([ids[previous[0] : previous[1] - 1]])
+                    logits = model(input_ids=chunk, **{key: cache}, use_cache=True).logits[0].float()
+                    _add_nll(result, torch.cat([last_logits[None], logits]), ids[previous[0] : previous[1]])
+    finally:
+        model.train(was_training)
+    result.seconds = time.perf_counter() - started
+    return result
+
+
+def _add_nll(result: SubtaskAccuracy, logits: Any, targets: Sequence[int]) -> None:
+    import torch
+
+    logp = torch.log_softmax(logits[: len(targets)], dim=-1)
+    picked = logp.gather(1, torch.tensor(list(targets))[:, None])[:, 0]
+    result.nll_sum += float(-picked.sum())
+    result.nll_tokens += len(targets)
+
+
+def _greedy(model: Any, tokenizer: Any, cache: dict[str, Any], logits: Any, eos: int | None, limit: int) -> str:
+    """Greedy tokens from ``logits`` on, fed through ``cache``, until the Subtask line is complete."""
+    import torch
+
+    generated: list[int] = []
+    for _ in range(limit):
+        token = int(logits.argmax())
+        if token == eos:
+            break
+        generated.append(token)
+        if _SUBTASK_LINE.search(tokenizer.decode(generated)):
+            break
+        logits = model(input_ids=torch.tensor([[token]]), **cache, use_cache=True).logits[0, -1].float()
+    return tokenizer.decode(generated)

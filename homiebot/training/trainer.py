@@ -40,6 +40,17 @@ from pathlib import Path
 from typing import Any, Literal
 
 from homiebot.training.episodes import TrainingDataError
+from homiebot.training.progress import (
+    METRICS_FILE,
+    StopRule,
+    metrics_callback,
+    plot_curves,
+    read_metrics,
+    stop_callback,
+    truncate_metrics,
+    validation_callback,
+)
+from homiebot.training.sequences import TokenizedChat, is_episode_data, tokenize_rows
 
 log = logging.getLogger(__name__)
 
@@ -82,6 +93,18 @@ class Preset:
     save_steps: int = 50
     logging_steps: int = 1
     seed: int = 0
+    # SFT: the LM head only on the positions whose next token is learned (the answers), not on every prompt token
+    # (:class:`AnswerLoss`); False keeps trl's own loss.
+    answer_only_logits: bool = False
+    # On a CPU: forward and backward under torch.autocast's bfloat16 (the weights and the optimizer stay fp32).
+    cpu_bf16: bool = False
+    # SFT: processes training side by side with torch's DistributedDataParallel (gloo on a CPU), each with
+    # ``threads`` threads; the per-process gradient accumulation is divided by it to keep the global batch.
+    processes: int = 1
+    # Validation (with a --val data set): every this many optimizer steps; None: at the end of each epoch.
+    eval_steps: int | None = None
+    # Validation answers scored per evaluation (a fixed sample; None: all).
+    val_limit: int | None = 200
 
 
 #: The cpu-small presets' warm-up. A CPU run here is 3-100 steps at 12-35 s of CPU each; a 3 % warm-up is one
@@ -140,6 +163,27 @@ PRESETS: dict[tuple[str, str], Preset] = {
         threads=1,
         warmup_steps=CPU_WARMUP_STEPS,
     ),
+    # Multi-epoch SFT on 2 CPU cores (docs/training.md "The cpu preset"; benchmarks/bench_train.py measured each
+    # choice): episode samples (--episodes data) one per process and step, 4 episodes (about 30 answers) per
+    # optimizer step; LoRA r 16 (the adapter 19.5 MB in fp32, under the 25 MB the shipped model may weigh); the LM
+    # head on the answers only; bf16 autocast; two processes of one thread each (DDP over gloo), which beat two
+    # threads in one process; a checkpoint every 20 steps (about 10-15 minutes).
+    ("sft", "cpu"): Preset(
+        "cpu",
+        lora_r=16,
+        lora_alpha=32,
+        learning_rate=3e-4,
+        batch_size=1,
+        gradient_accumulation=4,
+        epochs=3.0,
+        warmup_steps=5,
+        max_length=4096,
+        threads=1,
+        save_steps=20,
+        answer_only_logits=True,
+        cpu_bf16=True,
+        processes=2,
+    ),
     ("dpo", "cpu-small"): Preset(
         "cpu-small",
         lora_r=8,
@@ -183,6 +227,8 @@ class TrainResult:
     step_cpu_seconds: list[float] = field(default_factory=list)
     # The learning rate each optimizer step applied (the warm-up's first step: 0).
     step_learning_rates: list[float] = field(default_factory=list)
+    # False when this piece stopped early (StopRule, a signal) with a checkpoint: --resume continues it.
+    finished: bool = True
 
     def lines(self) -> list[str]:
         first = f"{self.losses[0]:.4f}" if self.losses else "n/a"
@@ -191,6 +237,7 @@ class TrainResult:
             f"{self.stage}: {self.steps} steps on {self.samples} samples in {self.seconds:.1f} s "
             f"({self.seconds_per_step:.2f} s/step), {self.trainable_parameters:,} trainable parameters",
             f"  loss {first} -> {last}; adapter in {self.out}",
+            *([] if self.finished else [f"  stopped early with a checkpoint: continue with --resume --out {self.out}"]),
         ]
 
 
@@ -256,6 +303,8 @@ def load_rows(data: Path, stage: Stage) -> Any:
 
     path = _data_file(data)
     dataset = load_dataset("parquet", data_files=str(path), split="train")
+    if stage == "sft" and is_episode_data(dataset.column_names):
+        return dataset.select_columns(["messages", "answer_loss"])  # one episode per row (--episodes)
     wanted = ("prompt", "completion") if stage == "sft" else ("prompt", "chosen", "rejected")
     missing = [c for c in wanted if c not in dataset.column_names]
     if missing:
@@ -294,7 +343,8 @@ def _common_args(preset: Preset, out: Path, max_steps: int | None) -> dict[str, 
     return {
         "output_dir": str(out / CHECKPOINTS),
         "per_device_train_batch_size": preset.batch_size,
-        "gradient_accumulation_steps": preset.gradient_accumulation,
+        # Each of N processes accumulates 1/N of the preset's steps: the global batch stays the preset's.
+        "gradient_accumulation_steps": max(1, preset.gradient_accumulation // max(1, preset.processes)),
         "num_train_epochs": preset.epochs,
         "max_steps": max_steps if max_steps is not None else preset.max_steps,
         "learning_rate": preset.learning_rate,
@@ -317,6 +367,8 @@ def _common_args(preset: Preset, out: Path, max_steps: int | None) -> dict[str, 
         "seed": preset.seed,
         "max_length": preset.max_length,
         "dataloader_num_workers": 0,
+        # Several processes on a CPU: gloo; LoRA uses every adapter parameter, so DDP need not search for unused ones.
+        **({"ddp_backend": "gloo", "ddp_find_unused_parameters": False} if preset.processes > 1 and not cuda else {}),
     }
 
 
@@ -347,11 +399,16 @@ def train(
     resume: bool = False,
     ref_model: str | Path | None = None,
     progress: bool = True,
+    val_data: str | Path | None = None,
+    stop: StopRule | None = None,
 ) -> TrainResult:
     """Run one stage (``sft`` or ``dpo``) and save the adapter (or the full model without LoRA) in ``out``.
 
     ``ref_model``: DPO only, a model folder to score the reference with (default: the trained model itself with
     the adapter disabled, EMMOE's choice; a separate reference needs ``preset.lora`` off or is used as given).
+    ``val_data``: SFT only, a held-out SFT data set (either form) scored during training
+    (:mod:`homiebot.training.progress`). ``stop``: end this piece early with a checkpoint (``--resume`` continues).
+    With ``preset.processes`` > 1 the SFT runs in that many processes (DDP over gloo); this one waits for them.
     """
     try:
         import trl
@@ -361,29 +418,265 @@ def train(
         raise TrainingError(f"unknown stage {stage!r}; use sft or dpo")
     if ref_model is not None and stage != "dpo":
         raise TrainingError("a reference model is for DPO only")
+    if val_data is not None and stage != "sft":
+        raise TrainingError("a validation set (--val) is for SFT only")
+    if preset.processes < 1:
+        raise TrainingError(f"--processes must be at least 1, got {preset.processes}")
+    if preset.processes > 1 and stage != "sft":
+        raise TrainingError("several processes (--processes) train SFT only")
     if max_steps is not None and max_steps < 1:  # transformers reads -1 as "no limit": a whole epoch
         raise TrainingError(f"max_steps must be at least 1 (or None for the preset's epochs), got {max_steps}")
+    if stop is not None and stop.stop_after_steps is not None and stop.stop_after_steps < 1:
+        raise TrainingError(f"--stop-after-steps must be at least 1, got {stop.stop_after_steps}")
+    if stop is not None and stop.hours is not None and stop.hours <= 0:
+        raise TrainingError(f"--hours must be more than 0, got {stop.hours}")
     target = _check_out(Path(out), resume)
     dataset = load_rows(Path(data), stage)
     if len(dataset) == 0:
         raise TrainingError(f"{data}: the data set is empty")
-    network, tokenizer = _load_model(model, preset)
-    args = _common_args(preset, target, max_steps)
-    args["disable_tqdm"] = not progress
+    if val_data is not None:
+        load_rows(Path(val_data), "sft")  # refused here, before any process starts
+    _check_model_folder(model)
+    job = _Job(stage, str(data), str(model), str(target), preset, max_steps, resume, ref_model, progress,
+               None if val_data is None else str(val_data), stop or StopRule())
+    if preset.processes > 1 and not _distributed():
+        _launch(job)
+        return _result_from_record(target)
+    return _run(job, trl.__version__)
+
+
+@dataclass(frozen=True)
+class _Job:
+    """One training run's arguments, as handed to each process."""
+
+    stage: Stage
+    data: str
+    model: str
+    out: str
+    preset: Preset
+    max_steps: int | None
+    resume: bool
+    ref_model: str | Path | None
+    progress: bool
+    val_data: str | None
+    stop: StopRule
+
+
+def _distributed() -> bool:
+    import torch.distributed as dist
+
+    return dist.is_available() and dist.is_initialized()
+
+
+def _launch(job: _Job) -> None:
+    """Run ``job`` in ``preset.processes`` processes (torch.multiprocessing, spawn) joined by gloo on this machine.
+
+    transformers' Trainer does DDP when it finds the torch launcher's environment (RANK, WORLD_SIZE, ...); each
+    process sets it for itself, so ``homie train`` needs no ``torchrun`` in front of it."""
+    import socket
+
+    import torch.multiprocessing as mp
+
+    with socket.socket() as probe:  # a free port for the rendezvous
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    try:
+        mp.start_processes(
+            _process_main, args=(job.preset.processes, port, job), nprocs=job.preset.processes, start_method="spawn"
+        )
+    except mp.ProcessRaisedException as err:
+        last = str(err).strip().splitlines()[-1] if str(err).strip() else "a training process failed"
+        raise TrainingError(f"a training process failed: {last}") from None
+    except mp.ProcessExitedException as err:
+        raise TrainingError(f"a training process ended with exit code {err.exit_code}") from None
+
+
+def _process_main(rank: int, world: int, port: int, job: _Job) -> None:
+    import os
+
+    import trl
+
+    os.environ.update(
+        {
+            "RANK": str(rank),
+            "LOCAL_RANK": str(rank),
+            "WORLD_SIZE": str(world),
+            "LOCAL_WORLD_SIZE": str(world),
+            "MASTER_ADDR": "127.0.0.1",
+            "MASTER_PORT": str(port),
+        }
+    )
+    _run(job, trl.__version__)
+
+
+def _result_from_record(target: Path) -> TrainResult:
+    record = json.loads((target / TRAINING_FILE).read_text(encoding="utf-8"))
+    return TrainResult(
+        out=target,
+        stage=record["stage"],
+        steps=record["steps"],
+        samples=record["samples"],
+        losses=record["losses"],
+        seconds=record["seconds"],
+        seconds_per_step=record["seconds_per_step"],
+        trainable_parameters=record["trainable_parameters"],
+        log_history=record["log_history"],
+        step_seconds=record["step_seconds"],
+        step_cpu_seconds=record["step_cpu_seconds"],
+        step_learning_rates=record["step_learning_rates"],
+        finished=record.get("finished", True),
+    )
+
+
+def _check_model_folder(model: str | Path) -> None:
+    if not (Path(model).expanduser() / "config.json").is_file():
+        raise TrainingError(
+            f"{model}: not a model folder (no config.json); for a bundled model write one first: "
+            "homie train base --model smollm2 --out DIR"
+        )
+
+
+def tokenized_sft(rows: Any, tokenizer: Any, max_length: int) -> tuple[Any, list[TokenizedChat], int]:
+    """The SFT rows (either data form) as trl's processed data set (``input_ids``, ``completion_mask``: trl builds
+    the labels from it), the tokenised chats kept, and how many were dropped for exceeding ``max_length`` (a cut
+    chat would train on a cut answer or none)."""
+    from datasets import Dataset
+
+    chats = tokenize_rows(rows, tokenizer)
+    kept = [c for c in chats if len(c.input_ids) <= max_length and c.answers]
+    dropped = len(chats) - len(kept)
+    table = {"input_ids": [c.input_ids for c in kept], "completion_mask": [c.completion_mask() for c in kept]}
+    return Dataset.from_dict(table), kept, dropped
+
+
+def _answer_loss_trainer(trl: Any, preset: Preset) -> Any:
+    """trl's SFTTrainer with the loss computed from the answers' logits only (and bf16 autocast on a CPU).
+
+    Why its own loss: trl 1.16's fused LM head projects only the learned positions through the LM head on Triton
+    devices, but on a CPU it projects every position in chunks (``add_fused_lm_head``: "Elsewhere ... every
+    position is scored"); with a 49k vocabulary that is most of a step's CPU when a tenth of the tokens are answer
+    tokens. transformers 5 takes a boolean ``logits_to_keep`` mask (``slice_logits_to_keep``), so the model's own
+    forward (through DDP and peft, which a direct call of the LM head would bypass) computes the answers' logits
+    alone; the loss is the same token-mean cross-entropy, normalised as trl normalises it."""
+    import torch
+    from torch.nn import functional
+
+    class AnswerLossSFTTrainer(trl.SFTTrainer):
+        def compute_loss(
+            self, model: Any, inputs: dict[str, Any], return_outputs: bool = False, num_items_in_batch: Any = None
+        ) -> Any:
+            mode = "train" if self.model.training else "eval"
+            labels = inputs["labels"]
+            targets = labels[:, 1:]
+            learned = targets != -100
+            keep = torch.zeros_like(labels, dtype=torch.bool)
+            keep[:, :-1] = learned
+            forward = {k: v for k, v in inputs.items() if k not in ("labels", "completion_mask")}
+            cpu = labels.device.type == "cpu"
+            with torch.autocast("cpu", dtype=torch.bfloat16, enabled=cpu and preset.cpu_bf16):
+                outputs = model(**forward, use_cache=False, logits_to_keep=keep)
+            logits = outputs.logits.float()
+            answer_targets = targets[learned]
+            total = functional.cross_entropy(logits, answer_targets, reduction="sum")
+            count = num_items_in_batch if num_items_in_batch is not None else learned.sum()
+            loss = total / torch.as_tensor(count).clamp(min=1)
+            if self.args.average_tokens_across_devices and num_items_in_batch is not None:
+                loss = loss * self.accelerator.num_processes  # DDP averages the gradients over processes (as trl)
+            with torch.no_grad():
+                right = (logits.argmax(-1) == answer_targets).sum()
+                valid = self.accelerator.gather_for_metrics(learned.sum()).sum()
+                right = self.accelerator.gather_for_metrics(right).sum()
+                self._metrics[mode]["mean_token_accuracy"].append((right / valid).item() if valid > 0 else 0.0)
+            return (loss, outputs) if return_outputs else loss
+
+    return AnswerLossSFTTrainer
+
+
+def _validation(val_chats: list[TokenizedChat], tokenizer: Any, preset: Preset) -> Any:
+    """``evaluate(model)`` for the validation callback: this process's share of the held-out chats, scored by
+    :func:`~homiebot.training.offline_eval.next_subtask_accuracy`, summed over the processes; the RNG states are
+    put back afterwards so that a validation does not change the training's random draws."""
+    import torch
+    import torch.distributed as dist
+
+    from homiebot.training.offline_eval import SubtaskAccuracy, next_subtask_accuracy, scored
+
+    def evaluate(model: Any) -> Any:
+        rank, world = (dist.get_rank(), dist.get_world_size()) if _distributed() else (0, 1)
+        state = torch.random.get_rng_state()
+        network = model.module if hasattr(model, "module") else model
+        mine = next_subtask_accuracy(network, tokenizer, val_chats[rank::world], bf16=preset.cpu_bf16)
+        torch.random.set_rng_state(state)
+        if world > 1:
+            counts = torch.tensor(
+                [mine.answers, mine.subtask_right, mine.action_right, mine.unparsed, mine.nll_sum, mine.nll_tokens],
+                dtype=torch.float64,
+            )
+            dist.all_reduce(counts)
+            seconds = torch.tensor([mine.seconds], dtype=torch.float64)
+            dist.all_reduce(seconds, op=dist.ReduceOp.MAX)
+            a, s, c, u, n, t = counts.tolist()
+            mine = SubtaskAccuracy(int(a), int(s), int(c), int(u), n, int(t), float(seconds.item()))
+        return scored(mine)
+
+    return evaluate
+
+
+def _val_chats(val_data: str, tokenizer: Any, preset: Preset) -> list[TokenizedChat]:
+    """The validation set's chats, a fixed sample of ``preset.val_limit`` answers' worth (whole chats, shuffled
+    with seed 0 so that every evaluation and every piece of a run scores the same ones)."""
+    import random
+
+    chats = tokenize_rows(load_rows(Path(val_data), "sft"), tokenizer)
+    chats = [c for c in chats if c.answers]
+    random.Random(0).shuffle(chats)
+    if preset.val_limit is None:
+        return chats
+    picked, answers = [], 0
+    for chat in chats:
+        if answers >= preset.val_limit:
+            break
+        picked.append(chat)
+        answers += len(chat.answers)
+    return picked
+
+
+def _run(job: _Job, trl_version: str) -> TrainResult:
+    import trl
+
+    stage, preset, target = job.stage, job.preset, Path(job.out)
+    dataset = load_rows(Path(job.data), stage)
+    network, tokenizer = _load_model(job.model, preset)
+    args = _common_args(preset, target, job.max_steps)
+    args["disable_tqdm"] = not job.progress
+    main = is_main_process_env()
+    metrics_path = target / METRICS_FILE
+    if job.resume and main:
+        truncate_metrics(metrics_path, _checkpoint_step(target))
     started = time.perf_counter()
+    dropped = 0
     if stage == "sft":
+        processed, _, dropped = tokenized_sft(dataset, tokenizer, preset.max_length)
+        if len(processed) == 0:
+            raise TrainingError(
+                f"no sample of {job.data} fits in max_length={preset.max_length} tokens with an answer; "
+                "raise --max-length or drop the system turn"
+            )
         sft_config = trl.SFTConfig(**args, completion_only_loss=True, packing=False)
-        trainer: Any = trl.SFTTrainer(
+        trainer_class = _answer_loss_trainer(trl, preset) if preset.answer_only_logits else trl.SFTTrainer
+        trainer: Any = trainer_class(
             model=network,
             args=sft_config,
-            train_dataset=dataset,
+            train_dataset=processed,
             processing_class=tokenizer,
             peft_config=_peft_config(preset),
         )
+        kept = len(trainer.train_dataset)
+        dropped += len(processed) - kept
     else:
         reference = None
-        if ref_model is not None:
-            reference, _ = _load_model(ref_model, preset)
+        if job.ref_model is not None:
+            reference, _ = _load_model(job.ref_model, preset)
         dpo_config = trl.DPOConfig(**args, beta=preset.beta, loss_type=["sigmoid"])
         trainer = trl.DPOTrainer(
             model=network,
@@ -393,29 +686,38 @@ def train(
             processing_class=tokenizer,
             peft_config=_peft_config(preset),
         )
-    kept = len(trainer.train_dataset)
+        kept = len(trainer.train_dataset)
+        dropped = len(dataset) - kept
     if kept == 0:
         raise TrainingError(
-            f"no sample of {data} fits in max_length={preset.max_length} tokens with its answer "
+            f"no sample of {job.data} fits in max_length={preset.max_length} tokens with its answer "
             "(trl drops samples whose answer is cut off); raise --max-length or drop the system turn"
         )
-    if kept < len(dataset):
+    if dropped and main:
         log.warning(
-            "%d of %d samples are longer than max_length=%d and were dropped",
-            len(dataset) - kept,
-            len(dataset),
-            preset.max_length,
+            "%d of %d samples are longer than max_length=%d and were dropped", dropped, len(dataset), preset.max_length
         )
     trainable = sum(p.numel() for p in trainer.model.parameters() if p.requires_grad)
     timer = _step_timer()
     trainer.add_callback(timer)
-    output = trainer.train(resume_from_checkpoint=True if resume else None)
+    if main:
+        trainer.add_callback(metrics_callback(metrics_path, lambda: (timer.wall, timer.cpu)))
+    if job.val_data is not None:
+        val_chats = _val_chats(job.val_data, tokenizer, preset)
+        evaluate = _validation(val_chats, tokenizer, preset)
+        trainer.add_callback(validation_callback(evaluate, metrics_path, preset.eval_steps, at_start=not job.resume))
+    stopper = stop_callback(job.stop)
+    trainer.add_callback(stopper)
+    output = trainer.train(resume_from_checkpoint=True if job.resume else None)
     seconds = time.perf_counter() - started
+    if not main:
+        return TrainResult(out=target, stage=stage, steps=int(output.global_step), samples=len(dataset))
     trainer.save_model(str(target))
     tokenizer.save_pretrained(str(target))
     history = [dict(h) for h in trainer.state.log_history]
     losses = [float(h["loss"]) for h in history if "loss" in h]
     steps = int(output.global_step)
+    finished = not stopper.stopped_early
     result = TrainResult(
         out=target,
         stage=stage,
@@ -429,14 +731,18 @@ def train(
         step_seconds=timer.wall,
         step_cpu_seconds=timer.cpu,
         step_learning_rates=timer.lr,
+        finished=finished,
     )
     record = {
         "stage": stage,
         "preset": asdict(preset),
-        "data": str(data),
-        "model": str(model),
-        "ref_model": None if ref_model is None else str(ref_model),
+        "data": job.data,
+        "val_data": job.val_data,
+        "model": job.model,
+        "ref_model": None if job.ref_model is None else str(job.ref_model),
         "steps": steps,
+        "max_steps": int(trainer.state.max_steps),
+        "finished": finished,
         "samples": len(dataset),
         "seconds": seconds,
         "seconds_per_step": result.seconds_per_step,
@@ -446,11 +752,27 @@ def train(
         "step_cpu_seconds": timer.cpu,
         "step_learning_rates": timer.lr,
         "log_history": history,
-        "trl": trl.__version__,
+        "trl": trl_version,
     }
     (target / TRAINING_FILE).write_text(json.dumps(record, indent=2, default=str) + "\n", encoding="utf-8")
+    plot_curves(read_metrics(metrics_path), target)
     publish_tree(target)
     return result
+
+
+def is_main_process_env() -> bool:
+    """Rank 0 of a distributed run, read from the launcher's environment (before the process group exists)."""
+    import os
+
+    return os.environ.get("RANK", "0") == "0"
+
+
+def _checkpoint_step(target: Path) -> int:
+    """The step of the newest checkpoint under ``target`` (what ``--resume`` continues from)."""
+    steps = [int(p.name.split("-")[-1]) for p in (target / CHECKPOINTS).glob("checkpoint-*") if p.name[11:].isdigit()]
+    if not steps:
+        raise TrainingError(f"--resume: {target / CHECKPOINTS} holds no checkpoint-N folder")
+    return max(steps)
 
 
 def merge(model: str | Path, adapter: str | Path, out: str | Path) -> Path:
