@@ -34,7 +34,9 @@ EXIT_INTERRUPTED = 130
 
 #: Error classes a user causes by what they typed or pointed at.
 BAD_INPUT_ERRORS = frozenset({
+    "homiebot.agent.build.EpisodeBuildError",
     "homiebot.agent.loop.EpisodeSetupError",
+    "homiebot.config.planners.ConfigError",
     "homiebot.data.record.RecordError",
     "homiebot.eval.keypaths.KeypathError",
     "homiebot.eval.manifest.EvalError",

@@ -8,10 +8,9 @@ an output directory that cannot be written, bad options). Messages go to stderr.
 
 from __future__ import annotations
 
-import functools
 import logging
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 
@@ -21,12 +20,17 @@ from homiebot.config import (
     GRAPH_BUILDERS,
     MAX_ROUNDS,
     DecodeMode,
-    NoiseMode,
     PerceptionMode,
     choices,
     decode_mode,
     perception_mode,
 )
+
+if TYPE_CHECKING:  # the command's modules are imported when it runs (homie --help stays light)
+    from homiebot.agent.observers import EpisodeObserver
+    from homiebot.data.record import EpisodeRecorder
+    from homiebot.sim.base import Simulator
+    from homiebot.tasks.suite import TaskSpec
 
 log = logging.getLogger(__name__)
 
@@ -69,6 +73,66 @@ def _round_table(trajectory: Any) -> Any:
     return table
 
 
+def states_judge(recorder: EpisodeRecorder, task: TaskSpec | None, simulator: Simulator) -> EpisodeObserver:
+    """The observer that keeps an episode record's states and gives its verdict, clocked by the simulator's nominal
+    time where it keeps one (:class:`homiebot.eval.partnr.recording.StatesFileRecorder`)."""
+    from homiebot.eval.partnr.recording import StatesFileRecorder, simulator_clock
+
+    return StatesFileRecorder(recorder, task=task, clock=simulator_clock(simulator))
+
+
+def _given(**values: object) -> dict[str, object]:
+    """The options the command line gave (typer leaves the others ``None``)."""
+    return {key: value for key, value in values.items() if value is not None}
+
+
+def _run_planner(
+    held: dict[str, Any],
+    task_id: str | None,
+    planner: str | None,
+    options: dict[str, object],
+    adapter: Path | None,
+    recovery: str | None,
+    recovery_stages: str | None,
+    recovery_search: bool | None,
+) -> dict[str, Any]:
+    """The run's planner configuration (JSON form) from ``--config``'s (``held``, may be empty) and the command
+    line's planner options, which win: another ``--planner`` replaces the file's planner and its options, the same
+    planner keeps them under the command line's. ``--recovery`` wraps the planner; a file's wrapper is kept (its
+    stages and search overridden by ``--recovery-stages`` / ``--recovery-search``) unless ``--recovery`` is given."""
+    from homiebot.cli.train_adapter import AdapterOptionError, adapter_option
+    from homiebot.planner.registry import configure_planner
+    from homiebot.recovery.cli import recovery_planner
+
+    file_planner: dict[str, Any] = dict(held.get("planner") or {})
+    file_wrapper = file_planner if file_planner.get("name") == "recovery" else None
+    file_base: dict[str, Any] = dict(file_wrapper["base"]) if file_wrapper is not None else file_planner
+    name = planner or file_base.get("name") or "expert"
+    if name == "expert" and task_id is not None:
+        name = task_expert(task_id)
+    merged: dict[str, object] = {k: v for k, v in file_base.items() if k != "name"} if name == file_base.get("name") else {}
+    merged.update(options)
+    try:
+        merged.update(adapter_option(adapter, name, merged))
+    except AdapterOptionError as err:
+        raise _fail(str(err)) from None
+    base = configure_planner(name, merged).model_dump(mode="json")
+    if recovery is None and file_wrapper is not None:
+        wrapper = {**file_wrapper, "base": base}
+        if recovery_stages is not None:
+            wrapper["stages"] = recovery_stages
+        if recovery_search is not None:
+            wrapper["search"] = recovery_search
+        return wrapper
+    try:  # --recovery wraps the planner (the stages and search checked as homie eval and homie up check them)
+        wrapped_name, wrapped = recovery_planner(name, base, recovery, recovery_stages, recovery_search)
+    except ValueError as err:
+        raise _fail(str(err)) from None
+    if wrapped_name != "recovery":
+        return base
+    return {"name": "recovery", **{k: v for k, v in wrapped.items() if k != "base_options"}, "base": base}
+
+
 def register(app: typer.Typer) -> None:
     """Add ``homie run`` and ``homie tasks``."""
 
@@ -78,14 +142,15 @@ def register(app: typer.Typer) -> None:
         task_id: str | None = typer.Option(None, "--task", "-t", help="A built-in task id (`homie tasks`)."),
         scene: str | None = typer.Option(None, "--scene", help="Scene for a free-text instruction (or to override the task's)."),
         out: Path = typer.Option(..., "--out", "-o", help="Episode record directory (an earlier record there is replaced)."),
+        config_file: Path | None = typer.Option(None, "--config", help="Repeat a recorded run's settings: a record's summary.json or an evaluation's eval.json (or a run configuration's JSON); the options given here win."),
         planner: str | None = typer.Option(None, "--planner", help="Planner name (homiebot.planner.registry); default and expert: the task's suite's expert (partnr_expert for a PARTNR-style task, else expert)."),
-        seed: int = typer.Option(0, "--seed", help="Run index: the scene is reset with the task's seed + this (free text: this)."),
-        backend: str = typer.Option("mujoco", "--backend", help="Simulator backend."),
-        max_rounds: int = typer.Option(MAX_ROUNDS, "--max-rounds", min=1, help=f"Round limit (paper: {MAX_ROUNDS})."),
-        render: bool = typer.Option(True, "--render/--no-render", help="Render the four views every round."),
-        video: bool = typer.Option(True, "--video/--no-video", help="Write episode.mp4."),
-        noise: str = typer.Option(NoiseMode.OFF.value, "--noise", help="Execution noise of the skill layer: off, or emmoe (EMMOE table 4 success rates)."),
-        strict_models: bool = typer.Option(False, "--strict-models/--lenient-models", help="F1 when the model does not serve the action."),
+        seed: int | None = typer.Option(None, "--seed", help="Run index: the scene is reset with the task's seed + this (free text: this; default 0)."),
+        backend: str | None = typer.Option(None, "--backend", help="Simulator backend (default mujoco)."),
+        max_rounds: int | None = typer.Option(None, "--max-rounds", min=1, help=f"Round limit (paper: {MAX_ROUNDS})."),
+        render: bool | None = typer.Option(None, "--render/--no-render", help="Render the four views every round (default on)."),
+        video: bool | None = typer.Option(None, "--video/--no-video", help="Write episode.mp4 (default on)."),
+        noise: str | None = typer.Option(None, "--noise", help="Execution noise of the skill layer: off (default), or emmoe (EMMOE table 4 success rates)."),
+        strict_models: bool | None = typer.Option(None, "--strict-models/--lenient-models", help="F1 when the model does not serve the action (default lenient)."),
         base_url: str | None = typer.Option(None, "--base-url", help="Model planners: OpenAI-compatible server URL."),
         model: str | None = typer.Option(None, "--model", help="Model planners: model name."),
         adapter: Path | None = typer.Option(None, "--adapter", help="hf planner: a LoRA adapter folder (homie train sft|dpo) on --model's folder (docs/training.md)."),
@@ -93,9 +158,9 @@ def register(app: typer.Typer) -> None:
         constrained: bool | None = typer.Option(None, "--constrained/--no-constrained", help="Model planners: constrained decoding."),
         decode: str | None = typer.Option(None, "--decode", help=f"hf planner: greedy decoding loop, {choices(DecodeMode)} (default {DecodeMode.AUTO})."),
         planner_option: list[str] = typer.Option([], "--planner-option", "-p", help="Other planner option key=value (repeatable)."),
-        perception: str = typer.Option(PerceptionMode.OFF.value, "--perception", help=f"World graph: {choices(PerceptionMode)} (off: ground through the scene's names)."),
-        describe_world: bool = typer.Option(False, "--describe-world/--no-describe-world", help="With --perception: give model planners PARTNR's text world description (EMMOE forbids it; off by default)."),
-        report: bool = typer.Option(True, "--report/--no-report", help="Write the episode's HTML page OUT/report.html at the end (docs/reports.md)."),
+        perception: str | None = typer.Option(None, "--perception", help=f"World graph: {choices(PerceptionMode)} (default off: ground through the scene's names)."),
+        describe_world: bool | None = typer.Option(None, "--describe-world/--no-describe-world", help="With --perception: give model planners PARTNR's text world description (EMMOE forbids it; off by default)."),
+        report: bool | None = typer.Option(None, "--report/--no-report", help="Write the episode's HTML page OUT/report.html at the end (docs/reports.md; default on)."),
         live: bool = typer.Option(False, "--live", help="Serve the episode live to the Foxglove app over its WebSocket protocol (docs/reports.md)."),
         live_port: int = typer.Option(8765, "--live-port", min=0, max=65535, help="--live: the port on 127.0.0.1 (0: a free one, logged)."),
         live_wait: float = typer.Option(0.0, "--live-wait", min=0, help="--live: wait up to SECONDS for a viewer before the first round."),
@@ -105,118 +170,83 @@ def register(app: typer.Typer) -> None:
         recovery_search: bool | None = typer.Option(None, "--recovery-search/--no-recovery-search", help="--recovery: object search from the places the task names (default on)."),
     ) -> None:
         """Run one HomieBot episode (planner -> executor -> skills -> simulator) and record it into OUT."""
-        from homiebot.agent.loop import EpisodeConfig, EpisodeSetupError, run_episode
-        from homiebot.data.record import EpisodeRecorder
-        from homiebot.planner.registry import (
-            PlannerError,
-            check_planner,
-            free_text_planners,
-            make_planner,
-            planner_class,
-        )
-        from homiebot.sim.base import available_backends
-        from homiebot.sim.scene import SceneError, load_scene
-        from homiebot.tasks.suite import TaskError, get_task
+        from homiebot.agent.build import EpisodeBuildError, build_episode, check_episode
+        from homiebot.agent.loop import EpisodeSetupError
+        from homiebot.config.planners import ConfigError
+        from homiebot.config.run import run_config, run_config_json
+        from homiebot.planner.registry import PlannerError, check_planner_config, parse_planner_options
+        from homiebot.recovery.cli import write_episode_stats
 
-        # Everything is checked before anything is written: a refused start leaves no record behind.
-        if (task_id is None) == (instruction is None):
+        # Everything is checked before anything is written: a refused start leaves no record behind; the whole
+        # configuration is validated once (homiebot.config.run), the command line's options winning over --config's.
+        try:
+            held: dict[str, Any] = dict(run_config_json(config_file)) if config_file is not None else {}
+        except ConfigError as err:
+            raise _fail(f"--config: {err}") from None
+        if task_id is not None and instruction is not None:
             raise _fail("give either --task ID or a free-text INSTRUCTION (with --scene)")
-        task = None
         if task_id is not None:
-            try:
-                task = get_task(task_id)
-            except TaskError as err:
-                raise _fail(str(err)) from None
-        elif not instruction or not instruction.strip():
+            held.update(task=task_id, instruction=None)
+        elif instruction is not None:
+            held.update(task=None, instruction=instruction)
+        if held.get("task") is None and held.get("instruction") is None:
+            raise _fail("give either --task ID or a free-text INSTRUCTION (with --scene)")
+        if instruction is not None and not instruction.strip():
             raise _fail("the instruction is empty")
-        elif scene is None:
+        if held.get("instruction") is not None and scene is None and held.get("scene") is None:
             raise _fail("a free-text instruction needs --scene NAME")
+        if task_id is not None and scene is None:
+            held["scene"] = None  # another task: its own scene, not the file's
         if (live_wait or live_hold) and not live:
             raise _fail("--live-wait and --live-hold are options of --live")
-        scene_name = scene or (task.scene if task else "")
-        if planner is None or planner == "expert":
-            planner = task_expert(task.id) if task is not None else "expert"
-        check_output(out)
-        if backend == "mujoco":
+        for value, parse in ((perception, perception_mode), (decode, decode_mode)):
+            if value is not None:
+                try:
+                    parse(value)
+                except ValueError as err:
+                    raise _fail(str(err)) from None
+        if noise is not None:
+            from homiebot.skills import preset_name
+
             try:
-                load_scene(scene_name)
-            except SceneError as err:
-                raise _fail(str(err)) from None
-        elif backend not in available_backends():
-            raise _fail(f"unknown simulator backend {backend!r}; available: {', '.join(available_backends())}")
-        try:
-            cls = planner_class(planner)
-        except (PlannerError, ImportError) as err:
-            raise _fail(str(err)) from None
-        if task is None and not cls.accepts_free_text:
-            takers = ", ".join(free_text_planners()) or "none installed"
-            raise _fail(
-                f"planner {planner!r} needs a built-in task with a goal specification (use --task ID); "
-                f"planners that take a free-text instruction: {takers}"
-            )
-        if decode is not None:
-            try:
-                decode_mode(decode)
+                preset_name(noise, what="--noise")
             except ValueError as err:
                 raise _fail(str(err)) from None
-        options = _parse_options(planner_option)
-        named = {"base_url": base_url, "model": model, "api_key_env": api_key_env, "constrained": constrained,
-                 "decode": decode}
-        options.update({key: value for key, value in named.items() if value is not None})  # a flag not given leaves -p's
-        from homiebot.cli.train_adapter import AdapterOptionError, adapter_option
-
-        try:
-            options.update(adapter_option(adapter, planner, options))
-        except AdapterOptionError as err:
-            raise _fail(str(err)) from None
-        from homiebot.skills import SkillSet, preset_name
-
-        try:
-            preset = preset_name(noise, what="--noise")
-        except ValueError as err:
-            raise _fail(str(err)) from None
-        try:
-            perception_mode(perception)
-        except ValueError as err:
-            raise _fail(str(err)) from None
-        if describe_world and perception == PerceptionMode.OFF:
+        perception_held = dict(held.get("perception") or {})
+        if describe_world and (perception or perception_held.get("mode", PerceptionMode.OFF.value)) == PerceptionMode.OFF:
             raise _fail(f"--describe-world needs --perception {' or '.join(GRAPH_BUILDERS)}")
-        from homiebot.recovery.cli import recovery_planner, write_episode_stats
-
-        # Typed options and a look at the planner's server (exit 1 when it does not answer), before any file.
-        options = check_planner(planner, options)
-        try:  # --recovery wraps the planner and its options
-            planner, options = recovery_planner(planner, options, recovery, recovery_stages, recovery_search)
-        except ValueError as err:
-            raise _fail(str(err)) from None
+        check_output(out)
         try:
-            the_planner = make_planner(planner, **options)
+            named = _given(base_url=base_url, model=model, api_key_env=api_key_env, constrained=constrained,
+                           decode=decode)
+            options: dict[str, object] = {**parse_planner_options(planner_option), **named}  # a flag given wins over -p
+            held["planner"] = _run_planner(held, held.get("task"), planner, options, adapter, recovery,
+                                           recovery_stages, recovery_search)
         except PlannerError as err:
             raise _fail(str(err)) from None
-        recorder = EpisodeRecorder(out, images=render, video=video and render)
-
-        def skills(sim: Any, scene_seed: int) -> SkillSet:
-            return SkillSet(sim, noise=preset, seed=scene_seed)
-
-        perception_factory: Any = None
-        if perception != PerceptionMode.OFF:
-            from homiebot.perception.world_model import PerceptionConfig, WorldModel
-
-            perception_config = PerceptionConfig.model_validate({"builder": perception, "describe_world": describe_world})
-            perception_factory = functools.partial(WorldModel, config=perception_config)
+        held.update(_given(scene=scene, seed=seed, max_rounds=max_rounds))
+        sections = {
+            "simulator": _given(backend=backend, render=render),
+            "skills": _given(noise=noise),
+            "executor": _given(strict_models=strict_models),
+            "perception": _given(mode=perception, describe_world=describe_world),
+            "recording": _given(video=video, report=report),
+        }
+        for section, values in sections.items():
+            held[section] = {**dict(held.get(section) or {}), **values}
+        try:
+            config = run_config(held)
+            task = check_episode(config)
+            # The planner's look at what it needs outside the process (exit 1 when its server does not answer).
+            check_planner_config(config.planner)
+        except (ConfigError, EpisodeBuildError, PlannerError) as err:
+            raise _fail(str(err)) from None
 
         from rich.console import Console
         from rich.markup import escape
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-        from homiebot.sim.base import make_simulator
-
         console = Console(stderr=True)
-        from homiebot.eval.partnr.recording import StatesFileRecorder, simulator_clock
-        from homiebot.tasks.suite import task_actions  # PARTNR-style tasks switch and clean
-
-        config = EpisodeConfig(max_rounds=max_rounds, render=render, strict_models=strict_models,
-                               actions=task_actions(task))
         observers: list[Any] = []
         if live:
             from homiebot.live import FoxgloveLiveView, LiveViewConfig, live_missing
@@ -230,7 +260,14 @@ def register(app: typer.Typer) -> None:
                 raise _fail(f"--live: cannot serve on 127.0.0.1:{live_port}: {err}") from None
             console.print(f"live view: ws://127.0.0.1:{view.port} (Foxglove app: Open connection, layout docs/foxglove/)")
             observers.append(view)
-        sim = make_simulator(backend, render=render) if backend == "mujoco" else make_simulator(backend)
+        try:
+            # states.jsonl (+ evaluation.json for a task): PARTNR's PC from the record alone (docs/partnr.md), and
+            # the record's verdict; a free-text instruction keeps its states (no function to score them by).
+            episode = build_episode(config, out=out, task=task, observers=observers, judge=states_judge)
+        except EpisodeBuildError as err:
+            for observer in observers:
+                observer.stop()
+            raise _fail(str(err)) from None
         try:
             with Progress(
                 TextColumn("[bold]round"),
@@ -241,7 +278,7 @@ def register(app: typer.Typer) -> None:
                 console=console,
                 transient=False,
             ) as bar:
-                progress_task = bar.add_task("starting", total=max_rounds)
+                progress_task = bar.add_task("starting", total=config.max_rounds)
 
                 def on_round(record: Any, limit: int) -> None:
                     bar.update(
@@ -250,47 +287,32 @@ def register(app: typer.Typer) -> None:
                         description=escape(f"{record.subtask_text} -> {record.feedback.code.value}"),
                     )
 
-                trajectory = run_episode(
-                    sim,
-                    the_planner,
-                    task=task,
-                    instruction=instruction,
-                    scene=scene_name,
-                    seed=seed,
-                    config=config,
-                    recorder=recorder,
-                    progress=on_round,
-                    skills=skills,
-                    perception=perception_factory,
-                    # states.jsonl (+ evaluation.json for a task): PARTNR's PC from the record alone
-                    # (docs/partnr.md); a free-text instruction keeps its states (no function to score them by).
-                    observers=[*observers, StatesFileRecorder(recorder, task=task, clock=simulator_clock(sim))],
-                )
+                trajectory = episode.run(progress=on_round)
                 bar.update(progress_task, total=len(trajectory.rounds) or 1, completed=len(trajectory.rounds) or 1)
         except EpisodeSetupError as err:
             raise _fail(str(err)) from None
         finally:
-            sim.shutdown()
-            the_planner.close()
+            episode.close()
             for observer in observers:
                 observer.stop()
 
+        record_dir = episode.recorder.out_dir if episode.recorder is not None else Path(out)
         Console().print(_round_table(trajectory))
-        stats = write_episode_stats(the_planner, recorder.out_dir)
+        stats = write_episode_stats(episode.planner, record_dir)
         if stats is not None:
             Console().print(f"recovery statistics: {stats}")
         from homiebot.eval.verdict import outcome_text
 
-        verdict = outcome_text(recorder.out_dir)  # the record's own verdict, as homie metrics gives it
+        verdict = outcome_text(record_dir)  # the record's own verdict, as homie metrics gives it
         Console().print(
             f"{verdict}: {len(trajectory.rounds)} rounds, path {trajectory.path_length:.1f} m, "
-            f"{trajectory.wall_time_s:.2f} s; record: {recorder.out_dir}"
+            f"{trajectory.wall_time_s:.2f} s; record: {record_dir}"
         )
-        if report:
+        if config.recording.report:
             from homiebot.report import ReportError, write_report
 
             try:
-                (page,) = write_report(recorder.out_dir)
+                (page,) = write_report(record_dir)
             except ReportError as err:
                 raise _fail(f"the record is kept but its report was not written: {err}", code=EXIT_ENVIRONMENT) from None
             Console().print(f"report: {page}")

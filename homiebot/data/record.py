@@ -32,7 +32,7 @@ import logging
 import os
 import shutil
 import tempfile
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, is_dataclass
 from pathlib import Path
 from typing import Any
@@ -230,6 +230,9 @@ class EpisodeRecorder:
         self._meta: dict[str, Any] = {}
         self._notes: dict[str, Any] = {}
         self._judge: Callable[[Trajectory], dict[str, Any]] | None = None
+        #: The run configuration's JSON (homiebot.config.run.RunConfig.dump), kept in the summary as ``run`` so
+        #: that ``homie run --config RECORD/summary.json`` repeats the episode's setting; None: not kept.
+        self.run: Mapping[str, Any] | None = None
 
     # ------------------------------------------------------------------------------------ lifecycle
 
@@ -246,6 +249,7 @@ class EpisodeRecorder:
             "scene_seed": scene_seed,
             "planner": trajectory.planner,
             "config": _jsonable(config),
+            **({} if self.run is None else {"run": dict(self.run)}),
         }
 
     def note(self, **fields: Any) -> None:

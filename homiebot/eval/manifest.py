@@ -21,6 +21,8 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from homiebot.config import MAX_ROUNDS, NoiseMode, PerceptionMode
+from homiebot.config.planners import planner_config
+from homiebot.config.run import RUN_KEY, PerceptionChoice, RunConfig, SimulatorConfig, SkillsConfig
 from homiebot.eval.keypaths import SceneNameResolver
 from homiebot.files import atomic_write_json
 from homiebot.tasks.suite import TaskSpec, list_suites, load_suite, resolve_suite
@@ -80,6 +82,22 @@ class EvalSettings(BaseModel):
         return (
             self.planner == self.reference_planner and self.noise == NoiseMode.OFF and not self.planner_options
             and self.perception == PerceptionMode.OFF
+        )
+
+    def run_config(self) -> RunConfig:
+        """The evaluation's run configuration (no task: each episode names its own), as
+        :func:`homiebot.agent.build.build_episode` builds it and ``eval.json`` keeps it (``run``): the planner's
+        options typed by its configuration class. With a world graph the episodes give model planners its text
+        description (:class:`homiebot.perception.world_model.PerceptionConfig`'s default)."""
+        options = dict(self.planner_options)
+        if self.planner == "recovery" and isinstance(options.get("base"), str):  # the wrapper's base, by name
+            options["base"] = {"name": options.pop("base"), **dict(options.pop("base_options", None) or {})}
+        return RunConfig(
+            planner=planner_config(self.planner, options),
+            max_rounds=self.max_rounds,
+            simulator=SimulatorConfig(backend=self.backend),
+            skills=SkillsConfig(noise=self.noise),
+            perception=PerceptionChoice(mode=self.perception, describe_world=self.perception != PerceptionMode.OFF),
         )
 
     def label(self) -> str:
@@ -214,6 +232,11 @@ def prepare_manifest(out_dir: Path, settings: EvalSettings, tasks: Sequence[Task
         changed = any(t not in manifest["tasks"] for t in task_json)
     else:
         manifest = {"format_version": 1, "settings": settings.model_dump(mode="json"), "tasks": {}, "names": {}}
+        changed = True
+    if RUN_KEY not in manifest:
+        # The run configuration the episodes are built from (homie run --config DIR/eval.json repeats it); derived
+        # from the settings, so a directory started before it was kept gets it on its next resume.
+        manifest[RUN_KEY] = settings.run_config().dump()
         changed = True
     manifest["tasks"].update({k: v for k, v in task_json.items() if k not in manifest["tasks"]})
     for task in tasks:

@@ -128,12 +128,10 @@ class EpisodeActor:
         self.options = dataclasses.replace(options, out_dir=str(self.scratch), parent_pid=None)
         if model_actor is not None:
             # The planner's model lives in a shared model actor: the planner gets an engine that calls it. Only
-            # this actor's copy of the settings carries it; eval.json keeps the user's options.
+            # this actor's copy of the worker options carries it; eval.json keeps the user's options.
             from homiebot.eval.ray_models import RemoteEngine
 
-            settings = options.settings
-            planner_options = {**settings.planner_options, "engine": RemoteEngine(model_actor)}
-            self.options.settings = settings.model_copy(update={"planner_options": planner_options})
+            self.options.engine = RemoteEngine(model_actor)
         self.setup_error: str | None = None
         self.state: Any = None
         try:

@@ -263,6 +263,7 @@ def check_arguments(
     """Refuse a bad argument before anything is written; returns the selected tasks. Last, the planner's options
     are checked against its constructor and its server is asked whether it answers (an environment error when it
     does not): a setting that cannot run never pins ``eval.json``."""
+    from homiebot.config.planners import ConfigError
     from homiebot.planner.registry import PlannerError, check_planner, planner_class
 
     if runs < 1:
@@ -282,7 +283,8 @@ def check_arguments(
         raise EvalError(f"--out {out} is a non-empty directory that holds no evaluation; use an empty or new one")
     try:
         check_planner(settings.planner, settings.planner_options)
-    except PlannerError as err:
+        settings.run_config()  # the run configuration eval.json keeps and the workers build from
+    except (PlannerError, ConfigError) as err:
         raise EvalError(str(err)) from None
     return tasks
 

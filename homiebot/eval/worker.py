@@ -9,12 +9,11 @@ reason)`` for a failure outside the episode loop's own guard.
 from __future__ import annotations
 
 import contextlib
-import functools
 import logging
 import os
 import signal
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from multiprocessing import connection
 from pathlib import Path
@@ -22,7 +21,9 @@ from typing import Any
 
 import numpy as np
 
-from homiebot.config import NoiseMode, PerceptionMode
+from homiebot.config import PerceptionMode
+from homiebot.config.planners import planner_config
+from homiebot.config.run import PerceptionChoice, RecordingConfig, RunConfig, SimulatorConfig, SkillsConfig
 from homiebot.data.record import EpisodeRecorder
 from homiebot.eval.manifest import EvalSettings, Job, resolver_for
 from homiebot.eval.partnr.recording import simulator_clock
@@ -48,6 +49,9 @@ class WorkerOptions:
     video: bool = False
     log_level: int = logging.WARNING
     parent_pid: int | None = None
+    #: A shared model actor's engine for the planner (homiebot.eval.ray_models.RemoteEngine); not configuration,
+    #: so eval.json keeps the user's options without it.
+    engine: Any = None
 
 
 class EpisodeNotRun(RuntimeError):
@@ -100,34 +104,6 @@ class InfrastructureGuard(Planner):
         self.inner.close()
 
 
-def _noise_factory(noise: str) -> Callable[[Any, int], Any] | None:
-    """A ``(sim, scene_seed) -> SkillRunner`` factory for the noise preset, None without noise.
-
-    The noise generator is seeded with the episode's scene seed, so an episode draws the same failures
-    whichever worker runs it and whatever ran before (what makes resumed evaluations identical).
-    """
-    if noise == NoiseMode.OFF:
-        return None
-    from homiebot.skills import preset_name
-    from homiebot.skills.skillset import SkillSet
-
-    preset = preset_name(noise)  # ``emmoe``: per-try SR of the paper's table 4
-
-    def factory(sim: Any, scene_seed: int) -> Any:
-        return SkillSet(sim, noise=preset, seed=scene_seed)
-
-    return factory
-
-
-def _perception_factory(perception: str) -> Callable[[Any, Any], Any] | None:
-    """A ``(scene spec, initial state) -> WorldModel`` factory, None without perception."""
-    if perception == PerceptionMode.OFF:
-        return None
-    from homiebot.perception.world_model import PerceptionConfig, WorldModel
-
-    return functools.partial(WorldModel, config=PerceptionConfig.model_validate({"builder": perception}))
-
-
 class GuardedRecorder(EpisodeRecorder):
     """An episode recorder that keeps the record only when the episode is a result.
 
@@ -148,68 +124,75 @@ class GuardedRecorder(EpisodeRecorder):
 
 
 class _WorkerState:
-    """One worker's long-lived objects: the simulator, the planners and the scene resolvers."""
+    """One worker's long-lived objects: the simulator, the planners and the scene resolvers; each job's episode is
+    built by :func:`homiebot.agent.build.build_episode` from the evaluation's run configuration."""
 
     def __init__(self, options: WorkerOptions) -> None:
-        from homiebot.planner.registry import make_planner, planner_class
-        from homiebot.sim.base import make_simulator
+        from homiebot.agent.build import build_simulator
+        from homiebot.planner.registry import build_planner, planner_class
 
         self.options = options
         settings = options.settings
+        self.config = settings.run_config()
         cls = planner_class(settings.planner)
         # A planner that reads the views' segmentation (the random baseline) gets them in its request: the loop
         # fetches them for it (homiebot.agent.loop.reads_observation); the simulator must render for that.
         self.needs_views = cls.needs_views
         self.render = self.needs_views or options.images or options.video or settings.perception != PerceptionMode.OFF
-        self.sim = sim = make_simulator(settings.backend, render=self.render)
+        self.sim = sim = build_simulator(SimulatorConfig(backend=settings.backend, render=self.render))
         # The simulator's nominal clock for PARTNR's simulated time, where the backend keeps one (MuJoCo does).
         self.clock = simulator_clock(sim)
-        self.planner = InfrastructureGuard(make_planner(settings.planner, **settings.planner_options))
+        # A shared model actor's engine (homie eval --backend ray --model-actors N) is handed to the planner.
+        objects = {} if options.engine is None else {"engine": options.engine}
+        self.planner = InfrastructureGuard(build_planner(self.config.planner, **objects))
         self.expert: InfrastructureGuard | None = self.planner if settings.self_reference else None
-        self._make_planner = make_planner
         self.tasks = {k: TaskSpec.model_validate(v) for k, v in options.tasks.items()}
         self.resolvers = {scene: resolver_for(rows) for scene, rows in options.names.items()}
-        self.noise = _noise_factory(settings.noise)
-        self.perception = _perception_factory(settings.perception)
+
+    def reference_config(self) -> RunConfig:
+        """The PLWSR reference episodes' setting: the suite's expert, noiseless, without a world graph."""
+        return self.config.model_copy(update={
+            "planner": planner_config(self.options.settings.reference_planner),
+            "skills": SkillsConfig(),
+            "perception": PerceptionChoice(),
+        })
 
     def expert_planner(self) -> InfrastructureGuard:
         if self.expert is None:
-            self.expert = InfrastructureGuard(self._make_planner(self.options.settings.reference_planner))
+            from homiebot.planner.registry import build_planner
+
+            self.expert = InfrastructureGuard(build_planner(self.reference_config().planner))
         return self.expert
 
     def run(self, job: Job) -> dict[str, Any]:
         """Run one episode into its record and return its index line; raises :class:`EpisodeNotRun` (and
         writes nothing) when the episode ended by an infrastructure failure."""
-        from homiebot.agent.loop import EpisodeConfig, run_episode
+        from homiebot.agent.build import build_episode
         from homiebot.eval.partnr.recording import StatesFileRecorder
-        from homiebot.tasks.suite import task_actions
 
         task = self.tasks[job.task_id]
         reference = job.kind == "reference"
         planner = self.expert_planner() if reference else self.planner
+        setting = self.reference_config() if reference else self.config
         out = Path(self.options.out_dir) / job.relpath()
         recorder = GuardedRecorder(out, planner, images=self.options.images, video=self.options.video)
         # The expert's reference episodes render only when the records keep images.
-        with_perception = self.perception is not None and not reference
+        with_perception = setting.perception.mode != PerceptionMode.OFF
         render = self.options.images or self.options.video or ((self.needs_views or with_perception) and not reference)
+        config = setting.model_copy(update={
+            "task": job.task_id,
+            "seed": job.run,
+            "simulator": SimulatorConfig(backend=setting.simulator.backend, render=render),
+            "recording": RecordingConfig(images=self.options.images, video=self.options.video, report=False),
+        })
         # PARTNR: every record keeps its states and evaluation function (docs/partnr.md); tasks with their own
         # function switch and clean (the household actions), and the PARTNR expert plans from that function.
         # It judges the episode too (homiebot.eval.verdict), by the evaluation's own snapshot of the scene's names:
         # the summary's success, this index line's and every table's are one verdict.
         states = StatesFileRecorder(recorder, task=task, clock=self.clock, resolver=self.resolvers[task.scene])
-        config = EpisodeConfig(max_rounds=self.options.settings.max_rounds, render=render,
-                               actions=task_actions(task))
-        trajectory = run_episode(
-            self.sim,
-            planner,
-            task=task,
-            seed=job.run,
-            config=config,
-            recorder=recorder,
-            skills=None if reference else self.noise,
-            perception=self.perception if with_perception else None,
-            observers=[states],
-        )
+        episode = build_episode(config, task=task, simulator=self.sim, planner=planner, recorder=recorder,
+                                judge=lambda *_: states)
+        trajectory = episode.run()
         verdict = states.verdict(trajectory)
         return {
             "kind": job.kind,

@@ -1,0 +1,101 @@
+"""``homie run --config FILE``: an evaluation's ``eval.json`` or a record's ``summary.json`` keeps the run
+configuration (homiebot/config/run.py), and a run from it repeats that setting; the command line's options win
+(docs/cli.md, "--config")."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from homiebot.cli import build_app
+from homiebot.eval.manifest import EvalSettings, prepare_manifest, select_tasks
+
+TASK = "emmoe-084"
+
+
+@pytest.fixture()
+def homie():
+    runner = CliRunner()
+    app = build_app()
+
+    def invoke(*args: str) -> dict[str, object]:
+        result = runner.invoke(app, [*args, "--no-render", "--no-report"])
+        assert result.exit_code == 0, result.output
+        out = Path(args[args.index("--out") + 1])
+        summary: dict[str, object] = json.loads((out / "summary.json").read_text())
+        return summary
+
+    return invoke
+
+
+def _episode(summary: dict[str, object]) -> tuple[object, ...]:
+    return summary["subtasks"], summary["error_codes"], summary["feedback"], summary["success"]
+
+
+@pytest.fixture()
+def evaluation(tmp_path: Path) -> Path:
+    """An evaluation directory's eval.json with a setting that differs from every default: the expert with
+    another reach, EMMOE's noise and a shorter round limit."""
+    settings = EvalSettings(suite="emmoe100", planner="expert", planner_options={"interact_range_m": 1.2},
+                            noise="emmoe", max_rounds=12)
+    out = tmp_path / "runs" / "X"
+    out.mkdir(parents=True)
+    prepare_manifest(out, settings, select_tasks("emmoe100", task_ids=[TASK]))
+    return out / "eval.json"
+
+
+def test_a_run_from_eval_json_repeats_the_evaluations_setting(homie, evaluation: Path, tmp_path: Path) -> None:
+    pinned = json.loads(evaluation.read_text())["run"]
+    assert pinned["planner"] == {"name": "expert", "interact_range_m": 1.2, "near_threshold_m": 0.1,
+                                 "far_threshold_m": 2.0, "close_opened": True}
+    replayed = homie("run", "--config", str(evaluation), "--task", TASK, "--seed", "1", "--out", str(tmp_path / "a"))
+    assert replayed["run"] == {**pinned, "task": TASK, "seed": 1,
+                               "simulator": {**pinned["simulator"], "render": False},
+                               "recording": {**pinned["recording"], "report": False}}
+    by_flags = homie("run", "--task", TASK, "--seed", "1", "--noise", "emmoe", "--max-rounds", "12",
+                     "-p", "interact_range_m=1.2", "--out", str(tmp_path / "b"))
+    assert by_flags["run"] == replayed["run"]
+    assert _episode(by_flags) == _episode(replayed)
+    assert "E2" in replayed["error_codes"]  # the noise is on: the setting is not the defaults'
+
+
+def test_the_command_line_wins_over_the_file(homie, evaluation: Path, tmp_path: Path) -> None:
+    overridden = homie("run", "--config", str(evaluation), "--task", TASK, "--max-rounds", "3", "--noise", "off",
+                       "-p", "close_opened=false", "--out", str(tmp_path / "c"))
+    run = overridden["run"]
+    assert run["max_rounds"] == 3 and run["skills"] == {"noise": "off"}
+    assert run["planner"]["interact_range_m"] == 1.2 and run["planner"]["close_opened"] is False  # merged
+    assert overridden["num_rounds"] == 3
+    other = homie("run", "--config", str(evaluation), "--task", TASK, "--planner", "partnr_expert", "--out",
+                  str(tmp_path / "d"))
+    assert other["run"]["planner"] == {"name": "partnr_expert"}  # another planner: its own options, not the file's
+
+
+def test_a_record_repeats_itself(homie, tmp_path: Path) -> None:
+    first = homie("run", "--task", TASK, "--seed", "2", "--noise", "emmoe", "--out", str(tmp_path / "first"))
+    again = homie("run", "--config", str(tmp_path / "first" / "summary.json"), "--out", str(tmp_path / "again"))
+    assert again["run"] == first["run"] and again["task"] == TASK
+    assert _episode(again) == _episode(first)
+
+
+@pytest.mark.parametrize(("content", "message"), [
+    (None, "no such file"),
+    ("{", "invalid JSON"),
+    ('{"settings": {}}', "holds no run configuration"),
+    ('{"run": {"task": "emmoe-084", "planner": {"name": "expert", "reach": 1}}}', "does not take option(s) reach"),
+    ('{"run": {"task": "emmoe-084", "planner": {"name": "expert"}, "simulator": {"backnd": "x"}}}',
+     "simulator.backnd: unknown option"),
+    ('{"run": {"task": "emmoe-084", "planner": {"name": "expert"}, "max_rounds": 0}}', "max_rounds: Input should be"),
+])
+def test_a_bad_config_file_is_one_line_and_writes_nothing(tmp_path: Path, content: str | None, message: str) -> None:
+    path = tmp_path / "eval.json"
+    if content is not None:
+        path.write_text(content)
+    result = CliRunner().invoke(build_app(), ["run", "--config", str(path), "--out", str(tmp_path / "out")])
+    assert result.exit_code == 2
+    lines = [line for line in result.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1 and lines[0].startswith("error: ") and message in lines[0]
+    assert not (tmp_path / "out").exists()
