@@ -5,6 +5,8 @@
    Overhead = round wall time - planner call - skill execution inside the simulator, i.e. the session
    (instruction, window, inventory, history), parsing, the executor's checks (grounding, privileged state,
    distances), the state snapshot for the next round and the bookkeeping. Skill time is shown beside it.
+   Measured twice more, interleaved episode by episode: ``run_episode`` called directly, and each episode built
+   from its run configuration by ``build_episode`` (the path ``homie run`` and the evaluation workers take).
 2. **10-subtask expert episode with rendering** (target < 3 s wall on 2 cores): the expert planner on
    "put the mug on the kitchen counter and the apple into the fridge" (exactly 10 subtasks), four
    256x256 views rendered every round; timed without a record, and with the full record (PNGs, mp4,
@@ -28,10 +30,11 @@ from homiebot.agent.loop import EpisodeConfig, run_episode
 from homiebot.data.record import EpisodeRecorder
 from homiebot.planner.expert import ExpertPlanner
 from homiebot.planner.scripted import ScriptedPlanner
-from homiebot.sim.base import make_simulator
+from homiebot.sim.base import Simulator, make_simulator
 from homiebot.tasks.goals import GoalSpec
 from homiebot.tasks.suite import TaskSpec
 from homiebot.testing.case_studies import CASE1_TASK, case1_outputs
+from homiebot.types import Trajectory
 
 TEN_SUBTASK_TASK = TaskSpec(
     id="bench-10",
@@ -55,14 +58,38 @@ def pct(values: list[float], q: float) -> float:
     return values[min(len(values) - 1, round(q * (len(values) - 1)))]
 
 
-def bench_overhead(episodes: int) -> dict[str, float]:
+def _replay_built(sim: Simulator) -> Trajectory:
+    """The case-1 replay built as ``homie run`` builds an episode: a run configuration validated, then
+    :func:`homiebot.agent.build.build_episode` (the simulator handed in, as an evaluation worker does)."""
+    from homiebot.agent.build import build_episode
+    from homiebot.config.run import run_config
+
+    config = run_config({"instruction": CASE1_TASK, "scene": "apartment_1", "simulator": {"render": False},
+                         "planner": {"name": "scripted", "outputs": case1_outputs()}})
+    episode = build_episode(config, simulator=sim)
+    try:
+        return episode.run()
+    finally:
+        episode.close()
+
+
+def bench_overhead(episodes: int, built: bool = False) -> dict[str, float]:
+    """``built``: every episode goes through the run configuration and the build path (:func:`_replay_built`);
+    else ``run_episode`` is called directly."""
     sim = make_simulator("mujoco", render=False)
     config = EpisodeConfig(render=False)
+
+    def replay() -> Trajectory:
+        if built:
+            return _replay_built(sim)
+        return run_episode(sim, ScriptedPlanner(case1_outputs()), instruction=CASE1_TASK, scene="apartment_1",
+                           config=config)
+
     overheads, skills, rounds = [], [], []
     by_round: dict[int, list[float]] = {}
-    run_episode(sim, ScriptedPlanner(case1_outputs()), instruction=CASE1_TASK, scene="apartment_1", config=config)  # warm-up
+    replay()  # warm-up
     for _ in range(episodes):
-        traj = run_episode(sim, ScriptedPlanner(case1_outputs()), instruction=CASE1_TASK, scene="apartment_1", config=config)
+        traj = replay()
         for r in traj.rounds:
             t = r.timings
             skill = t.get("skills_s", 0.0)
@@ -82,6 +109,42 @@ def bench_overhead(episodes: int) -> dict[str, float]:
         "overhead_best_of_n_mean_ms": statistics.mean(min(v) for v in by_round.values()) * ms,
         "skills_median_ms": statistics.median(skills) * ms,
         "round_median_ms": statistics.median(rounds) * ms,
+    }
+
+
+def bench_build_path(episodes: int) -> dict[str, dict[str, float]]:
+    """Per-round overhead of the case-1 replay with ``run_episode`` called directly and through the build path,
+    interleaved episode by episode in one process (the machine's load drifts alike over both)."""
+    sim = make_simulator("mujoco", render=False)
+    config = EpisodeConfig(render=False)
+
+    def direct() -> Trajectory:
+        return run_episode(sim, ScriptedPlanner(case1_outputs()), instruction=CASE1_TASK, scene="apartment_1",
+                           config=config)
+
+    def built() -> Trajectory:
+        return _replay_built(sim)
+
+    overheads: dict[str, list[float]] = {"direct": [], "built": []}
+    by_round: dict[str, dict[int, list[float]]] = {"direct": {}, "built": {}}
+    direct()  # warm-up
+    built()
+    for i in range(episodes):
+        order = (("direct", direct), ("built", built)) if i % 2 == 0 else (("built", built), ("direct", direct))
+        for name, replay in order:
+            for r in replay().rounds:
+                t = r.timings
+                overhead = t["round_s"] - t.get("plan_s", 0.0) - t.get("skills_s", 0.0)
+                overheads[name].append(overhead)
+                by_round[name].setdefault(r.index, []).append(overhead)
+    sim.shutdown()
+    return {
+        name: {
+            "rounds": len(values),
+            "overhead_median_ms": statistics.median(values) * 1000.0,
+            "overhead_best_of_n_mean_ms": statistics.mean(min(v) for v in by_round[name].values()) * 1000.0,
+        }
+        for name, values in overheads.items()
     }
 
 
@@ -128,6 +191,12 @@ def main() -> None:
         f"median {o['overhead_median_ms']:.2f} ms, p95 {o['overhead_p95_ms']:.2f} ms, max {o['overhead_max_ms']:.2f} ms, "
         f"undisturbed (best of {args.episodes} per round, mean) {o['overhead_best_of_n_mean_ms']:.2f} ms "
         f"(target <= 5 ms)  [skills median {o['skills_median_ms']:.2f} ms, whole round median {o['round_median_ms']:.2f} ms]"
+    )
+    b = bench_build_path(args.episodes)
+    print(
+        "the same, run_episode called directly vs built from a run configuration by build_episode (homie run's "
+        f"path), interleaved: median {b['direct']['overhead_median_ms']:.3f} vs {b['built']['overhead_median_ms']:.3f} ms, "
+        f"undisturbed {b['direct']['overhead_best_of_n_mean_ms']:.3f} vs {b['built']['overhead_best_of_n_mean_ms']:.3f} ms"
     )
     e = bench_expert_episode(args.repeats)
     print(
