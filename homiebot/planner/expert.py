@@ -62,6 +62,7 @@ from homiebot.config import FAR_THRESHOLD_M, NEAR_THRESHOLD_M
 from homiebot.planner.base import Planner, PlanRequest
 from homiebot.planner.expert_names import SpokenNames
 from homiebot.planner.prompt import format_output, parse_output
+from homiebot.planner.reach import INTERACT_RANGE_M, ReachRule
 from homiebot.sim.scene import SceneSpec
 from homiebot.tasks.goals import (
     Articulation,
@@ -139,7 +140,7 @@ class ExpertPlanner(Planner):
 
     def __init__(
         self,
-        interact_range_m: float = 1.0,
+        interact_range_m: float = INTERACT_RANGE_M,
         near_threshold_m: float = NEAR_THRESHOLD_M,
         far_threshold_m: float = FAR_THRESHOLD_M,
         close_opened: bool = True,
@@ -149,6 +150,7 @@ class ExpertPlanner(Planner):
         self.interact_range_m = interact_range_m
         self.near_threshold_m = near_threshold_m
         self.far_threshold_m = far_threshold_m
+        self._reach = ReachRule(near_threshold_m, interact_range_m, far_threshold_m)
         self.close_opened = close_opened
         self._memory = _Memory()
         self._articulated: dict[str, bool] = {}
@@ -258,14 +260,8 @@ class ExpertPlanner(Planner):
     # ------------------------------------------------------------------------------------ geometry
 
     def _reachable(self, state: WorldState, name: str) -> bool:
-        distance = state.reach_distance(name)
-        if distance < self.near_threshold_m:
-            return False
-        if distance <= self.interact_range_m:
-            return True
-        last = self._memory.last
-        just_arrived = last is not None and Action.parse(last.action) is Action.GO_TO and last.target == name
-        return just_arrived and distance <= self.far_threshold_m
+        # The text planning mode states this rule's verdicts in its prompt (homiebot.planner.reach).
+        return self._reach.reachable(state, name, self._memory.last)
 
     def _go_to(self, state: WorldState, name: str, why: str) -> Decision:
         search = self._search_spot(state, name)
@@ -423,7 +419,7 @@ class ExpertPlanner(Planner):
                         if n not in self._memory.set_aside and n not in self._memory.lost
                     ]
                     if candidates:
-                        obj = min(candidates, key=lambda n: (state.reach_distance(n), n))
+                        obj = min(candidates, key=lambda n: (self._robot_nearness(state, n), n))
                         source = ents[obj].parent
                         if source is not None and _closed(ents[source]) and ents[source].interactive:
                             return self._open(state, source, f"because the {obj} is inside it")
@@ -486,8 +482,7 @@ class ExpertPlanner(Planner):
                 e = ents[n]
                 parent = ents.get(e.parent) if e.parent else None
                 in_closed = parent is not None and _closed(parent)
-                gap = (e.position[0] - dest[0]) ** 2 + (e.position[1] - dest[1]) ** 2
-                return (n != state.held, n in memory.set_aside, in_closed, round(gap, 3), n)
+                return (n != state.held, n in memory.set_aside, in_closed, self._move_nearness(state, n, dest), n)
 
             return sorted(names, key=key)
 
@@ -545,6 +540,16 @@ class ExpertPlanner(Planner):
         if state.held is not None:
             moves.sort(key=lambda m: m.obj != state.held)
         return moves
+
+    def _move_nearness(self, state: WorldState, obj: str, destination: tuple[float, float, float]) -> float:
+        """How near ``obj`` is to where it must go, to order the objects of a move (smaller first): the squared
+        horizontal gap (rounded to mm^2, so that float noise does not reorder equals)."""
+        position = state.entities[obj].position
+        return round((position[0] - destination[0]) ** 2 + (position[1] - destination[1]) ** 2, 3)
+
+    def _robot_nearness(self, state: WorldState, name: str) -> float:
+        """How near ``name`` is to the robot, to choose among candidates (smaller first): its reach distance."""
+        return state.reach_distance(name)
 
     def _locked_objects(self, goal: GoalSpec, initial: WorldState, state: WorldState) -> set[str]:
         """Objects that already sit where some placed/count condition wants them."""
@@ -630,7 +635,7 @@ class ExpertPlanner(Planner):
             and not _closed(state.entities[origin])
         ):
             return origin
-        near = avoid if avoid is not None else min(surfaces, key=lambda n: (state.reach_distance(n), n), default=None)
+        near = avoid if avoid is not None else min(surfaces, key=lambda n: (self._robot_nearness(state, n), n), default=None)
         if near is None:
             return None
         exclude = {avoid} if avoid else set()

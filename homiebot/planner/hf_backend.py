@@ -61,7 +61,7 @@ from homiebot.planner.constrained import DEFAULT_ANALYSIS_MAX_CHARS, AnswerConst
 from homiebot.planner.messages import ChatMessage, build_messages, report_call, to_hf_messages, to_plain_prompt
 from homiebot.planner.models import available_models, bundled_model
 from homiebot.planner.prompt import ICL_EXAMPLE_ASSISTANT, ICL_EXAMPLE_USER
-from homiebot.planner.text_planning import TextTranscript
+from homiebot.planner.text_planning import TextTranscript, fresh_text_chat
 
 if TYPE_CHECKING:
     from homiebot.planner.text_engine import CausalTextModel
@@ -852,6 +852,9 @@ class HFPlanner(Planner):
             self.engine = _causal_text_engine(load) if text_folder else VisionLanguageModel(load)
         #: One episode's growing chat when the engine is text-only (homiebot.planner.text_planning).
         self._transcript = TextTranscript()
+        # The text mode describes the world as it is now from the state (never the goal), as PARTNR's oracle
+        # perception gives its planners the state (homiebot.planner.text_planning); images serve a VLM instead.
+        self.reads_state = type(self).reads_state or self.engine.text_only
         self.constrained = constrained
         self.system_turn = system_turn
         self.icl_example = icl_example
@@ -913,7 +916,9 @@ class HFPlanner(Planner):
         if self.text_mode:
             if not self.include_history:
                 self._transcript.reset()  # a fresh chat: the world description goes with every round
-            messages = self._transcript.conversation(request)
+                messages = fresh_text_chat(request)
+            else:
+                messages = self._transcript.conversation(request)
         else:
             messages = build_messages(request, icl_example=self.icl_example, include_history=self.include_history)
         if not self.system_turn:

@@ -11,9 +11,19 @@ Where the description comes from:
 
 * the perception world graph's description (``PlanRequest.world_description``: ``--perception
   privileged|conceptgraph --describe-world``), in PARTNR's format (PARTNR appendix A.16);
-* otherwise the scene's own rooms, furniture and objects as they were when the episode began, in the same
-  format (:func:`describe_scene`; the scene spec every planner receives). This is background information
-  EMMOE's image-based planners do not get; a text-only model has no other way to know what is there.
+* otherwise the world as it is now (:func:`describe_world`, from the request's world state, which the hf
+  planner reads in this mode as PARTNR's oracle perception gives its planners the state): every room with
+  its furniture (open or closed) and what lies on or in each piece now, where the robot is, and which names
+  are within its reach by the rule the expert planner decides ``[Go to, X]`` against acting on X
+  (:mod:`homiebot.planner.reach`). An image-based planner sees all of this in its four views; a text-only
+  model has no other way to know it, and without it the expert's next subtask is not determined by the
+  prompt (the same prompt would need ``[Go to, apple]`` in one episode and ``[Pick, apple]`` in another);
+* without a state, the scene's rooms, furniture and objects as they were when the episode began
+  (:func:`describe_scene`; the scene spec every planner receives).
+
+One function builds a round's fresh chat (:func:`fresh_text_chat`): the hf planner with
+``include_history=False`` sends it, and ``homie data collect`` keeps it beside each round of an expert's
+episode, so that the training samples are the prompts the planner sends.
 
 Decision: **the conversation grows at its end.** Appendix D keeps a window of the last three rounds, which
 shifts every round, so a model's key/value cache of the earlier prompt would be useless. Here the episode is
@@ -47,16 +57,18 @@ from dataclasses import dataclass, field
 
 from homiebot.planner.base import PlanRequest
 from homiebot.planner.messages import ChatMessage
-from homiebot.planner.prompt import INSTRUCTION_SUFFIX
+from homiebot.planner.prompt import INSTRUCTION_SUFFIX, parse_output
+from homiebot.planner.reach import ReachRule
 from homiebot.sim.scene import SceneSpec
+from homiebot.types import EntityKind, Subtask, WorldState
 
 log = logging.getLogger(__name__)
 
 #: Appendix D's first item, for a model that reads instead of sees.
 _IMAGES_ITEM_PREFIX = "(1) Observation images:"
 TEXT_OBSERVATION_ITEM = (
-    "(1) World description: a text list of the rooms with their furniture, the objects and where they are. "
-    "Name places and objects exactly as they are written there."
+    "(1) World description: a text list of the rooms with their furniture, the objects and where they are, "
+    "where you are and what is within your reach. Name places and objects exactly as they are written there."
 )
 
 
@@ -150,6 +162,72 @@ def describe_scene(scene: SceneSpec) -> SceneDescription:
     return SceneDescription("\n".join(lines), tuple(scene.all_names()))
 
 
+#: The heading of the world description in a user turn (the first one sent, then each changed one).
+WORLD_HEADING = "World now:"
+WORLD_UPDATED_HEADING = "World now (updated):"
+
+
+def describe_world(state: WorldState, last: Subtask | None, reach: ReachRule | None = None) -> str:
+    """The world as it is in ``state``, compactly (module docstring): one line per room with its furniture,
+    each piece with ``(open)``/``(closed)`` when it opens and ``[on: ...]``/``[in: ...]`` for what lies on or in
+    it now (nested for an object in an object), the objects on the floor; then where the robot is and which
+    names are within its reach after the subtask ``last`` (:class:`~homiebot.planner.reach.ReachRule`). The
+    held object is not placed anywhere: the instruction's Inventory names it."""
+    entities = state.entities
+    contents: dict[str, list[str]] = {}
+    relations: dict[str, str] = {}
+    floor: dict[str | None, list[str]] = {}
+    for name in sorted(n for n, e in entities.items() if e.kind is EntityKind.OBJECT and not e.held):
+        entity = entities[name]
+        if entity.parent is not None and entity.parent in entities:
+            contents.setdefault(entity.parent, []).append(name)
+            relations[entity.parent] = entity.relation or relations.get(entity.parent, "on")
+        else:
+            floor.setdefault(entity.room, []).append(name)
+
+    def label(name: str) -> str:
+        entity = entities[name]
+        text = name
+        if entity.articulated and entity.interactive and entity.is_open is not None:
+            text += " (open)" if entity.is_open else " (closed)"
+        inside = contents.get(name)
+        if inside:
+            text += f" [{relations[name]}: " + ", ".join(label(n) for n in inside) + "]"
+        return text
+
+    rooms = [n for n, e in entities.items() if e.kind is EntityKind.ROOM]
+    furniture: dict[str | None, list[str]] = {}
+    for name in sorted(n for n, e in entities.items() if e.kind is EntityKind.FURNITURE):
+        room = entities[name].room
+        furniture.setdefault(room if room in rooms else None, []).append(name)
+    lines = [WORLD_HEADING]
+    for room in [*rooms, None]:
+        parts = [label(n) for n in furniture.get(room, ())]
+        if floor.get(room):
+            parts.append("floor [on: " + ", ".join(label(n) for n in floor[room]) + "]")
+        if room is None and not parts:
+            continue
+        lines.append(f"{room or 'unknown room'}: " + (", ".join(parts) or "nothing"))
+    near = (reach or ReachRule()).within_reach(state, last)
+    where = f"in {state.robot_room}" if state.robot_room else "in no room"
+    lines.append(f"Robot: {where}; within reach: {', '.join(near) or 'nothing'}")
+    return "\n".join(lines)
+
+
+def last_subtask(request: PlanRequest) -> Subtask | None:
+    """The subtask answered in the round before ``request`` (None in round 1, or when it did not parse)."""
+    if not request.history:
+        return None
+    return parse_output(request.history[-1].answer).subtask
+
+
+def fresh_text_chat(request: PlanRequest) -> list[ChatMessage]:
+    """One round as a fresh chat in the text mode: the system turn, then one user turn with the world description
+    and the round's instruction. What the hf planner sends with ``include_history=False``, and what ``homie data
+    collect`` keeps for each round of an expert's episode (one function for both)."""
+    return TextTranscript().conversation(request)
+
+
 @dataclass
 class TextTranscript:
     """One episode's growing chat for a text-only model (see the module docstring)."""
@@ -179,8 +257,14 @@ class TextTranscript:
         description = self._description(request)
         text = self._user_text(request.instruction)
         if description is not None and description != self.last_description:
-            heading = "World description:" if self.last_description is None else "World description (updated):"
-            text = f"{heading}\n{description.strip()}\n{text}"
+            if description.startswith(WORLD_HEADING):  # describe_world's own heading, for the first turn
+                body = description.strip()
+                if self.last_description is not None:
+                    body = WORLD_UPDATED_HEADING + body[len(WORLD_HEADING) :]
+            else:
+                heading = "World description:" if self.last_description is None else "World description (updated):"
+                body = f"{heading}\n{description.strip()}"
+            text = f"{body}\n{text}"
         return [*self.turns, ChatMessage("user", text)]
 
     def keep(self, conversation: Sequence[ChatMessage], answer: str, request: PlanRequest) -> None:
@@ -210,9 +294,12 @@ class TextTranscript:
         if request.world_description:
             return request.world_description
         scene = request.scene
-        if scene is None:
-            return None
-        if self._scene_text is None or self._scene_name != scene.name:
+        state = request.world_state
+        if scene is not None and (self._scene_text is None or self._scene_name != scene.name):
             described = describe_scene(scene)  # the scene as the episode began: once per episode
             self._scene_name, self._scene_text, self.scene_names = scene.name, described.text, described.names
+        if state is not None:
+            if scene is None:
+                self.scene_names = tuple(state.entities)
+            return describe_world(state, last_subtask(request))
         return self._scene_text

@@ -67,7 +67,7 @@ def test_text_mode_rounds_hold_the_exact_chat_the_model_was_sent(tmp_path: Path)
     # The text mode's own system turn and world description, which the appendix-D instruction does not carry.
     assert first[0]["role"] == "system" and TEXT_OBSERVATION_ITEM in first[0]["content"]
     assert first[0]["content"] == text_system_prompt(system_prompt())
-    assert first[1]["content"].startswith("World description:\nFurniture:")
+    assert first[1]["content"].startswith("World now:\nkitchen: ")  # the world as it is in round 1
     assert first[1]["content"].endswith(rounds[0]["instruction"])
     # The second round's chat grew at its end: the first round's turns, its answer, the new turn.
     second = rounds[1]["model_calls"][0]["messages"]
@@ -211,6 +211,6 @@ def test_smollm2_record_holds_the_prompt_it_was_given(tmp_path: Path) -> None:
             assert call["answer"] == entry["answer"] == line["raw_output"]
         first = rounds[0]["model_calls"][0]["messages"]
         assert first[0]["role"] == "system" and TEXT_OBSERVATION_ITEM in first[0]["content"]
-        assert first[1]["content"].startswith("World description:")
+        assert first[1]["content"].startswith("World now:\n")
     finally:
         planner.close()

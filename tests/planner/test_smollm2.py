@@ -289,7 +289,7 @@ def test_homie_run_real_episode_constrained_records_its_prompts(tmp_path: Path):
     assert [e["round"] for e in logged] == [r["round"] for r in rounds]
     assert (
         logged[0]["prompt"].startswith("<|im_start|>system\n")
-        and "World description:\nFurniture:" in logged[0]["prompt"]
+        and "World now:\nliving_room: " in logged[0]["prompt"]
     )
     previous = None
     for entry, record in zip(logged, rounds, strict=True):
