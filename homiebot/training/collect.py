@@ -6,9 +6,17 @@ builders read it). Seeds: run ``r`` of a task uses ``task.seed + seed_offset + r
 collected on seeds an evaluation never plays (``--seed-offset``). An episode already recorded is skipped,
 so an interrupted collection resumes where it stopped.
 
-Beside each record, ``text_world.txt`` keeps the world description a text-only model is given in the hf
-planner's text mode (:mod:`homiebot.planner.text_planning`), taken from the first round's request by that
-mode's own code, so that ``homie data build --text-observation`` trains on the prompt the planner sends.
+Beside each record, ``text_prompts.jsonl`` keeps, for every round, the chat the hf planner's text mode
+sends a text-only model in that round with ``include_history=False`` (:func:`homiebot.planner.text_planning.
+fresh_text_chat`: the world as it is now and the round's instruction), built from the request by that mode's
+own function, so that ``homie data build --text-observation`` trains on the prompt the planner sends.
+``text_world.txt`` keeps the first round's world description (what older builds read).
+
+**Seeds the evaluation never plays.** An evaluation plays run ``r`` of a task on the scene seed
+``task.seed + r`` (:mod:`homiebot.eval.runner`); :func:`evaluation_seeds` reserves the first
+:data:`EVALUATION_RUNS` runs of every task of the suite, and a collection whose scene seeds meet one of them
+is refused before anything is written (:func:`check_seeds`). The suite's task seeds are 37 apart, so
+``--seed-offset 10 --runs 10`` (training) and ``--seed-offset 20 --runs 3`` (validation) fit between them.
 """
 
 from __future__ import annotations
@@ -20,13 +28,21 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from homiebot.planner.base import Planner, PlanRequest
-from homiebot.training.episodes import TEXT_WORLD_FILE, TrainingDataError
+from homiebot.training.episodes import TEXT_PROMPTS_FILE, TEXT_WORLD_FILE, TrainingDataError
 
 log = logging.getLogger(__name__)
 
+if TYPE_CHECKING:
+    from homiebot.tasks.suite import TaskSpec
+
 PLANNERS = ("expert", "perturbed-expert")
+
+#: Runs of every task whose seeds are the evaluation's: ``homie eval --runs`` up to this many (its default is 3,
+#: the targets are measured over 3).
+EVALUATION_RUNS = 10
 
 
 @dataclass
@@ -62,8 +78,21 @@ def text_world_prefix(request: PlanRequest) -> str:
     return user[: len(user) - len(request.instruction)]
 
 
+def text_round_prompt(request: PlanRequest) -> list[dict[str, str]]:
+    """The chat the hf planner's text mode sends for ``request`` with ``include_history=False``, as role/content
+    messages: built from what that planner receives (the state, never the goal, the evaluation function or
+    perception's names)."""
+    from dataclasses import replace
+
+    from homiebot.planner.text_planning import fresh_text_chat
+
+    unprivileged = replace(request, goal=None, evaluation=None, perceived_names=None, model_calls=[])
+    return [{"role": m.role, "content": m.text} for m in fresh_text_chat(unprivileged)]
+
+
 class TextWorldRecorder(Planner):
-    """Plans with ``inner``; keeps the text mode's world description of the episode's first round."""
+    """Plans with ``inner``; keeps the text mode's world description of the episode's first round and the text
+    mode's chat of every round (:func:`text_round_prompt`)."""
 
     def __init__(self, inner: Planner) -> None:
         self.inner = inner
@@ -71,18 +100,57 @@ class TextWorldRecorder(Planner):
         self.privileged = inner.privileged
         self.accepts_free_text = inner.accepts_free_text
         self.prefix: str | None = None
+        self.prompts: list[dict[str, object]] = []
 
     def reset(self, task: str, seed: int = 0) -> None:
         self.prefix = None
+        self.prompts = []
         self.inner.reset(task, seed)
 
     def plan(self, request: PlanRequest) -> str:
         if self.prefix is None:
             self.prefix = text_world_prefix(request)
+        self.prompts.append({"round": request.round_index, "messages": text_round_prompt(request)})
         return self.inner.plan(request)
 
     def close(self) -> None:
         self.inner.close()
+
+
+def evaluation_seeds(suite: str = "emmoe100", runs: int = EVALUATION_RUNS) -> frozenset[int]:
+    """The scene seeds an evaluation of ``suite`` plays: ``task.seed + r`` for its first ``runs`` runs, every task
+    of every split (an episode of one task on another task's seed starts from the same placement when the two
+    share a scene)."""
+    from homiebot.tasks.suite import load_suite
+
+    return frozenset(t.seed + r for t in load_suite(suite).tasks for r in range(runs))
+
+
+def check_seeds(tasks: Sequence[TaskSpec], seed_offset: int, runs: int, suite: str = "emmoe100") -> None:
+    """Refuse a collection whose scene seeds (``task.seed + seed_offset + r``) include an evaluation's."""
+    from homiebot.tasks.suite import load_suite
+
+    reserved = evaluation_seeds(suite)
+    clashes = sorted(
+        (task.id, task.seed + seed_offset + r)
+        for task in tasks
+        for r in range(runs)
+        if task.seed + seed_offset + r in reserved
+    )
+    if clashes:
+        shown = ", ".join(f"{task} seed {seed}" for task, seed in clashes[:3])
+        seeds = sorted({t.seed for t in load_suite(suite).tasks})
+        gap = min((b - a for a, b in zip(seeds, seeds[1:], strict=False)), default=0)
+        hint = (
+            f"--seed-offset {EVALUATION_RUNS} to {gap - runs} fit (the task seeds are {gap} apart)"
+            if gap - runs >= EVALUATION_RUNS
+            else "choose another --seed-offset or fewer --runs"
+        )
+        raise TrainingDataError(
+            f"--seed-offset {seed_offset} --runs {runs} would collect on {len(clashes)} scene seed(s) that the "
+            f"{suite} evaluation plays ({shown}{', ...' if len(clashes) > 3 else ''}; runs 0-{EVALUATION_RUNS - 1} "
+            f"of every task are reserved): {hint}"
+        )
 
 
 def collect_episodes(
@@ -96,13 +164,18 @@ def collect_episodes(
     task_ids: Sequence[str] | None = None,
     images: bool = False,
     suite: str = "emmoe100",
+    noise: str = "off",
 ) -> CollectSummary:
+    """Record the episodes (module docstring). ``noise``: a skill noise preset (``off``, ``emmoe``: EMMOE table 4's
+    per-try failures, seeded by the scene seed as in an evaluation), so that execution errors (E1, E2) and the
+    expert's re-plans after them are in the data too."""
     from homiebot.agent.loop import EpisodeConfig, run_episode
     from homiebot.data.record import SUMMARY_FILE, EpisodeRecorder
-    from homiebot.planner.expert import ExpertPlanner
     from homiebot.sim.base import make_simulator
+    from homiebot.skills import SkillSet
+    from homiebot.skills.noise import preset_name
     from homiebot.tasks.suite import load_suite
-    from homiebot.training.perturbed import PerturbedExpertPlanner
+    from homiebot.training.perturbed import PerturbedExpertPlanner, PromptBoundExpertPlanner
 
     if planner not in PLANNERS:
         raise TrainingDataError(f"unknown --planner {planner!r} for data collection; use {' or '.join(PLANNERS)}")
@@ -117,6 +190,11 @@ def collect_episodes(
         if missing:
             raise TrainingDataError(f"unknown task id(s): {', '.join(missing)}")
         tasks = [known[t] for t in task_ids]
+    check_seeds(tasks, seed_offset, runs, suite)
+    try:
+        noise_preset = preset_name(noise, "--noise")
+    except ValueError as err:
+        raise TrainingDataError(str(err)) from None
     root = Path(out).expanduser().absolute()
     if root.exists() and any(root.iterdir()) and not (root / "collect.json").is_file():
         raise TrainingDataError(f"output {root} exists, is not empty and is not a collection; choose another --out")
@@ -130,6 +208,8 @@ def collect_episodes(
         "images": images,
         "tasks": {t.id: {"split": t.split} for t in tasks},
     }
+    if noise_preset != "noiseless":
+        settings["noise"] = noise_preset  # absent when noiseless: collections written before the option resume
     root.mkdir(parents=True, exist_ok=True)
     manifest = root / "collect.json"
     if manifest.is_file():
@@ -149,7 +229,9 @@ def collect_episodes(
                 if (record / SUMMARY_FILE).is_file():
                     summary.skipped += 1
                     continue
-                agent = PerturbedExpertPlanner(inject=inject) if planner == "perturbed-expert" else ExpertPlanner()
+                agent = (
+                    PerturbedExpertPlanner(inject=inject) if planner == "perturbed-expert" else PromptBoundExpertPlanner()
+                )
                 describer = TextWorldRecorder(agent)
                 trajectory = run_episode(
                     sim,
@@ -157,10 +239,13 @@ def collect_episodes(
                     task=task,
                     seed=seed_offset + run,
                     config=EpisodeConfig(render=images),
+                    skills=lambda backend, scene_seed: SkillSet(backend, noise=noise_preset, seed=scene_seed),
                     recorder=EpisodeRecorder(record, images=images, video=False),
                 )
                 if describer.prefix is not None:
                     (record / TEXT_WORLD_FILE).write_text(describer.prefix, encoding="utf-8")
+                lines = (json.dumps(p, ensure_ascii=False) + "\n" for p in describer.prompts)
+                (record / TEXT_PROMPTS_FILE).write_text("".join(lines), encoding="utf-8")
                 summary.episodes += 1
                 summary.succeeded += int(bool(trajectory.ended and trajectory.goal_satisfied))
                 summary.rounds += len(trajectory.rounds)

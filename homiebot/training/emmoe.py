@@ -139,6 +139,8 @@ class Step:
     #: The turns between the system turn and the prompt, (role, text) each: the earlier chat a model planner was
     #: sent with the round (a text model's growing chat, a windowed history), from the record's model input.
     context: tuple[tuple[str, str], ...] = ()
+    #: The error code of the episode's previous round when that round failed (this step re-plans after it).
+    after_error: str | None = None
 
     @property
     def is_end(self) -> bool:
@@ -163,7 +165,8 @@ def paper_steps(episode: EpisodeData, key: str, image_dir: str | None) -> list[S
     ``image_dir``: the folder the views are (or will be) in, as written into the samples; None: no images."""
     samples = convert_info(info_text(episode), key, image_dir or "", check_images=False)
     steps = []
-    for sample, record in zip(samples, episode.rounds, strict=True):
+    codes = ["OK", *(r.error_code for r in episode.rounds)][: len(episode.rounds)]
+    for sample, record, previous_code in zip(samples, episode.rounds, codes, strict=True):
         answer = sample["conversations"][1]["value"]
         analysis, subtask_line, model_line = answer.split("\n")
         subtask = None if record.subtask is None else split_subtask(subtask_line.removeprefix("Subtask: "))
@@ -179,6 +182,7 @@ def paper_steps(episode: EpisodeData, key: str, image_dir: str | None) -> list[S
                 succeeded=record.succeeded,
                 error_code=record.error_code,
                 images=tuple(sample["image"]) if image_dir is not None else (),
+                after_error=None if previous_code == "OK" else previous_code,
             )
         )
     return steps
@@ -191,6 +195,7 @@ def runtime_steps(episode: EpisodeData, key: str, system: str | None, original_t
     (the rewrite replaces it at the head of every instruction).
     """
     steps = []
+    previous_code = "OK"
     for r in episode.rounds:
         prompt = r.instruction
         if original_task is not None and original_task != episode.instruction:
@@ -209,8 +214,10 @@ def runtime_steps(episode: EpisodeData, key: str, system: str | None, original_t
                 succeeded=r.succeeded,
                 error_code=r.error_code,
                 images=r.images,
+                after_error=None if previous_code == "OK" else previous_code,
             )
         )
+        previous_code = r.error_code
     return steps
 
 

@@ -30,6 +30,9 @@ DECISION_ERRORS = frozenset({"L1", "L2", "L3", "L4", "D1", "D2", "F1", "F2"})
 
 #: Beside a record: the world description the hf planner's text mode sends the model (homie data collect).
 TEXT_WORLD_FILE = "text_world.txt"
+#: Beside a record: per round, the chat the hf planner's text mode sends with include_history=False, one JSON line
+#: ``{"round": n, "messages": [{"role": ..., "content": ...}, ...]}`` (homie data collect).
+TEXT_PROMPTS_FILE = "text_prompts.jsonl"
 
 
 class TrainingDataError(ValueError):
@@ -55,6 +58,9 @@ class RoundData:
     #: it (``model_calls``): the round's last call, when the round's answer is that call's answer (a ReAct round's
     #: is rewritten by the planner: None then). None for a round without a recorded model call.
     model_input: tuple[tuple[str, str], ...] | None = None
+    #: The chat the hf planner's text mode would send a text model in this round (TEXT_PROMPTS_FILE), (role,
+    #: text) per message; None for records without it.
+    text_input: tuple[tuple[str, str], ...] | None = None
 
     @property
     def succeeded(self) -> bool:
@@ -159,6 +165,23 @@ def _model_input(data: dict[str, Any]) -> tuple[tuple[str, str], ...] | None:
     return tuple((str(m["role"]), str(m["content"])) for m in calls[-1]["messages"])
 
 
+def _text_inputs(record: Path) -> dict[int, tuple[tuple[str, str], ...]]:
+    """Round index -> the text mode's chat of that round (TEXT_PROMPTS_FILE; empty without the file)."""
+    path = record / TEXT_PROMPTS_FILE
+    if not path.is_file():
+        return {}
+    found: dict[int, tuple[tuple[str, str], ...]] = {}
+    for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            data = json.loads(line)
+            found[int(data["round"])] = tuple((str(m["role"]), str(m["content"])) for m in data["messages"])
+        except (json.JSONDecodeError, KeyError, TypeError, ValueError) as err:
+            raise TrainingDataError(f"{path}:{n}: invalid line: {err}") from None
+    return found
+
+
 def read_record(record: Path, split: str = "unknown") -> EpisodeData:
     """One episode record as :class:`EpisodeData` (:class:`TrainingDataError` naming the file when broken)."""
     try:
@@ -174,6 +197,9 @@ def read_record(record: Path, split: str = "unknown") -> EpisodeData:
             rounds.append(_round(json.loads(line), record))
         except (json.JSONDecodeError, KeyError, TypeError, ValueError) as err:
             raise TrainingDataError(f"{record / ROUNDS_FILE}:{n}: invalid round: {err}") from None
+    text_inputs = _text_inputs(record)
+    if text_inputs:
+        rounds = [replace(r, text_input=text_inputs.get(r.index)) for r in rounds]
     task = str(summary.get("task") or record.name)
     run = record.name if record.name.startswith("run") else f"seed{summary.get('seed', 0)}"
     return EpisodeData(

@@ -45,8 +45,26 @@ class Injection:
     expected_code: str
 
 
-class PerturbedExpertPlanner(ExpertPlanner):
-    """:class:`~homiebot.planner.expert.ExpertPlanner` with injected decision errors (module docstring)."""
+class PromptBoundExpertPlanner(ExpertPlanner):
+    """The expert for training data: where it chooses among candidates it holds equally good (which object of a
+    move first, which one to keep in hand, near which surface to put down an object it does not need), it chooses
+    by what the text mode's prompt shows, within reach first and then by name, instead of by distances the prompt
+    does not give (:mod:`homiebot.planner.text_planning`). Its answer is then a function of the prompt, which a
+    model can learn; with the distances two episodes with the same prompt could need different answers (the data
+    check counts them, :mod:`homiebot.training.data_check`). Everything else is the expert's; the evaluation's
+    ``--planner expert`` is not this class."""
+
+    name = "prompt-bound-expert"
+
+    def _move_nearness(self, state: WorldState, obj: str, destination: tuple[float, float, float]) -> float:
+        return 0.0 if self._reachable(state, obj) else 1.0
+
+    def _robot_nearness(self, state: WorldState, name: str) -> float:
+        return 0.0 if self._reachable(state, name) else 1.0
+
+
+class PerturbedExpertPlanner(PromptBoundExpertPlanner):
+    """:class:`PromptBoundExpertPlanner` with injected decision errors (module docstring)."""
 
     name = "perturbed-expert"
 
@@ -82,9 +100,19 @@ class PerturbedExpertPlanner(ExpertPlanner):
         if not options:
             self._last_injected = False
             return answer
-        wrong, model, code = self._rng.choice(options)
+        # The error code first, uniformly among those the state allows, then one of its subtasks: codes with
+        # more ways to go wrong (L1: Pick or Open while holding) are not drawn more often, so that the re-plans
+        # after each code are balanced in the data.
+        code = self._rng.choice(sorted({c for _, _, c in options}))
+        wrong, model, code = self._rng.choice([o for o in options if o[2] == code])
         self.injections.append(Injection(request.round_index, wrong, model, code))
         self._last_injected = True
+        # The expert's memory holds the subtask it answered: the injected one, which the history now shows. Its
+        # next round then reads it as failed ("I failed to pick ...") and decides, like the text mode's reach
+        # rule, from that subtask and not from the intended one that never ran.
+        self._memory.last = wrong
+        self._memory.last_spoken = wrong  # answered in the simulator's names, as written below
+        self._memory.spoken = {n: n for n in (wrong.target, wrong.place) if n}
         log.debug(
             "perturbed expert: round %d answers %s (expects %s) instead of %s",
             request.round_index,
