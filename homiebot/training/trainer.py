@@ -473,22 +473,44 @@ def _launch(job: _Job) -> None:
 
     transformers' Trainer does DDP when it finds the torch launcher's environment (RANK, WORLD_SIZE, ...); each
     process sets it for itself, so ``homie train`` needs no ``torchrun`` in front of it."""
+    import os
+    import signal
     import socket
+    import threading
 
     import torch.multiprocessing as mp
 
     with socket.socket() as probe:  # a free port for the rendezvous
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
+    context = mp.start_processes(
+        _process_main,
+        args=(job.preset.processes, port, job),
+        nprocs=job.preset.processes,
+        start_method="spawn",
+        join=False,
+    )
+
+    def forward(number: int, frame: Any) -> None:
+        # A piece is stopped by signalling the processes, which checkpoint and stop together (progress.StopRule).
+        for process in context.processes:
+            if process.is_alive() and process.pid is not None:
+                os.kill(process.pid, number)
+
+    previous = {}
+    if threading.current_thread() is threading.main_thread():  # signal handlers can only be set there
+        previous = {number: signal.signal(number, forward) for number in (signal.SIGINT, signal.SIGTERM)}
     try:
-        mp.start_processes(
-            _process_main, args=(job.preset.processes, port, job), nprocs=job.preset.processes, start_method="spawn"
-        )
+        while not context.join():
+            pass
     except mp.ProcessRaisedException as err:
         last = str(err).strip().splitlines()[-1] if str(err).strip() else "a training process failed"
         raise TrainingError(f"a training process failed: {last}") from None
     except mp.ProcessExitedException as err:
         raise TrainingError(f"a training process ended with exit code {err.exit_code}") from None
+    finally:
+        for number, handler in previous.items():
+            signal.signal(number, handler)
 
 
 def _process_main(rank: int, world: int, port: int, job: _Job) -> None:
