@@ -114,6 +114,33 @@ def test_every_relative_link_in_the_documentation_leads_somewhere() -> None:
     assert not broken, "links that lead nowhere:\n" + "\n".join(broken)
 
 
+# A page named in prose rather than linked ("docs/ray.md, 'Shared model servers'"): the repository-relative path.
+_NAMED_PAGE = re.compile(r"(?<![\w/.-])(docs/[\w./-]*\.md)(?![\w/-])")
+
+
+def missing_named_pages(markdown: Path) -> list[BrokenLink]:
+    """The ``docs/....md`` pages that ``markdown`` names in its prose (inline code included) and that do not exist."""
+    return [
+        BrokenLink(markdown, line, page, "no such file")
+        for line, text in _prose_lines(markdown.read_text(encoding="utf-8"))
+        for page in _NAMED_PAGE.findall(text)
+        if not (ROOT / page).is_file()
+    ]
+
+
+def test_every_docs_page_named_in_the_documentation_exists() -> None:
+    missing = [str(page) for markdown in documentation_files() for page in missing_named_pages(markdown)]
+    assert not missing, "pages named that do not exist:\n" + "\n".join(missing)
+
+
+def test_the_check_finds_a_named_page_that_does_not_exist(tmp_path: Path) -> None:
+    page = tmp_path / "page.md"
+    page.write_text(
+        "See docs/ray.md and `docs/results/README.md`; docs/nowhere.md is gone.\n```\ndocs/in-code.md\n```\n"
+    )
+    assert [(b.line, b.target) for b in missing_named_pages(page)] == [(1, "docs/nowhere.md")]
+
+
 def test_the_check_finds_a_missing_file_and_a_missing_heading(tmp_path: Path) -> None:
     (tmp_path / "sub").mkdir()
     (tmp_path / "sub" / "page.md").write_text("# A page\n\n## Where it `stands` (measured)\n\n## Notes\n\n## Notes\n")
