@@ -194,7 +194,9 @@ def build_episode(
     ``out``: the record's folder (an :class:`~homiebot.data.record.EpisodeRecorder` keeping the views when the
     simulator renders, unless ``config.recording.images`` says); or ``recorder``: one made by the caller.
     ``task``: the task's specification when the caller holds it (an evaluation's snapshot); else ``config.task``
-    is looked up. ``simulator`` / ``planner``: kept across episodes by the caller, who closes them.
+    is looked up. ``simulator`` / ``planner``: kept across episodes by the caller, who closes them; the record
+    keeps ``config.planner`` as the planner's configuration, so a planner handed in with a record must be that one
+    (an evaluation's guarded planner is).
     ``observers``: told of the episode besides the record's own (a live view).
     ``judge``: makes the observer that keeps the record's states and gives its verdict (the states recorder of
     :mod:`homiebot.eval.partnr.recording`: the suites' evaluation sits above the loop, so the caller hands it in);

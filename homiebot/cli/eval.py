@@ -190,15 +190,15 @@ def register(app: typer.Typer) -> None:
         from homiebot.eval.runner import EvalSettings, resolve_suite, run_evaluation
 
         check_output(out)
-        from homiebot.planner.registry import planner_options as typed_options
-        from homiebot.recovery.cli import recovery_planner, write_recovery_summary
+        from homiebot.planner.registry import configure_planner
+        from homiebot.recovery.cli import recovery_config, write_recovery_summary
 
-        # Typed from the planner's constructor (an unknown key or a bad value is refused here, before any file);
-        # the runner looks at the planner's server before it writes (homiebot.eval.runner.check_arguments).
-        options = typed_options(planner, {**_parse_options(planner_option), **named})
-        try:  # --recovery wraps the planner and its options (pinned whole in eval.json)
-            planner_name, planner_options = recovery_planner(
-                planner, options, recovery, recovery_stages, recovery_search, out.absolute() / "recovery")
+        # The planner's configuration, typed by its class (an unknown key or a bad value is refused here, before
+        # any file); the runner looks at the planner's server before it writes (homiebot.eval.runner.check_arguments).
+        base = configure_planner(planner, {**_parse_options(planner_option), **named})
+        try:  # --recovery wraps the planner's configuration (pinned whole in eval.json)
+            planner_setting = recovery_config(base, recovery, recovery_stages, recovery_search,
+                                              out.absolute() / "recovery")
         except ValueError as err:
             raise report(str(err)) from None
         from homiebot.planner.models import runs_text_runtime, text_runtime_defaults
@@ -206,12 +206,12 @@ def register(app: typer.Typer) -> None:
         try:
             settings = EvalSettings(
                 suite=resolve_suite(suite),
-                planner=planner_name,
-                planner_options=planner_options,
+                planner=planner_setting,
                 noise=noise,
                 max_rounds=max_rounds,
                 perception=perception,
-                model_runtime=text_runtime_defaults() if runs_text_runtime(planner_options) else None,
+                # The options as given (a default left alone does not name a bundled model: react's smollm2).
+                model_runtime=text_runtime_defaults() if runs_text_runtime(planner_setting.given()) else None,
             )
         except ValidationError as err:
             details = "; ".join(f"--{'.'.join(str(p) for p in e['loc']).replace('_', '-')}: {e['msg']}" for e in err.errors())

@@ -102,7 +102,7 @@ def _run_planner(
     stages and search overridden by ``--recovery-stages`` / ``--recovery-search``) unless ``--recovery`` is given."""
     from homiebot.cli.train_adapter import AdapterOptionError, adapter_option
     from homiebot.planner.registry import configure_planner
-    from homiebot.recovery.cli import recovery_planner
+    from homiebot.recovery.cli import recovery_config
 
     file_planner: dict[str, Any] = dict(held.get("planner") or {})
     file_wrapper = file_planner if file_planner.get("name") == "recovery" else None
@@ -116,21 +116,18 @@ def _run_planner(
         merged.update(adapter_option(adapter, name, merged))
     except AdapterOptionError as err:
         raise _fail(str(err)) from None
-    base = configure_planner(name, merged).model_dump(mode="json")
+    base = configure_planner(name, merged)
     if recovery is None and file_wrapper is not None:
-        wrapper = {**file_wrapper, "base": base}
+        wrapper = {**file_wrapper, "base": base.model_dump(mode="json")}
         if recovery_stages is not None:
             wrapper["stages"] = recovery_stages
         if recovery_search is not None:
             wrapper["search"] = recovery_search
         return wrapper
     try:  # --recovery wraps the planner (the stages and search checked as homie eval and homie up check them)
-        wrapped_name, wrapped = recovery_planner(name, base, recovery, recovery_stages, recovery_search)
+        return recovery_config(base, recovery, recovery_stages, recovery_search).model_dump(mode="json")
     except ValueError as err:
         raise _fail(str(err)) from None
-    if wrapped_name != "recovery":
-        return base
-    return {"name": "recovery", **{k: v for k, v in wrapped.items() if k != "base_options"}, "base": base}
 
 
 def register(app: typer.Typer) -> None:

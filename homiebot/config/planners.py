@@ -58,6 +58,22 @@ class PlannerConfig(BaseModel):
         """The constructor's keyword arguments: every field but ``name``, as Python values (enums stay members)."""
         return {key: getattr(self, key) for key in type(self).model_fields if key != "name"}
 
+    def given(self) -> dict[str, object]:
+        """The options that differ from their defaults, as JSON values; a nested planner's configuration (a
+        recovery wrapper's base) as ``{"name": ..., its given options}``. What a report shows as the planner's
+        options, and what says whether the planner is the suite's expert as it comes."""
+        given: dict[str, object] = {}
+        dumped = self.model_dump(mode="json")
+        for key, field in type(self).model_fields.items():
+            value = getattr(self, key)
+            if key == "name":
+                continue
+            if isinstance(value, PlannerConfig):
+                given[key] = {"name": value.name, **value.given()}
+            elif field.is_required() or value != field.get_default(call_default_factory=True):
+                given[key] = dumped[key]
+        return given
+
 
 class ExpertPlannerConfig(PlannerConfig):
     """The goal expert (:class:`homiebot.planner.expert.ExpertPlanner`): EMMOE's reach thresholds (appendix E.1)."""

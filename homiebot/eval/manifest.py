@@ -13,15 +13,15 @@ import json
 import logging
 import os
 import shutil
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, SerializeAsAny, field_validator, model_validator
 
 from homiebot.config import MAX_ROUNDS, NoiseMode, PerceptionMode
-from homiebot.config.planners import planner_config
+from homiebot.config.planners import ExpertPlannerConfig, PlannerConfig, planner_config, planner_config_from
 from homiebot.config.run import RUN_KEY, PerceptionChoice, RunConfig, SimulatorConfig, SkillsConfig
 from homiebot.eval.keypaths import SceneNameResolver
 from homiebot.files import atomic_write_json
@@ -54,8 +54,9 @@ class EvalSettings(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     suite: str = "emmoe100"
-    planner: str = EXPERT_PLANNER
-    planner_options: dict[str, Any] = Field(default_factory=dict)
+    # The planner with its options, typed by its configuration class (homiebot.config.planners): an eval.json of a
+    # directory started before, with "planner": NAME beside "planner_options", reads as the same configuration.
+    planner: SerializeAsAny[PlannerConfig] = Field(default_factory=ExpertPlannerConfig)
     # The choices are the core's enums (homiebot/config.py): a command line's or eval.json's string validates
     # to its member, and a member equals, prints and serialises as its string.
     noise: NoiseMode = NoiseMode.OFF
@@ -71,6 +72,36 @@ class EvalSettings(BaseModel):
     # episodes ran the bundled Q4_1 weights with flash attention on).
     model_runtime: str | None = None
 
+    @model_validator(mode="before")
+    @classmethod
+    def _planner_by_name(cls, data: object) -> object:
+        """``"planner": NAME`` with ``"planner_options": {...}`` (eval.json before the planner was typed, and
+        callers that name the planner) as the planner's configuration; a recovery wrapper's base, named with its
+        ``base_options``, as the base's configuration."""
+        if not isinstance(data, Mapping) or not (isinstance(data.get("planner"), str) or "planner_options" in data):
+            return data
+        data = dict(data)
+        name = str(data.pop("planner", EXPERT_PLANNER))
+        options = dict(data.pop("planner_options", None) or {})
+        if name == "recovery" and isinstance(options.get("base"), str):
+            options["base"] = {"name": options.pop("base"), **dict(options.pop("base_options", None) or {})}
+        data["planner"] = planner_config(name, options)
+        return data
+
+    @field_validator("planner", mode="before")
+    @classmethod
+    def _planner_from_json(cls, value: object) -> PlannerConfig:
+        return planner_config_from(value)
+
+    @property
+    def planner_name(self) -> str:
+        return self.planner.name
+
+    @property
+    def planner_options(self) -> dict[str, object]:
+        """The planner's options that differ from its defaults (the report's setting table)."""
+        return self.planner.given()
+
     @property
     def reference_planner(self) -> str:
         """The expert whose noiseless episodes are the PLWSR reference for this suite."""
@@ -80,20 +111,17 @@ class EvalSettings(BaseModel):
     def self_reference(self) -> bool:
         """The expert without noise or perception is its own PLWSR reference (no separate reference episodes)."""
         return (
-            self.planner == self.reference_planner and self.noise == NoiseMode.OFF and not self.planner_options
+            self.planner.name == self.reference_planner and self.noise == NoiseMode.OFF and not self.planner_options
             and self.perception == PerceptionMode.OFF
         )
 
     def run_config(self) -> RunConfig:
         """The evaluation's run configuration (no task: each episode names its own), as
-        :func:`homiebot.agent.build.build_episode` builds it and ``eval.json`` keeps it (``run``): the planner's
-        options typed by its configuration class. With a world graph the episodes give model planners its text
-        description (:class:`homiebot.perception.world_model.PerceptionConfig`'s default)."""
-        options = dict(self.planner_options)
-        if self.planner == "recovery" and isinstance(options.get("base"), str):  # the wrapper's base, by name
-            options["base"] = {"name": options.pop("base"), **dict(options.pop("base_options", None) or {})}
+        :func:`homiebot.agent.build.build_episode` builds it and ``eval.json`` keeps it (``run``). With a world
+        graph the episodes give model planners its text description
+        (:class:`homiebot.perception.world_model.PerceptionConfig`'s default)."""
         return RunConfig(
-            planner=planner_config(self.planner, options),
+            planner=self.planner,
             max_rounds=self.max_rounds,
             simulator=SimulatorConfig(backend=self.backend),
             skills=SkillsConfig(noise=self.noise),
@@ -101,7 +129,7 @@ class EvalSettings(BaseModel):
         )
 
     def label(self) -> str:
-        label = f"{self.planner} planner, noise {self.noise}"
+        label = f"{self.planner.name} planner, noise {self.noise}"
         return label if self.perception == PerceptionMode.OFF else f"{label}, perception {self.perception}"
 
 

@@ -231,7 +231,7 @@ class RayPool:
     def _model_actor_count(self) -> int:
         from homiebot.eval.ray_models import SHARED_MODEL_PLANNERS
 
-        return self.ray_options.model_actors if self.options.settings.planner in SHARED_MODEL_PLANNERS else 0
+        return self.ray_options.model_actors if self.options.settings.planner.name in SHARED_MODEL_PLANNERS else 0
 
     def _start_model_actors(self, ray: Any) -> None:
         """The shared model actors, each loaded before any episode starts (a model that does not load stops
@@ -247,7 +247,7 @@ class RayPool:
             num_gpus=self.ray_options.model_num_gpus,
             max_concurrency=self.size + 2,  # every worker's call waits in the batcher at once
         )(ModelActor)
-        self.model_actors = [remote.remote(dict(self.options.settings.planner_options)) for _ in range(count)]
+        self.model_actors = [remote.remote(self.options.settings.planner.options()) for _ in range(count)]
         for error in ray.get([actor.ready.remote() for actor in self.model_actors]):
             if error is not None:
                 raise WorkerSetupError(f"the shared model could not be loaded: {error}")

@@ -263,8 +263,7 @@ def check_arguments(
     """Refuse a bad argument before anything is written; returns the selected tasks. Last, the planner's options
     are checked against its constructor and its server is asked whether it answers (an environment error when it
     does not): a setting that cannot run never pins ``eval.json``."""
-    from homiebot.config.planners import ConfigError
-    from homiebot.planner.registry import PlannerError, check_planner, planner_class
+    from homiebot.planner.registry import PlannerError, check_planner_config, planner_class
 
     if runs < 1:
         raise EvalError(f"--runs must be at least 1, got {runs}")
@@ -273,7 +272,7 @@ def check_arguments(
     if settings.noise not in NOISE_PRESETS:
         raise EvalError(f"unknown noise preset {settings.noise!r}; use one of {', '.join(NOISE_PRESETS)}")
     try:
-        planner_class(settings.planner)
+        planner_class(settings.planner.name)
     except PlannerError as err:
         raise EvalError(str(err)) from None
     tasks = select_tasks(settings.suite, split, task_ids)
@@ -282,9 +281,8 @@ def check_arguments(
     if out.is_dir() and not (out / EVAL_FILE).is_file() and any(not p.name.startswith(".") for p in out.iterdir()):
         raise EvalError(f"--out {out} is a non-empty directory that holds no evaluation; use an empty or new one")
     try:
-        check_planner(settings.planner, settings.planner_options)
-        settings.run_config()  # the run configuration eval.json keeps and the workers build from
-    except (PlannerError, ConfigError) as err:
+        check_planner_config(settings.planner)
+    except PlannerError as err:
         raise EvalError(str(err)) from None
     return tasks
 

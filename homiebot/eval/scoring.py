@@ -124,7 +124,7 @@ def report_setting(scored: Any) -> dict[str, Any]:
     settings = scored.settings
     return {
         "suite": settings.suite,
-        "planner": settings.planner,
+        "planner": settings.planner.name,
         "planner_options": settings.planner_options,
         "noise": settings.noise,
         "max_rounds": settings.max_rounds,

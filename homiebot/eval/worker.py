@@ -134,7 +134,7 @@ class _WorkerState:
         self.options = options
         settings = options.settings
         self.config = settings.run_config()
-        cls = planner_class(settings.planner)
+        cls = planner_class(settings.planner.name)
         # A planner that reads the views' segmentation (the random baseline) gets them in its request: the loop
         # fetches them for it (homiebot.agent.loop.reads_observation); the simulator must render for that.
         self.needs_views = cls.needs_views

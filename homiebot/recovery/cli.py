@@ -13,6 +13,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from homiebot.config.planners import PlannerConfig, planner_config
 from homiebot.files import atomic_write_json, atomic_write_text
 from homiebot.planner.base import Planner
 from homiebot.recovery.planner import MODES, RecoveryPlanner, parse_stages
@@ -51,6 +52,23 @@ def recovery_planner(
     if stats_dir is not None:
         wrapped["stats_dir"] = str(stats_dir)
     return "recovery", wrapped
+
+
+def recovery_config(
+    base: PlannerConfig,
+    recovery: str | None,
+    stages: str | None = None,
+    search: bool | None = None,
+    stats_dir: Path | None = None,
+) -> PlannerConfig:
+    """:func:`recovery_planner` on run configurations: ``base`` unchanged without ``recovery``, else the recovery
+    wrapper's configuration holding it. Raises ``ValueError`` with one line for a bad mode or stage list, and
+    :class:`~homiebot.config.planners.ConfigError` (a ``ValueError`` too) for what the wrapper's class refuses."""
+    name, options = recovery_planner(base.name, {}, recovery, stages, search, stats_dir)
+    if name != "recovery":
+        return base
+    options.pop("base_options")
+    return planner_config("recovery", {**options, "base": base})
 
 
 #: The planner node's ``recovery_search`` parameter: "" leaves the wrapper's default (on).

@@ -44,9 +44,11 @@ def test_named_planner_options_equal_dash_p(tmp_path: Path) -> None:
     for done in (named, dash_p):
         assert done.returncode == 1, done.stderr[-2000:]
         assert f"could not run: the server at {url} answered HTTP 400" in done.stderr, done.stderr[-2000:]
-    pinned = [json.loads((tmp_path / name / "eval.json").read_text())["settings"]["planner_options"]
+    pinned = [json.loads((tmp_path / name / "eval.json").read_text())["settings"]["planner"]
               for name in ("named", "dash_p")]
-    assert pinned[0] == pinned[1] == {"base_url": url, "model": "nobody", "constrained": False}
+    assert pinned[0] == pinned[1]
+    assert {key: pinned[0][key] for key in ("name", "base_url", "model", "constrained")} == {
+        "name": "openai", "base_url": url, "model": "nobody", "constrained": False}
 
 
 @pytest.mark.slow

@@ -156,8 +156,8 @@ def test_refusals(tmp_path: Path, uninterrupted: Path) -> None:
         run_evaluation(EXPERT, uninterrupted, runs=1, workers=1, progress=False)
     with pytest.raises(EvalError, match="unknown task"):
         run_evaluation(EXPERT, tmp_path / "x", task_ids=["nope"], progress=False)
-    with pytest.raises(EvalError, match="unknown planner"):
-        run_evaluation(EvalSettings(suite="demo", planner="nope"), tmp_path / "y", progress=False)
+    with pytest.raises(ValueError, match="unknown planner"):  # the setting itself does not validate
+        EvalSettings(suite="demo", planner="nope")
     with pytest.raises(EvalError, match="workers"):
         run_evaluation(EXPERT, tmp_path / "z", workers=0, progress=False)
     with eval_lock(tmp_path / "locked"), pytest.raises(EvalError, match="another evaluation"):

@@ -82,8 +82,8 @@ def test_homie_eval_with_recovery_pins_the_wrapper_and_writes_the_summary(tmp_pa
                     "--no-report", "--planner", "scripted", "-p", f"outputs={PICK}", "--recovery", "none")
     assert result.exit_code == 0, result.output
     settings = json.loads((out / "eval.json").read_text())["settings"]
-    assert settings["planner"] == "recovery" and settings["planner_options"]["base"] == "scripted"
-    assert settings["planner_options"]["mode"] == "none"
+    assert settings["planner"]["name"] == "recovery" and settings["planner"]["base"]["name"] == "scripted"
+    assert settings["planner"]["mode"] == "none"
     assert "recovery: 1 episode(s), 1 failed subtask(s)" in result.output
     assert json.loads((out / "recovery.json").read_text())["failed_subtasks"] == 1
     (out / "recovery.md").unlink()

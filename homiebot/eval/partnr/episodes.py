@@ -14,11 +14,12 @@ from typing import Any
 
 from homiebot.agent.observers import StateRecorder
 from homiebot.config import MAX_ROUNDS, NoiseMode
+from homiebot.config.run import RunConfig, SimulatorConfig, SkillsConfig
 from homiebot.eval.partnr.metrics import PartnrEpisode, score_episode
 from homiebot.planner.base import Planner
 from homiebot.tasks.partnr.convert import task_function
 from homiebot.tasks.partnr.language import EvaluationFunction
-from homiebot.tasks.suite import TaskSpec, task_actions
+from homiebot.tasks.suite import TaskSpec
 from homiebot.types import Trajectory, WorldState
 
 log = logging.getLogger(__name__)
@@ -33,15 +34,17 @@ class ScoredEpisode:
 
 
 def run_scored(sim: Any, planner: Planner, task: TaskSpec, seed: int = 0, *, max_rounds: int = MAX_ROUNDS,
-               skills: Callable[[Any, int], Any] | None = None) -> ScoredEpisode:
-    """One episode of ``task`` and its PARTNR score (state 0 after the reset, one state per round after)."""
-    from homiebot.agent.loop import EpisodeConfig, run_episode
+               noise: NoiseMode = NoiseMode.OFF) -> ScoredEpisode:
+    """One episode of ``task`` and its PARTNR score (state 0 after the reset, one state per round after), built by
+    :func:`homiebot.agent.build.build_episode` on the caller's simulator and planner."""
+    from homiebot.agent.build import build_episode
 
     sim.reset(task.scene, seed=task.seed + seed)
     function = task_function(task, sim.state())
     recorder = StateRecorder()
-    config = EpisodeConfig(render=False, max_rounds=max_rounds, actions=task_actions(task))
-    trajectory = run_episode(sim, planner, task=task, seed=seed, config=config, skills=skills, observers=[recorder])
+    config = RunConfig(task=task.id, seed=seed, max_rounds=max_rounds, simulator=SimulatorConfig(render=False),
+                       skills=SkillsConfig(noise=noise))
+    trajectory = build_episode(config, task=task, simulator=sim, planner=planner, observers=[recorder]).run()
     states = recorder.states
     # The final-state check as EMMOE's report counts its goal-check SR: End is not required (nor is it for PC).
     goal_check = trajectory.goal_satisfied
@@ -55,23 +58,15 @@ def run_suite(tasks: Iterable[TaskSpec], planner_factory: Callable[[], Planner],
               noise: str = NoiseMode.OFF.value, max_rounds: int = MAX_ROUNDS) -> list[PartnrEpisode]:
     """Every task ``runs`` times (run r resets with the task's seed + r), scored with PARTNR's metrics."""
     from homiebot.sim.mujoco.backend import MujocoSimulator
-    from homiebot.skills.noise import preset_name
-    from homiebot.skills.skillset import SkillSet
 
-    skills = None
-    if noise != NoiseMode.OFF:
-        preset = preset_name(noise)
-
-        def skills(sim: Any, scene_seed: int) -> SkillSet:
-            return SkillSet(sim, noise=preset, seed=scene_seed)
-
+    mode = SkillsConfig(noise=noise).noise  # a preset's own name too (noiseless, emmoe_table4)
     sim = MujocoSimulator(render=False)
     episodes: list[PartnrEpisode] = []
     try:
         for task in tasks:
             for run in range(runs):
                 episodes.append(run_scored(sim, planner_factory(), task, run, max_rounds=max_rounds,
-                                           skills=skills).partnr)
+                                           noise=mode).partnr)
     finally:
         sim.shutdown()
     return episodes

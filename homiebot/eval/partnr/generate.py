@@ -386,10 +386,11 @@ class Verdict:
 
 def verify(sim: Any, draft: Draft, scene: str, seed: int, task_id: str) -> Verdict:
     """Instantiate the task and run the noiseless PARTNR expert on it (PARTNR's human pass, replaced)."""
-    from homiebot.agent.loop import EpisodeConfig, run_episode
+    from homiebot.agent.build import build_episode
+    from homiebot.config.planners import PartnrExpertPlannerConfig
+    from homiebot.config.run import RunConfig, SimulatorConfig
     from homiebot.planner.partnr_expert import PartnrExpertPlanner
     from homiebot.tasks.suite import TaskSpec
-    from homiebot.types import HOUSEHOLD_ACTIONS
 
     function = draft.function()
     sim.reset(scene, seed=seed)
@@ -404,9 +405,11 @@ def verify(sim: Any, draft: Draft, scene: str, seed: int, task_id: str) -> Verdi
         return Verdict(False, f"already satisfied at the start: {[function.propositions[i].text() for i in early]}")
     task = TaskSpec(id=task_id, instruction=draft.instruction, scene=scene, seed=seed, attributes=["long-horizon"],
                     keypaths=[["[End]"]], goal={"all": draft.goal}, evaluation=function.to_json())
-    planner = PartnrExpertPlanner()
-    config = EpisodeConfig(render=False, max_rounds=MAX_ROUNDS, actions=HOUSEHOLD_ACTIONS)
-    trajectory = run_episode(sim, planner, task=task, seed=0, config=config)
+    planner = PartnrExpertPlanner()  # kept: its seen states are the episode's
+    # A task with its own evaluation function gets the household actions (homiebot.tasks.suite.task_actions).
+    config = RunConfig(task=task_id, max_rounds=MAX_ROUNDS, planner=PartnrExpertPlannerConfig(),
+                       simulator=SimulatorConfig(render=False))
+    trajectory = build_episode(config, task=task, simulator=sim, planner=planner).run()
     result = evaluate_states(function, [*planner.seen_states, sim.state()])
     plan = tuple(r.subtask_text for r in trajectory.rounds)
     if trajectory.error or not trajectory.ended or not result.success:

@@ -178,6 +178,6 @@ def test_partnr_eval_defaults_to_the_partnr_expert(tmp_path: Path, planner: list
                            "--workers", "1", "--no-progress", "--no-report", "--out", str(out)],
                           capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
-    assert json.loads((out / "eval.json").read_text())["settings"]["planner"] == "partnr_expert"
+    assert json.loads((out / "eval.json").read_text())["settings"]["planner"] == {"name": "partnr_expert"}
     report = json.loads((out / "report.json").read_text())
     assert report["partnr"]["summary"]["sr"] == 1.0 and report["partnr"]["summary"]["pc"] == 1.0, report["partnr"]
