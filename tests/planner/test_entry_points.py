@@ -26,6 +26,7 @@ version = "0.0.1"
 
 [project.entry-points."homiebot.planners"]
 walk_then_end = "{PACKAGE}:WalkThenEnd"
+walk_n = "{PACKAGE}:WalkN"
 expert = "{PACKAGE}:WalkThenEnd"
 not_a_planner = "{PACKAGE}:NotAPlanner"
 malformed = "{PACKAGE}.WalkThenEnd"
@@ -38,6 +39,11 @@ packages = ["{PACKAGE}"]
 """
 
 MODULE = """\
+from typing import Literal
+
+from pydantic import Field
+
+from homiebot.config.planners import PlannerConfig
 from homiebot.planner.base import Planner
 from homiebot.sim.mujoco.backend import MujocoSimulator
 
@@ -47,6 +53,26 @@ class WalkThenEnd(Planner):
 
     def plan(self, request):
         if request.round_index == 1:
+            return "Analysis: go.\\nSubtask: [Go to, fridge]\\nModel: NoMaD"
+        return "Analysis: done.\\nSubtask: [End]\\nModel: None"
+
+
+class WalkNConfig(PlannerConfig):
+    name: Literal["walk_n"] = "walk_n"
+    steps: int = Field(1, ge=1)
+
+
+class WalkN(Planner):
+    \"\"\"Goes to the fridge ``steps`` times, then ends; brings its own configuration class.\"\"\"
+
+    name = "walk_n"
+    config_class = WalkNConfig
+
+    def __init__(self, steps=1):
+        self.steps = steps
+
+    def plan(self, request):
+        if request.round_index <= self.steps:
             return "Analysis: go.\\nSubtask: [Go to, fridge]\\nModel: NoMaD"
         return "Analysis: done.\\nSubtask: [End]\\nModel: None"
 
@@ -74,15 +100,30 @@ from homiebot.sim.base import available_backends, make_simulator
 sim = make_simulator("counting_mujoco", render=False)
 trajectory = run_episode(sim, make_planner("walk_then_end"), task=get_task("demo-green-can"),
                          config=EpisodeConfig(render=False))
+resets = type(sim).resets
 errors = {}
 for name in ("not_a_planner", "malformed"):
     try:
         planner_class(name)
     except PlannerError as err:
         errors[name] = str(err)
+# Through the run configuration and the build path (homie run's): the package's own configuration class types
+# and checks the options; a planner without one is configured from its constructor.
+from homiebot.agent.build import build_episode
+from homiebot.config.planners import ConfigError
+from homiebot.config.run import run_config
+
+built = build_episode(run_config({"task": "demo-green-can", "planner": {"name": "walk_n", "steps": "2"},
+                                  "simulator": {"backend": "counting_mujoco", "render": False}}), simulator=sim).run()
+try:
+    run_config({"task": "demo-green-can", "planner": {"name": "walk_n", "steps": 0}})
+except ConfigError as err:
+    errors["walk_n"] = str(err)
+plain = run_config({"task": "demo-green-can", "planner": {"name": "walk_then_end"}}).dump()["planner"]
 print(json.dumps({
+    "built_rounds": [r.subtask_text for r in built.rounds], "plain": plain,
     "rounds": [r.subtask_text for r in trajectory.rounds], "codes": [r.feedback.code.value for r in trajectory.rounds],
-    "resets": type(sim).resets, "planners": available_planners(), "backends": available_backends(),
+    "resets": resets, "planners": available_planners(), "backends": available_backends(),
     "expert_is_builtin": planner_class("expert") is ExpertPlanner, "errors": errors,
 }))
 """
@@ -118,6 +159,10 @@ def test_an_installed_package_adds_a_planner_and_a_simulator(plugin_site: Path):
     assert "not a homiebot.planner.base.Planner subclass" in got["errors"]["not_a_planner"]
     assert "unknown planner 'malformed'" in got["errors"]["malformed"]
     assert "'expert'" in result.stderr and "the name is built in" in result.stderr
+    # A package's planner with its own configuration class, through the run configuration and the build path.
+    assert got["built_rounds"] == ["[Go to, fridge]", "[Go to, fridge]", "[End]"]
+    assert "planner.steps: Input should be greater than or equal to 1" in got["errors"]["walk_n"]
+    assert got["plain"] == {"name": "walk_then_end"}
 
 
 def test_without_the_package_the_names_are_unknown():
