@@ -2,7 +2,8 @@
 
 * ``homie data collect --out DIR``: expert (or perturbed-expert) episodes of a suite's split, recorded;
 * ``homie data export --from RUNS --out RAW``: EMMOE's raw per-task layout (``info.txt`` + views);
-* ``homie data build sft|dpo --from RUNS --out DIR``: the SFT or DPO data set, with counts per kind.
+* ``homie data build sft|dpo --from RUNS --out DIR``: the SFT or DPO data set, with counts per kind;
+* ``homie data check --from DIR``: a built SFT data set's ambiguous prompts, prompt tokens and mix.
 """
 
 from __future__ import annotations
@@ -57,6 +58,12 @@ def register(app: typer.Typer) -> None:
         thoughtless: bool = typer.Option(
             False, "--thoughtless", help="SFT answers without the Analysis line (PARTNR's action-only samples)."
         ),
+        episodes: bool = typer.Option(
+            False,
+            "--episodes",
+            help="SFT: one sample per episode, the text planner's growing chat with an answer after every round "
+            "(the form homie run --planner hf plans in; the trainer learns the answers of the rounds that succeeded).",
+        ),
         rewriter: str = typer.Option(
             "template", "--rewriter", help="template (offline) or server (an OpenAI-compatible chat server)."
         ),
@@ -64,6 +71,21 @@ def register(app: typer.Typer) -> None:
         rewrite_url: str = typer.Option(None, "--rewrite-base-url", help="--rewriter server: the server's base URL."),
         rewrite_cache: Path = typer.Option(
             None, "--rewrite-cache", help="--rewriter server: the JSON cache (default OUT/../rewrites.json)."
+        ),
+        tokenizer: str = typer.Option(
+            None,
+            "--tokenizer",
+            help="sft: count the prompts' tokens with this tokenizer (smollm2, or a model folder) into stats.json.",
+        ),
+        min_replans: int = typer.Option(
+            0,
+            "--min-replans",
+            help="sft: repeat the re-plans after each error code that has fewer samples until it has this many.",
+        ),
+        exclude_seen: Path = typer.Option(
+            None,
+            "--exclude-prompts-of",
+            help="sft: leave out samples whose prompt this built SFT set holds (a validation set of unseen prompts).",
         ),
     ) -> None:
         """Build EMMOE's SFT set or its DPO pairs (re-plan, model change, order change, action change)."""
@@ -77,6 +99,8 @@ def register(app: typer.Typer) -> None:
             fail(f"unknown --prompt-format {prompt_format!r}; use runtime or paper")
         if rewriter not in ("template", "server"):
             fail(f"unknown --rewriter {rewriter!r}; use template or server")
+        if min_replans < 0:
+            fail(f"--min-replans must be >= 0, got {min_replans}")
         check_output(out)  # before the records are read: an output that cannot be written costs no work
         try:
             check_out_dir(out)
@@ -95,6 +119,10 @@ def register(app: typer.Typer) -> None:
                 images=images,
                 replan_from_execution_errors=replan_exec,
                 thoughtless=thoughtless,
+                episodes=episodes,
+                tokenizer=tokenizer,
+                min_replans=min_replans,
+                exclude_seen=str(exclude_seen) if exclude_seen is not None else None,
             )
             stats = build(runs, out, kind, options, chosen)  # type: ignore[arg-type]
             if server is not None:
@@ -104,6 +132,55 @@ def register(app: typer.Typer) -> None:
         for line in stats.lines():
             typer.echo(line)
         typer.echo(f"written to {out} in {stats.seconds:.1f} s")
+
+    @data_app.command("check")
+    def check_command(
+        data: Path = typer.Option(..., "--from", help="A built SFT data set (the --out of homie data build sft)."),
+        tokenizer: str = typer.Option(
+            "smollm2", "--tokenizer", help="Count the prompts' tokens with this tokenizer (smollm2, or a model folder)."
+        ),
+        tokens: bool = typer.Option(True, "--tokens/--no-tokens", help="Count the prompts' tokens."),
+        examples: int = typer.Option(5, "--examples", help="Ambiguous prompts to show."),
+        against: Path = typer.Option(
+            None, "--against", help="A training set: how many of these prompts it holds, and with another decision."
+        ),
+    ) -> None:
+        """Prompts whose answers differ (ambiguity), prompt tokens (median, p95) and the mix of actions and re-plans."""
+        from homiebot.training.data_check import (
+            find_ambiguities,
+            load_tokenizer,
+            overlap,
+            read_sft_dataset,
+            sample_mix,
+            token_lengths,
+        )
+        from homiebot.training.episodes import TrainingDataError
+
+        if examples < 0:
+            fail(f"--examples must be >= 0, got {examples}")
+        try:
+            samples, replans = read_sft_dataset(data.expanduser())
+            report = find_ambiguities(samples, max_examples=examples)
+            mix = sample_mix(samples, replans)
+            shared = overlap(samples, read_sft_dataset(against.expanduser())[0]) if against is not None else None
+            counted = token_lengths(samples, load_tokenizer(tokenizer), tokenizer) if tokens else None
+        except TrainingDataError as err:
+            fail(str(err))
+        typer.echo(f"{data}: {report.samples} samples")
+        for line in report.lines():
+            typer.echo(line)
+        typer.echo("  actions: " + ", ".join(f"{k} {v}" for k, v in mix["actions"].items()))
+        typer.echo("  re-plans after: " + (", ".join(f"{k} {v}" for k, v in mix["replans_after"].items()) or "none"))
+        if shared is not None:
+            typer.echo(
+                f"  prompts also in {against}: {shared.seen} of {shared.samples} samples; "
+                f"with another decision there: {shared.seen_with_other_decision}"
+            )
+        if counted is not None:
+            typer.echo(
+                f"  prompt tokens ({counted.tokenizer}): median {counted.median:.0f}, p95 {counted.p95:.0f}, "
+                f"max {counted.max}, mean {counted.mean}"
+            )
 
     @data_app.command("export")
     def export_command(
@@ -140,6 +217,9 @@ def register(app: typer.Typer) -> None:
         ),
         tasks: str = typer.Option(None, "--tasks", help="Comma-separated task ids (default: the whole split)."),
         images: bool = typer.Option(False, "--images", help="Render and store the four views per round (slower)."),
+        noise: str = typer.Option(
+            "off", "--noise", help="Skill execution noise: off or emmoe (EMMOE table 4; E1/E2 failures and re-plans)."
+        ),
     ) -> None:
         """Record expert episodes of EMMOE-100 as training data, in this process (one simulator)."""
         from homiebot.training.collect import collect_episodes
@@ -155,6 +235,7 @@ def register(app: typer.Typer) -> None:
                 inject=inject,
                 task_ids=tasks.split(",") if tasks else None,
                 images=images,
+                noise=noise,
             )
         except (TrainingDataError, ValueError) as err:
             fail(str(err))

@@ -9,6 +9,12 @@ Output folder (written into a hidden temp folder and renamed into place: a faile
     OUT/images/<episode>/    the views of the rounds used (hard links to the records' PNGs, else copies)
     OUT/stats.json           counts per kind and variant, what was left out and why, the settings
 
+``--episodes`` (SFT, text mode): one row per episode instead of one per round, ``id, variant, messages,
+answer_loss``: the whole chat the text planner holds at the episode's end (:class:`TextTranscript`, the form it
+plans in by default), the expert's answer after every user turn, and one flag per assistant turn saying whether
+the trainer learns it (the rounds that succeeded and the last, as appendix F.2's ``data_sift``; a failed round
+stays in the chat, as it does when the planner runs, but its answer is not trained on).
+
 Counts follow the paper's formula (spec: SFT = V x successful subtasks incl. End; DPO = V x (3 x (SFT per
 variant - End samples) + re-plan pairs), V = 1 + rewrites), minus the pairs :mod:`~homiebot.training.emmoe`
 drops for being empty (each counted in ``stats.json``).
@@ -40,7 +46,7 @@ from homiebot.training.emmoe import (
     sift,
     step_messages,
 )
-from homiebot.training.episodes import TEXT_WORLD_FILE, EpisodeData, TrainingDataError, load_episodes
+from homiebot.training.episodes import TEXT_WORLD_FILE, EpisodeData, RoundData, TrainingDataError, load_episodes
 from homiebot.training.rewrite import Rewriter, TemplateRewriter, guarded
 
 log = logging.getLogger(__name__)
@@ -67,6 +73,17 @@ class BuildOptions:
     # SFT answers without the Analysis line: PARTNR's "thoughtless" samples (PARTNR appendix A.10: the finetuned
     # planner predicts the next action only), to measure what the analysis is worth and what it costs per step.
     thoughtless: bool = False
+    # SFT only: one sample per episode, the text planner's growing chat (its default, include_history=True) with an
+    # answer after every round, instead of one single-turn sample per round (:func:`episode_rows`).
+    episodes: bool = False
+    #: SFT: count the prompts' tokens with this tokenizer (a bundled model's name or a folder) for stats.json.
+    tokenizer: str | None = None
+    #: SFT: re-plans after an error code that has fewer samples than this are repeated (whole copies) until it
+    #: has at least this many, so that a rare code (D1, E2) weighs like the others; 0 repeats nothing.
+    min_replans: int = 0
+    #: SFT: leave out the samples whose prompt a built SFT set (a folder) holds verbatim, so that a validation set
+    #: scores prompts its model never trained on.
+    exclude_seen: str | None = None
 
 
 @dataclass
@@ -87,6 +104,15 @@ class BuildStats:
     images: int = 0
     seconds: float = 0.0
     options: dict[str, Any] = field(default_factory=dict)
+    #: SFT (homiebot.training.data_check): prompts with differing answers, the mix of actions and re-plans, and
+    #: the prompts' token counts (with BuildOptions.tokenizer; None without).
+    ambiguity: dict[str, Any] = field(default_factory=dict)
+    mix: dict[str, dict[str, int]] = field(default_factory=dict)
+    tokens: dict[str, Any] | None = None
+    #: Copies of re-plan samples added per error code (BuildOptions.min_replans); the mix counts them.
+    replan_copies: dict[str, int] = field(default_factory=dict)
+    #: Samples left out because the ``exclude_seen`` set holds their prompt.
+    seen_excluded: int = 0
 
     def lines(self) -> list[str]:
         """The summary the command prints."""
@@ -102,6 +128,24 @@ class BuildStats:
             out.append(f"  rewrites refused by the name guard (original kept): {self.rewrites_refused}")
         if self.recorded_input_rounds:
             out.append(f"  rounds prompted with the model input their record holds: {self.recorded_input_rounds}")
+        if self.ambiguity:
+            a = self.ambiguity
+            out.append(
+                f"  distinct prompts: {a['distinct_prompts']}; ambiguous (same prompt, different answers): "
+                f"{a['ambiguous_prompts']} prompts, {a['ambiguous_samples']} samples; different decisions: "
+                f"{a['ambiguous_decision_prompts']} prompts"
+            )
+        if self.mix:
+            out.append("  actions: " + ", ".join(f"{k} {v}" for k, v in self.mix["actions"].items()))
+            replans = self.mix["replans_after"]
+            out.append("  re-plans after: " + (", ".join(f"{k} {v}" for k, v in replans.items()) or "none"))
+        if self.seen_excluded:
+            out.append(f"  left out, their prompt is in the excluded set: {self.seen_excluded}")
+        if self.replan_copies:
+            out.append("  re-plan copies added: " + ", ".join(f"{k} {v}" for k, v in self.replan_copies.items()))
+        if self.tokens:
+            t = self.tokens
+            out.append(f"  prompt tokens ({t['tokenizer']}): median {t['median']:.0f}, p95 {t['p95']:.0f}, max {t['max']}")
         return out
 
 
@@ -147,8 +191,12 @@ def episode_steps(episode: EpisodeData, variant: EpisodeData, k: int, options: B
             system = text_system_prompt(system)
     steps = runtime_steps(variant, key, system, original_task=episode.instruction)
     recorded = [r.model_input if options.recorded_input else None for r in variant.rounds]
-    if options.text_observation and not all(recorded):
-        steps = _with_text_world(steps, episode)
+    if options.text_observation:
+        # The text mode's own chat of each round where the collection kept it (the world as it was then), else
+        # the episode's first world description before the instruction (records of older collections).
+        recorded = [m if m is not None else r.text_input for m, r in zip(recorded, variant.rounds, strict=True)]
+        if not all(recorded):
+            steps = _with_text_world(steps, episode)
     steps = [
         step if model_input is None
         else recorded_step(step, model_input, options.system_prompt, episode.instruction, variant.instruction)
@@ -157,6 +205,75 @@ def episode_steps(episode: EpisodeData, variant: EpisodeData, k: int, options: B
     if image_dir is None:
         return [_no_images(s) for s in steps]
     return [_relative_images(s, image_dir) for s in steps]
+
+
+@dataclass(frozen=True)
+class EpisodeChat:
+    """One episode as the text planner's growing chat (:func:`episode_chat`)."""
+
+    id: str
+    messages: list[dict[str, str]]  # role / content, the system turn first when kept
+    answer_loss: list[bool]  # one per assistant turn: trained on (True) or context only
+    end: bool  # the last trained answer is End
+
+
+def episode_chat(episode: EpisodeData, variant: EpisodeData, k: int, options: BuildOptions) -> EpisodeChat:
+    """The chat the hf planner's text mode holds at the end of ``variant`` with the expert as its model: every round
+    sent through :class:`~homiebot.planner.text_planning.TextTranscript` (the runtime's own bookkeeping: the world
+    description in the first user turn, later turns with what changed) and answered with the recorded answer.
+
+    Replaying the runtime's class, not a copy of its rules, keeps training equal to inference when the prompt's
+    wording changes. A round is trained on when it succeeded, and the last one (End) always (``data_sift``)."""
+    from homiebot.planner.base import PlanRequest
+    from homiebot.planner.text_planning import TextTranscript
+
+    steps = runtime_steps(variant, f"{episode.key}_v{k}", None, original_task=episode.instruction)
+    transcript = TextTranscript()
+    flags: list[bool] = []
+    last = len(steps) - 1
+    for j, (step, recorded, original) in enumerate(zip(steps, variant.rounds, episode.rounds, strict=True)):
+        request = PlanRequest(
+            system_prompt=episode.system_prompt,
+            instruction=step.prompt,
+            images=(),
+            task=variant.instruction,
+            round_index=recorded.index,
+            world_description=_round_world(episode, original),
+        )
+        conversation = transcript.conversation(request)
+        fresh = original.text_input
+        if j == 0 and k == 0 and fresh is not None and fresh[-1] != ("user", conversation[-1].text):
+            raise TrainingDataError(
+                f"{episode.directory}: round 1 of the replayed chat differs from the text mode's recorded prompt; "
+                "collect the records again with this version (homie data collect)"
+            )
+        if step.subtask is None:
+            answer = recorded.raw_output  # context only: what the planner said, unparseable
+        else:
+            answer = step.decision() if options.thoughtless else step.answer()
+        transcript.keep(conversation, answer, request)
+        flags.append(step.subtask is not None and (j == last or step.succeeded))
+    messages = [
+        {"role": m.role, "content": m.text}
+        for m in transcript.turns
+        if options.system_prompt or m.role != "system"
+    ]
+    return EpisodeChat(f"{episode.key}_v{k}", messages, flags, bool(steps) and steps[-1].is_end and flags[-1])
+
+
+def _round_world(episode: EpisodeData, recorded: RoundData) -> str:
+    """The world description the text mode sent in this round: from the round's recorded fresh chat (its user turn
+    is the description, a newline, the instruction), else the episode's first description (older records)."""
+    if recorded.text_input is not None and recorded.text_input[-1][0] == "user":
+        user = recorded.text_input[-1][1]
+        if user.endswith("\n" + recorded.instruction):
+            return user[: len(user) - len(recorded.instruction) - 1]
+    if episode.text_world is None:
+        raise TrainingDataError(
+            f"{episode.directory}: no {TEXT_WORLD_FILE} (--episodes needs the world description the text mode "
+            "sends; records of homie data collect have it)"
+        )
+    return episode.text_world.partition("\n")[2]  # without the heading, which the transcript writes
 
 
 def _with_text_world(steps: list[Step], episode: EpisodeData) -> list[Step]:
@@ -191,6 +308,7 @@ class Built:
     sft: list[tuple[int, Step]]
     pairs: list[tuple[int, Pair]]
     stats: BuildStats
+    chats: list[tuple[int, EpisodeChat]] = field(default_factory=list)  # BuildOptions.episodes
 
 
 def collect(
@@ -204,6 +322,8 @@ def collect(
         raise TrainingDataError(f"unknown prompt format {options.prompt_format!r}; use runtime or paper")
     if options.rewrites < 0:
         raise TrainingDataError(f"--rewrites must be >= 0, got {options.rewrites}")
+    if options.episodes and (kind != "sft" or options.prompt_format != "runtime"):
+        raise TrainingDataError("--episodes builds SFT data in the runtime format (the text planner's chat) only")
     loaded = load_episodes(runs, split=options.split, successful_only=options.successful_only)
     rewriter = rewriter or TemplateRewriter()
     variants = 1 + options.rewrites
@@ -212,12 +332,15 @@ def collect(
     dropped_failed = 0
     refused = 0
     pairs_dropped: Counter[str] = Counter()
+    chats: list[tuple[int, EpisodeChat]] = []
     for k in range(variants):
         sft_k: list[Step] = []
         replans_k: list[Pair] = []
         for episode in loaded.episodes:
             variant, n_refused = rewrite_episode(episode, rewriter, k)
             refused += n_refused
+            if options.episodes:
+                chats.append((k, episode_chat(episode, variant, k, options)))
             result = sift(episode_steps(episode, variant, k, options), options.replan_from_execution_errors)
             if k == 0:
                 dropped_failed += result.dropped_failed
@@ -229,7 +352,21 @@ def collect(
             augmented, dropped = augment(sft_k)
             pairs_dropped.update(dropped)
             pairs_all.extend((k, p) for p in [*replans_k, *augmented])  # re-plan pairs first, as in the paper
-    if kind == "sft":
+    copies: dict[str, int] = {}
+    if kind == "sft" and not options.episodes and options.min_replans > 0:
+        sft_all, copies = repeat_rare_replans(sft_all, options.min_replans)
+    excluded = 0
+    if kind == "sft" and not options.episodes and options.exclude_seen:
+        before = len(sft_all)
+        sft_all = _unseen(sft_all, Path(options.exclude_seen).expanduser())
+        excluded = before - len(sft_all)
+    if options.episodes:
+        trained = sum(sum(c.answer_loss) for _, c in chats)
+        answers = sum(len(c.answer_loss) for _, c in chats)
+        per_kind = {"episodes": len(chats), "answers trained": trained, "answers in context only": answers - trained}
+        per_variant = Counter(f"v{k}" for k, _ in chats)
+        samples = len(chats)
+    elif kind == "sft":
         per_kind = {"sft": len(sft_all)}
         per_variant = Counter(f"v{k}" for k, _ in sft_all)
         samples = len(sft_all)
@@ -254,9 +391,64 @@ def collect(
             1 for e in loaded.episodes for r in e.rounds if r.model_input is not None
         ) if options.recorded_input and options.prompt_format == "runtime" else 0,
         options={**asdict(options), "rewriter": rewriter.name},
+        replan_copies=copies,
+        seen_excluded=excluded,
     )
+    if kind == "sft":
+        _check_sft(sft_all, options, stats)
     stats.seconds = time.perf_counter() - started
-    return Built(sft_all, pairs_all, stats), loaded.episodes
+    return Built(sft_all, pairs_all, stats, chats), loaded.episodes
+
+
+def _unseen(sft: Sequence[tuple[int, Step]], reference: Path) -> list[tuple[int, Step]]:
+    """The samples whose prompt (every message) the built SFT set at ``reference`` does not hold."""
+    from homiebot.training.data_check import read_sft_dataset
+
+    seen = {sample.messages for sample in read_sft_dataset(reference)[0]}
+    return [
+        (k, step) for k, step in sft if tuple((m["role"], m["content"]) for m in step_messages(step)) not in seen
+    ]
+
+
+def repeat_rare_replans(
+    sft: Sequence[tuple[int, Step]], minimum: int
+) -> tuple[list[tuple[int, Step]], dict[str, int]]:
+    """The samples, with the re-plans after each error code that has fewer than ``minimum`` of them repeated
+    (copy j of a sample gets the id suffix ``_copy<j>``) until the code has at least ``minimum``; and the copies
+    added per code. Each sample of a code is repeated the same number of times."""
+    from dataclasses import replace
+
+    by_code: dict[str, list[tuple[int, Step]]] = {}
+    for k, step in sft:
+        if step.after_error:
+            by_code.setdefault(step.after_error, []).append((k, step))
+    out = list(sft)
+    added: dict[str, int] = {}
+    for code, group in sorted(by_code.items()):
+        if len(group) >= minimum:
+            continue
+        repeats = -(-minimum // len(group))  # ceil: every sample the same number of times
+        out.extend((k, replace(step, id=f"{step.id}_copy{j}")) for j in range(2, repeats + 1) for k, step in group)
+        added[code] = (repeats - 1) * len(group)
+    return out, added
+
+
+def _check_sft(sft: Sequence[tuple[int, Step]], options: BuildOptions, stats: BuildStats) -> None:
+    """The data check's figures (homiebot.training.data_check) of the SFT samples, into ``stats``."""
+    from homiebot.training.data_check import Sample, find_ambiguities, load_tokenizer, sample_mix, token_lengths
+
+    samples = [
+        Sample(
+            step.id,
+            tuple((m["role"], m["content"]) for m in step_messages(step)),
+            step.decision() if options.thoughtless else step.answer(),
+        )
+        for _, step in sft
+    ]
+    stats.ambiguity = asdict(find_ambiguities(samples))
+    stats.mix = sample_mix(samples, {step.id: step.after_error for _, step in sft if step.after_error})
+    if options.tokenizer:
+        stats.tokens = asdict(token_lengths(samples, load_tokenizer(options.tokenizer), options.tokenizer))
 
 
 def _sft_rows(built: Built, thoughtless: bool = False) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
@@ -270,6 +462,7 @@ def _sft_rows(built: Built, thoughtless: bool = False) -> tuple[list[dict[str, A
                 "prompt": step_messages(step),
                 "completion": [{"role": "assistant", "content": answer}],
                 "images": list(step.images),
+                "after_error": step.after_error,
             }
         )
         earlier = [{"from": "human" if role == "user" else "gpt", "value": text} for role, text in step.context]
@@ -279,6 +472,17 @@ def _sft_rows(built: Built, thoughtless: bool = False) -> tuple[list[dict[str, A
                 "image": list(step.images),
                 "conversations": [*earlier, {"from": "human", "value": step.prompt}, {"from": "gpt", "value": answer}],
             }
+        )
+    return rows, paper
+
+
+def _episode_rows(built: Built) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    rows, paper = [], []
+    for k, chat in built.chats:
+        rows.append({"id": chat.id, "variant": k, "messages": chat.messages, "answer_loss": chat.answer_loss})
+        speaker = {"system": "system", "user": "human", "assistant": "gpt"}
+        paper.append(
+            {"id": chat.id, "conversations": [{"from": speaker[m["role"]], "value": m["content"]} for m in chat.messages]}
         )
     return rows, paper
 
@@ -360,7 +564,10 @@ def build(
     tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.tmp-", dir=target.parent))
     try:
         publish(tmp)
-        rows, paper = _sft_rows(built, options.thoughtless) if kind == "sft" else _dpo_rows(built)
+        if options.episodes:
+            rows, paper = _episode_rows(built)
+        else:
+            rows, paper = _sft_rows(built, options.thoughtless) if kind == "sft" else _dpo_rows(built)
         write_dataset(rows, tmp / DATA_FILE)
         with open(tmp / f"{kind}.json", "w", encoding="utf-8") as fh:
             json.dump(paper, fh, ensure_ascii=False, indent=1)

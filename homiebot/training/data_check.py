@@ -120,6 +120,28 @@ def sample_mix(samples: Iterable[Sample], replans_after: Mapping[str, str] | Non
     return {"actions": dict(actions.most_common()), "replans_after": dict(sorted(codes.items()))}
 
 
+@dataclass(frozen=True)
+class Overlap:
+    """How many samples' prompts another data set (a training set) also holds, and how many of those it answers
+    with another decision (:func:`overlap`)."""
+
+    samples: int
+    seen: int
+    seen_with_other_decision: int
+
+
+def overlap(samples: Sequence[Sample], reference: Iterable[Sample]) -> Overlap:
+    """Compare a held-out set with the set a model trained on: a held-out sample whose prompt the training set
+    holds verbatim scores what was memorised, not what generalises (the first rounds of two seeds of one task are
+    often the same prompt)."""
+    decisions: dict[tuple[tuple[str, str], ...], set[str]] = defaultdict(set)
+    for sample in reference:
+        decisions[sample.messages].add(sample.decision)
+    seen = [s for s in samples if s.messages in decisions]
+    other = sum(1 for s in seen if decisions[s.messages] != {s.decision})
+    return Overlap(len(samples), len(seen), other)
+
+
 class ChatTokenizer(Protocol):
     def apply_chat_template(self, conversation: Any, **kwargs: Any) -> Any: ...
 

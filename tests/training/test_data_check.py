@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import re
+from dataclasses import replace
 
 import pytest
 from typer.testing import CliRunner
@@ -201,3 +202,20 @@ def test_collect_refuses_an_unknown_noise_preset_before_writing(tmp_path):
                                               "--seed-offset", "10", "--noise", "loud"])
     assert result.exit_code == 2 and "error:" in result.output and "--noise" in result.output, result.output
     assert not out.exists()
+
+
+def test_a_validation_build_can_leave_out_the_prompts_a_training_set_holds(perturbed, tmp_path):
+    from homiebot.training.build import build
+
+    options = BuildOptions(rewrites=0, system_prompt=False, text_observation=True, images=False)
+    first = perturbed / "episodes" / TASK / "run0"
+    trained = build([first], tmp_path / "trained", "sft", options)
+    everything, _ = collect([perturbed], "sft", options)
+    held_out, _ = collect([perturbed], "sft", replace(options, exclude_seen=str(tmp_path / "trained")))
+    assert held_out.stats.seen_excluded >= trained.samples  # run0's own samples, and any equal prompt elsewhere
+    assert len(held_out.sft) == len(everything.sft) - held_out.stats.seen_excluded
+    assert not {s.id for _, s in held_out.sft} & {f"{TASK}_run0_v0_subtask{n}" for n in range(1, 30)}
+    result = CliRunner().invoke(build_app(), ["data", "check", "--from", str(tmp_path / "trained"), "--no-tokens",
+                                              "--against", str(tmp_path / "trained")])
+    assert result.exit_code == 0, result.output
+    assert f"{trained.samples} of {trained.samples} samples; with another decision there: 0" in result.output
