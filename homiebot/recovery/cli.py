@@ -85,6 +85,14 @@ def recovery_from_parameters(
     return recovery_planner(planner, options, recovery or None, stages or None, SEARCH_PARAMETER[search])
 
 
+def recovery_config_from_parameters(base: PlannerConfig, recovery: str, stages: str, search: str) -> PlannerConfig:
+    """:func:`recovery_config` from the planner node's parameters (strings; "" = not given). Raises ``ValueError``
+    with one line for a bad value."""
+    if search not in SEARCH_PARAMETER:
+        raise ValueError(f"recovery_search must be on, off or empty, got {search!r}")
+    return recovery_config(base, recovery or None, stages or None, SEARCH_PARAMETER[search])
+
+
 def write_recovery_summary(eval_dir: Path, report_dir: Path | None = None) -> dict[str, Any] | None:
     """Pool an evaluation's per-episode recovery statistics (``DIR/recovery/``) into ``recovery.json`` and
     ``recovery.md`` beside its report; None when the evaluation ran without ``--recovery``."""

@@ -4,8 +4,9 @@ Per round (EMMOE appendix D): take the four views from the sim bridge (``/sim/re
 planner, publish its answer (``/homie/planner_output``), send the subtask with the current world state to
 the executor (``/homie/execute_subtask`` action, with a deadline), fold the feedback and the state after the
 subtask back in and publish ``/homie/episode_status``. The loop itself is
-:class:`homiebot.ros.episode.GraphEpisode` (the core loop's order of calls); the planners are the core's
-(:func:`homiebot.planner.registry.make_planner`).
+:class:`homiebot.ros.episode.GraphEpisode` (the core loop's order of calls); the planner is the core's, built from
+its run configuration (:func:`homiebot.planner.registry.build_planner`; a pair's by
+:func:`homiebot.multiagent.pair.make_pair_planners`).
 
 Two agents (PARTNR's robot and human; docs/collaboration.md, docs/ros.md): ``role`` is the agent this node's
 ``planner`` drives, ``robot`` (its services and actions ``/sim/...``, ``/homie/execute_subtask``; its topics
@@ -51,8 +52,8 @@ from homiebot.data.record import EpisodeRecorder
 from homiebot.eval.manifest import EXPERT_PLANNER, task_expert
 from homiebot.eval.partnr.recording import StatesFileRecorder
 from homiebot.files import atomic_write_json
-from homiebot.planner.registry import make_planner
-from homiebot.recovery.cli import recovery_from_parameters, write_episode_stats
+from homiebot.planner.registry import build_planner, configure_planner
+from homiebot.recovery.cli import recovery_config_from_parameters, write_episode_stats
 from homiebot.recovery.stats import summarize, summary_line
 from homiebot.ros import convert
 from homiebot.ros.calls import EVENTS_QOS, LATCHED_QOS, ReadinessWatch, call_action, call_service
@@ -408,9 +409,10 @@ class PlannerNode(Node):
             name = str(self.param("planner"))
             if name == EXPERT_PLANNER and task.task_id:
                 name = task_expert(task.task_id)  # a PARTNR-style task's expert, as homie run and homie eval play it
-            name, options = recovery_from_parameters(name, options, self.param("recovery"),
-                                                     self.param("recovery_stages"), self.param("recovery_search"))
-            planner = make_planner(name, **options)
+            # The planner's run configuration (homiebot.config.planners), typed and checked as homie run's.
+            setting = recovery_config_from_parameters(configure_planner(name, options), self.param("recovery"),
+                                                      self.param("recovery_stages"), self.param("recovery_search"))
+            planner = build_planner(setting)
         scene_seed = (spec.seed if spec is not None else 0) + int(task.seed)
         self.get_logger().info(f"episode {task.task_id or '(free text)'}: {task.instruction!r} in {task.scene} (seed {scene_seed})")
         recording = None
