@@ -170,18 +170,16 @@ WORLD_UPDATED_HEADING = "World now (updated):"
 def describe_world(state: WorldState, last: Subtask | None, reach: ReachRule | None = None) -> str:
     """The world as it is in ``state``, compactly (module docstring): one line per room with its furniture,
     each piece with ``(open)``/``(closed)`` when it opens and ``[on: ...]``/``[in: ...]`` for what lies on or in
-    it now (nested for an object in an object), the objects on the floor; then where the robot is and which
+    it now (``[in: ...; on: ...]`` when both; nested for an object in an object), the objects on the floor; then where the robot is and which
     names are within its reach after the subtask ``last`` (:class:`~homiebot.planner.reach.ReachRule`). The
     held object is not placed anywhere: the instruction's Inventory names it."""
     entities = state.entities
-    contents: dict[str, list[str]] = {}
-    relations: dict[str, str] = {}
+    contents: dict[str, dict[str, list[str]]] = {}  # receptacle -> relation ("on", "in") -> objects
     floor: dict[str | None, list[str]] = {}
     for name in sorted(n for n, e in entities.items() if e.kind is EntityKind.OBJECT and not e.held):
         entity = entities[name]
         if entity.parent is not None and entity.parent in entities:
-            contents.setdefault(entity.parent, []).append(name)
-            relations[entity.parent] = entity.relation or relations.get(entity.parent, "on")
+            contents.setdefault(entity.parent, {}).setdefault(entity.relation or "on", []).append(name)
         else:
             floor.setdefault(entity.room, []).append(name)
 
@@ -190,9 +188,10 @@ def describe_world(state: WorldState, last: Subtask | None, reach: ReachRule | N
         text = name
         if entity.articulated and entity.interactive and entity.is_open is not None:
             text += " (open)" if entity.is_open else " (closed)"
-        inside = contents.get(name)
-        if inside:
-            text += f" [{relations[name]}: " + ", ".join(label(n) for n in inside) + "]"
+        held_here = contents.get(name)
+        if held_here:
+            groups = (f"{relation}: " + ", ".join(label(n) for n in names) for relation, names in sorted(held_here.items()))
+            text += " [" + "; ".join(groups) + "]"
         return text
 
     rooms = [n for n, e in entities.items() if e.kind is EntityKind.ROOM]
