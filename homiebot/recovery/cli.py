@@ -1,11 +1,11 @@
 """What ``--recovery`` and ``--recovery-stages`` do on ``homie run``, ``homie eval`` and ``homie up``: wrap the
 chosen planner.
 
-``--recovery cmfr|cot|none`` turns ``--planner NAME -p k=v ...`` into the registered ``recovery`` planner with
-``base=NAME`` and ``base_options={k: v, ...}`` (so an evaluation's ``eval.json`` pins the whole setting);
-without ``--recovery`` the planner runs alone. ``--recovery-stages 1,2,3,4`` picks CMFR's stages and
+``--recovery cmfr|cot|none`` turns ``--planner NAME -p k=v ...`` into the registered ``recovery`` planner whose
+configuration holds the base planner's (:func:`recovery_config`; an evaluation's ``eval.json`` pins the whole
+setting); without ``--recovery`` the planner runs alone. ``--recovery-stages 1,2,3,4`` picks CMFR's stages and
 ``--recovery-search/--no-recovery-search`` its object search. ``homie up`` hands the three to the planner node
-as parameters, which builds the same wrapper with :func:`recovery_from_parameters`.
+as parameters, which builds the same wrapper with :func:`recovery_config_from_parameters`.
 """
 
 from __future__ import annotations
@@ -73,16 +73,6 @@ def recovery_config(
 
 #: The planner node's ``recovery_search`` parameter: "" leaves the wrapper's default (on).
 SEARCH_PARAMETER: dict[str, bool | None] = {"": None, "on": True, "off": False}
-
-
-def recovery_from_parameters(
-    planner: str, options: dict[str, Any], recovery: str, stages: str, search: str
-) -> tuple[str, dict[str, Any]]:
-    """The planner node's parameters (strings; "" = not given) to :func:`recovery_planner`'s arguments.
-    Raises ``ValueError`` with one line for a bad value."""
-    if search not in SEARCH_PARAMETER:
-        raise ValueError(f"recovery_search must be on, off or empty, got {search!r}")
-    return recovery_planner(planner, options, recovery or None, stages or None, SEARCH_PARAMETER[search])
 
 
 def recovery_config_from_parameters(base: PlannerConfig, recovery: str, stages: str, search: str) -> PlannerConfig:
