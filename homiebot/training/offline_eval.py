@@ -4,7 +4,8 @@ Two figures on data sets from ``homie data build`` (build them with ``--split te
 tasks, which training never reads):
 
 * **answer NLL**: the mean negative log-likelihood per answer token of the SFT samples' answers given their
-  prompts (what SFT minimises; lower is better);
+  prompts (what SFT minimises; lower is better), and the **next-subtask accuracy** of the model's greedy answers
+  (below);
 * **pair accuracy**: the share of DPO pairs whose chosen side the model finds more likely than the rejected
   one given the prompt (sum of token log-probabilities, DPO's implicit ranking; 0.5 is a coin), per kind.
 
@@ -29,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from homiebot.planner.prompt import split_subtask
-from homiebot.training.sequences import TokenizedChat
+from homiebot.training.sequences import TokenizedChat, tokenize_rows
 from homiebot.training.trainer import TrainingError, load_rows
 from homiebot.types import Subtask
 
@@ -42,11 +43,17 @@ class OfflineScores:
     pair_accuracy: float = math.nan
     pair_accuracy_by_kind: dict[str, float] = field(default_factory=dict)
     seconds: float = 0.0
+    # The SFT set's learned answers (one per single-turn sample, several per episode sample) and how many of them
+    # the model's greedy answer gets right (next_subtask_accuracy).
+    answers: int = 0
+    subtask_accuracy: float = math.nan
+    action_accuracy: float = math.nan
 
     def lines(self) -> list[str]:
         kinds = ", ".join(f"{k} {v:.3f}" for k, v in sorted(self.pair_accuracy_by_kind.items()))
         return [
-            f"answer NLL per token: {self.answer_nll:.4f} on {self.samples} SFT samples",
+            f"answer NLL per token: {self.answer_nll:.4f} on {self.samples} SFT samples ({self.answers} answers)",
+            f"next subtask (action and target exact): {self.subtask_accuracy:.3f}, action: {self.action_accuracy:.3f}",
             f"pair accuracy: {self.pair_accuracy:.3f} on {self.pairs} DPO pairs ({kinds})",
             f"{self.seconds:.0f} s",
         ]
@@ -102,11 +109,10 @@ def evaluate_offline(
         rows = load_rows(Path(sft_data), "sft")
         # A fixed shuffle: the files are ordered by episode and, for DPO, by kind; a prefix would not be a sample.
         rows = rows.shuffle(seed=0).select(range(min(limit, len(rows)))) if limit else rows
-        total, tokens = 0.0, 0
-        for row in rows:
-            logp, count = _completion_logp(network, tokenizer, row["prompt"], row["completion"])
-            total, tokens = total - logp, tokens + count
-        scores.samples, scores.answer_nll = len(rows), total / max(tokens, 1)
+        # Either form (single-turn or episode samples): the answers' NLL and the greedy answers, in one pass each.
+        result = next_subtask_accuracy(network, tokenizer, tokenize_rows(rows, tokenizer))
+        scores.samples, scores.answer_nll, scores.answers = len(rows), result.answer_nll, result.answers
+        scores.subtask_accuracy, scores.action_accuracy = result.subtask_accuracy, result.action_accuracy
     if dpo_data is not None:
         from datasets import load_dataset
 

@@ -21,9 +21,16 @@ paper's 3 % is 2 of its ~52 SFT steps and 17 of its ~562 DPO steps (global batch
 16 over 8,984 pairs); 3 % of a 3-40-step CPU run is one step, its whole warm-up, spent at lr 0 (a 3-step DPO run
 changed the weights twice, docs/results/training.md).
 
-Runs are resumable: checkpoints go to ``OUT/checkpoints`` every ``save_steps``; ``resume=True`` continues
-from the newest. The adapter (``adapter_config.json`` + weights + tokenizer) is saved in ``OUT``, with
-``OUT/training.json`` (preset, data, steps, losses, wall time).
+* ``cpu``: SFT to convergence on 2 CPU cores (multi-epoch; ``benchmarks/bench_train.py`` measured each choice,
+  BENCHMARKS.md): the LM head on the answers only (:func:`_answer_loss_trainer`), bf16 autocast, LoRA r 16,
+  episode samples one per process and micro-step, two processes with DDP over gloo (:func:`_launch`).
+
+Runs are resumable: checkpoints go to ``OUT/checkpoints`` every ``save_steps`` (the newest kept: adapter,
+optimizer, scheduler, RNG states, trainer state with the data position); ``resume=True`` continues from it.
+A run goes in pieces (:class:`~homiebot.training.progress.StopRule`: after N steps, H hours, or a signal, a
+checkpoint and a clean stop). The adapter (``adapter_config.json`` + weights + tokenizer) is saved in ``OUT``,
+with ``OUT/training.json`` (preset, data, steps, losses, wall time, finished or not), ``OUT/metrics.jsonl`` and
+the curves (:mod:`homiebot.training.progress`); with a validation set, offline next-subtask accuracy per epoch.
 
 A bundled GGUF model cannot be trained (its weights are quantised): :func:`materialize_base` writes it out as
 a trainable float folder first (``homie train base --model smollm2 --out DIR``; the GGUF loader's
@@ -177,7 +184,8 @@ PRESETS: dict[tuple[str, str], Preset] = {
         gradient_accumulation=4,
         epochs=3.0,
         warmup_steps=5,
-        max_length=4096,
+        # SmolLM2's context: an episode whose world description is repeated when it changes reaches 5,500 tokens.
+        max_length=8192,
         threads=1,
         save_steps=20,
         answer_only_logits=True,

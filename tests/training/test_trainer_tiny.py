@@ -254,6 +254,7 @@ def test_offline_scores_on_held_out_data(setup):
     scores = evaluate_offline(root / "model", sft_data=root / "sft", dpo_data=root / "dpo", limit=6)
     assert scores.samples == 6 and scores.pairs == 6
     assert math.isfinite(scores.answer_nll) and scores.answer_nll > 0
+    assert scores.answers == 6 and 0.0 <= scores.subtask_accuracy <= scores.action_accuracy <= 1.0
     assert 0.0 <= scores.pair_accuracy <= 1.0 and set(scores.pair_accuracy_by_kind) <= {
         "replan",
         "model_change",
