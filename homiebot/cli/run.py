@@ -73,6 +73,35 @@ def _round_table(trajectory: Any) -> Any:
     return table
 
 
+def _config_file(path: Path) -> dict[str, Any]:
+    """The run configuration ``--config`` names (:func:`homiebot.config.run.run_config_json`); an evaluation's
+    eval.json written before it kept its ``run`` gives the one its settings describe."""
+    import json
+
+    from homiebot.config.planners import ConfigError
+    from homiebot.config.run import run_config_json
+
+    try:
+        return dict(run_config_json(path))
+    except ConfigError as err:
+        refusal = err
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        raise refusal from None
+    if not isinstance(data, dict) or not isinstance(data.get("settings"), dict):
+        raise refusal
+    from pydantic import ValidationError
+
+    from homiebot.config.planners import validation_message
+    from homiebot.eval.manifest import EvalSettings
+
+    try:
+        return EvalSettings.model_validate(data["settings"]).run_config().dump()
+    except ValidationError as err:
+        raise ConfigError(f"{path}: its settings do not validate ({validation_message(err)})") from None
+
+
 def states_judge(recorder: EpisodeRecorder, task: TaskSpec | None, simulator: Simulator) -> EpisodeObserver:
     """The observer that keeps an episode record's states and gives its verdict, clocked by the simulator's nominal
     time where it keeps one (:class:`homiebot.eval.partnr.recording.StatesFileRecorder`)."""
@@ -170,14 +199,14 @@ def register(app: typer.Typer) -> None:
         from homiebot.agent.build import EpisodeBuildError, build_episode, check_episode
         from homiebot.agent.loop import EpisodeSetupError
         from homiebot.config.planners import ConfigError
-        from homiebot.config.run import run_config, run_config_json
+        from homiebot.config.run import run_config
         from homiebot.planner.registry import PlannerError, check_planner_config, parse_planner_options
         from homiebot.recovery.cli import write_episode_stats
 
         # Everything is checked before anything is written: a refused start leaves no record behind; the whole
         # configuration is validated once (homiebot.config.run), the command line's options winning over --config's.
         try:
-            held: dict[str, Any] = dict(run_config_json(config_file)) if config_file is not None else {}
+            held: dict[str, Any] = _config_file(config_file) if config_file is not None else {}
         except ConfigError as err:
             raise _fail(f"--config: {err}") from None
         if task_id is not None and instruction is not None:

@@ -74,6 +74,18 @@ def test_the_command_line_wins_over_the_file(homie, evaluation: Path, tmp_path: 
     assert other["run"]["planner"] == {"name": "partnr_expert"}  # another planner: its own options, not the file's
 
 
+def test_an_eval_json_from_before_runs_were_kept_gives_its_settings(homie, evaluation: Path, tmp_path: Path) -> None:
+    manifest = json.loads(evaluation.read_text())
+    manifest["settings"] = {"suite": "emmoe100", "planner": "expert", "planner_options": {"interact_range_m": 1.2},
+                            "noise": "emmoe", "max_rounds": 12}  # the name-and-options form, no run
+    del manifest["run"]
+    old = tmp_path / "old-eval.json"
+    old.write_text(json.dumps(manifest))
+    from_old = homie("run", "--config", str(old), "--task", TASK, "--seed", "1", "--out", str(tmp_path / "o"))
+    from_new = homie("run", "--config", str(evaluation), "--task", TASK, "--seed", "1", "--out", str(tmp_path / "n"))
+    assert from_old["run"] == from_new["run"] and _episode(from_old) == _episode(from_new)
+
+
 def test_a_record_repeats_itself(homie, tmp_path: Path) -> None:
     first = homie("run", "--task", TASK, "--seed", "2", "--noise", "emmoe", "--out", str(tmp_path / "first"))
     again = homie("run", "--config", str(tmp_path / "first" / "summary.json"), "--out", str(tmp_path / "again"))
@@ -84,7 +96,8 @@ def test_a_record_repeats_itself(homie, tmp_path: Path) -> None:
 @pytest.mark.parametrize(("content", "message"), [
     (None, "no such file"),
     ("{", "invalid JSON"),
-    ('{"settings": {}}', "holds no run configuration"),
+    ('{"tasks": {}}', "holds no run configuration"),
+    ('{"settings": {"planner": "nope"}}', "its settings do not validate"),
     ('{"run": {"task": "emmoe-084", "planner": {"name": "expert", "reach": 1}}}', "does not take option(s) reach"),
     ('{"run": {"task": "emmoe-084", "planner": {"name": "expert"}, "simulator": {"backnd": "x"}}}',
      "simulator.backnd: unknown option"),
