@@ -1,0 +1,248 @@
+"""SFT in pieces on a tiny model: a run stopped after k steps and resumed equals the uninterrupted run (losses and
+weights), the answer-only LM head gives trl's loss, validation writes metrics.jsonl and the curves, two DDP
+processes train, and the offline next-subtask accuracy counts what a scripted model answers."""
+
+from __future__ import annotations
+
+import json
+import math
+from types import SimpleNamespace
+
+import pytest
+
+pytest.importorskip("trl")
+pytest.importorskip("peft")
+
+from homiebot.training.build import DATA_FILE, BuildOptions, build  # noqa: E402
+from homiebot.training.collect import collect_episodes  # noqa: E402
+from homiebot.training.progress import METRICS_FILE, StopRule, append_metrics, read_metrics  # noqa: E402
+from homiebot.training.tiny import write_tiny_chat_model  # noqa: E402
+from homiebot.training.trainer import CHECKPOINTS, TrainingError, preset_for, train  # noqa: E402
+
+pytestmark = pytest.mark.models
+
+
+@pytest.fixture(scope="module")
+def setup(tmp_path_factory):
+    """Episode and single-turn SFT sets from perturbed-expert episodes of two tasks, and a tiny model."""
+    import pyarrow.parquet as pq
+
+    root = tmp_path_factory.mktemp("pieces")
+    collect_episodes(root / "rec", planner="perturbed-expert", task_ids=["emmoe-001", "emmoe-002"], runs=2,
+                     seed_offset=17)
+    common = {"split": "all", "rewrites": 0, "system_prompt": False, "images": False}
+    build([root / "rec"], root / "episodes", "sft", BuildOptions(**common, episodes=True))
+    build([root / "rec"], root / "rounds", "sft", BuildOptions(**common, text_observation=True))
+    rows = pq.read_table(root / "episodes" / DATA_FILE).to_pylist()
+    write_tiny_chat_model(root / "model", [m["content"] for r in rows for m in r["messages"]], vocab_size=500)
+    return root
+
+
+def _preset(**changes):
+    """The cpu preset in one process and fp32 (bit-stable across runs), a high rate so that steps move weights."""
+    settings = {"processes": 1, "cpu_bf16": False, "learning_rate": 1e-2, "warmup_steps": 0, "save_steps": 1000,
+                "gradient_accumulation": 1, "epochs": 2.0}
+    settings.update(changes)
+    return preset_for("sft", "cpu", **settings)
+
+
+def _adapter(folder):
+    from safetensors.torch import load_file
+
+    return load_file(str(folder / "adapter_model.safetensors"))
+
+
+def test_a_run_stopped_and_resumed_equals_the_uninterrupted_run(setup, tmp_path):
+    root = setup
+    whole = train("sft", root / "episodes", root / "model", tmp_path / "whole", _preset(), progress=False)
+    assert whole.finished and whole.steps == 8  # 4 episodes, 2 epochs, one episode per step
+    first = train("sft", root / "episodes", root / "model", tmp_path / "pieces", _preset(), progress=False,
+                  stop=StopRule(stop_after_steps=3))
+    assert not first.finished and first.steps == 3
+    assert any("--resume" in line for line in first.lines())
+    checkpoints = sorted(p.name for p in (tmp_path / "pieces" / CHECKPOINTS).glob("checkpoint-*"))
+    assert checkpoints == ["checkpoint-3"]
+    saved = {p.name for p in (tmp_path / "pieces" / CHECKPOINTS / "checkpoint-3").iterdir()}
+    assert {"adapter_model.safetensors", "optimizer.pt", "scheduler.pt", "rng_state.pth"} <= saved
+    # A line that the cut-off piece wrote after its checkpoint is dropped when the run resumes.
+    append_metrics(tmp_path / "pieces" / METRICS_FILE, {"kind": "train", "step": 4, "loss": 99.0})
+    rest = train("sft", root / "episodes", root / "model", tmp_path / "pieces", _preset(), progress=False, resume=True)
+    assert rest.finished and rest.steps == 8
+    assert rest.losses == pytest.approx(whole.losses, rel=1e-5, abs=1e-6)
+    assert rest.step_learning_rates == pytest.approx(whole.step_learning_rates[3:], rel=1e-6)
+    a, b = _adapter(tmp_path / "whole"), _adapter(tmp_path / "pieces")
+    assert a.keys() == b.keys()
+    for name in a:
+        assert b[name].allclose(a[name], rtol=1e-5, atol=1e-6), name
+    steps = [m["step"] for m in read_metrics(tmp_path / "pieces" / METRICS_FILE) if m["kind"] == "train"]
+    assert steps == list(range(1, 9))
+
+
+def test_the_answer_only_head_gives_trls_loss(setup, tmp_path):
+    root = setup
+    preset = preset_for("sft", "cpu-small", learning_rate=1e-2, save_steps=1000, batch_size=2)
+    theirs = train("sft", root / "rounds", root / "model", tmp_path / "trl", preset, max_steps=3, progress=False)
+    ours = train("sft", root / "rounds", root / "model", tmp_path / "ours",
+                 preset_for("sft", "cpu-small", learning_rate=1e-2, save_steps=1000, batch_size=2,
+                            answer_only_logits=True),
+                 max_steps=3, progress=False)
+    assert ours.losses == pytest.approx(theirs.losses, rel=1e-4)
+    a, b = _adapter(tmp_path / "trl"), _adapter(tmp_path / "ours")
+    for name in a:
+        assert b[name].allclose(a[name], rtol=1e-3, atol=1e-5), name
+
+
+def test_validation_writes_metrics_and_curves(setup, tmp_path):
+    root = setup
+    result = train("sft", root / "episodes", root / "model", tmp_path / "run", _preset(eval_steps=3, val_limit=10),
+                   progress=False, val_data=root / "rounds")
+    assert result.finished
+    metrics = read_metrics(tmp_path / "run" / METRICS_FILE)
+    val = [m for m in metrics if m["kind"] == "val"]
+    assert [m["step"] for m in val] == [0, 3, 6, 8]  # before training, every 3 steps, at the end
+    for m in val:
+        assert 0.0 <= m["subtask_accuracy"] <= m["action_accuracy"] <= 1.0
+        assert m["answers"] >= 10 and math.isfinite(m["answer_nll"])
+    assert val[-1]["answer_nll"] < val[0]["answer_nll"]  # it learns the answers
+    for picture in ("loss.png", "accuracy.png"):
+        assert (tmp_path / "run" / picture).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    record = json.loads((tmp_path / "run" / "training.json").read_text())
+    assert record["finished"] is True and record["val_data"] == str(root / "rounds")
+
+
+@pytest.mark.slow
+def test_two_ddp_processes_train_and_resume(setup, tmp_path):
+    root = setup
+    preset = _preset(processes=2, gradient_accumulation=2)
+    first = train("sft", root / "episodes", root / "model", tmp_path / "ddp", preset, progress=False,
+                  stop=StopRule(stop_after_steps=1))
+    assert first.steps == 1 and not first.finished
+    rest = train("sft", root / "episodes", root / "model", tmp_path / "ddp", preset, progress=False, resume=True)
+    # 4 episodes, a global batch of 2 (one per process), 2 epochs: 4 optimizer steps.
+    assert rest.finished and rest.steps == 4 and all(math.isfinite(x) for x in rest.losses)
+    assert (tmp_path / "ddp" / "adapter_model.safetensors").is_file()
+
+
+def test_bad_settings_are_refused_before_training(setup, tmp_path):
+    root = setup
+    with pytest.raises(TrainingError, match="--stop-after-steps"):
+        train("sft", root / "episodes", root / "model", tmp_path / "a", _preset(), stop=StopRule(stop_after_steps=0))
+    with pytest.raises(TrainingError, match="--hours"):
+        train("sft", root / "episodes", root / "model", tmp_path / "b", _preset(), stop=StopRule(hours=-1))
+    with pytest.raises(TrainingError, match="SFT only"):
+        train("dpo", root / "episodes", root / "model", tmp_path / "c", preset_for("dpo", "cpu-small"),
+              val_data=root / "rounds")
+    with pytest.raises(TrainingError, match="no data set"):
+        train("sft", root / "episodes", root / "model", tmp_path / "d", _preset(), val_data=tmp_path / "nothing")
+    assert not any((tmp_path / n).exists() for n in "abcd")
+
+
+def test_homie_train_sft_refuses_bad_piece_options(setup, tmp_path):
+    from typer.testing import CliRunner
+
+    from homiebot.cli import build_app
+
+    root = setup
+    base = ["train", "sft", "--data", str(root / "episodes"), "--model", str(root / "model"), "--preset", "cpu"]
+    for extra, message in (
+        (["--hours", "0"], "--hours must be more than 0"),
+        (["--epochs", "-1"], "--epochs must be more than 0"),
+        (["--val", str(tmp_path / "missing")], "no data set"),
+    ):
+        out = tmp_path / "out"
+        result = CliRunner().invoke(build_app(), [*base, "--out", str(out), *extra])
+        assert result.exit_code == 2, result.output
+        assert message in result.output
+        assert not out.exists() or not any(out.iterdir())
+
+
+class FakeScriptedLM:
+    """A causal LM that always predicts the next token of ``script`` at the position it is asked about (position
+    from its key/value cache, whose length it grows and which the caller crops): greedy decoding therefore writes
+    ``script``'s answer at every answer position, whatever the chat holds there."""
+
+    def __init__(self, script: list[int], vocab: int) -> None:
+        self.script, self.vocab, self.training = script, vocab, False
+
+    def eval(self) -> None:
+        self.training = False
+
+    def train(self, mode: bool = True) -> None:
+        self.training = mode
+
+    def __call__(self, input_ids, use_cache=True, logits_to_keep=0, **kwargs):
+        import torch
+
+        cache = kwargs.get("cache", kwargs.get("past_key_values"))
+        start = cache.get_seq_length()
+        count = input_ids.shape[1]
+        states = input_ids.float()[:, None, :, None]
+        cache.update(states, states, 0)
+        logits = torch.full((1, count, self.vocab), -20.0)
+        for i in range(count):
+            position = start + i + 1
+            logits[0, i, self.script[position] if position < len(self.script) else 0] = 20.0
+        if isinstance(logits_to_keep, torch.Tensor):
+            logits = logits[:, logits_to_keep]
+        return SimpleNamespace(logits=logits)
+
+
+def test_next_subtask_accuracy_scores_the_answers_a_scripted_model_gives(setup):
+    from transformers import AutoTokenizer
+
+    from homiebot.training.offline_eval import next_subtask_accuracy
+    from homiebot.training.sequences import tokenize_chat
+
+    tokenizer = AutoTokenizer.from_pretrained(str(setup / "model"))
+    messages = [
+        {"role": "user", "content": "Task: put the apple in the fridge"},
+        {"role": "assistant", "content": "Analysis: first the fridge\nSubtask: [Go to, fridge]\nModel: NoMaD"},
+        {"role": "user", "content": "Feedback: None"},
+        {"role": "assistant", "content": "Analysis: now open it\nSubtask: [Open, fridge]\nModel: octo"},
+        {"role": "user", "content": "Feedback: None"},
+        {"role": "assistant", "content": "Analysis: done\nSubtask: [End]\nModel: None"},
+    ]
+    chat = tokenize_chat(tokenizer, messages, [True, True, True])
+    # The script: the chat itself with the token that spells the second answer's action replaced by another word.
+    start, end = chat.answers[1]
+    subtask_at = next(i for i in range(start, end) if "Open" in tokenizer.decode(chat.input_ids[start : i + 1]))
+    other = next(t for t in range(len(tokenizer)) if tokenizer.decode([t]).strip().isalpha()
+                 and tokenizer.decode([t]).strip() not in tokenizer.decode(chat.input_ids[subtask_at]))
+    script = list(chat.input_ids)
+    script[subtask_at] = other
+    assert "Open" not in tokenizer.decode(script[start:end])
+    model = FakeScriptedLM(script, len(tokenizer))
+    result = next_subtask_accuracy(model, tokenizer, [chat])
+    assert (result.answers, result.subtask_right, result.action_right, result.unparsed) == (3, 2, 2, 0)
+    # Teacher-forced NLL: the script disagrees with the chat on the changed tokens only.
+    assert result.nll_tokens == chat.answer_tokens
+    assert result.answer_nll == pytest.approx(40.0 / chat.answer_tokens, rel=1e-3)
+    assert model.training is False
+
+
+@pytest.mark.slow
+def test_sigterm_ends_a_piece_with_a_checkpoint(setup, tmp_path):
+    """`kill` during homie train sft: the step finishes, a checkpoint is saved, the command says how to resume."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    out = tmp_path / "run"
+    command = [
+        sys.executable, "-c", "from homiebot.cli import main; main()", "train", "sft", "--preset", "cpu",
+        "--processes", "1", "--data", str(setup / "episodes"), "--model", str(setup / "model"), "--out", str(out),
+        "--epochs", "50", "--lr", "1e-3",
+    ]
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    deadline = time.monotonic() + 300
+    while not any(m["kind"] == "train" for m in read_metrics(out / METRICS_FILE)):
+        assert process.poll() is None and time.monotonic() < deadline, process.communicate()[0]
+        time.sleep(0.5)
+    process.send_signal(signal.SIGTERM)
+    output, _ = process.communicate(timeout=300)
+    assert process.returncode == 0, output
+    assert "continue with --resume" in output
+    record = json.loads((out / "training.json").read_text())
+    assert record["finished"] is False and 1 <= record["steps"] < record["max_steps"] == 50
+    assert (out / CHECKPOINTS / f"checkpoint-{record['steps']}" / "optimizer.pt").is_file()
