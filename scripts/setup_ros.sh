@@ -9,9 +9,10 @@
 #     venv and repairs the wheels' CMake export files, which name the wheel build machine's Python include
 #     folders (docs/ros.md), so that colcon can build a custom interface package against them.
 #
-# Where the ROS 2 in use has no tf2_msgs (the wheels: it is not on PyPI), the workspace also gets
-# ros2_ws/compat/tf2_msgs, an interface package with Jazzy's tf2_msgs definitions (same type hashes), so that
-# the sim bridge can publish /tf and /tf_static. A ROS 2 that has tf2_msgs keeps its own: it is never shadowed.
+# Where the ROS 2 in use lacks one of tf2_msgs, nav2_msgs, control_msgs (the wheels: none is on PyPI), the
+# workspace also gets its stand-in from ros2_ws/compat/: an interface package with Jazzy's definitions of the
+# types the graph uses (same type hashes), so that the bridge can publish /tf and the skill layer can talk to
+# Nav2 and ros2_control servers (docs/robots.md). A ROS 2 that has the package keeps its own: never shadowed.
 #
 # Then `source scripts/ros_env.sh` makes `import rclpy, homie_msgs` work in the venv's python.
 # Idempotent: when neither the pins nor the workspace sources changed, a second run only checks (~1 s).
@@ -134,34 +135,39 @@ EOF
 fi
 
 # ---------------------------------------------------------------------------------------------------------
-# 2. Which packages: ours, plus the tf2_msgs stand-in where the ROS 2 underneath has no tf2_msgs. The check
-#    leaves this workspace's own install/ out of PYTHONPATH (a shell that sourced ros_env.sh has it there), so
-#    it asks the ROS install alone, never the stand-in built by an earlier run.
+# 2. Which packages: ours, plus a stand-in for each standard interface package the ROS 2 underneath lacks.
+#    The check leaves this workspace's own install/ out of PYTHONPATH (a shell that sourced ros_env.sh has it
+#    there), so it asks the ROS install alone, never a stand-in built by an earlier run.
 BASE_PATHS=(msgs ros2_ws/src launch)
 BASE_PYTHONPATH="$("$PY" -c '
 import os, sys
 root = os.path.join(sys.argv[1], "install")
 print(os.pathsep.join(p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep)
                       if p and not os.path.abspath(p).startswith(root + os.sep)))' "$ROOT")"
-if PYTHONPATH="$BASE_PYTHONPATH" "$PY" -c "import tf2_msgs.msg" 2>/dev/null; then
-  COMPAT_TF2=0
-else
-  COMPAT_TF2=1
-  BASE_PATHS+=(ros2_ws/compat/tf2_msgs)
-fi
-if [ "$COMPAT_TF2" = 0 ] && [ -d install/tf2_msgs ]; then
-  # Left by an earlier build against a ROS 2 without tf2_msgs: it would shadow the real one.
-  log "the ROS 2 in use has tf2_msgs: removing the stand-in from install/"
-  rm -rf install/tf2_msgs build/tf2_msgs
-  rm -f install/.homie-build.stamp
-fi
+# package:module that the ROS install must import for its own package to be used.
+STAND_INS=(tf2_msgs:tf2_msgs.msg nav2_msgs:nav2_msgs.action control_msgs:control_msgs.action)
+COMPAT=()
+for stand_in in "${STAND_INS[@]}"; do
+  package="${stand_in%%:*}"
+  if PYTHONPATH="$BASE_PYTHONPATH" "$PY" -c "import ${stand_in#*:}" 2>/dev/null; then
+    if [ -d "install/$package" ]; then
+      # Left by an earlier build against a ROS 2 without it: it would shadow the real one.
+      log "the ROS 2 in use has $package: removing the stand-in from install/"
+      rm -rf "install/$package" "build/$package"
+      rm -f install/.homie-build.stamp
+    fi
+  else
+    COMPAT+=("$package")
+    BASE_PATHS+=("ros2_ws/compat/$package")
+  fi
+done
 
 # ---------------------------------------------------------------------------------------------------------
 # 3. Build the workspace when its sources (or the ROS underneath) changed.
 BUILD_STAMP="install/.homie-build.stamp"
 SOURCE_HASH="$(
   {
-    echo "$MODE" "$PY" "compat_tf2=$COMPAT_TF2"
+    echo "$MODE" "$PY" "compat=${COMPAT[*]}"
     find "${BASE_PATHS[@]}" -type f \
       ! -path '*/__pycache__/*' ! -name '*.pyc' -print0 | sort -z | xargs -0 -r sha256sum
   } | sha256sum | cut -d' ' -f1
@@ -169,11 +175,7 @@ SOURCE_HASH="$(
 if [ -f "$BUILD_STAMP" ] && [ "$(cat "$BUILD_STAMP")" = "$SOURCE_HASH" ] && [ -d install/homie_msgs ]; then
   log "workspace up to date (install/)"
 else
-  if [ "$COMPAT_TF2" = 1 ]; then
-    log "building the workspace with colcon (homie_msgs, node packages, bring-up, the tf2_msgs stand-in)"
-  else
-    log "building the workspace with colcon (homie_msgs, node packages, bring-up)"
-  fi
+  log "building the workspace with colcon (homie_msgs, node packages, bring-up${COMPAT[*]:+, stand-ins: ${COMPAT[*]}})"
   COLCON="$VENV/bin/colcon"
   [ -x "$COLCON" ] || COLCON="colcon"
   mkdir -p build
@@ -201,7 +203,7 @@ fi
 # 4. Check the result the way the tests will use it.
 # shellcheck disable=SC1091
 source scripts/ros_env.sh
-if ! "$PY" -c "import rclpy, homie_msgs.msg, homie_msgs.action, homie_msgs.srv, tf2_msgs.msg" 2>build/setup_ros.check.log; then
+if ! "$PY" -c "import rclpy, homie_msgs.msg, homie_msgs.action, homie_msgs.srv, tf2_msgs.msg, nav2_msgs.action, control_msgs.action" 2>build/setup_ros.check.log; then
   cat build/setup_ros.check.log >&2
   echo "[setup_ros] the built overlay does not import; see above" >&2
   exit 1
