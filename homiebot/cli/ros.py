@@ -424,6 +424,69 @@ def register(app: typer.Typer) -> None:
         if ended_by is not None and ended_by.exit_codes and ended_by.exit_codes[-1] != 0:
             raise _fail(f"{ended_by.spec.name} stopped with exit code {ended_by.exit_codes[-1]} (log: {ended_by.log_path})", EXIT_FAILED)
 
+    @up_app.command("robot")
+    def up_robot(
+        robot: str = typer.Option(..., "--robot", help="Robot profile: a built-in name (fetch, spot) or a YAML file (docs/robots.md)."),
+        params: Path | None = typer.Option(None, "--params", help="Node parameters (default launch/config/homie.yaml)."),
+        graph_file: Path | None = typer.Option(None, "--graph", help="Node processes (default launch/config/graph_robot.yaml)."),
+        domain_id: int | None = typer.Option(None, "--domain-id", min=0, max=232, help="ROS_DOMAIN_ID of the robot's graph."),
+        localhost: bool = typer.Option(False, "--localhost/--network", help="Discovery on this machine only, or (default) on the network the robot is on."),
+        exit_when_done: bool = typer.Option(False, "--exit-when-done", help="Shut down once every interface of the profile is found."),
+        timeout: float | None = typer.Option(None, "--timeout", min=1.0, help="Give up after this many seconds (exit 3)."),
+    ) -> None:
+        """Start the graph on a real robot: no simulator; wait for the robot's interfaces the profile names, one line
+        per missing one (name and type), until Ctrl-C (or, with --exit-when-done, until all are found)."""
+        from rich.console import Console
+
+        from homiebot.config.robot import RobotProfileError, load_profile, profile_path
+        from homiebot.ros.environment import RosEnvironmentError, find_overlay, overlay_environment
+        from homiebot.ros.supervisor import DEFAULT_PARAMS, ROBOT_GRAPH, GraphConfigError, Supervisor, load_graph
+
+        console = Console(stderr=True)
+        try:
+            profile = load_profile(robot)
+        except RobotProfileError as err:
+            raise _fail(str(err)) from None
+        if profile.simulated:
+            raise _fail(f"robot profile {profile.name!r} is the simulator's robot: run `homie up sim` for it")
+        try:
+            graph = load_graph(graph_file or ROBOT_GRAPH)
+            graph.node("robot_interfaces")
+            env = overlay_environment(find_overlay())
+        except GraphConfigError as err:
+            raise _fail(str(err)) from None
+        except RosEnvironmentError as err:
+            raise _fail(str(err), EXIT_FAILED) from None
+        if domain_id is not None:
+            env["ROS_DOMAIN_ID"] = str(domain_id)
+        if localhost:
+            env["ROS_AUTOMATIC_DISCOVERY_RANGE"] = "LOCALHOST"
+        overrides = {"robot_interfaces": {"robot": str(profile_path(robot).resolve()), "exit_when_done": exit_when_done}}
+        try:
+            # No log folder: the nodes write to this terminal, so the waiting lines are where the user looks.
+            supervisor = Supervisor(graph, params or DEFAULT_PARAMS, overrides=overrides, env=env,
+                                    on_event=lambda e: console.print(f"[dim]{e.node}[/dim] {e.kind} {e.detail}"))
+        except GraphConfigError as err:
+            raise _fail(str(err)) from None
+        stop = _StopFlag()
+        stop.install()
+        console.print(f"[bold]homie up robot[/bold] {profile.name}: {len(graph.nodes)} nodes, no simulator "
+                      f"(ROS_DOMAIN_ID={env.get('ROS_DOMAIN_ID', '0')})")
+        ended_by = None
+        try:
+            supervisor.start()
+            ended_by = supervisor.run(stop, timeout_s=timeout)
+        finally:
+            codes = supervisor.stop()
+        console.print("graph stopped: " + ", ".join(f"{n}={c}" for n, c in codes.items()))
+        if stop():
+            console.print(f"[yellow]interrupted ({stop.signal_name}); the graph was shut down cleanly[/yellow]")
+            raise typer.Exit(EXIT_INTERRUPTED)
+        if ended_by is None:
+            raise _fail(f"not every interface of {profile.name!r} was found within {timeout:.0f} s", EXIT_TIMEOUT)
+        if ended_by.exit_codes and ended_by.exit_codes[-1] != 0:
+            raise _fail(f"{ended_by.spec.name} stopped with exit code {ended_by.exit_codes[-1]}", EXIT_FAILED)
+
     # ------------------------------------------------------------------------------------------ bags
 
 

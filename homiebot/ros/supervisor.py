@@ -50,6 +50,8 @@ DEFAULT_PARAMS = LAUNCH_DIR / "config" / "homie.yaml"
 #: The graph of a two-agent episode (PARTNR's robot and human): the standard graph, the sim bridge with the human,
 #: and the human's three executors remapped into /human (docs/ros.md, "Two agents").
 PAIR_GRAPH = LAUNCH_DIR / "config" / "graph_pair.yaml"
+#: The graph on a real robot: no sim bridge, the wait for the robot profile's interfaces (docs/robots.md).
+ROBOT_GRAPH = LAUNCH_DIR / "config" / "graph_robot.yaml"
 
 
 class GraphConfigError(ValueError):

@@ -20,6 +20,10 @@ Arguments (give only the ones you change; ``name:=`` with an empty value is refu
   exit_when_done  false (default: the graph stays up for the next homie_msgs/Task) or true: the planner node exits
                 after its first episode, and the graph is shut down with it; ``ros2 launch`` then exits 0 when the
                 episode ran (whatever its outcome) and non-zero when it failed or a node missed its deadline
+  robot         a robot profile: a built-in name (sim, fetch, spot) or a YAML path (docs/robots.md); default sim.
+                A profile whose robot is not the simulator starts config/graph_robot.yaml instead: no sim bridge, and
+                robot_interfaces waits for the robot's interfaces, one line per missing one; with exit_when_done the
+                graph shuts down once all are found. Reading a profile needs homiebot importable by launch's python
 
 The processes and their order come from config/graph.yaml, the parameters from config/homie.yaml: the same
 files ``homie up sim`` uses where launch is not installed (PyPI wheels), so both bring up the same graph with the
@@ -54,6 +58,7 @@ ARGUMENTS = {
     "partner_planner": ("none", "The human partner's planner; given, the two-agent graph (config/graph_pair.yaml)."),
     "mode": ("decentralized", "Control of the robot and human pair: decentralized or centralized."),
     "exit_when_done": ("false", "true: shut the graph down once the planner's first episode is over."),
+    "robot": ("sim", "Robot profile (sim, fetch, spot or a YAML path); a real robot's: no simulator, wait for its interfaces."),
 }
 #: Argument values that mean "not given" (``ros2 launch`` cannot pass an empty value).
 UNSET = ("", "none", "default")
@@ -82,6 +87,34 @@ def _installed(package: str) -> bool:
     return True
 
 
+def _real_robot(value: str) -> str:
+    """The resolved path of a real robot's profile, or "" for the simulator's robot (the default graph)."""
+    if value.lower() in UNSET or value == "sim":
+        return ""
+    from homiebot.config.robot import load_profile, profile_path  # the profile's rules are the core's
+
+    if load_profile(value).simulated:  # a bad profile raises here, before any process starts
+        return ""
+    return str(profile_path(value).resolve())
+
+
+def _robot_graph(specs: list[dict], params_file: str, profile: str, exit_when_done: bool) -> list:
+    """config/graph_robot.yaml's nodes; its required node's exit ends the launch (non-zero exit: a failure)."""
+
+    def on_exit(event, exit_context):
+        if exit_context.is_shutdown:
+            return None
+        if event.returncode != 0:
+            raise GraphFailed(f"the robot graph's node failed (exit code {event.returncode}); the graph is shut down")
+        return [EmitEvent(event=Shutdown(reason="every interface of the robot profile was found"))]
+
+    nodes = [Node(package=spec["package"], executable=spec["executable"], name=spec["name"],
+                  parameters=[params_file, spec.get("parameters", {}),
+                              {"robot": profile, "exit_when_done": exit_when_done}],
+                  output="screen", emulate_tty=True) for spec in specs]
+    return [RegisterEventHandler(OnProcessExit(on_exit=on_exit)), *nodes]
+
+
 def _graph(context, *_args, **_kwargs):
     share = get_package_share_directory("homie")
     params_file = os.path.join(share, "config", "homie.yaml")
@@ -90,13 +123,17 @@ def _graph(context, *_args, **_kwargs):
         return LaunchConfiguration(name).perform(context).strip()
 
     pair = arg("partner_planner").lower() not in UNSET
-    with open(os.path.join(share, "config", "graph_pair.yaml" if pair else "graph.yaml")) as handle:
+    robot = _real_robot(arg("robot"))
+    graph_file = "graph_robot.yaml" if robot else "graph_pair.yaml" if pair else "graph.yaml"
+    with open(os.path.join(share, "config", graph_file)) as handle:
         specs = yaml.safe_load(handle)["nodes"]
 
     missing = [spec["package"] for spec in specs if not _installed(spec["package"])]
     if missing:  # before any process starts: nothing to leave behind
         raise RuntimeError(f"package(s) not found: {', '.join(sorted(set(missing)))}; build the workspace first")
     use_sim_time = arg("use_sim_time").lower() in ("true", "1", "yes")
+    if robot:  # a real robot: only its graph's nodes, told which profile to wait for
+        return _robot_graph(specs, params_file, robot, arg("exit_when_done").lower() in ("true", "1", "yes"))
     overrides = {
         "sim_bridge": {"simulator": arg("simulator")},
         "planner_node": {

@@ -325,3 +325,28 @@ def test_launch_testing_loaded_by_hand_is_not_registered_twice(tmp_path, by_hand
     assert "already registered" not in done.stdout + done.stderr
     names = log.read_text().split()
     assert names == (["launch_testing.pytest.hooks"] if by_hand else ["homie_launch_testing"])
+
+
+def test_a_real_robot_profile_starts_the_robot_graph_without_the_bridge(monkeypatch, tmp_path) -> None:
+    """robot:=fetch: config/graph_robot.yaml's nodes only (no sim bridge), told the profile's path; its node's clean
+    exit (every interface found, exit_when_done) shuts the launch down, a failed one fails it."""
+    share = _share(tmp_path)
+    shutil.copy(REPO / "launch" / "config" / "graph_robot.yaml", share / "config" / "graph_robot.yaml")
+    launch_file = _load_launch_file(monkeypatch, share, GRAPH_PACKAGES)
+    actions = launch_file._graph(FakeContext(_arguments(launch_file, robot="fetch", exit_when_done="true")))
+    nodes = [a for a in actions if isinstance(a, FakeNode)]
+    assert [n.kwargs["name"] for n in nodes] == ["robot_interfaces"]
+    told = nodes[0].kwargs["parameters"][-1]
+    assert told["exit_when_done"] is True and Path(told["robot"]).name == "fetch.yaml" and Path(told["robot"]).is_file()
+    handler = next(a for a in actions if isinstance(a, FakeAction) and a.kind == "RegisterEventHandler").kwargs["args"][0]
+    done = handler.on_exit(FakeExit(nodes[0], 0), FakeContext({}))
+    assert [a.kind for a in done] == ["EmitEvent"]
+    with pytest.raises(launch_file.GraphFailed):
+        handler.on_exit(FakeExit(nodes[0], 2), FakeContext({}))
+    # The simulator's profile keeps the standard graph; an unknown profile starts nothing.
+    sim = launch_file._graph(FakeContext(_arguments(launch_file, robot="sim")))
+    assert "sim_bridge" in [a.kwargs["name"] for a in sim if isinstance(a, FakeNode)]
+    from homiebot.config.robot import RobotProfileError
+
+    with pytest.raises(RobotProfileError, match="no robot profile 'fetchh'"):
+        launch_file._graph(FakeContext(_arguments(launch_file, robot="fetchh")))

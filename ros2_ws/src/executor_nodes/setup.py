@@ -23,6 +23,7 @@ setup(
             "executor = executor_nodes.executor_node:main",
             "nav_executor = executor_nodes.nav_executor:nav_main",
             "manip_executor = executor_nodes.manip_executor:manip_main",
+            "robot_interfaces = executor_nodes.robot_interfaces:main",
         ],
     },
 )
