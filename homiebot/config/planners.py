@@ -19,11 +19,21 @@ from __future__ import annotations
 
 import importlib
 import inspect
+import json
 import typing
 from collections.abc import Mapping
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, SerializeAsAny, ValidationError, create_model, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializeAsAny,
+    ValidationError,
+    create_model,
+    field_validator,
+    model_validator,
+)
 
 from homiebot.config import FAR_THRESHOLD_M, NEAR_THRESHOLD_M, DecodeMode
 from homiebot.plugins import PLANNERS_GROUP, entry_point_targets
@@ -209,6 +219,30 @@ class RecoveryPlannerConfig(PlannerConfig):
     stats_dir: str | None = None
     rules: bool = False
     memory: bool = True
+
+    @model_validator(mode="before")
+    @classmethod
+    def _base_named_with_its_options(cls, data: object) -> object:
+        """The wrapper's constructor form, ``base=NAME`` beside ``base_options={...}`` (``--planner recovery -p base=hf
+        -p 'base_options={"model": "smollm2"}'``, and eval.json before planners were typed), as the base's
+        configuration; ``base`` given as a JSON object's text is read as one."""
+        if not isinstance(data, Mapping):
+            return data
+        data = dict(data)
+        base = data.get("base")
+        if isinstance(base, str) and base.strip().startswith("{"):
+            try:
+                data["base"] = base = json.loads(base)
+            except json.JSONDecodeError as err:
+                raise ValueError(f"base: not a JSON object ({err})") from None
+        options = data.pop("base_options", None)
+        if isinstance(base, str):
+            if options is not None and not isinstance(options, Mapping):
+                raise ValueError("base_options: must be an object of the base planner's options")
+            data["base"] = {"name": base, **dict(options or {})}
+        elif options:
+            raise ValueError("base_options: give the base planner's options inside base")
+        return data
 
     @field_validator("base", mode="before")
     @classmethod

@@ -64,8 +64,8 @@ def recovery_config(
     """:func:`recovery_planner` on run configurations: ``base`` unchanged without ``recovery``, else the recovery
     wrapper's configuration holding it. Raises ``ValueError`` with one line for a bad mode or stage list, and
     :class:`~homiebot.config.planners.ConfigError` (a ``ValueError`` too) for what the wrapper's class refuses."""
-    name, options = recovery_planner(base.name, {}, recovery, stages, search, stats_dir)
-    if name != "recovery":
+    _, options = recovery_planner(base.name, {}, recovery, stages, search, stats_dir)
+    if recovery is None:  # the planner alone (a recovery planner named by --planner recovery included)
         return base
     options.pop("base_options")
     return planner_config("recovery", {**options, "base": base})

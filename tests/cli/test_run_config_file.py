@@ -86,6 +86,18 @@ def test_an_eval_json_from_before_runs_were_kept_gives_its_settings(homie, evalu
     assert from_old["run"] == from_new["run"] and _episode(from_old) == _episode(from_new)
 
 
+def test_the_recovery_planner_named_with_its_base(homie, tmp_path: Path) -> None:
+    """``--planner recovery -p base=NAME -p base_options=...`` (docs/recovery.md) is the wrapper's configuration
+    holding the base's, and its record repeats it."""
+    first = homie("run", "--task", TASK, "--planner", "recovery", "-p", "base=expert", "-p",
+                  'base_options={"interact_range_m": 1.2}', "-p", "mode=none", "--out", str(tmp_path / "w"))
+    planner = first["run"]["planner"]
+    assert planner["name"] == "recovery" and planner["mode"] == "none"
+    assert planner["base"]["name"] == "expert" and planner["base"]["interact_range_m"] == 1.2
+    again = homie("run", "--config", str(tmp_path / "w" / "summary.json"), "--out", str(tmp_path / "w2"))
+    assert again["run"] == first["run"] and _episode(again) == _episode(first)
+
+
 def test_a_record_repeats_itself(homie, tmp_path: Path) -> None:
     first = homie("run", "--task", TASK, "--seed", "2", "--noise", "emmoe", "--out", str(tmp_path / "first"))
     again = homie("run", "--config", str(tmp_path / "first" / "summary.json"), "--out", str(tmp_path / "again"))

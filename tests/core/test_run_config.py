@@ -108,3 +108,18 @@ def test_a_planner_without_a_configuration_class_gets_one_from_its_constructor()
     assert RunConfig(planner=config).dump()["planner"] == {"name": "walker", "steps": 3, "tag": None}
     with pytest.raises(ValueError, match="steps"):
         derived.model_validate({"name": "walker", "steps": "many"})
+
+
+@pytest.mark.parametrize("options", [
+    {"base": "expert", "base_options": {"interact_range_m": 1.2}},  # the wrapper's constructor form (-p base=...)
+    {"base": '{"name": "expert", "interact_range_m": 1.2}'},  # -p 'base={...}'
+    {"base": {"name": "expert", "interact_range_m": 1.2}},
+])
+def test_a_recovery_base_is_taken_in_every_written_form(options: dict[str, object]) -> None:
+    config = planner_config("recovery", {**options, "mode": "none"})
+    assert isinstance(config, RecoveryPlannerConfig) and config.base.options()["interact_range_m"] == 1.2
+
+
+def test_base_options_beside_a_configured_base_are_refused() -> None:
+    with pytest.raises(ConfigError, match="give the base planner's options inside base"):
+        planner_config("recovery", {"base": {"name": "expert"}, "base_options": {"interact_range_m": 1.2}})
