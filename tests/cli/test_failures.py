@@ -155,9 +155,14 @@ CASES: dict[str, dict[str, list[str]]] = {
         "missing_input": ["sft", "--from", MISSING, "--out", "{tmp}/out"],
         "bad_name": ["nope", "--from", "{tmp}", "--out", "{tmp}/out"],
     },
+    "data check": {
+        "missing_input": ["--from", MISSING, "--no-tokens"],
+        "bad_value": ["--from", "{tmp}", "--examples", "-1"],
+    },
     "data collect": {
-        "unwritable": ["--out", UNWRITABLE],
+        "unwritable": ["--out", UNWRITABLE, "--seed-offset", "10"],
         "bad_name": ["--out", "{tmp}/out", "--planner", "nope"],
+        "evaluation_seed": ["--out", "{tmp}/out", "--seed-offset", "0"],
     },
     "data export": {
         "unwritable": ["--from", MISSING, "--out", UNWRITABLE],  # the output is checked first
