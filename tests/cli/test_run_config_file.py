@@ -124,3 +124,19 @@ def test_a_bad_config_file_is_one_line_and_writes_nothing(tmp_path: Path, conten
     lines = [line for line in result.stderr.splitlines() if line.strip()]
     assert len(lines) == 1 and lines[0].startswith("error: ") and message in lines[0]
     assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.slow
+def test_an_evaluation_episode_replays_from_its_record(homie, tmp_path: Path) -> None:
+    """Each record of an evaluation keeps the configuration its worker built it from: homie run repeats the
+    episode from the record alone."""
+    from homiebot.eval.runner import run_evaluation
+
+    settings = EvalSettings(suite="emmoe100", planner="expert", noise="emmoe", max_rounds=15)
+    run_evaluation(settings, tmp_path / "ev", runs=2, workers=1, task_ids=[TASK], progress=False)
+    record = tmp_path / "ev" / "episodes" / TASK / "run1" / "summary.json"
+    original = json.loads(record.read_text())
+    assert original["run"]["task"] == TASK and original["run"]["seed"] == 1
+    assert original["run"]["skills"] == {"noise": "emmoe"} and original["run"]["max_rounds"] == 15
+    replayed = homie("run", "--config", str(record), "--out", str(tmp_path / "again"))
+    assert _episode(replayed) == _episode(original)
