@@ -266,8 +266,13 @@ def load_profile(name_or_path: str | Path) -> RobotProfile:
     path = profile_path(name_or_path)
     try:
         data = yaml.safe_load(path.read_text())
-    except (OSError, yaml.YAMLError) as err:
-        raise RobotProfileError(f"robot profile {path}: {str(err).splitlines()[0]}") from None
+    except OSError as err:
+        raise RobotProfileError(f"robot profile {path}: {err.strerror}") from None
+    except yaml.YAMLError as err:
+        mark = getattr(err, "problem_mark", None)
+        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
+        problem = getattr(err, "problem", None) or str(err).splitlines()[0]
+        raise RobotProfileError(f"robot profile {path}: not valid YAML: {problem}{where}") from None
     if not isinstance(data, dict):
         raise RobotProfileError(f"robot profile {path}: expected a mapping at the top")
     try:

@@ -110,6 +110,12 @@ CASES: dict[str, dict[str, list[str]]] = {
     },
     "perception ground": {"bad_name": ["fridge", "--scene", "nope"]},
     "perception calibrate": {"bad_name": ["--scene", "nope"]},
+    "up robot": {
+        "bad_name": ["--robot", "stretch"],
+        "missing_profile": ["--robot", MISSING + ".yaml"],
+        "malformed_input": ["--robot", MALFORMED],
+        "simulator_profile": ["--robot", "sim"],
+    },
     "up sim": {
         "unwritable": ["--task", "demo-drawer", "--out", UNWRITABLE],
         "bad_name": ["--task", "demo-drawer", "--planner", "nope", "--out", "{tmp}/out"],
@@ -223,6 +229,8 @@ MENTIONS: dict[tuple[str, str], str] = {
     ("run", "missing_model"): "does not exist: the hf planner loads local folders only",
     ("run", "suite_expert_option"): "planner 'partnr_expert' does not take option(s) foo",
     ("eval", "missing_model"): "does not exist: the hf planner loads local folders only",
+    ("up robot", "bad_name"): "no robot profile 'stretch'",
+    ("up robot", "simulator_profile"): "run `homie up sim` for it",
     ("up sim", "unknown_option"): "planner 'expert' does not take option(s) foo",
     ("up sim", "hf_option_not_an_integer"): "max_new_tokens=abc must be an integer",
     ("up sim", "missing_model"): "does not exist: the hf planner loads local folders only",
