@@ -290,8 +290,8 @@ BUILTIN_PLANNER_CONFIGS: Mapping[str, type[PlannerConfig]] = {
 
 
 def _derived_config(name: str, planner: type) -> type[PlannerConfig]:
-    """A configuration class for an installed planner that declares none: one field per annotated keyword
-    parameter of its constructor, with its default (a parameter without a default is required)."""
+    """A configuration class for an installed planner that declares none: one field per keyword parameter of its
+    constructor, typed by its annotation, with its default (a parameter without a default is required)."""
     init = planner.__init__  # type: ignore[misc]  # the class's own constructor is what is read
     try:
         hints = typing.get_type_hints(init)
@@ -301,10 +301,9 @@ def _derived_config(name: str, planner: type) -> type[PlannerConfig]:
     for parameter in list(inspect.signature(init).parameters.values())[1:]:
         if parameter.kind in (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD):
             continue
-        if parameter.name not in hints:
-            continue
         default = ... if parameter.default is inspect.Parameter.empty else parameter.default
-        fields[parameter.name] = (hints[parameter.name], default)
+        # An unannotated parameter takes what its constructor takes (the package did not say more).
+        fields[parameter.name] = (hints.get(parameter.name, object), default)
     model: type[PlannerConfig] = create_model(  # type: ignore[call-overload]
         f"{planner.__name__}Config",
         __base__=PlannerConfig,

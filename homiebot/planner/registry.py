@@ -244,6 +244,10 @@ def check_planner(name: str, options: Mapping[str, Any]) -> dict[str, Any]:
     then the planner's :meth:`~homiebot.planner.base.Planner.preflight` (a server that does not answer raises the
     backend's own error, an environment error). Returns the typed options."""
     typed = planner_options(name, options)
+    try:  # the planner's configuration class has the last word (its bounds: max_new_tokens >= 1, ...)
+        planner_config(name, typed)
+    except ConfigError as err:
+        raise PlannerError(str(err)) from None
     try:
         planner_class(name).preflight(typed)
     except (TypeError, ValueError, FileNotFoundError) as err:  # as make_planner: the options, not the server

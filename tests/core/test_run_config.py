@@ -96,16 +96,17 @@ def test_a_planner_without_a_configuration_class_gets_one_from_its_constructor()
     from homiebot.planner.base import Planner
 
     class Walker(Planner):
-        def __init__(self, steps: int = 2, tag: str | None = None) -> None:
-            self.steps, self.tag = steps, tag
+        def __init__(self, steps: int = 2, tag: str | None = None, note=None) -> None:
+            self.steps, self.tag, self.note = steps, tag, note
 
         def plan(self, request: object) -> str:  # type: ignore[override]
             return ""
 
     derived = _derived_config("walker", Walker)
     config = derived.model_validate({"name": "walker", "steps": "3"})
-    assert isinstance(config, PlannerConfig) and config.options() == {"steps": 3, "tag": None}
-    assert RunConfig(planner=config).dump()["planner"] == {"name": "walker", "steps": 3, "tag": None}
+    assert isinstance(config, PlannerConfig) and config.options() == {"steps": 3, "tag": None, "note": None}
+    assert RunConfig(planner=config).dump()["planner"] == {"name": "walker", "steps": 3, "tag": None, "note": None}
+    assert derived.model_validate({"name": "walker", "note": "anything"}).options()["note"] == "anything"
     with pytest.raises(ValueError, match="steps"):
         derived.model_validate({"name": "walker", "steps": "many"})
 
