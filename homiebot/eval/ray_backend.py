@@ -247,7 +247,7 @@ class RayPool:
             num_gpus=self.ray_options.model_num_gpus,
             max_concurrency=self.size + 2,  # every worker's call waits in the batcher at once
         )(ModelActor)
-        self.model_actors = [remote.remote(self.options.settings.planner.options()) for _ in range(count)]
+        self.model_actors = [remote.remote(self.options.settings.planner) for _ in range(count)]
         for error in ray.get([actor.ready.remote() for actor in self.model_actors]):
             if error is not None:
                 raise WorkerSetupError(f"the shared model could not be loaded: {error}")

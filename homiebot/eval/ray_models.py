@@ -15,7 +15,7 @@ batch one conversation after another (:class:`homiebot.planner.text_lm.TextLangu
 one padded batch.
 
 The model is built exactly as the worker's planner would build it (an :class:`~homiebot.planner.hf_backend.HFPlanner`
-with the evaluation's planner options, whose engine the actor keeps), so the answers are the same greedy
+with the evaluation's planner configuration, whose engine the actor keeps), so the answers are the same greedy
 answers; only where the model sits changes.
 """
 
@@ -26,6 +26,8 @@ import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
+
+from homiebot.config.planners import PlannerConfig
 
 log = logging.getLogger(__name__)
 
@@ -43,22 +45,22 @@ class _Request:
 class ModelActor:
     """A Ray actor holding one copy of a planner's model and batching the calls of concurrent episodes."""
 
-    def __init__(self, planner_options: dict[str, Any], max_batch_size: int = 8, max_wait_s: float = 0.01) -> None:
+    def __init__(self, planner: PlannerConfig, max_batch_size: int = 8, max_wait_s: float = 0.01) -> None:
         from homiebot.logs import configure_logging
         from homiebot.planner.batching import RequestBatcher
-        from homiebot.planner.registry import make_planner
+        from homiebot.planner.registry import build_planner
 
         configure_logging(logging.WARNING, "%(asctime)s %(levelname)s model actor %(process)d %(name)s: %(message)s")
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
         self.setup_error: str | None = None
         self.engine: Any = None
         try:
-            planner = make_planner("hf", **planner_options)
+            built = build_planner(planner)  # the evaluation's planner configuration, as a worker builds it
             from homiebot.planner.hf_backend import HFPlanner
 
-            if not isinstance(planner, HFPlanner):  # the registry's "hf" is HFPlanner; its engine is what is shared
-                raise TypeError(f"planner 'hf' is {type(planner).__name__}, not HFPlanner")
-            self.engine = planner.engine
+            if not isinstance(built, HFPlanner):  # the registry's "hf" is HFPlanner; its engine is what is shared
+                raise TypeError(f"planner {planner.name!r} is {type(built).__name__}, not HFPlanner")
+            self.engine = built.engine
         except Exception as err:  # reported by ready(): the evaluation stops with it, as when a worker cannot load it
             self.setup_error = f"{type(err).__name__}: {err}"
         self.batcher: RequestBatcher[_Request, Any] = RequestBatcher(

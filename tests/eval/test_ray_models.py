@@ -51,7 +51,10 @@ def test_one_model_actor_batches_concurrent_planners_with_local_answers(ray_inst
     from homiebot.planner.registry import make_planner
 
     ray = ray_instance
-    actor = ray.remote(num_cpus=1, max_concurrency=4)(ModelActor).remote(OPTIONS, max_batch_size=4, max_wait_s=0.5)
+    from homiebot.config.planners import planner_config
+
+    actor = ray.remote(num_cpus=1, max_concurrency=4)(ModelActor).remote(planner_config("hf", OPTIONS),
+                                                                         max_batch_size=4, max_wait_s=0.5)
     assert ray.get(actor.ready.remote()) is None
     tasks = ["put the apple in the fridge", "bring the mug to the sofa"]
     planners = [make_planner("hf", **OPTIONS, engine=RemoteEngine(actor)) for _ in tasks]
