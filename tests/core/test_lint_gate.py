@@ -40,10 +40,11 @@ def test_mypy_with_the_project_config_fails_on_a_planted_error(tmp_path: Path):
 
 
 def _fake_venv(tmp_path: Path, ruff_exit: int) -> Path:
-    """A venv whose ruff exits with ``ruff_exit``, whose mypy passes, and whose python records that pytest ran."""
+    """A venv whose ruff exits with ``ruff_exit``, whose mypy and lint-imports pass, and whose python records that
+    pytest ran."""
     bin_dir = tmp_path / "venv" / "bin"
     bin_dir.mkdir(parents=True)
-    for name, body in (("ruff", f"echo planted.py:1:8: F401 >&2; exit {ruff_exit}"), ("mypy", "exit 0"),
+    for name, body in (("ruff", f"echo planted.py:1:8: F401 >&2; exit {ruff_exit}"), ("mypy", "exit 0"), ("lint-imports", "exit 0"),
                        ("python", f'case "$*" in *pytest*) touch {tmp_path / "pytest_ran"};; esac')):
         script = bin_dir / name
         script.write_text(f"#!/bin/sh\n{body}\n")

@@ -37,6 +37,7 @@ def test_the_builtin_profiles_load():
                                                        "camera.head.image", "camera.head.camera_info"]
 
 
+@pytest.mark.ros  # homiebot.ros.convert imports homie_msgs, built by scripts/setup_ros.sh
 def test_the_sim_profile_names_what_the_bridge_and_the_robot_use():
     from homiebot.ros import convert
     from homiebot.sim.mujoco import robot
