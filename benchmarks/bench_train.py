@@ -10,10 +10,11 @@ records, ``homie data build sft --text-observation ...`` and the same command wi
 Each configuration trains once over the same ``--episodes-used`` episodes (a fixed sample; the round form uses the
 single-turn samples of the very same rounds), with the real trainer (``homiebot.training.trainer.train``), and
 reports the steps' seconds as the trainer's step timer measured them (its process's CPU; for several processes,
-rank 0's CPU times the number of processes):
+rank 0's CPU times the number of processes), the first step left out (one-time costs):
 
 * ``rounds-trl``: one round per sample, trl's loss, fp32, LoRA, one thread (the ``cpu-small`` preset's way);
 * ``rounds-answer``: the same with the LM head on the answer tokens only;
+* ``rounds-answer-bf16``, ``rounds-answer-bf16-ddp``: that under bf16 autocast, in one process and in two (DDP);
 * ``episodes-answer``: one episode per sample (the text planner's growing chat), answer-only head, fp32;
 * ``episodes-bf16``: the same under bf16 autocast;
 * ``episodes-bf16-full``: the same without LoRA (every weight trained);
@@ -54,10 +55,12 @@ class Config:
 
 
 def configs(episodes_per_step: int) -> list[Config]:
-    rounds = preset_for("sft", "cpu-small", batch_size=2, save_steps=100_000)
+    # One pass over the samples in every configuration (the cpu preset's 3 epochs would triple its work).
+    rounds = preset_for("sft", "cpu-small", batch_size=2, save_steps=100_000, epochs=1.0)
     episodes = preset_for(
         "sft",
         "cpu",
+        epochs=1.0,
         processes=1,
         batch_size=1,
         gradient_accumulation=episodes_per_step,
@@ -68,6 +71,10 @@ def configs(episodes_per_step: int) -> list[Config]:
     return [
         Config("rounds-trl", "rounds", rounds),
         Config("rounds-answer", "rounds", replace(rounds, answer_only_logits=True)),
+        Config("rounds-answer-bf16", "rounds", replace(rounds, answer_only_logits=True, cpu_bf16=True)),
+        Config(
+            "rounds-answer-bf16-ddp", "rounds", replace(rounds, answer_only_logits=True, cpu_bf16=True, processes=2)
+        ),
         Config("episodes-answer", "episodes", episodes),
         Config("episodes-bf16", "episodes", replace(episodes, cpu_bf16=True)),
         Config("episodes-bf16-full", "episodes", replace(episodes, cpu_bf16=True, lora=False, learning_rate=1e-5)),
@@ -94,8 +101,15 @@ def measure(config: Config, data: Path, model: Path, work: Path, answers: int, a
     result = train("sft", data, model, work / config.name, config.preset, progress=False)
     wall_total = time.perf_counter() - started
     processes = config.preset.processes
-    cpu = sum(result.step_cpu_seconds) * processes  # rank 0's CPU, times the processes (each does the same work)
-    wall = sum(result.step_seconds)
+    # The first step carries one-time costs (the optimizer's state, the kernels' first shapes) that a run of
+    # hundreds of steps pays once: left out, and the answers scaled to the steps kept (each step holds as many
+    # samples; their answers vary by a few, which a dozen steps averages out).
+    kept = max(1, result.steps - 1)
+    cpu_steps, wall_steps = result.step_cpu_seconds[1:] or result.step_cpu_seconds, result.step_seconds[1:] or result.step_seconds
+    cpu = sum(cpu_steps) * processes  # rank 0's CPU, times the processes (each does the same work)
+    wall = sum(wall_steps)
+    answers_kept = answers * kept / max(result.steps, 1)
+    tokens_kept = answer_tokens * kept / max(result.steps, 1)
     checkpoint = work / config.name / "checkpoints"
     return {
         "config": config.name,
@@ -108,11 +122,12 @@ def measure(config: Config, data: Path, model: Path, work: Path, answers: int, a
         "steps": result.steps,
         "answers": answers,
         "answer_tokens": answer_tokens,
+        "first_step_cpu_s": round(result.step_cpu_seconds[0] * processes, 2) if result.step_cpu_seconds else None,
         "step_cpu_s": round(cpu, 2),
         "step_wall_s": round(wall, 2),
-        "cpu_s_per_answer": round(cpu / answers, 4),
-        "wall_s_per_answer": round(wall / answers, 4),
-        "cpu_ms_per_answer_token": round(1000 * cpu / answer_tokens, 3),
+        "cpu_s_per_answer": round(cpu / answers_kept, 4),
+        "wall_s_per_answer": round(wall / answers_kept, 4),
+        "cpu_ms_per_answer_token": round(1000 * cpu / tokens_kept, 3),
         "wall_incl_load_s": round(wall_total, 1),
         "losses": [round(x, 4) for x in result.losses],
         "trainable_parameters": result.trainable_parameters,

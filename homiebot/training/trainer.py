@@ -170,11 +170,13 @@ PRESETS: dict[tuple[str, str], Preset] = {
         threads=1,
         warmup_steps=CPU_WARMUP_STEPS,
     ),
-    # Multi-epoch SFT on 2 CPU cores (docs/training.md "The cpu preset"; benchmarks/bench_train.py measured each
-    # choice): episode samples (--episodes data) one per process and step, 4 episodes (about 30 answers) per
-    # optimizer step; LoRA r 16 (the adapter 19.5 MB in fp32, under the 25 MB the shipped model may weigh); the LM
-    # head on the answers only; bf16 autocast; two processes of one thread each (DDP over gloo), which beat two
-    # threads in one process; a checkpoint every 20 steps (about 10-15 minutes).
+    # Multi-epoch SFT on 2 CPU cores (docs/training.md "SFT to convergence on 2 CPU cores"; BENCHMARKS.md, from
+    # benchmarks/bench_train.py): one sample (an episode, --episodes data, or a round) per process and micro-step,
+    # 4 per optimizer step (about 30 answers with episodes); LoRA r 16 (the adapter 19.5 MB in fp32, under the
+    # 25 MB the shipped model may weigh; full fine-tuning was only 9 % cheaper a step); the LM head on the answers
+    # only (x1.55 less CPU); bf16 autocast (x1.65); two processes of one thread (DDP over gloo; two threads in one
+    # process cost x4 the wall time); 2 epochs, 1.41 CPU s per answer: about 6.6 CPU hours for 8,437 answers; a
+    # checkpoint every 20 steps (about 15 minutes of CPU).
     ("sft", "cpu"): Preset(
         "cpu",
         lora_r=16,
@@ -182,7 +184,7 @@ PRESETS: dict[tuple[str, str], Preset] = {
         learning_rate=3e-4,
         batch_size=1,
         gradient_accumulation=4,
-        epochs=3.0,
+        epochs=2.0,
         warmup_steps=5,
         # SmolLM2's context: an episode whose world description is repeated when it changes reaches 5,500 tokens.
         max_length=8192,
