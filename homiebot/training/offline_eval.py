@@ -215,7 +215,7 @@ def next_subtask_accuracy(
     tokenizer: Any,
     chats: Sequence[TokenizedChat],
     *,
-    max_new_tokens: int = 96,
+    max_new_tokens: int = 80,
     bf16: bool = False,
 ) -> SubtaskAccuracy:
     """For every learned answer of ``chats``: the model's greedy answer after the chat so far (the expert's earlier

@@ -637,7 +637,10 @@ def _validation(val_chats: list[TokenizedChat], tokenizer: Any, preset: Preset) 
         rank, world = (dist.get_rank(), dist.get_world_size()) if _distributed() else (0, 1)
         state = torch.random.get_rng_state()
         network = model.module if hasattr(model, "module") else model
-        mine = next_subtask_accuracy(network, tokenizer, val_chats[rank::world], bf16=preset.cpu_bf16)
+        # fp32 even when training in bf16: under autocast every one-token decoding step casts all the frozen weights
+        # again (autocast caches the casts of trainable leaves only): 237 against 73 ms of CPU per decoded token
+        # (SmolLM2-135M with its LoRA adapter, one thread, measured here).
+        mine = next_subtask_accuracy(network, tokenizer, val_chats[rank::world])
         torch.random.set_rng_state(state)
         if world > 1:
             counts = torch.tensor(
