@@ -915,8 +915,8 @@ class HFPlanner(Planner):
     def messages_for(self, request: PlanRequest) -> list[ChatMessage]:
         if self.text_mode:
             if not self.include_history:
-                self._transcript.reset()  # a fresh chat: the world description goes with every round
-                messages = fresh_text_chat(request)
+                # a fresh chat per round; the transcript keeps the episode's world at the start
+                messages = fresh_text_chat(request, self._transcript)
             else:
                 messages = self._transcript.conversation(request)
         else:

@@ -1,11 +1,11 @@
 """Text planning mode: EMMOE's appendix-D prompt for a text-only model, with a world description for eyes.
 
 A text-only model (``--planner hf --model smollm2``) cannot see the four views, so the observation part of
-the appendix-D system information names a text world description instead, and the episode's first user
-turn carries that description. Everything else is appendix D's: the task, the inventory, the historical
-execution and the feedback in the same instruction text (:func:`homiebot.planner.prompt.build_instruction`,
-built by the loop), answered in the same ``Analysis / Subtask / Model`` format, parsed, executed and fed
-back exactly as for a vision-language model.
+the appendix-D system information names a text world description instead, and the user turns carry that
+description. Everything else is appendix D's: the task, the inventory, the historical execution and the feedback
+of its instruction (:func:`homiebot.planner.prompt.build_instruction`, built by the loop), in another order
+(below), answered in the same ``Analysis / Subtask / Model`` format, parsed, executed and fed back exactly as for
+a vision-language model.
 
 Where the description comes from:
 
@@ -21,31 +21,59 @@ Where the description comes from:
 * without a state, the scene's rooms, furniture and objects as they were when the episode began
   (:func:`describe_scene`; the scene spec every planner receives).
 
-One function builds a round's fresh chat (:func:`fresh_text_chat`): the hf planner with
-``include_history=False`` sends it, and ``homie data collect`` keeps it beside each round of an expert's
-episode, so that the training samples are the prompts the planner sends.
+One class builds a round's chat (:class:`TextTranscript`): the hf planner sends its growing chat by default and,
+with ``include_history=False``, a fresh chat per round (:func:`fresh_text_chat`); ``homie data collect`` keeps
+the fresh chat beside each round of an expert's episode, built by the same function, so that the training
+samples are the prompts the planner sends.
 
-Decision: **the conversation grows at its end.** Appendix D keeps a window of the last three rounds, which
-shifts every round, so a model's key/value cache of the earlier prompt would be useless. Here the episode is
-one growing chat: the system turn, then for each round the user turn (the world description in the first
-round, and again only when perception's description changed since it was last sent) and the model's answer.
-Each round then costs only its new tokens and the answer (:mod:`homiebot.planner.text_lm`).
+Decision: **what stays the same within an episode comes first, what changes comes last.** Appendix D's
+instruction reads ``Task, Inventory, Historical Execution, Feedback`` and the world description (the views, for a
+VLM) comes before it. Here a user turn reads::
 
-Decision: **each later user turn carries only what changed.** Appendix D's instruction repeats the task and
-the whole historical execution every round; in a chat that keeps every earlier turn, that repetition is
-already in the context, and on a CPU it was most of a late round's new tokens (100-250 of them). So the
-first user turn is appendix D's full instruction (after the world description), and each later one keeps
-appendix D's fields in its order but with only the new part (:func:`delta_instruction`)::
-
+    Task: <the task>
+    World at the start:
+    <describe_world's room lines of the episode's first round>
+    Historical Execution: <the history>
+    Changed since the start: <each piece of furniture (or a room's floor) whose line differs now, as it is now>
+    Robot: in <room>; within reach: <names>
     Inventory: <the inventory now>
-    Historical Execution: <only the items added since the last turn, e.g. "(4) Go to, fridge(success) ">
     Feedback: <the last round's feedback>
     Now based on the instruction above, please output Analysis, Subtask and Model in mentioned format.
 
-The model still sees everything appendix D's window would show, and more: the task and the world
-description in the first turn, every earlier history item in the turn that added it, and every earlier
-answer. An instruction that is not in appendix D's form, or whose history does not extend the last one sent
-(a planner wrapper that rewrote it), is sent whole.
+Why: llama.cpp (and the transformers runtime) reuse the key/value cache of the longest token prefix a round's
+prompt shares with the previous one (:mod:`homiebot.planner.text_lm`). The world as it is now changes after
+nearly every round (the robot's room and reach after a Go to, a furniture line after a Pick, Put, Open or Close),
+and with it first everything after it was computed again: a median of 174 new tokens per fresh-chat round, against
+46.5 when the description was the episode's unchanging start (benchmarks/bench_prompt_prefix.py, BENCHMARKS.md).
+Now the task, the world at the start and the history only grow within an episode (the history at its end), and
+what changes is a few short lines at the end. No information is lost: the world now is the start with the
+changed pieces replaced, each written whole as it is now (``[empty]`` when nothing is on or in it any more).
+The Inventory moves after the history, since it changes with every Pick and Put. A description that is not
+:func:`describe_world`'s (perception's world graph, the scene as it began) is kept whole after the task.
+
+Decision: **the conversation grows at its end.** Appendix D keeps a window of the last three rounds, which
+shifts every round, so a model's key/value cache of the earlier prompt would be useless. Here the episode is
+one growing chat by default: the system turn, then for each round the user turn and the model's answer. Each
+round then costs only its new tokens and the answer (:mod:`homiebot.planner.text_lm`).
+
+Decision: **each later user turn of the growing chat carries only what changed.** Appendix D's instruction repeats
+the task and the whole historical execution every round; in a chat that keeps every earlier turn, that
+repetition is already in the context, and on a CPU it was most of a late round's new tokens (100-250 of them).
+So the first user turn is the whole turn above, and each later one keeps the same order without the task and the
+world at the start, with only the history items added since the last turn, and the two world lines only when the
+world changed since the last turn (:func:`delta_instruction` for the turn without them)::
+
+    Historical Execution: <only the items added since the last turn, e.g. "(4) Go to, fridge(success)">
+    Changed since the start: <as above>
+    Robot: in kitchen; within reach: <names>
+    Inventory: <the inventory now>
+    Feedback: <the last round's feedback>
+    Now based on the instruction above, please output Analysis, Subtask and Model in mentioned format.
+
+The model still sees everything appendix D's window would show, and more: the task and the world at the start in
+the first turn, every earlier history item in the turn that added it, and every earlier answer. An instruction
+that is not in appendix D's form is sent whole after the whole world description; one whose history does not
+extend the last one sent (a planner wrapper that rewrote it) is sent with its task and whole history.
 """
 
 from __future__ import annotations
@@ -110,17 +138,35 @@ def parse_instruction(text: str) -> InstructionFields | None:
 
 
 def delta_instruction(fields: InstructionFields, previous_history: str) -> str | None:
-    """A later round's user turn (module docstring): appendix D's fields after the task, with only the history
-    items after ``previous_history``. None when the history does not extend it (then the whole instruction goes)."""
-    history = fields.history
+    """A later round's user turn of the growing chat without world lines (module docstring): the history items
+    after ``previous_history``, then the inventory and feedback. None when the history does not extend it."""
+    new = _new_history(fields.history, previous_history)
+    return None if new is None else _compose(fields, task=False, history=new)
+
+
+def _new_history(history: str, previous_history: str) -> str | None:
+    """The history items after ``previous_history`` ("None" when none), or None when it does not extend it."""
     before = "" if previous_history == "None" else previous_history
     if not history.startswith(before):
         return None
-    new = history[len(before) :].strip()
-    return (
-        f"Inventory: {fields.inventory}\nHistorical Execution: {new or 'None'}\n"
-        f"Feedback: {fields.feedback}\n{INSTRUCTION_SUFFIX}"
-    )
+    return history[len(before) :].strip() or "None"
+
+
+def _compose(
+    fields: InstructionFields,
+    *,
+    task: bool,
+    history: str,
+    world_start: Sequence[str] = (),
+    world_now: Sequence[str] = (),
+) -> str:
+    """A user turn in the order of the module docstring. Not appendix D's (task, inventory, history, feedback
+    after the observation): what stays the same within an episode first and what changes last, so that the
+    runtimes' prefix reuse keeps all but the last lines of the previous round's prompt."""
+    lines = [f"Task: {fields.task}"] if task else []
+    lines += [*world_start, f"Historical Execution: {history}", *world_now]
+    lines += [f"Inventory: {fields.inventory}", f"Feedback: {fields.feedback}", INSTRUCTION_SUFFIX]
+    return "\n".join(lines)
 
 
 @dataclass(frozen=True)
@@ -162,9 +208,75 @@ def describe_scene(scene: SceneSpec) -> SceneDescription:
     return SceneDescription("\n".join(lines), tuple(scene.all_names()))
 
 
-#: The heading of the world description in a user turn (the first one sent, then each changed one).
+#: The heading of :func:`describe_world`'s text; a user turn splits it (module docstring).
 WORLD_HEADING = "World now:"
-WORLD_UPDATED_HEADING = "World now (updated):"
+WORLD_START_HEADING = "World at the start:"
+CHANGED_PREFIX = "Changed since the start: "
+ROBOT_PREFIX = "Robot: "
+#: The heading of a description that is not describe_world's (perception's, the scene's), in the first turn and
+#: again in a later turn of the growing chat when it changed.
+DESCRIPTION_HEADING = "World description:"
+DESCRIPTION_UPDATED_HEADING = "World description (updated):"
+
+
+@dataclass(frozen=True)
+class WorldLines:
+    """:func:`describe_world`'s text taken apart: its room lines and its robot line."""
+
+    rooms: tuple[str, ...]
+    robot: str
+
+
+def split_world(text: str) -> WorldLines | None:
+    """The room lines and the robot line of :func:`describe_world`'s text; None for any other description."""
+    lines = text.strip().split("\n")
+    if len(lines) < 2 or lines[0] != WORLD_HEADING or not lines[-1].startswith(ROBOT_PREFIX):
+        return None
+    return WorldLines(tuple(lines[1:-1]), lines[-1])
+
+
+def _top_level_parts(text: str) -> list[str]:
+    """``text`` split at the commas outside brackets (a room line's pieces)."""
+    parts: list[str] = []
+    depth = 0
+    current = ""
+    for char in text:
+        depth += (char == "[") - (char == "]")
+        if char == "," and depth == 0:
+            parts.append(current.strip())
+            current = ""
+        else:
+            current += char
+    parts.append(current.strip())
+    return [p for p in parts if p]
+
+
+def _pieces(rooms: Sequence[str]) -> dict[str, str]:
+    """Each piece of furniture (by name) and each room's floor (``<room> floor``) with its text in the room lines."""
+    pieces: dict[str, str] = {}
+    for line in rooms:
+        room, _, rest = line.partition(": ")
+        if rest == "nothing":
+            continue
+        for part in _top_level_parts(rest):
+            name = part.split(" ", 1)[0]
+            if name == "floor":
+                pieces[f"{room} floor"] = f"{room} {part}"
+            else:
+                pieces[name] = part
+    return pieces
+
+
+def world_changes(start: Sequence[str], now: Sequence[str]) -> str:
+    """The line that turns the room lines ``start`` into ``now``: every piece (furniture, or a room's floor) whose
+    text differs, written as it is now, ``[empty]`` added when nothing is on or in it (module docstring)."""
+    before, after = _pieces(start), _pieces(now)
+    changed = []
+    for key in [*before, *(k for k in after if k not in before)]:
+        if before.get(key) != after.get(key):
+            text = after.get(key, key)
+            changed.append(text if "[" in text else f"{text} [empty]")
+    return CHANGED_PREFIX + (", ".join(changed) or "nothing")
 
 
 def describe_world(state: WorldState, last: Subtask | None, reach: ReachRule | None = None) -> str:
@@ -220,24 +332,28 @@ def last_subtask(request: PlanRequest) -> Subtask | None:
     return parse_output(request.history[-1].answer).subtask
 
 
-def fresh_text_chat(request: PlanRequest) -> list[ChatMessage]:
-    """One round as a fresh chat in the text mode: the system turn, then one user turn with the world description
-    and the round's instruction. What the hf planner sends with ``include_history=False``, and what ``homie data
-    collect`` keeps for each round of an expert's episode (one function for both)."""
-    return TextTranscript().conversation(request)
+def fresh_text_chat(request: PlanRequest, transcript: TextTranscript) -> list[ChatMessage]:
+    """One round as a fresh chat in the text mode: the system turn, then one user turn (module docstring), the
+    world at the start being the one ``transcript`` kept from this episode's first round. What the hf planner
+    sends with ``include_history=False``, and what ``homie data collect`` keeps for each round of an expert's
+    episode (one function for both)."""
+    return transcript.fresh_chat(request)
 
 
 @dataclass
 class TextTranscript:
-    """One episode's growing chat for a text-only model (see the module docstring)."""
+    """One episode's chat for a text-only model (see the module docstring): the growing chat
+    (:meth:`conversation`, :meth:`keep`) and the world at the start that both forms of a round's chat need."""
 
     turns: list[ChatMessage] = field(default_factory=list)
     last_description: str | None = None
     scene_names: tuple[str, ...] = ()
-    #: Send later rounds only what changed (module docstring); False sends appendix D's whole instruction.
+    #: Send later rounds only what changed (module docstring); False sends the task and whole history each turn.
     delta_turns: bool = True
     #: The task and historical execution of the last kept user turn (None: nothing kept yet).
     last_fields: InstructionFields | None = None
+    #: The room lines of this episode's first :func:`describe_world` text (None: none seen yet).
+    start_rooms: tuple[str, ...] | None = None
     _scene_name: str | None = None
     _scene_text: str | None = None
 
@@ -245,51 +361,87 @@ class TextTranscript:
         self.turns.clear()
         self.last_description = None
         self.last_fields = None
+        self.start_rooms = None
         self.scene_names = ()
         self._scene_name = self._scene_text = None
+
+    def fresh_chat(self, request: PlanRequest) -> list[ChatMessage]:
+        """This round as a fresh chat: the system turn and one whole user turn (round 1 starts a new episode)."""
+        if request.round_index <= 1:
+            self.reset()
+        system = ChatMessage("system", text_system_prompt(request.system_prompt))
+        return [system, ChatMessage("user", self._whole_turn(request, self.world_text(request)))]
 
     def conversation(self, request: PlanRequest) -> list[ChatMessage]:
         """The chat for this round: the turns so far plus this round's user turn (not yet kept)."""
         if request.round_index <= 1 or not self.turns:
             self.reset()
             self.turns.append(ChatMessage("system", text_system_prompt(request.system_prompt)))
-        description = self._description(request)
-        text = self._user_text(request.instruction)
-        if description is not None and description != self.last_description:
-            if description.startswith(WORLD_HEADING):  # describe_world's own heading, for the first turn
-                body = description.strip()
-                if self.last_description is not None:
-                    body = WORLD_UPDATED_HEADING + body[len(WORLD_HEADING) :]
-            else:
-                heading = "World description:" if self.last_description is None else "World description (updated):"
-                body = f"{heading}\n{description.strip()}"
-            text = f"{body}\n{text}"
+        description = self.world_text(request)
+        if self.last_fields is None:
+            return [*self.turns, ChatMessage("user", self._whole_turn(request, description))]
+        fields = parse_instruction(request.instruction)
+        changed = description is not None and description != self.last_description
+        if fields is None:
+            text = self._unparsed_turn(request.instruction, description if changed else None)
+            return [*self.turns, ChatMessage("user", text)]
+        world = self._world_now(description) if changed and description is not None else []
+        new = _new_history(fields.history, self.last_fields.history)
+        if self.delta_turns and fields.task == self.last_fields.task and new is not None:
+            text = _compose(fields, task=False, history=new, world_now=world)
+        else:
+            text = _compose(fields, task=True, history=fields.history, world_now=world)
         return [*self.turns, ChatMessage("user", text)]
 
     def keep(self, conversation: Sequence[ChatMessage], answer: str, request: PlanRequest) -> None:
         """Keep this round's user turn and the model's answer (the chat grows at its end)."""
         self.turns = [*conversation, ChatMessage("assistant", answer)]
-        self.last_description = self._description(request)
+        self.last_description = self.world_text(request)
         self.last_fields = parse_instruction(request.instruction)
 
-    def _user_text(self, instruction: str) -> str:
-        """This round's instruction as the user turn: only what changed since the last kept turn when it can."""
-        previous = self.last_fields
-        if not self.delta_turns or previous is None:
+    def _whole_turn(self, request: PlanRequest, description: str | None) -> str:
+        """A user turn with everything: the task, the world (at the start, then the lines that changed), the whole
+        history, the inventory and the feedback (module docstring)."""
+        fields = parse_instruction(request.instruction)
+        if fields is None:
+            return self._unparsed_turn(request.instruction, description)
+        lines = split_world(description) if description is not None else None
+        if lines is not None:
+            if self.start_rooms is None:
+                self.start_rooms = lines.rooms
+            start = [WORLD_START_HEADING, *self.start_rooms]
+            now = [world_changes(self.start_rooms, lines.rooms), lines.robot]
+            return _compose(fields, task=True, history=fields.history, world_start=start, world_now=now)
+        start = [DESCRIPTION_HEADING, description.strip()] if description is not None else []
+        return _compose(fields, task=True, history=fields.history, world_start=start)
+
+    def _world_now(self, description: str) -> list[str]:
+        """A later turn's world lines: the changes and the robot line, or another description whole."""
+        lines = split_world(description)
+        if lines is not None and self.start_rooms is not None:
+            return [world_changes(self.start_rooms, lines.rooms), lines.robot]
+        return [DESCRIPTION_UPDATED_HEADING, description.strip()]
+
+    @staticmethod
+    def _unparsed_turn(instruction: str, description: str | None) -> str:
+        """An instruction not in appendix D's form: sent whole, after the whole description when there is one."""
+        if description is None:
             return instruction
-        fields = parse_instruction(instruction)
-        if fields is None or fields.task != previous.task:
-            return instruction
-        return delta_instruction(fields, previous.history) or instruction
+        body = description.strip()
+        if split_world(description) is None:
+            body = f"{DESCRIPTION_HEADING}\n{body}"
+        return f"{body}\n{instruction}"
 
     def targets(self, request: PlanRequest) -> tuple[str, ...]:
         """The names a constrained answer may use: what perception grounded, else the described scene's names."""
         if request.grounded_targets:
             return tuple(request.grounded_targets)
-        self._description(request)
+        self.world_text(request)
         return self.scene_names
 
-    def _description(self, request: PlanRequest) -> str | None:
+    def world_text(self, request: PlanRequest) -> str | None:
+        """The round's world description: perception's, else :func:`describe_world` of the state, else the scene's
+        as it began."""
         if request.world_description:
             return request.world_description
         scene = request.scene

@@ -262,8 +262,11 @@ def episode_chat(episode: EpisodeData, variant: EpisodeData, k: int, options: Bu
 
 
 def _round_world(episode: EpisodeData, recorded: RoundData) -> str:
-    """The world description the text mode sent in this round: from the round's recorded fresh chat (its user turn
-    is the description, a newline, the instruction), else the episode's first description (older records)."""
+    """The world description the text mode had in this round: as recorded beside the round's fresh chat
+    (``world``), else from an older record's fresh chat (its user turn was the description, a newline, the
+    instruction), else the episode's first description (older records still)."""
+    if recorded.text_world_now is not None:
+        return recorded.text_world_now
     if recorded.text_input is not None and recorded.text_input[-1][0] == "user":
         user = recorded.text_input[-1][1]
         if user.endswith("\n" + recorded.instruction):

@@ -8,9 +8,11 @@ so an interrupted collection resumes where it stopped.
 
 Beside each record, ``text_prompts.jsonl`` keeps, for every round, the chat the hf planner's text mode
 sends a text-only model in that round with ``include_history=False`` (:func:`homiebot.planner.text_planning.
-fresh_text_chat`: the world as it is now and the round's instruction), built from the request by that mode's
-own function, so that ``homie data build --text-observation`` trains on the prompt the planner sends.
-``text_world.txt`` keeps the first round's world description (what older builds read).
+fresh_text_chat`: the task, the world at the start, the history, what changed and the rest of the round's
+instruction), built from the request by that mode's own function and its per-episode transcript, so that ``homie
+data build --text-observation`` trains on the prompt the planner sends, and the round's world description as it
+is now (``world``: what ``--episodes`` replays the growing chat with). ``text_world.txt`` keeps the first
+round's world description (what older builds read).
 
 **Seeds the evaluation never plays.** An evaluation plays run ``r`` of a task on the scene seed
 ``task.seed + r`` (:mod:`homiebot.eval.runner`); :func:`evaluation_seeds` reserves the first
@@ -31,6 +33,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from homiebot.planner.base import Planner, PlanRequest
+from homiebot.planner.text_planning import TextTranscript
 from homiebot.training.episodes import TEXT_PROMPTS_FILE, TEXT_WORLD_FILE, TrainingDataError
 
 log = logging.getLogger(__name__)
@@ -68,31 +71,38 @@ class CollectSummary:
 
 
 def text_world_prefix(request: PlanRequest) -> str:
-    """What the text mode puts before a round's instruction in a fresh chat: the world description heading and
-    text (empty when the request carries no scene and no description)."""
-    from homiebot.planner.text_planning import TextTranscript
+    """The first round's world description as ``text_world.txt`` keeps it (its heading and text, then a newline;
+    empty when the request carries no scene and no description)."""
+    from homiebot.planner.text_planning import DESCRIPTION_HEADING, split_world
 
-    user = TextTranscript().conversation(request)[-1].text
-    if not user.endswith(request.instruction):
-        raise TrainingDataError("the text mode's user turn does not end with the round's instruction")
-    return user[: len(user) - len(request.instruction)]
+    description = TextTranscript().world_text(_unprivileged(request))
+    if description is None:
+        return ""
+    if split_world(description) is None:  # describe_world's text has its own heading
+        return f"{DESCRIPTION_HEADING}\n{description.strip()}\n"
+    return description.strip() + "\n"
 
 
-def text_round_prompt(request: PlanRequest) -> list[dict[str, str]]:
-    """The chat the hf planner's text mode sends for ``request`` with ``include_history=False``, as role/content
-    messages: built from what that planner receives (the state, never the goal, the evaluation function or
+def _unprivileged(request: PlanRequest) -> PlanRequest:
+    """What the hf planner receives of ``request`` (the state, never the goal, the evaluation function or
     perception's names)."""
     from dataclasses import replace
 
+    return replace(request, goal=None, evaluation=None, perceived_names=None, model_calls=[])
+
+
+def text_round_prompt(request: PlanRequest, transcript: TextTranscript) -> list[dict[str, str]]:
+    """The chat the hf planner's text mode sends for ``request`` with ``include_history=False``, as role/content
+    messages, ``transcript`` being the episode's (it keeps the world at the start): built from what that planner
+    receives."""
     from homiebot.planner.text_planning import fresh_text_chat
 
-    unprivileged = replace(request, goal=None, evaluation=None, perceived_names=None, model_calls=[])
-    return [{"role": m.role, "content": m.text} for m in fresh_text_chat(unprivileged)]
+    return [{"role": m.role, "content": m.text} for m in fresh_text_chat(_unprivileged(request), transcript)]
 
 
 class TextWorldRecorder(Planner):
-    """Plans with ``inner``; keeps the text mode's world description of the episode's first round and the text
-    mode's chat of every round (:func:`text_round_prompt`)."""
+    """Plans with ``inner``; keeps the text mode's world description of the episode's first round, and the text
+    mode's chat (:func:`text_round_prompt`) and world description of every round."""
 
     def __init__(self, inner: Planner) -> None:
         self.inner = inner
@@ -101,16 +111,20 @@ class TextWorldRecorder(Planner):
         self.accepts_free_text = inner.accepts_free_text
         self.prefix: str | None = None
         self.prompts: list[dict[str, object]] = []
+        self.transcript = TextTranscript()
 
     def reset(self, task: str, seed: int = 0) -> None:
         self.prefix = None
         self.prompts = []
+        self.transcript = TextTranscript()
         self.inner.reset(task, seed)
 
     def plan(self, request: PlanRequest) -> str:
         if self.prefix is None:
             self.prefix = text_world_prefix(request)
-        self.prompts.append({"round": request.round_index, "messages": text_round_prompt(request)})
+        messages = text_round_prompt(request, self.transcript)
+        world = self.transcript.world_text(_unprivileged(request))
+        self.prompts.append({"round": request.round_index, "messages": messages, "world": world})
         return self.inner.plan(request)
 
     def close(self) -> None:

@@ -61,6 +61,9 @@ class RoundData:
     #: The chat the hf planner's text mode would send a text model in this round (TEXT_PROMPTS_FILE), (role,
     #: text) per message; None for records without it.
     text_input: tuple[tuple[str, str], ...] | None = None
+    #: The text mode's world description of this round as it is now (TEXT_PROMPTS_FILE's ``world``); None for
+    #: records without it.
+    text_world_now: str | None = None
 
     @property
     def succeeded(self) -> bool:
@@ -165,19 +168,22 @@ def _model_input(data: dict[str, Any]) -> tuple[tuple[str, str], ...] | None:
     return tuple((str(m["role"]), str(m["content"])) for m in calls[-1]["messages"])
 
 
-def _text_inputs(record: Path) -> dict[int, tuple[tuple[str, str], ...]]:
-    """Round index -> the text mode's chat of that round (TEXT_PROMPTS_FILE; empty without the file)."""
+def _text_inputs(record: Path) -> dict[int, tuple[tuple[tuple[str, str], ...], str | None]]:
+    """Round index -> the text mode's chat of that round and its world description as it is now
+    (TEXT_PROMPTS_FILE; empty without the file, None for the world in older files)."""
     path = record / TEXT_PROMPTS_FILE
     if not path.is_file():
         return {}
-    found: dict[int, tuple[tuple[str, str], ...]] = {}
+    found: dict[int, tuple[tuple[tuple[str, str], ...], str | None]] = {}
     for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
         if not line.strip():
             continue
         try:
             data = json.loads(line)
-            found[int(data["round"])] = tuple((str(m["role"]), str(m["content"])) for m in data["messages"])
-        except (json.JSONDecodeError, KeyError, TypeError, ValueError) as err:
+            messages = tuple((str(m["role"]), str(m["content"])) for m in data["messages"])
+            world = data.get("world")
+            found[int(data["round"])] = (messages, None if world is None else str(world))
+        except (json.JSONDecodeError, KeyError, TypeError, ValueError, AttributeError) as err:
             raise TrainingDataError(f"{path}:{n}: invalid line: {err}") from None
     return found
 
@@ -199,7 +205,12 @@ def read_record(record: Path, split: str = "unknown") -> EpisodeData:
             raise TrainingDataError(f"{record / ROUNDS_FILE}:{n}: invalid round: {err}") from None
     text_inputs = _text_inputs(record)
     if text_inputs:
-        rounds = [replace(r, text_input=text_inputs.get(r.index)) for r in rounds]
+        rounds = [
+            replace(r, text_input=text_inputs[r.index][0], text_world_now=text_inputs[r.index][1])
+            if r.index in text_inputs
+            else r
+            for r in rounds
+        ]
     task = str(summary.get("task") or record.name)
     run = record.name if record.name.startswith("run") else f"seed{summary.get('seed', 0)}"
     return EpisodeData(

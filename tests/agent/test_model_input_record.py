@@ -24,7 +24,7 @@ from homiebot.planner.base import Planner
 from homiebot.planner.expert import ExpertPlanner
 from homiebot.planner.hf_backend import HFPlanner
 from homiebot.planner.messages import ChatMessage
-from homiebot.planner.prompt import system_prompt
+from homiebot.planner.prompt import INSTRUCTION_SUFFIX, system_prompt
 from homiebot.planner.react import ReActPlanner
 from homiebot.planner.text_planning import TEXT_OBSERVATION_ITEM, text_system_prompt
 from homiebot.sim.base import make_simulator
@@ -67,8 +67,10 @@ def test_text_mode_rounds_hold_the_exact_chat_the_model_was_sent(tmp_path: Path)
     # The text mode's own system turn and world description, which the appendix-D instruction does not carry.
     assert first[0]["role"] == "system" and TEXT_OBSERVATION_ITEM in first[0]["content"]
     assert first[0]["content"] == text_system_prompt(system_prompt())
-    assert first[1]["content"].startswith("World now:\nkitchen: ")  # the world as it is in round 1
-    assert first[1]["content"].endswith(rounds[0]["instruction"])
+    # The task, the world as it is in round 1 (the episode's start), then appendix D's other fields.
+    task = rounds[0]["instruction"].split("\n", 1)[0]
+    assert first[1]["content"].startswith(f"{task}\nWorld at the start:\nkitchen: ")
+    assert first[1]["content"].endswith("\nInventory: None\nFeedback: None\n" + INSTRUCTION_SUFFIX)
     # The second round's chat grew at its end: the first round's turns, its answer, the new turn.
     second = rounds[1]["model_calls"][0]["messages"]
     assert second[:2] == first and second[2] == {"role": "assistant", "content": GO}
@@ -211,6 +213,6 @@ def test_smollm2_record_holds_the_prompt_it_was_given(tmp_path: Path) -> None:
             assert call["answer"] == entry["answer"] == line["raw_output"]
         first = rounds[0]["model_calls"][0]["messages"]
         assert first[0]["role"] == "system" and TEXT_OBSERVATION_ITEM in first[0]["content"]
-        assert first[1]["content"].startswith("World now:\n")
+        assert first[1]["content"].startswith("Task: ") and "\nWorld at the start:\n" in first[1]["content"]
     finally:
         planner.close()

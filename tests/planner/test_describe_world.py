@@ -1,11 +1,16 @@
 """The text mode's world description of the current state: furniture open or closed, what lies on or in each piece
 (both relations kept apart, an object inside an object nested), the floor, the held object left to the Inventory,
-and the names within reach by the expert's rule (a Go to stretches it to 2 m for its own target)."""
+and the names within reach by the expert's rule (a Go to stretches it to 2 m for its own target); and a round's
+user turn built from it, what stays the same within an episode first and what changes last."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
+from homiebot.planner.base import PlanRequest
+from homiebot.planner.prompt import INSTRUCTION_SUFFIX, build_instruction, system_prompt
 from homiebot.planner.reach import ReachRule
-from homiebot.planner.text_planning import describe_world
+from homiebot.planner.text_planning import CHANGED_PREFIX, TextTranscript, describe_world, world_changes
 from homiebot.types import EntityKind, EntityState, Pose2D, Subtask, WorldState
 
 
@@ -51,3 +56,73 @@ def test_a_go_to_puts_its_target_within_reach_up_to_two_metres():
     assert rule.reachable(state, "counter", Subtask("Go to", "counter"))
     assert not rule.reachable(state, "counter", Subtask("Go to", "bowl"))  # only the Go to's own target
     assert describe_world(state, Subtask("Go to", "counter")).endswith("within reach: cabinet, counter, cup, plate")
+
+
+# ------------------------------------------------------------------ a round's user turn: stable first, changing last
+
+
+def _moved(state: WorldState, **changes: dict) -> WorldState:
+    """``state`` with some entities' fields replaced (name -> fields)."""
+    entities = dict(state.entities)
+    for name, fields in changes.items():
+        entities[name] = replace(entities[name], **fields)
+    return replace(state, entities=entities)
+
+
+def _request(round_index: int, state: WorldState, history: str = "", task: str = "tidy up") -> PlanRequest:
+    return PlanRequest(system_prompt=system_prompt(), instruction=build_instruction(task, ("can",), history, "None"),
+                       images=(), task=task, round_index=round_index, world_state=state)
+
+
+def test_world_changes_names_each_changed_piece_as_it_is_now():
+    start = describe_world(_state(), None).splitlines()[1:-1]
+    assert world_changes(start, start) == f"{CHANGED_PREFIX}nothing"
+    # The cup moved from the cabinet to the floor of the hallway, the cabinet closed, the sock was picked up.
+    now = _moved(_state(), cup={"parent": None, "room": "hallway"}, cabinet={"is_open": False},
+                 sock={"held": True})
+    lines = describe_world(now, None).splitlines()[1:-1]
+    assert world_changes(start, lines) == (
+        f"{CHANGED_PREFIX}cabinet (closed) [on: plate], kitchen floor [empty], hallway floor [on: cup]"
+    )
+    emptied = _moved(_state(), plate={"parent": "counter"}, cup={"parent": "counter", "relation": "on"})
+    assert world_changes(start, describe_world(emptied, None).splitlines()[1:-1]) == (
+        f"{CHANGED_PREFIX}cabinet (open) [empty], counter [on: bowl [in: apple], cup, plate]"
+    )
+
+
+def test_a_fresh_round_keeps_what_stays_in_front_and_what_changes_at_the_end():
+    """The order the prefix reuse needs (text_planning's docstring): the task, the world at the start and the
+    history are the same or only grow within an episode; the changed pieces, the robot, the inventory and the
+    feedback come after them. Nothing is lost: the changed line and the start give the world now."""
+    transcript = TextTranscript()
+    first = transcript.fresh_chat(_request(1, _state()))[-1].text
+    heads = [line.split(":", 1)[0] for line in first.splitlines()]
+    assert heads == ["Task", "World at the start", "kitchen", "hallway", "Historical Execution",
+                     "Changed since the start", "Robot", "Inventory", "Feedback", INSTRUCTION_SUFFIX.strip()]
+    later = _moved(_state(), cabinet={"is_open": False})
+    second = transcript.fresh_chat(_request(2, later, history="(1) Close, cabinet(success) "))[-1].text
+    shared = first.split("\nHistorical Execution: ")[0] + "\nHistorical Execution: "
+    assert second.startswith(shared)  # the start is the episode's, not this round's
+    assert f"\n{CHANGED_PREFIX}cabinet (closed) [in: cup; on: plate]\nRobot: in kitchen;" in second
+    assert second.endswith(f"Inventory: can\nFeedback: None\n{INSTRUCTION_SUFFIX}")
+    # A new episode (round 1) starts from its own state.
+    again = transcript.fresh_chat(_request(1, later))[-1].text
+    assert "kitchen: cabinet (closed) [in: cup; on: plate]" in again and f"{CHANGED_PREFIX}nothing" in again
+
+
+def test_the_growing_chat_sends_the_world_lines_again_only_when_the_world_changed():
+    transcript = TextTranscript()
+    request = _request(1, _state())
+    first = transcript.conversation(request)
+    assert first[-1].text == transcript.fresh_chat(request)[-1].text  # round 1: the same turn in both forms
+    transcript.keep(first, "Analysis: a\nSubtask: [Pick, cup]\nModel: RT-1-X", request)
+    same = _request(2, _state(), history="(1) Pick, cup(fail) ")
+    second = transcript.conversation(same)[-1].text
+    assert second == f"Historical Execution: (1) Pick, cup(fail)\nInventory: can\nFeedback: None\n{INSTRUCTION_SUFFIX}"
+    transcript.keep(transcript.conversation(same), "Analysis: b\nSubtask: [Close, cabinet]\nModel: RT-1-X", same)
+    closed = _request(3, _moved(_state(), cabinet={"is_open": False}), history="(1) Pick, cup(fail) (2) Close, cabinet(success) ")
+    third = transcript.conversation(closed)[-1].text
+    assert third.startswith(
+        f"Historical Execution: (2) Close, cabinet(success)\n{CHANGED_PREFIX}cabinet (closed) [in: cup; on: plate]\n"
+        "Robot: in kitchen; within reach: cabinet, cup, plate\nInventory: can\n"
+    )

@@ -12,6 +12,7 @@ import importlib.util
 import json
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -23,6 +24,7 @@ from homiebot.planner.models import BundledModel, ModelNotInstalledError, availa
 from homiebot.planner.prompt import INSTRUCTION_SUFFIX, build_instruction, system_prompt
 from homiebot.planner.registry import PlannerError, make_planner
 from homiebot.planner.text_planning import (
+    CHANGED_PREFIX,
     TEXT_OBSERVATION_ITEM,
     InstructionFields,
     TextTranscript,
@@ -132,7 +134,8 @@ def test_transcript_grows_at_its_end_and_sends_the_description_once():
     transcript = TextTranscript()
     first = transcript.conversation(_request(1, scene=scene))
     assert [m.role for m in first] == ["system", "user"]
-    assert first[1].text.startswith("World description:\nFurniture:") and "Task: put the apple" in first[1].text
+    # The task first, then a description that is not describe_world's whole (the scene as it began).
+    assert first[1].text.startswith("Task: put the apple in the fridge\nWorld description:\nFurniture:")
     transcript.keep(first, "Analysis: go.\nSubtask: [Go to, fridge]\nModel: NoMaD", _request(1, scene=scene))
     second = transcript.conversation(_request(2, history="(1) Go to, fridge(success) ", scene=scene))
     assert second[: len(first)] == first and second[len(first)].role == "assistant"
@@ -142,7 +145,7 @@ def test_transcript_grows_at_its_end_and_sends_the_description_once():
     assert transcript.targets(_request(2, grounded_targets=("fridge_1",))) == ("fridge_1",)
     transcript.keep(second, "Analysis: a.\nSubtask: [Open, fridge]\nModel: octo", _request(2, scene=scene))
     third = transcript.conversation(_request(3, world_description="Furniture:\nkitchen: fridge (open)"))
-    assert third[-1].text.startswith("World description (updated):\nFurniture:\nkitchen: fridge (open)")
+    assert third[-1].text.startswith("Historical Execution: None\nWorld description (updated):\nFurniture:\nkitchen: fridge (open)\n")
     # A new episode (round 1) starts over.
     assert len(transcript.conversation(_request(1, scene=scene))) == 2
 
@@ -154,9 +157,10 @@ def test_later_turns_carry_only_what_changed_and_the_model_still_sees_everything
     transcript.keep(first, "Analysis: go.\nSubtask: [Go to, fridge]\nModel: NoMaD", _request(1, scene=scene))
     history = "(1) Go to, fridge(success) (2) Open, fridge(fail) "
     second = transcript.conversation(_request(2, history=history, feedback="Unable to open, it is far"))
-    # Appendix D's fields after the task, in its order, with the history items added since the last turn.
+    # Appendix D's fields after the task, the history first (it only grows), with the items added since the last
+    # turn; the scene's description did not change, so it is not sent again.
     assert second[-1].text == (
-        "Inventory: None\nHistorical Execution: (1) Go to, fridge(success) (2) Open, fridge(fail)\n"
+        "Historical Execution: (1) Go to, fridge(success) (2) Open, fridge(fail)\nInventory: None\n"
         f"Feedback: Unable to open, it is far\n{INSTRUCTION_SUFFIX}"
     )
     transcript.keep(second, "Analysis: a.\nSubtask: [Go to, fridge]\nModel: NoMaD", _request(2, history=history))
@@ -170,12 +174,20 @@ def test_later_turns_carry_only_what_changed_and_the_model_still_sees_everything
     # A history that does not extend the last one sent (rewritten by a wrapper) goes whole, and so does
     # the whole instruction with the delta turned off.
     transcript.keep(third, "Analysis: b.\nSubtask: [Go to, fridge]\nModel: NoMaD", _request(3, history=history))
+    def whole_turn(history: str) -> str:  # the task and the whole history, in the text mode's order
+        return (
+            f"Task: put the apple in the fridge\nHistorical Execution: {history}\nInventory: None\nFeedback: None\n"
+            f"{INSTRUCTION_SUFFIX}"
+        )
+
     rewritten = _request(4, history="(1) Pick, apple(fail) ")
-    assert transcript.conversation(rewritten)[-1].text == rewritten.instruction
+    assert transcript.conversation(rewritten)[-1].text == whole_turn("(1) Pick, apple(fail) ")
     whole = TextTranscript(delta_turns=False)
     whole.keep(whole.conversation(_request(1, scene=scene)), "Analysis: a", _request(1, scene=scene))
     request = _request(2, history="(1) Go to, fridge(success) ", scene=scene)
-    assert whole.conversation(request)[-1].text == request.instruction
+    assert whole.conversation(request)[-1].text == whole_turn("(1) Go to, fridge(success) ")
+    # An instruction not in appendix D's form goes as it is.
+    assert whole.conversation(replace(request, instruction="do it"))[-1].text == "do it"
 
 
 def test_instruction_fields_round_trip_and_other_text_is_not_parsed():
@@ -289,16 +301,25 @@ def test_homie_run_real_episode_constrained_records_its_prompts(tmp_path: Path):
     assert [e["round"] for e in logged] == [r["round"] for r in rounds]
     assert (
         logged[0]["prompt"].startswith("<|im_start|>system\n")
-        and "World now:\nliving_room: " in logged[0]["prompt"]
+        and "\nWorld at the start:\nliving_room: " in logged[0]["prompt"]
     )
     previous = None
+    end = "<|im_end|>\n<|im_start|>assistant\n"
     for entry, record in zip(logged, rounds, strict=True):
         assert entry["answer"] == record["raw_output"] and entry["images"] == 0
-        # Round 1 carries appendix D's whole instruction; later rounds only what changed since the last turn.
+        assert entry["prompt"].endswith(end)
+        turn = entry["prompt"][: -len(end)].rsplit("<|im_start|>user\n", 1)[1]
+        # Round 1 carries the task and the whole world; later rounds only what changed since the last turn, the
+        # history first and the inventory and feedback last.
         fields = parse_instruction(record["instruction"])
         assert fields is not None
-        turn = record["instruction"] if previous is None else delta_instruction(fields, previous.history)
-        assert turn is not None and entry["prompt"].endswith(f"{turn}<|im_end|>\n<|im_start|>assistant\n")
+        if previous is None:
+            assert turn.startswith(f"Task: {fields.task}\nWorld at the start:\n")
+            assert f"\nHistorical Execution: None\n{CHANGED_PREFIX}nothing\nRobot: in " in turn
+        else:
+            new = fields.history[len(previous.history) :].strip()
+            assert turn.startswith(f"Historical Execution: {new}\n") and "Task:" not in turn
+        assert turn.endswith(f"\nInventory: {fields.inventory}\nFeedback: {fields.feedback}\n{INSTRUCTION_SUFFIX}")
         previous = fields
     # The conversation grows at its end: each prompt starts with the previous prompt and its answer.
     for before, after in zip(logged, logged[1:]):

@@ -13,6 +13,7 @@ from typer.testing import CliRunner
 
 from homiebot.cli import build_app
 from homiebot.planner.prompt import parse_output
+from homiebot.planner.text_planning import CHANGED_PREFIX
 from homiebot.tasks.suite import load_suite
 from homiebot.training.build import BuildOptions, collect, write_dataset
 from homiebot.training.collect import EVALUATION_RUNS, check_seeds, collect_episodes, evaluation_seeds
@@ -138,13 +139,45 @@ def test_the_prompt_says_what_is_within_reach_as_the_expert_decides_it(perturbed
     assert acted >= 10 and went >= 3
 
 
+def _pieces_now(text: str) -> list[str]:
+    """The world now of a round's prompt, piece by piece: the world at the start's pieces (furniture, floors)
+    with those in the changed line replaced by their text there."""
+
+    def parts(line: str) -> list[str]:  # a room line's pieces: commas outside brackets
+        found, depth, current = [], 0, ""
+        for char in line:
+            depth += (char == "[") - (char == "]")
+            if char == "," and depth == 0:
+                found.append(current.strip())
+                current = ""
+            else:
+                current += char
+        return [*found, current.strip()]
+
+    start = text.split("\nWorld at the start:\n", 1)[1].split("\nHistorical Execution: ", 1)[0]
+    (changed,) = [line for line in text.splitlines() if line.startswith(CHANGED_PREFIX)]
+    pieces = {}
+    for line in start.splitlines():
+        room, _, rest = line.partition(": ")
+        for part in parts(rest):
+            name = part.split(" ", 1)[0]
+            pieces[f"{room} floor" if name == "floor" else name] = part
+    body = changed[len(CHANGED_PREFIX) :]
+    for part in [] if body == "nothing" else parts(body):
+        words = part.split(" ")
+        key = " ".join(words[:2]) if len(words) > 1 and words[1] == "floor" else words[0]
+        pieces[key] = part
+    return list(pieces.values())
+
+
 def test_the_prompt_shows_the_world_as_it_is_now(perturbed):
     """After a successful Open the prompt says the furniture is open; a held object is placed nowhere in the world
-    lines (the Inventory names it); after a failed round the Feedback gives the error message."""
+    now (the world at the start with the changed pieces replaced; the Inventory names it); after a failed round
+    the Feedback gives the error message."""
     checked = {"open": 0, "held": 0, "failed": 0}
     before = None
     for text, r in _prompts_and_answers(perturbed):
-        world = text.split("\nTask: ", 1)[0]
+        world = "\n".join(_pieces_now(text))
         inventory = text.split("\nInventory: ", 1)[1].split("\n", 1)[0]
         if before is not None:
             subtask = parse_output(before["raw_output"]).subtask

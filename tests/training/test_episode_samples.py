@@ -76,9 +76,10 @@ def test_an_episode_sample_is_the_text_planners_growing_chat(collected, tmp_path
     chat = built.chats[0][1]
     assert chat.messages == runtime
     assert len(chat.answer_loss) == len(probe.chats) and all(chat.answer_loss) and chat.end
-    # The later user turns carry only what changed: the world is described in the first turn only.
+    # The later user turns carry only what changed: the task and the world at the start in the first turn only.
     users = [m["content"] for m in chat.messages if m["role"] == "user"]
     assert "Task:" in users[0] and all("Task:" not in u for u in users[1:])
+    assert "World at the start:" in users[0] and all("World at the start:" not in u for u in users[1:])
 
 
 def test_a_failed_round_stays_in_the_chat_but_is_not_learned(tmp_path):
