@@ -317,7 +317,8 @@ def test_homie_run_real_episode_constrained_records_its_prompts(tmp_path: Path):
             assert turn.startswith(f"Task: {fields.task}\nWorld at the start:\n")
             assert f"\nHistorical Execution: None\n{CHANGED_PREFIX}nothing\nRobot: in " in turn
         else:
-            new = fields.history[len(previous.history) :].strip()
+            sent = "" if previous.history == "None" else previous.history
+            new = fields.history[len(sent) :].strip()
             assert turn.startswith(f"Historical Execution: {new}\n") and "Task:" not in turn
         assert turn.endswith(f"\nInventory: {fields.inventory}\nFeedback: {fields.feedback}\n{INSTRUCTION_SUFFIX}")
         previous = fields
