@@ -175,8 +175,8 @@ PRESETS: dict[tuple[str, str], Preset] = {
     # 4 per optimizer step (about 30 answers with episodes); LoRA r 16 (the adapter 19.5 MB in fp32, under the
     # 25 MB the shipped model may weigh; full fine-tuning was only 9 % cheaper a step); the LM head on the answers
     # only (x1.55 less CPU); bf16 autocast (x1.65); two processes of one thread (DDP over gloo; two threads in one
-    # process cost x4 the wall time); 2 epochs, 1.41 CPU s per answer: about 6.6 CPU hours for 8,437 answers; a
-    # checkpoint every 20 steps (about 15 minutes of CPU).
+    # process cost x4 the wall time); 2 epochs, 1.36-1.62 CPU s per answer: 6.4-7.6 CPU hours for 8,437 answers;
+    # a checkpoint every 20 steps (about 15 minutes of CPU).
     ("sft", "cpu"): Preset(
         "cpu",
         lora_r=16,
