@@ -14,7 +14,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 
@@ -22,6 +22,10 @@ from homiebot.config import MAX_ROUNDS
 from homiebot.config.planners import PlannerConfig
 from homiebot.sim.scene import SceneSpec
 from homiebot.types import ErrorCode, Feedback, ModelCall, Observation, WorldState
+
+if TYPE_CHECKING:  # the task language is below the planners, but PARTNR's (networkx) costs 0.2 s to import
+    from homiebot.tasks.goals import GoalSpec
+    from homiebot.tasks.partnr.language import EvaluationFunction
 
 
 @dataclass(frozen=True)
@@ -47,12 +51,12 @@ class PlanRequest:
     world_description: str | None = None  # PARTNR-style text world description, when configured
     grounded_targets: tuple[str, ...] = ()  # names perception has grounded (for constrained decoding)
     world_state: WorldState | None = None  # privileged: expert only
-    goal: Any = None  # privileged: expert only (homiebot.tasks.goals.GoalSpec)
+    goal: GoalSpec | None = None  # privileged: expert only
     # Privileged, with a perception world model only: simulator instance -> the name perception knows it by
     # (WorldModel.perceived_names). None: no perception, targets are the simulator's instance names.
     perceived_names: Mapping[str, str] | None = None
     # Privileged: the task's PARTNR evaluation function (PARTNR's JSON), when the task has one.
-    evaluation: Any = None
+    evaluation: EvaluationFunction | Mapping[str, object] | None = None
     # What every planner may read besides the prompt's text and images (model backends build their prompts from
     # those only): the scene's static description (object kinds for baselines, receptacle facts for the expert,
     # the room list a text planner describes), this round's views with their instance segmentation (None when
