@@ -97,9 +97,11 @@ def resolve_task(config: RunConfig) -> TaskSpec | None:
         raise EpisodeBuildError(str(err)) from None
 
 
-def check_episode(config: RunConfig, task: TaskSpec | None = None) -> TaskSpec | None:
+def check_episode(config: RunConfig, task: TaskSpec | None = None, planner: Planner | None = None) -> TaskSpec | None:
     """What :func:`build_episode` checks before it makes anything: the task, the scene, the simulator backend and
-    that the planner is installed and takes a free-text instruction when there is no task. Returns the task."""
+    that the planner is installed and takes a free-text instruction when there is no task. A ``planner`` handed in
+    is checked itself and need not be installed (data collection's perturbed expert is a training planner that the
+    registry does not build). Returns the task."""
     if task is None:
         task = resolve_task(config)
     backend = config.simulator.backend
@@ -112,11 +114,14 @@ def check_episode(config: RunConfig, task: TaskSpec | None = None) -> TaskSpec |
             raise EpisodeBuildError(str(err)) from None
     elif backend not in available_backends():
         raise EpisodeBuildError(f"unknown simulator backend {backend!r}; available: {', '.join(available_backends())}")
-    try:
-        cls = planner_class(config.planner.name)
-    except (PlannerError, ImportError) as err:
-        raise EpisodeBuildError(str(err)) from None
-    if task is None and not cls.accepts_free_text:
+    if planner is not None:
+        takes_free_text = planner.accepts_free_text
+    else:
+        try:
+            takes_free_text = planner_class(config.planner.name).accepts_free_text
+        except (PlannerError, ImportError) as err:
+            raise EpisodeBuildError(str(err)) from None
+    if task is None and not takes_free_text:
         takers = ", ".join(free_text_planners()) or "none installed"
         raise EpisodeBuildError(
             f"planner {config.planner.name!r} needs a built-in task with a goal specification (use --task ID); "
@@ -196,13 +201,15 @@ def build_episode(
     ``task``: the task's specification when the caller holds it (an evaluation's snapshot); else ``config.task``
     is looked up. ``simulator`` / ``planner``: kept across episodes by the caller, who closes them; the record
     keeps ``config.planner`` as the planner's configuration, so a planner handed in with a record must be that one
-    (an evaluation's guarded planner is).
+    (an evaluation's guarded planner is; a planner the registry does not build, data collection's, is described by
+    its own :class:`~homiebot.config.planners.PlannerConfig` subclass, which ``homie run --config`` then refuses by
+    name).
     ``observers``: told of the episode besides the record's own (a live view).
     ``judge``: makes the observer that keeps the record's states and gives its verdict (the states recorder of
     :mod:`homiebot.eval.partnr.recording`: the suites' evaluation sits above the loop, so the caller hands it in);
     a record without one keeps no states and is judged by the goal check alone.
     """
-    task = check_episode(config, task)
+    task = check_episode(config, task, planner)
     if recorder is None and out is not None:
         images = config.recording.images if config.recording.images is not None else config.simulator.render
         recorder = EpisodeRecorder(out, images=images, video=config.recording.video and config.simulator.render)

@@ -183,13 +183,12 @@ def collect_episodes(
     """Record the episodes (module docstring). ``noise``: a skill noise preset (``off``, ``emmoe``: EMMOE table 4's
     per-try failures, seeded by the scene seed as in an evaluation), so that execution errors (E1, E2) and the
     expert's re-plans after them are in the data too."""
-    from homiebot.agent.loop import EpisodeConfig, run_episode
-    from homiebot.data.record import SUMMARY_FILE, EpisodeRecorder
-    from homiebot.sim.base import make_simulator
-    from homiebot.skills import SkillSet
+    from homiebot.agent.build import build_episode, build_simulator
+    from homiebot.config.run import RecordingConfig, RunConfig, SimulatorConfig, SkillsConfig
+    from homiebot.data.record import SUMMARY_FILE
     from homiebot.skills.noise import preset_name
     from homiebot.tasks.suite import load_suite
-    from homiebot.training.perturbed import PerturbedExpertPlanner, PromptBoundExpertPlanner
+    from homiebot.training.perturbed import PerturbedExpertConfig, PromptBoundExpertConfig, expert_for_data
 
     if planner not in PLANNERS:
         raise TrainingDataError(f"unknown --planner {planner!r} for data collection; use {' or '.join(PLANNERS)}")
@@ -209,6 +208,16 @@ def collect_episodes(
         noise_preset = preset_name(noise, "--noise")
     except ValueError as err:
         raise TrainingDataError(str(err)) from None
+    if not 0.0 <= inject <= 1.0:
+        raise TrainingDataError(f"--inject must be a probability in [0, 1], got {inject}")
+    # Each record's run configuration (summary.json's "run") names the training expert it was collected with.
+    expert = PerturbedExpertConfig(inject=inject) if planner == "perturbed-expert" else PromptBoundExpertConfig()
+    setting = RunConfig(
+        planner=expert,
+        simulator=SimulatorConfig(render=images),
+        skills=SkillsConfig(noise=noise_preset),
+        recording=RecordingConfig(images=images, video=False, report=False),
+    )
     root = Path(out).expanduser().absolute()
     if root.exists() and any(root.iterdir()) and not (root / "collect.json").is_file():
         raise TrainingDataError(f"output {root} exists, is not empty and is not a collection; choose another --out")
@@ -235,7 +244,7 @@ def collect_episodes(
     (root / "eval.json").write_text(json.dumps({"tasks": settings["tasks"]}, indent=2) + "\n", encoding="utf-8")
     summary = CollectSummary(root)
     started = time.perf_counter()
-    sim = make_simulator("mujoco", render=images)
+    sim = build_simulator(setting.simulator)
     try:
         for run in range(runs):
             for task in tasks:
@@ -243,19 +252,10 @@ def collect_episodes(
                 if (record / SUMMARY_FILE).is_file():
                     summary.skipped += 1
                     continue
-                agent = (
-                    PerturbedExpertPlanner(inject=inject) if planner == "perturbed-expert" else PromptBoundExpertPlanner()
-                )
+                agent = expert_for_data(expert)
                 describer = TextWorldRecorder(agent)
-                trajectory = run_episode(
-                    sim,
-                    describer,
-                    task=task,
-                    seed=seed_offset + run,
-                    config=EpisodeConfig(render=images),
-                    skills=lambda backend, scene_seed: SkillSet(backend, noise=noise_preset, seed=scene_seed),
-                    recorder=EpisodeRecorder(record, images=images, video=False),
-                )
+                config = setting.model_copy(update={"task": task.id, "seed": seed_offset + run})
+                trajectory = build_episode(config, out=record, task=task, simulator=sim, planner=describer).run()
                 if describer.prefix is not None:
                     (record / TEXT_WORLD_FILE).write_text(describer.prefix, encoding="utf-8")
                 lines = (json.dumps(p, ensure_ascii=False) + "\n" for p in describer.prompts)

@@ -26,7 +26,11 @@ import logging
 import random
 import zlib
 from dataclasses import dataclass
+from typing import Literal
 
+from pydantic import Field
+
+from homiebot.config.planners import ExpertPlannerConfig
 from homiebot.planner.base import PlanRequest
 from homiebot.planner.expert import ARTICULATION_MODEL, GRASP_MODEL, ExpertPlanner
 from homiebot.planner.prompt import format_output, parse_output
@@ -43,6 +47,21 @@ class Injection:
     subtask: Subtask
     model: str
     expected_code: str
+
+
+class PromptBoundExpertConfig(ExpertPlannerConfig):
+    """The configuration of :class:`PromptBoundExpertPlanner` (the expert's options), as a collected record's run
+    configuration names it. A training planner: the registry does not build it, so ``homie run --config`` refuses
+    such a record by the planner's name."""
+
+    name: Literal["prompt-bound-expert"] = "prompt-bound-expert"  # type: ignore[assignment]  # narrower literal
+
+
+class PerturbedExpertConfig(ExpertPlannerConfig):
+    """The configuration of :class:`PerturbedExpertPlanner`: the expert's options and the injection probability."""
+
+    name: Literal["perturbed-expert"] = "perturbed-expert"  # type: ignore[assignment]  # narrower literal
+    inject: float = Field(0.04, ge=0.0, le=1.0)
 
 
 class PromptBoundExpertPlanner(ExpertPlanner):
@@ -156,3 +175,10 @@ class PerturbedExpertPlanner(PromptBoundExpertPlanner):
                 if not hidden and state.reach_distance(target) > self.far_threshold_m + 0.2:
                     options.append((Subtask("Pick", target), GRASP_MODEL, "D1"))
         return options
+
+
+def expert_for_data(config: PromptBoundExpertConfig | PerturbedExpertConfig) -> PromptBoundExpertPlanner:
+    """The training-data expert ``config`` describes."""
+    if isinstance(config, PerturbedExpertConfig):
+        return PerturbedExpertPlanner(**config.options())  # type: ignore[arg-type]  # the fields are its options
+    return PromptBoundExpertPlanner(**config.options())  # type: ignore[arg-type]

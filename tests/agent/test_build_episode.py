@@ -4,13 +4,16 @@ it describes."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
+from typing import Literal
 
 import pytest
 
 from homiebot.agent.build import EpisodeBuildError, build_episode
 from homiebot.agent.loop import EpisodeConfig, run_episode
 from homiebot.config import PerceptionMode
+from homiebot.config.planners import ExpertPlannerConfig
 from homiebot.config.run import RunConfig, run_config
 from homiebot.planner.expert import ExpertPlanner
 from homiebot.planner.partnr_expert import PartnrExpertPlanner
@@ -93,3 +96,25 @@ def test_perception_off_builds_no_hook(sim) -> None:
     episode = build_episode(RunConfig(task="emmoe-084"), simulator=sim)
     assert episode.config.perception.mode is PerceptionMode.OFF and episode.perception is None
     episode.close()
+
+
+class _UnregisteredExpertConfig(ExpertPlannerConfig):
+    name: Literal["unregistered-expert"] = "unregistered-expert"  # type: ignore[assignment]
+
+
+def test_a_planner_handed_in_need_not_be_registered(sim, tmp_path: Path) -> None:
+    """A caller's planner that the registry does not build (data collection's training expert) is checked itself,
+    and the record keeps the configuration that describes it."""
+    config = RunConfig(task="emmoe-084", planner=_UnregisteredExpertConfig(), simulator={"render": False},
+                       recording={"images": False, "video": False})
+    with pytest.raises(EpisodeBuildError, match="unknown planner 'unregistered-expert'"):
+        build_episode(config, simulator=sim)  # nothing handed in: the registry builds it, and knows no such planner
+    episode = build_episode(config, out=tmp_path / "record", simulator=sim, planner=ExpertPlanner())
+    assert not episode.owns_planner and episode.recorder is not None
+    trajectory = episode.run()
+    assert trajectory.ended and trajectory.goal_satisfied
+    summary = json.loads((tmp_path / "record" / "summary.json").read_text())
+    assert summary["run"]["planner"]["name"] == "unregistered-expert"
+    free_text = RunConfig(instruction="tidy up", scene="apartment_1", planner=_UnregisteredExpertConfig())
+    with pytest.raises(EpisodeBuildError, match="needs a built-in task"):  # the expert handed in needs a goal
+        build_episode(free_text, simulator=sim, planner=ExpertPlanner())

@@ -97,6 +97,9 @@ def test_a_collection_on_an_evaluation_seed_is_refused_before_anything_is_writte
                                               "--seed-offset", "8"])
     assert result.exit_code == 2 and "error:" in result.output and "seed" in result.output, result.output
     assert not out.exists()
+    with pytest.raises(TrainingDataError, match="--inject must be a probability"):
+        collect_episodes(out, planner="perturbed-expert", task_ids=[TASK], seed_offset=SEED_OFFSET, inject=1.5)
+    assert not out.exists()  # refused before the collection's files
 
 
 @pytest.fixture(scope="module")
