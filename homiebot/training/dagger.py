@@ -33,13 +33,20 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from homiebot.config import MAX_ROUNDS
+from homiebot.config.planners import HFPlannerConfig
+from homiebot.config.run import RunConfig, SimulatorConfig
 from homiebot.planner.base import Planner, PlanRequest
 from homiebot.planner.prompt import parse_output
 from homiebot.training.teacher import LLMTeacher, TextEpisodeLog, VisitedState
 from homiebot.training.trainer import Preset, TrainingError, preset_for, train
+
+if TYPE_CHECKING:
+    from homiebot.agent.observers import EpisodeObserver
+    from homiebot.sim.base import Simulator
+    from homiebot.tasks.suite import TaskSpec
 
 log = logging.getLogger(__name__)
 
@@ -217,25 +224,38 @@ class IterationResult:
     reflections: list[str] = field(default_factory=list)
 
 
-def _episodes(sim: Any, planner: Planner, tasks: Sequence[Any], seed: int, max_rounds: int) -> tuple[int, int, int]:
-    from homiebot.agent.loop import EpisodeConfig, run_episode
+def student_config(
+    model: str | Path, adapter: Path | None, max_new_tokens: int, include_history: bool, system_turn: bool
+) -> HFPlannerConfig:
+    """The student as an hf planner's configuration: the model folder, the iteration's adapter and the prompt
+    options (the run configuration of its episodes; the planner itself is built on the loaded engine)."""
+    return HFPlannerConfig(
+        model=str(model),
+        adapter=None if adapter is None else str(adapter),
+        constrained=True,
+        max_new_tokens=max_new_tokens,
+        include_history=include_history,
+        system_turn=system_turn,
+    )
+
+
+def _episodes(
+    sim: Simulator, planner: Planner, tasks: Sequence[TaskSpec], seed: int, setting: RunConfig
+) -> tuple[int, int, int]:
+    """The tasks' episodes (run ``seed``), built by :func:`homiebot.agent.build.build_episode` from ``setting``
+    on the caller's simulator and planner; no record is kept. Returns episodes, successes, rounds."""
+    from homiebot.agent.build import build_episode
 
     successes = rounds = 0
     for task in tasks:
-        observers: list[Any] = []
+        observers: list[EpisodeObserver] = []
         if isinstance(planner, LabelingPlanner) and isinstance(planner.teacher, LLMTeacher):
             from homiebot.textworld.observer import TextWorldObserver
 
             planner.text_world = TextWorldObserver(sim)
             observers.append(planner.text_world)
-        trajectory = run_episode(
-            sim,
-            planner,
-            task=task,
-            seed=seed,
-            config=EpisodeConfig(max_rounds=max_rounds, render=False),
-            observers=observers,
-        )
+        config = setting.model_copy(update={"task": task.id, "seed": seed})
+        trajectory = build_episode(config, task=task, simulator=sim, planner=planner, observers=observers).run()
         solved = bool(trajectory.ended and trajectory.goal_satisfied)
         if isinstance(planner, LabelingPlanner):
             planner.finish_episode(solved)
@@ -285,10 +305,10 @@ def run_dagger(
     evaluation in docs/results/training.md plans with (a fresh chat per round, no system turn), so the pairs
     train the student on the prompt it is evaluated with.
     """
+    from homiebot.agent.build import build_simulator
     from homiebot.planner.expert import ExpertPlanner
     from homiebot.planner.hf_backend import HFPlanner
     from homiebot.planner.text_engine import CausalTextModel
-    from homiebot.sim.base import make_simulator
     from homiebot.tasks.suite import load_suite
     from homiebot.training.build import DATA_FILE, write_dataset
 
@@ -306,7 +326,9 @@ def run_dagger(
     aggregate: list[dict[str, str]] = []
     results: list[IterationResult] = []
     adapter: Path | None = None
-    sim = make_simulator("mujoco", render=False)
+    # The student's episodes: noiseless, not rendered (a text-only student), EMMOE's action list.
+    setting = RunConfig(max_rounds=max_rounds, simulator=SimulatorConfig(render=False))
+    sim = build_simulator(setting.simulator)
     try:
         for i in range(iterations):
             started = time.perf_counter()
@@ -325,9 +347,10 @@ def run_dagger(
                 teacher if teacher is not None else ExpertPlanner(),
                 oracle=ExpertPlanner() if teacher is not None else None,
             )
-            episodes, successes, rounds = _episodes(
-                sim, labeler, [known[t] for t in tasks], seed_offset + i, max_rounds
+            acting = setting.model_copy(
+                update={"planner": student_config(model, adapter, max_new_tokens, include_history, system_turn)}
             )
+            episodes, successes, rounds = _episodes(sim, labeler, [known[t] for t in tasks], seed_offset + i, acting)
             rows, same = pairs_of(labeler.rounds)
             aggregate.extend(rows)
             result = IterationResult(i, episodes, successes, rounds, len(rows), same, len(aggregate))
@@ -352,8 +375,11 @@ def run_dagger(
                     include_history=include_history,
                     system_turn=system_turn,
                 )
+                evaluated = setting.model_copy(
+                    update={"planner": student_config(model, adapter, max_new_tokens, include_history, system_turn)}
+                )
                 result.eval_episodes, result.eval_successes, _ = _episodes(
-                    sim, evaluator, [known[t] for t in eval_tasks], 0, max_rounds
+                    sim, evaluator, [known[t] for t in eval_tasks], 0, evaluated
                 )
             result.seconds = time.perf_counter() - started
             results.append(result)
