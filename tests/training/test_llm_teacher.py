@@ -56,7 +56,10 @@ def test_a_failed_episode_is_labelled_after_the_critics_reflection():
     labeler = LabelingPlanner(student, LLMTeacher(actor, critic), oracle=ExpertPlanner())
     sim = make_simulator("mujoco", render=False)
     try:
-        episodes, successes, rounds = _episodes(sim, labeler, [get_task("emmoe-001")], 0, 4)
+        from homiebot.config.run import RunConfig, SimulatorConfig
+
+        setting = RunConfig(max_rounds=4, simulator=SimulatorConfig(render=False))  # as train_dagger makes it
+        episodes, successes, rounds = _episodes(sim, labeler, [get_task("emmoe-001")], 0, setting)
     finally:
         sim.shutdown()
     assert (episodes, successes, rounds) == (1, 0, 2)
