@@ -55,7 +55,7 @@ class Config:
 
 
 def configs(episodes_per_step: int) -> list[Config]:
-    # One pass over the samples in every configuration (the cpu preset's 3 epochs would triple its work).
+    # One pass over the samples in every configuration (the cpu preset's 2 epochs would double its work).
     rounds = preset_for("sft", "cpu-small", batch_size=2, save_steps=100_000, epochs=1.0)
     episodes = preset_for(
         "sft",

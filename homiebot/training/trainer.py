@@ -186,7 +186,8 @@ PRESETS: dict[tuple[str, str], Preset] = {
         gradient_accumulation=4,
         epochs=2.0,
         warmup_steps=5,
-        # SmolLM2's context: an episode whose world description is repeated when it changes reaches 5,500 tokens.
+        # SmolLM2's context. Episodes now reach 3,691 tokens (the growing chat sends only the changed pieces; they
+        # reached 5,500 when it re-sent the whole world): with batch 1 no sample is padded to it.
         max_length=8192,
         threads=1,
         save_steps=20,
