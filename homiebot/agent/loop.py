@@ -471,7 +471,7 @@ class EpisodeLoop:
             trajectory.error = f"planner {planner.name!r} failed in round {session.round_index}: {err}"
             return stopped
         timings["plan_s"] = time.perf_counter() - t0
-        output = session.parse(raw)
+        output = session.parse(raw, planner.answer_format)
         if self.on_output is not None and agent in (None, 0):
             self.on_output(session.round_index, request.instruction, output)
         inventory_before = session.inventory

@@ -29,7 +29,7 @@ from typing import Any
 
 import numpy as np
 
-from homiebot.config import HISTORY_WINDOW, MAX_ROUNDS
+from homiebot.config import HISTORY_WINDOW, MAX_ROUNDS, AnswerFormat
 from homiebot.planner.base import Planner, PlanRequest
 from homiebot.planner.conversation import Conversation
 from homiebot.planner.prompt import build_instruction, history_entry, parse_output, system_prompt
@@ -157,9 +157,10 @@ class PlannerSession:
         )
 
     @staticmethod
-    def parse(raw: str) -> PlannerOutput:
-        """Appendix D's pattern with appendix H.1's fallback; never raises."""
-        return parse_output(raw)
+    def parse(raw: str, answer_format: AnswerFormat = AnswerFormat.ANALYSIS) -> PlannerOutput:
+        """Appendix D's pattern with appendix H.1's fallback, and the subtask-only answer for a planner that
+        answers in that format (:attr:`Planner.answer_format`); never raises."""
+        return parse_output(raw, answer_format)
 
     def format_feedback(self, output: PlannerOutput) -> Feedback:
         """The F1 feedback for an answer :meth:`parse` could not read."""

@@ -66,6 +66,19 @@ class DecodeMode(Choice):
     GENERATE = "generate"  # transformers' generate
 
 
+class AnswerFormat(Choice):
+    """What a planner's answer holds (:mod:`homiebot.planner.prompt`; docs/models.md, "The subtask-only answer").
+
+    ``analysis`` is EMMOE's trained format (appendix F.1): ``Analysis: ...``, ``Subtask: [...]``, ``Model: ...``.
+    ``subtask`` leaves the Analysis line out, as PARTNR's finetuned planner emits actions without thoughts
+    (PARTNR appendix A.10): a model trained on ``homie data build sft --thoughtless`` answers in about 12 tokens
+    instead of about 44, which is what brings a planning round of SmolLM2-135M on one core under a second.
+    """
+
+    ANALYSIS = "analysis"
+    SUBTASK = "subtask"
+
+
 #: The world-graph builders (every perception mode but off).
 GRAPH_BUILDERS: tuple[str, ...] = tuple(m.value for m in PerceptionMode if m is not PerceptionMode.OFF)
 

@@ -35,7 +35,7 @@ from pydantic import (
     model_validator,
 )
 
-from homiebot.config import FAR_THRESHOLD_M, NEAR_THRESHOLD_M, DecodeMode
+from homiebot.config import FAR_THRESHOLD_M, NEAR_THRESHOLD_M, AnswerFormat, DecodeMode
 from homiebot.plugins import PLANNERS_GROUP, entry_point_targets
 
 
@@ -177,6 +177,7 @@ class HFPlannerConfig(PlannerConfig):
     flash_attention: bool = False
     prompt_log: str | None = None
     system_turn: bool = True
+    answer_format: AnswerFormat = AnswerFormat.ANALYSIS
 
 
 class HFPartnrPlannerConfig(HFPlannerConfig):

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 
-from homiebot.config import MAX_ROUNDS
+from homiebot.config import MAX_ROUNDS, AnswerFormat
 from homiebot.config.planners import PlannerConfig
 from homiebot.sim.scene import SceneSpec
 from homiebot.types import ErrorCode, Feedback, ModelCall, Observation, WorldState
@@ -106,6 +106,9 @@ class Planner(ABC):
     #: facet, which sees both agents); otherwise only the partner's other actions, as PARTNR's decentralized agents
     #: learn them ("PARTNR", section 4.1).
     hears_partner_navigation: bool = False
+    #: The answer's form: EMMOE's with an Analysis line, or without it (:class:`~homiebot.config.AnswerFormat`);
+    #: the loop parses the planner's answers by it.
+    answer_format: AnswerFormat = AnswerFormat.ANALYSIS
 
     @classmethod
     def from_config(cls: type[PlannerT], config: PlannerConfig, **objects: object) -> PlannerT:

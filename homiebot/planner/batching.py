@@ -172,6 +172,7 @@ class BatchingPlanner(Planner):
         self.name = f"batched-{inner.name}"
         self.privileged = inner.privileged
         self.accepts_free_text = inner.accepts_free_text
+        self.answer_format = inner.answer_format
         self.batcher: RequestBatcher[PlanRequest, str] = RequestBatcher(
             inner.plan_batch, max_batch_size=max_batch_size, max_wait_s=max_wait_s, name=f"batcher-{inner.name}"
         )

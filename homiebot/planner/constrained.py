@@ -48,6 +48,11 @@ Decisions (tested in ``tests/planner/test_constrained.py``):
   an answer of N bytes needs at most N tokens. The analysis length is capped so that the longest
   complete answer fits in ``max_new_tokens`` (:func:`analysis_budget`): generation cannot be cut before
   the Model line, which would be an F1 error.
+* **The subtask-only format** (``answer_format`` ``subtask``; :class:`~homiebot.config.AnswerFormat`): the
+  grammar starts at ``Subtask: [`` and has no analysis, the answer of a model trained on action-only samples
+  (PARTNR appendix A.10; ``homie data build sft --thoughtless``), about 12 tokens against about 44. After
+  ``[End]`` it also allows ``None``, the Model that those samples give End (the executor reads no model for
+  End). ``max_new_tokens`` must hold its longest answer.
 """
 
 from __future__ import annotations
@@ -57,6 +62,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from homiebot.config import AnswerFormat
 from homiebot.planner.prompt import parse_output
 from homiebot.types import EMMOE_ACTIONS, EMMOE_MODELS, Action, casefold_words
 
@@ -72,6 +78,10 @@ DEFAULT_ANALYSIS_MAX_CHARS = 600
 _HEAD = "Analysis: "
 _SUBTASK_OPEN = "\nSubtask: ["
 _SUBTASK_CLOSE = "]\nModel: "
+#: The subtask-only answer's first line starts here.
+_SUBTASK_HEAD = "Subtask: ["
+#: The Model that the subtask-only training samples give End (homiebot.training.emmoe.Step.decision).
+END_MODEL = "None"
 
 
 class ConstraintError(ValueError):
@@ -88,6 +98,7 @@ class AnswerConstraint:
     analysis_max_chars: int
     #: The models each action may name (module docstring, "The model follows the action"); empty: any model.
     action_models: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    answer_format: AnswerFormat = AnswerFormat.ANALYSIS
 
     @classmethod
     def build(
@@ -100,6 +111,7 @@ class AnswerConstraint:
         analysis_max_chars: int = DEFAULT_ANALYSIS_MAX_CHARS,
         pair_models: bool = True,
         model_actions: Mapping[str, Iterable[Action]] | None = None,
+        answer_format: AnswerFormat = AnswerFormat.ANALYSIS,
     ) -> AnswerConstraint:
         """The constraint for one request; empty ``actions`` / ``models`` mean EMMOE's lists. ``model_actions``
         (which actions each model serves) defaults to EMMOE's table E2 as the executor holds it."""
@@ -118,12 +130,22 @@ class AnswerConstraint:
                 "grounded names left out of the grammar (they contain ',', '[', ']' or a line break): %s", dropped
             )
         pairs = _action_models(action_list, model_list, model_actions) if pair_models else {}
+        if answer_format is AnswerFormat.SUBTASK:
+            subtask_only = cls(tuple(action_list), tuple(model_list), tuple(usable), 0, pairs, answer_format)
+            if subtask_only.fixed_bytes() > max_new_tokens:
+                raise ConstraintError(
+                    f"max_new_tokens={max_new_tokens} leaves no room for a constrained answer: the Subtask and "
+                    f"Model lines can take {subtask_only.fixed_bytes()} tokens; raise max_new_tokens"
+                )
+            return subtask_only
         draft = cls(tuple(action_list), tuple(model_list), tuple(usable), analysis_max_chars=1)
         budget = analysis_budget(draft, max_new_tokens)
         return cls(tuple(action_list), tuple(model_list), tuple(usable), min(analysis_max_chars, budget), pairs)
 
     def models_for(self, action: str) -> tuple[str, ...]:
         """The models the grammar lets an answer name after ``action``."""
+        if self.answer_format is AnswerFormat.SUBTASK and Action.parse(action) is Action.END:
+            return (END_MODEL, *(m for m in self.models if m != END_MODEL))
         return self.action_models.get(action, self.models)
 
     # -------------------------------------------------------------------------------- sizes
@@ -139,6 +161,13 @@ class AnswerConstraint:
 
     def fixed_bytes(self) -> int:
         """Bytes of the longest answer besides the analysis."""
+        if self.answer_format is AnswerFormat.SUBTASK:
+            return (
+                _utf8_len(_SUBTASK_HEAD)
+                + self.longest_subtask_bytes()
+                + _utf8_len(_SUBTASK_CLOSE)
+                + max(_utf8_len(m) for m in (*self.models, END_MODEL))
+            )
         return (
             _utf8_len(_HEAD)
             + _utf8_len(_SUBTASK_OPEN)
@@ -158,6 +187,8 @@ class AnswerConstraint:
             for n in arity:
                 options.append(" ".join([_literal(action)] + ['", " target'] * n))
             subtask_rules.append(" | ".join(options))
+        if self.answer_format is AnswerFormat.SUBTASK:
+            return self._subtask_only_grammar(subtask_rules)
         if self.action_models:
             return self._paired_grammar(subtask_rules)
         return "\n".join(
@@ -182,6 +213,22 @@ class AnswerConstraint:
             [
                 f"root ::= {_literal(_HEAD)} analysis {_literal(_SUBTASK_OPEN)} subtask",
                 f"analysis ::= {self._analysis_rule()}",
+                "subtask ::= " + " | ".join(f"({s})" for s in steps),
+                f"target ::= {self._target_rule()}",
+                *(f"{name} ::= " + " | ".join(_literal(m) for m in allowed) for allowed, name in sets.items()),
+            ]
+        )
+
+    def _subtask_only_grammar(self, subtask_rules: list[str]) -> str:
+        """The subtask-only grammar: no analysis, each action followed by its own models (End by ``None`` too)."""
+        sets: dict[tuple[str, ...], str] = {}
+        steps = []
+        for action, rule in zip(self.actions, subtask_rules, strict=True):
+            name = sets.setdefault(self.models_for(action), f"models{len(sets) + 1}")
+            steps.append(f"({rule}) {_literal(_SUBTASK_CLOSE)} {name}")
+        return "\n".join(
+            [
+                f"root ::= {_literal(_SUBTASK_HEAD)} subtask",
                 "subtask ::= " + " | ".join(f"({s})" for s in steps),
                 f"target ::= {self._target_rule()}",
                 *(f"{name} ::= " + " | ".join(_literal(m) for m in allowed) for allowed, name in sets.items()),
@@ -273,6 +320,7 @@ def f1_violation(
     *,
     strict_models: bool = False,
     model_actions: Mapping[str, Iterable[Action]] | None = None,
+    answer_format: AnswerFormat = AnswerFormat.ANALYSIS,
 ) -> str | None:
     """Why ``text`` would be an F1 error, or None. Mirrors the F1 checks of :mod:`homiebot.executor.executor`.
 
@@ -280,7 +328,7 @@ def f1_violation(
     further check), model not in the list (case-insensitive), with ``strict_models`` a model that does not serve
     the action (``model_actions``, table E2 by default), missing target, Put without a place.
     """
-    parsed = parse_output(text)
+    parsed = parse_output(text, answer_format)
     if parsed.subtask is None:
         return f"unparseable: {parsed.parse_error}"
     action_keys = {" ".join(a.lower().split()) for a in actions}

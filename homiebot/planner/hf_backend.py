@@ -55,7 +55,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from homiebot.config import DecodeMode
+from homiebot.config import AnswerFormat, DecodeMode
 from homiebot.planner.base import Planner, PlanRequest
 from homiebot.planner.constrained import DEFAULT_ANALYSIS_MAX_CHARS, AnswerConstraint
 from homiebot.planner.messages import ChatMessage, build_messages, report_call, to_hf_messages, to_plain_prompt
@@ -71,6 +71,10 @@ log = logging.getLogger(__name__)
 
 #: Answer budget of a bundled text model (``max_new_tokens`` when not given): room for a short analysis.
 TEXT_MODEL_MAX_NEW_TOKENS = 160
+#: Answer budget in the subtask-only format (``max_new_tokens`` when not given): its longest constrained answer with
+#: free-form targets (``Subtask: [Put, <48 characters>, <48 characters>]`` and the longest EMMOE model) is 128
+#: bytes, so no grammar of it is cut short. A trained model's answer is about 12 tokens and the grammar ends it.
+SUBTASK_MAX_NEW_TOKENS = 128
 
 #: Module names that ``quantization="fp8"`` leaves in bf16: vision towers and projectors (small, and their
 #: variable-length attention dominates them, not GEMMs) and the output head (its logits pick the answer).
@@ -736,7 +740,9 @@ class HFPlanner(Planner):
     already lists the earlier rounds) instead of the episode's growing chat; ``system_turn=False`` leaves the
     system turn out, as EMMOE's training samples do (appendix F.1: the human turn is the instruction alone).
     These two make the prompt of a round the prompt ``homie data build sft --text-observation`` trains on
-    (docs/training.md).
+    (docs/training.md). ``answer_format="subtask"`` is for a model trained on answers without the Analysis line
+    (``--thoughtless``): the grammar starts at ``Subtask: [``, the loop reads answers without an analysis, and
+    ``max_new_tokens`` defaults to :data:`SUBTASK_MAX_NEW_TOKENS`; the prompt is unchanged.
     """
 
     name = "hf"
@@ -775,6 +781,7 @@ class HFPlanner(Planner):
         flash_attention: bool = False,
         prompt_log: str | None = None,
         system_turn: bool = True,
+        answer_format: AnswerFormat = AnswerFormat.ANALYSIS,
         engine: VisionLanguageModel | TextLanguageModel | CausalTextModel | None = None,
     ) -> None:
         bundled = bundled_model(model)
@@ -784,7 +791,10 @@ class HFPlanner(Planner):
             and Path(model).expanduser().is_dir()
             and (is_causal_text_folder(str(Path(model).expanduser())))
         )
-        if max_new_tokens is None:
+        answer_format = AnswerFormat(answer_format)
+        if max_new_tokens is None and answer_format is AnswerFormat.SUBTASK:
+            max_new_tokens = SUBTASK_MAX_NEW_TOKENS
+        elif max_new_tokens is None:
             # A text model is small and on the CPU: a short answer keeps a round near a second
             # (the constrained analysis is capped to what fits, homiebot.planner.constrained.analysis_budget).
             max_new_tokens = TEXT_MODEL_MAX_NEW_TOKENS if bundled is not None or text_folder else 512
@@ -856,6 +866,7 @@ class HFPlanner(Planner):
         # perception gives its planners the state (homiebot.planner.text_planning); images serve a VLM instead.
         self.reads_state = type(self).reads_state or self.engine.text_only
         self.constrained = constrained
+        self.answer_format = answer_format
         self.system_turn = system_turn
         self.icl_example = icl_example
         self.include_history = include_history
@@ -909,6 +920,7 @@ class HFPlanner(Planner):
             targets,
             max_new_tokens=self.max_new_tokens,
             analysis_max_chars=self.analysis_max_chars,
+            answer_format=self.answer_format,
         )
         return constraint.grammar()
 

@@ -36,6 +36,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from homiebot.config import AnswerFormat
 from homiebot.planner.base import PlanRequest
 from homiebot.planner.constrained import AnswerConstraint
 from homiebot.planner.hf_backend import HFPlanner
@@ -52,6 +53,7 @@ _FAUCET_FUNCTION = "clean"
 _ANALYSIS_HEAD = "Analysis: "
 _SUBTASK_OPEN = "\nSubtask: ["
 _SUBTASK_CLOSE = "]\nModel: "
+_SUBTASK_HEAD = "Subtask: ["
 
 
 @dataclass(frozen=True)
@@ -220,15 +222,17 @@ def typed_grammar(
     *,
     max_new_tokens: int,
     analysis_max_chars: int | None = None,
+    answer_format: AnswerFormat = AnswerFormat.ANALYSIS,
 ) -> TypedGrammar:
     """The EBNF of one answer (``Analysis: ...``, ``Subtask: [...]``, ``Model: ...``) whose subtask is typed by
     :func:`typed_arguments`. The analysis cap and the models each action may name are those of the untyped
     :class:`~homiebot.planner.constrained.AnswerConstraint` over the same lists and names (its longest answer
-    bounds this grammar's, whose names are a subset), so the answer still fits ``max_new_tokens``."""
+    bounds this grammar's, whose names are a subset), so the answer still fits ``max_new_tokens``. With
+    ``answer_format`` ``subtask`` it starts at ``Subtask: [`` (no analysis), as the untyped grammar does."""
     arguments = typed_arguments(world, actions or EMMOE_ACTIONS)
     if not arguments:
         raise ValueError("no action of the task can be written in this world")
-    options: dict[str, Any] = {"max_new_tokens": max_new_tokens}
+    options: dict[str, Any] = {"max_new_tokens": max_new_tokens, "answer_format": answer_format}
     if analysis_max_chars is not None:
         options["analysis_max_chars"] = analysis_max_chars
     untyped = AnswerConstraint.build(list(arguments), models, world.names(), **options)
@@ -245,13 +249,19 @@ def typed_grammar(
             rules.append(f"{rule} ::= " + " | ".join(_literal(n) for n in names))
             parts.extend(['", "', rule])
         branches.append(f"({' '.join(parts)} {_literal(_SUBTASK_CLOSE)} {model_rule})")
-    cap = max(untyped.analysis_max_chars - 1, 0)
-    text = "\n".join(
-        [
+    if answer_format is AnswerFormat.SUBTASK:
+        head = [f"root ::= {_literal(_SUBTASK_HEAD)} subtask"]
+    else:
+        cap = max(untyped.analysis_max_chars - 1, 0)
+        head = [
             f"root ::= {_literal(_ANALYSIS_HEAD)} analysis {_literal(_SUBTASK_OPEN)} subtask",
             # Printable ASCII without '[' (so that the Subtask line cannot start inside the analysis), first
             # character not a space: the untyped grammar's analysis rule.
             f"analysis ::= [!-Z\\\\-~] [ -Z\\\\-~]{{0,{cap}}}",
+        ]
+    text = "\n".join(
+        [
+            *head,
             "subtask ::= " + " | ".join(branches),
             *rules,
             *(f"{name} ::= " + " | ".join(_literal(m) for m in allowed) for allowed, name in model_rules.items()),
@@ -306,4 +316,4 @@ class PartnrWorldHFPlanner(HFPlanner):
         if world is None:
             return super().grammar_for(request)
         return typed_grammar(world, request.actions, request.models, max_new_tokens=self.max_new_tokens,
-                             analysis_max_chars=self.analysis_max_chars).text
+                             analysis_max_chars=self.analysis_max_chars, answer_format=self.answer_format).text

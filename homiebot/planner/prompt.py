@@ -9,6 +9,11 @@ Decisions where the paper is ambiguous (tested in ``tests/core/test_prompt.py``)
   the text between the brackets of the Subtask line, as the planner wrote it.
 * The action and model lists in the system prompt are the paper's by default and the deployment's when it
   configures others; the model-description sentence is kept for the paper's models and generated for others.
+* The subtask-only answer (:class:`~homiebot.config.AnswerFormat` ``subtask``, ``Subtask: [..]\nModel: ..``
+  with no Analysis line) is read only for a planner configured with it: a model trained on PARTNR-style
+  action-only samples (PARTNR appendix A.10; ``homie data build sft --thoughtless``). Its analysis is recorded
+  as empty. The prompt is the same in both formats (it is what the data were built with); a planner in the
+  analysis format that leaves the Analysis out still gets F1, as in the paper.
 """
 
 from __future__ import annotations
@@ -16,6 +21,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
+from homiebot.config import AnswerFormat
 from homiebot.types import EMMOE_ACTIONS, EMMOE_MODELS, PlannerOutput, Subtask
 
 _PAPER_MODEL_DESCRIPTION = (
@@ -54,6 +60,9 @@ INSTRUCTION_SUFFIX = "Now based on the instruction above, please output Analysis
 #: Appendix D's strict pattern and appendix H.1's relaxed fallback.
 STRICT_PATTERN = re.compile(r".*Analysis: *(.+?) *Subtask: *\[(.*?)\].*Model: *(.*?)$", re.DOTALL)
 RELAXED_PATTERN = re.compile(r".*Analysis: *(.+?) *Subtask: *(.*?) *Model: *(.*?)$", re.DOTALL)
+#: The same two without the Analysis line (the subtask-only format), tried after them.
+SUBTASK_ONLY_PATTERN = re.compile(r".*?Subtask: *\[(.*?)\].*Model: *(.*?)$", re.DOTALL)
+SUBTASK_ONLY_RELAXED_PATTERN = re.compile(r".*?Subtask: *(.*?) *Model: *(.*?)$", re.DOTALL)
 
 
 def system_prompt(
@@ -107,29 +116,33 @@ def split_subtask(body: str) -> Subtask:
     return Subtask(action=action, target=target, place=place)
 
 
-def parse_output(text: str) -> PlannerOutput:
+def parse_output(text: str, answer_format: AnswerFormat = AnswerFormat.ANALYSIS) -> PlannerOutput:
     """Parse a planner answer with appendix D's pattern, falling back to appendix H.1's relaxed one.
 
-    Never raises: an answer neither pattern accepts comes back with ``subtask=None`` and ``parse_error`` set,
-    which the loop turns into F1 format feedback.
+    With ``answer_format`` ``subtask`` an answer without the Analysis line is read too (its analysis empty); one
+    with an Analysis line still gives it. Never raises: an answer no pattern accepts comes back with
+    ``subtask=None`` and ``parse_error`` set, which the loop turns into F1 format feedback.
     """
     if not isinstance(text, str):
         return PlannerOutput(raw=repr(text), parse_error="the output is not text")
-    match = STRICT_PATTERN.search(text)
-    body = None
-    if match is not None:
-        body = match.group(2)
-    else:
-        match = RELAXED_PATTERN.search(text)
+    analysis, body, model_text = "", None, None
+    for pattern in (STRICT_PATTERN, RELAXED_PATTERN):
+        match = pattern.search(text)
         if match is not None:
-            body = match.group(2)
-    if match is None:
-        return PlannerOutput(
-            raw=text,
-            parse_error="the output does not follow the template 'Analysis: ... Subtask: [action, target] Model: ...'",
-        )
-    analysis = match.group(1).strip()
-    model = match.group(3).strip().splitlines()[0].strip() if match.group(3).strip() else ""
+            analysis, body, model_text = match.group(1).strip(), match.group(2), match.group(3)
+            break
+    if model_text is None and answer_format is AnswerFormat.SUBTASK:
+        for pattern in (SUBTASK_ONLY_PATTERN, SUBTASK_ONLY_RELAXED_PATTERN):
+            match = pattern.search(text)
+            if match is not None:
+                body, model_text = match.group(1), match.group(2)
+                break
+    if model_text is None:
+        template = "Analysis: ... Subtask: [action, target] Model: ..."
+        if answer_format is AnswerFormat.SUBTASK:
+            template = "Subtask: [action, target] Model: ..."
+        return PlannerOutput(raw=text, parse_error=f"the output does not follow the template '{template}'")
+    model = model_text.strip().splitlines()[0].strip() if model_text.strip() else ""
     subtask = split_subtask(body or "")
     if subtask.action == "":
         return PlannerOutput(raw=text, analysis=analysis, model=model, parse_error="the Subtask line names no action")

@@ -83,6 +83,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from homiebot.config import AnswerFormat
 from homiebot.planner.base import PlanRequest
 from homiebot.planner.messages import ChatMessage
 from homiebot.planner.prompt import INSTRUCTION_SUFFIX, parse_output
@@ -329,7 +330,8 @@ def last_subtask(request: PlanRequest) -> Subtask | None:
     """The subtask answered in the round before ``request`` (None in round 1, or when it did not parse)."""
     if not request.history:
         return None
-    return parse_output(request.history[-1].answer).subtask
+    # Read with or without an Analysis line: a subtask-only planner's answers say where the robot went as well.
+    return parse_output(request.history[-1].answer, AnswerFormat.SUBTASK).subtask
 
 
 def fresh_text_chat(request: PlanRequest, transcript: TextTranscript) -> list[ChatMessage]:

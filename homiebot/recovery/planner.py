@@ -232,6 +232,9 @@ class RecoveryPlanner(Planner):
         self.name = self.inner.name if mode == "none" else f"{mode}+{self.inner.name}"
         self.privileged = self.inner.privileged
         self.accepts_free_text = self.inner.accepts_free_text
+        # The base's answers pass through unchanged when they do not parse; the wrapper's own carry an Analysis,
+        # which the subtask-only reading accepts too.
+        self.answer_format = self.inner.answer_format
         self.needs_views = self.inner.needs_views
         # rules: the stages are answered by CMFR appendix J's preconditions on EMMOE's codes, not by a model
         # (homiebot.recovery.rules; a diagnostic control of the ablation).
@@ -323,7 +326,7 @@ class RecoveryPlanner(Planner):
         if self.base_ended:
             return self._end("Recovery: the plan and its final check are done, so the task ends")
         raw = self.inner.plan(self._inner_request(request))
-        output = parse_output(raw)
+        output = parse_output(raw, self.inner.answer_format)
         subtask = output.subtask
         if subtask is None:
             return raw  # unparseable: the loop answers it with F1 feedback, the base planner sees it

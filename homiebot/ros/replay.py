@@ -227,7 +227,7 @@ def _replay_round(bag: str | os.PathLike[str], decoded: list[tuple[str, int, Any
                                          grounded_targets=tuple(sorted(agent.seen)),
                                          evaluation=spec.evaluation if spec else None, scene=scene_spec,
                                          observation=observation)
-    replayed = agent.session.parse(agent.planner.plan(request))
+    replayed = agent.session.parse(agent.planner.plan(request), agent.planner.answer_format)
     recorded = convert.planner_output_from_msg(recorded_msg)
     feedback_msg = agent.feedback.get(recorded_msg.round_index)
     if feedback_msg is None:
