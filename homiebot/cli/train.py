@@ -253,6 +253,24 @@ def register(app: typer.Typer) -> None:
         except TrainingError as err:
             fail(str(err))
 
+    @train_app.command("pack")
+    def pack_command(
+        run: Path = typer.Option(..., "--from", help="A homie train output folder (its newest checkpoint is packed)."),
+        out: Path = typer.Option(..., "--out", "-o", help="New folder: checkpoints/checkpoint-N to commit."),
+    ) -> None:
+        """Pack a run's newest checkpoint small enough to commit (optimizer moments in bfloat16); continue it
+        elsewhere with `homie train sft --out DIR --resume`."""
+        check_output(out)  # before the optimizer is read
+        from homiebot.training.pack import pack_checkpoint
+        from homiebot.training.trainer import TrainingError
+
+        try:
+            result = pack_checkpoint(run, out)
+        except TrainingError as err:
+            fail(str(err))
+        for line in result.lines():
+            typer.echo(line)
+
     @train_app.command("dagger")
     def dagger_command(
         model: Path = model_option,
