@@ -34,6 +34,17 @@ def test_an_answer_without_analysis_parses_only_in_the_subtask_format() -> None:
     assert f1_violation(text) is not None
 
 
+def test_the_text_mode_reads_where_a_subtask_only_answer_went() -> None:
+    """The prompt's reach line depends on the last subtask (a Go to may stop up to 2 m from its target): a
+    subtask-only answer in the history must say it as an answer with an analysis does."""
+    from homiebot.planner.base import ChatTurn
+    from homiebot.planner.text_planning import last_subtask
+
+    request = PlanRequest(system_prompt="", instruction="", images=[],
+                          history=[ChatTurn("", "Subtask: [Go to, fridge]\nModel: NoMaD")])
+    assert last_subtask(request) == Subtask("Go to", "fridge")
+
+
 @pytest.mark.parametrize(
     "text",
     ["Go to the fridge", "Subtask: [Go to, fridge]", "Model: NoMaD", "Subtask: []\nModel: NoMaD", ""],
