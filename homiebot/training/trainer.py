@@ -172,15 +172,16 @@ PRESETS: dict[tuple[str, str], Preset] = {
     ),
     # Multi-epoch SFT on 2 CPU cores (docs/training.md "SFT to convergence on 2 CPU cores"; BENCHMARKS.md, from
     # benchmarks/bench_train.py): one sample (an episode, --episodes data, or a round) per process and micro-step,
-    # 4 per optimizer step (about 30 answers with episodes); LoRA r 16 (the adapter 19.5 MB in fp32, under the
-    # 25 MB the shipped model may weigh; full fine-tuning was only 9 % cheaper a step); the LM head on the answers
+    # 4 per optimizer step (about 30 answers with episodes); LoRA r 8 on every linear layer (2.4 M weights: the
+    # adapter 9.8 MB in fp32, a packed checkpoint about 20 MB, so that a piece can be committed and continued
+    # elsewhere; full fine-tuning was only 9 % cheaper a step); the LM head on the answers
     # only (x1.55 less CPU); bf16 autocast (x1.65); two processes of one thread (DDP over gloo; two threads in one
     # process cost x4 the wall time); 2 epochs, 1.36-1.62 CPU s per answer: 6.4-7.6 CPU hours for 8,437 answers;
     # a checkpoint every 20 steps (about 15 minutes of CPU).
     ("sft", "cpu"): Preset(
         "cpu",
-        lora_r=16,
-        lora_alpha=32,
+        lora_r=8,
+        lora_alpha=16,
         learning_rate=3e-4,
         batch_size=1,
         gradient_accumulation=4,
