@@ -22,7 +22,7 @@ COMMAND_MODULES = (
     "homiebot.cli.perception",  # homie perception ...
     "homiebot.cli.ros",  # homie up, homie bag ...
     "homiebot.cli.report",  # homie report
-    "homiebot.cli.muep",  # homie muep run / metrics / export
+    "homiebot.cli.muep",  # homie muep export / compare (run, metrics: deprecated)
     "homiebot.cli.data",  # homie data collect / export / build
     "homiebot.cli.train",  # homie train sft / dpo
 )

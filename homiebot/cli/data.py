@@ -60,7 +60,7 @@ def register(app: typer.Typer) -> None:
         ),
         episodes: bool = typer.Option(
             False,
-            "--episodes",
+            "--episodes/--no-episodes",
             help="SFT: one sample per episode, the text planner's growing chat with an answer after every round "
             "(the form homie run --planner hf plans in; the trainer learns the answers of the rounds that succeeded).",
         ),
@@ -216,7 +216,7 @@ def register(app: typer.Typer) -> None:
             0.04, "--inject", help="perturbed-expert: probability of a decision error per round."
         ),
         tasks: str = typer.Option(None, "--tasks", help="Comma-separated task ids (default: the whole split)."),
-        images: bool = typer.Option(False, "--images", help="Render and store the four views per round (slower)."),
+        images: bool = typer.Option(False, "--images/--no-images", help="Render and store the four views per round (slower)."),
         noise: str = typer.Option(
             "off", "--noise", help="Skill execution noise: off or emmoe (EMMOE table 4; E1/E2 failures and re-plans)."
         ),

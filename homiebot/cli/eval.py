@@ -12,7 +12,18 @@ from typing import Any
 import typer
 
 from homiebot.cli.failures import EXIT_ENVIRONMENT, EXIT_INTERRUPTED, check_output, report
-from homiebot.config import MAX_ROUNDS, DecodeMode, NoiseMode, PerceptionMode, choices, decode_mode
+from homiebot.cli.options import (
+    ModelOptions,
+    RecoveryOptions,
+    deprecated,
+    hidden,
+    noise_option,
+    out_option,
+    partner_planner_option,
+    perception_option,
+    planner_option,
+)
+from homiebot.config import MAX_ROUNDS, NoiseMode, PerceptionMode, decode_mode
 
 log = logging.getLogger(__name__)
 
@@ -28,6 +39,18 @@ def _parse_options(pairs: list[str]) -> dict[str, Any]:
 def _task_list(values: list[str]) -> list[str] | None:
     ids = [t.strip() for v in values for t in v.split(",") if t.strip()]
     return ids or None
+
+
+def _limited(suite: str, split: str, task_ids: list[str] | None, limit: int) -> list[str] | None:
+    """``--limit N``: the first N tasks of the selection (the suite's order), as explicit ids (pinned in eval.json)."""
+    if not limit:
+        return task_ids
+    from homiebot.eval.manifest import EvalError, select_tasks
+
+    try:
+        return [task.id for task in select_tasks(suite, split, task_ids)[:limit]]
+    except EvalError as err:
+        raise report(str(err)) from None
 
 
 def _print_summary(report: dict[str, Any], out_dir: Path | None, what: str | None = None) -> None:
@@ -77,7 +100,7 @@ def _collaboration_metrics(directory: Path, report_dir: Path | None, as_json: bo
     from homiebot.multiagent.evaluate import CollaborationError, rewrite_report
 
     if report_dir is not None:
-        check_output(report_dir, option="--report-dir")
+        check_output(report_dir)
     try:
         summary, markdown = rewrite_report(directory, report_dir)
     except CollaborationError as err:
@@ -90,23 +113,24 @@ def register(app: typer.Typer) -> None:
 
     @app.command("eval")
     def eval_command(
-        out: Path = typer.Option(..., "--out", help="Evaluation directory (created; an existing one is resumed)."),
+        out: Path = out_option("Evaluation directory (created; an existing one is resumed)."),
         suite: str = typer.Option("emmoe", "--suite", help="Task suite (emmoe = emmoe100)."),
-        planner: str = typer.Option(None, "--planner", help="Planner name (homiebot.planner.registry); default the suite's expert (partnr_expert for --suite partnr, else expert)."),
-        planner_option: list[str] = typer.Option([], "--planner-option", "-p", help="Planner option key=value (repeatable)."),
-        base_url: str = typer.Option(None, "--base-url", help="Model planners: OpenAI-compatible server URL (as homie run)."),
-        model: str = typer.Option(None, "--model", help="Model planners: model name."),
-        adapter: Path = typer.Option(None, "--adapter", help="hf planner: a LoRA adapter folder (homie train sft|dpo) on --model's folder (docs/training.md)."),
-        api_key_env: str = typer.Option(None, "--api-key-env", help="Model planners: environment variable holding the API key."),
-        constrained: bool = typer.Option(None, "--constrained/--no-constrained", help="Model planners: constrained decoding."),
-        decode: str = typer.Option(None, "--decode", help=f"hf planner: greedy decoding loop, {choices(DecodeMode)} (default {DecodeMode.AUTO})."),
+        planner: str | None = planner_option("Planner name (homiebot.planner.registry); default the suite's expert (partnr_expert for --suite partnr, else expert); with --agents the robot's."),
+        planner_option: list[str] = ModelOptions.options(),
+        base_url: str = ModelOptions.base_url(),
+        model: str = ModelOptions.model(),
+        adapter: Path = ModelOptions.adapter(),
+        api_key_env: str = ModelOptions.api_key_env(),
+        constrained: bool = ModelOptions.constrained(),
+        decode: str = ModelOptions.decode(),
         runs: int = typer.Option(3, "--runs", help="Runs per task (run r resets the scene with task seed + r)."),
         workers: int = typer.Option(2, "--workers", help="Worker processes (one simulator each)."),
-        noise: str = typer.Option(NoiseMode.OFF.value, "--noise", help=f"Low-level noise preset: {choices(NoiseMode)} (EMMOE table 4)."),
+        noise: str = noise_option(NoiseMode.OFF.value),
         split: str = typer.Option("all", "--split", help="all, train or test."),
         tasks: list[str] = typer.Option([], "--tasks", help="Task ids, comma-separated or repeated (default: all)."),
+        limit: int = typer.Option(0, "--limit", min=0, help="Only the first N tasks of the selection (0: all); --suite muep takes them in turns over its types and splits."),
         max_rounds: int = typer.Option(MAX_ROUNDS, "--max-rounds", help=f"Round limit per episode (paper: {MAX_ROUNDS})."),
-        perception: str = typer.Option(PerceptionMode.OFF.value, "--perception", help=f"World graph the episodes ground through: {choices(PerceptionMode)} (off: the scene's names, as EMMOE; a graph renders every round)."),
+        perception: str = perception_option(PerceptionMode.OFF.value),
         images: bool = typer.Option(False, "--images/--no-images", help="Store the four views per round in each record."),
         video: bool = typer.Option(False, "--video/--no-video", help="Store an episode.mp4 per record."),
         progress: bool = typer.Option(True, "--progress/--no-progress", help="Show a progress bar."),
@@ -116,20 +140,25 @@ def register(app: typer.Typer) -> None:
         model_actors: int = typer.Option(1, "--model-actors", help="--backend ray, --planner hf: shared copies of the model, each a Ray actor serving every worker's calls in batches (0: one copy per worker)."),
         model_gpus: float = typer.Option(0.0, "--model-gpus", help="--backend ray: GPUs each model actor declares (1: one model per GPU)."),
         html_report: bool = typer.Option(True, "--report/--no-report", help="Write the HTML report DIR/report.html and the episodes' pages at the end (docs/reports.md)."),
-        recovery: str = typer.Option(None, "--recovery", help="Failure recovery around the planner: cmfr, cot or none (docs/recovery.md)."),
-        recovery_stages: str = typer.Option(None, "--recovery-stages", help="--recovery cmfr: its stages, e.g. 1,2 (default 1,2,3,4)."),
-        recovery_search: bool = typer.Option(None, "--recovery-search/--no-recovery-search", help="--recovery: object search from the places the task names (default on)."),
+        recovery: str = RecoveryOptions.recovery(),
+        recovery_stages: str = RecoveryOptions.stages(),
+        recovery_search: bool = RecoveryOptions.search(),
         agents: str = typer.Option(None, "--agents", help="robot+human: PARTNR's collaboration evaluation on the suite's collaboration tasks, each against the robot alone (docs/collaboration.md)."),
         mode: str = typer.Option("decentralized", "--mode", help="--agents: centralized (one planner for both) or decentralized (one each)."),
-        planner_robot: str = typer.Option("expert", "--planner-robot", help="--agents: the robot's planner (expert, react or a registry name)."),
-        planner_human: str = typer.Option("expert", "--planner-human", help="--agents: the human's planner (expert, react, scripted or a registry name)."),
+        partner_planner: str | None = partner_planner_option("--agents: the human's planner (expert, react, scripted or a registry name; default expert)."),
+        planner_robot: str | None = hidden("--planner-robot"),
+        planner_human: str | None = hidden("--planner-human"),
     ) -> None:
         """Run the EMMOE-100 evaluation in parallel worker processes; rerun the same command to resume.
-        ``--suite muep`` runs the MuEP-style suite instead (homie muep run; docs/muep.md)."""
+        ``--suite muep`` runs the MuEP-style suite instead (MuEP's runner; docs/muep.md)."""
         # homie run's planner options, the same keys as -p (pinned in eval.json like every planner option).
         named = {"base_url": base_url, "model": model, "api_key_env": api_key_env, "constrained": constrained,
                  "decode": decode}
         named = {key: value for key, value in named.items() if value is not None}
+        planner = deprecated("--planner-robot", "--planner", planner_robot, planner)
+        partner_planner = deprecated("--planner-human", "--partner-planner", planner_human, partner_planner)
+        if partner_planner is not None and agents is None:
+            raise report("--partner-planner is an option of --agents robot+human (the human's planner)")
         if decode is not None:
             try:
                 decode_mode(decode)
@@ -142,14 +171,13 @@ def register(app: typer.Typer) -> None:
         if agents is not None:  # PARTNR's robot and human: the collaboration runner (homiebot/multiagent/evaluate.py)
             from homiebot.multiagent.evaluate import CollaborationError, cli_run
 
-            refused = {"--planner": planner not in (None, "expert"),
-                       "--images": images, "--video": video, "--backend": backend != "local",
+            refused = {"--images": images, "--video": video, "--backend": backend != "local",
                        "--observe": observe is not None, "--recovery": recovery is not None,
-                       "--adapter": adapter is not None}
+                       "--adapter": adapter is not None, "--limit": limit != 0}
             check_output(out)
             try:
-                outcome = cli_run(out, agents=agents, suite=suite, mode=mode, planner_robot=planner_robot,
-                                  planner_human=planner_human, options={**_parse_options(planner_option), **named},
+                outcome = cli_run(out, agents=agents, suite=suite, mode=mode, planner_robot=planner or "expert",
+                                  planner_human=partner_planner or "expert", options={**_parse_options(planner_option), **named},
                                   runs=runs, split=split, task_ids=_task_list(tasks), max_rounds=max_rounds,
                                   noise=noise, refused=[name for name, given in refused.items() if given],
                                   perception=perception,
@@ -174,7 +202,7 @@ def register(app: typer.Typer) -> None:
         if suite_name == MUEP_SUITE:  # MuEP's protocol and table, not EMMOE's loop: its own runner
             from homiebot.cli.muep import eval_muep
 
-            eval_muep(out, planner, observe, split, _task_list(tasks), _parse_options(planner_option), {
+            eval_muep(out, planner, observe, split, _task_list(tasks), _parse_options(planner_option), limit, {
                 "--runs": runs != 3, "--workers": workers != 2, "--noise": noise != NoiseMode.OFF, "--max-rounds": max_rounds != MAX_ROUNDS,
                 "--perception": perception != PerceptionMode.OFF, "--images": images, "--video": video,
                 "--backend": backend != "local", "--address": address is not None,
@@ -223,7 +251,7 @@ def register(app: typer.Typer) -> None:
                 runs=runs,
                 workers=workers,
                 split=split,
-                task_ids=_task_list(tasks),
+                task_ids=_limited(suite_name, split, _task_list(tasks), limit),
                 images=images,
                 video=video,
                 progress=progress,
@@ -262,27 +290,43 @@ def register(app: typer.Typer) -> None:
     @app.command("metrics")
     def metrics_command(
         directory: Path = typer.Argument(..., help="An evaluation directory (homie eval), an episode record (homie run --out) or a homie up sim --out directory."),
-        report_dir: Path = typer.Option(None, "--report-dir", help="Write the report here instead of DIR."),
+        out: Path | None = out_option("Write the report here instead of DIR.", required=False),
+        report_dir: Path | None = hidden("--report-dir"),
+        convention: str = typer.Option(None, "--convention", help="MuEP's table (of a MuEP run, or of a homie eval directory by task attribute): tables (MuEP's tables, default) or prose (the paper's formulas)."),
         as_json: bool = typer.Option(False, "--json", help="Print the report JSON instead of the summary table."),
         plots: bool = typer.Option(True, "--plots/--no-plots", help="Draw the plots."),
     ) -> None:
         """Recompute every figure of an evaluation from its episode records alone and rewrite its report."""
         from homiebot.eval.runner import EvalError, write_eval_report
 
+        report_dir = deprecated("--report-dir", "--out", report_dir, out)
         if not directory.is_dir():
             raise report(f"{directory} is not a directory")
+        muep_run = (directory / "episodes.jsonl").is_file() and not (directory / "results.jsonl").exists()
+        if convention is not None and convention not in ("tables", "prose"):  # homiebot.eval.muep.Convention
+            raise report(f"unknown convention {convention!r}; choose tables or prose")
+        if convention is not None and not muep_run:  # MuEP's table of an EMMOE evaluation, by task attribute
+            if not (directory / "results.jsonl").is_file():
+                raise report(f"--convention: {directory} is neither a MuEP run nor a homie eval directory")
+            from homiebot.eval.muep_run import recompute
+
+            try:
+                typer.echo(recompute(directory, convention))
+            except ValueError as err:
+                raise report(str(err)) from None
+            return
         from homiebot.multiagent.evaluate import is_collaboration_run
 
         if is_collaboration_run(directory):  # homie eval --agents: PARTNR's tables 2 and 12 (docs/collaboration.md)
             _collaboration_metrics(directory, report_dir, as_json)
             return
-        if (directory / "episodes.jsonl").is_file() and not (directory / "results.jsonl").exists():
+        if muep_run:
             from homiebot.cli.muep import metrics_muep  # a MuEP run (homie eval --suite muep): MuEP's table
 
-            metrics_muep(directory, report_dir)
+            metrics_muep(directory, report_dir, convention or "tables")
             return
         if report_dir is not None:
-            check_output(report_dir, option="--report-dir")
+            check_output(report_dir)
         from homiebot.eval.record_metrics import find_record, records_report
 
         record = None if (directory / "eval.json").is_file() else find_record(directory)

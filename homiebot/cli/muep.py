@@ -10,6 +10,12 @@ import typer
 
 from homiebot.cli.failures import EXIT_INTERRUPTED, check_output
 from homiebot.cli.failures import report as _fail
+from homiebot.cli.options import warn_deprecated
+
+#: ``homie eval --suite muep``'s own options, given as ``-p key=value`` (the MuEP runner's, not a planner's):
+#: the engine (sim: the simulator's text world; alfworld: ALFWorld's), the put command's phrasing, ALFWorld data
+#: of one's own to play instead of the suite, and another suite file.
+MUEP_OPTIONS = ("engine", "phrasing", "alfworld_data", "suite_file")
 
 
 def _interrupted() -> typer.Exit:
@@ -25,14 +31,16 @@ def eval_muep(
     split: str,
     task_ids: list[str] | None,
     options: dict[str, object],
+    limit: int,
     ignored: dict[str, bool],
 ) -> None:
     """``homie eval --suite muep``: the MuEP-style suite through :func:`homiebot.eval.muep_run.run_suite`
     (MuEP's text protocol and table, not EMMOE's loop). ``planner``: expert, random or smollm2; planner
     options ``engine`` (sim or alfworld) and ``phrasing``; ``split``: all, seen or unseen; ``ignored``: the
-    EMMOE options the user set away from their defaults (refused: they mean nothing here)."""
-    from homiebot.eval.muep_run import balanced_order, check_run, run_suite
-    from homiebot.eval.muep_suite import load_suite
+    EMMOE options the user set away from their defaults (refused: they mean nothing here); ``limit``: the first N
+    tasks of the balanced order (0: all)."""
+    from homiebot.eval.muep_run import balanced_order, check_run, run_alfworld_data, run_suite
+    from homiebot.eval.muep_suite import SUITE_PATH, load_suite
     from homiebot.sim.scene import SceneError
     from homiebot.textworld.alfworld import AlfworldUnavailable
     from homiebot.textworld.world import Phrasing
@@ -40,11 +48,24 @@ def eval_muep(
     set_options = sorted(name for name, changed in ignored.items() if changed)
     if set_options:
         verb = "is not an option" if len(set_options) == 1 else "are not options"
-        raise _fail(f"{', '.join(set_options)} {verb} of --suite muep (docs/muep.md; homie muep run --help)")
-    unknown = sorted(set(options) - {"engine", "phrasing"})
+        raise _fail(f"{', '.join(set_options)} {verb} of --suite muep (docs/muep.md)")
+    unknown = sorted(set(options) - set(MUEP_OPTIONS))
     if unknown:
-        raise _fail(f"unknown planner option(s) for --suite muep: {', '.join(unknown)} (known: engine, phrasing)")
+        raise _fail(f"unknown planner option(s) for --suite muep: {', '.join(unknown)} (known: {', '.join(MUEP_OPTIONS)})")
     engine, phrasing = str(options.get("engine", "sim")), str(options.get("phrasing", "alfworld"))
+    alfworld_data = Path(str(options["alfworld_data"])) if "alfworld_data" in options else None
+    suite_file = Path(str(options["suite_file"])) if "suite_file" in options else SUITE_PATH
+    if alfworld_data is not None:  # ALFWorld's own games: its engine, its split names (valid_unseen, ...)
+        if task_ids is not None:
+            raise _fail("--tasks picks tasks of the MuEP suite, not games of -p alfworld_data (use --limit)")
+        check_output(out)
+        try:
+            check_run(planner, "alfworld", observe or "text")
+            run_alfworld_data(alfworld_data, planner, out, None if split == "all" else split, limit or None)
+        except (FileNotFoundError, AlfworldUnavailable, ValueError) as err:
+            raise _fail(str(err)) from None
+        typer.echo((out / "report.md").read_text())
+        return
     try:
         check_run(planner, engine, observe or "text")
     except ValueError as err:
@@ -54,16 +75,17 @@ def eval_muep(
     if split not in ("seen", "unseen", "all"):
         raise _fail(f"unknown split {split!r} for --suite muep; choose seen, unseen or all")
     try:
-        tasks = balanced_order([t for t in load_suite() if split in ("all", t.split)])
+        tasks = balanced_order([t for t in load_suite(suite_file) if split in ("all", t.split)])
         if task_ids is not None:
             known = {t.id for t in tasks}
             missing = [t for t in task_ids if t not in known]
             if missing:
                 raise _fail(f"unknown MuEP task id(s) in split {split}: {', '.join(missing[:5])}")
             tasks = [t for t in tasks if t.id in set(task_ids)]
+        tasks = tasks[: limit or None]  # --limit: the first N, in turns over the types and splits
         check_output(out)
         run_suite(tasks, planner, engine, out, phrasing, observe=observe or "text")
-    except (SceneError, AlfworldUnavailable, ValueError) as err:
+    except (SceneError, FileNotFoundError, AlfworldUnavailable, ValueError) as err:
         raise _fail(str(err)) from None
     except KeyboardInterrupt:
         raise _interrupted() from None
@@ -76,6 +98,8 @@ def metrics_muep(directory: Path, report_dir: Path | None = None, convention: st
     from homiebot.eval.muep import Convention
     from homiebot.eval.muep_run import load_records, write_report
 
+    if convention not in {c.value for c in Convention}:
+        raise _fail(f"unknown convention {convention!r}; choose tables or prose")
     try:
         records = load_records(directory)
     except (FileNotFoundError, ValueError) as err:
@@ -93,7 +117,7 @@ def register(app: typer.Typer) -> None:
     )
     app.add_typer(muep, name="muep")
 
-    @muep.command("run")
+    @muep.command("run", hidden=True)  # deprecated: homie eval --suite muep
     def run_command(
         out: Path = typer.Option(..., "--out", "-o", help="Directory for episodes.jsonl and report.md."),
         agent: str = typer.Option("expert", help="expert, random, or smollm2 (text mode; --engine sim)."),
@@ -115,8 +139,16 @@ def register(app: typer.Typer) -> None:
             None, "--alfworld-data", help="Play the games of your own ALFWorld data directory instead."
         ),
     ) -> None:
-        """Play the suite and print MuEP's table (SR, IS, GCS, LC, RDI per task type). An --out directory with
-        episodes of the same settings is resumed (rerun the same command to complete a run cut short)."""
+        """Deprecated: homie eval --suite muep. Play the suite and print MuEP's table (SR, IS, GCS, LC, RDI per task
+        type); an --out directory with episodes of the same settings is resumed."""
+        replacement = shlex.join(
+            ["homie", "eval", "--suite", "muep", "--out", str(out), "--planner", agent, "--observe", observe,
+             "--split", split, "-p", f"engine={engine}", "-p", f"phrasing={phrasing}"]
+            + (["--limit", str(limit)] if limit else [])
+            + (["-p", f"suite_file={suite}"] if suite is not None else [])
+            + (["-p", f"alfworld_data={alfworld_data}"] if alfworld_data is not None else [])
+        )
+        warn_deprecated("homie muep run", replacement)
         from homiebot.eval.muep_run import balanced_order, check_run, run_alfworld_data, run_suite
         from homiebot.eval.muep_suite import SUITE_PATH, load_suite
         from homiebot.sim.scene import SceneError
@@ -149,16 +181,17 @@ def register(app: typer.Typer) -> None:
             raise _interrupted() from None
         typer.echo((out / "report.md").read_text())
 
-    @muep.command("metrics")
+    @muep.command("metrics", hidden=True)  # deprecated: homie metrics --convention
     def metrics_command(
         run_dir: Path = typer.Argument(
-            ..., help="A directory written by homie muep run, or by homie eval (EMMOE-100)."
+            ..., help="A directory written by homie eval --suite muep, or by homie eval (EMMOE-100)."
         ),
         convention: str = typer.Option(
             "tables", help="tables (MuEP's tables, default) or prose (the paper's formulas)."
         ),
     ) -> None:
-        """Recompute MuEP's table from episodes.jsonl alone."""
+        """Deprecated: homie metrics DIR --convention. Recompute MuEP's table from episodes.jsonl alone."""
+        warn_deprecated("homie muep metrics", shlex.join(["homie", "metrics", str(run_dir), "--convention", convention]))
         from homiebot.eval.muep import Convention
         from homiebot.eval.muep_run import recompute
 
@@ -172,7 +205,7 @@ def register(app: typer.Typer) -> None:
     @muep.command("compare")
     def compare_command(
         run_dirs: list[Path] = typer.Argument(
-            ..., help="Directories written by homie muep run (or homie eval --suite muep)."
+            ..., help="Directories written by homie eval --suite muep."
         ),
         convention: str = typer.Option(
             "tables", help="tables (MuEP's tables, default) or prose (the paper's formulas)."

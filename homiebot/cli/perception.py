@@ -178,10 +178,10 @@ def _print_summary(reports) -> None:
 
 @perception_app.command("eval")
 def eval_command(
-    scene: str = typer.Option(..., "--scene", help="Library scene name or scene file; 'all' for the whole library."),
+    scene: str = typer.Option(..., "--scene", "-s", help="Library scene name or scene file; 'all' for the whole library."),
     seed: int = typer.Option(0, help="Reset seed (object placement)."),
     as_json: bool = typer.Option(False, "--json", help="Print the report as JSON on stdout instead of tables."),
-    out: Path | None = typer.Option(None, help="Also write report.json, graphs, descriptions and pictures here."),
+    out: Path | None = typer.Option(None, "--out", "-o", help="Also write report.json, graphs, descriptions and pictures here."),
     confusion: float = typer.Option(0.0, min=0.0, max=1.0, help="Label confusion rate of the stand-in detector."),
     semantic: bool = typer.Option(True, "--semantic/--no-semantic", help="Use the MiniLM tier of grounding."),
 ) -> None:
@@ -223,8 +223,8 @@ def eval_command(
 
 @perception_app.command("graph")
 def graph_command(
-    scene: str = typer.Option(..., "--scene", help="Library scene name or scene file."),
-    out: Path = typer.Option(..., help="Output folder."),
+    scene: str = typer.Option(..., "--scene", "-s", help="Library scene name or scene file."),
+    out: Path = typer.Option(..., "--out", "-o", help="Output folder."),
     seed: int = typer.Option(0, help="Reset seed."),
     builder: str = typer.Option("both", help="conceptgraph, privileged or both."),
     confusion: float = typer.Option(0.0, min=0.0, max=1.0, help="Label confusion rate of the stand-in detector."),
@@ -253,7 +253,7 @@ def graph_command(
 @perception_app.command("ground")
 def ground_command(
     phrases: list[str] = typer.Argument(..., help="Target strings as a planner writes them."),
-    scene: str = typer.Option(..., "--scene", help="Library scene name or scene file."),
+    scene: str = typer.Option(..., "--scene", "-s", help="Library scene name or scene file."),
     seed: int = typer.Option(0, help="Reset seed."),
 ) -> None:
     """Ground target strings against a scene's ground truth (exact tier, then MiniLM)."""
@@ -278,7 +278,7 @@ def ground_command(
 
 @perception_app.command("calibrate")
 def calibrate_command(
-    scene: list[str] = typer.Option(None, "--scene", help="Scenes to use (default: the whole library)."),
+    scene: list[str] = typer.Option(None, "--scene", "-s", help="Scenes to use (default: the whole library)."),
     seed: int = typer.Option(0, help="Reset seed."),
 ) -> None:
     """Similarities of the semantic tier on positives the exact tier misses and on negatives; the threshold between."""

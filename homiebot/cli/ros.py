@@ -26,7 +26,8 @@ import typer
 
 from homiebot.cli.failures import EXIT_ENVIRONMENT, EXIT_INTERRUPTED, check_output
 from homiebot.cli.failures import report as _fail
-from homiebot.config import DecodeMode, PerceptionMode, choices, decode_mode, perception_mode
+from homiebot.cli.options import ModelOptions, RecoveryOptions, deprecated, hidden, out_option
+from homiebot.config import PerceptionMode, choices, decode_mode, perception_mode
 from homiebot.ros.shm import DEFAULT_MIN_AGE_S, DEFAULT_SHM_DIR
 
 log = logging.getLogger(__name__)
@@ -114,9 +115,7 @@ def _check_pair(planner: str | None, partner: str | None, mode: str | None, opti
         for built in make_pair_planners(mode or "decentralized", planner or "expert", partner or "expert", options):
             built.close()
     except (ValueError, KeyError, TypeError) as err:
-        # The pair's messages name homie eval's options; here they are --planner and --partner-planner.
-        message = str(err).strip("'\"").replace("--planner-robot", "--planner").replace("--planner-human", "--partner-planner")
-        raise _fail(message) from None
+        raise _fail(str(err).strip("'\"")) from None
 
 
 #: The pair's planners that are not built from the registry with the planner options (homiebot.multiagent.pair._one).
@@ -165,8 +164,9 @@ def register(app: typer.Typer) -> None:
     @up_app.command("sim")
     def up_sim(
         task_id: str | None = typer.Option(None, "--task", "-t", help="Built-in task id: run it to the end, then shut down."),
-        instruction: str | None = typer.Option(None, "--instruction", help="Free-text task (with --scene)."),
-        scene: str | None = typer.Option(None, "--scene", help="Scene (overrides the task's)."),
+        instruction: str | None = typer.Argument(None, help="A free-text instruction (with --scene; instead of --task), as homie run takes it."),
+        instruction_option: str | None = hidden("--instruction"),
+        scene: str | None = typer.Option(None, "--scene", "-s", help="Scene (overrides the task's)."),
         planner: str | None = typer.Option(None, "--planner", help="Planner name (default: config/homie.yaml); with two agents the robot's (expert, react or a registry name)."),
         partner_planner: str | None = typer.Option(None, "--partner-planner", help="Two agents (PARTNR's human beside the robot, docs/ros.md): the human's planner (expert, react, scripted or a registry name); runs launch/config/graph_pair.yaml unless --graph names another graph with the human."),
         mode: str | None = typer.Option(None, "--mode", help="Two agents: decentralized (one planner each, default) or centralized (one planner for both)."),
@@ -184,22 +184,22 @@ def register(app: typer.Typer) -> None:
         images: bool = typer.Option(False, "--images/--no-images", help="Keep the four views of every round in <out>/record."),
         live: bool = typer.Option(False, "--live", help="The planner node serves the episode live to the Foxglove app (docs/reports.md)."),
         live_port: int = typer.Option(8765, "--live-port", min=1, max=65535, help="--live: the port on 127.0.0.1."),
-        base_url: str | None = typer.Option(None, "--base-url", help="Model planners: OpenAI-compatible server URL."),
-        model: str | None = typer.Option(None, "--model", help="Model planners: model name."),
-        adapter: Path | None = typer.Option(None, "--adapter", help="hf planner: a LoRA adapter folder (homie train sft|dpo) on --model's folder (docs/training.md)."),
-        api_key_env: str | None = typer.Option(None, "--api-key-env", help="Model planners: environment variable holding the API key."),
-        constrained: bool | None = typer.Option(None, "--constrained/--no-constrained", help="Model planners: constrained decoding."),
-        decode: str | None = typer.Option(None, "--decode", help=f"hf planner: greedy decoding loop, {choices(DecodeMode)} (default {DecodeMode.AUTO})."),
-        planner_option: list[str] = typer.Option([], "--planner-option", "-p", help="Other planner option key=value (repeatable)."),
+        base_url: str | None = ModelOptions.base_url(),
+        model: str | None = ModelOptions.model(),
+        adapter: Path | None = ModelOptions.adapter(),
+        api_key_env: str | None = ModelOptions.api_key_env(),
+        constrained: bool | None = ModelOptions.constrained(),
+        decode: str | None = ModelOptions.decode(),
+        planner_option: list[str] = ModelOptions.options(),
         perception: str = typer.Option(PerceptionMode.OFF.value, "--perception", help=f"World graph the executor grounds through: {choices(PerceptionMode)} (off: the scene's names; otherwise the perception node's graph)."),
-        recovery: str | None = typer.Option(None, "--recovery", help="Failure recovery around the planner: cmfr, cot or none (docs/recovery.md)."),
-        recovery_stages: str | None = typer.Option(None, "--recovery-stages", help="--recovery cmfr: its stages, e.g. 1,2 (default 1,2,3,4)."),
-        recovery_search: bool | None = typer.Option(None, "--recovery-search/--no-recovery-search", help="--recovery: object search from the places the task names (default on)."),
-        exit_when_done: bool = typer.Option(False, "--exit-when-done", help="Without --task: run the first task sent on /homie/task, then shut down (with --task or --instruction the graph always does)."),
+        recovery: str | None = RecoveryOptions.recovery(),
+        recovery_stages: str | None = RecoveryOptions.stages(),
+        recovery_search: bool | None = RecoveryOptions.search(),
+        exit_when_done: bool = typer.Option(False, "--exit-when-done", help="Without --task: run the first task sent on /homie/task, then shut down (with --task or an INSTRUCTION the graph always does)."),
     ) -> None:
         """Start the node processes, run a task through the graph (or wait for tasks on /homie/task), shut down cleanly.
 
-        With --task or --instruction (or the first task on /homie/task with --exit-when-done) the episode's record
+        With --task or an INSTRUCTION (or the first task on /homie/task with --exit-when-done) the episode's record
         (summary.json, rounds.jsonl, conversation.json; the views with --images) is written to <out>/record, as
         homie run writes it, for homie metrics and homie report."""
         from rich.console import Console
@@ -209,6 +209,7 @@ def register(app: typer.Typer) -> None:
         from homiebot.tasks.suite import TaskError, get_task
 
         console = Console(stderr=True)
+        instruction = deprecated("--instruction", "the INSTRUCTION argument", instruction_option, instruction)
         if instruction and not (scene or task_id):
             raise _fail("a free-text --instruction needs --scene")
         if noise is not None:
@@ -492,7 +493,8 @@ def register(app: typer.Typer) -> None:
 
     @bag_app.command("record")
     def bag_record(
-        output: Path = typer.Argument(..., help="Bag directory to create (rosbag2 with one MCAP file)."),
+        out: Path | None = out_option("Bag directory to create (rosbag2 with one MCAP file).", required=False),
+        output: Path | None = typer.Argument(None, hidden=True, help="Deprecated: --out."),
         topics: list[str] | None = typer.Option(None, "--topic", help="Topics to record (repeatable). Default: every topic."),
         duration: float | None = typer.Option(None, "--duration", min=0.1, help="Stop after this many seconds."),
         until_end: bool = typer.Option(False, "--until-end", help="Stop when /homie/episode_status reports the episode over."),
@@ -501,7 +503,10 @@ def register(app: typer.Typer) -> None:
         ready_file: Path | None = typer.Option(None, "--ready-file", help="Create this file once the recorder listens."),
     ) -> None:
         """Record the graph's topics with raw (serialized) subscriptions into a rosbag2 MCAP bag."""
-        check_output(output, option="OUTPUT")
+        output = deprecated("the OUTPUT argument", "--out", output, out)
+        if output is None:
+            raise _fail("give the bag directory to create: --out DIR")
+        check_output(output)
         _need_overlay()
         from homiebot.ros.bag import BagError, record_bag
 
@@ -574,7 +579,7 @@ def register(app: typer.Typer) -> None:
         partner_planner: str | None = typer.Option(None, "--partner-planner", help="A bag of a two-agent episode: the human's planner (default expert); both agents' rounds are replayed."),
         mode: str | None = typer.Option(None, "--mode", help="A bag of a two-agent episode: decentralized (default) or centralized, as it was run."),
         planner_option: list[str] = typer.Option([], "--planner-option", "-p", help="Planner option key=value (repeatable), as homie run takes them; with two agents for both planners (e.g. script=... for a scripted human)."),
-        out: Path | None = typer.Option(None, "--out", help="Write the per-round comparison as JSON."),
+        out: Path | None = out_option("Write the per-round comparison as JSON.", required=False),
         min_agreement: float = typer.Option(0.0, "--min-agreement", min=0.0, max=1.0,
                                             help="Exit 1 when fewer rounds than this fraction agree (regression gate)."),
     ) -> None:

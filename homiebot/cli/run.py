@@ -16,12 +16,19 @@ import typer
 
 from homiebot.cli.failures import EXIT_ENVIRONMENT, check_output
 from homiebot.cli.failures import report as _fail
+from homiebot.cli.options import (
+    ModelOptions,
+    RecoveryOptions,
+    deprecated,
+    hidden,
+    noise_option,
+    perception_option,
+    simulator_option,
+)
 from homiebot.config import (
     GRAPH_BUILDERS,
     MAX_ROUNDS,
-    DecodeMode,
     PerceptionMode,
-    choices,
     decode_mode,
     perception_mode,
 )
@@ -166,34 +173,35 @@ def register(app: typer.Typer) -> None:
     def run_command(
         instruction: str | None = typer.Argument(None, help="A free-text instruction (instead of --task)."),
         task_id: str | None = typer.Option(None, "--task", "-t", help="A built-in task id (`homie tasks`)."),
-        scene: str | None = typer.Option(None, "--scene", help="Scene for a free-text instruction (or to override the task's)."),
+        scene: str | None = typer.Option(None, "--scene", "-s", help="Scene for a free-text instruction (or to override the task's)."),
         out: Path = typer.Option(..., "--out", "-o", help="Episode record directory (an earlier record there is replaced)."),
         config_file: Path | None = typer.Option(None, "--config", help="Repeat a recorded run's settings: a record's summary.json or an evaluation's eval.json (or a run configuration's JSON); the options given here win."),
         planner: str | None = typer.Option(None, "--planner", help="Planner name (homiebot.planner.registry); default and expert: the task's suite's expert (partnr_expert for a PARTNR-style task, else expert)."),
         seed: int | None = typer.Option(None, "--seed", help="Run index: the scene is reset with the task's seed + this (free text: this; default 0)."),
-        backend: str | None = typer.Option(None, "--backend", help="Simulator backend (default mujoco)."),
+        simulator: str | None = simulator_option(),
+        backend: str | None = hidden("--backend"),
         max_rounds: int | None = typer.Option(None, "--max-rounds", min=1, help=f"Round limit (paper: {MAX_ROUNDS})."),
         render: bool | None = typer.Option(None, "--render/--no-render", help="Render the four views every round (default on)."),
         video: bool | None = typer.Option(None, "--video/--no-video", help="Write episode.mp4 (default on)."),
-        noise: str | None = typer.Option(None, "--noise", help="Execution noise of the skill layer: off (default), or emmoe (EMMOE table 4 success rates)."),
+        noise: str | None = noise_option(),
         strict_models: bool | None = typer.Option(None, "--strict-models/--lenient-models", help="F1 when the model does not serve the action (default lenient)."),
-        base_url: str | None = typer.Option(None, "--base-url", help="Model planners: OpenAI-compatible server URL."),
-        model: str | None = typer.Option(None, "--model", help="Model planners: model name."),
-        adapter: Path | None = typer.Option(None, "--adapter", help="hf planner: a LoRA adapter folder (homie train sft|dpo) on --model's folder (docs/training.md)."),
-        api_key_env: str | None = typer.Option(None, "--api-key-env", help="Model planners: environment variable holding the API key."),
-        constrained: bool | None = typer.Option(None, "--constrained/--no-constrained", help="Model planners: constrained decoding."),
-        decode: str | None = typer.Option(None, "--decode", help=f"hf planner: greedy decoding loop, {choices(DecodeMode)} (default {DecodeMode.AUTO})."),
-        planner_option: list[str] = typer.Option([], "--planner-option", "-p", help="Other planner option key=value (repeatable)."),
-        perception: str | None = typer.Option(None, "--perception", help=f"World graph: {choices(PerceptionMode)} (default off: ground through the scene's names)."),
+        base_url: str | None = ModelOptions.base_url(),
+        model: str | None = ModelOptions.model(),
+        adapter: Path | None = ModelOptions.adapter(),
+        api_key_env: str | None = ModelOptions.api_key_env(),
+        constrained: bool | None = ModelOptions.constrained(),
+        decode: str | None = ModelOptions.decode(),
+        planner_option: list[str] = ModelOptions.options(),
+        perception: str | None = perception_option(),
         describe_world: bool | None = typer.Option(None, "--describe-world/--no-describe-world", help="With --perception: give model planners PARTNR's text world description (EMMOE forbids it; off by default)."),
         report: bool | None = typer.Option(None, "--report/--no-report", help="Write the episode's HTML page OUT/report.html at the end (docs/reports.md; default on)."),
         live: bool = typer.Option(False, "--live", help="Serve the episode live to the Foxglove app over its WebSocket protocol (docs/reports.md)."),
         live_port: int = typer.Option(8765, "--live-port", min=0, max=65535, help="--live: the port on 127.0.0.1 (0: a free one, logged)."),
         live_wait: float = typer.Option(0.0, "--live-wait", min=0, help="--live: wait up to SECONDS for a viewer before the first round."),
         live_hold: float = typer.Option(0.0, "--live-hold", min=0, help="--live: keep serving the last state up to SECONDS after the end (until the viewers leave)."),
-        recovery: str | None = typer.Option(None, "--recovery", help="Failure recovery around the planner: cmfr, cot or none (docs/recovery.md)."),
-        recovery_stages: str | None = typer.Option(None, "--recovery-stages", help="--recovery cmfr: its stages, e.g. 1,2 (default 1,2,3,4)."),
-        recovery_search: bool | None = typer.Option(None, "--recovery-search/--no-recovery-search", help="--recovery: object search from the places the task names (default on)."),
+        recovery: str | None = RecoveryOptions.recovery(),
+        recovery_stages: str | None = RecoveryOptions.stages(),
+        recovery_search: bool | None = RecoveryOptions.search(),
     ) -> None:
         """Run one HomieBot episode (planner -> executor -> skills -> simulator) and record it into OUT."""
         from homiebot.agent.build import EpisodeBuildError, build_episode, check_episode
@@ -203,6 +211,7 @@ def register(app: typer.Typer) -> None:
         from homiebot.planner.registry import PlannerError, check_planner_config, parse_planner_options
         from homiebot.recovery.cli import write_episode_stats
 
+        simulator = deprecated("--backend", "--simulator", backend, simulator)
         # Everything is checked before anything is written: a refused start leaves no record behind; the whole
         # configuration is validated once (homiebot.config.run), the command line's options winning over --config's.
         try:
@@ -252,7 +261,7 @@ def register(app: typer.Typer) -> None:
             raise _fail(str(err)) from None
         held.update(_given(scene=scene, seed=seed, max_rounds=max_rounds))
         sections = {
-            "simulator": _given(backend=backend, render=render),
+            "simulator": _given(backend=simulator, render=render),
             "skills": _given(noise=noise),
             "executor": _given(strict_models=strict_models),
             "perception": _given(mode=perception, describe_world=describe_world),
@@ -357,7 +366,7 @@ def register(app: typer.Typer) -> None:
             resolved = resolve_suite(suite) if suite else None
         except TaskError as err:
             raise _fail(str(err)) from None
-        if resolved == MUEP_SUITE:  # ALFWorld's task types, in their own format (homie muep run --help)
+        if resolved == MUEP_SUITE:  # ALFWorld's task types, in their own format (homie eval --suite muep; docs/muep.md)
             from homiebot.eval.muep_suite import load_suite as load_muep_suite
 
             ids = [task.id for task in load_muep_suite()]

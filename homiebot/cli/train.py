@@ -16,6 +16,7 @@ from typing import Literal
 import typer
 
 from homiebot.cli.failures import check_output, fail
+from homiebot.cli.options import deprecated, hidden
 from homiebot.config import MAX_ROUNDS
 
 
@@ -369,11 +370,13 @@ def register(app: typer.Typer) -> None:
         sft: Path = typer.Option(None, "--sft", help="An SFT data set (homie data build sft --split test)."),
         dpo: Path = typer.Option(None, "--dpo", help="A DPO data set (homie data build dpo --split test)."),
         limit: int = typer.Option(None, "--limit", help="Score this many samples of each (a fixed random sample)."),
-        json_out: Path = typer.Option(None, "--json", help="Also write the scores here."),
+        json_out: Path | None = typer.Option(None, "--out", "-o", help="Also write the scores here (JSON)."),
+        json_old: Path | None = hidden("--json"),
     ) -> None:
         """Offline scores on held-out data: answer NLL per token and DPO pair accuracy (no simulator)."""
+        json_out = deprecated("--json", "--out", json_old, json_out)
         if json_out is not None:
-            check_output(json_out, option="--json", directory=False)  # before the model is loaded
+            check_output(json_out, directory=False)  # before the model is loaded
         from homiebot.training.offline_eval import evaluate_offline, write_scores
         from homiebot.training.trainer import TrainingError
 

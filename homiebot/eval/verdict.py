@@ -9,7 +9,7 @@ An episode is judged once, by its suite's own evaluation, in :func:`homiebot.eva
   includes the final ``[End]``);
 * an infrastructure failure is never a success; a free-text instruction has no task and no verdict.
 
-MuEP's text episodes (``homie muep run``, ``homie eval --suite muep``) are judged once by MuEP's own check
+MuEP's text episodes (``homie eval --suite muep``) are judged once by MuEP's own check
 (:mod:`homiebot.eval.muep_suite`) into ``episodes.jsonl``, which their table and ``homie muep metrics`` read;
 they never reach this module.
 

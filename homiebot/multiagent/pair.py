@@ -396,10 +396,10 @@ def make_pair_planners(mode: str, robot: str, human: str, options: dict[str, Any
     if mode not in MODES:
         raise ValueError(f"unknown mode {mode!r}; choose {' or '.join(MODES)}")
     if robot == "scripted":
-        raise ValueError("the scripted planner plays the human only (--planner-human scripted)")
+        raise ValueError("the scripted planner plays the human only (--partner-planner scripted)")
     if mode == "centralized":
         if robot != human:
-            raise ValueError(f"centralized control is one planner for both agents: --planner-robot and --planner-human "
+            raise ValueError(f"centralized control is one planner for both agents: --planner and --partner-planner "
                              f"must name the same planner (got {robot!r} and {human!r})")
         if robot == "expert":
             return centralized_pair(CentralizedExpert())

@@ -75,7 +75,7 @@ class TaskError(ValueError):
 #: Suite names accepted beside the suite files' names (``--suite emmoe``).
 SUITE_ALIASES = {"emmoe": "emmoe100"}
 #: The MuEP-style suite: ALFWorld's task types in a file and format of their own
-#: (:mod:`homiebot.eval.muep_suite`), played by their own runner (``homie eval --suite muep``, ``homie muep run``).
+#: (:mod:`homiebot.eval.muep_suite`), played by their own runner (``homie eval --suite muep``).
 MUEP_SUITE = "muep"
 
 
@@ -104,7 +104,7 @@ def load_suite(name: str = "emmoe100") -> TaskSuite:
     resolved = resolve_suite(name)
     if resolved == MUEP_SUITE:
         raise TaskError(f"suite {name!r} holds ALFWorld's task types, played by homie eval --suite {MUEP_SUITE} "
-                        "or homie muep run (docs/muep.md), not by this command")
+                        "(docs/muep.md), not by this command")
     return _load_suite_file(resolved)
 
 

@@ -39,7 +39,7 @@ def test_tasks_lists_ids_one_per_line(cli):
 
 def test_run_task_writes_record(cli, tmp_path):
     out = tmp_path / "demo"
-    result = cli("run", "--task", "demo-drawer", "--out", str(out), "--backend", "fake")
+    result = cli("run", "--task", "demo-drawer", "--out", str(out), "--simulator", "fake")
     assert result.exit_code == 0, result.output
     summary = json.loads((out / "summary.json").read_text())
     assert summary["task"] == "demo-drawer" and summary["success"] is True
@@ -77,7 +77,7 @@ def test_bad_input_exits_2_with_precise_message(cli, tmp_path, args, message):
 def test_output_path_that_is_a_file_is_refused(cli, tmp_path):
     target = tmp_path / "file"
     target.write_text("x")
-    result = cli("run", "--task", "demo-drawer", "--out", str(target), "--backend", "fake")
+    result = cli("run", "--task", "demo-drawer", "--out", str(target), "--simulator", "fake")
     assert result.exit_code == 2 and "exists and is not a directory" in result.stderr
 
 
@@ -86,7 +86,7 @@ def test_scripted_free_text_run(cli, tmp_path):
     script.write_text("Analysis: go\nSubtask: [Go to, fridge]\nModel: NoMaD\n---\nAnalysis: done\nSubtask: [End]\nModel: None\n")
     out = tmp_path / "ep"
     result = cli("run", "go to the fridge", "--scene", "apartment_1", "--planner", "scripted", "-p", f"path={script}",
-                 "--backend", "fake", "--out", str(out), "--no-video")
+                 "--simulator", "fake", "--out", str(out), "--no-video")
     assert result.exit_code == 0, result.output
     summary = json.loads((out / "summary.json").read_text())
     assert summary["subtasks"] == ["[Go to, fridge]", "[End]"] and summary["success"] is None
@@ -97,7 +97,7 @@ def test_noise_option(cli, tmp_path):
     result = cli("run", "--task", "demo-drawer", "--noise", "loud", "--out", str(tmp_path / "n"))
     assert result.exit_code == 2 and "unknown --noise 'loud'" in result.stderr
     out = tmp_path / "e"
-    result = cli("run", "--task", "demo-drawer", "--noise", "emmoe", "--backend", "fake", "--no-video", "--out", str(out))
+    result = cli("run", "--task", "demo-drawer", "--noise", "emmoe", "--simulator", "fake", "--no-video", "--out", str(out))
     assert result.exit_code == 0, result.output
     codes = json.loads((out / "summary.json").read_text())["error_codes"]
     assert {"E1", "E2"} & set(codes) or any(r["attempts"] > 1 for r in map(json.loads, (out / "rounds.jsonl").read_text().splitlines()))

@@ -39,7 +39,7 @@ def test_metrics_of_one_record(record: Path, tmp_path: Path) -> None:
     (tmp_path / "up" / "record").symlink_to(record, target_is_directory=True)
     again = _homie("metrics", str(tmp_path / "up"), "--json", cwd=tmp_path)
     assert json.loads(again.stdout)["table2"] == report["table2"]
-    table = _homie("metrics", str(record), "--report-dir", str(tmp_path / "report"), cwd=tmp_path)
+    table = _homie("metrics", str(record), "--out", str(tmp_path / "report"), cwd=tmp_path)
     assert table.returncode == 0 and "100.00" in table.stdout
     assert {p.name for p in (tmp_path / "report").iterdir()} >= {"report.json", "report.md"}
 

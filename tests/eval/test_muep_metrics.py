@@ -119,7 +119,7 @@ def test_bad_episodes_are_refused() -> None:
 
 @pytest.mark.slow
 def test_muep_metrics_of_an_emmoe_evaluation(tmp_path) -> None:
-    """`homie muep metrics` on a `homie eval` directory: MuEP's table of EMMOE episodes, by attribute."""
+    """`homie metrics --convention` on a `homie eval` directory: MuEP's table of EMMOE episodes, by attribute."""
     from typer.testing import CliRunner
 
     from homiebot.cli import build_app
@@ -133,7 +133,7 @@ def test_muep_metrics_of_an_emmoe_evaluation(tmp_path) -> None:
     episodes = emmoe_episodes(out)
     assert len(episodes) == 2 and all(e.steps >= 1 and len(e.valid) == e.steps for e in episodes)
     assert all(e.task_type in ("short-horizon", "long-horizon", "open-ended", "logical", "human-style") for e in episodes)
-    result = runner.invoke(build_app(), ["muep", "metrics", str(out)])
+    result = runner.invoke(build_app(), ["metrics", str(out), "--convention", "tables"])
     assert result.exit_code == 0, result.output
     overall = [line.split("|") for line in result.output.splitlines() if "| Overall |" in line]
     assert sum(int(cells[3]) for cells in overall) == 2

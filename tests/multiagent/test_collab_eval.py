@@ -56,7 +56,7 @@ def test_refusals_are_one_line_and_write_nothing(tmp_path: Path) -> None:
         (["--agents", "robot+human", "--perception", "gt"], "--perception must be one of off, privileged"),
         (["--agents", "robot+human", "--images"], "does not take --images"),
         (["--agents", "robot+human", "--suite", "partnr", "--tasks", "partnr-9-999"], "unknown task id"),
-        (["--agents", "robot+human", "--suite", "partnr", "--planner-robot", "scripted"], "human only"),
+        (["--agents", "robot+human", "--suite", "partnr", "--planner", "scripted"], "human only"),
         # The suite names homie eval takes (homiebot.tasks.suite.resolve_suite), refused for what they hold.
         (["--agents", "robot+human", "--suite", "emmoe"], "suite 'emmoe' has no PARTNR evaluation functions"),
         (["--agents", "robot+human", "--suite", "muep"], "holds ALFWorld's task types"),
@@ -88,7 +88,7 @@ def test_metrics_recomputes_a_collaboration_folder_from_its_records(tmp_path: Pa
     as_json = _homie("metrics", str(out), "--json", cwd=tmp_path)
     assert as_json.returncode == 0 and json.loads(as_json.stdout) == summary
     elsewhere = tmp_path / "elsewhere"
-    beside = _homie("metrics", str(out), "--report-dir", str(elsewhere), cwd=tmp_path)
+    beside = _homie("metrics", str(out), "--out", str(elsewhere), cwd=tmp_path)
     assert beside.returncode == 0 and (elsewhere / "report.md").read_text() == report
 
 

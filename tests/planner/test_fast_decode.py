@@ -448,7 +448,7 @@ def test_homie_run_passes_decode_to_the_hf_planner(tiny_qwen: Path, tmp_path: Pa
         runner = CliRunner()
         out = tmp_path / "episode"
         result = runner.invoke(build_app(), [
-            "run", "--task", "demo-drawer", "--backend", "fake", "--planner", "hf", "--model", str(tiny_qwen),
+            "run", "--task", "demo-drawer", "--simulator", "fake", "--planner", "hf", "--model", str(tiny_qwen),
             "--decode", "fast", "--constrained", "-p", "max_new_tokens=200", "-p", "share_prefix=true",
             "--max-rounds", "2", "--no-video", "--out", str(out),
         ])
@@ -456,7 +456,7 @@ def test_homie_run_passes_decode_to_the_hf_planner(tiny_qwen: Path, tmp_path: Pa
         summary = json.loads((out / "summary.json").read_text())
         assert 1 <= summary["num_rounds"] <= 2 and "F1" not in summary["error_codes"]  # constrained: no F1
         refused = runner.invoke(build_app(), [
-            "run", "--task", "demo-drawer", "--backend", "fake", "--planner", "expert", "--decode", "fast",
+            "run", "--task", "demo-drawer", "--simulator", "fake", "--planner", "expert", "--decode", "fast",
             "--out", str(tmp_path / "expert"),
         ])
         assert refused.exit_code == 2 and "does not take option(s) decode" in refused.stderr
