@@ -22,7 +22,7 @@ from homiebot.agent.observers import EpisodeObserver
 from homiebot.config import PerceptionMode
 from homiebot.config.run import RunConfig, SimulatorConfig, SkillsConfig
 from homiebot.data.record import EpisodeRecorder
-from homiebot.executor.executor import SkillRunner
+from homiebot.executor.executor import ExecutorConfig, SkillRunner
 from homiebot.planner.base import Planner
 from homiebot.planner.registry import PlannerError, build_planner, free_text_planners, planner_class
 from homiebot.sim.base import Simulator, available_backends, make_simulator
@@ -175,11 +175,13 @@ def loop_config(config: RunConfig, task: TaskSpec | None) -> EpisodeConfig:
         max_rounds=config.max_rounds,
         history_window=config.history_window,
         render=config.simulator.render,
-        actions=task_actions(task),
-        strict_models=checks.strict_models,
-        max_tries=checks.max_tries,
-        far_threshold_m=checks.far_threshold_m,
-        near_threshold_m=checks.near_threshold_m,
+        executor=ExecutorConfig(
+            actions=task_actions(task),
+            strict_models=checks.strict_models,
+            max_tries=checks.max_tries,
+            far_threshold_m=checks.far_threshold_m,
+            near_threshold_m=checks.near_threshold_m,
+        ),
     )
 
 

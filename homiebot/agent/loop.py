@@ -50,7 +50,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
@@ -66,7 +66,7 @@ from homiebot.agent.knowledge import (
 )
 from homiebot.agent.observers import EpisodeObserver, ObserverBase, notify_end, notify_round, notify_start
 from homiebot.agent.session import PlannerSession
-from homiebot.config import FAR_THRESHOLD_M, HISTORY_WINDOW, MAX_ROUNDS, MAX_TRIES, NEAR_THRESHOLD_M
+from homiebot.config import HISTORY_WINDOW, MAX_ROUNDS
 from homiebot.executor.executor import ExecutorConfig, SkillRunner
 from homiebot.perception.grounding import Grounder
 from homiebot.planner.base import EpisodeStopRequested, Planner
@@ -76,8 +76,6 @@ from homiebot.sim.scene import SceneSpec
 from homiebot.tasks.goals import GoalSpec, goal_satisfied
 from homiebot.tasks.suite import TaskSpec
 from homiebot.types import (
-    EMMOE_ACTIONS,
-    EMMOE_MODELS,
     EntityKind,
     ErrorCode,
     Feedback,
@@ -109,26 +107,33 @@ OutputCallback = Callable[[int, str, PlannerOutput], None]
 
 @dataclass(frozen=True)
 class EpisodeConfig:
-    """How an episode runs. Defaults are EMMOE's (20 rounds, window of 3, the paper's lists)."""
+    """How an episode runs. Defaults are EMMOE's (20 rounds, window of 3, the paper's lists). What the executor
+    checks (the action and model lists, tries, reach thresholds, the agent it serves) is its own configuration,
+    held here whole rather than copied field by field; :attr:`actions` and :attr:`models` read it, since the
+    planner's session offers the lists the executor accepts."""
 
     max_rounds: int = MAX_ROUNDS
     history_window: int = HISTORY_WINDOW
     render: bool = True  # render the four views every round (the planner's images and the record's)
-    actions: tuple[str, ...] = EMMOE_ACTIONS
-    models: tuple[str, ...] = EMMOE_MODELS
     model_descriptions: Mapping[str, str] | None = None
-    strict_models: bool = False  # see homiebot.executor.executor (model must serve the action)
-    max_tries: int = MAX_TRIES
-    far_threshold_m: float = FAR_THRESHOLD_M
-    near_threshold_m: float = NEAR_THRESHOLD_M
-    #: Two-agent episodes: which agent this configuration serves, and the actions its role lacks (the executor
-    #: answers them F1 naming why; PARTNR A.9.1: the robot has no state-changing skills).
-    agent: str = "robot"
-    withheld_actions: tuple[str, ...] = ()
+    executor: ExecutorConfig = field(default_factory=ExecutorConfig)
 
     def __post_init__(self) -> None:
         if self.max_rounds < 1:
             raise ValueError(f"max_rounds must be >= 1, got {self.max_rounds}")
+
+    @classmethod
+    def with_actions(cls, actions: Sequence[str], **fields: Any) -> EpisodeConfig:
+        """EMMOE's configuration with another action list (a task's: :func:`homiebot.tasks.suite.task_actions`)."""
+        return cls(executor=ExecutorConfig(actions=tuple(actions)), **fields)
+
+    @property
+    def actions(self) -> tuple[str, ...]:
+        return self.executor.actions
+
+    @property
+    def models(self) -> tuple[str, ...]:
+        return self.executor.models
 
     def new_session(self, instruction: str, planner: Planner) -> PlannerSession:
         """The HLP session of one episode with this configuration (shared by both wirings)."""
@@ -143,16 +148,7 @@ class EpisodeConfig:
         )
 
     def executor_config(self) -> ExecutorConfig:
-        return ExecutorConfig(
-            actions=self.actions,
-            models=self.models,
-            max_tries=self.max_tries,
-            far_threshold_m=self.far_threshold_m,
-            near_threshold_m=self.near_threshold_m,
-            strict_models=self.strict_models,
-            agent=self.agent,
-            withheld_actions=self.withheld_actions,
-        )
+        return self.executor
 
 
 #: PARTNR's Wait tool as an EMMOE action: a round of one agent that executes nothing (two-agent episodes only).

@@ -116,7 +116,7 @@ def _play(task: Any, role: str, robot_planner: str, recorder: Any, views: Path |
     views_dir.mkdir(parents=True, exist_ok=True)
     screen = PlayScreen(console, views_dir, preview=preview, role=role, task_id=task.id)
     person = KeyboardPlanner(sys.stdin, screen)
-    config = EpisodeConfig(max_rounds=max_rounds, actions=task_actions(task))
+    config = EpisodeConfig.with_actions(task_actions(task), max_rounds=max_rounds)
     console.print(f"You play the {role} in {task.id} ({task.scene}); type help for the commands, quit to stop.")
     console.print(f"Log lines go to {escape(str(log_file))} while you play (warnings still show here).",
                   soft_wrap=True)

@@ -218,7 +218,7 @@ def run_pair(sim: Any, task: TaskSpec, run: int, robot: Planner, human: Planner,
              skills: Any = None, perception: PerceptionFactory | None = None) -> tuple[dict[str, Any], Trajectory]:
     """One robot-and-human episode of ``task`` on ``sim`` (built with ``human=True``). ``perception``: a world
     graph per agent (:mod:`homiebot.agent.agent_graphs`); the simulator must render."""
-    base = EpisodeConfig(render=perception is not None, max_rounds=max_rounds, actions=task_actions(task))
+    base = EpisodeConfig.with_actions(task_actions(task), render=perception is not None, max_rounds=max_rounds)
     return _run_scored(sim, task, run, "pair", (robot, human), role_config(AgentRole.ROBOT, base),
                        AgentSlot(human, role_config(AgentRole.HUMAN, base)), skills, perception)
 
@@ -226,7 +226,7 @@ def run_pair(sim: Any, task: TaskSpec, run: int, robot: Planner, human: Planner,
 def run_single(sim: Any, task: TaskSpec, run: int, planner: Planner, max_rounds: int = MAX_ROUNDS,
                skills: Any = None, perception: PerceptionFactory | None = None) -> tuple[dict[str, Any], Trajectory]:
     """The same task with the robot alone (the baseline), on a simulator without the human."""
-    config = EpisodeConfig(render=perception is not None, max_rounds=max_rounds, actions=task_actions(task))
+    config = EpisodeConfig.with_actions(task_actions(task), render=perception is not None, max_rounds=max_rounds)
     return _run_scored(sim, task, run, "single", (planner,), config, None, skills, perception)
 
 

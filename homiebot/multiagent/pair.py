@@ -32,6 +32,7 @@ from typing import Any
 import networkx as nx
 
 from homiebot.agent.loop import WAIT_ACTION, EpisodeConfig
+from homiebot.executor.executor import ExecutorConfig
 from homiebot.multiagent.centralized import AgentRole
 from homiebot.multiagent.split import split_propositions
 from homiebot.planner.base import Planner, PlanRequest
@@ -64,7 +65,12 @@ def role_actions(role: AgentRole, actions: Sequence[str]) -> tuple[str, ...]:
 
 
 def role_config(role: AgentRole, base: EpisodeConfig) -> EpisodeConfig:
-    """The episode configuration of one agent of a pair: its action list and name, and the actions of the base
+    """The episode configuration of one agent of a pair: its executor's (:func:`role_executor`)."""
+    return replace(base, executor=role_executor(role, base.executor))
+
+
+def role_executor(role: AgentRole, base: ExecutorConfig) -> ExecutorConfig:
+    """The executor configuration of one agent of a pair: its action list and name, and the actions of the base
     list its role lacks (the executor answers those F1 naming the reason)."""
     withheld = tuple(a for a in base.actions if a not in role_actions(role, base.actions) and casefold_words(a) != "end")
     return replace(base, actions=role_actions(role, base.actions), agent=role.name.lower(), withheld_actions=withheld)

@@ -163,7 +163,7 @@ def replay_planner(bag: str | os.PathLike[str], planner: Planner, max_rounds: in
         raise BagError(f"{bag} holds one agent's episode (no {AGENT_TOPICS[1].output}): replay it without a partner planner")
 
     # The sessions the planner node's loop had: the task's action list, each agent's own in a pair.
-    config = EpisodeConfig(max_rounds=max_rounds or task.max_rounds or MAX_ROUNDS, actions=task_actions(spec))
+    config = EpisodeConfig.with_actions(task_actions(spec), max_rounds=max_rounds or task.max_rounds or MAX_ROUNDS)
     configs = {0: config}
     if partner is not None:
         from homiebot.multiagent.centralized import AgentRole

@@ -48,7 +48,7 @@ def test_a_built_episode_is_the_hand_assembled_one(sim, task_id: str, seed: int,
     by_hand_planner = ExpertPlanner(interact_range_m=1.2) if planner["name"] == "expert" else PartnrExpertPlanner()
     preset = {"off": "noiseless", "emmoe": "emmoe_table4"}[noise]
     by_hand = run_episode(sim, by_hand_planner, task=task, seed=seed,
-                          config=EpisodeConfig(render=False, actions=task_actions(task)),
+                          config=EpisodeConfig.with_actions(task_actions(task), render=False),
                           skills=lambda s, scene_seed: SkillSet(s, noise=preset, seed=scene_seed))
     assert _rounds(built) == _rounds(by_hand) and built.goal_satisfied == by_hand.goal_satisfied
     assert built.planner == by_hand.planner and len(built.rounds) > 3
@@ -66,7 +66,8 @@ def test_every_section_reaches_its_part(sim, tmp_path: Path) -> None:
     episode = build_episode(config, out=tmp_path / "record", simulator=sim)
     loop = episode.loop
     assert (loop.max_rounds, loop.history_window, loop.render) == (7, 2, False)
-    assert (loop.strict_models, loop.max_tries, loop.far_threshold_m, loop.near_threshold_m) == (True, 2, 2.5, 0.2)
+    checks = loop.executor
+    assert (checks.strict_models, checks.max_tries, checks.far_threshold_m, checks.near_threshold_m) == (True, 2, 2.5, 0.2)
     assert loop.actions == HOUSEHOLD_ACTIONS  # a task with its own evaluation function switches and cleans
     assert episode.perception is not None and episode.task is not None and episode.task.id == "partnr-1-022"
     assert episode.recorder is not None and episode.recorder.images is False and episode.recorder.video is False

@@ -69,7 +69,7 @@ def task():
 
 @pytest.mark.slow
 def test_each_agent_has_its_own_graph_grounding_and_description(sim, task):
-    base = EpisodeConfig(render=True, actions=task_actions(task))
+    base = EpisodeConfig.with_actions(task_actions(task), render=True)
     # The human sees green_can_2 from where it starts; the robot, facing elsewhere, does not.
     robot = RecordingScript([("Wait",), ("Go to", "green_can_2"), ("Wait",)])
     human = RecordingScript([("Go to", "green_can_2"), ("Pick", "green_can_2"), ("Wait",)])

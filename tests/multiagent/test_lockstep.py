@@ -38,7 +38,7 @@ def suite():
 
 
 def _pair_configs(task):
-    base = EpisodeConfig(render=False, actions=task_actions(task))
+    base = EpisodeConfig.with_actions(task_actions(task), render=False)
     return role_config(AgentRole.ROBOT, base), role_config(AgentRole.HUMAN, base)
 
 
@@ -47,8 +47,8 @@ def test_role_action_lists():
     human = role_actions(AgentRole.HUMAN, HOUSEHOLD_ACTIONS)
     assert "Turn on" not in robot and "Clean" not in robot and "Turn on" in human and "Clean" in human
     assert robot[-2:] == ("Wait", "End") and human[-2:] == ("Wait", "End")
-    config = role_config(AgentRole.ROBOT, EpisodeConfig(actions=HOUSEHOLD_ACTIONS))
-    assert config.agent == "robot" and set(config.withheld_actions) == {"Turn on", "Turn off", "Clean", "Fill", "Pour"}
+    config = role_config(AgentRole.ROBOT, EpisodeConfig.with_actions(HOUSEHOLD_ACTIONS))
+    assert config.executor.agent == "robot" and set(config.executor.withheld_actions) == {"Turn on", "Turn off", "Clean", "Fill", "Pour"}
 
 
 @pytest.mark.parametrize("mode", ["decentralized", "centralized"])

@@ -62,7 +62,7 @@ def task():
 
 
 def _configs(task):
-    base = EpisodeConfig(render=False, actions=task_actions(task))
+    base = EpisodeConfig.with_actions(task_actions(task), render=False)
     return role_config(AgentRole.ROBOT, base), role_config(AgentRole.HUMAN, base)
 
 

@@ -57,7 +57,7 @@ def _play(sim, tmp_path: Path, task_id: str, lines: list[str]):
     screen = PlayScreen(Console(file=io.StringIO(), width=120), None, preview=False, task_id=task.id)
     person = KeyboardPlanner(io.StringIO("".join(f"{line}\n" for line in lines)), screen)
     # What homie play passes: the states recorder, which also judges the episode when its summary is written.
-    outcome = play_episode(sim, person, task, recorder, config=EpisodeConfig(max_rounds=12, actions=task_actions(task)),
+    outcome = play_episode(sim, person, task, recorder, config=EpisodeConfig.with_actions(task_actions(task), max_rounds=12),
                            observers=[StatesFileRecorder(recorder, task=task), screen])
     assert outcome.ended_by == "end" and outcome.trajectory.error is None
     assert [r.feedback.code.value for r in outcome.trajectory.rounds] == ["OK"] * len(lines)

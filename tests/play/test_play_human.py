@@ -33,7 +33,7 @@ def _play(sim, tmp_path, lines):
 
     task = get_task(TASK)
     robot, robot_config, human_config = _robot_side("expert", task,
-                                                    EpisodeConfig(max_rounds=10, actions=task_actions(task)))
+                                                    EpisodeConfig.with_actions(task_actions(task), max_rounds=10))
     shown = io.StringIO()
     screen = PlayScreen(Console(file=shown, width=100), None, preview=False, role="human", task_id=task.id)
     person = KeyboardPlanner(io.StringIO("".join(f"{line}\n" for line in lines)), screen)

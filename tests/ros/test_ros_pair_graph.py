@@ -78,7 +78,7 @@ def test_two_agent_episode_through_the_graph_equals_in_process(tmp_path, ros_dom
     from homiebot.tasks.suite import get_task, task_actions
 
     task = get_task(TASK)
-    base = EpisodeConfig(actions=task_actions(task))
+    base = EpisodeConfig.with_actions(task_actions(task))
     robot, human = make_pair_planners(mode, "expert", "expert")
     sim = make_simulator("mujoco", human=True)
     try:
@@ -266,7 +266,7 @@ def test_the_humans_fill_and_pour_through_the_graph_equal_in_process(tmp_path, r
     outputs = [format_output(f"Step {i}.", Subtask(action, target, place), "NoMaD" if action == "Go to" else "RT-1-X")
                for i, (action, target, place) in enumerate(LIQUID_SCRIPT, 1)]
     task = get_task(TASK)  # apartment_1: the mug, the bowl and the sink
-    config = EpisodeConfig(actions=task_actions(task))
+    config = EpisodeConfig.with_actions(task_actions(task))
     sim = make_simulator("mujoco", human=True)
     try:
         backend = _HumanOnly(InProcessBackend(sim, config.executor_config(), agent_configs={1: config.executor_config()}))
@@ -317,7 +317,7 @@ def test_a_pick_of_what_the_other_holds_fails_the_same_way_through_the_graph(tmp
 
     script = {"script": "Go to, mug; Pick, mug"}
     task = get_task(TASK)
-    base = EpisodeConfig(max_rounds=5, actions=task_actions(task))
+    base = EpisodeConfig.with_actions(task_actions(task), max_rounds=5)
     robot, human = make_pair_planners("decentralized", "expert", "scripted", script)
     sim = make_simulator("mujoco", human=True)
     try:
@@ -390,7 +390,7 @@ def test_homie_up_runs_the_pair_prints_both_agents_and_its_bag_replays(tmp_path,
     from homiebot.tasks.suite import get_task, task_actions
 
     task = get_task(TASK)
-    base = EpisodeConfig(actions=task_actions(task))
+    base = EpisodeConfig.with_actions(task_actions(task))
     robot, human = make_pair_planners("centralized", "expert", "expert")
     sim = make_simulator("mujoco", human=True)
     try:

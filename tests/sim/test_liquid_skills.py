@@ -127,15 +127,15 @@ def test_noise_wrapper_keeps_the_physical_reason_of_fill(world) -> None:
 
 
 def test_the_robot_of_a_pair_cannot_fill_or_pour_but_the_human_can() -> None:
-    base = EpisodeConfig(render=False, actions=HOUSEHOLD_ACTIONS)
+    base = EpisodeConfig.with_actions(HOUSEHOLD_ACTIONS, render=False)
     robot, human = role_config(AgentRole.ROBOT, base), role_config(AgentRole.HUMAN, base)
     assert "Fill" not in robot.actions and "Pour" not in robot.actions
-    assert {"Fill", "Pour"} <= set(robot.withheld_actions)
+    assert {"Fill", "Pour"} <= set(robot.executor.withheld_actions)
     assert "Fill" in human.actions and "Pour" in human.actions
     sim = MujocoSimulator(render=False, human=True)
     try:
         sim.reset(parse_scene(SCENE), seed=0)
-        config = ExecutorConfig(actions=robot.actions, agent="robot", withheld_actions=robot.withheld_actions)
+        config = robot.executor  # the pair's robot: its actions, its name, the ones only the human has
         refused = Executor(sim, config=config).execute(Subtask("Fill", "mug", "sink"), ORACLE, ("mug",))
         assert refused.code is ErrorCode.F1
         assert refused.message == "the robot can not fill! Only the other agent can, you should choose another action."
@@ -182,7 +182,7 @@ def test_react_tools_fill_and_pour_become_the_executor_subtasks() -> None:
     ]))
     planner.reset("t")
     robot_tools = {t.name for t in planner.tools_for(PlanRequest("", "", [], actions=role_config(
-        AgentRole.ROBOT, EpisodeConfig(render=False, actions=HOUSEHOLD_ACTIONS)).actions))}
+        AgentRole.ROBOT, EpisodeConfig.with_actions(HOUSEHOLD_ACTIONS, render=False)).actions))}
     assert "Fill" not in robot_tools and "Pour" not in robot_tools
     assert {"Fill", "Pour"} <= {t.name for t in planner.tools_for(PlanRequest("", "", [], actions=HOUSEHOLD_ACTIONS))}
     scene = parse_scene(SCENE)  # no perception: the planner keeps the scene's description current (Pick -> held)

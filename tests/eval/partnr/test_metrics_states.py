@@ -127,7 +127,7 @@ def test_record_with_states_rescored_from_its_files_alone(tmp_path):
         sim.reset(task.scene, seed=task.seed)
         fn = task_function(task, sim.state())
         recorder = EpisodeRecorder(tmp_path / "ep", images=False, video=False)
-        config = EpisodeConfig(render=False, actions=HOUSEHOLD_ACTIONS)
+        config = EpisodeConfig.with_actions(HOUSEHOLD_ACTIONS, render=False)
         run_episode(sim, make_planner("partnr_expert"), task=task, config=config, recorder=recorder,
                     observers=[StatesFileRecorder(recorder, fn)])
     finally:

@@ -97,7 +97,7 @@ def _verify_task(sim, task) -> bool:
 
     fn = function(task)
     planner = PartnrExpertPlanner()
-    config = EpisodeConfig(render=False, actions=HOUSEHOLD_ACTIONS)
+    config = EpisodeConfig.with_actions(HOUSEHOLD_ACTIONS, render=False)
     trajectory = run_episode(sim, planner, task=task, seed=0, config=config)
     result = evaluate_states(fn, [*planner.seen_states, sim.state()])
     return bool(trajectory.ended and result.success and len(trajectory.rounds) <= 20)

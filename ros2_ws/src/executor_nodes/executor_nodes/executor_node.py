@@ -148,13 +148,10 @@ class ExecutorNode(Node):
         """The executor configuration for ``actions``, restricted to this executor's role in a pair."""
         if not self._role:
             return dataclasses.replace(self._config, actions=actions)
-        from homiebot.agent.loop import EpisodeConfig
         from homiebot.multiagent.centralized import AgentRole
-        from homiebot.multiagent.pair import role_config
+        from homiebot.multiagent.pair import role_executor
 
-        role = role_config(AgentRole[self._role.upper()], EpisodeConfig(actions=actions))
-        return dataclasses.replace(self._config, actions=role.actions, agent=role.agent,
-                                   withheld_actions=role.withheld_actions)
+        return role_executor(AgentRole[self._role.upper()], dataclasses.replace(self._config, actions=actions))
 
     async def _execute(self, goal_handle) -> ExecuteSubtask.Result:
         goal = goal_handle.request

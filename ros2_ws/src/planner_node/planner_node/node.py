@@ -386,13 +386,13 @@ class PlannerNode(Node):
         if spec is not None:  # a Task with only its id: the suite knows its scene and instruction
             task.scene = task.scene or spec.scene
             task.instruction = task.instruction or spec.instruction
-        config = EpisodeConfig(
+        # PARTNR-style tasks switch and clean (the household list); EMMOE's and free text keep the paper's.
+        # The executor node picks the same list from /homie/task_started (executor_nodes.executor_node).
+        config = EpisodeConfig.with_actions(
+            task_actions(spec),
             max_rounds=int(task.max_rounds or self.param("max_rounds")),
             history_window=int(self.param("history_window")),
             render=bool(self.param("render")),
-            # PARTNR-style tasks switch and clean (the household list); EMMOE's and free text keep the paper's.
-            # The executor node picks the same list from /homie/task_started (executor_nodes.executor_node).
-            actions=task_actions(spec),
         )
         options = json.loads(self.param("planner_options") or "{}")
         partner = None
