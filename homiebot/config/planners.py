@@ -141,6 +141,20 @@ class OpenAIPlannerConfig(PlannerConfig):
     concurrency: int = Field(8, ge=1)
 
 
+#: The options a shipped model's name sets (:mod:`homiebot.planner.shipped`) unless they are given: the prompt and
+#: answer its training data had (``homie data build sft --episodes --thoughtless --no-system-prompt``: the growing
+#: chat without a system turn, answers without the Analysis line), constrained, on llama.cpp.
+SHIPPED_MODEL_OPTIONS: Mapping[str, Mapping[str, object]] = {
+    "homiebot-smollm2": {
+        "constrained": True,
+        "answer_format": AnswerFormat.SUBTASK,
+        "system_turn": False,
+        "include_history": True,
+        "runtime": "llama_cpp",
+    },
+}
+
+
 class HFPlannerConfig(PlannerConfig):
     """A local model (:class:`homiebot.planner.hf_backend.HFPlanner`): a transformers folder (image-text or
     text-only), or a bundled GGUF model by name on llama.cpp (``runtime``, ``weights``, ``prefix_reuse``,
@@ -178,6 +192,16 @@ class HFPlannerConfig(PlannerConfig):
     prompt_log: str | None = None
     system_turn: bool = True
     answer_format: AnswerFormat = AnswerFormat.ANALYSIS
+
+    @model_validator(mode="before")
+    @classmethod
+    def _shipped_model_defaults(cls, data: object) -> object:
+        """A shipped model's name brings the options it was trained for (:data:`SHIPPED_MODEL_OPTIONS`); an option
+        given (``-p``, a flag, a run configuration) wins."""
+        if not isinstance(data, Mapping) or not isinstance(data.get("model"), str):
+            return data
+        defaults = SHIPPED_MODEL_OPTIONS.get(str(data["model"]).strip().lower())
+        return data if defaults is None else {**defaults, **data}
 
 
 class HFPartnrPlannerConfig(HFPlannerConfig):

@@ -231,6 +231,28 @@ def export_gguf(
     return ExportSummary(target, count, parameters, template)
 
 
+def float_folder(gguf_file: Path, out: Path) -> Path:
+    """A GGUF model (a bundled one: ``smollm2``) written as a float32 transformers folder ``out``: what ``homie
+    train base`` trains on and what the shipped model's adapter is merged into (:mod:`homiebot.planner.shipped`).
+    transformers' GGUF reader dequantises the weights."""
+    import torch
+    from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
+
+    folder, filename = str(gguf_file.parent), gguf_file.name
+    tokenizer = AutoTokenizer.from_pretrained(folder, gguf_file=filename, local_files_only=True)
+    loaded = AutoModelForCausalLM.from_pretrained(folder, gguf_file=filename, local_files_only=True, dtype=torch.float32)
+    config = AutoConfig.from_pretrained(folder, gguf_file=filename, local_files_only=True)
+    # A GGUF-loaded model refuses save_pretrained ("quantized with gguf, not serializable"): rebuild it from its
+    # config without the quantisation entry and copy the dequantised weights over.
+    if hasattr(config, "quantization_config"):
+        del config.quantization_config
+    plain = AutoModelForCausalLM.from_config(config, dtype=torch.float32)
+    plain.load_state_dict(loaded.state_dict())
+    plain.save_pretrained(str(out))
+    tokenizer.save_pretrained(str(out))
+    return out
+
+
 def _files_digest(paths: list[Path]) -> str:
     sha = hashlib.sha256(f"homiebot-gguf-export-{EXPORT_VERSION}".encode())
     for path in paths:

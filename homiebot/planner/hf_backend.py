@@ -61,6 +61,7 @@ from homiebot.planner.constrained import DEFAULT_ANALYSIS_MAX_CHARS, AnswerConst
 from homiebot.planner.messages import ChatMessage, build_messages, report_call, to_hf_messages, to_plain_prompt
 from homiebot.planner.models import available_models, bundled_model
 from homiebot.planner.prompt import ICL_EXAMPLE_ASSISTANT, ICL_EXAMPLE_USER
+from homiebot.planner.shipped import SHIPPED_MODELS, ShippedModel, shipped_model
 from homiebot.planner.text_planning import TextTranscript, fresh_text_chat
 
 if TYPE_CHECKING:
@@ -653,6 +654,21 @@ def _exported_text_engine(model: str, adapter: str | None, **options: Any) -> Te
     return TextLanguageModel(TextModelConfig(ModelFile(name, exported), runtime="llama_cpp", **options))
 
 
+def _shipped_text_engine(model: ShippedModel, **options: Any) -> TextLanguageModel:
+    """A shipped model (:mod:`homiebot.planner.shipped`) on the llama.cpp runtime: its Q8_0 file, built on first use,
+    run as it is (prefix reuse, GBNF grammars)."""
+    from homiebot.planner.models import ModelCacheError, ModelFile
+    from homiebot.planner.shipped import shipped_gguf
+    from homiebot.planner.text_lm import TextLanguageModel, TextModelConfig
+
+    try:
+        built = shipped_gguf(model)
+    except ModelCacheError as exc:
+        raise PlannerLoadError(str(exc)) from None
+    return TextLanguageModel(TextModelConfig(ModelFile(model.name, built), runtime="llama_cpp", weights="bundled",
+                                             **options))
+
+
 def preamble_length(conversation: Sequence[ChatMessage]) -> int:
     """How many leading messages of a planner conversation are its fixed preamble: the system turn (1), and
     appendix H.1's in-context example pair after it (3), which are the same in every round and episode that
@@ -785,9 +801,11 @@ class HFPlanner(Planner):
         engine: VisionLanguageModel | TextLanguageModel | CausalTextModel | None = None,
     ) -> None:
         bundled = bundled_model(model)
+        shipped = shipped_model(model) if engine is None and bundled is None else None
         text_folder = (
             engine is None
             and bundled is None
+            and shipped is None
             and Path(model).expanduser().is_dir()
             and (is_causal_text_folder(str(Path(model).expanduser())))
         )
@@ -797,7 +815,7 @@ class HFPlanner(Planner):
         elif max_new_tokens is None:
             # A text model is small and on the CPU: a short answer keeps a round near a second
             # (the constrained analysis is capped to what fits, homiebot.planner.constrained.analysis_budget).
-            max_new_tokens = TEXT_MODEL_MAX_NEW_TOKENS if bundled is not None or text_folder else 512
+            max_new_tokens = TEXT_MODEL_MAX_NEW_TOKENS if bundled is not None or shipped or text_folder else 512
         if max_new_tokens < 1:
             raise ValueError(f"max_new_tokens must be >= 1, got {max_new_tokens}")
         if cache_implementation not in (None, "static"):
@@ -829,6 +847,22 @@ class HFPlanner(Planner):
                     weights=weights,
                     flash_attention=flash_attention,
                 )
+            )
+        elif shipped is not None:
+            if adapter is not None:
+                raise PlannerLoadError(f"adapter={adapter!r}: {model!r} is a shipped model, which brings its own adapter")
+            if runtime == "transformers" or weights != "q8_0":
+                # The name's model is one Q8_0 file built once (homiebot.planner.shipped); a float folder of it is
+                # `homie train base` plus the adapter in the package, for model=DIR adapter=...
+                raise PlannerLoadError(
+                    f"{model!r} runs on llama.cpp as Q8_0 weights only (runtime={runtime!r}, weights={weights!r} given)"
+                )
+            self.engine = _shipped_text_engine(
+                shipped,
+                threads=torch_threads,
+                prefix_reuse=prefix_reuse,
+                lookup_tokens=lookup_tokens,
+                flash_attention=flash_attention,
             )
         elif text_folder and runtime == "llama_cpp":
             self.engine = _exported_text_engine(
@@ -892,11 +926,17 @@ class HFPlanner(Planner):
             return
         model = options.get("model")
         if model is None:
-            raise ValueError("needs --model: a local model folder, or a bundled model's name "
-                             f"({', '.join(available_models())})")
+            raise ValueError("needs --model: a local model folder, or a bundled or shipped model's name "
+                             f"({', '.join([*available_models(), *SHIPPED_MODELS])})")
         bundled = bundled_model(str(model))
+        shipped = shipped_model(str(model))
         if bundled is not None:
             bundled.path()  # ModelNotInstalledError names the extra that installs it
+        elif shipped is not None:
+            shipped.adapter_files()
+            base = bundled_model(shipped.base)
+            if base is not None:
+                base.path()
         else:
             check_model_folder(str(model))
 

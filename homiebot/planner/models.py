@@ -187,7 +187,10 @@ def q8_0_copy(source: Path, folder: Path | None = None) -> Path:
 def names_bundled_model(options: object) -> bool:
     """Whether planner options (nested, as the recovery wrapper nests its base planner's) name a bundled model."""
     if isinstance(options, str):
-        return bundled_model(options) is not None
+        from homiebot.planner.shipped import shipped_model  # it imports this module
+
+        # A shipped model runs on a bundled model's runtime (homiebot.planner.shipped).
+        return bundled_model(options) is not None or shipped_model(options) is not None
     if isinstance(options, Mapping):
         return any(names_bundled_model(value) for value in options.values())
     if isinstance(options, list | tuple):

@@ -106,8 +106,10 @@ def pack_checkpoint(run: str | Path, out: str | Path) -> PackResult:
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise
+    from homiebot.files import publish
     from homiebot.training.trainer import publish_tree
 
+    publish(target)  # made by mkdtemp (0700)
     publish_tree(target)
     result_dir = target / CHECKPOINTS / checkpoint.name
     return PackResult(

@@ -831,9 +831,7 @@ def merge(model: str | Path, adapter: str | Path, out: str | Path) -> Path:
 
 def materialize_base(name: str, out: str | Path) -> Path:
     """Write a bundled GGUF model (``smollm2``) as a trainable float32 transformers folder."""
-    import torch
-    from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
-
+    from homiebot.planner.gguf_export import float_folder
     from homiebot.planner.models import ModelNotInstalledError, bundled_model
 
     bundled = bundled_model(name)
@@ -846,20 +844,7 @@ def materialize_base(name: str, out: str | Path) -> Path:
     target = Path(out).expanduser().absolute()
     if target.exists() and any(target.iterdir()):
         raise TrainingError(f"output {target} is not empty; choose another --out")
-    folder, filename = str(path.parent), path.name
-    tokenizer = AutoTokenizer.from_pretrained(folder, gguf_file=filename, local_files_only=True)
-    loaded = AutoModelForCausalLM.from_pretrained(
-        folder, gguf_file=filename, local_files_only=True, dtype=torch.float32
-    )
-    config = AutoConfig.from_pretrained(folder, gguf_file=filename, local_files_only=True)
-    # A GGUF-loaded model refuses save_pretrained ("quantized with gguf, not serializable"): rebuild it from its
-    # config without the quantisation entry and copy the dequantised weights over.
-    if hasattr(config, "quantization_config"):
-        del config.quantization_config
-    plain = AutoModelForCausalLM.from_config(config, dtype=torch.float32)
-    plain.load_state_dict(loaded.state_dict())
-    plain.save_pretrained(str(target))
-    tokenizer.save_pretrained(str(target))
+    float_folder(path, target)
     publish_tree(target)
     return target
 
