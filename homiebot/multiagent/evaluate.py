@@ -33,14 +33,18 @@ import logging
 import statistics
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast
+
+from pydantic import ValidationError
 
 from homiebot.agent.knowledge import PerceptionFactory
 from homiebot.agent.loop import AgentSlot, EpisodeConfig, run_episode
 from homiebot.agent.observers import ObserverBase
 from homiebot.config import MAX_ROUNDS, NoiseMode, PerceptionMode
+from homiebot.config.collaboration import CollaborationConfig
+from homiebot.config.planners import validation_message
 from homiebot.files import atomic_write_json, atomic_write_text
 from homiebot.multiagent.centralized import AgentRole
 from homiebot.multiagent.measures import AgentEvent, collaboration_measures
@@ -70,34 +74,18 @@ class CollaborationError(ValueError):
     """Bad input for a collaboration evaluation (one line, for the CLI)."""
 
 
-@dataclass(frozen=True)
-class CollabSettings:
-    suite: str
-    mode: str
-    planner_robot: str
-    planner_human: str
-    planner_options: dict[str, Any] = field(default_factory=dict)
-    max_rounds: int = MAX_ROUNDS
-    noise: str = NoiseMode.OFF.value
-    perception: str = PerceptionMode.OFF.value
 
-    def __post_init__(self) -> None:
-        if self.mode not in MODES:
-            raise CollaborationError(f"--mode must be one of {', '.join(MODES)}, not {self.mode!r}")
 
-    def pinned(self) -> dict[str, Any]:
-        """What ``settings.json`` pins. Perception is left out when off, so that folders started before it
-        existed still resume. A run of the bundled text model (the ReAct planner's default, or named in the
-        options) pins how that model runs, as ``homie eval`` does: greedy answers differ between runtimes, so
-        episodes of two runtimes are not mixed in one table."""
-        from homiebot.planner.models import runs_text_runtime, text_runtime_defaults
+def pinned_settings(settings: CollaborationConfig) -> dict[str, Any]:
+    """What ``settings.json`` pins: the configuration, and, for a run of the bundled text model (the ReAct planner's
+    default, or named in the options), how that model runs, as ``homie eval`` does (greedy answers differ between
+    runtimes, so episodes of two runtimes are not mixed in one table)."""
+    from homiebot.planner.models import runs_text_runtime, text_runtime_defaults
 
-        wanted = asdict(self)
-        if wanted["perception"] == PerceptionMode.OFF.value:
-            del wanted["perception"]
-        if "react" in (self.planner_robot, self.planner_human) or runs_text_runtime(self.planner_options):
-            wanted["model_runtime"] = text_runtime_defaults()
-        return wanted
+    wanted = settings.pinned()
+    if "react" in (settings.planner_robot, settings.planner_human) or runs_text_runtime(settings.given_options()):
+        wanted["model_runtime"] = text_runtime_defaults()
+    return wanted
 
 
 class _ActionStates(ObserverBase):
@@ -313,7 +301,7 @@ def _fmt(stat: dict[str, Any] | None, digits: int = 2, pct: bool = False) -> str
     return text
 
 
-def report_markdown(settings: CollabSettings, summary: dict[str, Any], tasks: int, runs: int) -> str:
+def report_markdown(settings: CollaborationConfig, summary: dict[str, Any], tasks: int, runs: int) -> str:
     """PARTNR's tables 2 and 12 in our columns (rounds and simulated time for its simulation steps)."""
     label = {"pair": f"{settings.mode.capitalize()} pair ({settings.planner_robot} + {settings.planner_human})",
              "single": f"Single agent ({settings.planner_robot})"}
@@ -383,7 +371,7 @@ def _read_lines(path: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
 
 
-def run_collaboration(settings: CollabSettings, out: Path, tasks: Sequence[TaskSpec], runs: int,
+def run_collaboration(settings: CollaborationConfig, out: Path, tasks: Sequence[TaskSpec], runs: int,
                       make_pair: Callable[[], tuple[Planner, Planner]], make_single: Callable[[], Planner],
                       skills: Any = None, progress: Callable[[str], None] | None = None,
                       perception: PerceptionFactory | None = None) -> CollabOutcome:
@@ -394,7 +382,7 @@ def run_collaboration(settings: CollabSettings, out: Path, tasks: Sequence[TaskS
 
     out.mkdir(parents=True, exist_ok=True)
     pinned = out / SETTINGS_FILE
-    wanted = settings.pinned()
+    wanted = pinned_settings(settings)
     if pinned.is_file():
         before = json.loads(pinned.read_text(encoding="utf-8"))
         if before != wanted:
@@ -441,7 +429,7 @@ def run_collaboration(settings: CollabSettings, out: Path, tasks: Sequence[TaskS
     return CollabOutcome(out, finished, skipped, summary, time.perf_counter() - started)
 
 
-def write_summary(settings: CollabSettings, lines: Sequence[dict[str, Any]], runs: int, out: Path) -> dict[str, Any]:
+def write_summary(settings: CollaborationConfig, lines: Sequence[dict[str, Any]], runs: int, out: Path) -> dict[str, Any]:
     """Write ``collaboration.json`` and ``report.md`` of ``lines`` into ``out`` (each whole or not at all)."""
     summary = summarize(lines)
     atomic_write_json(out / SUMMARY_FILE, summary, indent=1)
@@ -471,12 +459,14 @@ def rewrite_report(directory: Path, report_dir: Path | None = None) -> tuple[dic
         lines = _read_lines(directory / EPISODES_FILE)
     except (OSError, ValueError) as err:
         raise CollaborationError(f"{directory} is not a readable collaboration run: {err}") from None
-    # settings.json pins more than the settings (how a bundled model ran); the report needs only these.
-    known = {name: pinned[name] for name in CollabSettings.__dataclass_fields__ if name in pinned}
+    # settings.json pins more than the settings (how a bundled model ran; a folder written before the settings
+    # were typed, its planner_options); the report needs only the names, the mode and the episode settings.
+    report_fields = ("suite", "mode", "planner_robot", "planner_human", "max_rounds", "noise", "perception")
+    known = {name: pinned[name] for name in report_fields if name in pinned}
     try:
-        settings = CollabSettings(**known)
-    except TypeError as err:
-        raise CollaborationError(f"{directory / SETTINGS_FILE} lacks a setting: {err}") from None
+        settings = CollaborationConfig.model_validate(known)
+    except ValidationError as err:
+        raise CollaborationError(f"{directory / SETTINGS_FILE}: {validation_message(err)}") from None
     runs = 1 + max((int(line["run"]) for line in lines), default=-1)
     target = directory if report_dir is None else report_dir
     summary = write_summary(settings, lines, runs, target)
@@ -489,7 +479,7 @@ def cli_run(out: Path, *, agents: str, suite: str, mode: str, planner_robot: str
             perception: str = PerceptionMode.OFF.value) -> CollabOutcome:
     """``homie eval --agents robot+human``: checks the input (every refusal is one line, before any file is
     written), picks the collaboration tasks and runs them (:func:`run_collaboration`)."""
-    from homiebot.multiagent.pair import make_pair_planners, make_single_planner
+    from homiebot.multiagent.pair import pair_planners, single_planner
     from homiebot.sim.mujoco.backend import MujocoSimulator
     from homiebot.tasks.suite import TaskError, load_suite
 
@@ -499,18 +489,23 @@ def cli_run(out: Path, *, agents: str, suite: str, mode: str, planner_robot: str
         raise CollaborationError(f"--agents does not take {', '.join(refused)} (docs/collaboration.md)")
     if runs < 1 or max_rounds < 1:
         raise CollaborationError("--runs and --max-rounds must be >= 1")
-    settings = CollabSettings(suite=suite, mode=mode, planner_robot=planner_robot, planner_human=planner_human,
-                              planner_options=dict(options), max_rounds=max_rounds, noise=str(noise),
-                              perception=str(perception))
+    if mode not in MODES:
+        raise CollaborationError(f"--mode must be one of {', '.join(MODES)}, not {mode!r}")
+    if perception not in {m.value for m in PerceptionMode}:
+        raise CollaborationError(f"--perception must be one of {', '.join(m.value for m in PerceptionMode)}, "
+                                 f"not {perception!r}")
+    try:  # the pair's model planner typed by its class (a bad option is one line, before any file)
+        settings = CollaborationConfig.from_options(
+            options=options, suite=suite, mode=mode, planner_robot=planner_robot, planner_human=planner_human,
+            max_rounds=max_rounds, noise=noise, perception=perception)
+    except ValidationError as err:
+        raise CollaborationError(validation_message(err)) from None
     graph: PerceptionFactory | None = None
     if settings.perception != PerceptionMode.OFF:
         import functools
 
         from homiebot.perception.world_model import PerceptionConfig, WorldModel
 
-        if settings.perception not in {m.value for m in PerceptionMode}:
-            raise CollaborationError(f"--perception must be one of {', '.join(m.value for m in PerceptionMode)}, "
-                                     f"not {settings.perception!r}")
         # Each agent's planner reads its own graph's description (PARTNR's ReAct reads its world graph).
         config = PerceptionConfig.model_validate({"builder": settings.perception, "describe_world": True})
         # The loop builds the graphs after a reset, which always has the scene's spec.
@@ -530,8 +525,7 @@ def cli_run(out: Path, *, agents: str, suite: str, mode: str, planner_robot: str
             raise CollaborationError(f"unknown task id(s) in split {split}: {', '.join(unknown[:5])}")
         tasks = [t for t in tasks if t.id in set(task_ids)]
     try:  # build the planners once here, so that a bad name or option is refused before any file exists
-        for planner in {*make_pair_planners(mode, planner_robot, planner_human, options),
-                        make_single_planner(planner_robot, options)}:
+        for planner in {*pair_planners(settings), single_planner(settings)}:
             planner.close()
     except (ValueError, KeyError, TypeError) as err:
         raise CollaborationError(str(err).strip("'\"")) from None
@@ -562,6 +556,6 @@ def cli_run(out: Path, *, agents: str, suite: str, mode: str, planner_robot: str
     if not chosen:
         raise CollaborationError("none of the chosen tasks is a collaboration task (the expert split gives one agent everything)")
     return run_collaboration(settings, out, chosen, runs,
-                             lambda: make_pair_planners(mode, planner_robot, planner_human, options),
-                             lambda: make_single_planner(planner_robot, options), skills=skills, progress=progress,
+                             lambda: pair_planners(settings), lambda: single_planner(settings), skills=skills,
+                             progress=progress,
                              perception=graph)

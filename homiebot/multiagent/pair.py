@@ -25,13 +25,14 @@ provides what plans for them:
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
 import networkx as nx
 
 from homiebot.agent.loop import WAIT_ACTION, EpisodeConfig
+from homiebot.config.collaboration import CollaborationConfig
 from homiebot.executor.executor import ExecutorConfig
 from homiebot.multiagent.centralized import AgentRole
 from homiebot.multiagent.split import split_propositions
@@ -391,19 +392,28 @@ def partner_lines(events: Sequence[PartnerEvent]) -> str:
 PAIR_PLANNERS = ("expert", "react", "scripted")
 
 
-def make_pair_planners(mode: str, robot: str, human: str, options: dict[str, Any] | None = None) -> tuple[Planner, Planner]:
+def make_pair_planners(
+    mode: str, robot: str, human: str, options: Mapping[str, Any] | None = None
+) -> tuple[Planner, Planner]:
+    """The robot's and the human's planners of a pair named on a command line or in node parameters: ``options``
+    configure the pair's model planner (:meth:`CollaborationConfig.from_options`); :func:`pair_planners`."""
+    if mode not in MODES:
+        raise ValueError(f"unknown mode {mode!r}; choose {' or '.join(MODES)}")
+    return pair_planners(CollaborationConfig.from_options(
+        options=options or {}, suite="", mode=mode, planner_robot=robot, planner_human=human))
+
+
+def pair_planners(config: CollaborationConfig) -> tuple[Planner, Planner]:
     """The robot's and the human's planners of a pair. ``expert``: the heuristic expert on its proposition share
     (centralized: one :class:`CentralizedExpert`); ``react``: the ReAct tool planner (centralized: one
     :class:`~homiebot.multiagent.react_pair.CentralizedReAct` answering for both; decentralized: one
     :class:`~homiebot.multiagent.react_pair.PartnerReAct` per agent); ``scripted`` (human only): a
-    :class:`ScriptedHuman` with ``script="Go to, sofa; Turn on, floor_lamp"``; any other registry name:
-    one planner per agent (decentralized only). ``options`` go to every model planner."""
-    options = dict(options or {})
-    if mode not in MODES:
-        raise ValueError(f"unknown mode {mode!r}; choose {' or '.join(MODES)}")
+    :class:`ScriptedHuman` with ``config.human_script``; any other registry name: the planner of
+    ``config.model_planner`` per agent (decentralized only)."""
+    robot, human = config.planner_robot, config.planner_human
     if robot == "scripted":
         raise ValueError("the scripted planner plays the human only (--partner-planner scripted)")
-    if mode == "centralized":
+    if config.mode == "centralized":
         if robot != human:
             raise ValueError(f"centralized control is one planner for both agents: --planner and --partner-planner "
                              f"must name the same planner (got {robot!r} and {human!r})")
@@ -412,29 +422,40 @@ def make_pair_planners(mode: str, robot: str, human: str, options: dict[str, Any
         if robot == "react":
             from homiebot.multiagent.react_pair import CentralizedReAct
 
-            return centralized_pair(CentralizedReAct(**options))
+            # The options given, not ReAct's defaults: the centralized planner has its own call budget.
+            return centralized_pair(CentralizedReAct(**config.given_options()))
         raise ValueError(f"centralized control needs a planner that answers for both agents: expert or react, not {robot!r}")
-    return _one(robot, AgentRole.ROBOT, options), _one(human, AgentRole.HUMAN, options)
+    return _one(robot, AgentRole.ROBOT, config), _one(human, AgentRole.HUMAN, config)
 
 
-def _one(name: str, role: AgentRole, options: dict[str, Any]) -> Planner:
+def _one(name: str, role: AgentRole, config: CollaborationConfig) -> Planner:
     if name == "expert":
         return ShareExpert(role)
     if name == "react":
         from homiebot.multiagent.react_pair import PartnerReAct
 
-        return PartnerReAct(role=role, **options)
+        return PartnerReAct(role=role, **config.given_options())
     if name == "scripted":
-        return ScriptedHuman(str(options.get("script", "")))
-    from homiebot.planner.registry import make_planner
-
-    return make_planner(name, **options)
+        return ScriptedHuman(config.human_script)
+    return _model_planner(config)
 
 
-def make_single_planner(name: str, options: dict[str, Any] | None = None) -> Planner:
-    """The robot's planner alone, for the single-agent baseline of the same task (``expert``: PARTNR's expert)."""
-    if name == "expert":
+def _model_planner(config: CollaborationConfig) -> Planner:
+    from homiebot.planner.registry import build_planner
+
+    if config.model_planner is None:  # from_options always makes one for a planner that is not optionless
+        raise ValueError("the pair names a model planner without its configuration")
+    return build_planner(config.model_planner)
+
+
+def make_single_planner(name: str, options: Mapping[str, Any] | None = None) -> Planner:
+    """The robot's planner alone, for the single-agent baseline (``expert``: PARTNR's expert);
+    :func:`single_planner`."""
+    return single_planner(CollaborationConfig.from_options(options=options or {}, suite="", planner_robot=name))
+
+
+def single_planner(config: CollaborationConfig) -> Planner:
+    """The robot's planner of ``config`` alone, for the single-agent baseline of the same task."""
+    if config.planner_robot == "expert":
         return PartnrExpertPlanner()
-    from homiebot.planner.registry import make_planner
-
-    return make_planner(name, **dict(options or {}))
+    return _model_planner(config)

@@ -95,7 +95,8 @@ def test_metrics_recomputes_a_collaboration_folder_from_its_records(tmp_path: Pa
 def test_report_of_a_run_whose_single_agent_never_acted() -> None:
     # SmolLM2's single agent can spend every round on F1 answers: no simulated time. The report says the ratio is
     # undefined instead of failing after the episodes were written.
-    from homiebot.multiagent.evaluate import CollabSettings, report_markdown, summarize
+    from homiebot.config.collaboration import CollaborationConfig
+    from homiebot.multiagent.evaluate import report_markdown, summarize
 
     def line(kind: str, sim_time: float) -> dict:
         return {"task_id": "partnr-6-w03", "category": "heterogeneous", "run": 0, "kind": kind, "success": False,
@@ -106,14 +107,43 @@ def test_report_of_a_run_whose_single_agent_never_acted() -> None:
 
     summary = summarize([line("pair", 24.0), line("single", 0.0)])
     assert summary["pair_vs_single"]["sim_time_ratio"] is None
-    report = report_markdown(CollabSettings("partnr", "centralized", "react", "react"), summary, 1, 1)
+    settings = CollaborationConfig(suite="partnr", mode="centralized", planner_robot="react", planner_human="react")
+    report = report_markdown(settings, summary, 1, 1)
     assert "simulated time n/a (the single agent's total is 0)" in report and "rounds x1.00" in report
 
 
 def test_a_run_of_the_bundled_model_pins_its_runtime() -> None:
-    from homiebot.multiagent.evaluate import CollabSettings
+    from homiebot.config.collaboration import CollaborationConfig
+    from homiebot.multiagent.evaluate import pinned_settings
     from homiebot.planner.models import text_runtime_defaults
 
-    assert "model_runtime" not in CollabSettings("partnr", "decentralized", "expert", "expert").pinned()
-    react = CollabSettings("partnr", "centralized", "react", "react", {"model": "smollm2"}).pinned()
-    assert react["model_runtime"] == text_runtime_defaults()
+    experts = CollaborationConfig.from_options(options={}, suite="partnr", planner_robot="expert", planner_human="expert")
+    assert "model_runtime" not in pinned_settings(experts)
+    react = CollaborationConfig.from_options(options={"model": "smollm2"}, suite="partnr", mode="centralized",
+                                             planner_robot="react", planner_human="react")
+    pinned = pinned_settings(react)
+    assert pinned["model_runtime"] == text_runtime_defaults()
+    # The options are the ReAct planner's, typed: a number given as text is a number in settings.json.
+    assert pinned["model_planner"]["name"] == "react" and pinned["model_planner"]["model"] == "smollm2"
+
+
+def test_the_pair_options_are_typed_and_refused_in_one_line() -> None:
+    from homiebot.config.collaboration import CollaborationConfig
+    from homiebot.config.planners import ConfigError
+
+    typed = CollaborationConfig.from_options(options={"max_llm_calls": "7"}, suite="partnr",
+                                             planner_robot="react", planner_human="react")
+    assert typed.model_planner is not None and typed.model_planner.options()["max_llm_calls"] == 7
+    assert typed.given_options() == {"max_llm_calls": 7}
+    with pytest.raises(ConfigError, match="planner .react.: nope: unknown option"):
+        CollaborationConfig.from_options(options={"nope": "1"}, suite="partnr", planner_robot="react",
+                                         planner_human="react")
+    with pytest.raises(ConfigError, match="no planner of the pair takes options"):
+        CollaborationConfig.from_options(options={"model": "x"}, suite="partnr")
+    with pytest.raises(ConfigError, match="one model planner"):
+        CollaborationConfig.from_options(options={}, suite="partnr", planner_robot="react", planner_human="random")
+    scripted = CollaborationConfig.from_options(options={"script": "Go to, sofa; Turn on, floor_lamp"},
+                                                suite="partnr", planner_human="scripted")
+    assert scripted.human_script == ("Go to, sofa", "Turn on, floor_lamp") and scripted.model_planner is None
+    with pytest.raises(ConfigError, match="scripted human"):
+        CollaborationConfig.from_options(options={"script": "Go to, sofa"}, suite="partnr")
