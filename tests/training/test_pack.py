@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 pytest.importorskip("trl")
@@ -12,7 +14,7 @@ from homiebot.training.build import DATA_FILE, BuildOptions, build  # noqa: E402
 from homiebot.training.pack import OPTIMIZER_FILE  # noqa: E402
 from homiebot.training.progress import StopRule  # noqa: E402
 from homiebot.training.tiny import write_tiny_chat_model  # noqa: E402
-from homiebot.training.trainer import CHECKPOINTS, preset_for, train  # noqa: E402
+from homiebot.training.trainer import CHECKPOINTS, TRAINING_FILE, preset_for, train  # noqa: E402
 
 pytestmark = pytest.mark.models
 
@@ -71,15 +73,19 @@ def test_a_packed_checkpoint_resumes_where_the_run_stopped(setup, tmp_path):
     assert all(moments[k]["exp_avg"].float().allclose(original[k]["exp_avg"], rtol=1e-2, atol=1e-8) for k in original)
     assert (packed / OPTIMIZER_FILE).stat().st_size < 0.6 * (source / OPTIMIZER_FILE).stat().st_size
 
-    # Continued from the pack alone (another machine: no other file of the run), it runs steps 4-6 of the schedule.
-    rest = train("sft", root / "sft", root / "model", tmp_path / "pack", _preset(), max_steps=STEPS, progress=False,
-                 resume=True)
-    assert rest.finished and rest.steps == STEPS
-    assert [h["step"] for h in rest.log_history if "loss" in h] == list(range(1, STEPS + 1))
-    assert rest.step_learning_rates == pytest.approx(whole.step_learning_rates[3:], rel=1e-6)
+    # Continued from the pack alone (another machine: no other file of the run) by `homie train sft --resume`, it runs
+    # steps 4-6 of the schedule.
+    result = _homie("train", "sft", "--data", str(root / "sft"), "--model", str(root / "model"), "--out",
+                    str(tmp_path / "pack"), "--preset", "cpu-small", "--lr", "0.01", "--max-steps", str(STEPS),
+                    "--resume")
+    assert result.exit_code == 0, result.output
+    rest = json.loads((tmp_path / "pack" / TRAINING_FILE).read_text())
+    assert rest["finished"] and rest["steps"] == STEPS
+    assert [h["step"] for h in rest["log_history"] if "loss" in h] == list(range(1, STEPS + 1))
+    assert rest["step_learning_rates"] == pytest.approx(whole.step_learning_rates[3:], rel=1e-6)
     # The moments came back: the rest follows the uninterrupted run up to their bfloat16 rounding. A reset
     # optimizer (Adam's first step moves every weight by about the learning rate) would not.
-    assert rest.losses[3:] == pytest.approx(whole.losses[3:], rel=2e-2)
+    assert rest["losses"][3:] == pytest.approx(whole.losses[3:], rel=2e-2)
     a, b = load_file(str(tmp_path / "whole" / "adapter_model.safetensors")), load_file(
         str(tmp_path / "pack" / "adapter_model.safetensors"))
     assert all(b[n].dtype == torch.float32 and b[n].allclose(a[n], rtol=5e-2, atol=1e-3) for n in a)
