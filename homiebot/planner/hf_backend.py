@@ -741,7 +741,9 @@ class HFPlanner(Planner):
 
     A bundled model's name instead of a folder (``--model smollm2``, :mod:`homiebot.planner.models`) loads it
     on the CPU runtime of :mod:`homiebot.planner.text_lm` (``runtime``, ``prefix_reuse``, ``lookup_tokens``,
-    ``weights``, ``flash_attention``; ``torch_threads`` sets its threads) and plans in the text mode of :mod:`homiebot.planner.text_planning`. A folder holding a
+    ``weights``, ``flash_attention``; ``torch_threads`` sets its threads) and plans in the text mode of :mod:`homiebot.planner.text_planning`.
+    A shipped model's name (``--model homiebot-smollm2``, :mod:`homiebot.planner.shipped`: an adapter in this package
+    over a bundled model) runs the same way, from a Q8_0 file built once into the model cache. A folder holding a
     text-only causal LM (:func:`is_causal_text_folder`: what ``homie train base|sft|merge`` writes, with
     ``adapter=`` a LoRA adapter of ``homie train sft|dpo``) loads as
     :class:`homiebot.planner.text_engine.CausalTextModel` and plans in the same text mode; with
