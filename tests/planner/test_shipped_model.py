@@ -45,6 +45,25 @@ def test_the_name_sets_the_options_it_was_trained_for_and_p_overrides_them() -> 
     assert (shipped.folder / "README.md").is_file()
 
 
+@needs_runtime  # the name is checked against the installed base model first
+def test_a_missing_adapter_and_options_the_name_cannot_take_are_refused_in_one_line(tmp_path: Path) -> None:
+    from homiebot.planner.models import ModelNotInstalledError
+    from homiebot.planner.shipped import ShippedModel
+
+    absent = ShippedModel("homiebot-absent", "smollm2", "a model whose files are not in the package")
+    with pytest.raises(ModelNotInstalledError, match="lacks adapter_config.json, adapter_model.safetensors"):
+        absent.adapter_files()
+    for option in ("runtime=transformers", "weights=bundled"):
+        out = tmp_path / option.split("=")[0]
+        command = [str(Path(sys.executable).with_name("homie")), "run", "--task", TASK, "--planner", "hf", "--model",
+                   NAME, "-p", option, "--no-render", "--no-video", "--out", str(out)]
+        result = subprocess.run(command, capture_output=True, text=True, timeout=600)
+        assert result.returncode == 2, result.stderr[-2000:]
+        errors = [line for line in result.stderr.splitlines() if line.startswith("error:")]
+        assert len(errors) == 1 and "runs on llama.cpp as Q8_0 weights only" in errors[0]
+        assert not out.exists()
+
+
 class FakeTextEngine:
     """Stands in for the model: the chat is built without it (the answers are the expert's)."""
 
