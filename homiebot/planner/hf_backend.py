@@ -654,7 +654,7 @@ def _exported_text_engine(model: str, adapter: str | None, **options: Any) -> Te
     return TextLanguageModel(TextModelConfig(ModelFile(name, exported), runtime="llama_cpp", **options))
 
 
-def _shipped_text_engine(model: ShippedModel, **options: Any) -> TextLanguageModel:
+def shipped_text_engine(model: ShippedModel, **options: Any) -> TextLanguageModel:
     """A shipped model (:mod:`homiebot.planner.shipped`) on the llama.cpp runtime: its Q8_0 file, built on first use,
     run as it is (prefix reuse, GBNF grammars)."""
     from homiebot.planner.models import ModelCacheError, ModelFile
@@ -859,7 +859,7 @@ class HFPlanner(Planner):
                 raise PlannerLoadError(
                     f"{model!r} runs on llama.cpp as Q8_0 weights only (runtime={runtime!r}, weights={weights!r} given)"
                 )
-            self.engine = _shipped_text_engine(
+            self.engine = shipped_text_engine(
                 shipped,
                 threads=torch_threads,
                 prefix_reuse=prefix_reuse,

@@ -51,9 +51,10 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from homiebot.config import DecodeMode
 from homiebot.files import atomic_write_text
 from homiebot.planner.batching import RequestBatcher
-from homiebot.planner.hf_backend import Generation, LocalModelConfig, VisionLanguageModel
+from homiebot.planner.hf_backend import Generation, LocalModelConfig, VisionLanguageModel, shipped_text_engine
 from homiebot.planner.messages import ChatMessage, MessageFormatError, from_openai_messages
 from homiebot.planner.models import bundled_model
+from homiebot.planner.shipped import shipped_model
 from homiebot.planner.text_lm import TextLanguageModel, TextModelConfig
 
 log = logging.getLogger(__name__)
@@ -397,7 +398,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         prog="python -m homiebot.planner.openai_server",
         description="Serve a local transformers vision-language model over the OpenAI chat-completions API.",
     )
-    parser.add_argument("--model", required=True, help="local model folder, or a bundled model's name (smollm2)")
+    parser.add_argument("--model", required=True,
+                        help="local model folder, a bundled model's name (smollm2) or a shipped one's (homiebot-smollm2)")
     parser.add_argument("--served-name", default=None, help="model id clients use (default: the folder name)")
     parser.add_argument("--adapter", default=None, help="local peft (LoRA) adapter folder")
     parser.add_argument("--host", default="127.0.0.1")
@@ -428,11 +430,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         if not api_key:
             parser.error(f"--api-key-env {args.api_key_env}: that environment variable is not set or empty")
     bundled = bundled_model(args.model)
+    shipped = shipped_model(args.model) if bundled is None else None
     engine: VisionLanguageModel | TextLanguageModel
     try:
         if bundled is not None:
             engine = TextLanguageModel(TextModelConfig(bundled, runtime=args.runtime, threads=args.torch_threads))
             default_name = bundled.name
+        elif shipped is not None:  # built once into the model cache, served on llama.cpp as homie run runs it
+            engine = shipped_text_engine(shipped, threads=args.torch_threads)
+            default_name = shipped.name
         else:
             config = LocalModelConfig(model=args.model, adapter=args.adapter, device=args.device, dtype=args.dtype,
                                       quantization=args.quantization, torch_threads=args.torch_threads,

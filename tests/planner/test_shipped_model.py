@@ -8,6 +8,7 @@ import importlib.util
 import json
 import subprocess
 import sys
+import time
 from dataclasses import replace
 from pathlib import Path
 
@@ -197,3 +198,37 @@ def test_the_shipped_model_by_name_answers_every_round_in_its_format() -> None:
         assert answer.startswith("Subtask: [") and "Analysis" not in answer, answer
         assert f1_violation(answer, strict_models=True, answer_format=AnswerFormat.SUBTASK) is None, answer
     assert all(g.completion_tokens <= 24 for g in planner.last_generations)  # the short answer, ended by the grammar
+
+
+@pytest.mark.models
+@needs_runtime
+def test_the_openai_server_serves_the_shipped_model_by_name(tmp_path: Path) -> None:
+    """``python -m homiebot.planner.openai_server --model homiebot-smollm2``: the same built file, served under its
+    name; a client's constrained answer in the subtask-only grammar comes back in that form."""
+    import httpx
+
+    port_file, log_path = tmp_path / "port", tmp_path / "server.log"
+    with log_path.open("w") as log_file:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "homiebot.planner.openai_server", "--model", NAME, "--port", "0",
+             "--port-file", str(port_file), "--torch-threads", "1"],
+            stdout=log_file, stderr=subprocess.STDOUT,
+        )
+    try:
+        deadline = time.monotonic() + 300  # the first use builds the model (about a minute)
+        while not port_file.exists():
+            assert proc.poll() is None, log_path.read_text()[-2000:]
+            assert time.monotonic() < deadline, "the server did not start within 300 s"
+            time.sleep(0.1)
+        url = f"http://127.0.0.1:{int(port_file.read_text())}/v1"
+        assert httpx.get(f"{url}/models").json()["data"][0]["id"] == NAME
+        grammar = 'root ::= "Subtask: [" ("Go to, fridge" | "End") "]\\nModel: " ("NoMaD" | "None")'
+        reply = httpx.post(f"{url}/chat/completions", timeout=120, json={
+            "model": NAME, "max_tokens": 24, "grammar": grammar,
+            "messages": [{"role": "user", "content": "Task: open the fridge\nFeedback: None\n"}],
+        }).json()
+        answer = reply["choices"][0]["message"]["content"]
+        assert answer.startswith("Subtask: [") and answer.splitlines()[-1].startswith("Model: "), answer
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
