@@ -192,6 +192,9 @@ class HFPlannerConfig(PlannerConfig):
     prompt_log: str | None = None
     system_turn: bool = True
     answer_format: AnswerFormat = AnswerFormat.ANALYSIS
+    # generate: the answer is decoded (constrained or free); likelihood: SayCan-style, the grammar's subtasks
+    # ranked by the model's likelihood (homiebot.planner.likelihood; the subtask-only format, llama.cpp).
+    decision: Literal["generate", "likelihood"] = "generate"
 
     @model_validator(mode="before")
     @classmethod

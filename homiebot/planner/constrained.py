@@ -154,7 +154,7 @@ class AnswerConstraint:
         target = max((_utf8_len(t) for t in self.targets), default=FREE_TARGET_MAX_CHARS)
         longest = 0
         for action in self.actions:
-            arity = _arities(action)
+            arity = subtask_arities(action)
             body = _utf8_len(action) + max(arity) * (2 + target)  # ", " before each target
             longest = max(longest, body)
         return longest
@@ -182,7 +182,7 @@ class AnswerConstraint:
         """EBNF accepted by xgrammar, vLLM (``structured_outputs.grammar``) and llama.cpp (``grammar``)."""
         subtask_rules = []
         for action in self.actions:
-            arity = _arities(action)
+            arity = subtask_arities(action)
             options = []
             for n in arity:
                 options.append(" ".join([_literal(action)] + ['", " target'] * n))
@@ -280,7 +280,8 @@ def _action_models(
     return pairs
 
 
-def _arities(action: str) -> tuple[int, ...]:
+def subtask_arities(action: str) -> tuple[int, ...]:
+    """How many targets ``action`` takes in the grammar (module docstring, "Arity follows the action")."""
     known = Action.parse(action)
     if known is Action.END:
         return (0,)

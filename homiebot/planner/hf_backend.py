@@ -800,6 +800,7 @@ class HFPlanner(Planner):
         prompt_log: str | None = None,
         system_turn: bool = True,
         answer_format: AnswerFormat = AnswerFormat.ANALYSIS,
+        decision: Literal["generate", "likelihood"] = "generate",
         engine: VisionLanguageModel | TextLanguageModel | CausalTextModel | None = None,
     ) -> None:
         bundled = bundled_model(model)
@@ -812,6 +813,11 @@ class HFPlanner(Planner):
             and (is_causal_text_folder(str(Path(model).expanduser())))
         )
         answer_format = AnswerFormat(answer_format)
+        if decision not in ("generate", "likelihood"):
+            raise ValueError(f"decision must be generate or likelihood, got {decision!r}")
+        if decision == "likelihood" and answer_format is not AnswerFormat.SUBTASK:
+            # The likelihood choice writes no analysis (SayCan: no free generation).
+            raise ValueError("decision=likelihood answers in the subtask-only format: add -p answer_format=subtask")
         if max_new_tokens is None and answer_format is AnswerFormat.SUBTASK:
             max_new_tokens = SUBTASK_MAX_NEW_TOKENS
         elif max_new_tokens is None:
@@ -903,6 +909,12 @@ class HFPlanner(Planner):
         self.reads_state = type(self).reads_state or self.engine.text_only
         self.constrained = constrained
         self.answer_format = answer_format
+        self.decision = decision
+        if decision == "likelihood":
+            from homiebot.planner.text_lm import TextLanguageModel as TextEngine
+
+            if not isinstance(self.engine, TextEngine):
+                raise PlannerLoadError("decision=likelihood runs on a bundled or shipped text model (llama.cpp)")
         self.system_turn = system_turn
         self.icl_example = icl_example
         self.include_history = include_history
@@ -953,10 +965,14 @@ class HFPlanner(Planner):
         return self.engine.text_only
 
     def grammar_for(self, request: PlanRequest) -> str:
-        """The EBNF grammar of one request's answer (its actions, models and grounded targets; in the text
-        mode, the described scene's names when perception grounded none)."""
+        """The EBNF grammar of one request's answer (:meth:`constraint_for`)."""
+        return self.constraint_for(request).grammar()
+
+    def constraint_for(self, request: PlanRequest) -> AnswerConstraint:
+        """What one request's answer may contain: its actions, models and grounded targets (in the text mode, the
+        described scene's names when perception grounded none)."""
         targets = self._transcript.targets(request) if self.text_mode else request.grounded_targets
-        constraint = AnswerConstraint.build(
+        return AnswerConstraint.build(
             request.actions,
             request.models,
             targets,
@@ -964,7 +980,6 @@ class HFPlanner(Planner):
             analysis_max_chars=self.analysis_max_chars,
             answer_format=self.answer_format,
         )
-        return constraint.grammar()
 
     def messages_for(self, request: PlanRequest) -> list[ChatMessage]:
         if self.text_mode:
@@ -988,6 +1003,8 @@ class HFPlanner(Planner):
         if self.text_mode and len(requests) > 1:
             # The text mode keeps one episode's growing chat; several episodes at once would interleave it.
             raise ValueError(f"the text mode plans one episode at a time; got a batch of {len(requests)}")
+        if self.decision == "likelihood":
+            return [self._choose_by_likelihood(requests[0])]
         grammars = [self.grammar_for(r) for r in requests] if self.constrained else None
         seed = None
         if self.do_sample and self._seed is not None:
@@ -1013,6 +1030,27 @@ class HFPlanner(Planner):
         if self.prompt_log is not None:
             self._log_prompts(requests, conversations, generations)
         return [g.text for g in generations]
+
+    def _choose_by_likelihood(self, request: PlanRequest) -> str:
+        """SayCan-style: the grammar's subtasks ranked by the model's likelihood (:mod:`homiebot.planner.likelihood`)."""
+        from homiebot.planner.likelihood import LikelihoodChoiceError, choose_answer
+        from homiebot.planner.text_lm import TextLanguageModel as TextEngine
+
+        engine = self.engine
+        assert isinstance(engine, TextEngine)  # checked when the planner was made
+        conversation = self.messages_for(request)
+        constraint = self.constraint_for(request)
+        try:
+            chosen = choose_answer(lambda texts: engine.score(conversation, texts), constraint)
+        except LikelihoodChoiceError as err:
+            raise PlannerLoadError(str(err)) from None
+        stats = engine.last_stats
+        self.last_generations = [Generation(chosen.text, stats.prompt_tokens if stats else 0, 0, "stop")]
+        report_call(request, conversation, chosen.text)
+        self._transcript.keep(conversation, chosen.text, request)
+        if self.prompt_log is not None:
+            self._log_prompts([request], [conversation], self.last_generations)
+        return chosen.text
 
     def _log_prompts(
         self,

@@ -175,6 +175,11 @@ class _Backend(Protocol):
         ...
 
 
+def _log_softmax(logits: np.ndarray) -> np.ndarray:
+    shifted = logits.astype(np.float64) - float(np.max(logits))
+    return shifted - float(np.log(np.exp(shifted).sum()))
+
+
 def _common_prefix(a: Sequence[int], b: Sequence[int]) -> int:
     n = min(len(a), len(b))
     i = 0
@@ -401,6 +406,38 @@ class _LlamaCppBackend:
             else:
                 token = self._choose(sampler, rows[-1])
 
+    def score(self, prompt: list[int], continuations: Sequence[list[int]], reuse: bool) -> tuple[list[float], int]:
+        """The sum of each continuation's token log-probabilities after ``prompt`` (the likelihood choice,
+        :mod:`homiebot.planner.likelihood`), and the prompt tokens reused from the cache.
+
+        The prompt is evaluated once. The continuations are taken in token order, so that one shares its longest
+        prefix with the one before (``Subtask: [Go to,`` for every Go to): the cache keeps the previous one's
+        tokens and the log-probabilities it gave, and only the tokens after the shared prefix are evaluated, in
+        one batch. The cache is cut back to the prompt at the end; the next round's prompt extends it."""
+        llm = self.llm
+        if not reuse:
+            llm.reset()
+        evaluated = list(llm._input_ids[: llm.n_tokens])
+        reused = min(_common_prefix(evaluated, prompt), len(prompt) - 1)
+        llm.n_tokens = reused
+        llm.eval(prompt[reused:])
+        base = llm.n_tokens
+        previous: list[int] = []
+        # rows[i]: the log-probabilities of the token at position i of ``previous`` (after the prompt and
+        # previous[:i]); rows[0] follows the prompt alone, so every continuation starts from it.
+        rows: list[np.ndarray] = [_log_softmax(self._last_logits())]
+        totals = [0.0] * len(continuations)
+        for index in sorted(range(len(continuations)), key=lambda i: continuations[i]):
+            tokens = continuations[index]
+            shared = min(_common_prefix(previous, tokens), len(rows) - 1, len(tokens) - 1)
+            llm.n_tokens = base + shared  # the cache holds previous[:shared], which is tokens[:shared]
+            fresh = [_log_softmax(row) for row in self._eval_rows(tokens[shared:-1])] if len(tokens) - 1 > shared else []
+            rows = rows[: shared + 1] + fresh
+            totals[index] = float(sum(rows[i][token] for i, token in enumerate(tokens)))
+            previous = tokens
+        llm.n_tokens = base
+        return totals, reused
+
     def decode(
         self, prompt: list[int], grammar: str | None, max_new_tokens: int, reuse: bool, sampling: Sampling
     ) -> tuple[list[int], int, bool]:
@@ -615,6 +652,35 @@ class TextLanguageModel:
             grammar = grammars[index] if grammars is not None else None
             results.append(self._one(conversation, grammar, max_new_tokens, sampling))
         return results
+
+    def score(self, conversation: Sequence[ChatMessage], continuations: Sequence[str]) -> list[tuple[float, int]]:
+        """The sum of the token log-probabilities of each text in ``continuations`` written after the prompt of
+        ``conversation`` (the assistant's turn opened): SayCan-style scoring (:mod:`homiebot.planner.likelihood`).
+        A continuation's tokens are those the whole text (prompt and continuation) tokenizes to after the prompt's,
+        so a token that spans the boundary is scored as the model would read it; with it, the number of tokens.
+        llama.cpp only."""
+        if not isinstance(self.backend, _LlamaCppBackend):
+            raise PlannerLoadError("the likelihood choice runs on the llama.cpp runtime (-p runtime=llama_cpp)")
+        text, _ = self.render(conversation)
+        with self._lock:
+            started, started_cpu = time.perf_counter(), time.process_time()
+            prompt = self.backend.tokenize(text)
+            pieces = []
+            for continuation in continuations:
+                whole = self.backend.tokenize(text + continuation)
+                tail = whole[len(prompt):] if whole[: len(prompt)] == prompt else self.backend.tokenize(continuation)
+                if not tail:
+                    raise ValueError(f"the continuation {continuation!r} has no tokens")
+                pieces.append(tail)
+            if len(prompt) + max(len(p) for p in pieces) > self.config.context_tokens:
+                raise PlannerLoadError(
+                    f"the prompt has {len(prompt)} tokens, too many for the {self.config.context_tokens}-token context"
+                )
+            scores, reused = self.backend.score(prompt, pieces, self.prefix_reuse)
+            self.last_prompt = text
+            self.last_stats = CallStats(len(prompt), reused, 0, time.perf_counter() - started,
+                                        cpu_seconds=time.process_time() - started_cpu)
+        return [(total, len(piece)) for total, piece in zip(scores, pieces, strict=True)]
 
     def compile_grammar(self, grammar: str) -> None:
         """Check that the runtime can use ``grammar`` (``ValueError`` otherwise): the server refuses a broken one."""
