@@ -56,8 +56,9 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from homiebot.config import AnswerFormat, DecodeMode
+from homiebot.config.planners import HFPlannerConfig, PlannerConfig
 from homiebot.planner.base import Planner, PlanRequest
-from homiebot.planner.constrained import DEFAULT_ANALYSIS_MAX_CHARS, AnswerConstraint
+from homiebot.planner.constrained import AnswerConstraint
 from homiebot.planner.messages import ChatMessage, build_messages, report_call, to_hf_messages, to_plain_prompt
 from homiebot.planner.models import available_models, bundled_model
 from homiebot.planner.prompt import ICL_EXAMPLE_ASSISTANT, ICL_EXAMPLE_USER
@@ -767,42 +768,42 @@ class HFPlanner(Planner):
     privileged = False
     accepts_free_text = True
 
+    #: The planner's configuration class (its options, typed; homiebot.config.planners).
+    config_class: type[HFPlannerConfig] = HFPlannerConfig
+
     def __init__(
         self,
-        model: str,
-        adapter: str | None = None,
-        constrained: bool = False,
-        icl_example: bool = False,
-        include_history: bool = True,
-        max_new_tokens: int | None = None,
-        analysis_max_chars: int = DEFAULT_ANALYSIS_MAX_CHARS,
-        do_sample: bool = False,
-        temperature: float = 1.0,
-        top_p: float = 1.0,
-        device: str = "auto",
-        dtype: Literal["auto", "bfloat16", "float16", "float32"] = "auto",
-        quantization: Literal["4bit", "8bit", "fp8"] | None = None,
-        cache_implementation: Literal["static"] | None = None,
-        compile: bool = True,
-        attn_implementation: str | None = None,
-        merge_adapter: bool = True,
-        trust_remote_code: bool = False,
-        torch_threads: int | None = None,
-        decode: DecodeMode = DecodeMode.AUTO,
-        share_prefix: bool = False,
-        sdpa_gqa: bool | None = None,
-        batched_vision: bool | None = None,
-        runtime: Literal["auto", "llama_cpp", "transformers"] = "auto",
-        prefix_reuse: bool = True,
-        lookup_tokens: int = 0,
-        weights: Literal["q8_0", "bundled"] = "q8_0",
-        flash_attention: bool = False,
-        prompt_log: str | None = None,
-        system_turn: bool = True,
-        answer_format: AnswerFormat = AnswerFormat.ANALYSIS,
-        decision: Literal["generate", "likelihood"] = "generate",
+        config: HFPlannerConfig | None = None,
+        *,
         engine: VisionLanguageModel | TextLanguageModel | CausalTextModel | None = None,
+        **options: Any,
     ) -> None:
+        """``config``: the planner's typed configuration (what ``homie run`` builds); or its options as keywords
+        (``HFPlanner(model="smollm2", constrained=True)``), validated into one. ``engine``: a loaded model to plan
+        with instead of loading ``config.model``."""
+        if config is None:
+            try:
+                config = self.config_class.model_validate({**options, "name": self.config_class.model_fields["name"].default})
+            except ValidationError as exc:
+                raise ValueError(_validation_message(exc)) from None
+        elif options:
+            raise TypeError(f"give the options in the configuration or as keywords, not both: {sorted(options)}")
+        self.config = config
+        model, adapter, constrained = config.model, config.adapter, config.constrained
+        icl_example, include_history, max_new_tokens = config.icl_example, config.include_history, config.max_new_tokens
+        analysis_max_chars, do_sample, temperature, top_p = (
+            config.analysis_max_chars, config.do_sample, config.temperature, config.top_p)
+        device, dtype, quantization = config.device, config.dtype, config.quantization
+        cache_implementation, compile, attn_implementation = (
+            config.cache_implementation, config.compile, config.attn_implementation)
+        merge_adapter, trust_remote_code, torch_threads = (
+            config.merge_adapter, config.trust_remote_code, config.torch_threads)
+        decode, share_prefix, sdpa_gqa, batched_vision = (
+            config.decode, config.share_prefix, config.sdpa_gqa, config.batched_vision)
+        runtime, prefix_reuse, lookup_tokens, weights = (
+            config.runtime, config.prefix_reuse, config.lookup_tokens, config.weights)
+        flash_attention, prompt_log, system_turn = config.flash_attention, config.prompt_log, config.system_turn
+        answer_format, decision = config.answer_format, config.decision
         bundled = bundled_model(model)
         shipped = shipped_model(model) if engine is None and bundled is None else None
         text_folder = (
@@ -929,6 +930,13 @@ class HFPlanner(Planner):
         self._calls = 0
         #: The last batch's generations (token counts, finish reasons) for benchmarks and records.
         self.last_generations: list[Generation] = []
+
+    @classmethod
+    def from_config(cls, config: PlannerConfig, **objects: Any) -> HFPlanner:
+        """The planner of a run configuration: the configuration whole, and ``objects`` (a loaded ``engine``)."""
+        if not isinstance(config, cls.config_class):
+            raise TypeError(f"{cls.__name__} takes a {cls.config_class.__name__}, not {type(config).__name__}")
+        return cls(config, **objects)
 
     @classmethod
     def preflight(cls, options: Mapping[str, Any]) -> None:

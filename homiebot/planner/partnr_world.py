@@ -37,6 +37,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from homiebot.config import AnswerFormat
+from homiebot.config.planners import HFPartnrPlannerConfig
 from homiebot.planner.base import PlanRequest
 from homiebot.planner.constrained import AnswerConstraint
 from homiebot.planner.hf_backend import HFPlanner
@@ -275,6 +276,7 @@ class PartnrWorldHFPlanner(HFPlanner):
     (module docstring). Options are ``--planner hf``'s."""
 
     name = "hf_partnr"
+    config_class = HFPartnrPlannerConfig
     privileged = False
     # The state, never the goal nor the evaluation function: what PARTNR's oracle perception gives its planners.
     reads_state = True

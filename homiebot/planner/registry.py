@@ -23,7 +23,13 @@ import types
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal, Union, get_args, get_origin
 
-from homiebot.config.planners import ConfigError, PlannerConfig, RecoveryPlannerConfig, planner_config
+from homiebot.config.planners import (
+    ConfigError,
+    PlannerConfig,
+    RecoveryPlannerConfig,
+    planner_config,
+    planner_config_class,
+)
 from homiebot.planner.base import Planner
 from homiebot.plugins import PLANNERS_GROUP, entry_point_targets
 
@@ -99,6 +105,10 @@ def parse_planner_options(pairs: Sequence[str]) -> dict[str, str]:
             raise PlannerError(f"planner option {pair!r} must look like key=value (-p KEY=VALUE)")
         options[key.strip()] = value
     return options
+
+
+#: The constructor parameter of a planner that takes its typed configuration whole (HFPlanner).
+CONFIG_PARAMETER = "config"
 
 
 def _constructor(cls: type[Planner]) -> tuple[inspect.Signature, Mapping[str, Any]]:
@@ -224,14 +234,22 @@ def planner_options(name: str, options: Mapping[str, Any]) -> dict[str, Any]:
     signature, init_globals = _constructor(cls)
     parameters = {p.name: p for p in signature.parameters.values()
                   if p.kind not in (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD)}
+    annotations = {key: _annotation(init_globals, parameter) for key, parameter in parameters.items()}
     accepts_any = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in signature.parameters.values())
-    unknown = sorted(k for k in given if k not in parameters)
+    if accepts_any and CONFIG_PARAMETER in parameters:
+        # A planner built from its configuration (``__init__(config=None, *, objects, **options)``): its options are
+        # the configuration class's fields, typed by their annotations.
+        fields = planner_config_class(name).model_fields
+        annotations = {**{k: f.annotation for k, f in fields.items() if k != "name"},
+                       **{k: v for k, v in annotations.items() if k != CONFIG_PARAMETER}}
+        accepts_any = False
+    unknown = sorted(k for k in given if k not in annotations)
     if unknown and not accepts_any:
-        takes = ", ".join(parameters) if parameters else "no options"
+        takes = ", ".join(annotations) if annotations else "no options"
         raise PlannerError(f"planner {name!r} does not take option(s) {', '.join(unknown)}; it takes: {takes}")
     typed: dict[str, Any] = {}
     for key, value in given.items():
-        annotation = _annotation(init_globals, parameters[key]) if key in parameters else Any
+        annotation = annotations.get(key, Any)
         try:
             typed[key] = _type_value(value, annotation)
         except _Mismatch as err:

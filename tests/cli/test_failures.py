@@ -206,6 +206,10 @@ CASES: dict[str, dict[str, list[str]]] = {
         "bad_teacher": ["--model", "{tmp}", "--out", "{tmp}/out", "--tasks", "emmoe-084", "--teacher-model", "nope"],
         "bad_warmup": ["--model", "{tmp}", "--out", "{tmp}/out", "--tasks", "emmoe-084", "--warmup-steps", "-1"],
     },
+    "train pack": {
+        "missing_input": ["--from", MISSING, "--out", "{tmp}/pack"],
+        "unwritable": ["--from", "{tmp}", "--out", UNWRITABLE],
+    },
     "train eval": {
         "missing_input": ["--model", MISSING, "--sft", MISSING],
         "unwritable": ["--model", MISSING, "--sft", MISSING, "--out", UNWRITABLE],
