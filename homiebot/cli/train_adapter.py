@@ -17,7 +17,6 @@ episode per worker. The checks read files only (peft's ``adapter_config.json`` a
 
 from __future__ import annotations
 
-import inspect
 import json
 from dataclasses import dataclass
 from pathlib import Path
@@ -98,11 +97,11 @@ def _model_sizes(model: Path) -> frozenset[int] | None:
 def check_adapter(adapter: Path, planner: str | None, model: str | None) -> str:
     """The adapter folder as the ``adapter`` planner option, or :class:`AdapterOptionError` (one line)."""
     if planner is not None:
-        from homiebot.planner.registry import PlannerError, planner_class
+        from homiebot.config.planners import ConfigError, planner_config_class
 
-        try:
-            parameters = inspect.signature(planner_class(planner).__init__).parameters
-        except (PlannerError, ImportError):
+        try:  # the planner's options are its configuration class's fields
+            parameters = planner_config_class(planner).model_fields
+        except (ConfigError, ImportError):
             parameters = None  # the command reports the planner itself
         if parameters is not None and "adapter" not in parameters:
             raise AdapterOptionError(f"--adapter: planner {planner!r} takes no adapter (the hf planner does)")
