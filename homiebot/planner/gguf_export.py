@@ -253,8 +253,10 @@ def float_folder(gguf_file: Path, out: Path) -> Path:
     return out
 
 
-def _files_digest(paths: list[Path]) -> str:
-    sha = hashlib.sha256(f"homiebot-gguf-export-{EXPORT_VERSION}".encode())
+def files_digest(paths: list[Path], salt: str = f"homiebot-gguf-export-{EXPORT_VERSION}") -> str:
+    """A short digest of ``paths``' names and bytes after ``salt`` (what names a file built from them in the model
+    cache; the salt holds what else the build depends on)."""
+    sha = hashlib.sha256(salt.encode())
     for path in paths:
         sha.update(path.name.encode())
         with path.open("rb") as handle:
@@ -282,7 +284,7 @@ def cached_gguf(folder: str | Path, adapter: str | Path | None = None, cache: Pa
         adapter_folder = Path(adapter).expanduser()
         files += sorted(p for p in adapter_folder.iterdir() if p.name.startswith("adapter_"))
         label += f"+{adapter_folder.name}"
-    name = f"{label}.{_files_digest(files)}.f32.gguf"
+    name = f"{label}.{files_digest(files)}.f32.gguf"
     errors = []
     for place in model_cache_places(cache):
         if (place / name).is_file():

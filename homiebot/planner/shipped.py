@@ -21,7 +21,6 @@ the growing chat without a system turn, answers without the Analysis line, const
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import os
 import tempfile
@@ -80,13 +79,11 @@ def shipped_model(name: str) -> ShippedModel | None:
 def build_digest(model: ShippedModel, base_file: Path) -> str:
     """What names the built file: the adapter's bytes, the base file (name and size: a bundled file changes only
     with its package's version) and :data:`BUILD_VERSION`."""
-    sha = hashlib.sha256(f"homiebot-shipped-{BUILD_VERSION}:{base_file.name}:{base_file.stat().st_size}".encode())
-    for path in model.adapter_files():
-        sha.update(path.name.encode())
-        with path.open("rb") as handle:
-            for block in iter(lambda: handle.read(1 << 20), b""):
-                sha.update(block)
-    return sha.hexdigest()[:16]
+    from homiebot.planner.gguf_export import files_digest
+
+    return files_digest(
+        model.adapter_files(), salt=f"homiebot-shipped-{BUILD_VERSION}:{base_file.name}:{base_file.stat().st_size}"
+    )
 
 
 def shipped_gguf(model: ShippedModel, cache: Path | None = None) -> Path:

@@ -406,6 +406,15 @@ class _LlamaCppBackend:
             else:
                 token = self._choose(sampler, rows[-1])
 
+    def _cached_prefix(self, prompt: list[int], reuse: bool) -> int:
+        """How many leading tokens of ``prompt`` the KV cache already holds (llama-cpp-python's own record of it),
+        at most all but the last, whose logits the caller needs; 0 after a reset when ``reuse`` is off."""
+        llm = self.llm
+        if not reuse:
+            llm.reset()
+        evaluated = list(llm._input_ids[: llm.n_tokens])
+        return min(_common_prefix(evaluated, prompt), len(prompt) - 1)
+
     def score(self, prompt: list[int], continuations: Sequence[list[int]], reuse: bool) -> tuple[list[float], int]:
         """The sum of each continuation's token log-probabilities after ``prompt`` (the likelihood choice,
         :mod:`homiebot.planner.likelihood`), and the prompt tokens reused from the cache.
@@ -415,10 +424,7 @@ class _LlamaCppBackend:
         tokens and the log-probabilities it gave, and only the tokens after the shared prefix are evaluated, in
         one batch. The cache is cut back to the prompt at the end; the next round's prompt extends it."""
         llm = self.llm
-        if not reuse:
-            llm.reset()
-        evaluated = list(llm._input_ids[: llm.n_tokens])
-        reused = min(_common_prefix(evaluated, prompt), len(prompt) - 1)
+        reused = self._cached_prefix(prompt, reuse)
         llm.n_tokens = reused
         llm.eval(prompt[reused:])
         base = llm.n_tokens
@@ -442,10 +448,7 @@ class _LlamaCppBackend:
         self, prompt: list[int], grammar: str | None, max_new_tokens: int, reuse: bool, sampling: Sampling
     ) -> tuple[list[int], int, bool]:
         llm = self.llm
-        if not reuse:
-            llm.reset()
-        evaluated = list(llm._input_ids[: llm.n_tokens])  # what the KV cache holds (llama-cpp-python's own record)
-        reused = min(_common_prefix(evaluated, prompt), len(prompt) - 1)
+        reused = self._cached_prefix(prompt, reuse)
         self.prompt_cpu_seconds = None
         if sampling.temperature is None and self.fast_greedy:
             greedy, stopped = self._greedy(prompt, grammar, max_new_tokens, reused)
