@@ -70,9 +70,10 @@ from homiebot.sim.mujoco.geometry import (
     world_to_local,
     wrap_angle,
 )
-from homiebot.sim.mujoco.navigation import OccupancyGrid, build_grid
+from homiebot.sim.mujoco.navigation import RESOLUTION, OccupancyGrid, build_grid
 from homiebot.sim.mujoco.placement import Spot, footprint_radius, half_height, sample_spot
 from homiebot.sim.mujoco.urdf import RobotKinematics
+from homiebot.sim.robot_driver import NavErrorCode, NavigateResult
 from homiebot.sim.scene import FurnitureSpec, ObjectSpec, SceneError, SceneSpec, load_scene
 from homiebot.types import (
     VIEW_NAMES,
@@ -809,8 +810,106 @@ class MujocoSimulator:
             if joint not in robot_model.BASE_JOINTS
         }
 
-    # ------------------------------------------------------------------ internals: skills
+    # ------------------------------------------------------------------ the standard base interface (NavigateToPose)
 
+    def base_pose(self) -> Pose2D:
+        """The active agent's base in the map frame: what a robot's ``/odom`` composed with map->odom gives
+        (:class:`homiebot.sim.robot_driver.RobotDriver`)."""
+        self._require_spec()
+        return self._robot
+
+    def navigate_to_pose(self, goal: Pose2D) -> NavigateResult:
+        """Nav2's ``NavigateToPose`` on this world: drive the active agent's base to ``goal`` (map frame) and
+        turn to ``goal.yaw``.
+
+        The same planner and follower as :meth:`go_to` (Dijkstra on the inflated occupancy grid, line-of-sight
+        shortcuts, a MuJoCo collision check of the base every 5 cm) and the same ``sim_time`` accounting
+        (driving, turning, and the final turn to the goal's yaw), but to a given pose instead of a region near a
+        named target, and failing as Nav2 Jazzy reports it (nav2_msgs ``NavigateToPose`` result; the codes are
+        ComputePathToPose's and FollowPath's): a goal outside the grid or on a cell where the inflated base does
+        not fit is ``GOAL_OCCUPIED``; a start with no free cell within 0.8 m is ``START_OCCUPIED`` (a base
+        standing on a blocked cell with free space beside it first steps out, as :meth:`go_to` does); a goal not
+        connected to the start is ``NO_VALID_PATH``; a base stopped by a collision on the way is
+        ``FAILED_TO_MAKE_PROGRESS`` and stays where it stopped. ``error_msg`` says where and what.
+        """
+        self._require_spec()
+        grid = self._grid()
+        start_xy = (self._robot.x, self._robot.y)
+        goal_xy = (float(goal.x), float(goal.y))
+        where = f"({goal_xy[0]:.2f}, {goal_xy[1]:.2f})"
+        if not (grid.xs[0] <= goal_xy[0] <= grid.xs[-1] and grid.ys[0] <= goal_xy[1] <= grid.ys[-1]):
+            return NavigateResult(False, NavErrorCode.GOAL_OCCUPIED, f"goal {where} is outside the map")
+        goal_cell = grid.cell_of(*goal_xy)
+        if not grid.free[goal_cell]:
+            return NavigateResult(
+                False, NavErrorCode.GOAL_OCCUPIED, f"goal {where} is occupied: the base would touch {self._occupant(goal_xy)}"
+            )
+        start_cell = grid.cell_of(*start_xy)
+        escaping = not grid.free[start_cell]
+        if escaping:
+            escape = self._nearest_free(grid, start_xy, 0.8)
+            if escape is None:
+                return NavigateResult(
+                    False,
+                    NavErrorCode.START_OCCUPIED,
+                    f"start ({start_xy[0]:.2f}, {start_xy[1]:.2f}) is occupied: the base is boxed in by "
+                    f"{self._occupant(start_xy)}, with no free space within 0.8 m",
+                )
+            start_cell = escape
+        dist, pred = grid.distances_from(*start_cell)
+        if not np.isfinite(dist[goal_cell]):
+            return NavigateResult(
+                False,
+                NavErrorCode.NO_VALID_PATH,
+                f"no path from ({start_xy[0]:.2f}, {start_xy[1]:.2f}) to goal {where}: no free passage for the base "
+                "connects them (a closed door or a gap narrower than the base)",
+            )
+        cells = grid.path_to(pred, start_cell, goal_cell)
+        points = [start_xy] + (cells if escaping else cells[1:])
+        # End on the goal itself, not its cell's centre (up to half a cell away): a skill chose the pose for a
+        # standoff measured in centimetres.
+        points[-1] = goal_xy
+        travelled, blocker = self._follow(grid.shortcut(points))
+        if blocker is not None:
+            here = self._robot
+            return NavigateResult(
+                False,
+                NavErrorCode.FAILED_TO_MAKE_PROGRESS,
+                f"the base was blocked by {blocker} at ({here.x:.2f}, {here.y:.2f}), "
+                f"{math.hypot(goal_xy[0] - here.x, goal_xy[1] - here.y):.2f} m short of goal {where}",
+                travelled,
+            )
+        yaw = wrap_angle(float(goal.yaw))
+        self._sim_time += abs(wrap_angle(yaw - self._robot.yaw)) / TURN_SPEED
+        self._robot = Pose2D(self._robot.x, self._robot.y, yaw)  # the follower's last step ended on the goal
+        self._sync()
+        return NavigateResult(True, NavErrorCode.NONE, "", travelled)
+
+    def _occupant(self, xy: tuple[float, float]) -> str:
+        """What keeps the base (with the grid's inflation) off ``xy``: a piece of furniture, an open door, an object
+        on the floor, the other agent, a wall, or the outside of every room. For error messages."""
+        spec = self._require_spec()
+        reach = self._radius + RESOLUTION
+        point = np.array([xy])
+        if room_of_point(spec.rooms, *xy) is None:
+            return "the outside of every room"
+        for f in spec.furniture:
+            if furniture_rect(f).contains(point, margin=reach)[0]:
+                return f"the {f.name}"
+        for rect, f in zip(self._door_rects(), [f for f in spec.furniture if f.articulation is not None
+                                                and self._open.get(f.name, False) and f.interior is not None], strict=True):
+            if rect.contains(point, margin=reach)[0]:
+                return f"the open {f.name}"
+        for name, obj in self._objects.items():
+            if obj.world is not None and obj.world[2] < FLOOR_OBJECT_HEIGHT and name != self._held:
+                if math.hypot(obj.world[0] - xy[0], obj.world[1] - xy[1]) <= footprint_radius(obj.spec) + reach:
+                    return f"the {name} on the floor"
+        for body in self._bodies.values():
+            if body.role != self._active and math.hypot(body.pose.x - xy[0], body.pose.y - xy[1]) <= body.radius + reach:
+                return f"the {body.name}"
+        return "a wall"
+
+    # ------------------------------------------------------------------ internals: skills
 
     def robot_kinematics(self) -> RobotKinematics:
         """This robot's URDF and its links' forward kinematics (:class:`homiebot.sim.mujoco.urdf.RobotKinematics`),
@@ -1243,6 +1342,12 @@ class AgentView:
 
     def precheck(self, action: str, target: str, place: str | None = None) -> SkillResult | None:
         return self._as(self.sim.precheck, action, target, place)
+
+    def navigate_to_pose(self, goal: Pose2D) -> NavigateResult:
+        return self._as(self.sim.navigate_to_pose, goal)
+
+    def base_pose(self) -> Pose2D:
+        return self._as(self.sim.base_pose)
 
     def drop_held(self) -> str | None:
         return self._as(self.sim.drop_held)
