@@ -13,7 +13,7 @@ import pytest
 from homiebot.config import FAR_THRESHOLD_M, NEAR_THRESHOLD_M
 from homiebot.sim.mujoco.backend import DRIVE_SPEED, MujocoSimulator
 from homiebot.sim.robot_driver import NavErrorCode, NavigateResult
-from homiebot.sim.scene import FurnitureSpec, Pose, RobotSpec, SceneSpec, load_scene
+from homiebot.sim.scene import FurnitureSpec, Pose, RobotSpec, SceneSpec, list_scenes, load_scene
 from homiebot.skills.physical.navigation import STANDOFF_GAP, approach_poses, go_to
 from homiebot.tasks.suite import get_task
 from homiebot.types import EntityKind, Pose2D, SkillStatus, WorldState
@@ -131,6 +131,23 @@ def test_every_target_of_the_scene_is_reached(sim):
             assert after.robot_room == name
         else:
             assert NEAR_THRESHOLD_M <= after.reach_distance(name) <= FAR_THRESHOLD_M, name
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("scene", list_scenes())
+def test_every_target_of_every_library_scene_is_reached(sim, scene):
+    """Seed 0 and emmoe-084's seed: apartment_5 starts with its fridge and drawer open, whose leaves the world graph
+    does not hold, so some first poses are taken and later ones must be reached."""
+    for seed in (0, TASK.seed):
+        sim.reset(scene, seed=seed)
+        for name, entity in sim.state().entities.items():
+            result = go_to(sim, sim.state(), name)
+            assert result.success, (scene, seed, name, result)
+            after = sim.state()
+            if entity.kind is EntityKind.ROOM:
+                assert after.robot_room == name, (scene, seed, name)
+            else:
+                assert NEAR_THRESHOLD_M <= after.reach_distance(name) <= FAR_THRESHOLD_M, (scene, seed, name)
 
 
 def test_poses_come_from_the_world_graph_alone(sim):
