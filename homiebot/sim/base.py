@@ -11,8 +11,9 @@ from typing import Protocol, runtime_checkable
 
 import numpy as np
 
+from homiebot.sim.robot_driver import NavigateResult
 from homiebot.sim.scene import SceneSpec
-from homiebot.types import Observation, SkillResult, WorldState
+from homiebot.types import Observation, Pose2D, SkillResult, WorldState
 
 
 @runtime_checkable
@@ -194,3 +195,14 @@ class SupportsRobotModel(Protocol):
     model in rviz rather than a wrong one."""
 
     def robot_kinematics(self) -> RobotModel: ...
+
+
+@runtime_checkable
+class SupportsNavigateToPose(Protocol):
+    """A backend that drives its base to a map pose as Nav2's ``NavigateToPose`` does, and reports where the base
+    is (:class:`homiebot.sim.robot_driver.RobotDriver`'s base half): the bridge serves ``/navigate_to_pose`` with
+    it, and the physical Go to needs no more of a driver."""
+
+    def navigate_to_pose(self, goal: Pose2D) -> NavigateResult: ...
+
+    def base_pose(self) -> Pose2D: ...

@@ -39,13 +39,13 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
-from typing import Protocol
 
 import numpy as np
 
 from homiebot.config import FAR_THRESHOLD_M, NEAR_THRESHOLD_M
+from homiebot.sim.base import SupportsNavigateToPose
 from homiebot.sim.robot_driver import NavErrorCode, NavigateResult
 from homiebot.types import EntityKind, EntityState, Pose2D, SkillResult, SkillStatus, WorldState
 
@@ -86,14 +86,6 @@ FALLBACK_GAPS = (STANDOFF_GAP, FAR_GAP, 0.9, 1.3)
 
 #: Planning failures after which another goal may succeed.
 _TRY_NEXT = frozenset({NavErrorCode.GOAL_OCCUPIED, NavErrorCode.NO_VALID_PATH, NavErrorCode.PLAN_TIMEOUT})
-
-
-class BaseNavigator(Protocol):
-    """The part of :class:`homiebot.sim.robot_driver.RobotDriver` that Go to uses: any driver satisfies it."""
-
-    def navigate_to_pose(self, goal: Pose2D) -> NavigateResult: ...
-
-    def base_pose(self) -> Pose2D: ...
 
 
 @dataclass(frozen=True)
@@ -287,7 +279,8 @@ def _furniture_candidates(world: WorldState, target: str, around: _Surroundings)
     return [c for c in candidates if c is not None]
 
 
-def _object_candidates(world: WorldState, target: str, around: _Surroundings, arm_reach: float) -> list[_Candidate]:
+def _object_candidates(world: WorldState, target: str, around: _Surroundings, arm_reach: float,
+                       gaps: Sequence[float] = OBJECT_GAPS) -> list[_Candidate]:
     entity = world.entities[target]
     own = _Box.of(entity)
     keep_clear = [own]
@@ -297,7 +290,7 @@ def _object_candidates(world: WorldState, target: str, around: _Surroundings, ar
     centre = (entity.position[0], entity.position[1])
     robot = (world.robot.x, world.robot.y)
     candidates = []
-    for ring, gap in enumerate(OBJECT_GAPS):
+    for ring, gap in enumerate(gaps):
         for xy in _ray_poses(centre, keep_clear, around.radius + gap):
             if own.gap(np.array(xy)) - around.radius > FAR_THRESHOLD_M - 0.1:
                 continue
@@ -336,7 +329,8 @@ def _room_candidates(world: WorldState, target: str, around: _Surroundings) -> l
     return kept
 
 
-def approach_poses(world: WorldState, target: str, arm_reach: float = ARM_REACH) -> list[Pose2D]:
+def approach_poses(world: WorldState, target: str, arm_reach: float = ARM_REACH,
+                   object_gaps: Sequence[float] = OBJECT_GAPS) -> list[Pose2D]:
     """Goal poses for Go to ``target``, best first, from the world graph alone (module docstring).
 
     Raises:
@@ -351,7 +345,7 @@ def approach_poses(world: WorldState, target: str, arm_reach: float = ARM_REACH)
     elif entity.kind is EntityKind.FURNITURE:
         candidates = _furniture_candidates(world, target, around)
     else:
-        candidates = _object_candidates(world, target, around, arm_reach)
+        candidates = _object_candidates(world, target, around, arm_reach, object_gaps)
     poses: list[Pose2D] = []
     for candidate in sorted(candidates, key=lambda c: c.rank):
         if all(candidate.pose.distance_to(p) >= DISTINCT for p in poses):  # rings and rays meet at corners
@@ -371,7 +365,8 @@ def _summary(failures: Iterable[NavigateResult]) -> str:
     return ", ".join(parts)
 
 
-def go_to(driver: BaseNavigator, world: WorldState, target: str, max_attempts: int = MAX_ATTEMPTS) -> SkillResult:
+def go_to(driver: SupportsNavigateToPose, world: WorldState, target: str, max_attempts: int = MAX_ATTEMPTS,
+          object_gaps: Sequence[float] = OBJECT_GAPS) -> SkillResult:
     """EMMOE's Go to on a robot that serves ``NavigateToPose``: the poses of :func:`approach_poses`, one goal each,
     until one is reached (module docstring for the statuses). ``world`` is the world graph when the skill starts.
 
@@ -385,7 +380,7 @@ def go_to(driver: BaseNavigator, world: WorldState, target: str, max_attempts: i
         return SkillResult(SkillStatus.SUCCESS, f"already holding {target}")
     if entity.kind is EntityKind.ROOM and world.robot_room == target:
         return SkillResult(SkillStatus.SUCCESS, f"already in {target}")
-    poses = approach_poses(world, target)
+    poses = approach_poses(world, target, object_gaps=object_gaps)
     if not poses:
         return SkillResult(
             SkillStatus.NO_PATH, f"no free pose near {target} in the world graph: every pose around it overlaps furniture or a wall"

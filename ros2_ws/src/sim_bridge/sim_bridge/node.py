@@ -5,7 +5,12 @@ Serves (names relative to the node's namespace):
 * ``/sim/reset`` (homie_msgs/ResetEpisode), ``/sim/get_world_state`` (homie_msgs/GetWorldState),
   ``/sim/render_views`` (homie_msgs/RenderViews);
 * ``/sim/navigate`` (homie_msgs/Navigate) and ``/sim/manipulate`` (homie_msgs/Manipulate): one skill
-  attempt each, called by the navigation and manipulation executors.
+  attempt each, called by the navigation and manipulation executors;
+* ``/navigate_to_pose`` (nav2_msgs/NavigateToPose, the standard interface a robot with Nav2 serves): the base
+  driven to a map pose by the simulator's ``navigate_to_pose`` (:mod:`homiebot.ros.nav2`), for the physical
+  skills. Feedback (the base's pose, the distance left, the time since the goal started) at the start and at the
+  end; a failure aborts the goal with Nav2's ``error_code`` and an ``error_msg`` that says where and what. Served
+  when the backend has ``navigate_to_pose`` and nav2_msgs is importable (the workspace's stand-in otherwise).
 
 Skills run through the skill layer, :class:`homiebot.skills.SkillSet`, built at every reset with the reset's
 seed and the ``noise`` parameter's preset (``noiseless`` by default; ``emmoe_table4`` or its alias ``emmoe``:
@@ -90,12 +95,19 @@ from homiebot.sim.base import (
     SupportsAgents,
     SupportsClock,
     SupportsJointStates,
+    SupportsNavigateToPose,
     SupportsPath,
     SupportsRobotModel,
     make_simulator,
 )
+from homiebot.sim.robot_driver import NavErrorCode, NavigateResult
 from homiebot.skills import SkillSet, UnservedModelError, preset_name
 from homiebot.types import VIEW_NAMES, Action, Observation, SkillResult, SkillStatus
+
+try:  # A ROS 2 install's nav2_msgs, else the workspace's stand-in (ros2_ws/compat/nav2_msgs, docs/robots.md).
+    from homiebot.ros import nav2
+except ImportError:  # pragma: no cover - depends on the machine
+    nav2 = None  # type: ignore[assignment]
 
 try:  # A ROS 2 install's own tf2_msgs; with the PyPI wheels (no tf2_msgs) the workspace's stand-in,
     # ros2_ws/compat/tf2_msgs (same definitions and type hashes), which scripts/setup_ros.sh builds there.
@@ -196,6 +208,15 @@ class SimBridge(Node):
         self._manipulate = ActionServer(
             self, Manipulate, "/sim/manipulate", self._on_manipulate, goal_callback=self._accept, callback_group=sim_group
         )
+        # The standard base interface, when the backend drives its base to a pose (homiebot.ros.nav2).
+        self._navigator: SupportsNavigateToPose | None = (
+            simulator if isinstance(simulator, SupportsNavigateToPose) else None)
+        self._navigate_to_pose = None
+        if self._navigator is not None and nav2 is not None:
+            self._navigate_to_pose = ActionServer(
+                self, nav2.NavigateToPose, nav2.NAVIGATE_TO_POSE, self._on_navigate_to_pose, goal_callback=self._accept,
+                callback_group=sim_group,
+            )
 
         self._views_pub = self.create_publisher(MultiView, "/homie/views", VIEWS_QOS)
         self._state_pub = self.create_publisher(WorldStateMsg, "/sim/world_state", EVENTS_QOS)
@@ -529,6 +550,30 @@ class SimBridge(Node):
         goal_handle.publish_feedback(Navigate.Feedback(pose=state.robot_pose))
         goal_handle.succeed()
         return Navigate.Result(result=convert.skill_result_to_msg(result), state=state)
+
+    def _on_navigate_to_pose(self, goal_handle):
+        """Nav2's NavigateToPose on the simulator (module docstring): one goal, answered when the base stops."""
+        assert nav2 is not None and self._navigator is not None  # the server exists only with both
+        navigator = self._navigator
+        try:
+            goal = nav2.goal_pose(goal_handle.request)
+        except nav2.GoalFrameError as err:
+            goal_handle.abort()
+            return nav2.result_msg(NavigateResult(False, NavErrorCode.NONE, str(err)))
+        with self._lock:
+            start, started = navigator.base_pose(), self._sim_time()
+        goal_handle.publish_feedback(nav2.feedback_msg(start, goal, 0.0, started))
+        result = self._skill(False, lambda: navigator.navigate_to_pose(goal))
+        with self._lock:
+            end, now = navigator.base_pose(), self._sim_time()
+        goal_handle.publish_feedback(nav2.feedback_msg(end, goal, now - started, now))
+        self._state_after_skill()  # /sim/world_state, /clock and the views follow the base, as after a skill
+        if result.succeeded:
+            goal_handle.succeed()
+        else:
+            self.get_logger().info(f"navigate_to_pose aborted: nav2 error {int(result.error_code)}: {result.error_msg}")
+            goal_handle.abort()
+        return nav2.result_msg(result)
 
     def _state_after_skill(self, agent: int = 0) -> WorldStateMsg:
         """The state a skill left, for its result (``agent``'s view of it); the robot's view is published (and
