@@ -13,7 +13,16 @@ import pytest
 from homiebot.config import FAR_THRESHOLD_M, NEAR_THRESHOLD_M
 from homiebot.sim.mujoco.backend import DRIVE_SPEED, MujocoSimulator
 from homiebot.sim.robot_driver import NavErrorCode, NavigateResult
-from homiebot.sim.scene import FurnitureSpec, Pose, RobotSpec, SceneSpec, list_scenes, load_scene
+from homiebot.sim.scene import (
+    ArticulationSpec,
+    FurnitureSpec,
+    InteriorSpec,
+    Pose,
+    RobotSpec,
+    SceneSpec,
+    list_scenes,
+    load_scene,
+)
 from homiebot.skills.physical.navigation import STANDOFF_GAP, approach_poses, go_to
 from homiebot.tasks.suite import get_task
 from homiebot.types import EntityKind, Pose2D, SkillStatus, WorldState
@@ -89,6 +98,34 @@ def test_go_to_furniture_stands_at_the_standoff(sim):
     world = reset_task(sim)
     assert go_to(sim, world, "kitchen_drawer").success
     assert sim.state().reach_distance("kitchen_drawer") == pytest.approx(STANDOFF_GAP, abs=1e-6)
+
+
+def test_doors_and_drawers_are_approached_from_their_front(sim):
+    """The world graph has no front: the side opposite the one nearest a wall is taken for it. A deep
+    wardrobe against the living room's south wall, its doors facing north, the robot nearer its west side."""
+    wardrobe = FurnitureSpec(
+        name="wardrobe", category="wardrobe", pose=Pose(x=9.2, y=0.55, yaw=math.pi), size=(1.0, 1.0, 2.0),
+        interior=InteriorSpec(min=(-0.45, -0.4, 0.1), max=(0.45, 0.45, 1.9)),
+        articulation=ArticulationSpec(kind="hinged"), interactive=True,
+    )
+    base = load_scene("apartment_1")
+    sim.reset(base.model_copy(update={"furniture": [*base.furniture, wardrobe],
+                                      "robot": RobotSpec(start=Pose(x=8.2, y=1.5))}), seed=0)
+    world = sim.state()
+    west = Pose2D(8.7 - world.robot_radius - STANDOFF_GAP, 0.55, 0.0)
+    assert any(p.distance_to(west) < 1e-6 for p in approach_poses(world, "wardrobe"))  # the side is free, and nearer
+    assert go_to(sim, world, "wardrobe").success
+    robot = sim.state().robot
+    assert robot.y > 1.05 and abs(robot.x - 9.2) < 1e-6  # square in front of the doors
+    # Every door and drawer of the scene likewise.
+    reset_task(sim)
+    for name in ("cabinet", "kitchen_drawer", "fridge"):
+        assert go_to(sim, sim.state(), name).success, name
+        furniture = sim.scene_spec().furniture_by_name(name)
+        robot = sim.state().robot
+        c, s = math.cos(-furniture.pose.yaw), math.sin(-furniture.pose.yaw)
+        local_y = s * (robot.x - furniture.pose.x) + c * (robot.y - furniture.pose.y)
+        assert local_y < -furniture.size[1] / 2, name  # the front is the furniture's local -y side (docs/scenes.md)
 
 
 def test_go_to_an_object_on_furniture_then_the_oracle_pick_accepts_it(sim):

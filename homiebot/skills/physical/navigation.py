@@ -14,8 +14,8 @@ NavigateToPose"):
   side's middle, and along a long side every :data:`SIDE_SPACING`), facing the box's centre; then a farther ring
   (:data:`FAR_GAP`) for when something the graph does not hold (a door leaf, a pulled-out drawer, a chair) takes
   the near poses. An articulated piece (fridge, drawer) is approached from its front first: the world graph has no
-  front, so the side facing the most open space of its room is taken for it (furniture with doors stands with its
-  back to a wall).
+  front, so the side opposite the one nearest a wall of its room is taken for it (furniture with doors stands with
+  its back to a wall).
 * **An object**: poses around the object's own position, each on a ray from it at the first distance where the base
   edge keeps :data:`STANDOFF_GAP` from the object's box and from its receptacle's box (grown to hold the object: an
   object in a pulled-out drawer lies outside the cabinet's box), facing the object. Poses within :data:`ARM_REACH`
@@ -201,12 +201,14 @@ def _facing(x: float, y: float, towards: tuple[float, float]) -> Pose2D:
 
 
 def _front_side(entity: EntityState, room: _Box | None) -> int | None:
-    """Index (west, east, south, north) of the side an articulated piece opens to: the world graph has no front, so
-    the side facing the most open space of its room (doors and drawers stand with their backs to a wall)."""
+    """Index (west, east, south, north) of the side an articulated piece opens to. The world graph has no front, so
+    the side opposite its back is taken: the back is the side nearest its room's edge (doors and drawers stand
+    with their backs to a wall; in a corner, the nearer wall)."""
     if not entity.articulated or room is None:
         return None
     box = _Box.of(entity)
-    return int(np.argmax([box.x0 - room.x0, room.x1 - box.x1, box.y0 - room.y0, room.y1 - box.y1]))
+    back = int(np.argmin([box.x0 - room.x0, room.x1 - box.x1, box.y0 - room.y0, room.y1 - box.y1]))
+    return {0: 1, 1: 0, 2: 3, 3: 2}[back]
 
 
 def _swept_fronts(world: WorldState, target: str, radius: float) -> list[_Box]:
