@@ -254,6 +254,11 @@ class EntityState:
     # PARTNR's is_filled / is_empty: whether a container (cup, mug, bowl) holds water; None when the object
     # holds no liquid, and for rooms and furniture.
     is_filled: bool | None = None
+    # The box (world frame, axis-aligned) that objects are put "in" for a furniture with an interior (a fridge,
+    # a drawer as it is now, pulled out or not, a sink basin): the physical Put aims into it. A semantic map's
+    # annotation, as the bounding box is; None for rooms, objects and furniture without an interior.
+    interior_min: tuple[float, float, float] | None = None
+    interior_max: tuple[float, float, float] | None = None
 
 
 @dataclass(frozen=True)

@@ -116,6 +116,9 @@ class _ObjectState:
     spot: Spot | None = None  # on/in a receptacle (receptacle frame)
     world: tuple[float, float, float, float] | None = None  # free-standing: x, y, z, yaw
     held_yaw: float = 0.0  # yaw relative to the robot while held
+    # Where a physical grasp holds it: its centre in the grip site's frame (homiebot/sim/mujoco/physical.py);
+    # None for the oracle skills' grasp, which holds the object at the grip site.
+    grip_offset: tuple[float, float, float] | None = None
     clean: bool = False  # ALFWorld's isClean / isHot / isCool (docs/textworld.md)
     hot: bool = False
     cold: bool = False
@@ -195,6 +198,8 @@ class MujocoSimulator:
         self._static_obstacles: list[OrientedRect] = []
         self._arm: dict[str, float] = dict(robot_model.STOW_POSE)
         self._finger = robot_model.FINGER_OPEN
+        self._torso = 0.0  # torso lift (m): the oracle skills keep it down; the physical ones may raise it
+        self._physical_arm = False  # use_physical_arm()
 
     # ------------------------------------------------------------------ protocol: lifecycle
 
@@ -447,6 +452,7 @@ class MujocoSimulator:
                 level=room.level,
             )
         for f in spec.furniture:
+            interior = self._interior_box(f)
             x0, y0, x1, y1 = furniture_rect(f).aabb()
             entities[f.name] = EntityState(
                 name=f.name,
@@ -465,6 +471,8 @@ class MujocoSimulator:
                 powered_on=self._power[f.name] if f.appliance else None,
                 level=f.level,
                 functions=f.effective_functions,
+                interior_min=interior[0] if interior else None,
+                interior_max=interior[1] if interior else None,
             )
         for name, obj in self._objects.items():
             x, y, z, _ = self._object_pose(name)
@@ -556,6 +564,7 @@ class MujocoSimulator:
         state.held_yaw = wrap_angle(yaw - robot_yaw)
         state.spot = None
         state.world = None
+        state.grip_offset = None
         self._held = obj
         self._set_arm(robot_model.CARRY_POSE, self._finger_gap(state.spec))
         self._sim_time += MANIPULATION_TIME
@@ -635,7 +644,14 @@ class MujocoSimulator:
         self._sim_time += MANIPULATION_TIME
         return _result(SkillStatus.SUCCESS, f"poured {obj} into {place}")
 
+    def use_physical_arm(self) -> None:
+        """Hand the robot's arm to the physical skills (homiebot/skills/physical/skillset.py): :meth:`reset_arm`
+        then leaves it where physics put it, as the physical skills tuck it through the trajectory controller."""
+        self._physical_arm = True
+
     def reset_arm(self) -> None:
+        if self._physical_arm and self._active == ROBOT_ID:
+            return
         if self._held is None:
             self._set_arm(robot_model.STOW_POSE, robot_model.FINGER_OPEN)
         else:
@@ -1197,6 +1213,7 @@ class MujocoSimulator:
             return  # the human's hand is kinematic: a held object rides at its grip site
         self._arm = dict(pose)
         self._finger = finger
+        self._torso = 0.0  # the stow and carry poses are the arm's with the torso down
 
     @staticmethod
     def _finger_gap(obj: ObjectSpec) -> float:
@@ -1220,6 +1237,8 @@ class MujocoSimulator:
             assert data is not None and compiled is not None
             site = compiled.human_grip_site if holder.role == HUMAN_ID else compiled.grip_site
             grip = data.site_xpos[site]
+            if state.grip_offset is not None:
+                grip = grip + data.site_xmat[site].reshape(3, 3) @ np.asarray(state.grip_offset)
             return float(grip[0]), float(grip[1]), float(grip[2]), wrap_angle(holder.pose.yaw + state.held_yaw)
         if state.spot is not None:
             spot = state.spot
@@ -1247,7 +1266,7 @@ class MujocoSimulator:
             data.qpos[q[joint]] = value
         data.qpos[q["finger_left"]] = self._finger
         data.qpos[q["finger_right"]] = self._finger
-        data.qpos[q["torso_lift"]] = 0.0
+        data.qpos[q["torso_lift"]] = self._torso
         for f in spec.furniture:
             if f.articulation is not None:
                 data.qpos[compiled.articulation_qpos[f.name]] = f.articulation.range if self._open[f.name] else 0.0
@@ -1268,6 +1287,117 @@ class MujocoSimulator:
         for i in range(model.nu):
             joint = model.actuator_trnid[i, 0]
             data.ctrl[i] = data.qpos[model.jnt_qposadr[joint]]
+
+    def _interior_box(
+        self, furniture: FurnitureSpec
+    ) -> tuple[tuple[float, float, float], tuple[float, float, float]] | None:
+        """``interior_min`` / ``interior_max`` of a furniture's world-graph entry: its interior's corners in the
+        world frame (a drawer's as it is now), as an axis-aligned box; None for furniture without one."""
+        interior = furniture.interior
+        if interior is None:
+            return None
+        (x0, y0, z0), (x1, y1, z1) = interior.min, interior.max
+        art = furniture.articulation
+        if art is not None and art.kind == "sliding" and self._open[furniture.name]:
+            y0, y1 = y0 - art.range, y1 - art.range  # the drawer's tray is pulled out towards -y
+        corners = local_to_world(furniture.pose, np.array([[x0, y0], [x0, y1], [x1, y0], [x1, y1]]))
+        return (
+            (float(corners[:, 0].min()), float(corners[:, 1].min()), float(z0)),
+            (float(corners[:, 0].max()), float(corners[:, 1].max()), float(z1)),
+        )
+
+    # ------------------------------------------------------------------ physics hand-over (physical skills)
+
+    def physics_handles(self) -> tuple[CompiledScene, mujoco.MjData]:
+        """The compiled scene and its data, for :class:`homiebot.sim.mujoco.physical.PhysicalDriver`."""
+        if self._compiled is None or self._data is None:
+            raise RuntimeError("the simulator has no scene: reset it first")
+        return self._compiled, self._data
+
+    def room_names(self) -> tuple[str, ...]:
+        return tuple(r.name for r in self._require_spec().rooms)
+
+    def held_object(self) -> str | None:
+        return self._held
+
+    def absorb_physics(self, held: str | None, seconds: float) -> None:
+        """Adopt what stepped physics did as this simulator's state (the physical driver calls it after each goal).
+
+        The torso's, arm's and fingers' joints are kept as they are; ``held`` (the object the grasp holds) rides in the hand
+        at its pose relative to the grip site; every other object that moved more than a centimetre (or left the
+        hand) rests where physics put it: on or in the furniture it touches (as a spot on that furniture, so it
+        rides a drawer and counts for the goal checks), otherwise free-standing at its position. Orientation is
+        kept as yaw only: an object that fell on its side is written upright where it lies (the scene format has
+        no tilted resting pose).
+        """
+        spec = self._require_spec()
+        compiled, data = self.physics_handles()
+        q = compiled.robot_qpos
+        self._arm = {j: float(data.qpos[q[j]]) for j in robot_model.ARM_JOINTS}
+        self._torso = float(data.qpos[q["torso_lift"]])
+        self._finger = float((data.qpos[q["finger_left"]] + data.qpos[q["finger_right"]]) / 2)
+        supports = self._object_supports(compiled, data)
+        released = self._held if self._held != held else None
+        for name, state in self._objects.items():
+            adr = compiled.object_qpos[name]
+            x, y, z = (float(v) for v in data.qpos[adr : adr + 3])
+            w, qx, qy, qz = (float(v) for v in data.qpos[adr + 3 : adr + 7])
+            yaw = math.atan2(2 * (w * qz + qx * qy), 1 - 2 * (qy * qy + qz * qz))
+            if name == held:
+                site = compiled.grip_site
+                offset = data.site_xmat[site].reshape(3, 3).T @ (np.array([x, y, z]) - data.site_xpos[site])
+                state.grip_offset = (float(offset[0]), float(offset[1]), float(offset[2]))
+                state.held_yaw = wrap_angle(yaw - self._robot.yaw)
+                state.spot = None
+                state.world = None
+                continue
+            before = self._object_pose(name)
+            if name != released and math.dist(before[:3], (x, y, z)) < 0.01:
+                continue
+            state.grip_offset = None
+            state.spot, state.world = self._resting_place(spec, name, supports.get(name), (x, y, z), yaw)
+        self._held = held
+        self._sim_time += seconds
+        data.qvel[:] = 0.0
+        self._sync()
+
+    def _object_supports(self, compiled: CompiledScene, data: mujoco.MjData) -> dict[str, str]:
+        """Object -> the furniture it touches now (MuJoCo's contacts), for the objects that touch one."""
+        names = {v: k for k, v in compiled.instance_ids.items()}
+        furniture = {f.name for f in self._require_spec().furniture}
+        supports: dict[str, str] = {}
+        for i in range(data.ncon):
+            contact = data.contact[i]
+            a = names.get(int(compiled.geom_instance[int(contact.geom1)]))
+            b = names.get(int(compiled.geom_instance[int(contact.geom2)]))
+            for obj, other in ((a, b), (b, a)):
+                if obj in self._objects and other in furniture:
+                    supports[obj] = other
+        return supports
+
+    def _resting_place(
+        self, spec: SceneSpec, name: str, support: str | None, xyz: tuple[float, float, float], yaw: float
+    ) -> tuple[Spot | None, tuple[float, float, float, float] | None]:
+        x, y, z = xyz
+        if support is None:
+            return None, (x, y, z, wrap_angle(yaw))
+        furniture = spec.furniture_by_name(support)
+        lx, ly = (float(v) for v in world_to_local(furniture.pose, np.array([[x, y]]))[0])
+        art = furniture.articulation
+        interior = furniture.interior
+        # A spot in a drawer is stored as where it is with the drawer closed (it rides the tray out and back).
+        tray = art.range if art is not None and art.kind == "sliding" and self._open[furniture.name] else 0.0
+        inside = interior is not None and all(
+            lo - 0.02 <= v <= hi + 0.02 for v, lo, hi in zip((lx, ly + tray, z), interior.min, interior.max, strict=True)
+        )
+        if inside:
+            ly += tray
+            return Spot(furniture.name, "in", "interior", lx, ly, z, wrap_angle(yaw - furniture.pose.yaw)), None
+        bottom = z - half_height(self._objects[name].spec)
+        surface = min(furniture.surfaces, key=lambda s: abs(s.height - bottom), default=None)
+        if surface is None:
+            return None, (x, y, z, wrap_angle(yaw))
+        return Spot(furniture.name, "on", surface.name, lx, ly, z, wrap_angle(yaw - furniture.pose.yaw)), None
 
 
 class AgentView:

@@ -41,6 +41,8 @@ PANEL = 0.025
 LAMP_OFF_RGBA = "0.5 0.48 0.45 1"
 LAMP_ON_RGBA = (1.0, 0.95, 0.7, 1.0)
 _STATIC = 'contype="1" conaffinity="0"'
+#: Name prefix of the per-object grasp welds (CompiledScene.grasp_welds).
+GRASP_WELD_PREFIX = "grasp/"
 
 
 @dataclass
@@ -61,6 +63,10 @@ class CompiledScene:
     # lamp's power (MujocoSimulator._sync), so that a lamp that is on is lit in the views.
     lamp_shade_geoms: dict[str, int] = field(default_factory=dict)
     lamp_lights: dict[str, int] = field(default_factory=dict)
+    # One inactive weld per object between the robot's gripper and the object: the physical skills' grasp
+    # (homiebot/sim/mujoco/physical.py, FingerContactAttachment) switches it on only while both fingers touch the
+    # object. Inactive welds change nothing for the kinematic (oracle) skills, which never step the physics.
+    grasp_welds: dict[str, int] = field(default_factory=dict)
     # The human partner (compiled only with ``human=True``; homiebot/sim/mujoco/human.py): its base joints'
     # qpos addresses, its collision geoms, every geom of its body (to name it in a contact), cameras, hand.
     human_qpos: dict[str, int] = field(default_factory=dict)
@@ -344,6 +350,11 @@ def compile_scene(spec: SceneSpec, width: int = 256, height: int = 256, human: b
     if human:
         world.append(human_model.human_mjcf())
     sun = _fmt((xmin + xmax) / 2, (ymin + ymax) / 2, wall_height + 3)
+    gripper = quoteattr(robot_model.ROBOT_PREFIX + "gripper_link")
+    grasp_welds = "".join(
+        f'<weld name={quoteattr(GRASP_WELD_PREFIX + o.name)} body1={gripper} body2={quoteattr("object/" + o.name)} active="false"/>'
+        for o in spec.objects
+    )
     xml = f"""<mujoco model={quoteattr(spec.name)}>
   <compiler angle="radian" autolimits="true"/>
   <option timestep="0.005" integrator="implicitfast"/>
@@ -362,6 +373,7 @@ def compile_scene(spec: SceneSpec, width: int = 256, height: int = 256, human: b
     {"".join(world)}
   </worldbody>
   <actuator>{robot_actuators}</actuator>
+  <equality>{grasp_welds}</equality>
 </mujoco>"""
     model = mujoco.MjModel.from_xml_string(xml)
     compiled = _index(spec, model, xml, owner)
@@ -432,6 +444,7 @@ def _index(spec: SceneSpec, model: mujoco.MjModel, xml: str, owner: dict[str, st
         grip_site=mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_SITE, robot_model.ROBOT_PREFIX + "grip"),
         lamp_shade_geoms={f.name: _last_geom(model, owner, f.name) for f in lamps},
         lamp_lights={f.name: mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_LIGHT, f.name + "/light") for f in lamps},
+        grasp_welds={o.name: mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_EQUALITY, GRASP_WELD_PREFIX + o.name) for o in spec.objects},
     )
 
 

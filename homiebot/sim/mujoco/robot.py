@@ -77,6 +77,19 @@ CARRY_POSE: dict[str, float] = {
     "wrist_flex": 2.16,
     "wrist_roll": 0.0,
 }
+#: Tuck pose of the physical skills: upper arm raised, forearm and wrist folded back, gripper at about
+#: (0.24, 0, 0.79) m; every link within 0.33 m of the base's axis (the stow pose's elbow reaches 0.46 m forward
+#: at counter height, inside a counter the base parks against). Found by a grid search over the three pitch
+#: joints for the smallest reach, then backed off the joint limits.
+TUCK_POSE: dict[str, float] = {
+    "shoulder_pan": 0.0,
+    "shoulder_lift": -1.15,
+    "upperarm_roll": 0.0,
+    "elbow_flex": -2.5,
+    "forearm_roll": 0.0,
+    "wrist_flex": -2.0,
+    "wrist_roll": 0.0,
+}
 FINGER_OPEN = 0.045
 ROBOT_PREFIX = "robot/"
 
@@ -177,4 +190,11 @@ def robot_mjcf() -> tuple[str, str]:
     actuators = "\n".join(
         f'<position name="{p}act_{j}" joint="{p}{j}" kp="{gains.get(j, 100)}"/>' for j in joints
     )
+    # Gravity compensation on everything above the base (real arms' controllers compensate gravity too): the
+    # physical skills drive the arm with the position actuators below, which would otherwise sag under the
+    # links' weight. The kinematic (oracle) skills never step the physics, so it changes nothing for them.
+    for link in ("torso_lift_link", "head_pan_link", "head_tilt_link", "shoulder_pan_link", "shoulder_lift_link",
+                 "upperarm_roll_link", "elbow_flex_link", "forearm_roll_link", "wrist_flex_link", "wrist_roll_link",
+                 "gripper_link", "finger_left_link", "finger_right_link"):
+        body = body.replace(f'<body name="{p}{link}"', f'<body name="{p}{link}" gravcomp="1"', 1)
     return body, actuators

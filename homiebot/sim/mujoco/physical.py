@@ -1,0 +1,448 @@
+"""The embedded robot behind the standard interfaces, with physics: what ``--skills physical`` drives.
+
+:class:`PhysicalDriver` implements :class:`homiebot.sim.robot_driver.RobotDriver` on a
+:class:`~homiebot.sim.mujoco.backend.MujocoSimulator`: the arm follows joint trajectories and the gripper closes
+through MuJoCo's position actuators under ``mj_step``, and objects are dynamic bodies. The oracle skills of the
+same simulator place things kinematically (as Habitat's oracle skills do); here nothing is placed:
+
+* **Physics switched on for the skill.** The scene is compiled for the kinematic skills: small objects, the floor
+  and the arm take part in no collision (``homiebot/sim/mujoco/compiler.py``). :func:`enable_physics` gives them
+  collision bits on this simulator's model (objects against furniture, floor, each other, the arm and the fingers;
+  the arm against furniture and objects), so an object rests on what is under it, falls when released in the air
+  and is knocked by the arm. The base's own collision bits are left alone, so the path follower still reports
+  only what the base touches. The arm's links are gravity-compensated (``robot.py``), as a real arm's controller
+  compensates its own weight.
+* **FollowJointTrajectory.** Linear interpolation between the trajectory's points (from the joints' positions at
+  the start), sent to the position actuators every physics step; a joint farther than ``path_tolerance`` from
+  where it should be (an arm pressed against furniture) aborts with ``PATH_TOLERANCE_VIOLATED``, a joint not at
+  its goal ``goal_time_tolerance`` after the end with ``GOAL_TOLERANCE_VIOLATED``, as ros2_control's
+  JointTrajectoryController reports them.
+* **GripperCommand.** The fingers move towards half the commanded gap each, their force limited to
+  ``max_effort``; the goal ends when they reach it or stop moving (``stalled``: closed on something), as
+  GripperActionController reports.
+* **The grasp** (:class:`FingerContactAttachment`, named plainly as the helper it is): when the fingers have
+  closed and *both* touch the same object, a weld between the gripper and the object is switched on at their
+  relative pose at that instant; it is switched off as soon as either finger stops touching the object or the
+  gripper opens. MuJoCo's soft contacts hold small light objects poorly in a two-finger grip; the weld stands
+  in for friction, never for contact: without contact on both fingers nothing is held.
+
+After each goal the driver writes what physics did back into the simulator's state (the arm's joints, the
+held object, where every moved object came to rest: on or in the furniture under it, or free-standing), so that
+the world state, the planner's feedback and the goal checks read the physical outcome.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from dataclasses import dataclass
+
+import mujoco
+import numpy as np
+
+from homiebot.sim.mujoco import robot as robot_model
+from homiebot.sim.robot_driver import (
+    GripperResult,
+    JointTrajectory,
+    NavigateResult,
+    TrajectoryErrorCode,
+    TrajectoryResult,
+)
+from homiebot.types import Pose2D
+
+logger = logging.getLogger(__name__)
+
+# Collision bits of the physical skills (MuJoCo: two geoms meet when one's contype shares a bit with the other's
+# conaffinity). Bit 1 is the compiled scene's: walls and furniture have contype 1, the base conaffinity 1, so
+# the base still meets nothing else.
+STATIC_BIT = 1
+PHYSICS_BIT = 2  # free objects, the floor and the arm's links
+FINGER_BIT = 4  # the fingers and the objects they can touch
+#: (contype, conaffinity) of each part: free objects meet furniture, the floor, each other, the arm and the
+#: fingers; a held object meets furniture and the fingers only (not the arm it is folded against, nor other
+#: objects); the arm's links meet furniture and free objects; the fingers furniture and objects.
+FREE_OBJECT_BITS = (PHYSICS_BIT | FINGER_BIT, STATIC_BIT | PHYSICS_BIT)
+HELD_OBJECT_BITS = (FINGER_BIT, STATIC_BIT)
+FLOOR_BITS = (PHYSICS_BIT, 0)
+ARM_BITS = (0, STATIC_BIT | PHYSICS_BIT)
+FINGER_BITS = (0, STATIC_BIT | FINGER_BIT)
+#: How far (m) a finger may be from an object and still count as touching it (module docstring, "The grasp").
+FINGER_TOUCH_MARGIN = 0.01
+
+
+@dataclass(frozen=True)
+class PhysicsSettings:
+    """Controller settings of the embedded robot (ros2_control's parameters of the same names)."""
+
+    path_tolerance: float = 0.25  # rad (m for the torso): tracking error that aborts a trajectory
+    goal_tolerance: float = 0.02  # rad: error at the end that counts as arrived (1.6 cm at an arm's length)
+    goal_time_tolerance: float = 1.0  # s after the last point to arrive
+    path_grace: float = 0.3  # s at the start while the servos catch up (no path check)
+    gripper_timeout: float = 2.0  # s for a gripper goal
+    gripper_stall_speed: float = 0.002  # m/s: fingers slower than this have stopped
+    gripper_tolerance: float = 0.004  # m of gap
+    settle_time: float = 0.8  # s of physics after a release, for the object to come to rest
+    finger_force: float = 40.0  # N: the fingers' actuator force limit when max_effort is 0 (no limit asked)
+
+
+class FingerContactAttachment:
+    """Holds an object in the gripper only while both fingers touch it (module docstring, "The grasp")."""
+
+    def __init__(self, model: mujoco.MjModel, data: mujoco.MjData, welds: dict[str, int], object_geoms: dict[int, str]):
+        self._model, self._data = model, data
+        self._welds = welds
+        self._object_geoms = object_geoms
+        prefix = robot_model.ROBOT_PREFIX
+        self._finger_bodies = (
+            mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_BODY, prefix + "finger_left_link"),
+            mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_BODY, prefix + "finger_right_link"),
+        )
+        self._finger_geoms = tuple([g for g in range(model.ngeom) if model.geom_bodyid[g] == body] for body in self._finger_bodies)
+        self._gripper_body = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_BODY, prefix + "gripper_link")
+        self.held: str | None = None
+        self.release_after = 0.1  # s without contact on a finger
+        self._lost_for = 0.0
+
+    def touched(self) -> tuple[set[str], set[str]]:
+        """The objects each finger touches now, or is within FINGER_TOUCH_MARGIN of (left, right): a pressed
+        finger's contact comes and goes from one step to the next as MuJoCo's soft contact pushes it out."""
+        model, data = self._model, self._data
+        left: set[str] = set()
+        right: set[str] = set()
+        for finger_geoms, found in ((self._finger_geoms[0], left), (self._finger_geoms[1], right)):
+            for geom, name in self._object_geoms.items():
+                if name in found:
+                    continue
+                for finger in finger_geoms:
+                    if mujoco.mj_geomDistance(model, data, finger, geom, FINGER_TOUCH_MARGIN, None) < FINGER_TOUCH_MARGIN:
+                        found.add(name)
+                        break
+        return left, right
+
+    def attach_if_gripped(self) -> str | None:
+        """Switch the weld on for the one object both fingers touch; None when there is none."""
+        left, right = self.touched()
+        both = sorted(left & right)
+        if not both:
+            return None
+        name = both[0]
+        self._attach(name)
+        return name
+
+    def _attach(self, name: str) -> None:
+        model, data = self._model, self._data
+        weld = self._welds[name]
+        body = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_BODY, "object/" + name)
+        # The weld holds the object where it is relative to the gripper now: relpose = the object's pose in
+        # the gripper's frame (MuJoCo's eq_data for a weld: anchor[3], relpos[3], relquat[4], torquescale).
+        g_pos, g_quat = data.xpos[self._gripper_body], data.xquat[self._gripper_body]
+        o_pos, o_quat = data.xpos[body], data.xquat[body]
+        inv = np.zeros(4)
+        mujoco.mju_negQuat(inv, g_quat)
+        rel_pos = np.zeros(3)
+        mujoco.mju_rotVecQuat(rel_pos, o_pos - g_pos, inv)
+        rel_quat = np.zeros(4)
+        mujoco.mju_mulQuat(rel_quat, inv, o_quat)
+        model.eq_data[weld, 0:3] = 0.0
+        model.eq_data[weld, 3:6] = rel_pos
+        model.eq_data[weld, 6:10] = rel_quat
+        model.eq_data[weld, 10] = 1.0
+        data.eq_active[weld] = 1
+        for geom in self._geoms_of(name):
+            set_collision_bits(model, geom, HELD_OBJECT_BITS)
+        self.held = name
+        self._lost_for = 0.0
+
+    def release(self) -> str | None:
+        name = self.held
+        if name is not None:
+            self._data.eq_active[self._welds[name]] = 0
+            for geom in self._geoms_of(name):
+                set_collision_bits(self._model, geom, FREE_OBJECT_BITS)
+            self.held = None
+        return name
+
+    def _geoms_of(self, name: str) -> list[int]:
+        return [g for g, n in self._object_geoms.items() if n == name]
+
+    def check(self) -> str | None:
+        """Called every physics step while holding: releases (and returns) the object once either finger has not
+        touched it for ``release_after`` seconds (a pressed finger's contact flickers from one step to the next
+        as MuJoCo's soft contact pushes it out and back)."""
+        if self.held is None:
+            return None
+        left, right = self.touched()
+        if self.held in left and self.held in right:
+            self._lost_for = 0.0
+            return None
+        self._lost_for += self._model.opt.timestep
+        if self._lost_for < self.release_after:
+            return None
+        return self.release()
+
+
+def set_collision_bits(model: mujoco.MjModel, geom: int, bits: tuple[int, int]) -> None:
+    model.geom_contype[geom], model.geom_conaffinity[geom] = bits
+    # MuJoCo's broad phase filters by the union of a body's geoms' bits (compiled once): keep it current.
+    body = model.geom_bodyid[geom]
+    mine = [g for g in range(model.ngeom) if model.geom_bodyid[g] == body]
+    model.body_contype[body] = int(np.bitwise_or.reduce(model.geom_contype[mine]))
+    model.body_conaffinity[body] = int(np.bitwise_or.reduce(model.geom_conaffinity[mine]))
+
+
+def enable_physics(model: mujoco.MjModel, geom_instance: np.ndarray, object_ids: set[int], room_ids: set[int]) -> None:
+    """Give objects, the floor and the arm collision bits on this model (module docstring). Idempotent."""
+    prefix = robot_model.ROBOT_PREFIX
+    arm_root = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_BODY, prefix + "shoulder_pan_link")
+    arm_bodies = {arm_root}
+    for body in range(model.nbody):  # bodies are numbered parents first
+        if model.body_parentid[body] in arm_bodies:
+            arm_bodies.add(body)
+    fingers = {mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_BODY, prefix + name)
+               for name in ("finger_left_link", "finger_right_link")}
+    for geom in range(model.ngeom):
+        body = int(model.geom_bodyid[geom])
+        instance = int(geom_instance[geom])
+        if instance in object_ids and body != 0:
+            bits = FREE_OBJECT_BITS
+        elif instance in room_ids and body == 0:
+            bits = FLOOR_BITS
+        elif body in fingers:
+            bits = FINGER_BITS
+        elif body in arm_bodies:
+            bits = ARM_BITS
+        else:
+            continue
+        set_collision_bits(model, geom, bits)
+    # Stiff grasp welds (time constant two physics steps, critically damped): a held object follows the hand.
+    for eq in range(model.neq):
+        if model.eq_type[eq] == mujoco.mjtEq.mjEQ_WELD:
+            model.eq_solref[eq] = (2 * model.opt.timestep, 1.0)
+
+
+class PhysicalDriver:
+    """:class:`~homiebot.sim.robot_driver.RobotDriver` on the embedded simulator, with physics (module docstring).
+
+    Bound to one simulator; :meth:`attach` re-reads its compiled scene after every reset (a new scene is a new
+    model). The simulator's kinematic skills stay usable on the same world between physical goals.
+    """
+
+    def __init__(self, sim, settings: PhysicsSettings | None = None) -> None:
+        self._sim = sim
+        self.settings = settings or PhysicsSettings()
+        self._model: mujoco.MjModel | None = None
+        self._grasp: FingerContactAttachment | None = None
+        self._finger_target: float | None = None  # each finger's position of the last gripper goal (m)
+
+    # ------------------------------------------------------------------ set-up
+
+    def _bind(self) -> tuple[mujoco.MjModel, mujoco.MjData]:
+        compiled, data = self._sim.physics_handles()
+        model = compiled.model
+        if model is not self._model:
+            self._finger_target = None
+            names = {v: k for k, v in compiled.instance_ids.items()}
+            objects = set(compiled.object_qpos)
+            object_ids = {i for i, n in names.items() if n in objects}
+            room_ids = {compiled.instance_ids[r] for r in self._sim.room_names()}
+            enable_physics(model, compiled.geom_instance, object_ids, room_ids)
+            object_geoms = {g: names[int(compiled.geom_instance[g])] for g in range(model.ngeom)
+                            if int(compiled.geom_instance[g]) in object_ids and model.geom_bodyid[g] != 0}
+            self._grasp = FingerContactAttachment(model, data, compiled.grasp_welds, object_geoms)
+            self._model = model
+            self._actuators = {
+                mujoco.mj_id2name(model, mujoco.mjtObj.mjOBJ_JOINT, int(model.actuator_trnid[i, 0])).removeprefix(
+                    robot_model.ROBOT_PREFIX): i
+                for i in range(model.nu)
+            }
+            base = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_BODY, robot_model.ROBOT_PREFIX + "base")
+            self._robot_geoms = {g for g in range(model.ngeom) if model.body_rootid[model.geom_bodyid[g]] == base}
+            self._names = {v: k for k, v in compiled.instance_ids.items()}
+            self._qpos = dict(compiled.robot_qpos)
+            self._dof = {j: int(model.jnt_dofadr[mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_JOINT, robot_model.ROBOT_PREFIX + j)])
+                         for j in self._qpos}
+        assert self._grasp is not None
+        held = self._sim.held_object()
+        # Re-anchor the weld at the object's pose now: the kinematic side may have moved the base since (the weld's
+        # relative pose is unchanged then) or snapped or dropped the object (an oracle skill, a reset).
+        self._grasp.release()
+        if held is not None:
+            self._grasp._attach(held)
+        return model, data
+
+    @property
+    def joint_names(self) -> tuple[str, ...]:
+        """The joints a trajectory may name: the torso lift and the arm (Fetch's ``arm_with_torso_controller``);
+        the base is navigation's."""
+        return ("torso_lift", *robot_model.ARM_JOINTS)
+
+    # ------------------------------------------------------------------ RobotDriver
+
+    def joint_positions(self) -> dict[str, float]:
+        return self._sim.joint_positions()
+
+    def base_pose(self) -> Pose2D:
+        return self._sim.state().robot
+
+    def navigate_to_pose(self, goal: Pose2D) -> NavigateResult:
+        return self._sim.navigate_to_pose(goal)
+
+    def follow_joint_trajectory(self, trajectory: JointTrajectory) -> TrajectoryResult:
+        unknown = [j for j in trajectory.joint_names if j not in self.joint_names]
+        if unknown or len(set(trajectory.joint_names)) != len(trajectory.joint_names):
+            return TrajectoryResult(TrajectoryErrorCode.INVALID_JOINTS,
+                                    f"joints {unknown or trajectory.joint_names} are not this arm's {list(self.joint_names)}")
+        times = [p.time_from_start for p in trajectory.points]
+        if not trajectory.points or any(len(p.positions) != len(trajectory.joint_names) for p in trajectory.points) \
+                or any(b <= a for a, b in zip([0.0, *times], times, strict=False)):
+            return TrajectoryResult(TrajectoryErrorCode.INVALID_GOAL,
+                                    "a trajectory needs points with one position per joint at increasing times after 0")
+        model, data = self._bind()
+        s = self.settings
+        joints = trajectory.joint_names
+        start = np.array([data.qpos[self._qpos[j]] for j in joints])
+        knots_t = np.array([0.0, *times])
+        knots_q = np.vstack([start, *[np.asarray(p.positions, dtype=float) for p in trajectory.points]])
+        dt = model.opt.timestep
+        steps = math.ceil(trajectory.duration / dt)
+        result = TrajectoryResult(TrajectoryErrorCode.SUCCESSFUL)
+        elapsed = 0.0
+        for k in range(1, steps + 1):
+            t = min(k * dt, trajectory.duration)
+            desired = np.array([np.interp(t, knots_t, knots_q[:, i]) for i in range(len(joints))])
+            self._command(data, joints, desired)
+            self._step(model, data)
+            elapsed = t
+            if t > s.path_grace:
+                error = self._tracking_error(data, joints, desired)
+                worst = int(np.argmax(np.abs(error)))
+                if abs(error[worst]) > s.path_tolerance:
+                    result = TrajectoryResult(
+                        TrajectoryErrorCode.PATH_TOLERANCE_VIOLATED,
+                        f"{joints[worst]} was {abs(error[worst]):.2f} from its path at t={t:.2f} s "
+                        f"(blocked: {self._arm_blocker(model, data) or 'unknown'})")
+                    break
+        if result.succeeded:
+            goal = knots_q[-1]
+            settle_steps = math.ceil(s.goal_time_tolerance / dt)
+            for _ in range(settle_steps):
+                error = self._tracking_error(data, joints, goal)
+                if np.max(np.abs(error)) <= s.goal_tolerance:
+                    break
+                self._command(data, joints, goal)
+                self._step(model, data)
+                elapsed += dt
+            error = self._tracking_error(data, joints, goal)
+            worst = int(np.argmax(np.abs(error)))
+            if abs(error[worst]) > s.goal_tolerance:
+                result = TrajectoryResult(
+                    TrajectoryErrorCode.GOAL_TOLERANCE_VIOLATED,
+                    f"{joints[worst]} ended {abs(error[worst]):.3f} from its goal "
+                    f"(blocked: {self._arm_blocker(model, data) or 'unknown'})")
+        else:
+            self._hold(data)  # stop where it is, as a controller does on abort
+        self._finish(elapsed)
+        return result
+
+    def gripper_command(self, position: float, max_effort: float) -> GripperResult:
+        model, data = self._bind()
+        s = self.settings
+        target = float(np.clip(position, 0.0, 2 * robot_model.FINGER_OPEN)) / 2
+        force = max_effort if max_effort > 0 else s.finger_force
+        fingers = robot_model.FINGER_JOINTS
+        for j in fingers:
+            act = self._actuators[j]
+            model.actuator_forcelimited[act] = 1
+            model.actuator_forcerange[act] = (-force, force)
+        assert self._grasp is not None
+        start_gap = self.gap(data)
+        opening = target * 2 > start_gap + s.gripper_tolerance
+        self._finger_target = target
+        if opening:
+            self._grasp.release()
+        dt = model.opt.timestep
+        still = 0.0
+        elapsed = 0.0
+        stalled = False
+        while elapsed < s.gripper_timeout:
+            self._step(model, data)
+            elapsed += dt
+            if abs(self.gap(data) - 2 * target) <= s.gripper_tolerance:
+                break
+            speed = max(abs(data.qvel[self._dof[j]]) for j in fingers)
+            still = still + dt if speed < s.gripper_stall_speed else 0.0
+            if still >= 0.1:
+                stalled = True
+                break
+        closing = target * 2 < start_gap - s.gripper_tolerance
+        if closing and stalled and self._grasp.held is None:
+            # Fingers that stopped short of the commanded gap on an object both touch: a grasp.
+            self._grasp.attach_if_gripped()
+        effort = float(max(abs(data.actuator_force[self._actuators[j]]) for j in fingers))
+        gap = self.gap(data)
+        if opening:
+            self._settle(model, data)
+            elapsed += s.settle_time
+        self._finish(elapsed)
+        return GripperResult(position=gap, effort=effort, stalled=stalled,
+                             reached_goal=abs(gap - 2 * target) <= s.gripper_tolerance)
+
+    # ------------------------------------------------------------------ what the skills may also read
+
+    def held(self) -> str | None:
+        """The object the grasp holds (both fingers on it), or None."""
+        self._bind()
+        assert self._grasp is not None
+        return self._grasp.held
+
+    def gap(self, data: mujoco.MjData | None = None) -> float:
+        data = data if data is not None else self._bind()[1]
+        return float(sum(data.qpos[self._qpos[j]] for j in robot_model.FINGER_JOINTS))
+
+    # ------------------------------------------------------------------ internals
+
+    def _command(self, data: mujoco.MjData, joints: tuple[str, ...], desired: np.ndarray) -> None:
+        for joint, value in zip(joints, desired, strict=True):
+            data.ctrl[self._actuators[joint]] = value
+
+    def _tracking_error(self, data: mujoco.MjData, joints: tuple[str, ...], desired: np.ndarray) -> np.ndarray:
+        return np.array([data.qpos[self._qpos[j]] for j in joints]) - desired
+
+    def _hold(self, data: mujoco.MjData) -> None:
+        for joint, act in self._actuators.items():
+            if joint not in robot_model.FINGER_JOINTS:
+                data.ctrl[act] = data.qpos[self._qpos[joint]]
+
+    def _step(self, model: mujoco.MjModel, data: mujoco.MjData) -> None:
+        if self._finger_target is not None:
+            # The last GripperCommand goal stays in force (a gripper controller keeps squeezing what it closed on).
+            for j in robot_model.FINGER_JOINTS:
+                data.ctrl[self._actuators[j]] = self._finger_target
+        mujoco.mj_step(model, data)
+        assert self._grasp is not None
+        dropped = self._grasp.check()
+        if dropped is not None:
+            logger.debug("the fingers lost %s", dropped)
+
+    def _settle(self, model: mujoco.MjModel, data: mujoco.MjData) -> None:
+        for _ in range(math.ceil(self.settings.settle_time / model.opt.timestep)):
+            self._step(model, data)
+
+    def _arm_blocker(self, model: mujoco.MjModel, data: mujoco.MjData) -> str | None:
+        """What the arm or the fingers touch now (a furniture's or object's name), for the failure message."""
+        held = self._grasp.held if self._grasp is not None else None
+        for i in range(data.ncon):
+            contact = data.contact[i]
+            g1, g2 = int(contact.geom1), int(contact.geom2)
+            for mine, other in ((g1, g2), (g2, g1)):
+                if mine in self._robot_geoms and other not in self._robot_geoms:
+                    compiled, _ = self._sim.physics_handles()
+                    name = self._names.get(int(compiled.geom_instance[other]))
+                    if name is not None and name != held:
+                        return name
+        return None
+
+    def _finish(self, seconds: float) -> None:
+        """Write what physics did back into the simulator's state and advance its clock."""
+        assert self._grasp is not None
+        self._sim.absorb_physics(self._grasp.held, seconds)
