@@ -19,7 +19,7 @@ from pathlib import Path
 from homiebot.agent.knowledge import PerceptionFactory, PerceptionHook
 from homiebot.agent.loop import EpisodeConfig, EpisodeSetupError, ProgressCallback, run_episode
 from homiebot.agent.observers import EpisodeObserver
-from homiebot.config import PerceptionMode
+from homiebot.config import PerceptionMode, SkillsMode
 from homiebot.config.run import RunConfig, SimulatorConfig, SkillsConfig
 from homiebot.data.record import EpisodeRecorder
 from homiebot.executor.executor import ExecutorConfig, SkillRunner
@@ -138,10 +138,22 @@ def build_simulator(config: SimulatorConfig) -> Simulator:
 
 
 def skills_factory(config: SkillsConfig) -> SkillsFactory:
-    """Oracle skills with the configured noise preset, seeded per episode with its scene seed."""
+    """Oracle or physical skills (``config.mode``) with the configured noise preset, seeded per episode with its
+    scene seed."""
     from homiebot.skills import SkillSet, preset_name
 
     preset = preset_name(str(config.noise))
+
+    if config.mode == SkillsMode.PHYSICAL:
+        from homiebot.skills.physical import PhysicalSkillSet
+
+        def physical(sim: Simulator, scene_seed: int) -> SkillRunner:
+            try:
+                return PhysicalSkillSet(sim, noise=preset, seed=scene_seed)
+            except TypeError as err:
+                raise EpisodeBuildError(str(err)) from None
+
+        return physical
 
     def skills(sim: Simulator, scene_seed: int) -> SkillRunner:
         return SkillSet(sim, noise=preset, seed=scene_seed)

@@ -24,7 +24,7 @@ from typing import Any, TypeVar
 
 import typer
 
-from homiebot.config import DecodeMode, NoiseMode, PerceptionMode, choices
+from homiebot.config import DecodeMode, NoiseMode, PerceptionMode, SkillsMode, choices
 
 log = logging.getLogger(__name__)
 
@@ -80,6 +80,14 @@ def simulator_option(help_text: str = "Simulator backend (default mujoco).") -> 
 def noise_option(default: str | None = None, what: str = "Execution noise of the skill layer") -> Any:
     return typer.Option(
         default, "--noise", help=f"{what}: {choices(NoiseMode)} (EMMOE table 4 success rates; default off)."
+    )
+
+
+def skills_option(default: str | None = None) -> Any:
+    return typer.Option(
+        default, "--skills",
+        help=f"How the skills act: {choices(SkillsMode)} (oracle: the simulator places things; physical: NavigateToPose, "
+             "FollowJointTrajectory and GripperCommand under physics, docs/robots.md; default oracle).",
     )
 
 

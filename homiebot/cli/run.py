@@ -24,11 +24,14 @@ from homiebot.cli.options import (
     noise_option,
     perception_option,
     simulator_option,
+    skills_option,
 )
 from homiebot.config import (
     GRAPH_BUILDERS,
     MAX_ROUNDS,
     PerceptionMode,
+    SkillsMode,
+    choices,
     decode_mode,
     perception_mode,
 )
@@ -184,6 +187,7 @@ def register(app: typer.Typer) -> None:
         render: bool | None = typer.Option(None, "--render/--no-render", help="Render the four views every round (default on)."),
         video: bool | None = typer.Option(None, "--video/--no-video", help="Write episode.mp4 (default on)."),
         noise: str | None = noise_option(),
+        skills: str | None = skills_option(),
         strict_models: bool | None = typer.Option(None, "--strict-models/--lenient-models", help="F1 when the model does not serve the action (default lenient)."),
         base_url: str | None = ModelOptions.base_url(),
         model: str | None = ModelOptions.model(),
@@ -240,6 +244,8 @@ def register(app: typer.Typer) -> None:
                     parse(value)
                 except ValueError as err:
                     raise _fail(str(err)) from None
+        if skills is not None and skills not in {m.value for m in SkillsMode}:
+            raise _fail(f"--skills {skills!r}: use {choices(SkillsMode)}")
         if noise is not None:
             from homiebot.skills import preset_name
 
@@ -262,7 +268,7 @@ def register(app: typer.Typer) -> None:
         held.update(_given(scene=scene, seed=seed, max_rounds=max_rounds))
         sections = {
             "simulator": _given(backend=simulator, render=render),
-            "skills": _given(noise=noise),
+            "skills": _given(noise=noise, mode=skills),
             "executor": _given(strict_models=strict_models),
             "perception": _given(mode=perception, describe_world=describe_world),
             "recording": _given(video=video, report=report),

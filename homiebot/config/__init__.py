@@ -50,6 +50,13 @@ class NoiseMode(Choice):
     EMMOE = "emmoe"  # EMMOE table 4's per-try success rates
 
 
+class SkillsMode(Choice):
+    """How the skills act (``--skills``; docs/robots.md "Physical skills")."""
+
+    ORACLE = "oracle"  # the simulator places things (EMMOE's background-information setting, PARTNR's oracle skills)
+    PHYSICAL = "physical"  # NavigateToPose, FollowJointTrajectory and GripperCommand goals under physics
+
+
 class PerceptionMode(Choice):
     """What the planner's world knowledge comes from (``--perception``; :mod:`homiebot.perception`)."""
 

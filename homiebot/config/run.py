@@ -35,6 +35,7 @@ from homiebot.config import (
     NEAR_THRESHOLD_M,
     NoiseMode,
     PerceptionMode,
+    SkillsMode,
 )
 from homiebot.config.planners import (
     ConfigError,
@@ -64,9 +65,11 @@ NOISE_PRESETS: Mapping[str, NoiseMode] = {"noiseless": NoiseMode.OFF, "emmoe_tab
 
 
 class SkillsConfig(_Section):
-    """The skill layer: oracle skills with execution noise ``off`` or EMMOE table 4's (``emmoe``); the presets'
-    own names (``noiseless``, ``emmoe_table4``) are taken too."""
+    """The skill layer: the simulator's oracle skills or the physical ones (``mode``, docs/robots.md), with
+    execution noise ``off`` or EMMOE table 4's (``emmoe``); the presets' own names (``noiseless``,
+    ``emmoe_table4``) are taken too."""
 
+    mode: SkillsMode = SkillsMode.ORACLE
     noise: NoiseMode = NoiseMode.OFF
 
     @field_validator("noise", mode="before")

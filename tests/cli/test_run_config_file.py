@@ -66,7 +66,7 @@ def test_the_command_line_wins_over_the_file(homie, evaluation: Path, tmp_path: 
     overridden = homie("run", "--config", str(evaluation), "--task", TASK, "--max-rounds", "3", "--noise", "off",
                        "-p", "close_opened=false", "--out", str(tmp_path / "c"))
     run = overridden["run"]
-    assert run["max_rounds"] == 3 and run["skills"] == {"noise": "off"}
+    assert run["max_rounds"] == 3 and run["skills"] == {"mode": "oracle", "noise": "off"}
     assert run["planner"]["interact_range_m"] == 1.2 and run["planner"]["close_opened"] is False  # merged
     assert overridden["num_rounds"] == 3
     other = homie("run", "--config", str(evaluation), "--task", TASK, "--planner", "partnr_expert", "--out",

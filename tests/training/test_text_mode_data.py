@@ -110,7 +110,7 @@ def test_homie_data_export_writes_emmoes_raw_layout(tmp_path):
     # it, which homie run --config refuses by name (the registry does not build a training planner).
     run = json.loads((record / "summary.json").read_text())["run"]
     assert run["planner"]["name"] == "perturbed-expert" and run["planner"]["inject"] == 1.0
-    assert (run["task"], run["seed"], run["skills"], run["simulator"]["render"]) == (TASK, 13, {"noise": "off"}, False)
+    assert (run["task"], run["seed"], run["skills"], run["simulator"]["render"]) == (TASK, 13, {"mode": "oracle", "noise": "off"}, False)
     with pytest.raises(ConfigError, match="unknown planner 'perturbed-expert'"):
         run_config(run)
     rounds = [json.loads(line) for line in (record / "rounds.jsonl").read_text().splitlines() if line.strip()]

@@ -1,0 +1,143 @@
+"""Inverse kinematics of a robot's arm on the robot's own model (its URDF), with mink.
+
+:class:`ArmKinematics` loads the URDF a robot publishes on ``/robot_description`` (the embedded robot's is
+:func:`homiebot.sim.mujoco.urdf.robot_urdf`) into MuJoCo, keeps the arm chain's joints (a robot profile's
+``arm.joints``) and fixes every other joint, and adds the tool centre point (``tcp``) at an offset from the tip
+link. Poses are in the URDF root's frame (``base_link``): a skill turns world targets into it with the base
+pose. :meth:`ArmKinematics.solve` runs mink's differential IK (a QP per iteration, daqp) from several seeds and
+keeps the first that converges, since a 7-joint arm's solution depends on where the iteration starts.
+"""
+
+from __future__ import annotations
+
+import xml.etree.ElementTree as ET
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+
+import mink
+import mujoco
+import numpy as np
+from numpy.typing import ArrayLike
+
+TCP_SITE = "tcp"
+
+
+@dataclass(frozen=True)
+class IKSolution:
+    """Joint positions (in ``ArmKinematics.joints`` order) and the remaining error of the best attempt."""
+
+    positions: tuple[float, ...]
+    position_error: float  # m
+    orientation_error: float  # rad
+    converged: bool
+
+
+class ArmKinematics:
+    """The arm chain of a URDF, for IK (module docstring).
+
+    Args:
+        urdf: the robot description (URDF text).
+        joints: the arm chain's joints, base to tip (a robot profile's ``arm.joints``).
+        tip_link: the link the tool hangs from (``arm.tip_link``).
+        tcp_offset: the tool centre point in the tip link's frame (m): where the fingers close.
+    """
+
+    def __init__(self, urdf: str, joints: Sequence[str], tip_link: str, tcp_offset: Sequence[float]) -> None:
+        root = ET.fromstring(urdf)
+        # Keep fixed links as bodies (the tip link is often attached by a fixed joint) and skip visuals.
+        extension = ET.SubElement(root, "mujoco")
+        ET.SubElement(extension, "compiler", fusestatic="false", discardvisual="true")
+        spec = mujoco.MjSpec.from_string(ET.tostring(root, encoding="unicode"))
+        tip = spec.body(tip_link)
+        if tip is None:
+            raise ValueError(f"the robot description has no link {tip_link!r}")
+        tip.add_site(name=TCP_SITE, pos=list(tcp_offset))
+        known = {j.name for j in spec.joints}
+        missing = [j for j in joints if j not in known]
+        if missing:
+            raise ValueError(f"the robot description has no joints {missing}")
+        for joint in list(spec.joints):
+            if joint.name not in joints:
+                spec.delete(joint)  # fixed at its zero position: no joint outside the chain moves the tool here
+        self.model = spec.compile()
+        self.joints = tuple(self.model.joint(i).name for i in range(self.model.njnt))
+        if set(self.joints) != set(joints):
+            raise ValueError(f"the arm chain {list(joints)} compiled to {list(self.joints)}")
+        self._configuration = mink.Configuration(self.model)
+        self._task = mink.FrameTask(TCP_SITE, "site", position_cost=1.0, orientation_cost=0.5)
+        self._posture = mink.PostureTask(self.model, cost=1e-3)
+        self._limits = [mink.ConfigurationLimit(self.model)]
+        self._data = mujoco.MjData(self.model)
+        # The bodies a chain joint moves (the joints' bodies and everything below them).
+        moving = {int(self.model.jnt_bodyid[j]) for j in range(self.model.njnt)}
+        for body in range(self.model.nbody):  # parents come first
+            if self.model.body_parentid[body] in moving:
+                moving.add(body)
+        self._moving_bodies = sorted(moving)
+        self.lower = self.model.jnt_range[:, 0].copy()
+        self.upper = self.model.jnt_range[:, 1].copy()
+
+    def vector(self, positions: Mapping[str, float]) -> np.ndarray:
+        return np.array([positions[j] for j in self.joints], dtype=float)
+
+    def forward(self, q: Sequence[float]) -> np.ndarray:
+        """The tool's pose (4x4, base frame) at joint positions ``q``."""
+        data = mujoco.MjData(self.model)
+        data.qpos[:] = q
+        mujoco.mj_kinematics(self.model, data)
+        site = self.model.site(TCP_SITE).id
+        pose = np.eye(4)
+        pose[:3, :3] = data.site_xmat[site].reshape(3, 3)
+        pose[:3, 3] = data.site_xpos[site]
+        return pose
+
+    def link_points(self, q: Sequence[float], spacing: float = 0.05) -> np.ndarray:
+        """Points along the moving links (every ``spacing`` m between each moving body's origin and its child's, and
+        out to the tool centre), base frame: what a collision check of the arm against boxes tests."""
+        data = self._data
+        data.qpos[:] = q
+        mujoco.mj_kinematics(self.model, data)
+        model = self.model
+        points: list[np.ndarray] = []
+        for body in self._moving_bodies:
+            parent = model.body_parentid[body]
+            if parent in self._moving_bodies or model.body_jntnum[body] > 0:
+                a, b = data.xpos[parent], data.xpos[body]
+                steps = max(1, int(np.ceil(np.linalg.norm(b - a) / spacing)))
+                points.extend(a + (b - a) * k / steps for k in range(steps + 1))
+        site = model.site(TCP_SITE).id
+        points.append(data.site_xpos[site].copy())
+        return np.array(points)
+
+    def solve(
+        self,
+        target: np.ndarray,
+        seeds: Sequence[ArrayLike],
+        position_tolerance: float = 0.005,
+        orientation_tolerance: float = 0.03,
+        iterations: int = 150,
+        acceptable: Callable[[tuple[float, ...]], bool] | None = None,
+    ) -> IKSolution:
+        """Joint positions that put the tool at ``target`` (4x4, base frame); the best attempt when none
+        converges (``converged`` False: the pose is out of reach). ``acceptable`` rejects a converged solution
+        (one in collision) and moves on to the next seed."""
+        configuration, task, posture = self._configuration, self._task, self._posture
+        task.set_target(mink.SE3.from_matrix(np.asarray(target, dtype=float)))
+        best: IKSolution | None = None
+        for seed in seeds:
+            configuration.update(np.clip(np.asarray(seed, dtype=float), self.lower, self.upper))
+            posture.set_target_from_configuration(configuration)
+            for _ in range(iterations):
+                velocity = mink.solve_ik(configuration, [task, posture], 0.05, "daqp", damping=1e-3, limits=self._limits)
+                configuration.integrate_inplace(velocity, 0.05)
+                error = task.compute_error(configuration)
+                position_error, orientation_error = float(np.linalg.norm(error[:3])), float(np.linalg.norm(error[3:]))
+                if position_error <= position_tolerance and orientation_error <= orientation_tolerance:
+                    solution = tuple(float(v) for v in configuration.q)
+                    if acceptable is None or acceptable(solution):
+                        return IKSolution(solution, position_error, orientation_error, True)
+                    break
+            if best is None or position_error < best.position_error:
+                best = IKSolution(tuple(float(v) for v in configuration.q), position_error, orientation_error, False)
+        assert best is not None, "solve needs at least one seed"
+        return best

@@ -1,0 +1,435 @@
+"""Pick and Put through the arm's and the gripper's standard interfaces, planned from the world graph.
+
+The skills see what a real robot's skill layer sees: the world graph's boxes (an object's, a receptacle's top and
+interior), the base pose, the joint states; they act only through a
+:class:`~homiebot.sim.robot_driver.RobotDriver` (FollowJointTrajectory goals, GripperCommand goals), and they
+read the outcome from the gripper (a closed gripper that stopped short of its closed position holds something)
+and from the world graph after the act. Inverse kinematics is mink's on the robot's own model
+(:mod:`.kinematics`).
+
+**Pick.** A top-down grasp at the object's centre (the tool's x axis pointing down, the fingers closing
+horizontally, across the object seen from the base), with a side grasp (the tool level, pointing from the
+shoulder at the object) when no top-down one is in reach; each from a pre-grasp 15 cm back along the approach.
+Motions: tuck -> pre-grasp (joint space; the tuck keeps the arm inside the footprint and raises it clear of
+counters, the reach-over seeds keep the elbow up), pre-grasp -> grasp in three straight-line steps, close, lift
+10 cm, back to the tuck with the object.
+
+**Put.** The release point is chosen from the receptacle's box: inside its interior (``interior_min`` /
+``interior_max``; a fridge, an opened drawer, a sink) when it has one and is open, else on its top; the spot
+nearest the robot, 8 cm inside the edges and 10 cm from the objects already there. The held object is brought
+2 cm above the surface (its centre is where the tcp holds it) from above, released, and the arm retreats up and
+tucks. "Next to" an object puts beside it on that object's receptacle.
+
+Failures carry what happened, in words a planner can use, with the SkillStatus the executor maps onto EMMOE's
+codes: no arm configuration reaches the grasp (unreachable pose), the arm was blocked (collision, from the
+trajectory controller's path tolerance), the gripper closed on nothing (grasp missed), the object left the
+hand on the way (dropped), the object did not end on or in the receptacle (dropped, EMMOE's E2).
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+from numpy.typing import ArrayLike
+
+from homiebot.sim.robot_driver import JointTrajectory, RobotDriver, TrajectoryPoint, TrajectoryResult
+from homiebot.skills.physical.kinematics import ArmKinematics
+from homiebot.types import EntityKind, EntityState, Pose2D, SkillResult, SkillStatus, WorldState
+
+logger = logging.getLogger(__name__)
+
+#: A gripper that closed this much short of its closed gap (m) or more holds something.
+GRIPPED_GAP = 0.004
+#: Height of the finger tips above what a grasped object stands on (m): tips pressed on a counter cannot slide shut.
+FINGER_CLEARANCE = 0.01
+#: Largest joint step (rad) between the configurations a path's collision check tests.
+PATH_CHECK_STEP = 0.1
+
+
+@dataclass(frozen=True)
+class ArmSetup:
+    """What the manipulation skills need to know about an arm beyond its URDF (a robot profile's ``arm`` and
+    ``gripper`` sections, plus motion settings).
+
+    ``reach_seeds`` are IK starting points in the arm's plane (the shoulder's pan is aimed at the target): a
+    7-joint arm reaches most poses several ways, and these keep the elbow above what the hand reaches over.
+    """
+
+    chain: tuple[str, ...]
+    tip_link: str
+    tcp_offset: tuple[float, float, float]
+    tuck: Mapping[str, float]
+    pan_joint: str
+    gripper_joints: tuple[str, ...]  # their positions add up to the gap between the fingers
+    finger_reach: float  # m the finger tips reach beyond the tool centre along the approach
+    open_gap: float
+    closed_gap: float
+    max_effort: float = 0.0  # N; 0: the controller's own limit
+    joint_speed: float = 0.8  # rad/s (m/s x 10 for prismatic joints, see _duration)
+    min_motion_time: float = 0.6  # s
+    reach_seeds: tuple[Mapping[str, float], ...] = field(default_factory=tuple)
+    pregrasp_distance: float = 0.15  # m back along the approach
+    lift: float = 0.10  # m
+    surface_clearance: float = 0.02  # m between the held object's bottom and the surface at release
+    edge_margin: float = 0.08  # m from a receptacle's edges
+    neighbour_margin: float = 0.10  # m from objects already on the receptacle
+
+
+def sim_arm_setup() -> ArmSetup:
+    """The embedded robot's arm (homiebot/sim/mujoco/robot.py; the profile homiebot/config/robots/sim.yaml), with
+    the torso as Fetch's ``arm_with_torso_controller`` moves it."""
+    from homiebot.sim.mujoco import robot as robot_model  # the embedded robot's constants only
+
+    arm = robot_model.ARM_JOINTS
+    # The tuck with the torso raised 0.3 m: the folded arm and a held object ride above counters and opened
+    # drawers (about 0.9 m) instead of at their height.
+    tuck = {"torso_lift": 0.3, **robot_model.TUCK_POSE}
+
+    def reach(torso: float, lift: float, elbow: float, wrist: float) -> dict[str, float]:
+        return {"torso_lift": torso, "shoulder_lift": lift, "elbow_flex": elbow, "wrist_flex": wrist}
+
+    return ArmSetup(
+        chain=("torso_lift", *arm),
+        tip_link="gripper_link",
+        tcp_offset=(0.09, 0.0, 0.0),  # the MJCF's grip site
+        tuck=tuck,
+        pan_joint="shoulder_pan",
+        gripper_joints=robot_model.FINGER_JOINTS,
+        finger_reach=0.02,  # fingers 0.07 + 0.04 m along the gripper link, the grip site 0.09 m
+        open_gap=2 * robot_model.FINGER_OPEN,
+        closed_gap=0.0,
+        reach_seeds=(
+            reach(0.386, -0.6, 1.2, 1.0),
+            reach(0.2, -0.3, 1.5, 1.2),
+            reach(0.0, 0.2, 1.6, 1.2),
+            reach(0.386, -0.9, 1.8, 0.6),
+            reach(0.1, 0.5, 1.0, 1.0),
+        ),
+    )
+
+
+def _result(status: SkillStatus, detail: str) -> SkillResult:
+    return SkillResult(status=status, detail=detail)
+
+
+def tool_pose(position: ArrayLike, approach: ArrayLike, across: ArrayLike | None = None) -> np.ndarray:
+    """A 4x4 tool pose: x along ``approach``; y (the fingers' closing axis) along ``across`` made orthogonal."""
+    x = np.asarray(approach, dtype=float)
+    x = x / np.linalg.norm(x)
+    hint = np.asarray(across if across is not None else (0.0, 1.0, 0.0), dtype=float)
+    y = hint - x * float(hint @ x)
+    if np.linalg.norm(y) < 1e-6:
+        y = np.cross((0.0, 0.0, 1.0), x)
+    y = y / np.linalg.norm(y)
+    z = np.cross(x, y)
+    pose = np.eye(4)
+    pose[:3, :3] = np.column_stack([x, y, z])
+    pose[:3, 3] = position
+    return pose
+
+
+@dataclass(frozen=True)
+class Obstacles:
+    """The world graph's boxes the arm must keep clear of (furniture and objects, world frame), seen from a base
+    pose: a collision check of the arm's link points (kinematics.ArmKinematics.link_points) with a margin."""
+
+    base: Pose2D
+    boxes: tuple[tuple[str, np.ndarray, np.ndarray], ...]
+    margin: float = 0.05  # m: the links' radius
+
+    @staticmethod
+    def of(world: WorldState, ignore: set[str]) -> Obstacles:
+        boxes = tuple(
+            (e.name, np.array(e.bbox_min), np.array(e.bbox_max))
+            for e in world.entities.values()
+            if e.kind in (EntityKind.FURNITURE, EntityKind.OBJECT) and e.name not in ignore and not e.held
+        )
+        return Obstacles(world.robot, boxes)
+
+    def without(self, names: set[str]) -> Obstacles:
+        return Obstacles(self.base, tuple(b for b in self.boxes if b[0] not in names), self.margin)
+
+    def hit(self, points: np.ndarray) -> str | None:
+        """The first box a point (base frame) is within ``margin`` of, or None."""
+        c, s = math.cos(self.base.yaw), math.sin(self.base.yaw)
+        world = np.column_stack([self.base.x + c * points[:, 0] - s * points[:, 1],
+                                 self.base.y + s * points[:, 0] + c * points[:, 1], points[:, 2]])
+        for name, lo, hi in self.boxes:
+            inside = np.all((world > lo - self.margin) & (world < hi + self.margin), axis=1)
+            if inside.any():
+                return name
+        return None
+
+
+class Planning(Exception):
+    """A plan that cannot be made or carried out, with the skill result to report."""
+
+    def __init__(self, status: SkillStatus, detail: str) -> None:
+        super().__init__(detail)
+        self.result = _result(status, detail)
+
+
+class PhysicalManipulation:
+    """Pick and Put on a :class:`RobotDriver` (module docstring)."""
+
+    def __init__(self, driver: RobotDriver, kinematics: ArmKinematics, setup: ArmSetup) -> None:
+        if set(kinematics.joints) != set(setup.chain):
+            raise ValueError(f"the kinematics' joints {kinematics.joints} are not the arm setup's chain {setup.chain}")
+        self.driver = driver
+        self.kinematics = kinematics
+        self.setup = setup
+        self._tuck = kinematics.vector(setup.tuck)
+
+    # ------------------------------------------------------------------ skills
+
+    def tuck(self) -> TrajectoryResult:
+        """Fold the arm inside the footprint (before the base moves, and at the end of every manipulation)."""
+        return self._move([tuple(self._tuck)])
+
+    def pick(self, world: WorldState, obj: str) -> SkillResult:
+        entity = world.entities.get(obj)
+        if entity is None or entity.kind is not EntityKind.OBJECT:
+            return _result(SkillStatus.NOT_FOUND, f"{obj} is not an object in the world graph")
+        try:
+            grasp = self._grasp_plan(world, entity)
+            self._gripper(self.setup.open_gap)
+            self._expect(self._move(grasp.reach), f"reaching for {obj}")
+            self._expect(self._move(grasp.approach), f"reaching for {obj}")
+            closed = self.driver.gripper_command(self.setup.closed_gap, self.setup.max_effort)
+            if closed.position <= self.setup.closed_gap + GRIPPED_GAP:
+                self._gripper(self.setup.open_gap)
+                self._move(list(reversed(grasp.approach[:-1])) + list(reversed(grasp.reach)))
+                return _result(SkillStatus.EXECUTION_FAILED, f"grasp missed: the gripper closed on nothing at {obj}")
+            self._expect(self._move([grasp.lift]), f"lifting {obj}")
+            self._expect(self._move(grasp.back), f"carrying {obj}")
+        except Planning as failure:
+            self._gripper(self.setup.open_gap)
+            self.tuck()
+            return failure.result
+        if self._gap() <= self.setup.closed_gap + GRIPPED_GAP:
+            return _result(SkillStatus.EXECUTION_FAILED, f"{obj} slipped out of the gripper on the way back")
+        return _result(SkillStatus.SUCCESS, f"picked {obj} ({grasp.kind} grasp)")
+
+    def put(self, world: WorldState, obj: str, place: str) -> SkillResult:
+        entity = world.entities.get(obj)
+        target = world.entities.get(place)
+        if entity is None or target is None:
+            return _result(SkillStatus.NOT_FOUND, f"{obj if entity is None else place} is not in the world graph")
+        try:
+            release = self._release_plan(world, entity, target)
+            self._expect(self._move(release.reach), f"bringing {obj} over {place}")
+            self._expect(self._move(release.lower), f"lowering {obj} onto {place}")
+            self._gripper(self.setup.open_gap)
+            self._expect(self._move(release.back), f"retreating from {place}")
+        except Planning as failure:
+            self.tuck()
+            return failure.result
+        return _result(SkillStatus.SUCCESS, f"released {obj} {release.relation} {place}")
+
+    # ------------------------------------------------------------------ plans
+
+    @dataclass(frozen=True)
+    class _Grasp:
+        kind: str
+        reach: list[tuple[float, ...]]  # from the tuck to the pre-grasp (through a via point if needed)
+        approach: list[tuple[float, ...]]  # pre-grasp to grasp, straight
+        lift: tuple[float, ...]
+        back: list[tuple[float, ...]]  # from the lift to the tuck
+
+    @dataclass(frozen=True)
+    class _Release:
+        relation: str
+        reach: list[tuple[float, ...]]
+        lower: list[tuple[float, ...]]
+        back: list[tuple[float, ...]]  # up again, then to the tuck
+
+    def _grasp_plan(self, world: WorldState, entity: EntityState) -> PhysicalManipulation._Grasp:
+        centre = self._in_base(world.robot, entity.position)
+        horizontal = np.array([centre[0], centre[1], 0.0])
+        across = np.cross((0.0, 0.0, 1.0), horizontal / max(np.linalg.norm(horizontal), 1e-9))
+        # From above, the finger tips reach past the tool centre: hold a short object high enough that they stop
+        # short of what it stands on.
+        high = centre.copy()
+        high[2] = max(centre[2], entity.bbox_min[2] + self.setup.finger_reach + FINGER_CLEARANCE)
+        receptacle = entity.parent if entity.relation == "in" else None
+        obstacles = Obstacles.of(world, {entity.name} | ({receptacle} if receptacle else set()))
+        # The last few centimetres to the grasp come down onto what the object stands on.
+        near = obstacles.without({entity.parent}) if entity.parent else obstacles
+        candidates = [
+            ("top-down", tool_pose(high, (0.0, 0.0, -1.0), across)),
+            ("side", tool_pose(centre, horizontal, across)),
+        ]
+        reason = "no arm configuration reaches it"
+        for kind, pose in candidates:
+            line = self._line(pose, -self.setup.pregrasp_distance, obstacles, near)
+            if line is None:
+                continue
+            pregrasp, approach = line[0], line[1:]
+            lifted = pose.copy()
+            lifted[2, 3] += self.setup.lift
+            lift = self.kinematics.solve(lifted, [approach[-1]], acceptable=self._clear(near))
+            if not lift.converged:
+                continue
+            reach = self._path(self._current(), pregrasp, obstacles)
+            back = self._path(lift.positions, tuple(self._tuck), obstacles)
+            if reach is None or back is None:
+                reason = "no collision-free arm motion gets there"
+                continue
+            return self._Grasp(kind, reach, approach, lift.positions, back)
+        raise Planning(SkillStatus.EXECUTION_FAILED,
+                       f"unreachable pose: {reason} to grasp {entity.name} from here "
+                       f"({np.linalg.norm(horizontal):.2f} m from the base, {centre[2]:.2f} m high)")
+
+    def _release_plan(self, world: WorldState, held: EntityState, target: EntityState) -> PhysicalManipulation._Release:
+        receptacle, near = target, None
+        if target.kind is EntityKind.OBJECT:
+            if target.parent is None or target.parent not in world.entities:
+                raise Planning(SkillStatus.EXECUTION_FAILED, f"{target.name} stands on nothing to put beside it on")
+            receptacle, near = world.entities[target.parent], target
+        inside = receptacle.interior_min is not None and receptacle.interior_max is not None and (
+            not receptacle.articulated or receptacle.is_open)
+        if inside:
+            lo, hi = np.array(receptacle.interior_min), np.array(receptacle.interior_max)
+            relation = "in"
+        else:
+            lo, hi = np.array(receptacle.bbox_min), np.array(receptacle.bbox_max)
+            lo[2] = hi[2]
+            relation = "on"
+        half = (held.bbox_max[2] - held.bbox_min[2]) / 2
+        others = [e for e in world.entities.values() if e.parent == receptacle.name and e.name != held.name]
+        spot = self._spot(world.robot, lo, hi, others, near)
+        if spot is None:
+            raise Planning(SkillStatus.EXECUTION_FAILED, f"no free spot {relation} {receptacle.name} within reach")
+        obstacles = Obstacles.of(world, {held.name} | ({receptacle.name} if inside else set()))
+        near_obstacles = obstacles.without({receptacle.name})
+        # The object's centre sits where the grasp holds it, the tool centre; release it just above the surface.
+        centre = np.array([spot[0], spot[1], lo[2] + half + self.setup.surface_clearance])
+        centre_base = self._in_base(world.robot, centre)
+        horizontal = np.array([centre_base[0], centre_base[1], 0.0])
+        across = np.cross((0.0, 0.0, 1.0), horizontal / max(np.linalg.norm(horizontal), 1e-9))
+        pose = tool_pose(centre_base, (0.0, 0.0, -1.0), across)
+        line = self._line(pose, -self.setup.pregrasp_distance, obstacles, near_obstacles)
+        reach = self._path(self._current(), line[0], obstacles) if line is not None else None
+        back = self._path(line[0], tuple(self._tuck), obstacles) if line is not None else None
+        if line is None or reach is None or back is None:
+            raise Planning(SkillStatus.EXECUTION_FAILED,
+                           f"unreachable pose: no collision-free arm motion reaches {relation} {receptacle.name} from here")
+        up = list(reversed(line[:-1]))
+        return self._Release(relation, reach, line[1:], up + back)
+
+    def _spot(self, base: Pose2D, lo: np.ndarray, hi: np.ndarray, others: list[EntityState],
+              near: EntityState | None) -> tuple[float, float] | None:
+        """The free point of the box's top face nearest the robot (or nearest ``near``), inside its margins."""
+        margin = self.setup.edge_margin
+        x0, y0, x1, y1 = lo[0] + margin, lo[1] + margin, hi[0] - margin, hi[1] - margin
+        if x0 > x1:
+            x0 = x1 = (lo[0] + hi[0]) / 2
+        if y0 > y1:
+            y0 = y1 = (lo[1] + hi[1]) / 2
+        xs = np.linspace(x0, x1, max(2, math.ceil((x1 - x0) / 0.03) + 1))
+        ys = np.linspace(y0, y1, max(2, math.ceil((y1 - y0) / 0.03) + 1))
+        grid = np.stack(np.meshgrid(xs, ys), axis=-1).reshape(-1, 2)
+        free = np.ones(len(grid), dtype=bool)
+        for other in others:
+            r = max(other.bbox_max[0] - other.bbox_min[0], other.bbox_max[1] - other.bbox_min[1]) / 2
+            d = np.hypot(grid[:, 0] - other.position[0], grid[:, 1] - other.position[1])
+            free &= d >= r + self.setup.neighbour_margin
+        if not free.any():
+            return None
+        anchor = np.array(near.position[:2]) if near is not None else np.array([base.x, base.y])
+        candidates = grid[free]
+        best = candidates[np.argmin(np.hypot(*(candidates - anchor).T))]
+        return float(best[0]), float(best[1])
+
+    # ------------------------------------------------------------------ motion
+
+    def _in_base(self, base: Pose2D, point: ArrayLike) -> np.ndarray:
+        point = np.asarray(point, dtype=float)
+        c, s = math.cos(base.yaw), math.sin(base.yaw)
+        dx, dy = point[0] - base.x, point[1] - base.y
+        return np.array([c * dx + s * dy, -s * dx + c * dy, point[2]])
+
+    def _seeds(self, target: np.ndarray, extra: Sequence[Sequence[float]] = ()) -> list[np.ndarray]:
+        pan = math.atan2(target[1, 3], target[0, 3])
+        seeds = [np.asarray(s, dtype=float) for s in extra]
+        for seed in self.setup.reach_seeds:
+            values = {**{j: 0.0 for j in self.setup.chain}, **seed, self.setup.pan_joint: pan}
+            seeds.append(self.kinematics.vector(values))
+        seeds.append(np.asarray(self._current(), dtype=float))
+        return seeds
+
+    def _current(self) -> tuple[float, ...]:
+        joints = self.driver.joint_positions()
+        return tuple(float(joints.get(j, 0.0)) for j in self.kinematics.joints)
+
+    def _clear(self, obstacles: Obstacles) -> Callable[[Sequence[float]], bool]:
+        return lambda q: obstacles.hit(self.kinematics.link_points(q)) is None
+
+    def _line(self, pose: np.ndarray, back: float, obstacles: Obstacles, near: Obstacles,
+              steps: int = 3) -> list[tuple[float, ...]] | None:
+        """Joint positions along the straight line from ``back`` m along the tool's x axis to ``pose``: the first
+        point solved from the seeds, clear of ``obstacles``, each next from the previous, clear of ``near`` (what
+        the hand may come close to at the end: the surface under the object); None when out of reach."""
+        start = pose.copy()
+        start[:3, 3] += back * pose[:3, 0]
+        first = self.kinematics.solve(start, self._seeds(start), acceptable=self._clear(obstacles))
+        if not first.converged:
+            return None
+        points = [first.positions]
+        for k in range(1, steps + 1):
+            waypoint = pose.copy()
+            waypoint[:3, 3] = start[:3, 3] + (pose[:3, 3] - start[:3, 3]) * k / steps
+            solution = self.kinematics.solve(waypoint, [points[-1]], acceptable=self._clear(near))
+            if not solution.converged:
+                return None
+            points.append(solution.positions)
+        return points
+
+    def _path(self, start: Sequence[float], goal: Sequence[float], obstacles: Obstacles) -> list[tuple[float, ...]] | None:
+        """Waypoints from ``start`` to ``goal`` whose joint-space segments stay clear of ``obstacles``: straight when
+        it is, else through the tuck (folded in the footprint, above counters), else None."""
+        if self._segment_clear(start, goal, obstacles):
+            return [tuple(goal)]
+        tuck = tuple(self._tuck)
+        if self._segment_clear(start, tuck, obstacles) and self._segment_clear(tuck, goal, obstacles):
+            return [tuck, tuple(goal)]
+        return None
+
+    def _segment_clear(self, a: Sequence[float], b: Sequence[float], obstacles: Obstacles) -> bool:
+        a_, b_ = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+        steps = max(1, math.ceil(float(np.max(np.abs(b_ - a_))) / PATH_CHECK_STEP))
+        # The start is where the arm is: a contact there (a door swung against the tucked arm) is not the motion's.
+        return all(obstacles.hit(self.kinematics.link_points(a_ + (b_ - a_) * k / steps)) is None
+                   for k in range(1, steps + 1))
+
+    def _duration(self, a: Sequence[float], b: Sequence[float]) -> float:
+        scale = np.array([10.0 if j == "torso_lift" else 1.0 for j in self.kinematics.joints])
+        travel = float(np.max(np.abs((np.asarray(b) - np.asarray(a)) * scale)))
+        return max(self.setup.min_motion_time, travel / self.setup.joint_speed)
+
+    def _move(self, waypoints: Sequence[Sequence[float]]) -> TrajectoryResult:
+        """One FollowJointTrajectory goal through ``waypoints`` (chain order), timed by the joint speed."""
+        current = self.driver.joint_positions()
+        previous = [current.get(j, 0.0) for j in self.kinematics.joints]
+        t = 0.0
+        points = []
+        for waypoint in waypoints:
+            t += self._duration(previous, waypoint)
+            points.append(TrajectoryPoint(tuple(float(v) for v in waypoint), t))
+            previous = list(waypoint)
+        return self.driver.follow_joint_trajectory(JointTrajectory(self.kinematics.joints, tuple(points)))
+
+    def _expect(self, result: TrajectoryResult, doing: str) -> None:
+        if not result.succeeded:
+            raise Planning(SkillStatus.EXECUTION_FAILED, f"the arm stopped while {doing}: {result.error_string}")
+
+    def _gripper(self, gap: float) -> None:
+        self.driver.gripper_command(gap, self.setup.max_effort)
+
+    def _gap(self) -> float:
+        joints = self.driver.joint_positions()
+        return float(sum(joints[j] for j in self.setup.gripper_joints))

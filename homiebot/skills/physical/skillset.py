@@ -1,0 +1,146 @@
+"""``--skills physical``: the executor's skill runner on the robot's standard interfaces.
+
+:class:`PhysicalSkillSet` is a :class:`~homiebot.skills.SkillSet` (the same model names, the same logical checks,
+the same optional execution noise) whose Go to, Pick and Put act through a
+:class:`~homiebot.sim.robot_driver.RobotDriver`: NavigateToPose goals (:mod:`.navigation`), and
+FollowJointTrajectory and GripperCommand goals planned with inverse kinematics on the robot's URDF
+(:mod:`.manipulation`). On the embedded simulator the driver is
+:class:`~homiebot.sim.mujoco.physical.PhysicalDriver`: the arm moves under physics and objects are dynamic.
+
+The other actions (Open, Close and the household ones) still run the simulator's oracle skill under this
+setting: moving a door or drawer with the gripper is not built yet (docs/robots.md, "Physical skills").
+
+The executor calls ``sim.reset_arm()`` before every try (EMMOE's retry from a known pose); on the oracle arm it
+snaps the arm to its stow pose. Here the arm is the physics', so the skill set tells the simulator to leave it
+alone, and each skill starts by tucking the arm through the trajectory controller instead.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+
+import numpy as np
+
+from homiebot.sim.base import Simulator
+from homiebot.skills.actions import action_spec
+from homiebot.skills.noise import NoiseConfig, SupportsPrecheck
+from homiebot.skills.physical import navigation
+from homiebot.skills.physical.kinematics import ArmKinematics
+from homiebot.skills.physical.manipulation import ArmSetup, PhysicalManipulation, sim_arm_setup
+from homiebot.skills.skillset import DEFAULT_SKILLS, Skill, SkillSet
+from homiebot.types import Action, Pose2D, SkillResult, SkillStatus
+
+logger = logging.getLogger(__name__)
+
+#: The actions this skill set runs physically; the rest run the simulator's oracle skill.
+PHYSICAL_ACTIONS = frozenset({Action.GO_TO, Action.PICK, Action.PUT})
+#: Gaps between the base's edge and an object's receptacle at the poses Go to tries, nearest first (m): close,
+#: so that the arm reaches over a counter's depth (navigation.OBJECT_GAPS are the oracle-like standoffs).
+MANIPULATION_GAPS = (0.06, 0.2, 0.45)
+#: How far an opening door or drawer may sweep at most (m): a furniture's larger side, capped here.
+MAX_SWEEP_M = 0.9
+#: The base's radius plus how far the tucked arm reaches beyond it, and a margin (m).
+TUCKED_REACH_M = 0.40
+
+
+class PhysicalSkillSet(SkillSet):
+    """Skills over one simulator through its standard interfaces (module docstring).
+
+    Args:
+        sim: the embedded MuJoCo simulator (``homiebot.sim.mujoco.backend.MujocoSimulator``).
+        noise, seed, skills, strict_models: as :class:`~homiebot.skills.SkillSet`; noise, when asked for, is
+            sampled on top of what physics does.
+        arm: the arm's setup (default: the embedded robot's).
+    """
+
+    def __init__(
+        self,
+        sim: Simulator,
+        noise: NoiseConfig | str | None = None,
+        seed: int = 0,
+        skills: tuple[Skill, ...] = DEFAULT_SKILLS,
+        strict_models: bool = False,
+        arm: ArmSetup | None = None,
+    ) -> None:
+        super().__init__(sim, noise=noise, seed=seed, skills=skills, strict_models=strict_models)
+        from homiebot.sim.mujoco.backend import MujocoSimulator
+        from homiebot.sim.mujoco.physical import PhysicalDriver
+
+        if not isinstance(sim, MujocoSimulator):
+            raise TypeError(f"--skills physical needs the embedded MuJoCo simulator, not {type(sim).__name__}")
+        sim.use_physical_arm()
+        self.driver = PhysicalDriver(sim)
+        setup = arm or sim_arm_setup()
+        kinematics = ArmKinematics(sim.robot_kinematics().urdf(), setup.chain, setup.tip_link, setup.tcp_offset)
+        self.manipulation = PhysicalManipulation(self.driver, kinematics, setup)
+
+    def reset_arm(self) -> None:
+        """Tuck the arm through the trajectory controller (the oracle's snap would teleport it)."""
+        self.manipulation.tuck()
+
+    def _attempt(self, skill: Skill, target: str, place: str | None) -> SkillResult:
+        action = skill.action
+        if action is Action.OPEN:
+            # The oracle Open swings the door or pulls the drawer out at once: stand clear of its sweep first,
+            # as a robot backs up while it opens one.
+            blocked = self._clear_of_sweep(target)
+            if blocked is not None:
+                return blocked
+        if action not in PHYSICAL_ACTIONS:
+            return super()._attempt(skill, target, place)
+        if self.noise.config.failure(action) > 0.0 and self.noise.attempt_fails(action):
+            return SkillResult(SkillStatus.EXECUTION_FAILED, f"{action.value} failed (execution noise '{self.noise.config.name}')")
+        # The logical refusals (hand full or empty, too far, a closed container) are the oracle's, so that the
+        # executor's error codes mean the same under both settings.
+        if action is not Action.GO_TO and isinstance(self.sim, SupportsPrecheck):
+            refusal = self.sim.precheck(action_spec(action).sim_name, target, place)
+            if refusal is not None:
+                return refusal
+        tucked = self.manipulation.tuck()
+        if not tucked.succeeded:
+            return SkillResult(SkillStatus.EXECUTION_FAILED, f"the arm could not tuck before {action.value}: {tucked.error_string}")
+        if action is Action.GO_TO:
+            return navigation.go_to(self.driver, self.sim.state(), target, object_gaps=MANIPULATION_GAPS)
+        if action is Action.PICK:
+            return self.manipulation.pick(self.sim.state(), target)
+        assert place is not None, "the executor always gives Put a place"
+        result = self.manipulation.put(self.sim.state(), target, place)
+        if not result.success:
+            return result
+        return self._check_put(target, place, result)
+
+    def _clear_of_sweep(self, target: str) -> SkillResult | None:
+        """Back the base away from an articulated furniture (facing it) until a door or drawer as deep as the
+        furniture's larger side cannot reach the base and the tucked arm; None when clear or moved clear."""
+        world = self.sim.state()
+        entity = world.entities.get(target)
+        if entity is None or not entity.articulated or entity.is_open:
+            return None
+        lo, hi = np.array(entity.bbox_min[:2]), np.array(entity.bbox_max[:2])
+        base = np.array([world.robot.x, world.robot.y])
+        gap = float(np.linalg.norm(np.maximum(np.maximum(lo - base, base - hi), 0.0)))
+        sweep = min(float(np.max(hi - lo)), MAX_SWEEP_M)
+        needed = sweep + TUCKED_REACH_M
+        if gap >= needed:
+            return None
+        centre = (lo + hi) / 2
+        away = base - centre
+        away = away / max(float(np.linalg.norm(away)), 1e-9)
+        goal = base + away * (needed - gap)
+        result = self.driver.navigate_to_pose(Pose2D(float(goal[0]), float(goal[1]), math.atan2(-away[1], -away[0])))
+        if result.succeeded:
+            return None
+        return SkillResult(SkillStatus.EXECUTION_FAILED,
+                           f"no room to open {target}: the base could not back away {needed - gap:.2f} m ({result.error_msg})")
+
+    def _check_put(self, obj: str, place: str, released: SkillResult) -> SkillResult:
+        """What the world graph says after the release: the object on or in the place (or beside it), or lost."""
+        world = self.sim.state()
+        entity = world.entities[obj]
+        target = world.entities[place]
+        receptacle = target.parent if target.kind.value == "object" else place
+        if entity.parent == receptacle:
+            return SkillResult(SkillStatus.SUCCESS, f"put {obj} {entity.relation} {receptacle}")
+        where = f"on {entity.parent}" if entity.parent else f"at ({entity.position[0]:.2f}, {entity.position[1]:.2f}, {entity.position[2]:.2f})"
+        return SkillResult(SkillStatus.DROPPED, f"{released.detail}, but {obj} did not stay there: it came to rest {where}")
