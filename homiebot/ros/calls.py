@@ -142,9 +142,25 @@ def call_action(
 ) -> Any:
     """Send one goal and wait for its result within ``timeout_s`` (discovery, acceptance and execution).
 
-    Returns the action's Result message. At the deadline the goal is canceled (best effort: the server
-    may be gone) and :class:`CallTimeout` is raised. A lost goal answer is recovered (module docstring).
+    Returns the action's Result message; a goal that ends other than succeeded raises :class:`CallFailed`.
+    At the deadline the goal is canceled (best effort: the server may be gone) and :class:`CallTimeout` is
+    raised. A lost goal answer is recovered (module docstring).
     """
+    status, result = call_action_status(client, goal, timeout_s, feedback_callback)
+    if status != GoalStatus.STATUS_SUCCEEDED:
+        raise CallFailed(f"action {client._action_name}: goal ended with status {status}")
+    return result
+
+
+def call_action_status(
+    client: ActionClient,
+    goal: Any,
+    timeout_s: float,
+    feedback_callback: Callable[[Any], None] | None = None,
+) -> tuple[int, Any]:
+    """As :func:`call_action`, for actions whose failures carry a result (Nav2's and ros2_control's abort a goal
+    with an error code in it): the goal's final status (``GoalStatus.STATUS_*``) and its Result message.
+    A rejected goal still raises :class:`CallFailed`."""
     deadline = time.monotonic() + timeout_s
     name = client._action_name  # rclpy exposes no public accessor
     if not client.server_is_ready():
@@ -177,9 +193,7 @@ def call_action(
         if resent:  # sent twice, unknown twice: the server rejected it
             raise CallFailed(f"action {name}: goal rejected")
         resent = True  # the server never got the goal: send it again under the same id
-    if response.status != GoalStatus.STATUS_SUCCEEDED:
-        raise CallFailed(f"action {name}: goal ended with status {response.status}")
-    return response.result
+    return int(response.status), response.result
 
 
 def announce_ready(node: Any, ready: Callable[[], bool] | None = None, period_s: float = 0.1) -> Any:

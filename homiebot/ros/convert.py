@@ -29,7 +29,7 @@ import sys
 from collections.abc import Sequence
 
 import numpy as np
-from builtin_interfaces.msg import Time
+from builtin_interfaces.msg import Duration, Time
 from diagnostic_msgs.msg import KeyValue
 from geometry_msgs.msg import Point, Pose, Quaternion, TransformStamped
 from homie_msgs.msg import CameraView as CameraViewMsg
@@ -82,8 +82,16 @@ def time_msg(seconds: float) -> Time:
     return Time(sec=sec, nanosec=nanosec)
 
 
-def time_seconds(stamp: Time) -> float:
+def time_seconds(stamp: Time | Duration) -> float:
     return stamp.sec + stamp.nanosec * 1e-9
+
+
+def duration_msg(seconds: float) -> Duration:
+    """A non-negative span (an action's elapsed time, a trajectory point's ``time_from_start``)."""
+    seconds = max(float(seconds), 0.0)
+    sec = int(math.floor(seconds))
+    nanosec = min(int(round((seconds - sec) * 1e9)), 999_999_999)
+    return Duration(sec=sec, nanosec=nanosec)
 
 
 def header(seconds: float, frame_id: str = MAP_FRAME) -> Header:

@@ -14,11 +14,10 @@ from __future__ import annotations
 
 import math
 
-from builtin_interfaces.msg import Duration
 from geometry_msgs.msg import PoseStamped
 from nav2_msgs.action import NavigateToPose
 
-from homiebot.ros.convert import MAP_FRAME, header, pose2d_to_pose, pose_to_pose2d
+from homiebot.ros.convert import MAP_FRAME, duration_msg, header, pose2d_to_pose, pose_to_pose2d
 from homiebot.sim.robot_driver import NavErrorCode, NavigateResult
 from homiebot.types import Pose2D
 
@@ -28,13 +27,6 @@ NAVIGATE_TO_POSE = "/navigate_to_pose"
 
 class GoalFrameError(ValueError):
     """A goal in a frame other than ``map``: the simulator's server has no tf tree to transform it with."""
-
-
-def duration_msg(seconds: float) -> Duration:
-    seconds = max(float(seconds), 0.0)
-    sec = int(math.floor(seconds))
-    nanosec = min(int(round((seconds - sec) * 1e9)), 999_999_999)
-    return Duration(sec=sec, nanosec=nanosec)
 
 
 def goal_msg(pose: Pose2D, seconds: float = 0.0) -> NavigateToPose.Goal:
