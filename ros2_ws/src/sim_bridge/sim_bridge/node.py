@@ -12,6 +12,27 @@ Serves (names relative to the node's namespace):
   end; a failure aborts the goal with Nav2's ``error_code`` and an ``error_msg`` that says where and what. Served
   when the backend has ``navigate_to_pose`` and nav2_msgs is importable (the workspace's stand-in otherwise).
 
+**Physical mode** (parameter ``skills: physical``; default ``oracle``; the embedded MuJoCo simulator only): the
+bridge is the robot of ``--skills physical`` (docs/robots.md, "Physical skills through the ROS graph"). At every
+reset it builds :class:`homiebot.skills.physical.PhysicalSkillSet`, whose
+:class:`~homiebot.sim.mujoco.physical.PhysicalDriver` moves the arm and the gripper under physics, and serves the
+standard interfaces from that driver:
+
+* ``/arm_controller/follow_joint_trajectory`` (control_msgs/FollowJointTrajectory): the torso lift and the seven
+  arm joints (the controller is Fetch's ``arm_with_torso_controller`` in joint set), feedback at the end with
+  where the joints are, the result with ros2_control's ``error_code`` (a broken path or goal tolerance aborts);
+* ``/gripper_controller/gripper_cmd`` (control_msgs/GripperCommand): the gap between the fingers in metres; a
+  goal that reached its gap or stalled on an object succeeds (GripperActionController with ``allow_stalling``),
+  one that did neither is aborted;
+* ``/navigate_to_pose`` through the same driver;
+* ``/joint_states`` and ``/odom`` at ``state_rate_hz`` (to subscribers), as a robot's joint_state_broadcaster and
+  odometry publish them: the physical skills' ROS driver reads the joints and the base only from messages sent
+  after a goal ended (:mod:`homiebot.ros.robot_driver`).
+
+``/sim/navigate`` and ``/sim/manipulate`` stay, run by the same physical skill set (the executors of a physical
+graph send only Open, Close and the household skills there; the physical skill set backs the base out of a door's
+sweep before an Open, as in-process).
+
 Skills run through the skill layer, :class:`homiebot.skills.SkillSet`, built at every reset with the reset's
 seed and the ``noise`` parameter's preset (``noiseless`` by default; ``emmoe_table4`` or its alias ``emmoe``:
 EMMOE table 4's per-attempt failures): what ``homie run --noise`` builds in-process with the same seed, so a
@@ -100,14 +121,19 @@ from homiebot.sim.base import (
     SupportsRobotModel,
     make_simulator,
 )
-from homiebot.sim.robot_driver import NavErrorCode, NavigateResult
+from homiebot.sim.robot_driver import NavErrorCode, NavigateResult, RobotDriver, TrajectoryErrorCode, TrajectoryResult
 from homiebot.skills import SkillSet, UnservedModelError, preset_name
-from homiebot.types import VIEW_NAMES, Action, Observation, SkillResult, SkillStatus
+from homiebot.types import VIEW_NAMES, Action, Observation, Pose2D, SkillResult, SkillStatus
 
 try:  # A ROS 2 install's nav2_msgs, else the workspace's stand-in (ros2_ws/compat/nav2_msgs, docs/robots.md).
     from homiebot.ros import nav2
 except ImportError:  # pragma: no cover - depends on the machine
     nav2 = None  # type: ignore[assignment]
+
+try:  # ros2_control's actions for physical mode: a ROS 2 install's control_msgs, else the workspace's stand-in.
+    from homiebot.ros import control
+except ImportError:  # pragma: no cover - depends on the machine
+    control = None  # type: ignore[assignment]
 
 try:  # A ROS 2 install's own tf2_msgs; with the PyPI wheels (no tf2_msgs) the workspace's stand-in,
     # ros2_ws/compat/tf2_msgs (same definitions and type hashes), which scripts/setup_ros.sh builds there.
@@ -118,6 +144,10 @@ except ImportError:  # pragma: no cover - depends on the machine
 
 #: How long after a skill's answer the bridge publishes its state and pre-renders (see SimBridge.__init__).
 AFTER_SKILL_DELAY_S = 0.003
+#: The skill settings (homiebot.config.SkillsMode): the simulator's kinematic skills, or physics behind the standard
+#: interfaces (module docstring, "Physical mode").
+ORACLE_SKILLS = "oracle"
+PHYSICAL_SKILLS = "physical"
 #: PARTNR's human partner: its agent id, name and namespace (module docstring).
 HUMAN = 1
 HUMAN_NAME = "human"
@@ -174,6 +204,8 @@ class SimBridge(Node):
         self.declare_parameter("prerender", True)
         self.declare_parameter("noise", "noiseless")
         self.declare_parameter("human", False)
+        self.declare_parameter("skills", ORACLE_SKILLS)
+        self.declare_parameter("state_rate_hz", 30.0)
 
         if simulator is None:
             backend = self.get_parameter("simulator").value
@@ -184,6 +216,7 @@ class SimBridge(Node):
                     options["human"] = True
             simulator = make_simulator(backend, **options)
         self.sim = simulator
+        self.physical = self._skills_mode(simulator)
         # The agents this bridge serves: 0 the robot, and the human (1) when the simulator has one.
         self.agents: tuple[int, ...] = simulator.agent_ids if isinstance(simulator, SupportsAgents) else (0,)
         self._agent_skills: dict[int, SkillSet] = {}  # the partner's skill layer, built at every reset
@@ -216,6 +249,16 @@ class SimBridge(Node):
             self._navigate_to_pose = ActionServer(
                 self, nav2.NavigateToPose, nav2.NAVIGATE_TO_POSE, self._on_navigate_to_pose, goal_callback=self._accept,
                 callback_group=sim_group,
+            )
+        if self.physical:
+            assert control is not None  # checked by _skills_mode
+            self._trajectory_server = ActionServer(
+                self, control.FollowJointTrajectory, control.FOLLOW_JOINT_TRAJECTORY, self._on_follow_joint_trajectory,
+                goal_callback=self._accept, callback_group=sim_group,
+            )
+            self._gripper_server = ActionServer(
+                self, control.GripperCommand, control.GRIPPER_COMMAND, self._on_gripper_command,
+                goal_callback=self._accept, callback_group=sim_group,
             )
 
         self._views_pub = self.create_publisher(MultiView, "/homie/views", VIEWS_QOS)
@@ -275,6 +318,9 @@ class SimBridge(Node):
         rate = float(self.get_parameter("publish_rate_hz").value)
         if rate > 0:
             self.create_timer(1.0 / rate, self._on_timer, callback_group=sim_group)
+        state_rate = float(self.get_parameter("state_rate_hz").value)
+        if self.physical and state_rate > 0:
+            self.create_timer(1.0 / state_rate, self._publish_robot_state, callback_group=sim_group)
         self.get_logger().info(f"simulator {self.sim.name!r} ready (tf2_msgs {'found' if TFMessage else 'absent: no /tf'})")
         self._ready = announce_ready(self)  # services and publishers exist: the planner may start (calls.READY_TOPIC)
 
@@ -298,14 +344,49 @@ class SimBridge(Node):
             )
         return publishers
 
+    # ------------------------------------------------------------------------------------ skill settings
+
+    def _skills_mode(self, simulator: Simulator) -> bool:
+        """Whether the bridge runs in physical mode (the ``skills`` parameter); a setting it cannot serve stops
+        the node here with the reason."""
+        mode = str(self.get_parameter("skills").value)
+        if mode not in (ORACLE_SKILLS, PHYSICAL_SKILLS):
+            raise ValueError(f"skills {mode!r}: use {ORACLE_SKILLS} or {PHYSICAL_SKILLS}")
+        if mode == ORACLE_SKILLS:
+            return False
+        from homiebot.sim.mujoco.backend import MujocoSimulator
+
+        if not isinstance(simulator, MujocoSimulator):
+            raise ValueError(f"skills {PHYSICAL_SKILLS} needs the embedded MuJoCo simulator, not {type(simulator).__name__}")
+        if control is None or nav2 is None:
+            raise ValueError(f"skills {PHYSICAL_SKILLS} needs control_msgs and nav2_msgs (scripts/setup_ros.sh builds them)")
+        return True
+
+    def _skill_set(self, seed: int) -> SkillSet:
+        """This episode's skill layer (called holding the lock, after the reset): in physical mode the physical
+        skill set, which takes the arm from the oracle's snaps for the episode (``use_physical_arm``)."""
+        if not self.physical:
+            return SkillSet(self.sim, noise=self.noise, seed=seed)
+        from homiebot.skills.physical import PhysicalSkillSet
+
+        skills = PhysicalSkillSet(self.sim, noise=self.noise, seed=seed)
+        self.sim.use_physical_arm()  # type: ignore[attr-defined]  # MujocoSimulator (checked by _skills_mode)
+        return skills
+
+    def _driver(self) -> RobotDriver:
+        """The episode's physical driver (goals are accepted only once a scene is loaded)."""
+        driver = getattr(self.skills, "driver", None)
+        assert driver is not None, "physical goals are served only in physical mode, after a reset"
+        return driver
+
     # ------------------------------------------------------------------------------------ simulator calls
 
     def _reset(self, scene: str, seed: int) -> tuple[WorldStateMsg, str]:
         """Load ``scene``; publish its description, first state and clock; return the state and the description."""
         with self._lock:
             observation = self.sim.reset(scene, seed=seed)
-            # As run_episode's skills factory: SkillSet(sim, noise=preset, seed=scene_seed).
-            self.skills = SkillSet(self.sim, noise=self.noise, seed=seed)
+            # As run_episode's skills factory: SkillSet(sim, noise=preset, seed=scene_seed), or PhysicalSkillSet.
+            self.skills = self._skill_set(seed)
             # The partner's own noise stream, as homiebot.agent.in_process seeds it.
             self._agent_skills = {a: SkillSet(self.sim.agent(a), noise=self.noise, seed=seed + PARTNER_SEED_STRIDE * a)
                                   for a in self.agents if a != 0}
@@ -444,7 +525,7 @@ class SimBridge(Node):
         tf_listened = self._tf_pub is not None and self._tf_pub.get_subscription_count() > 0
         reported = self._reported_joints() if tf_listened or self._joints_pub.get_subscription_count() > 0 else None
         if self._joints_pub.get_subscription_count() > 0:
-            self._joints_pub.publish(self._joint_state(observation, reported, seconds))
+            self._joints_pub.publish(self._joint_state(observation.robot_pose, reported, seconds))
         if self._path_pub.get_subscription_count() > 0:
             self._path_pub.publish(self._path(seconds))
         if self._tf_pub is not None:
@@ -472,9 +553,9 @@ class SimBridge(Node):
             return dict(self._joint_source.joint_positions())
 
     @staticmethod
-    def _joint_state(observation: Observation, reported: dict[str, float] | None, seconds: float) -> JointState:
+    def _joint_state(pose: Pose2D, reported: dict[str, float] | None, seconds: float) -> JointState:
         """The base as three planar joints, plus the rest of the robot when the backend reports its joints."""
-        positions = {"base_x": observation.robot_pose.x, "base_y": observation.robot_pose.y, "base_yaw": observation.robot_pose.yaw}
+        positions = {"base_x": pose.x, "base_y": pose.y, "base_yaw": pose.yaw}
         positions.update(reported or {})
         return JointState(header=convert.header(seconds, convert.BASE_FRAME), name=list(positions), position=[float(v) for v in positions.values()])
 
@@ -554,7 +635,9 @@ class SimBridge(Node):
     def _on_navigate_to_pose(self, goal_handle):
         """Nav2's NavigateToPose on the simulator (module docstring): one goal, answered when the base stops."""
         assert nav2 is not None and self._navigator is not None  # the server exists only with both
-        navigator = self._navigator
+        # In physical mode the episode's driver, which moves the base the same way (the simulator's planner and
+        # follower) and is the one the arm's and the gripper's goals go to.
+        navigator = self._driver() if self.physical else self._navigator
         try:
             goal = nav2.goal_pose(goal_handle.request)
         except nav2.GoalFrameError as err:
@@ -574,6 +657,61 @@ class SimBridge(Node):
             self.get_logger().info(f"navigate_to_pose aborted: nav2 error {int(result.error_code)}: {result.error_msg}")
             goal_handle.abort()
         return nav2.result_msg(result)
+
+    def _on_follow_joint_trajectory(self, goal_handle):
+        """ros2_control's FollowJointTrajectory on the physical arm (module docstring, "Physical mode")."""
+        assert control is not None  # the server exists only in physical mode
+        driver = self._driver()
+        try:
+            trajectory = control.trajectory_from_goal(goal_handle.request)
+        except control.TrajectoryGoalError as err:
+            goal_handle.abort()
+            return control.trajectory_result_msg(TrajectoryResult(TrajectoryErrorCode.INVALID_GOAL, str(err)))
+        result = self._skill(False, lambda: driver.follow_joint_trajectory(trajectory))
+        if trajectory.points and result.error_code not in (TrajectoryErrorCode.INVALID_GOAL, TrajectoryErrorCode.INVALID_JOINTS):
+            with self._lock:
+                actual, seconds = driver.joint_positions(), self._sim_time()
+            desired = dict(zip(trajectory.joint_names, trajectory.points[-1].positions, strict=True))
+            goal_handle.publish_feedback(control.trajectory_feedback_msg(
+                trajectory.joint_names, desired, actual, seconds, trajectory.duration))
+        self._state_after_skill()
+        if result.succeeded:
+            goal_handle.succeed()
+        else:
+            self.get_logger().info(f"follow_joint_trajectory aborted: error {int(result.error_code)}: {result.error_string}")
+            goal_handle.abort()
+        return control.trajectory_result_msg(result)
+
+    def _on_gripper_command(self, goal_handle):
+        """ros2_control's GripperCommand on the physical fingers (module docstring, "Physical mode")."""
+        assert control is not None  # the server exists only in physical mode
+        driver = self._driver()
+        position, max_effort = control.gripper_goal(goal_handle.request)
+        result = self._skill(False, lambda: driver.gripper_command(position, max_effort))
+        goal_handle.publish_feedback(control.gripper_feedback_msg(result))
+        self._state_after_skill()
+        if result.reached_goal or result.stalled:
+            goal_handle.succeed()
+        else:
+            goal_handle.abort()
+        return control.gripper_result_msg(result)
+
+    def _publish_robot_state(self) -> None:
+        """Physical mode: ``/joint_states`` and ``/odom`` now, to their subscribers (module docstring)."""
+        joints_wanted = self._joints_pub.get_subscription_count() > 0
+        odom_wanted = self._odom_pub.get_subscription_count() > 0
+        if not self._loaded or not (joints_wanted or odom_wanted):
+            return
+        sim = self.sim
+        with self._lock:
+            pose, seconds = sim.base_pose(), self._sim_time()  # type: ignore[attr-defined]  # MujocoSimulator
+            reported = dict(sim.joint_positions()) if joints_wanted else None  # type: ignore[attr-defined]
+        if joints_wanted:
+            self._joints_pub.publish(self._joint_state(pose, reported, seconds))
+        if odom_wanted:
+            odom = Odometry(header=convert.header(seconds, convert.ODOM_FRAME), child_frame_id=convert.BASE_FRAME)
+            odom.pose.pose = convert.pose2d_to_pose(pose)
+            self._odom_pub.publish(odom)
 
     def _state_after_skill(self, agent: int = 0) -> WorldStateMsg:
         """The state a skill left, for its result (``agent``'s view of it); the robot's view is published (and
