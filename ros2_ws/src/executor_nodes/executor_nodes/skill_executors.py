@@ -12,18 +12,44 @@ executor: no thread blocks, and no multi-threaded executor adds latency to the r
 A model the executor does not run is answered with ``EXECUTION_FAILED`` and a reason, never a crash; with
 the default (non-strict) executor configuration every listed model may run every action (the model name
 selects a noise profile at most), so ``accept_any_model`` is true by default.
+
+**Physical skills** (parameter ``skills: physical``; default ``oracle``, the forwarding above): the executors run
+the core's physical skills themselves (:class:`homiebot.ros.physical_skills.PhysicalSkillRunner`) on the robot's
+standard interfaces (:class:`homiebot.ros.robot_driver.ActionRobotDriver`: ``NavigateToPose``,
+``FollowJointTrajectory``, ``GripperCommand``, ``/joint_states``, ``/odom``), planning in the world graph of the
+state service (``state_service``, ``/sim/get_world_state`` here) and with the arm's inverse kinematics on the URDF
+latched on ``/robot_description``. ``nav_executor`` runs every Go to; ``manip_executor`` runs Pick, Put and the
+arm's reset (a tuck through the trajectory controller), and still forwards Open, Close and the household skills to
+``robot_action`` (the simulator's oracle skills: moving a door with the gripper is not built), after tucking the
+arm itself when the goal asks for a reset first. So Go to, Pick and Put never reach the simulator's private
+actions. The blocking skill runs in one worker thread while the goal's execute callback awaits it, as the
+executor node does.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
 from action_msgs.msg import GoalStatus
 from homie_msgs.action import Manipulate, Navigate
 from homie_msgs.msg import SkillResult
+from homie_msgs.srv import GetWorldState
 from rclpy.action import ActionClient, ActionServer
+from rclpy.callback_groups import ReentrantCallbackGroup
 from rclpy.node import Node
+from rclpy.task import Future
 
-from homiebot.ros.calls import announce_ready
+from homiebot.ros import convert
+from homiebot.ros.calls import announce_ready, call_service
 from homiebot.ros.spin import spin_node
+from homiebot.types import SkillResult as CoreSkillResult
+
+#: The skill settings (homiebot.config.SkillsMode): forward to the robot side's skill action, or run the physical
+#: skills on the standard interfaces (module docstring).
+ORACLE_SKILLS = "oracle"
+PHYSICAL_SKILLS = "physical"
 
 
 class SkillExecutorNode(Node):
@@ -37,11 +63,18 @@ class SkillExecutorNode(Node):
         # The action it serves: another agent's executor serves its own (PARTNR's human: /human/navigate,
         # launch/config/graph_pair.yaml; a parameter, as action names are not remapped by --ros-args -r here).
         self.declare_parameter("action", action)
+        self.declare_parameter("skills", ORACLE_SKILLS)
         action = str(self.get_parameter("action").value)
         self.action_type = action_type
         self._robot = ActionClient(self, action_type, self.get_parameter("robot_action").value)
+        self.physical: PhysicalSkills | None = None
+        mode = str(self.get_parameter("skills").value)
+        if mode == PHYSICAL_SKILLS:
+            self.physical = PhysicalSkills(self)
+        elif mode != ORACLE_SKILLS:
+            raise ValueError(f"skills {mode!r}: use {ORACLE_SKILLS} or {PHYSICAL_SKILLS}")
         self._server = ActionServer(self, action_type, action, self._execute)
-        self.get_logger().info(f"{name} ready on {action}: models {', '.join(self.served_models)}")
+        self.get_logger().info(f"{name} ready on {action} ({mode} skills): models {', '.join(self.served_models)}")
         self._ready = announce_ready(self)  # its action server exists: the planner may start (calls.READY_TOPIC)
 
     @property
@@ -59,6 +92,29 @@ class SkillExecutorNode(Node):
                     detail=f"model {goal.model!r} is not run by {self.get_name()} (runs {', '.join(self.served_models)})",
                 )
             )
+        if self.physical is not None:
+            run = self.physical.handles(goal)
+            if run is not None:
+                try:
+                    result, state = await self.physical.run(run)
+                except Exception as err:  # the graph failed (a server or topic that does not answer): abort
+                    self.get_logger().error(f"{self.get_name()}: {err}")
+                    goal_handle.abort()
+                    return self.action_type.Result()
+                goal_handle.succeed()
+                return self.action_type.Result(result=convert.skill_result_to_msg(result), state=state)
+            if getattr(goal, "reset_arm_first", False):
+                # The forwarded skill is the simulator's, the arm is the physical one: tuck it here.
+                try:
+                    await self.physical.run(lambda runner: runner.tuck())
+                except Exception as err:
+                    self.get_logger().error(f"{self.get_name()}: {err}")
+                    goal_handle.abort()
+                    return self.action_type.Result()
+                goal.reset_arm_first = False
+        return await self._forward(goal_handle, goal)
+
+    async def _forward(self, goal_handle, goal):
         # The caller (the executor) holds the deadline; a robot side that never answers leaves this goal
         # pending, which costs nothing here because the callback only awaits.
         # Blocking is fine here: goals are served one at a time, and discovery runs in DDS's own threads.
@@ -77,6 +133,94 @@ class SkillExecutorNode(Node):
             return self.action_type.Result()
         goal_handle.succeed()
         return response.result
+
+    def destroy_node(self) -> None:
+        if self.physical is not None:
+            self.physical.shutdown()
+        super().destroy_node()
+
+
+#: One physical skill on the runner, in the worker thread.
+SkillCall = Callable[[Any], CoreSkillResult]
+
+
+class PhysicalSkills:
+    """A skill executor's physical side (module docstring): the runner, built on the first goal (the URDF comes
+    from ``/robot_description``), and the worker thread it runs in."""
+
+    def __init__(self, node: SkillExecutorNode) -> None:
+        from homiebot.ros.robot_driver import ActionRobotDriver, DriverInterfaces, DriverTimeouts, LatchedText
+
+        self.node = node
+        node.declare_parameter("state_service", "/sim/get_world_state")
+        node.declare_parameter("navigate_to_pose_action", DriverInterfaces.navigate)
+        node.declare_parameter("arm_trajectory_action", DriverInterfaces.arm_trajectory)
+        node.declare_parameter("gripper_action", DriverInterfaces.gripper)
+        node.declare_parameter("robot_description_topic", "/robot_description")
+        node.declare_parameter("goal_timeout_s", DriverTimeouts.goal_s)
+        node.declare_parameter("state_timeout_s", 10.0)
+        param = lambda name: node.get_parameter(name).value  # noqa: E731 - local shorthand
+        group = ReentrantCallbackGroup()
+        self.state_timeout_s = float(param("state_timeout_s"))
+        self.driver = ActionRobotDriver(
+            node,
+            DriverInterfaces(navigate=str(param("navigate_to_pose_action")), arm_trajectory=str(param("arm_trajectory_action")),
+                             gripper=str(param("gripper_action"))),
+            DriverTimeouts(goal_s=float(param("goal_timeout_s")), state_s=self.state_timeout_s),
+            callback_group=group,
+        )
+        self._state = node.create_client(GetWorldState, str(param("state_service")), callback_group=group)
+        self._description = LatchedText(node, str(param("robot_description_topic")), callback_group=group)
+        self._runner: Any = None  # homiebot.ros.physical_skills.PhysicalSkillRunner, built on the first goal
+        self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="physical-skill")
+
+    def handles(self, goal) -> SkillCall | None:
+        """The physical skill for a goal, or None when the goal is forwarded (Open, Close, household skills)."""
+        if isinstance(goal, Navigate.Goal):
+            return lambda runner: runner.go_to(goal.target)
+        operations: dict[int, SkillCall] = {
+            Manipulate.Goal.PICK: lambda runner: runner.pick(goal.object),
+            Manipulate.Goal.PUT: lambda runner: runner.put(goal.object, goal.place),
+            Manipulate.Goal.RESET_ARM: lambda runner: runner.tuck(),
+        }
+        # Pick and Put start with a tuck anyway: a goal's reset-first asks for nothing more.
+        return operations.get(goal.operation)
+
+    async def run(self, call: SkillCall):
+        """Run ``call`` on the runner in the worker thread; (its result, the world state after it)."""
+        done = Future(executor=self.node.executor)
+        # A coroutine awaiting a future is resumed when the executor wakes up; completing the future from the
+        # worker thread wakes it only through a done callback (scheduled as an executor task), hence this one.
+        done.add_done_callback(lambda _future: None)
+
+        def work() -> None:
+            try:
+                result = call(self._runner_now())
+                done.set_result((result, self._world_msg()))
+            except Exception as err:
+                done.set_exception(err)
+
+        self._worker.submit(work)
+        return await done
+
+    def _runner_now(self):
+        if self._runner is None:
+            from homiebot.ros.physical_skills import PhysicalSkillRunner
+            from homiebot.skills.physical.manipulation import sim_arm_setup
+
+            urdf = self._description.get(self.state_timeout_s)
+            self._runner = PhysicalSkillRunner(self.driver, self._world, urdf, sim_arm_setup())
+        return self._runner
+
+    def _world_msg(self):
+        return call_service(self._state, GetWorldState.Request(), self.state_timeout_s).state
+
+    def _world(self):
+        return convert.world_state_from_msg(self._world_msg())
+
+    def shutdown(self) -> None:
+        self._worker.shutdown(wait=False, cancel_futures=True)
+        self.driver.destroy()
 
 
 def nav_main() -> None:
