@@ -22,8 +22,9 @@ from homiebot.cli.options import (
     partner_planner_option,
     perception_option,
     planner_option,
+    skills_option,
 )
-from homiebot.config import MAX_ROUNDS, NoiseMode, PerceptionMode, decode_mode
+from homiebot.config import MAX_ROUNDS, NoiseMode, PerceptionMode, SkillsMode, decode_mode
 
 log = logging.getLogger(__name__)
 
@@ -126,6 +127,7 @@ def register(app: typer.Typer) -> None:
         runs: int = typer.Option(3, "--runs", help="Runs per task (run r resets the scene with task seed + r)."),
         workers: int = typer.Option(2, "--workers", help="Worker processes (one simulator each)."),
         noise: str = noise_option(NoiseMode.OFF.value),
+        skills: str = skills_option(SkillsMode.ORACLE.value),
         split: str = typer.Option("all", "--split", help="all, train or test."),
         tasks: list[str] = typer.Option([], "--tasks", help="Task ids, comma-separated or repeated (default: all)."),
         limit: int = typer.Option(0, "--limit", min=0, help="Only the first N tasks of the selection (0: all); --suite muep takes them in turns over its types and splits."),
@@ -173,7 +175,8 @@ def register(app: typer.Typer) -> None:
 
             refused = {"--images": images, "--video": video, "--backend": backend != "local",
                        "--observe": observe is not None, "--recovery": recovery is not None,
-                       "--adapter": adapter is not None, "--limit": limit != 0}
+                       "--adapter": adapter is not None, "--limit": limit != 0,
+                       "--skills": skills != SkillsMode.ORACLE}
             check_output(out)
             try:
                 outcome = cli_run(out, agents=agents, suite=suite, mode=mode, planner_robot=planner or "expert",
@@ -204,6 +207,7 @@ def register(app: typer.Typer) -> None:
 
             eval_muep(out, planner, observe, split, _task_list(tasks), _parse_options(planner_option), limit, {
                 "--runs": runs != 3, "--workers": workers != 2, "--noise": noise != NoiseMode.OFF, "--max-rounds": max_rounds != MAX_ROUNDS,
+                "--skills": skills != SkillsMode.ORACLE,
                 "--perception": perception != PerceptionMode.OFF, "--images": images, "--video": video,
                 "--backend": backend != "local", "--address": address is not None,
                 "--model-actors": model_actors != 1, "--model-gpus": model_gpus != 0.0,
@@ -236,6 +240,7 @@ def register(app: typer.Typer) -> None:
                 suite=resolve_suite(suite),
                 planner=planner_setting,
                 noise=noise,
+                skills=skills,
                 max_rounds=max_rounds,
                 perception=perception,
                 # The options as given (a default left alone does not name a bundled model: react's smollm2).

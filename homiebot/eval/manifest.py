@@ -20,7 +20,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, SerializeAsAny, field_validator, model_validator
 
-from homiebot.config import MAX_ROUNDS, NoiseMode, PerceptionMode
+from homiebot.config import MAX_ROUNDS, NoiseMode, PerceptionMode, SkillsMode
 from homiebot.config.planners import ExpertPlannerConfig, PlannerConfig, planner_config, planner_config_from
 from homiebot.config.run import RUN_KEY, PerceptionChoice, RunConfig, SimulatorConfig, SkillsConfig
 from homiebot.eval.keypaths import SceneNameResolver
@@ -60,6 +60,8 @@ class EvalSettings(BaseModel):
     # The choices are the core's enums (homiebot/config.py): a command line's or eval.json's string validates
     # to its member, and a member equals, prints and serialises as its string.
     noise: NoiseMode = NoiseMode.OFF
+    # The skills' setting (docs/robots.md "Physical skills"); the PLWSR reference episodes keep the oracle skills.
+    skills: SkillsMode = SkillsMode.ORACLE
     max_rounds: int = Field(MAX_ROUNDS, ge=1)
     backend: str = "mujoco"
     # The episodes' world graph (homiebot.perception): "off" grounds through the scene's names (EMMOE); with a
@@ -112,7 +114,7 @@ class EvalSettings(BaseModel):
         """The expert without noise or perception is its own PLWSR reference (no separate reference episodes)."""
         return (
             self.planner.name == self.reference_planner and self.noise == NoiseMode.OFF and not self.planner_options
-            and self.perception == PerceptionMode.OFF
+            and self.perception == PerceptionMode.OFF and self.skills == SkillsMode.ORACLE
         )
 
     def run_config(self) -> RunConfig:
@@ -124,12 +126,14 @@ class EvalSettings(BaseModel):
             planner=self.planner,
             max_rounds=self.max_rounds,
             simulator=SimulatorConfig(backend=self.backend),
-            skills=SkillsConfig(noise=self.noise),
+            skills=SkillsConfig(mode=self.skills, noise=self.noise),
             perception=PerceptionChoice(mode=self.perception, describe_world=self.perception != PerceptionMode.OFF),
         )
 
     def label(self) -> str:
         label = f"{self.planner.name} planner, noise {self.noise}"
+        if self.skills != SkillsMode.ORACLE:
+            label = f"{label}, {self.skills} skills"
         return label if self.perception == PerceptionMode.OFF else f"{label}, perception {self.perception}"
 
 

@@ -127,6 +127,7 @@ def report_setting(scored: Any) -> dict[str, Any]:
         "planner": settings.planner.name,
         "planner_options": settings.planner_options,
         "noise": settings.noise,
+        "skills": settings.skills,
         "max_rounds": settings.max_rounds,
         "backend": settings.backend,
         "perception": settings.perception,

@@ -241,6 +241,7 @@ class MujocoSimulator:
         if HUMAN_ID in self._bodies:
             self._place_human()
         self._set_arm(robot_model.STOW_POSE, robot_model.FINGER_OPEN)
+        self._physical_arm = False  # each episode's skills say again whether they drive the arm (use_physical_arm)
         self._sync()
         if self._base_in_collision():
             logger.warning("scene %s: the robot's start pose touches a wall or furniture", spec.name)
@@ -645,8 +646,9 @@ class MujocoSimulator:
         return _result(SkillStatus.SUCCESS, f"poured {obj} into {place}")
 
     def use_physical_arm(self) -> None:
-        """Hand the robot's arm to the physical skills (homiebot/skills/physical/skillset.py): :meth:`reset_arm`
-        then leaves it where physics put it, as the physical skills tuck it through the trajectory controller."""
+        """Hand the robot's arm to the physical skills (homiebot/skills/physical/skillset.py) until the next
+        :meth:`reset`: :meth:`reset_arm` then leaves it where physics put it, as the physical skills tuck it
+        through the trajectory controller."""
         self._physical_arm = True
 
     def reset_arm(self) -> None:

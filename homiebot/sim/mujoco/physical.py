@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import logging
 import math
+import time
 from dataclasses import dataclass
 
 import mujoco
@@ -99,6 +100,9 @@ class FingerContactAttachment:
         )
         self._finger_geoms = tuple([g for g in range(model.ngeom) if model.geom_bodyid[g] == body] for body in self._finger_bodies)
         self._gripper_body = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_BODY, prefix + "gripper_link")
+        self._hand_geoms = [g for g in range(model.ngeom)
+                            if model.geom_bodyid[g] in (self._gripper_body, *self._finger_bodies)]
+        self._leaving: set[str] = set()
         self.held: str | None = None
         self.release_after = 0.1  # s without contact on a finger
         self._lost_for = 0.0
@@ -148,19 +152,34 @@ class FingerContactAttachment:
         model.eq_data[weld, 6:10] = rel_quat
         model.eq_data[weld, 10] = 1.0
         data.eq_active[weld] = 1
+        self._leaving.discard(name)
         for geom in self._geoms_of(name):
             set_collision_bits(model, geom, HELD_OBJECT_BITS)
         self.held = name
         self._lost_for = 0.0
 
     def release(self) -> str | None:
+        """Switch the weld off. The object meets the arm again only once it is clear of the hand (settle), since
+        while held it may overlap the palm, which it does not collide with then."""
         name = self.held
         if name is not None:
             self._data.eq_active[self._welds[name]] = 0
-            for geom in self._geoms_of(name):
-                set_collision_bits(self._model, geom, FREE_OBJECT_BITS)
             self.held = None
+            self._leaving.add(name)
         return name
+
+    def settle(self) -> None:
+        """Give objects that have left the hand their free collision bits back once no part of the hand is within
+        FINGER_TOUCH_MARGIN of them (called every physics step)."""
+        for name in list(self._leaving):
+            near = any(
+                mujoco.mj_geomDistance(self._model, self._data, hand, geom, FINGER_TOUCH_MARGIN, None) < FINGER_TOUCH_MARGIN
+                for geom in self._geoms_of(name) for hand in self._hand_geoms
+            )
+            if not near:
+                for geom in self._geoms_of(name):
+                    set_collision_bits(self._model, geom, FREE_OBJECT_BITS)
+                self._leaving.discard(name)
 
     def _geoms_of(self, name: str) -> list[int]:
         return [g for g, n in self._object_geoms.items() if n == name]
@@ -233,6 +252,9 @@ class PhysicalDriver:
         self._model: mujoco.MjModel | None = None
         self._grasp: FingerContactAttachment | None = None
         self._finger_target: float | None = None  # each finger's position of the last gripper goal (m)
+        # Physics steps taken and the wall time spent in them (benchmarks/bench_physical_skills.py: real-time factor).
+        self.physics_steps = 0
+        self.physics_wall_s = 0.0
 
     # ------------------------------------------------------------------ set-up
 
@@ -356,10 +378,10 @@ class PhysicalDriver:
             model.actuator_forcerange[act] = (-force, force)
         assert self._grasp is not None
         start_gap = self.gap(data)
-        opening = target * 2 > start_gap + s.gripper_tolerance
+        closing = target * 2 < start_gap - s.gripper_tolerance
+        opening = not closing  # a goal that does not close further lets go (a wide object keeps the fingers apart)
         self._finger_target = target
-        if opening:
-            self._grasp.release()
+        released = self._grasp.release() if opening else None
         dt = model.opt.timestep
         still = 0.0
         elapsed = 0.0
@@ -374,14 +396,13 @@ class PhysicalDriver:
             if still >= 0.1:
                 stalled = True
                 break
-        closing = target * 2 < start_gap - s.gripper_tolerance
         if closing and stalled and self._grasp.held is None:
             # Fingers that stopped short of the commanded gap on an object both touch: a grasp.
             self._grasp.attach_if_gripped()
         effort = float(max(abs(data.actuator_force[self._actuators[j]]) for j in fingers))
         gap = self.gap(data)
-        if opening:
-            self._settle(model, data)
+        if released is not None:
+            self._settle(model, data)  # let what left the hand come to rest before anyone reads where it is
             elapsed += s.settle_time
         self._finish(elapsed)
         return GripperResult(position=gap, effort=effort, stalled=stalled,
@@ -418,8 +439,12 @@ class PhysicalDriver:
             # The last GripperCommand goal stays in force (a gripper controller keeps squeezing what it closed on).
             for j in robot_model.FINGER_JOINTS:
                 data.ctrl[self._actuators[j]] = self._finger_target
+        started = time.perf_counter()
         mujoco.mj_step(model, data)
+        self.physics_wall_s += time.perf_counter() - started
+        self.physics_steps += 1
         assert self._grasp is not None
+        self._grasp.settle()
         dropped = self._grasp.check()
         if dropped is not None:
             logger.debug("the fingers lost %s", dropped)

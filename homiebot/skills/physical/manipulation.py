@@ -36,7 +36,13 @@ from dataclasses import dataclass, field
 import numpy as np
 from numpy.typing import ArrayLike
 
-from homiebot.sim.robot_driver import JointTrajectory, RobotDriver, TrajectoryPoint, TrajectoryResult
+from homiebot.sim.robot_driver import (
+    JointTrajectory,
+    RobotDriver,
+    TrajectoryErrorCode,
+    TrajectoryPoint,
+    TrajectoryResult,
+)
 from homiebot.skills.physical.kinematics import ArmKinematics
 from homiebot.types import EntityKind, EntityState, Pose2D, SkillResult, SkillStatus, WorldState
 
@@ -46,6 +52,13 @@ logger = logging.getLogger(__name__)
 GRIPPED_GAP = 0.004
 #: Height of the finger tips above what a grasped object stands on (m): tips pressed on a counter cannot slide shut.
 FINGER_CLEARANCE = 0.01
+#: How far (rad; m for a prismatic joint) from the tuck the arm may be and count as tucked.
+TUCKED_TOLERANCE = 0.05
+#: Half the thickness of a wall on a room's edge (m; the scene library's walls are 0.1 m).
+WALL_HALF_THICKNESS = 0.05
+#: Approaches tilted below the horizontal tried between the top-down one and the level one (degrees): they reach
+#: farther and lower (a cabinet's floor) than from straight above.
+TILTS = (60.0, 40.0, 20.0)
 #: Largest joint step (rad) between the configurations a path's collision check tests.
 PATH_CHECK_STEP = 0.1
 
@@ -139,19 +152,36 @@ class Obstacles:
 
     base: Pose2D
     boxes: tuple[tuple[str, np.ndarray, np.ndarray], ...]
+    # The rooms' boxes (x0, y0, x1, y1): a point near none of their insides is in a wall (the world graph has rooms,
+    # not walls; the walls stand on the rooms' edges).
+    rooms: tuple[tuple[float, float, float, float], ...] = ()
+    # Furniture -> its interior box: a point there is not in the furniture (the arm reaches into a fridge), but the
+    # rest of its box is (its walls, top and floor).
+    cavities: Mapping[str, tuple[np.ndarray, np.ndarray]] = field(default_factory=dict)
     margin: float = 0.05  # m: the links' radius
 
     @staticmethod
-    def of(world: WorldState, ignore: set[str]) -> Obstacles:
+    def of(world: WorldState, ignore: set[str], open_into: set[str] = frozenset()) -> Obstacles:  # type: ignore[assignment]
+        """The boxes of ``world`` but ``ignore``'s (and held objects); ``open_into``: furniture whose interior the
+        arm may enter."""
         boxes = tuple(
             (e.name, np.array(e.bbox_min), np.array(e.bbox_max))
             for e in world.entities.values()
             if e.kind in (EntityKind.FURNITURE, EntityKind.OBJECT) and e.name not in ignore and not e.held
         )
-        return Obstacles(world.robot, boxes)
+        rooms = tuple(
+            (e.bbox_min[0], e.bbox_min[1], e.bbox_max[0], e.bbox_max[1])
+            for e in world.entities.values() if e.kind is EntityKind.ROOM
+        )
+        cavities = {
+            name: (np.array(e.interior_min), np.array(e.interior_max))
+            for name in open_into
+            if (e := world.entities.get(name)) is not None and e.interior_min is not None and e.interior_max is not None
+        }
+        return Obstacles(world.robot, boxes, rooms, cavities)
 
     def without(self, names: set[str]) -> Obstacles:
-        return Obstacles(self.base, tuple(b for b in self.boxes if b[0] not in names), self.margin)
+        return Obstacles(self.base, tuple(b for b in self.boxes if b[0] not in names), self.rooms, self.cavities, self.margin)
 
     def hit(self, points: np.ndarray) -> str | None:
         """The first box a point (base frame) is within ``margin`` of, or None."""
@@ -160,9 +190,27 @@ class Obstacles:
                                  self.base.y + s * points[:, 0] + c * points[:, 1], points[:, 2]])
         for name, lo, hi in self.boxes:
             inside = np.all((world > lo - self.margin) & (world < hi + self.margin), axis=1)
+            cavity = self.cavities.get(name)
+            if cavity is not None:
+                inside &= ~np.all((world > cavity[0] + self.margin) & (world < cavity[1] - self.margin), axis=1)
             if inside.any():
                 return name
+        if self.rooms:
+            # Half a wall (the scene library's are 0.1 m thick) plus the links' radius inside some room's box.
+            inset = WALL_HALF_THICKNESS + 0.02  # the hand reaches to a counter's back edge
+            clear = np.zeros(len(world), dtype=bool)
+            for x0, y0, x1, y1 in self.rooms:
+                clear |= (world[:, 0] > x0 + inset) & (world[:, 0] < x1 - inset) & (world[:, 1] > y0 + inset) & (world[:, 1] < y1 - inset)
+            if not clear.all():
+                return "a wall"
         return None
+
+
+def _tilted(horizontal: np.ndarray, degrees: float) -> np.ndarray:
+    """The direction ``degrees`` below ``horizontal`` (towards the floor)."""
+    h = horizontal / max(float(np.linalg.norm(horizontal)), 1e-9)
+    a = math.radians(degrees)
+    return np.array([h[0] * math.cos(a), h[1] * math.cos(a), -math.sin(a)])
 
 
 class Planning(Exception):
@@ -189,6 +237,13 @@ class PhysicalManipulation:
     def tuck(self) -> TrajectoryResult:
         """Fold the arm inside the footprint (before the base moves, and at the end of every manipulation)."""
         return self._move([tuple(self._tuck)])
+
+    def tuck_if_needed(self) -> TrajectoryResult:
+        """:meth:`tuck` unless the arm is there already (no goal is sent then)."""
+        current = np.asarray(self._current())
+        if float(np.max(np.abs(current - self._tuck))) <= TUCKED_TOLERANCE:
+            return TrajectoryResult(TrajectoryErrorCode.SUCCESSFUL)
+        return self.tuck()
 
     def pick(self, world: WorldState, obj: str) -> SkillResult:
         entity = world.entities.get(obj)
@@ -256,13 +311,12 @@ class PhysicalManipulation:
         high = centre.copy()
         high[2] = max(centre[2], entity.bbox_min[2] + self.setup.finger_reach + FINGER_CLEARANCE)
         receptacle = entity.parent if entity.relation == "in" else None
-        obstacles = Obstacles.of(world, {entity.name} | ({receptacle} if receptacle else set()))
+        obstacles = Obstacles.of(world, {entity.name}, {receptacle} if receptacle else set())
         # The last few centimetres to the grasp come down onto what the object stands on.
         near = obstacles.without({entity.parent}) if entity.parent else obstacles
-        candidates = [
-            ("top-down", tool_pose(high, (0.0, 0.0, -1.0), across)),
-            ("side", tool_pose(centre, horizontal, across)),
-        ]
+        candidates = [("top-down", tool_pose(high, (0.0, 0.0, -1.0), across))]
+        candidates += [(f"{angle} degrees down", tool_pose(high, _tilted(horizontal, angle), across)) for angle in TILTS]
+        candidates.append(("side", tool_pose(centre, horizontal, across)))
         reason = "no arm configuration reaches it"
         for kind, pose in candidates:
             line = self._line(pose, -self.setup.pregrasp_distance, obstacles, near)
@@ -304,22 +358,27 @@ class PhysicalManipulation:
         spot = self._spot(world.robot, lo, hi, others, near)
         if spot is None:
             raise Planning(SkillStatus.EXECUTION_FAILED, f"no free spot {relation} {receptacle.name} within reach")
-        obstacles = Obstacles.of(world, {held.name} | ({receptacle.name} if inside else set()))
-        near_obstacles = obstacles.without({receptacle.name})
+        obstacles = Obstacles.of(world, {held.name}, {receptacle.name} if inside else set())
+        # The hand comes down onto the surface (a top), or into the interior, which the obstacles already leave free.
+        near_obstacles = obstacles if inside else obstacles.without({receptacle.name})
         # The object's centre sits where the grasp holds it, the tool centre; release it just above the surface.
         centre = np.array([spot[0], spot[1], lo[2] + half + self.setup.surface_clearance])
         centre_base = self._in_base(world.robot, centre)
         horizontal = np.array([centre_base[0], centre_base[1], 0.0])
         across = np.cross((0.0, 0.0, 1.0), horizontal / max(np.linalg.norm(horizontal), 1e-9))
-        pose = tool_pose(centre_base, (0.0, 0.0, -1.0), across)
-        line = self._line(pose, -self.setup.pregrasp_distance, obstacles, near_obstacles)
-        reach = self._path(self._current(), line[0], obstacles) if line is not None else None
-        back = self._path(line[0], tuple(self._tuck), obstacles) if line is not None else None
-        if line is None or reach is None or back is None:
-            raise Planning(SkillStatus.EXECUTION_FAILED,
-                           f"unreachable pose: no collision-free arm motion reaches {relation} {receptacle.name} from here")
-        up = list(reversed(line[:-1]))
-        return self._Release(relation, reach, line[1:], up + back)
+        # From above (a top, a drawer, a sink), else level through the front (a fridge, a cabinet).
+        approaches: list[np.ndarray] = [np.array([0.0, 0.0, -1.0]), *(_tilted(horizontal, angle) for angle in TILTS), horizontal]
+        for approach in approaches:
+            pose = tool_pose(centre_base, approach, across)
+            line = self._line(pose, -self.setup.pregrasp_distance, obstacles, near_obstacles)
+            if line is None:
+                continue
+            reach = self._path(self._current(), line[0], obstacles)
+            back = self._path(line[0], tuple(self._tuck), obstacles)
+            if reach is not None and back is not None:
+                return self._Release(relation, reach, line[1:], list(reversed(line[:-1])) + back)
+        raise Planning(SkillStatus.EXECUTION_FAILED,
+                       f"unreachable pose: no collision-free arm motion reaches {relation} {receptacle.name} from here")
 
     def _spot(self, base: Pose2D, lo: np.ndarray, hi: np.ndarray, others: list[EntityState],
               near: EntityState | None) -> tuple[float, float] | None:

@@ -211,13 +211,21 @@ def _front_side(entity: EntityState, room: _Box | None) -> int | None:
     return {0: 1, 1: 0, 2: 3, 3: 2}[back]
 
 
+def _on_side(box: _Box, side: int, xy: tuple[float, float]) -> bool:
+    """Whether ``xy`` lies beyond the given side (west, east, south, north) of ``box``."""
+    x, y = xy
+    return (x < box.x0, x > box.x1, y < box.y0, y > box.y1)[side]
+
+
 def _swept_fronts(world: WorldState, target: str, radius: float) -> list[_Box]:
     """Where the open doors and pulled-out drawers probably are: in front of every open articulated piece but the
     target, as deep as its front is wide (a door leaf is no longer than that; a drawer's travel is shorter). The
     world graph has no door leaves, so poses there are tried after the others, not excluded."""
     boxes = []
+    # The target's own door, and the door of the piece the target is in, are what the robot came for.
+    own = {target, world.entities[target].parent}
     for e in world.entities.values():
-        if e.name == target or not e.articulated or not e.is_open or e.room is None or e.room not in world.entities:
+        if e.name in own or not e.articulated or not e.is_open or e.room is None or e.room not in world.entities:
             continue
         front = _front_side(e, _Box.of(world.entities[e.room]).shrunk(radius))
         b = _Box.of(e)
@@ -291,6 +299,9 @@ def _object_candidates(world: WorldState, target: str, around: _Surroundings, ar
         keep_clear.append(_Box.of(parent).union(own))
     centre = (entity.position[0], entity.position[1])
     robot = (world.robot.x, world.robot.y)
+    # An object inside a piece with a door or drawer is reached through its front: poses there come first.
+    front = _front_side(parent, around.room) if parent is not None and entity.relation == "in" else None
+    parent_box = _Box.of(parent) if parent is not None else None
     candidates = []
     for ring, gap in enumerate(gaps):
         for xy in _ray_poses(centre, keep_clear, around.radius + gap):
@@ -298,7 +309,8 @@ def _object_candidates(world: WorldState, target: str, around: _Surroundings, ar
                 continue
             to_object = math.dist(xy, centre)
             within = to_object <= arm_reach
-            rank = (ring, float(not within), math.dist(xy, robot) if within else to_object)
+            through_front = front is None or parent_box is None or _on_side(parent_box, front, xy)
+            rank = (float(not through_front), ring, float(not within), math.dist(xy, robot) if within else to_object)
             candidates.append(around.candidate(xy, centre, rank))
     return [c for c in candidates if c is not None]
 

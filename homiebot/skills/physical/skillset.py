@@ -18,7 +18,6 @@ alone, and each skill starts by tucking the arm through the trajectory controlle
 from __future__ import annotations
 
 import logging
-import math
 
 import numpy as np
 
@@ -29,7 +28,7 @@ from homiebot.skills.physical import navigation
 from homiebot.skills.physical.kinematics import ArmKinematics
 from homiebot.skills.physical.manipulation import ArmSetup, PhysicalManipulation, sim_arm_setup
 from homiebot.skills.skillset import DEFAULT_SKILLS, Skill, SkillSet
-from homiebot.types import Action, Pose2D, SkillResult, SkillStatus
+from homiebot.types import Action, SkillResult, SkillStatus
 
 logger = logging.getLogger(__name__)
 
@@ -37,7 +36,9 @@ logger = logging.getLogger(__name__)
 PHYSICAL_ACTIONS = frozenset({Action.GO_TO, Action.PICK, Action.PUT})
 #: Gaps between the base's edge and an object's receptacle at the poses Go to tries, nearest first (m): close,
 #: so that the arm reaches over a counter's depth (navigation.OBJECT_GAPS are the oracle-like standoffs).
-MANIPULATION_GAPS = (0.06, 0.2, 0.45)
+MANIPULATION_GAPS = (0.06, 0.2, 0.45, 0.7)
+#: NavigateToPose goals one Go to may send (the near rings hold more poses that a clutter of furniture occupies).
+MAX_GOALS = 10
 #: How far an opening door or drawer may sweep at most (m): a furniture's larger side, capped here.
 MAX_SWEEP_M = 0.9
 #: The base's radius plus how far the tucked arm reaches beyond it, and a margin (m).
@@ -69,7 +70,7 @@ class PhysicalSkillSet(SkillSet):
 
         if not isinstance(sim, MujocoSimulator):
             raise TypeError(f"--skills physical needs the embedded MuJoCo simulator, not {type(sim).__name__}")
-        sim.use_physical_arm()
+        self._simulator = sim
         self.driver = PhysicalDriver(sim)
         setup = arm or sim_arm_setup()
         kinematics = ArmKinematics(sim.robot_kinematics().urdf(), setup.chain, setup.tip_link, setup.tcp_offset)
@@ -77,9 +78,13 @@ class PhysicalSkillSet(SkillSet):
 
     def reset_arm(self) -> None:
         """Tuck the arm through the trajectory controller (the oracle's snap would teleport it)."""
+        self._simulator.use_physical_arm()
         self.manipulation.tuck()
 
     def _attempt(self, skill: Skill, target: str, place: str | None) -> SkillResult:
+        # The simulator forgets at each reset (an evaluation worker keeps one simulator for oracle and physical
+        # episodes): claim the arm again with every attempt.
+        self._simulator.use_physical_arm()
         action = skill.action
         if action is Action.OPEN:
             # The oracle Open swings the door or pulls the drawer out at once: stand clear of its sweep first,
@@ -97,11 +102,12 @@ class PhysicalSkillSet(SkillSet):
             refusal = self.sim.precheck(action_spec(action).sim_name, target, place)
             if refusal is not None:
                 return refusal
-        tucked = self.manipulation.tuck()
+        tucked = self.manipulation.tuck_if_needed()
         if not tucked.succeeded:
             return SkillResult(SkillStatus.EXECUTION_FAILED, f"the arm could not tuck before {action.value}: {tucked.error_string}")
         if action is Action.GO_TO:
-            return navigation.go_to(self.driver, self.sim.state(), target, object_gaps=MANIPULATION_GAPS)
+            return navigation.go_to(self.driver, self.sim.state(), target, max_attempts=MAX_GOALS,
+                                    object_gaps=MANIPULATION_GAPS)
         if action is Action.PICK:
             return self.manipulation.pick(self.sim.state(), target)
         assert place is not None, "the executor always gives Put a place"
@@ -111,28 +117,29 @@ class PhysicalSkillSet(SkillSet):
         return self._check_put(target, place, result)
 
     def _clear_of_sweep(self, target: str) -> SkillResult | None:
-        """Back the base away from an articulated furniture (facing it) until a door or drawer as deep as the
-        furniture's larger side cannot reach the base and the tucked arm; None when clear or moved clear."""
+        """Move the base (facing the piece) to where a door or drawer as deep as the furniture's larger side cannot
+        reach the base and the tucked arm, trying Go to's poses around it from the nearest such; None when clear,
+        moved clear, or no such pose can be reached (the Open then goes ahead as the oracle's does, the door
+        swinging through where the robot stands, and the next Go to leaves from there)."""
         world = self.sim.state()
         entity = world.entities.get(target)
         if entity is None or not entity.articulated or entity.is_open:
             return None
         lo, hi = np.array(entity.bbox_min[:2]), np.array(entity.bbox_max[:2])
-        base = np.array([world.robot.x, world.robot.y])
-        gap = float(np.linalg.norm(np.maximum(np.maximum(lo - base, base - hi), 0.0)))
-        sweep = min(float(np.max(hi - lo)), MAX_SWEEP_M)
-        needed = sweep + TUCKED_REACH_M
-        if gap >= needed:
+
+        def gap(x: float, y: float) -> float:
+            point = np.array([x, y])
+            return float(np.linalg.norm(np.maximum(np.maximum(lo - point, point - hi), 0.0)))
+
+        needed = min(float(np.max(hi - lo)), MAX_SWEEP_M) + TUCKED_REACH_M
+        if gap(world.robot.x, world.robot.y) >= needed:
             return None
-        centre = (lo + hi) / 2
-        away = base - centre
-        away = away / max(float(np.linalg.norm(away)), 1e-9)
-        goal = base + away * (needed - gap)
-        result = self.driver.navigate_to_pose(Pose2D(float(goal[0]), float(goal[1]), math.atan2(-away[1], -away[0])))
-        if result.succeeded:
-            return None
-        return SkillResult(SkillStatus.EXECUTION_FAILED,
-                           f"no room to open {target}: the base could not back away {needed - gap:.2f} m ({result.error_msg})")
+        clear = [p for p in navigation.approach_poses(world, target) if gap(p.x, p.y) >= needed]
+        for pose in clear[:3]:
+            if self.driver.navigate_to_pose(pose).succeeded:
+                return None
+        logger.info("no pose clear of %s's door or drawer within reach: opening it from where the robot stands", target)
+        return None
 
     def _check_put(self, obj: str, place: str, released: SkillResult) -> SkillResult:
         """What the world graph says after the release: the object on or in the place (or beside it), or lost."""

@@ -1,0 +1,184 @@
+"""The physical skills against the oracle ones, in one run: the expert on EMMOE-100 with ``--skills oracle`` and
+``--skills physical`` (noiseless, run 0 of each task), success, every failed skill attempt by cause, episode time and
+the physics' real-time factor.
+
+Run: ``.venv/bin/python -m benchmarks.bench_physical_skills [--split all|train|test] [--limit N] [--out FILE]``
+
+* SR: episodes whose goal check holds, per setting;
+* causes: each failed attempt of a physical skill, classified from the skill's message (the executor logs each
+  try): unreachable pose, arm blocked (the trajectory controller's tolerance, with what it touched), grasp missed,
+  object slipped or did not stay where it was put (dropped), no path for the base, base blocked, other;
+* episode wall time: median and mean per setting and their ratio (the target: physical at most 3x oracle);
+* real-time factor: simulated seconds of physics over the wall seconds spent in ``mj_step`` (one core; target at
+  least 10x).
+
+Both settings run in this process, one task after the other, so the ratio is measured under the same load.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import re
+import statistics
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from rich.console import Console
+from rich.progress import track
+from rich.table import Table
+
+from homiebot.agent.build import build_episode
+from homiebot.config.run import RunConfig
+from homiebot.tasks.suite import load_suite
+
+#: Failure causes, first match wins (the physical skills' messages: homiebot/skills/physical/*.py).
+CAUSES: tuple[tuple[str, str], ...] = (
+    ("unreachable pose", r"unreachable pose"),
+    ("arm blocked", r"the arm (stopped|could not tuck)"),
+    ("grasp missed", r"grasp missed"),
+    ("slipped from the gripper", r"slipped out of the gripper"),
+    ("did not stay where put", r"did not stay there"),
+    ("no free spot", r"no free spot"),
+    ("no path for the base", r"no collision-free path|no free pose|could not reach a pose"),
+    ("refused (logical check)", r"^(too_far|too_close|hand_full|hand_empty|container_closed|not_interactive|not_found)"),
+)
+_TRY = re.compile(r"^(?P<action>.+?) (?P<target>\S+) try \d+ failed: (?P<status>\S+) (?P<detail>.*)$")
+
+
+def cause_of(status: str, detail: str) -> str:
+    text = f"{status} {detail}"
+    for cause, pattern in CAUSES:
+        if re.search(pattern, detail) or re.search(pattern, text):
+            return cause
+    return "other"
+
+
+class _Attempts(logging.Handler):
+    """Collects the executor's "try N failed" lines (homiebot/executor/executor.py logs each at DEBUG)."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.DEBUG)
+        self.failures: list[tuple[str, str, str, str]] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        match = _TRY.match(record.getMessage())
+        if match:
+            self.failures.append((match["action"], match["target"], match["status"], match["detail"]))
+
+
+@dataclass
+class Outcome:
+    task: str
+    mode: str
+    success: bool
+    rounds: int
+    wall_s: float
+    sim_s: float
+    physics_steps: int = 0
+    physics_wall_s: float = 0.0
+    failures: list[tuple[str, str, str, str]] = field(default_factory=list)
+    subtasks: list[tuple[str, str]] = field(default_factory=list)
+
+
+def run_one(task: str, mode: str, attempts: _Attempts) -> Outcome:
+    config = RunConfig.model_validate({"task": task, "skills": {"mode": mode}, "simulator": {"render": False}})
+    episode = build_episode(config)
+    made = []
+    factory = episode.skills
+    assert factory is not None
+
+    def keep(sim, seed):  # the physical skill set holds the driver's physics counters
+        skills = factory(sim, seed)
+        made.append(skills)
+        return skills
+
+    episode.skills = keep
+    attempts.failures = []
+    started = time.perf_counter()
+    try:
+        trajectory = episode.run()
+        sim_s = float(episode.simulator.sim_time)  # type: ignore[attr-defined]
+    finally:
+        episode.close()
+    wall = time.perf_counter() - started
+    driver = getattr(made[0], "driver", None) if made else None  # only PhysicalSkillSet has one
+    return Outcome(
+        task, mode, bool(trajectory.goal_satisfied), len(trajectory.rounds), wall, sim_s,
+        physics_steps=driver.physics_steps if driver is not None else 0,
+        physics_wall_s=driver.physics_wall_s if driver is not None else 0.0,
+        failures=list(attempts.failures),
+        subtasks=[(r.subtask_text, r.feedback.code.value) for r in trajectory.rounds],
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--split", default="all", choices=("all", "train", "test"))
+    parser.add_argument("--limit", type=int, default=0, help="only the first N tasks (0: all)")
+    parser.add_argument("--tasks", default="", help="comma-separated task ids (default: the suite's)")
+    parser.add_argument("--out", type=Path, default=None, help="write every outcome as JSON here")
+    args = parser.parse_args()
+    logging.basicConfig(level=logging.WARNING)
+    attempts = _Attempts()
+    executor_log = logging.getLogger("homiebot.executor.executor")
+    executor_log.setLevel(logging.DEBUG)
+    executor_log.addHandler(attempts)
+    executor_log.propagate = False
+
+    tasks = [t.id for t in load_suite("emmoe100").tasks if args.split in ("all", t.split)]
+    if args.tasks:
+        tasks = args.tasks.split(",")
+    if args.limit:
+        tasks = tasks[: args.limit]
+    outcomes: list[Outcome] = []
+    for task in track(tasks, description="episodes"):
+        for mode in ("oracle", "physical"):
+            outcomes.append(run_one(task, mode, attempts))
+    if args.out is not None:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(json.dumps([o.__dict__ for o in outcomes], indent=1))
+
+    console = Console()
+    table = Table(title=f"expert on EMMOE-100 ({len(tasks)} tasks, run 0, noiseless): oracle vs physical skills")
+    for column in ("skills", "SR", "episode wall median s", "episode wall mean s", "sim s mean", "rounds mean"):
+        table.add_column(column, justify="right")
+    walls = {}
+    for mode in ("oracle", "physical"):
+        mine = [o for o in outcomes if o.mode == mode]
+        walls[mode] = [o.wall_s for o in mine]
+        table.add_row(mode, f"{100 * sum(o.success for o in mine) / len(mine):.1f}",
+                      f"{statistics.median(walls[mode]):.2f}", f"{statistics.mean(walls[mode]):.2f}",
+                      f"{statistics.mean(o.sim_s for o in mine):.1f}", f"{statistics.mean(o.rounds for o in mine):.1f}")
+    console.print(table)
+    physical = [o for o in outcomes if o.mode == "physical"]
+    ratio = statistics.mean(walls["physical"]) / statistics.mean(walls["oracle"])
+    steps = sum(o.physics_steps for o in physical)
+    physics_wall = sum(o.physics_wall_s for o in physical)
+    console.print(f"physical / oracle episode wall time (means): x{ratio:.2f}")
+    if physics_wall > 0:
+        console.print(f"physics: {steps} steps of 5 ms = {steps * 0.005:.0f} s simulated in {physics_wall:.1f} s of mj_step: "
+                      f"real-time factor x{steps * 0.005 / physics_wall:.0f}")
+    causes = Counter(cause_of(status, detail) for o in physical for (_a, _t, status, detail) in o.failures)
+    failed_tasks = [o for o in physical if not o.success]
+    task_causes = Counter()
+    for o in failed_tasks:
+        first = Counter(cause_of(status, detail) for (_a, _t, status, detail) in o.failures).most_common(1)
+        task_causes[first[0][0] if first else "no failed skill (planner or goal)"] += 1
+    cause_table = Table(title="physical: failed skill attempts by cause (all episodes), and failed episodes by main cause")
+    cause_table.add_column("cause")
+    cause_table.add_column("attempts", justify="right")
+    cause_table.add_column("failed episodes", justify="right")
+    for cause in sorted(set(causes) | set(task_causes), key=lambda c: -causes.get(c, 0)):
+        cause_table.add_row(cause, str(causes.get(cause, 0)), str(task_causes.get(cause, 0)))
+    console.print(cause_table)
+    both = {o.task for o in outcomes if o.mode == "oracle" and o.success}
+    console.print(f"tasks the oracle skills complete and the physical ones do not: "
+                  f"{sorted(o.task for o in failed_tasks if o.task in both)[:40]}")
+
+
+if __name__ == "__main__":
+    main()
