@@ -26,8 +26,8 @@ import typer
 
 from homiebot.cli.failures import EXIT_ENVIRONMENT, EXIT_INTERRUPTED, check_output
 from homiebot.cli.failures import report as _fail
-from homiebot.cli.options import ModelOptions, RecoveryOptions, deprecated, hidden, out_option
-from homiebot.config import PerceptionMode, choices, decode_mode, perception_mode
+from homiebot.cli.options import ModelOptions, RecoveryOptions, deprecated, hidden, out_option, skills_option
+from homiebot.config import PerceptionMode, SkillsMode, choices, decode_mode, perception_mode
 from homiebot.ros.shm import DEFAULT_MIN_AGE_S, DEFAULT_SHM_DIR
 
 log = logging.getLogger(__name__)
@@ -173,6 +173,7 @@ def register(app: typer.Typer) -> None:
         simulator: str | None = typer.Option(None, "--simulator", help="Simulator backend (default: config/homie.yaml)."),
         seed: int = typer.Option(0, "--seed", help="Run index: the scene seed is the task's seed + this."),
         noise: str | None = typer.Option(None, "--noise", help="Skill execution noise of the sim bridge: off, emmoe (EMMOE table 4) or a preset name (default: config/homie.yaml, noiseless)."),
+        skills: str | None = skills_option(),
         out: Path | None = typer.Option(None, "--out", "-o", help="Run directory (node logs, result.json, bag). Default runs/up-<time>."),
         params: Path | None = typer.Option(None, "--params", help="Node parameters (default launch/config/homie.yaml)."),
         graph_file: Path | None = typer.Option(None, "--graph", help="Node processes (default launch/config/graph.yaml)."),
@@ -219,6 +220,8 @@ def register(app: typer.Typer) -> None:
                 noise = preset_name(noise, what="--noise")
             except ValueError as err:
                 raise _fail(str(err)) from None
+        if skills is not None and skills not in {m.value for m in SkillsMode}:
+            raise _fail(f"--skills {skills!r}: use {choices(SkillsMode)}")
         if task_id:
             try:
                 get_task(task_id)
@@ -338,6 +341,10 @@ def register(app: typer.Typer) -> None:
         bridge_overrides = {key: value for key, value in (("simulator", simulator), ("noise", noise)) if value}
         if bridge_overrides:
             overrides["sim_bridge"] = bridge_overrides
+        if skills is not None:  # the bridge's robot and the executors that drive it (docs/robots.md)
+            for name in ("sim_bridge", "nav_executor", "manip_executor"):
+                if any(node.name == name for node in graph.nodes):
+                    overrides.setdefault(name, {})["skills"] = skills
         if perception != PerceptionMode.OFF:  # the executor grounds through perception's graph (ResolveTarget), as homie run does
             overrides["perception"] = {"builder": perception}
             overrides["executor"] = {"grounder": "perception"}

@@ -8,6 +8,9 @@ Arguments (give only the ones you change; ``name:=`` with an empty value is refu
   seed          run index (the scene seed is the task's seed + this)
   noise         skill execution noise preset of the sim bridge: noiseless, emmoe_table4 (alias emmoe);
                 default: config/homie.yaml's (noiseless)
+  skills        oracle or physical: the sim bridge serves the arm and gripper controllers under physics and the
+                navigation and manipulation executors run Go to, Pick and Put through NavigateToPose,
+                FollowJointTrajectory and GripperCommand (docs/robots.md); default: config/homie.yaml's (oracle)
   use_sim_time  false (default) or true, passed to every node of the graph: their messages are stamped in
                 simulated time either way (docs/ros.md, "Time"); true also moves the nodes' own clocks (rosout,
                 timers) onto /clock, which only advances when a skill runs
@@ -53,6 +56,7 @@ ARGUMENTS = {
     "simulator": ("mujoco", "Simulator backend of the sim bridge."),
     "seed": ("0", "Run index: the scene seed is the task's seed + this."),
     "noise": ("default", "Skill execution noise preset of the sim bridge (noiseless, emmoe_table4 or emmoe); default: config/homie.yaml's."),
+    "skills": ("default", "oracle or physical (the standard interfaces under physics); default: config/homie.yaml's."),
     "use_sim_time": ("false", "Every node's use_sim_time parameter (their stamps are simulated time either way)."),
     "rviz": ("true", "Start rviz2 with the HomieBot layout when rviz2 is installed."),
     "partner_planner": ("none", "The human partner's planner; given, the two-agent graph (config/graph_pair.yaml)."),
@@ -62,6 +66,9 @@ ARGUMENTS = {
 }
 #: Argument values that mean "not given" (``ros2 launch`` cannot pass an empty value).
 UNSET = ("", "none", "default")
+#: The skill settings (homiebot.config.SkillsMode) and the nodes that take the ``skills`` parameter.
+SKILLS = ("oracle", "physical")
+SKILLS_NODES = ("sim_bridge", "nav_executor", "manip_executor")
 RESTART_DELAY_S = 0.5
 
 
@@ -152,6 +159,12 @@ def _graph(context, *_args, **_kwargs):
             overrides[node][key] = arg(name)
     if pair:
         overrides["planner_node"].update(partner_planner=arg("partner_planner"), mode=arg("mode"))
+    skills = arg("skills").lower()
+    if skills not in UNSET:
+        if skills not in SKILLS:  # before any process starts
+            raise RuntimeError(f"skills:={arg('skills')}: use {' or '.join(SKILLS)}")
+        for node in SKILLS_NODES:
+            overrides.setdefault(node, {})["skills"] = skills
 
     def make_node(spec: dict) -> Node:
         # A graph's own parameters and remappings (graph_pair.yaml's human executors); the node's name is the

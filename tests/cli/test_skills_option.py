@@ -46,3 +46,11 @@ def test_homie_eval_pins_the_skills_and_refuses_a_resume_with_others(tmp_path: P
     again = runner.invoke(build_app(), [*base, "--skills", "oracle"])
     assert again.exit_code == 2
     assert "skills: 'physical' there, 'oracle' now" in again.output
+
+
+def test_homie_up_sim_refuses_a_wrong_skills_value_before_anything_starts(tmp_path: Path):
+    out = tmp_path / "up"
+    result = CliRunner().invoke(build_app(), ["up", "sim", "--task", TASK, "--skills", "physic", "--out", str(out)])
+    assert result.exit_code == 2
+    assert "--skills 'physic': use oracle or physical" in result.output
+    assert not out.exists()

@@ -161,6 +161,20 @@ def test_exit_when_done_shuts_the_graph_down_after_the_episode(monkeypatch, tmp_
     assert "exit_when_done" not in planner.kwargs["parameters"][-1]
 
 
+def test_skills_physical_reaches_the_bridge_and_both_skill_executors(monkeypatch, tmp_path) -> None:
+    """skills:=physical sets the bridge's robot and the executors that drive it (docs/robots.md); unset, the
+    parameter file's value stands; a wrong value starts nothing."""
+    launch_file = _load_launch_file(monkeypatch, _share(tmp_path), GRAPH_PACKAGES)
+    actions = launch_file._graph(FakeContext(_arguments(launch_file, skills="physical", rviz="false")))
+    nodes = {a.kwargs["name"]: a.kwargs["parameters"][-1] for a in actions if isinstance(a, FakeNode)}
+    assert {name for name, overrides in nodes.items() if overrides.get("skills") == "physical"} == {
+        "sim_bridge", "nav_executor", "manip_executor"}
+    actions = launch_file._graph(FakeContext(_arguments(launch_file, rviz="false")))
+    assert not any("skills" in a.kwargs["parameters"][-1] for a in actions if isinstance(a, FakeNode))
+    with pytest.raises(RuntimeError, match="skills:=physics: use oracle or physical"):
+        launch_file._graph(FakeContext(_arguments(launch_file, skills="physics", rviz="false")))
+
+
 def test_a_missing_package_starts_nothing(monkeypatch, tmp_path) -> None:
     launch_file = _load_launch_file(monkeypatch, _share(tmp_path), GRAPH_PACKAGES - {"homie_perception"})
     with pytest.raises(RuntimeError, match="homie_perception"):
