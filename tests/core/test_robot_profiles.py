@@ -43,10 +43,21 @@ def test_the_sim_profile_names_what_the_bridge_and_the_robot_use():
     from homiebot.sim.mujoco import robot
     from homiebot.types import VIEW_NAMES
 
+    from homiebot.ros import control, nav2
+
     sim = load_profile("sim")
     source = BRIDGE.read_text()
+    # The standard interfaces are served under the names their conversion modules give (the ROS driver's defaults).
+    standard = {"navigate_to_pose": ("nav2.NAVIGATE_TO_POSE", nav2.NAVIGATE_TO_POSE),
+                "arm_trajectory": ("control.FOLLOW_JOINT_TRAJECTORY", control.FOLLOW_JOINT_TRAJECTORY),
+                "gripper": ("control.GRIPPER_COMMAND", control.GRIPPER_COMMAND)}
     for role, interface in sim.interfaces.items():
-        assert f'"{interface.name}"' in source, f"{role}: the bridge names no {interface.name}"
+        if role in standard:
+            constant, name = standard[role]
+            assert interface.name == name and constant in source, f"{role}: the bridge serves no {interface.name}"
+        else:
+            assert f'"{interface.name}"' in source, f"{role}: the bridge names no {interface.name}"
+    assert set(standard) <= set(sim.interfaces)
     assert (sim.frames.map, sim.frames.odom, sim.frames.base) == (convert.MAP_FRAME, convert.ODOM_FRAME, convert.BASE_FRAME)
     assert tuple(c.name for c in sim.cameras) == tuple(VIEW_NAMES)
     assert 'f"{namespace}/camera/{view}"' in source and 'f"{base}/image_raw"' in source and 'f"{base}/camera_info"' in source
