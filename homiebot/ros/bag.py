@@ -7,7 +7,11 @@ exactly what was on the wire and ``ros2 bag`` on a real install reads it.
 * :func:`record_bag` discovers topics (all, or a selection) as they appear, subscribes with a QoS that
   matches the publishers (transient-local for latched topics, so late joiners still get them) and writes
   ``(topic, receive time, bytes)`` to a temporary bag that is moved into place only when it is closed: an
-  interrupted recording leaves a complete bag or none, never half of one.
+  interrupted recording leaves a complete bag or none, never half of one. Hidden topics (action internals) are
+  left out, as ``ros2 bag record`` leaves them out, except each action's goal status
+  (``<action>/_action/status``, action_msgs/GoalStatusArray): which goals every action server took and how they
+  ended, the trace of which interfaces an episode used (:func:`action_goals`). Goals and results themselves are
+  service calls, which a bag of topics does not hold.
 * :func:`play_bag` publishes the messages again with their recorded spacing (scaled by ``rate``) or as
   fast as possible (``rate=None``), and waits until reliable subscribers acknowledged them.
 * :func:`bag_info` reads only the files (no ROS 2 needed): topics, types, counts, rates, duration and, for
@@ -40,6 +44,8 @@ from homiebot.ros.environment import repository_root
 log = logging.getLogger(__name__)
 
 BAG_VERSION: Literal[8] = 8
+#: The one hidden topic of an action that is recorded (module docstring).
+ACTION_STATUS_SUFFIX = "/_action/status"
 #: The topics that make a bag an episode record (what `bag replay` and `bag info` read).
 EPISODE_TOPICS = (
     "/homie/task_started",
@@ -249,7 +255,9 @@ def record_bag(
                 continue
             if exclude_camera_topics and topic.startswith("/camera/"):
                 continue
-            if "/_action/" in topic or topic.rsplit("/", 1)[-1].startswith("_"):
+            if topic.endswith(ACTION_STATUS_SUFFIX):
+                pass  # an action's goal status: which goals it took (module docstring)
+            elif "/_action/" in topic or topic.rsplit("/", 1)[-1].startswith("_"):
                 continue  # hidden topics (action internals), as ros2 bag record leaves them out
             subscribe(topic, types[0])
 
@@ -466,6 +474,20 @@ def read_messages(path: str | os.PathLike[str], topics: Iterable[str] | None = N
         raise BagError(f"{path}: damaged bag ({err})") from None
     finally:
         reader.close()
+
+
+def action_goals(path: str | os.PathLike[str]) -> dict[str, set[bytes]]:
+    """Per action whose status a bag holds (``/navigate_to_pose``, ``/sim/manipulate``, ...), the ids of the goals
+    its server took (each id once, whatever statuses it went through)."""
+    store = get_typestore(Stores.ROS2_JAZZY)
+    goals: dict[str, set[bytes]] = {}
+    for message in read_messages(path):
+        if not message.topic.endswith(ACTION_STATUS_SUFFIX):
+            continue
+        status: Any = store.deserialize_cdr(message.data, message.msgtype)  # action_msgs/msg/GoalStatusArray
+        ids = goals.setdefault(message.topic.removesuffix(ACTION_STATUS_SUFFIX), set())
+        ids.update(bytes(s.goal_info.goal_id.uuid) for s in status.status_list)
+    return goals
 
 
 # ------------------------------------------------------------------------------------------------ play

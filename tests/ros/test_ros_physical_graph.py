@@ -1,0 +1,83 @@
+"""The whole graph with ``--skills physical``: ``homie up sim --skills physical --record`` runs an episode whose Go to,
+Pick and Put reach the robot only through the standard interfaces, and the bag shows it.
+
+The bag holds each action's goal status topic (homiebot.ros.bag records ``<action>/_action/status``): the goals
+every server took. With physical skills, NavigateToPose, FollowJointTrajectory and GripperCommand took goals and
+the simulator's private skill actions (/sim/navigate, /sim/manipulate), whose servers were up and recorded, took
+none. The same episode with the oracle skills is the contrast: there the private actions took every skill.
+
+Task: partnr-1-019 (apartment_1, "Place the short can next to the bowl on the brown table"): Go to, Pick, Go to,
+Put on a top. emmoe-084's Put goes *into* the kitchen drawer, whose interior box homie_msgs' EntityState does not
+carry yet, so its physical Put through the graph aims at the drawer's top (docs/robots.md).
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from homiebot.testing.ros_helpers import graph_environment
+
+pytestmark = pytest.mark.ros
+
+HOMIE = str(Path(sys.executable).with_name("homie"))
+TASK = "partnr-1-019"
+STANDARD = ("/navigate_to_pose", "/arm_controller/follow_joint_trajectory", "/gripper_controller/gripper_cmd")
+PRIVATE = ("/sim/navigate", "/sim/manipulate")
+
+
+@pytest.fixture(scope="module")
+def episodes(tmp_path_factory, ros_domain) -> dict[str, Path]:
+    """The task through the graph, recorded, with each skill setting."""
+    tmp = tmp_path_factory.mktemp("physical_graph")
+    env = {**graph_environment(ros_domain), "COLUMNS": "200"}
+    out = {}
+    for skills in ("physical", "oracle"):
+        out[skills] = tmp / skills
+        done = subprocess.run([HOMIE, "up", "sim", "--task", TASK, "--skills", skills, "--record", "--out", str(out[skills]),
+                               "--domain-id", str(ros_domain)], capture_output=True, text=True, env=env, cwd=tmp, timeout=600)
+        assert done.returncode == 0, done.stderr[-3000:]
+    return out
+
+
+def _bag_topics(bag: Path) -> set[str]:
+    from homiebot.ros.bag import bag_info
+
+    return {topic.name for topic in bag_info(bag).topics}
+
+
+def test_physical_skills_use_only_the_standard_interfaces(episodes):
+    from homiebot.ros.bag import action_goals
+
+    run = episodes["physical"]
+    rounds = [json.loads(line) for line in (run / "record" / "rounds.jsonl").read_text().splitlines()]
+    assert [r["subtask_text"] for r in rounds] == ["[Go to, short_can]", "[Pick, short_can]", "[Go to, bowl]",
+                                                   "[Put, short_can, bowl]", "[End]"]
+    assert all(r["error_code"] == "OK" for r in rounds), [(r["subtask_text"], r["feedback"]) for r in rounds]
+    assert json.loads((run / "record" / "summary.json").read_text())["success"]
+    goals = action_goals(run / "bag")
+    topics = _bag_topics(run / "bag")
+    for action in STANDARD + PRIVATE:
+        assert f"{action}/_action/status" in topics, f"the bag has no status of {action}"
+    assert len(goals.get("/navigate_to_pose", ())) >= 2  # one per Go to at least
+    assert len(goals.get("/arm_controller/follow_joint_trajectory", ())) >= 6  # tucks, reach, approach, lift, ...
+    assert len(goals.get("/gripper_controller/gripper_cmd", ())) >= 3  # open and close for the Pick, open for the Put
+    for action in PRIVATE:
+        assert not goals.get(action), f"{action} took {len(goals[action])} goal(s)"
+    assert {"/joint_states", "/odom"} <= topics
+
+
+def test_the_oracle_episode_goes_through_the_private_actions(episodes):
+    from homiebot.ros.bag import action_goals
+
+    goals = action_goals(episodes["oracle"] / "bag")
+    assert len(goals.get("/sim/navigate", ())) == 2 and len(goals.get("/sim/manipulate", ())) == 2
+    for action in STANDARD:
+        assert not goals.get(action)
+    # The oracle bridge serves no arm or gripper controller at all.
+    topics = _bag_topics(episodes["oracle"] / "bag")
+    assert "/arm_controller/follow_joint_trajectory/_action/status" not in topics
