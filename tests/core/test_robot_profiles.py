@@ -39,11 +39,9 @@ def test_the_builtin_profiles_load():
 
 @pytest.mark.ros  # homiebot.ros.convert imports homie_msgs, built by scripts/setup_ros.sh
 def test_the_sim_profile_names_what_the_bridge_and_the_robot_use():
-    from homiebot.ros import convert
+    from homiebot.ros import control, convert, nav2
     from homiebot.sim.mujoco import robot
     from homiebot.types import VIEW_NAMES
-
-    from homiebot.ros import control, nav2
 
     sim = load_profile("sim")
     source = BRIDGE.read_text()
