@@ -53,7 +53,8 @@ PHYSICAL_SKILLS = "physical"
 
 
 class SkillExecutorNode(Node):
-    """Serves one skill action and forwards it to the robot side (see the module docstring)."""
+    """Serves one skill action: forwards it to the robot side, or runs it as a physical skill on the standard
+    interfaces with ``skills: physical`` (see the module docstring)."""
 
     def __init__(self, name: str, action_type, action: str, robot_action: str, models: list[str]) -> None:
         super().__init__(name)
