@@ -320,6 +320,9 @@ def entity_to_msg(entity: EntityState) -> EntityStateMsg:
         hot_state=_tri_state(entity.is_hot),
         cold_state=_tri_state(entity.is_cold),
         filled_state=_tri_state(entity.is_filled),
+        has_interior=entity.interior_min is not None and entity.interior_max is not None,
+        interior_min=point(entity.interior_min or (0.0, 0.0, 0.0)),
+        interior_max=point(entity.interior_max or (0.0, 0.0, 0.0)),
     )
 
 
@@ -352,6 +355,8 @@ def entity_from_msg(msg: EntityStateMsg) -> EntityState:
         is_hot=_from_tri_state(msg.hot_state),
         is_cold=_from_tri_state(msg.cold_state),
         is_filled=_from_tri_state(msg.filled_state),
+        interior_min=point_tuple(msg.interior_min) if msg.has_interior else None,
+        interior_max=point_tuple(msg.interior_max) if msg.has_interior else None,
     )
 
 
