@@ -33,6 +33,7 @@ from rich.table import Table
 
 from homiebot.agent.build import build_episode
 from homiebot.config.run import RunConfig
+from homiebot.skills.physical import PhysicalSkillSet
 from homiebot.tasks.suite import load_suite
 
 #: Failure causes, first match wins (the physical skills' messages: homiebot/skills/physical/*.py).
@@ -105,7 +106,7 @@ def run_one(task: str, mode: str, attempts: _Attempts) -> Outcome:
     finally:
         episode.close()
     wall = time.perf_counter() - started
-    driver = getattr(made[0], "driver", None) if made else None  # only PhysicalSkillSet has one
+    driver = made[0].driver if made and isinstance(made[0], PhysicalSkillSet) else None
     return Outcome(
         task, mode, bool(trajectory.goal_satisfied), len(trajectory.rounds), wall, sim_s,
         physics_steps=driver.physics_steps if driver is not None else 0,

@@ -305,7 +305,10 @@ def _object_candidates(world: WorldState, target: str, around: _Surroundings, ar
     candidates = []
     for ring, gap in enumerate(gaps):
         for xy in _ray_poses(centre, keep_clear, around.radius + gap):
-            if own.gap(np.array(xy)) - around.radius > FAR_THRESHOLD_M - 0.1:
+            reach = float(own.gap(np.array(xy))) - around.radius
+            # Within EMMOE's reach band with a margin: a near ring hugging the receptacle can put an object at its
+            # edge closer than D2's 0.1 m, which the Pick would then refuse.
+            if reach > FAR_THRESHOLD_M - 0.1 or reach < NEAR_THRESHOLD_M + 0.02:
                 continue
             to_object = math.dist(xy, centre)
             within = to_object <= arm_reach
