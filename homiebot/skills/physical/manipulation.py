@@ -161,9 +161,12 @@ class Obstacles:
     margin: float = 0.05  # m: the links' radius
 
     @staticmethod
-    def of(world: WorldState, ignore: set[str], open_into: set[str] = frozenset()) -> Obstacles:  # type: ignore[assignment]
+    def of(world: WorldState, ignore: set[str], open_into: set[str] = frozenset(),  # type: ignore[assignment]
+           resting_on: tuple[str, float] | None = None) -> Obstacles:
         """The boxes of ``world`` but ``ignore``'s (and held objects); ``open_into``: furniture whose interior the
-        arm may enter."""
+        arm may enter; ``resting_on``: (furniture, height) where an object rests on a surface lower than the
+        furniture's box (a sofa's seat under its back, a shelf): the space above that height is left free, as the
+        box alone cannot tell a seat from the back behind it."""
         boxes = tuple(
             (e.name, np.array(e.bbox_min), np.array(e.bbox_max))
             for e in world.entities.values()
@@ -173,11 +176,21 @@ class Obstacles:
             (e.bbox_min[0], e.bbox_min[1], e.bbox_max[0], e.bbox_max[1])
             for e in world.entities.values() if e.kind is EntityKind.ROOM
         )
-        cavities = {
-            name: (np.array(e.interior_min), np.array(e.interior_max))
-            for name in open_into
-            if (e := world.entities.get(name)) is not None and e.interior_min is not None and e.interior_max is not None
-        }
+        cavities = {}
+        for name in open_into:
+            e = world.entities.get(name)
+            if e is None or e.interior_min is None or e.interior_max is None:
+                continue
+            top = np.array(e.interior_max, dtype=float)
+            if top[2] >= e.bbox_max[2] - 0.01:
+                top[2] = np.inf  # open at the top (a sink's basin, a drawer's tray): nothing above the interior
+            cavities[name] = (np.array(e.interior_min, dtype=float), top)
+        if resting_on is not None and resting_on[0] in world.entities and resting_on[0] not in cavities:
+            e = world.entities[resting_on[0]]
+            if resting_on[1] < e.bbox_max[2] - 0.02:
+                # Everything of the box above the surface is free (its x and y extents widened past the box).
+                cavities[e.name] = (np.array([e.bbox_min[0] - 1.0, e.bbox_min[1] - 1.0, resting_on[1]]),
+                                    np.array([e.bbox_max[0] + 1.0, e.bbox_max[1] + 1.0, np.inf]))
         return Obstacles(world.robot, boxes, rooms, cavities)
 
     def without(self, names: set[str]) -> Obstacles:
@@ -311,7 +324,8 @@ class PhysicalManipulation:
         high = centre.copy()
         high[2] = max(centre[2], entity.bbox_min[2] + self.setup.finger_reach + FINGER_CLEARANCE)
         receptacle = entity.parent if entity.relation == "in" else None
-        obstacles = Obstacles.of(world, {entity.name}, {receptacle} if receptacle else set())
+        resting = (entity.parent, entity.bbox_min[2]) if entity.parent is not None and entity.relation == "on" else None
+        obstacles = Obstacles.of(world, {entity.name}, {receptacle} if receptacle else set(), resting)
         # The last few centimetres to the grasp come down onto what the object stands on.
         near = obstacles.without({entity.parent}) if entity.parent else obstacles
         candidates = [("top-down", tool_pose(high, (0.0, 0.0, -1.0), across))]
