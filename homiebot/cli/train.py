@@ -31,6 +31,7 @@ class _Piece:
     hours: float | None = None
     processes: int | None = None
     epochs: float | None = None
+    max_memory_gb: float | None = None
 
 
 def _train(
@@ -83,7 +84,7 @@ def _train(
             resume=resume,
             ref_model=ref_model,
             val_data=piece.val,
-            stop=StopRule(piece.stop_after_steps, piece.hours),
+            stop=StopRule(piece.stop_after_steps, piece.hours, piece.max_memory_gb),
         )
     except (TrainingError, TrainingDataError) as err:
         fail(str(err))
@@ -161,13 +162,21 @@ def register(app: typer.Typer) -> None:
             help="Training processes (DDP over gloo on a CPU); default: the preset's (cpu: 2, others: 1).",
         ),
         epochs: float = typer.Option(None, "--epochs", help="Epochs (default: the preset's; --max-steps wins)."),
+        max_memory: float = typer.Option(
+            None,
+            "--max-memory",
+            help="End this piece with a checkpoint once a training process holds this many GB resident (a fresh "
+            "piece, --resume, starts small again).",
+        ),
     ) -> None:
         """Stage one: supervised fine-tuning on the answers (completion-only loss); resumable in pieces."""
         if hours is not None and hours <= 0:
             fail(f"--hours must be more than 0, got {hours}")
+        if max_memory is not None and max_memory <= 0:
+            fail(f"--max-memory must be more than 0 GB, got {max_memory}")
         if epochs is not None and epochs <= 0:
             fail(f"--epochs must be more than 0, got {epochs}")
-        piece = _Piece(val, eval_steps, val_limit, stop_after_steps, hours, processes, epochs)
+        piece = _Piece(val, eval_steps, val_limit, stop_after_steps, hours, processes, epochs, max_memory)
         _train(
             "sft", data, model, out, preset, max_steps, resume, lr, batch_size, max_length, lora, None, warmup_steps,
             piece,

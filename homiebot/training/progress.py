@@ -7,7 +7,8 @@
   so the file is the run's history as if it had never stopped.
 * ``OUT/loss.png`` and ``OUT/accuracy.png``: the curves drawn from that file (matplotlib) at the end of each
   piece.
-* Stopping: after ``stop_after_steps`` steps of this piece, after ``hours`` of wall time, or on SIGINT/SIGTERM,
+* Stopping: after ``stop_after_steps`` steps of this piece, after ``hours`` of wall time, when a process's resident
+  memory passes ``max_memory_gb``, or on SIGINT/SIGTERM,
   the run saves a checkpoint at the end of the current step and stops; ``--resume`` continues from it. With
   several processes the decision is taken together (all-reduce), so that every process saves the same step.
 """
@@ -115,6 +116,17 @@ class StopRule:
 
     stop_after_steps: int | None = None
     hours: float | None = None
+    # Resident memory of one training process (GB) past which the piece checkpoints and stops: glibc keeps the heap
+    # the longest samples grew, so a long run's processes only grow, and a fresh piece (--resume) starts small
+    # again (docs/results/trained-planner-2026-11-28.md: two processes at 11 and 12 GB thrashed a 24 GB machine).
+    max_memory_gb: float | None = None
+
+
+def resident_gb() -> float:
+    """This process's resident memory (GB)."""
+    import psutil
+
+    return float(psutil.Process().memory_info().rss) / 1e9
 
 
 def stop_callback(rule: StopRule) -> Any:
@@ -150,6 +162,8 @@ def stop_callback(rule: StopRule) -> Any:
                 reasons.append(f"{rule.hours} h")
             if self.signalled:
                 reasons.append(self.signalled)
+            if rule.max_memory_gb is not None and (resident := resident_gb()) >= rule.max_memory_gb:
+                reasons.append(f"{resident:.1f} GB resident, over --max-memory {rule.max_memory_gb:g}")
             if agree(bool(reasons)) and state.global_step < state.max_steps:
                 self.stopped_early = True
                 control.should_save = True

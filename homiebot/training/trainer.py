@@ -442,6 +442,8 @@ def train(
         raise TrainingError(f"--stop-after-steps must be at least 1, got {stop.stop_after_steps}")
     if stop is not None and stop.hours is not None and stop.hours <= 0:
         raise TrainingError(f"--hours must be more than 0, got {stop.hours}")
+    if stop is not None and stop.max_memory_gb is not None and stop.max_memory_gb <= 0:
+        raise TrainingError(f"--max-memory must be more than 0 GB, got {stop.max_memory_gb}")
     target = _check_out(Path(out), resume)
     dataset = load_rows(Path(data), stage)
     if len(dataset) == 0:

@@ -123,12 +123,26 @@ def test_two_ddp_processes_train_and_resume(setup, tmp_path):
     assert (tmp_path / "ddp" / "adapter_model.safetensors").is_file()
 
 
+def test_a_piece_stops_with_a_checkpoint_past_its_memory_limit_and_resumes(setup, tmp_path):
+    root = setup
+    # Any process holds more than a megabyte: the piece stops after its first step, with a checkpoint.
+    first = train("sft", root / "episodes", root / "model", tmp_path / "mem", _preset(), progress=False,
+                  stop=StopRule(max_memory_gb=0.001))
+    assert first.steps == 1 and not first.finished
+    assert (tmp_path / "mem" / CHECKPOINTS / "checkpoint-1").is_dir()
+    rest = train("sft", root / "episodes", root / "model", tmp_path / "mem", _preset(), progress=False, resume=True,
+                 stop=StopRule(max_memory_gb=1000.0))
+    assert rest.finished and rest.steps == 8
+
+
 def test_bad_settings_are_refused_before_training(setup, tmp_path):
     root = setup
     with pytest.raises(TrainingError, match="--stop-after-steps"):
         train("sft", root / "episodes", root / "model", tmp_path / "a", _preset(), stop=StopRule(stop_after_steps=0))
     with pytest.raises(TrainingError, match="--hours"):
         train("sft", root / "episodes", root / "model", tmp_path / "b", _preset(), stop=StopRule(hours=-1))
+    with pytest.raises(TrainingError, match="--max-memory"):
+        train("sft", root / "episodes", root / "model", tmp_path / "b", _preset(), stop=StopRule(max_memory_gb=0))
     with pytest.raises(TrainingError, match="SFT only"):
         train("dpo", root / "episodes", root / "model", tmp_path / "c", preset_for("dpo", "cpu-small"),
               val_data=root / "rounds")
