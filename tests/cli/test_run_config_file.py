@@ -137,6 +137,6 @@ def test_an_evaluation_episode_replays_from_its_record(homie, tmp_path: Path) ->
     record = tmp_path / "ev" / "episodes" / TASK / "run1" / "summary.json"
     original = json.loads(record.read_text())
     assert original["run"]["task"] == TASK and original["run"]["seed"] == 1
-    assert original["run"]["skills"] == {"noise": "emmoe"} and original["run"]["max_rounds"] == 15
+    assert original["run"]["skills"] == {"mode": "oracle", "noise": "emmoe"} and original["run"]["max_rounds"] == 15
     replayed = homie("run", "--config", str(record), "--out", str(tmp_path / "again"))
     assert _episode(replayed) == _episode(original)

@@ -25,8 +25,9 @@ ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = ROOT / "homiebot"
 
 #: Modules that no PyPI distribution of ours provides: interface packages that colcon builds in this workspace
-#: (msgs/ is homie_msgs; ros2_ws/compat/tf2_msgs stands in where the ROS 2 install has none, scripts/setup_ros.sh).
-WORKSPACE_MODULES = {"homie_msgs", "tf2_msgs"}
+#: (msgs/ is homie_msgs; ros2_ws/compat/ holds the tf2_msgs, nav2_msgs and control_msgs stand-ins, built where the
+#: ROS 2 install has none, scripts/setup_ros.sh).
+WORKSPACE_MODULES = {"homie_msgs", "tf2_msgs", "nav2_msgs", "control_msgs"}
 #: Modules of distributions in an extra that the test profile does not install (so packages_distributions() cannot
 #: see them here): the module's distribution, as the extra names it.
 UNINSTALLED_MODULES = {"torchao": "torchao"}

@@ -130,10 +130,10 @@ def test_the_bridge_reads_the_declared_extras_or_falls_back(ros_domain):
         assert len(path.poses) >= 2 and bare._path(1.0).poses == []
         # The declared joints: the arm and the fingers beside the base; the base alone without them.
         observation = full_sim.observe()
-        joints = full._joint_state(observation, full._reported_joints(), 1.0)
+        joints = full._joint_state(observation.robot_pose, full._reported_joints(), 1.0)
         assert set(joints.name) == set(robot.BASE_JOINTS) | set(full_sim.joint_positions())
         assert bare._reported_joints() is None
-        assert set(bare._joint_state(observation, bare._reported_joints(), 1.0).name) == set(robot.BASE_JOINTS)
+        assert set(bare._joint_state(observation.robot_pose, bare._reported_joints(), 1.0).name) == set(robot.BASE_JOINTS)
     finally:
         full.destroy_node()
         bare.destroy_node()
