@@ -336,12 +336,11 @@ class PhysicalDriver:
             self._step(model, data)
             elapsed = t
             if t > s.path_grace:
-                error = self._tracking_error(data, joints, desired)
-                worst = int(np.argmax(np.abs(error)))
-                if abs(error[worst]) > s.path_tolerance:
+                joint, off = self._worst(data, joints, desired)
+                if off > s.path_tolerance:
                     result = TrajectoryResult(
                         TrajectoryErrorCode.PATH_TOLERANCE_VIOLATED,
-                        f"{joints[worst]} was {abs(error[worst]):.2f} from its path at t={t:.2f} s "
+                        f"{joint} was {off:.2f} from its path at t={t:.2f} s "
                         f"(blocked: {self._arm_blocker(model, data) or 'unknown'})")
                     break
         if result.succeeded:
@@ -354,12 +353,11 @@ class PhysicalDriver:
                 self._command(data, joints, goal)
                 self._step(model, data)
                 elapsed += dt
-            error = self._tracking_error(data, joints, goal)
-            worst = int(np.argmax(np.abs(error)))
-            if abs(error[worst]) > s.goal_tolerance:
+            joint, off = self._worst(data, joints, goal)
+            if off > s.goal_tolerance:
                 result = TrajectoryResult(
                     TrajectoryErrorCode.GOAL_TOLERANCE_VIOLATED,
-                    f"{joints[worst]} ended {abs(error[worst]):.3f} from its goal "
+                    f"{joint} ended {off:.3f} from its goal "
                     f"(blocked: {self._arm_blocker(model, data) or 'unknown'})")
         else:
             self._hold(data)  # stop where it is, as a controller does on abort
@@ -428,6 +426,12 @@ class PhysicalDriver:
 
     def _tracking_error(self, data: mujoco.MjData, joints: tuple[str, ...], desired: np.ndarray) -> np.ndarray:
         return np.array([data.qpos[self._qpos[j]] for j in joints]) - desired
+
+    def _worst(self, data: mujoco.MjData, joints: tuple[str, ...], desired: np.ndarray) -> tuple[str, float]:
+        """The joint farthest from ``desired`` and by how much."""
+        error = np.abs(self._tracking_error(data, joints, desired))
+        worst = int(np.argmax(error))
+        return joints[worst], float(error[worst])
 
     def _hold(self, data: mujoco.MjData) -> None:
         for joint, act in self._actuators.items():
