@@ -66,7 +66,7 @@ class _TeacherForced:
     privileged = True
 
     def __init__(self, planner: Any) -> None:
-        from homiebot.training.perturbed import PromptBoundExpertPlanner
+        from homiebot.planner.perturbed import PromptBoundExpertPlanner
 
         self.hf = planner
         self.expert = PromptBoundExpertPlanner()

@@ -95,6 +95,21 @@ class ExpertPlannerConfig(PlannerConfig):
     close_opened: bool = True
 
 
+class PromptBoundExpertConfig(ExpertPlannerConfig):
+    """The training data's expert (:class:`homiebot.planner.perturbed.PromptBoundExpertPlanner`): the expert's
+    options; where it chooses among equally good candidates it chooses by what the text prompt shows."""
+
+    name: Literal["prompt-bound-expert"] = "prompt-bound-expert"  # type: ignore[assignment]  # narrower literal
+
+
+class PerturbedExpertConfig(ExpertPlannerConfig):
+    """The expert with EMMOE's designed decision errors (:class:`homiebot.planner.perturbed.PerturbedExpertPlanner`):
+    the expert's options and the probability of an injected wrong subtask per round."""
+
+    name: Literal["perturbed-expert"] = "perturbed-expert"  # type: ignore[assignment]  # narrower literal
+    inject: float = Field(0.04, ge=0.0, le=1.0)
+
+
 class PartnrExpertPlannerConfig(PlannerConfig):
     """The PARTNR expert (:class:`homiebot.planner.partnr_expert.PartnrExpertPlanner`): no options."""
 
@@ -305,6 +320,8 @@ BUILTIN_PLANNER_CONFIGS: Mapping[str, type[PlannerConfig]] = {
     cls.model_fields["name"].default: cls
     for cls in (
         ExpertPlannerConfig,
+        PromptBoundExpertConfig,
+        PerturbedExpertConfig,
         PartnrExpertPlannerConfig,
         ScriptedPlannerConfig,
         RandomPlannerConfig,

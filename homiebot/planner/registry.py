@@ -43,6 +43,9 @@ _PLANNERS: dict[str, str] = {
     "random": "homiebot.planner.random_planner:RandomPlanner",
     "recovery": "homiebot.recovery.planner:RecoveryPlanner",
     "react": "homiebot.planner.react:ReActPlanner",
+    # The training data's experts (homie data collect; docs/training.md): a collected record names them.
+    "prompt-bound-expert": "homiebot.planner.perturbed:PromptBoundExpertPlanner",
+    "perturbed-expert": "homiebot.planner.perturbed:PerturbedExpertPlanner",
 }
 
 

@@ -7,7 +7,8 @@
 * :mod:`~homiebot.training.rewrite` is the rewriting augmentation (appendix F.1): an offline template
   rewriter and a cached rewriter over any OpenAI-compatible server;
 * :mod:`~homiebot.training.build` turns records into Hugging Face data sets (parquet) with counts per kind;
-* :mod:`~homiebot.training.perturbed` is the expert that makes EMMOE's designed decision errors;
+* :mod:`~homiebot.training.collect` records episodes of the training experts (:mod:`homiebot.planner.perturbed`: the
+  expert that chooses by what the prompt shows, and the one that makes EMMOE's designed decision errors);
 * :mod:`~homiebot.training.trainer` runs trl's SFT and DPO trainers with peft LoRA (presets ``emmoe`` and
   ``cpu-small``).
 

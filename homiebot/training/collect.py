@@ -184,11 +184,12 @@ def collect_episodes(
     per-try failures, seeded by the scene seed as in an evaluation), so that execution errors (E1, E2) and the
     expert's re-plans after them are in the data too."""
     from homiebot.agent.build import build_episode, build_simulator
+    from homiebot.config.planners import PerturbedExpertConfig, PromptBoundExpertConfig
     from homiebot.config.run import RecordingConfig, RunConfig, SimulatorConfig, SkillsConfig
     from homiebot.data.record import SUMMARY_FILE
+    from homiebot.planner.perturbed import expert_for_data
     from homiebot.skills.noise import preset_name
     from homiebot.tasks.suite import load_suite
-    from homiebot.training.perturbed import PerturbedExpertConfig, PromptBoundExpertConfig, expert_for_data
 
     if planner not in PLANNERS:
         raise TrainingDataError(f"unknown --planner {planner!r} for data collection; use {' or '.join(PLANNERS)}")

@@ -105,6 +105,25 @@ def test_a_record_repeats_itself(homie, tmp_path: Path) -> None:
     assert _episode(again) == _episode(first)
 
 
+@pytest.mark.parametrize(("planner", "inject"), [("perturbed-expert", 0.6), ("expert", 0.0)])
+def test_a_collected_training_record_repeats_itself(homie, tmp_path: Path, planner: str, inject: float) -> None:
+    """``homie data collect``'s records name their training expert (``perturbed-expert`` with its ``inject``, or
+    ``prompt-bound-expert`` for ``--planner expert``), a planner of the registry: ``homie run --config`` repeats the
+    episode, the injected wrong subtasks included (they are drawn from the task and the seed)."""
+    from homiebot.training.collect import collect_episodes
+
+    collect_episodes(tmp_path / "data", planner=planner, split="all", task_ids=[TASK], seed_offset=12, inject=inject)
+    record = tmp_path / "data" / "episodes" / TASK / "run0" / "summary.json"
+    collected = json.loads(record.read_text())
+    named = {"perturbed-expert": "perturbed-expert", "expert": "prompt-bound-expert"}[planner]
+    assert collected["run"]["planner"]["name"] == named and collected["run"]["seed"] == 12
+    again = homie("run", "--config", str(record), "--out", str(tmp_path / "again"))
+    assert again["run"]["planner"] == collected["run"]["planner"] and again["seed"] == 12
+    assert _episode(again) == _episode(collected)
+    if inject:  # the injected decision errors (L1-L4, D1) are repeated, not only the expert's plan
+        assert {"L1", "L2", "L3", "L4", "D1"} & set(again["error_codes"])
+
+
 @pytest.mark.parametrize(("content", "message"), [
     (None, "no such file"),
     ("{", "invalid JSON"),

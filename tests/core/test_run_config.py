@@ -25,7 +25,8 @@ PYTHON_ONLY = {"engine", "llm", "base_options"}
 
 
 def test_every_builtin_planner_has_a_configuration_class() -> None:
-    builtins = {"expert", "partnr_expert", "scripted", "openai", "hf", "hf_partnr", "random", "recovery", "react"}
+    builtins = {"expert", "partnr_expert", "scripted", "openai", "hf", "hf_partnr", "random", "recovery", "react",
+                "prompt-bound-expert", "perturbed-expert"}
     assert builtins <= set(available_planners())
     assert set(BUILTIN_PLANNER_CONFIGS) == builtins
 

@@ -141,7 +141,7 @@ class ThoughtlessExpert(Planner):
     privileged = True
 
     def __init__(self, answer_format: AnswerFormat) -> None:
-        from homiebot.training.perturbed import PromptBoundExpertPlanner
+        from homiebot.planner.perturbed import PromptBoundExpertPlanner
 
         self.expert = PromptBoundExpertPlanner()
         self.engine = FakeAnsweringEngine()

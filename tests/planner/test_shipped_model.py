@@ -78,7 +78,7 @@ class ThoughtlessGrowingChat(Planner):
     privileged = True
 
     def __init__(self) -> None:
-        from homiebot.training.perturbed import PromptBoundExpertPlanner
+        from homiebot.planner.perturbed import PromptBoundExpertPlanner
 
         self.expert = PromptBoundExpertPlanner()
         options = planner_config("hf", {"model": NAME}).options()
@@ -155,7 +155,7 @@ class ExpertDrivenRounds(Planner):
     answer_format = AnswerFormat.SUBTASK
 
     def __init__(self, planner: HFPlanner) -> None:
-        from homiebot.training.perturbed import PromptBoundExpertPlanner
+        from homiebot.planner.perturbed import PromptBoundExpertPlanner
 
         self.hf = planner
         self.expert = PromptBoundExpertPlanner()

@@ -10,9 +10,9 @@ import pytest
 from homiebot.planner.base import Planner, PlanRequest
 from homiebot.planner.hf_backend import HFPlanner
 from homiebot.planner.messages import ChatMessage
+from homiebot.planner.perturbed import PromptBoundExpertPlanner
 from homiebot.training.build import BuildOptions, collect
 from homiebot.training.collect import collect_episodes
-from homiebot.training.perturbed import PromptBoundExpertPlanner
 from homiebot.training.sequences import ChatTemplateError, sample_messages, tokenize_chat
 
 TASK = "emmoe-001"

@@ -8,10 +8,10 @@ from typer.testing import CliRunner
 
 from homiebot.agent.loop import EpisodeConfig, run_episode
 from homiebot.cli import build_app
+from homiebot.planner.perturbed import PerturbedExpertPlanner
 from homiebot.sim.base import make_simulator
 from homiebot.tasks.suite import load_suite
 from homiebot.training.build import BuildOptions, collect
-from homiebot.training.perturbed import PerturbedExpertPlanner
 from homiebot.types import ErrorCode
 
 

@@ -18,6 +18,12 @@ The wrong subtasks, by what the state allows (EMMOE's error codes, section 3.3):
 * D1: Pick the intended object from more than 2 m away (skipping the Go to).
 
 Choices are seeded by the task and the seed of the episode (:meth:`reset`), so a run is reproducible.
+
+Both experts are planners of the registry (``prompt-bound-expert``, ``perturbed-expert``; their configuration
+classes are :class:`~homiebot.config.planners.PromptBoundExpertConfig` and
+:class:`~homiebot.config.planners.PerturbedExpertConfig`): ``homie data collect`` records with them, and
+``homie run --config RECORD/summary.json`` repeats a collected episode with the same planner and seed (the
+injections are drawn from the task and seed alone).
 """
 
 from __future__ import annotations
@@ -26,14 +32,13 @@ import logging
 import random
 import zlib
 from dataclasses import dataclass
-from typing import Literal
 
-from pydantic import Field
-
-from homiebot.config.planners import ExpertPlannerConfig
+from homiebot.config import FAR_THRESHOLD_M, NEAR_THRESHOLD_M
+from homiebot.config.planners import PerturbedExpertConfig, PromptBoundExpertConfig
 from homiebot.planner.base import PlanRequest
 from homiebot.planner.expert import ARTICULATION_MODEL, GRASP_MODEL, ExpertPlanner
 from homiebot.planner.prompt import format_output, parse_output
+from homiebot.planner.reach import INTERACT_RANGE_M
 from homiebot.types import Action, EntityKind, Subtask, WorldState
 
 log = logging.getLogger(__name__)
@@ -47,21 +52,6 @@ class Injection:
     subtask: Subtask
     model: str
     expected_code: str
-
-
-class PromptBoundExpertConfig(ExpertPlannerConfig):
-    """The configuration of :class:`PromptBoundExpertPlanner` (the expert's options), as a collected record's run
-    configuration names it. A training planner: the registry does not build it, so ``homie run --config`` refuses
-    such a record by the planner's name."""
-
-    name: Literal["prompt-bound-expert"] = "prompt-bound-expert"  # type: ignore[assignment]  # narrower literal
-
-
-class PerturbedExpertConfig(ExpertPlannerConfig):
-    """The configuration of :class:`PerturbedExpertPlanner`: the expert's options and the injection probability."""
-
-    name: Literal["perturbed-expert"] = "perturbed-expert"  # type: ignore[assignment]  # narrower literal
-    inject: float = Field(0.04, ge=0.0, le=1.0)
 
 
 class PromptBoundExpertPlanner(ExpertPlanner):
@@ -87,10 +77,18 @@ class PerturbedExpertPlanner(PromptBoundExpertPlanner):
 
     name = "perturbed-expert"
 
-    def __init__(self, inject: float = 0.04, far_threshold_m: float = 2.0, **expert_options: float | bool) -> None:
+    def __init__(
+        self,
+        inject: float = 0.04,
+        interact_range_m: float = INTERACT_RANGE_M,
+        near_threshold_m: float = NEAR_THRESHOLD_M,
+        far_threshold_m: float = FAR_THRESHOLD_M,
+        close_opened: bool = True,
+    ) -> None:
         if not 0.0 <= inject <= 1.0:
             raise ValueError(f"inject must be a probability in [0, 1], got {inject}")
-        super().__init__(far_threshold_m=far_threshold_m, **expert_options)  # type: ignore[arg-type]
+        super().__init__(interact_range_m=interact_range_m, near_threshold_m=near_threshold_m,
+                         far_threshold_m=far_threshold_m, close_opened=close_opened)
         self.inject = inject
         self._rng = random.Random(0)
         self._last_injected = False
