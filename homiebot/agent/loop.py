@@ -17,7 +17,7 @@ conditions ask.
 
 The loop runs over an :class:`EpisodeBackend`: :class:`homiebot.agent.in_process.InProcessBackend` (the
 simulator, the executor and the skills in this process; :func:`run_episode`) or the planner node's ROS 2
-clients (``homiebot.ros.episode.GraphEpisode``). Recording, live views and state files are
+clients (:func:`run_over_backend`). Recording, live views and state files are
 :mod:`homiebot.agent.observers`. docs/loop.md describes the design.
 
 Decisions:
@@ -68,6 +68,7 @@ from homiebot.agent.observers import EpisodeObserver, ObserverBase, notify_end, 
 from homiebot.agent.session import PlannerSession
 from homiebot.config import HISTORY_WINDOW, MAX_ROUNDS
 from homiebot.executor.executor import ExecutorConfig, SkillRunner
+from homiebot.executor.roles import WAIT_ACTION
 from homiebot.perception.grounding import Grounder
 from homiebot.planner.base import EpisodeStopRequested, Planner
 from homiebot.planner.conversation import model_chat
@@ -94,7 +95,7 @@ if TYPE_CHECKING:
 __all__ = [
     "VISIBLE_MIN_PIXELS", "WAIT_ACTION", "AgentSlot", "EpisodeBackend", "EpisodeConfig", "EpisodeLoop", "EpisodeOutcome", "EpisodeSetupError",
     "EpisodeSpec", "ExecutionOutcome", "PerceptionFactory", "PerceptionHook", "ProgressCallback", "open_furniture",
-    "reads_observation", "run_episode",
+    "reads_observation", "run_episode", "run_over_backend",
 ]
 
 log = logging.getLogger(__name__)
@@ -151,8 +152,6 @@ class EpisodeConfig:
         return self.executor
 
 
-#: PARTNR's Wait tool as an EMMOE action: a round of one agent that executes nothing (two-agent episodes only).
-WAIT_ACTION = "Wait"
 
 
 @dataclass(frozen=True)
@@ -611,6 +610,7 @@ def run_episode(
     perception: PerceptionFactory | None = None,
     observers: Sequence[EpisodeObserver] = (),
     partner: AgentSlot | None = None,
+    first_observers: Sequence[EpisodeObserver] = (),
 ) -> Trajectory:
     """Run one episode in this process and return its trajectory (and write its record when ``recorder`` is
     given).
@@ -623,6 +623,8 @@ def run_episode(
     ``observers``: told of the start, every round and the end (:mod:`homiebot.agent.observers`).
     ``partner``: a second agent (PARTNR's human) taking lock-step rounds; ``sim`` must have it
     (``MujocoSimulator(human=True)``).
+    ``first_observers``: told before the record's own observer (one that ends before the record is written and adds
+    a file to it: ``homie play``'s ``play.json``).
     """
     from homiebot.agent.in_process import InProcessBackend
     from homiebot.agent.recording import RecordingObserver
@@ -679,6 +681,7 @@ def run_episode(
             watchers.insert(1, _WorldGraphFile(recorder, hooks))
     if progress is not None:
         watchers.append(_Progress(progress, config.max_rounds))
+    watchers[:0] = first_observers
     spec = EpisodeSpec(instruction, scene, scene_seed, task.id if task is not None else None,
                        task.goal if task is not None else None, seed,
                        task.evaluation if task is not None else None)
@@ -693,4 +696,58 @@ def run_episode(
         # recording): drop the partial record and let the caller see the exception.
         if recording is not None:
             recording.abort()
+        raise
+
+
+def run_over_backend(
+    backend: EpisodeBackend,
+    planner: Planner,
+    *,
+    task: TaskSpec | None = None,
+    instruction: str | None = None,
+    scene: str | None = None,
+    seed: int = 0,
+    config: EpisodeConfig | None = None,
+    recorder: EpisodeRecorder | None = None,
+    progress: ProgressCallback | None = None,
+    observers: Sequence[EpisodeObserver] = (),
+    first_observers: Sequence[EpisodeObserver] = (),
+    partner: AgentSlot | None = None,
+    on_output: OutputCallback | None = None,
+    always_observe: bool = False,
+) -> EpisodeOutcome:
+    """Run one episode over ``backend`` (the ROS 2 planner node's clients of the sim bridge and the executor node):
+    :func:`run_episode`'s episode on the other wiring. The simulator, the skills and perception are the backend's;
+    the record has no top-down view (the graph serves none) and fetches the views every round when it keeps them
+    (``always_observe`` otherwise: a live view). A backend call that times out ends the episode with
+    :attr:`EpisodeOutcome.timed_out` set."""
+    from homiebot.agent.recording import RecordingObserver
+
+    config = config or EpisodeConfig()
+    instruction = instruction or (task.instruction if task is not None else None)
+    scene = scene or (task.scene if task is not None else None)
+    if not instruction or not scene:
+        raise EpisodeSetupError("no instruction or scene: give a task, or an instruction and a scene")
+    scene_seed = (task.seed if task is not None else 0) + seed
+    watchers = list(first_observers)
+    recording = None
+    if recorder is not None:
+        recording = RecordingObserver(recorder, scene_seed=scene_seed, config=config)
+        watchers.append(recording)
+        always_observe = always_observe or recorder.images
+    watchers.extend(observers)
+    if progress is not None:
+        watchers.append(_Progress(progress, config.max_rounds))
+    spec = EpisodeSpec(instruction, scene, scene_seed, task.id if task is not None else None,
+                       task.goal if task is not None else None, seed,
+                       task.evaluation if task is not None else None)
+    loop = EpisodeLoop(backend, planner, spec, config, observers=watchers, on_output=on_output,
+                       always_observe=always_observe, partner=partner)
+    if recording is not None:
+        recording.begin(loop.trajectory)
+    try:
+        return loop.run()
+    except BaseException:
+        if recording is not None:
+            recording.abort()  # no half-written record
         raise

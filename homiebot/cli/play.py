@@ -73,10 +73,10 @@ def register(app: typer.Typer) -> None:
         check_output(out)
         if views is not None:
             check_output(views, option="--views")
-        from homiebot.skills import SkillSet, preset_name
+        from homiebot.skills import preset_name
 
         try:
-            preset = preset_name(noise, what="--noise")
+            preset_name(noise, what="--noise")
         except ValueError as err:
             raise _fail(str(err)) from None
         from homiebot.data.record import EpisodeRecorder, RecordError
@@ -90,69 +90,48 @@ def register(app: typer.Typer) -> None:
         # Log lines would draw over the screen: while it is up they go to a file beside the record.
         log_file = out.with_name(f"{out.name}.log")
         with logs_to_file(log_file):
-            outcome = _play(task, role, robot_planner, recorder, views, preview, seed, max_rounds, preset, SkillSet,
+            outcome = _play(task, role, robot_planner, recorder, views, preview, seed, max_rounds, noise, video, report,
                             log_file)
         _finish(outcome, report, log_file)
 
 
 def _play(task: Any, role: str, robot_planner: str, recorder: Any, views: Path | None, preview: bool | None,
-          seed: int, max_rounds: int, preset: Any, skill_set: Any, log_file: Path) -> Any:
+          seed: int, max_rounds: int, noise: str, video: bool, report: bool, log_file: Path) -> Any:
     from rich.console import Console
     from rich.markup import escape
 
-    from homiebot.agent.loop import EpisodeConfig
+    from homiebot.agent.build import build_simulator
     from homiebot.eval.partnr.recording import StatesFileRecorder, simulator_clock
-    from homiebot.play.episode import play_episode, play_human_episode
+    from homiebot.play.episode import play_config, play_episode
+    from homiebot.play.episode import robot_planner as make_robot
     from homiebot.play.keyboard import KeyboardPlanner
     from homiebot.play.screen import PlayScreen
-    from homiebot.sim.base import make_simulator
-    from homiebot.tasks.suite import task_actions
-
-    def skills(sim: Any, scene_seed: int) -> Any:
-        return skill_set(sim, noise=preset, seed=scene_seed)
 
     console = Console(highlight=False)
     views_dir = views if views is not None else Path(tempfile.mkdtemp(prefix="homie-play-views-"))
     views_dir.mkdir(parents=True, exist_ok=True)
     screen = PlayScreen(console, views_dir, preview=preview, role=role, task_id=task.id)
     person = KeyboardPlanner(sys.stdin, screen)
-    config = EpisodeConfig.with_actions(task_actions(task), max_rounds=max_rounds)
+    robot, robot_setting = make_robot(robot_planner, task) if role == "human" else (None, None)
+    config = play_config(task, role=role, robot=robot_setting, seed=seed, max_rounds=max_rounds, noise=noise,
+                         video=video, report=report)
     console.print(f"You play the {role} in {task.id} ({task.scene}); type help for the commands, quit to stop.")
     console.print(f"Log lines go to {escape(str(log_file))} while you play (warnings still show here).",
                   soft_wrap=True)
-    sim = make_simulator("mujoco", render=True, **({"human": True} if role == "human" else {}))
+    # The simulator is the build path's (with the human when the person plays it), made here so that the states
+    # recorder reads its clock.
+    sim = build_simulator(config.simulator)
     try:
         states = StatesFileRecorder(recorder, task=task, clock=simulator_clock(sim))
-        if role == "robot":  # the person is the only agent
-            return play_episode(sim, person, task, recorder, seed=seed, config=config, skills=skills,
-                                observers=[states, screen])
-        robot, robot_config, human_config = _robot_side(robot_planner, task, config)
-        console.print(f"The robot is driven by the {robot.name} planner; you act after it in every round.")
-        try:
-            return play_human_episode(sim, robot, person, task, recorder, robot_config=robot_config,
-                                      human_config=human_config, seed=seed, skills=skills, observers=[states, screen])
-        finally:
-            robot.close()
+        if robot is not None:
+            console.print(f"The robot is driven by the {robot.name} planner; you act after it in every round.")
+        return play_episode(config, person, recorder, robot=robot, simulator=sim, observers=[states, screen])
     finally:
+        if robot is not None:
+            robot.close()
         sim.shutdown()
         if views is None:
             shutil.rmtree(views_dir, ignore_errors=True)
-
-
-def _robot_side(name: str, task: Any, base: Any) -> tuple[Any, Any, Any]:
-    """The robot's planner and both agents' configurations (PARTNR A.9.1: the robot lacks the state-changing
-    skills). ``expert`` on a task with a PARTNR evaluation function is the expert restricted to the robot's share
-    of the task (homiebot.multiagent.pair.ShareExpert), so the person has the human's share left to do; on
-    other tasks it is the single-agent expert, which reads the state and carries on whatever the person did."""
-    from homiebot.multiagent import pair
-    from homiebot.multiagent.centralized import AgentRole
-    from homiebot.planner.registry import make_planner
-
-    robot_config = pair.role_config(AgentRole.ROBOT, base)
-    human_config = pair.role_config(AgentRole.HUMAN, base)
-    if name == "expert" and task.evaluation is not None:
-        return pair.ShareExpert(AgentRole.ROBOT), robot_config, human_config
-    return make_planner(name), robot_config, human_config
 
 
 def _finish(outcome: Any, report: bool, log_file: Path) -> None:

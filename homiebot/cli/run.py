@@ -112,7 +112,7 @@ def _config_file(path: Path) -> dict[str, Any]:
         raise ConfigError(f"{path}: its settings do not validate ({validation_message(err)})") from None
 
 
-def states_judge(recorder: EpisodeRecorder, task: TaskSpec | None, simulator: Simulator) -> EpisodeObserver:
+def states_judge(recorder: EpisodeRecorder, task: TaskSpec | None, simulator: Simulator | None) -> EpisodeObserver:
     """The observer that keeps an episode record's states and gives its verdict, clocked by the simulator's nominal
     time where it keeps one (:class:`homiebot.eval.partnr.recording.StatesFileRecorder`)."""
     from homiebot.eval.partnr.recording import StatesFileRecorder, simulator_clock
@@ -222,6 +222,15 @@ def register(app: typer.Typer) -> None:
             held: dict[str, Any] = _config_file(config_file) if config_file is not None else {}
         except ConfigError as err:
             raise _fail(f"--config: {err}") from None
+        partner = held.get("partner")
+        if partner is not None:  # homie play's human, the graph's pair: their planners are made there
+            named = partner.get("planner") if isinstance(partner, dict) else partner
+            raise _fail(f"--config: {config_file} is a two-agent run (a partner {named!r}); "
+                        "homie run runs the robot alone: repeat it with homie eval --agents robot+human, "
+                        "homie up sim --partner-planner or homie play")
+        if planner is None and dict(held.get("planner") or {}).get("name") == "keyboard":
+            raise _fail(f"--config: {config_file} was played at the keyboard; repeat it with homie play, "
+                        "or give --planner")
         if task_id is not None and instruction is not None:
             raise _fail("give either --task ID or a free-text INSTRUCTION (with --scene)")
         if task_id is not None:

@@ -18,13 +18,27 @@ the planners' names).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, SerializeAsAny, field_validator
 
 from homiebot.config import MAX_ROUNDS, NoiseMode, PerceptionMode
-from homiebot.config.planners import ConfigError, PlannerConfig, planner_config, planner_config_from
-from homiebot.config.run import NOISE_PRESETS
+from homiebot.config.planners import (
+    ConfigError,
+    PartnrExpertPlannerConfig,
+    PlannerConfig,
+    planner_config,
+    planner_config_from,
+)
+from homiebot.config.run import (
+    NOISE_PRESETS,
+    PairMode,
+    PartnerConfig,
+    PerceptionChoice,
+    RecordingConfig,
+    RunConfig,
+    SimulatorConfig,
+    SkillsConfig,
+)
 
 #: The pair's planners that take no options from the command line (PARTNR's expert, the scripted human).
 OPTIONLESS_PAIR_PLANNERS = ("expert", "scripted")
@@ -38,7 +52,7 @@ class CollaborationConfig(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     suite: str
-    mode: Literal["centralized", "decentralized"] = "decentralized"
+    mode: PairMode = "decentralized"
     planner_robot: str = "expert"
     planner_human: str = "expert"
     # SerializeAsAny: the dump keeps the chosen planner's own options (as RunConfig.planner does).
@@ -59,7 +73,7 @@ class CollaborationConfig(BaseModel):
         return None if value is None else planner_config_from(value)
 
     @classmethod
-    def from_options(cls, *, options: Mapping[str, object], **fields: Any) -> CollaborationConfig:
+    def from_options(cls, *, options: Mapping[str, object], **fields: object) -> CollaborationConfig:
         """The configuration of a command line: ``options`` (``-p`` and the named model options) become the typed
         configuration of the pair's model planner, ``script`` the scripted human's list. ``ConfigError`` (one
         line) for options no planner of the pair takes, or two model planners that would share them."""
@@ -78,17 +92,41 @@ class CollaborationConfig(BaseModel):
         # The pair's ReAct is PARTNR's tool planner in the pair's two roles; its options are ReAct's.
         model_planner = planner_config(models[0], options) if models else None
         subtasks = tuple(s.strip() for s in str(script or "").split(";") if s.strip())
-        return cls(model_planner=model_planner, human_script=subtasks, **fields)
+        return cls.model_validate({**fields, "model_planner": model_planner, "human_script": subtasks})
 
-    def options(self) -> dict[str, Any]:
+    def robot_planner_config(self) -> PlannerConfig:
+        """The robot's planner as a run configuration names it: PARTNR's expert for ``expert`` (in a pair, on the
+        robot's share of the task), else the pair's model planner."""
+        if self.planner_robot in OPTIONLESS_PAIR_PLANNERS or self.model_planner is None:
+            return PartnrExpertPlannerConfig() if self.planner_robot == "expert" else planner_config(self.planner_robot)
+        return self.model_planner
+
+    def run_config(self, task: str, run: int, *, pair: bool) -> RunConfig:
+        """One episode's run configuration: run ``run`` of ``task``, the pair (the human in the scene, this pair's
+        partner) or the robot alone (the baseline), with the episode settings the pair shares. With perception the
+        simulator renders and the planners read their world graph's description."""
+        perceives = self.perception != PerceptionMode.OFF
+        return RunConfig(
+            task=task,
+            seed=run,
+            max_rounds=self.max_rounds,
+            planner=self.robot_planner_config(),
+            simulator=SimulatorConfig(render=perceives, human=pair),
+            skills=SkillsConfig(noise=self.noise),
+            perception=PerceptionChoice(mode=self.perception, describe_world=perceives),
+            recording=RecordingConfig(video=False, report=False),
+            partner=PartnerConfig(planner=self.planner_human, mode=self.mode) if pair else None,
+        )
+
+    def options(self) -> dict[str, object]:
         """The model planner's constructor options (empty without one)."""
         return {} if self.model_planner is None else self.model_planner.options()
 
-    def given_options(self) -> dict[str, Any]:
+    def given_options(self) -> dict[str, object]:
         """The model planner's options that differ from their defaults (what a runtime check reads)."""
         return {} if self.model_planner is None else self.model_planner.given()
 
-    def pinned(self) -> dict[str, Any]:
+    def pinned(self) -> dict[str, object]:
         """What ``settings.json`` pins: the dump, less perception when off (folders started before it existed
         still resume) and the scripted list when empty."""
         wanted = self.model_dump(mode="json")

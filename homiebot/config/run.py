@@ -23,6 +23,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from pathlib import Path
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, SerializeAsAny, ValidationError, field_validator, model_validator
 
@@ -54,10 +55,12 @@ class _Section(BaseModel):
 
 
 class SimulatorConfig(_Section):
-    """The simulator backend (``homiebot.sim.base.make_simulator``) and whether it renders the four views."""
+    """The simulator backend (``homiebot.sim.base.make_simulator``), whether it renders the four views and whether
+    PARTNR's human is in the scene (a second agent's body: a run with a ``partner`` needs it)."""
 
     backend: str = "mujoco"
     render: bool = True
+    human: bool = False
 
 
 #: The skill layer's own names of the noise presets (homiebot.skills.noise.PRESETS), taken as their choices.
@@ -117,6 +120,27 @@ class RecordingConfig(_Section):
     report: bool = True
 
 
+#: How a pair is controlled (PARTNR section 4.1): one planner for both agents, or one each.
+PairMode = Literal["centralized", "decentralized"]
+
+
+class PartnerConfig(_Section):
+    """A second agent in lock-step rounds: PARTNR's human (agent 1) beside the robot (docs/collaboration.md).
+
+    ``planner`` names the human's planner as a pair names it (``expert``: PARTNR's expert on its share of the task;
+    ``react``; ``scripted``; a registered planner; ``keyboard``: a person at ``homie play``), ``mode`` how the pair is
+    controlled. The pair's planners are made by the caller and handed to the build path
+    (:func:`homiebot.agent.build.build_episode`'s ``planner`` and ``partner``): they answer for each other (one
+    centralized brain behind both agents, an expert restricted to its share) and live above the loop
+    (:mod:`homiebot.multiagent.pair`, :mod:`homiebot.play`), so this section names them for the record, and the
+    run's ``planner`` is then the robot's as the pair names it. Each agent's executor settings follow from its role
+    (:mod:`homiebot.executor.roles`).
+    """
+
+    planner: str = "expert"
+    mode: PairMode = "decentralized"
+
+
 class RunConfig(_Section):
     """One episode's setting: what to do (a built-in task, or a free-text instruction in a scene), with which
     planner, on which simulator, skills, executor checks and perception, recorded how.
@@ -138,6 +162,7 @@ class RunConfig(_Section):
     executor: ExecutorChecks = Field(default_factory=ExecutorChecks)
     perception: PerceptionChoice = Field(default_factory=PerceptionChoice)
     recording: RecordingConfig = Field(default_factory=RecordingConfig)
+    partner: PartnerConfig | None = None
 
     @field_validator("planner", mode="before")
     @classmethod
@@ -152,6 +177,8 @@ class RunConfig(_Section):
             raise ValueError("the instruction is empty")
         if self.instruction is not None and self.scene is None:
             raise ValueError("a free-text instruction needs a scene")
+        if self.partner is not None and not self.simulator.human:
+            raise ValueError("partner: a second agent needs the human in the scene (simulator.human)")
         return self
 
     def dump(self) -> dict[str, object]:

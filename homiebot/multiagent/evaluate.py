@@ -35,20 +35,20 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 from pydantic import ValidationError
 
-from homiebot.agent.knowledge import PerceptionFactory
-from homiebot.agent.loop import AgentSlot, EpisodeConfig, run_episode
+from homiebot.agent.build import build_episode
 from homiebot.agent.observers import ObserverBase
-from homiebot.config import MAX_ROUNDS, NoiseMode, PerceptionMode
+from homiebot.config import PerceptionMode
 from homiebot.config.collaboration import CollaborationConfig
 from homiebot.config.planners import validation_message
+from homiebot.config.run import RunConfig
 from homiebot.files import atomic_write_json, atomic_write_text
 from homiebot.multiagent.centralized import AgentRole
 from homiebot.multiagent.measures import AgentEvent, collaboration_measures
-from homiebot.multiagent.pair import MODES, Facet, role_config
+from homiebot.multiagent.pair import MODES, Facet
 from homiebot.multiagent.react_pair import CentralizedReAct
 from homiebot.multiagent.split import split_propositions
 from homiebot.planner.base import Planner
@@ -56,7 +56,7 @@ from homiebot.planner.react import ReActPlanner
 from homiebot.tasks.partnr.convert import task_function
 from homiebot.tasks.partnr.language import EvaluationFunction, task_category
 from homiebot.tasks.partnr.tracker import evaluate_states
-from homiebot.tasks.suite import TaskSpec, task_actions
+from homiebot.tasks.suite import TaskSpec
 from homiebot.types import Observation, RoundRecord, Trajectory, WorldState, casefold_words
 
 log = logging.getLogger(__name__)
@@ -202,31 +202,33 @@ def score(task: TaskSpec, function: EvaluationFunction, kind: str, run: int, obs
     }
 
 
-def run_pair(sim: Any, task: TaskSpec, run: int, robot: Planner, human: Planner, max_rounds: int = MAX_ROUNDS,
-             skills: Any = None, perception: PerceptionFactory | None = None) -> tuple[dict[str, Any], Trajectory]:
-    """One robot-and-human episode of ``task`` on ``sim`` (built with ``human=True``). ``perception``: a world
-    graph per agent (:mod:`homiebot.agent.agent_graphs`); the simulator must render."""
-    base = EpisodeConfig.with_actions(task_actions(task), render=perception is not None, max_rounds=max_rounds)
-    return _run_scored(sim, task, run, "pair", (robot, human), role_config(AgentRole.ROBOT, base),
-                       AgentSlot(human, role_config(AgentRole.HUMAN, base)), skills, perception)
+def run_pair(sim: Any, task: TaskSpec, run: int, robot: Planner, human: Planner,
+             settings: CollaborationConfig | None = None) -> tuple[dict[str, Any], Trajectory]:
+    """One robot-and-human episode of ``task`` on ``sim`` (built with ``human=True``), with the episode settings of
+    ``settings`` (default: 20 rounds, no noise, no perception). With perception each agent has its own world graph
+    (:mod:`homiebot.agent.agent_graphs`); the simulator must render."""
+    config = (settings or CollaborationConfig(suite="")).run_config(task.id, run, pair=True)
+    return _run_scored(sim, task, run, "pair", (robot, human), config)
 
 
-def run_single(sim: Any, task: TaskSpec, run: int, planner: Planner, max_rounds: int = MAX_ROUNDS,
-               skills: Any = None, perception: PerceptionFactory | None = None) -> tuple[dict[str, Any], Trajectory]:
+def run_single(sim: Any, task: TaskSpec, run: int, planner: Planner,
+               settings: CollaborationConfig | None = None) -> tuple[dict[str, Any], Trajectory]:
     """The same task with the robot alone (the baseline), on a simulator without the human."""
-    config = EpisodeConfig.with_actions(task_actions(task), render=perception is not None, max_rounds=max_rounds)
-    return _run_scored(sim, task, run, "single", (planner,), config, None, skills, perception)
+    config = (settings or CollaborationConfig(suite="")).run_config(task.id, run, pair=False)
+    return _run_scored(sim, task, run, "single", (planner,), config)
 
 
-def _run_scored(sim: Any, task: TaskSpec, run: int, kind: str, planners: Sequence[Planner], config: EpisodeConfig,
-                partner: AgentSlot | None, skills: Any, perception: PerceptionFactory | None = None
-                ) -> tuple[dict[str, Any], Trajectory]:
-    """Run one episode (the robot is ``planners[0]``) and score it over the state after every agent's action; the
-    task's evaluation function is built on the episode's first state (what the loop's reset gave)."""
+def _run_scored(sim: Any, task: TaskSpec, run: int, kind: str, planners: Sequence[Planner],
+                config: RunConfig) -> tuple[dict[str, Any], Trajectory]:
+    """Run one episode, built by the one build path (:func:`homiebot.agent.build.build_episode`) on the caller's
+    simulator and planners (the robot is ``planners[0]``, a pair's human ``planners[1]``), and score it over the
+    state after every agent's action; the task's evaluation function is built on the episode's first state (what
+    the loop's reset gave)."""
     observer = _ActionStates(sim.state)
     started = time.perf_counter()
-    trajectory = run_episode(sim, planners[0], task=task, seed=run, config=config, partner=partner,
-                             observers=[observer], skills=skills, perception=perception)
+    partner = planners[1] if len(planners) > 1 else None
+    trajectory = build_episode(config, task=task, simulator=sim, planner=planners[0], partner=partner,
+                               observers=[observer]).run()
     if not observer.states:  # the loop's reset failed: there is no episode to score
         raise RuntimeError(trajectory.error or f"{task.id}: the episode never started")
     function = task_function(task, observer.states[0])
@@ -373,8 +375,7 @@ def _read_lines(path: Path) -> list[dict[str, Any]]:
 
 def run_collaboration(settings: CollaborationConfig, out: Path, tasks: Sequence[TaskSpec], runs: int,
                       make_pair: Callable[[], tuple[Planner, Planner]], make_single: Callable[[], Planner],
-                      skills: Any = None, progress: Callable[[str], None] | None = None,
-                      perception: PerceptionFactory | None = None) -> CollabOutcome:
+                      progress: Callable[[str], None] | None = None) -> CollabOutcome:
     """Run every (task, run) as a pair and alone, append the lines to ``episodes.jsonl``, write the summary and
     the report. Episodes already in ``episodes.jsonl`` are skipped (resume); the settings must match the ones
     the folder was started with (``settings.json``)."""
@@ -396,7 +397,7 @@ def run_collaboration(settings: CollaborationConfig, out: Path, tasks: Sequence[
     started = time.perf_counter()
     finished = skipped = 0
     # Perception fuses the rendered views (the segmentation and depth of each agent's four cameras).
-    render = perception is not None
+    render = settings.perception != PerceptionMode.OFF
     pair_sim = MujocoSimulator(render=render, human=True)
     solo_sim = MujocoSimulator(render=render)
     try:
@@ -408,12 +409,12 @@ def run_collaboration(settings: CollaborationConfig, out: Path, tasks: Sequence[
                         continue
                     if kind == "pair":
                         robot, human = make_pair()
-                        line, _ = run_pair(pair_sim, task, run, robot, human, settings.max_rounds, skills, perception)
+                        line, _ = run_pair(pair_sim, task, run, robot, human, settings)
                         for planner in {id(robot): robot, id(human): human}.values():
                             planner.close()
                     else:
                         single = make_single()
-                        line, _ = run_single(solo_sim, task, run, single, settings.max_rounds, skills, perception)
+                        line, _ = run_single(solo_sim, task, run, single, settings)
                         single.close()
                     with episodes.open("a", encoding="utf-8") as handle:
                         handle.write(json.dumps(line) + "\n")
@@ -500,16 +501,6 @@ def cli_run(out: Path, *, agents: str, suite: str, mode: str, planner_robot: str
             max_rounds=max_rounds, noise=noise, perception=perception)
     except ValidationError as err:
         raise CollaborationError(validation_message(err)) from None
-    graph: PerceptionFactory | None = None
-    if settings.perception != PerceptionMode.OFF:
-        import functools
-
-        from homiebot.perception.world_model import PerceptionConfig, WorldModel
-
-        # Each agent's planner reads its own graph's description (PARTNR's ReAct reads its world graph).
-        config = PerceptionConfig.model_validate({"builder": settings.perception, "describe_world": True})
-        # The loop builds the graphs after a reset, which always has the scene's spec.
-        graph = cast(PerceptionFactory, functools.partial(WorldModel, config=config))
     try:  # the one resolver of every command's --suite (homiebot.tasks.suite.resolve_suite)
         tasks = load_suite(suite).tasks
     except TaskError as err:
@@ -529,16 +520,6 @@ def cli_run(out: Path, *, agents: str, suite: str, mode: str, planner_robot: str
             planner.close()
     except (ValueError, KeyError, TypeError) as err:
         raise CollaborationError(str(err).strip("'\"")) from None
-    skills = None
-    if settings.noise != NoiseMode.OFF:
-        from homiebot.skills.noise import preset_name
-        from homiebot.skills.skillset import SkillSet
-
-        preset = preset_name(settings.noise)
-
-        def skills(sim: Any, scene_seed: int) -> SkillSet:
-            return SkillSet(sim, noise=preset, seed=scene_seed)
-
     probe = MujocoSimulator(render=False)
     try:
         def function_of(task: TaskSpec) -> EvaluationFunction:
@@ -555,7 +536,5 @@ def cli_run(out: Path, *, agents: str, suite: str, mode: str, planner_robot: str
         probe.shutdown()
     if not chosen:
         raise CollaborationError("none of the chosen tasks is a collaboration task (the expert split gives one agent everything)")
-    return run_collaboration(settings, out, chosen, runs,
-                             lambda: pair_planners(settings), lambda: single_planner(settings), skills=skills,
-                             progress=progress,
-                             perception=graph)
+    return run_collaboration(settings, out, chosen, runs, lambda: pair_planners(settings),
+                             lambda: single_planner(settings), progress=progress)

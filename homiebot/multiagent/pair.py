@@ -33,7 +33,9 @@ import networkx as nx
 
 from homiebot.agent.loop import WAIT_ACTION, EpisodeConfig
 from homiebot.config.collaboration import CollaborationConfig
+from homiebot.executor import roles
 from homiebot.executor.executor import ExecutorConfig
+from homiebot.executor.roles import AGENT_NAMES
 from homiebot.multiagent.centralized import AgentRole
 from homiebot.multiagent.split import split_propositions
 from homiebot.planner.base import Planner, PlanRequest
@@ -46,8 +48,6 @@ from homiebot.types import Feedback, Subtask, WorldState, casefold_words
 
 log = logging.getLogger(__name__)
 
-#: The EMMOE-format actions only the human has (PARTNR A.9.1: Clean, Fill, Pour, PowerOff, PowerOn).
-HUMAN_ONLY_ACTIONS: tuple[str, ...] = ("Turn on", "Turn off", "Clean", "Fill", "Pour")
 MODES = ("centralized", "decentralized")
 #: Rounds an expert of a pair waits for its partner's share while the partner neither gets a proposition of the task
 #: done nor tries anything but walking and waiting, before it takes the share over, or ends naming why when what is
@@ -59,10 +59,8 @@ TAKEOVER_AFTER_WAITS = 8
 
 
 def role_actions(role: AgentRole, actions: Sequence[str]) -> tuple[str, ...]:
-    """``actions`` for ``role``: the robot without the human-only ones; both with Wait before End."""
-    kept = [a for a in actions if role is AgentRole.HUMAN or casefold_words(a) not in {casefold_words(h) for h in HUMAN_ONLY_ACTIONS}]
-    body = [a for a in kept if casefold_words(a) not in ("end", "wait")]
-    return (*body, WAIT_ACTION, "End")
+    """``actions`` for ``role`` (:func:`homiebot.executor.roles.role_actions`)."""
+    return roles.role_actions(AGENT_NAMES[role], actions)
 
 
 def role_config(role: AgentRole, base: EpisodeConfig) -> EpisodeConfig:
@@ -71,10 +69,8 @@ def role_config(role: AgentRole, base: EpisodeConfig) -> EpisodeConfig:
 
 
 def role_executor(role: AgentRole, base: ExecutorConfig) -> ExecutorConfig:
-    """The executor configuration of one agent of a pair: its action list and name, and the actions of the base
-    list its role lacks (the executor answers those F1 naming the reason)."""
-    withheld = tuple(a for a in base.actions if a not in role_actions(role, base.actions) and casefold_words(a) != "end")
-    return replace(base, actions=role_actions(role, base.actions), agent=role.name.lower(), withheld_actions=withheld)
+    """The executor configuration of one agent of a pair (:func:`homiebot.executor.roles.role_executor`)."""
+    return roles.role_executor(AGENT_NAMES[role], base)
 
 
 def _wait(why: str) -> str:
@@ -422,8 +418,10 @@ def pair_planners(config: CollaborationConfig) -> tuple[Planner, Planner]:
         if robot == "react":
             from homiebot.multiagent.react_pair import CentralizedReAct
 
-            # The options given, not ReAct's defaults: the centralized planner has its own call budget.
-            return centralized_pair(CentralizedReAct(**config.given_options()))
+            # The options given, not ReAct's defaults: the centralized planner has its own call budget. They are
+            # ReAct's validated options (CollaborationConfig.model_planner), as JSON values.
+            given: dict[str, Any] = dict(config.given_options())
+            return centralized_pair(CentralizedReAct(**given))
         raise ValueError(f"centralized control needs a planner that answers for both agents: expert or react, not {robot!r}")
     return _one(robot, AgentRole.ROBOT, config), _one(human, AgentRole.HUMAN, config)
 

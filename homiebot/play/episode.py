@@ -1,6 +1,7 @@
 """One ``homie play`` episode: the loop of any episode with a person as a planner, recorded like any episode.
 
-The episode runs in :func:`homiebot.agent.loop.run_episode` with the usual record (docs/records.md: views per
+The episode is built by the one build path (:func:`homiebot.agent.build.build_episode`, from the run
+configuration of :func:`play_config`) and runs in the loop with the usual record (docs/records.md: views per
 round, ``rounds.jsonl``, ``conversation.json``, ``summary.json``, the PARTNR state files) and one more file,
 ``play.json``: who played which role, how the episode ended and every line the person typed.
 
@@ -34,13 +35,14 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from homiebot.agent.loop import AgentSlot, EpisodeConfig, run_episode
 from homiebot.agent.observers import EpisodeObserver, ObserverBase
-from homiebot.agent.recording import RecordingObserver
+from homiebot.config import MAX_ROUNDS
+from homiebot.config.planners import PartnrExpertPlannerConfig, PlannerConfig, planner_config
+from homiebot.config.run import PartnerConfig, RunConfig, run_config
 from homiebot.data.record import PLAY_FILE, EpisodeRecorder, read_summary, round_json
 from homiebot.eval.verdict import Verdict, recorded_verdict
 from homiebot.planner.base import Planner
-from homiebot.play.keyboard import KeyboardPlanner
+from homiebot.play.keyboard import KeyboardPlanner, KeyboardPlannerConfig
 from homiebot.sim.base import Simulator
 from homiebot.tasks.suite import TaskSpec
 from homiebot.types import Trajectory, WorldState
@@ -112,61 +114,74 @@ class _EndedByUser(ObserverBase):
             log.debug("play.json not added", exc_info=True)
 
 
-def _run_recorded(sim: Simulator, planner: Planner, task: TaskSpec, recorder: EpisodeRecorder,
-                  marker: _EndedByUser, config: EpisodeConfig, seed: int, skills: Any,
-                  observers: Sequence[EpisodeObserver], **partner: Any) -> PlayOutcome:
-    recording = RecordingObserver(recorder, scene_seed=task.seed + seed, config=config, topdown=sim.render_topdown)
-    # The marker ends before the recorder writes the summary; the recorder starts before the observers that add
-    # files to it.
-    watchers: list[EpisodeObserver] = [marker, recording, *observers]
-    try:
-        trajectory = run_episode(sim, planner, task=task, seed=seed, config=config, skills=skills,
-                                 observers=watchers, **partner)
-    except BaseException:
-        recording.abort()
-        raise
-    verdict = recorded_verdict(read_summary(recorder.out_dir))
-    return PlayOutcome(trajectory, marker.ended_by, marker.quit_round, recorder.out_dir, verdict)
+def play_config(task: TaskSpec, *, role: str = "robot", robot: PlannerConfig | None = None, seed: int = 0,
+                max_rounds: int = MAX_ROUNDS, noise: str = "off", render: bool = True, video: bool = True,
+                report: bool = True) -> RunConfig:
+    """The run configuration of a played episode of ``task``: the person as the only agent (``role`` robot; the
+    run's planner is :class:`KeyboardPlannerConfig`), or as PARTNR's human beside ``robot`` (``role`` human: the
+    human in the scene, the partner's planner ``keyboard``)."""
+    fields: dict[str, object] = {
+        "task": task.id, "seed": seed, "max_rounds": max_rounds, "skills": {"noise": noise},
+        "simulator": {"render": render, "human": role == "human"}, "recording": {"video": video, "report": report},
+    }
+    if role == "human":
+        fields["planner"] = robot if robot is not None else PartnrExpertPlannerConfig()
+        fields["partner"] = PartnerConfig(planner=KeyboardPlannerConfig().name)
+    else:
+        fields["planner"] = KeyboardPlannerConfig()
+    return run_config(fields)
+
+
+def robot_planner(name: str, task: TaskSpec) -> tuple[Planner, PlannerConfig]:
+    """The planner that drives the robot while the person plays the human, and its configuration as the record
+    names it. ``expert`` on a task with a PARTNR evaluation function is the expert restricted to the robot's share
+    of the task (:class:`homiebot.multiagent.pair.ShareExpert`, PARTNR A.9.1: the robot lacks the state-changing
+    skills), so the person has the human's share left to do; on other tasks it is the single-agent expert, which
+    reads the state and carries on whatever the person did."""
+    from homiebot.multiagent import pair
+    from homiebot.multiagent.centralized import AgentRole
+    from homiebot.planner.registry import make_planner
+
+    if name == "expert" and task.evaluation is not None:
+        return pair.ShareExpert(AgentRole.ROBOT), PartnrExpertPlannerConfig()
+    return make_planner(name), planner_config(name)
 
 
 def play_episode(
-    sim: Simulator,
-    planner: KeyboardPlanner,
-    task: TaskSpec,
+    config: RunConfig,
+    person: KeyboardPlanner,
     recorder: EpisodeRecorder,
     *,
-    seed: int = 0,
-    config: EpisodeConfig | None = None,
-    skills: Any = None,
+    robot: Planner | None = None,
+    simulator: Simulator | None = None,
     observers: Sequence[EpisodeObserver] = (),
-    role: str = "robot",
 ) -> PlayOutcome:
-    """Run ``task`` with the person as the ``role`` agent's planner and record it (module docstring).
+    """Run ``config``'s episode with the person as its only agent, or, with ``config.partner``, as PARTNR's human
+    beside ``robot`` in the loop's lock-step rounds (the person's rounds are then the trajectory's
+    ``partner_rounds``), built by the one build path (:func:`homiebot.agent.build.build_episode`) and recorded
+    into ``recorder`` (module docstring). ``simulator``: the caller's (it then closes it); else one is made and
+    shut down at the end.
 
     ``observers`` come after the recorder (the screen, and observers that add files to the record: the PARTNR
     state files). An exception that escapes drops the partial record.
     """
-    config = config or EpisodeConfig()
-    marker = _EndedByUser(planner, recorder, role, None, config.max_rounds)
-    return _run_recorded(sim, planner, task, recorder, marker, config, seed, skills, observers)
+    from homiebot.agent.build import build_episode
 
-
-def play_human_episode(
-    sim: Simulator,
-    robot: Planner,
-    person: KeyboardPlanner,
-    task: TaskSpec,
-    recorder: EpisodeRecorder,
-    *,
-    robot_config: EpisodeConfig,
-    human_config: EpisodeConfig,
-    seed: int = 0,
-    skills: Any = None,
-    observers: Sequence[EpisodeObserver] = (),
-) -> PlayOutcome:
-    """Run ``task`` with ``robot`` driving the robot and the person as PARTNR's human partner, in the loop's
-    lock-step rounds (``sim`` built with the human: ``MujocoSimulator(human=True)``); recorded as
-    :func:`play_episode` records. The person's rounds are the trajectory's ``partner_rounds``."""
-    partner = AgentSlot(planner=person, config=human_config, role=1, name="human")
-    marker = _EndedByUser(person, recorder, "human", robot.name, robot_config.max_rounds)
-    return _run_recorded(sim, robot, task, recorder, marker, robot_config, seed, skills, observers, partner=partner)
+    if config.partner is not None and robot is None:
+        raise ValueError("the person plays the human: give the planner that drives the robot")
+    role = "human" if config.partner is not None else "robot"
+    marker = _EndedByUser(person, recorder, role, robot.name if robot is not None else None, config.max_rounds)
+    # The marker ends before the recorder writes the summary; the recorder starts before the observers that add
+    # files to it.
+    if robot is not None and config.partner is not None:
+        episode = build_episode(config, simulator=simulator, planner=robot, partner=person, recorder=recorder,
+                                observers=observers, first_observers=[marker])
+    else:
+        episode = build_episode(config, simulator=simulator, planner=person, recorder=recorder,
+                                observers=observers, first_observers=[marker])
+    try:
+        trajectory = episode.run()
+    finally:
+        episode.close()
+    verdict = recorded_verdict(read_summary(recorder.out_dir))
+    return PlayOutcome(trajectory, marker.ended_by, marker.quit_round, recorder.out_dir, verdict)

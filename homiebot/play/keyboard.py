@@ -38,9 +38,10 @@ import logging
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Protocol, TextIO
+from typing import Literal, Protocol, TextIO
 
 from homiebot.config import FAR_THRESHOLD_M, NEAR_THRESHOLD_M
+from homiebot.config.planners import PlannerConfig
 from homiebot.executor.executor import DEFAULT_MODEL_ACTIONS
 from homiebot.perception.grounding import AliasGrounder, Grounder, entity_phrases
 from homiebot.planner.base import EpisodeStopRequested, Planner, PlanRequest
@@ -311,6 +312,14 @@ def admissible_subtasks(
     if Action.END in listed:
         choices.append(Choice(Subtask(Action.END.value), "None"))
     return choices
+
+
+class KeyboardPlannerConfig(PlannerConfig):
+    """The person at the keyboard as a run configuration names the planner (a played record's ``run``): no options.
+    ``homie play`` makes the planner (it reads this terminal), so the planner registry does not offer it and
+    ``homie run --config`` refuses a played record by this name."""
+
+    name: Literal["keyboard"] = "keyboard"
 
 
 @dataclass

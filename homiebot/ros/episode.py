@@ -2,9 +2,10 @@
 
 In the ROS 2 graph the planner node owns neither the simulator nor the executor: it resets, renders and reads
 the simulator through the sim bridge's services and sends subtasks to the executor node's action. Its clients
-implement :class:`homiebot.agent.loop.EpisodeBackend`, and :class:`GraphEpisode` runs
-:class:`homiebot.agent.loop.EpisodeLoop` over them: the same loop :func:`homiebot.agent.loop.run_episode` runs
-in-process, so the same task and seed give the same subtasks and feedback in both wirings
+implement :class:`homiebot.agent.loop.EpisodeBackend`, and the node builds its episode with the one build path
+(:func:`homiebot.agent.build.build_episode` with ``backend=``), which runs :class:`homiebot.agent.loop.EpisodeLoop`
+over them (:func:`homiebot.agent.loop.run_over_backend`): the same loop :func:`homiebot.agent.loop.run_episode`
+runs in-process, so the same task and seed give the same subtasks and feedback in both wirings
 (``tests/ros/test_ros_support.py`` and ``tests/ros/test_ros_graph.py`` check it). docs/loop.md has the steps.
 
 What differs is what crosses the wire:
@@ -24,79 +25,15 @@ time, which ends the episode with :attr:`EpisodeOutcome.timed_out` set and the r
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from typing import Any
-
 from homiebot.agent.loop import (
-    AgentSlot,
     EpisodeBackend,
-    EpisodeConfig,
-    EpisodeLoop,
     EpisodeOutcome,
-    EpisodeSpec,
     ExecutionOutcome,
-    OutputCallback,
     reads_observation,
 )
-from homiebot.agent.observers import EpisodeObserver, ObserverBase
-from homiebot.planner.base import Planner
-from homiebot.tasks.goals import GoalSpec
-from homiebot.types import Observation, RoundRecord, Trajectory, WorldState
+from homiebot.types import Trajectory
 
-__all__ = ["EpisodeBackend", "EpisodeOutcome", "ExecutionOutcome", "GraphEpisode", "reads_observation",
-           "round_signature"]
-
-#: Called after every round with the round and the running trajectory.
-RoundCallback = Callable[[RoundRecord, Trajectory], None]
-
-
-class _RoundCallbackObserver(ObserverBase):
-    def __init__(self, callback: RoundCallback, trajectory: Trajectory) -> None:
-        self.callback = callback
-        self.trajectory = trajectory
-
-    def on_round(self, record: RoundRecord, seen: Observation | None, state: WorldState) -> None:
-        self.callback(record, self.trajectory)
-
-
-class GraphEpisode:
-    """One episode driven from the planner's side of the graph (see the module docstring)."""
-
-    def __init__(
-        self,
-        backend: EpisodeBackend,
-        planner: Planner,
-        *,
-        instruction: str,
-        scene: str,
-        scene_seed: int,
-        task_id: str | None = None,
-        goal: GoalSpec | None = None,
-        run_seed: int = 0,
-        evaluation: Any = None,
-        config: EpisodeConfig | None = None,
-        on_output: OutputCallback | None = None,
-        on_round: RoundCallback | None = None,
-        observers: Sequence[EpisodeObserver] = (),
-        always_observe: bool = False,
-        partner: AgentSlot | None = None,
-    ) -> None:
-        """``partner``: PARTNR's human as a second agent in lock-step rounds (the backend then takes ``agent=``)."""
-        spec = EpisodeSpec(instruction, scene, scene_seed, task_id, goal, run_seed, evaluation)
-        watchers = list(observers)
-        # always_observe: fetch the views every round whatever the planner reads (a record that keeps images).
-        self.loop = EpisodeLoop(backend, planner, spec, config, observers=watchers, on_output=on_output,
-                                always_observe=always_observe, partner=partner)
-        if on_round is not None:
-            watchers.append(_RoundCallbackObserver(on_round, self.loop.trajectory))
-            self.loop.observers = tuple(watchers)
-
-    @property
-    def trajectory(self) -> Trajectory:
-        return self.loop.trajectory
-
-    def run(self) -> EpisodeOutcome:
-        return self.loop.run()
+__all__ = ["EpisodeBackend", "EpisodeOutcome", "ExecutionOutcome", "reads_observation", "round_signature"]
 
 
 def round_signature(trajectory: Trajectory) -> list[tuple[str, str, str, tuple[str, ...], int]]:

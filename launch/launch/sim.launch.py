@@ -145,6 +145,8 @@ def _graph(context, *_args, **_kwargs):
         "sim_bridge": {"simulator": arg("simulator")},
         "planner_node": {
             "planner": arg("planner"),
+            # The graph's simulator, as the record's run configuration names it (the noise and skills below too).
+            "simulator": arg("simulator"),
             "seed": int(arg("seed")),
             # The planner starts an episode once every other node reports ready (docs/ros.md, "Readiness").
             "await_nodes": ",".join(spec["name"] for spec in specs if spec["name"] != "planner_node"),
@@ -154,7 +156,7 @@ def _graph(context, *_args, **_kwargs):
         # The planner node is required: its exit after the episode shuts the graph down (on_exit below).
         overrides["planner_node"]["exit_when_done"] = True
     for name, node, key in (("task", "planner_node", "task"), ("scene", "planner_node", "scene"),
-                            ("noise", "sim_bridge", "noise")):
+                            ("noise", "sim_bridge", "noise"), ("noise", "planner_node", "noise")):
         if arg(name).lower() not in UNSET:
             overrides[node][key] = arg(name)
     if pair:
@@ -163,7 +165,7 @@ def _graph(context, *_args, **_kwargs):
     if skills not in UNSET:
         if skills not in SKILLS:  # before any process starts
             raise RuntimeError(f"skills:={arg('skills')}: use {' or '.join(SKILLS)}")
-        for node in SKILLS_NODES:
+        for node in (*SKILLS_NODES, "planner_node"):  # the planner node names it in the record's configuration
             overrides.setdefault(node, {})["skills"] = skills
 
     def make_node(spec: dict) -> Node:

@@ -119,3 +119,26 @@ def test_a_planner_handed_in_need_not_be_registered(sim, tmp_path: Path) -> None
     free_text = RunConfig(instruction="tidy up", scene="apartment_1", planner=_UnregisteredExpertConfig())
     with pytest.raises(EpisodeBuildError, match="needs a built-in task"):  # the expert handed in needs a goal
         build_episode(free_text, simulator=sim, planner=ExpertPlanner())
+
+
+def test_a_pair_gives_each_agent_its_roles_executor_and_needs_its_planners() -> None:
+    """PARTNR's pair (``partner``): the robot without the human-only actions, both with Wait; the pair's planners
+    come from the caller, and a partner needs the human in the scene. Each refusal is one line, before anything is
+    made."""
+    from homiebot.agent.build import agent_loop_configs
+    from homiebot.config.planners import ConfigError
+
+    pair = run_config({"task": "partnr-1-022", "planner": {"name": "partnr_expert"},
+                       "simulator": {"human": True, "render": False}, "partner": {"planner": "expert"}})
+    robot, human = agent_loop_configs(pair, get_task("partnr-1-022"))
+    assert human is not None and robot.executor.agent == "robot" and human.executor.agent == "human"
+    assert "Turn on" in human.actions and "Turn on" not in robot.actions and "Turn on" in robot.executor.withheld_actions
+    assert robot.actions[-2:] == human.actions[-2:] == ("Wait", "End")
+    alone, none = agent_loop_configs(run_config({"task": "partnr-1-022"}), get_task("partnr-1-022"))
+    assert none is None and "Wait" not in alone.actions
+    with pytest.raises(EpisodeBuildError, match="made by its caller"):
+        build_episode(pair)
+    with pytest.raises(EpisodeBuildError, match="needs the run configuration's partner"):
+        build_episode(run_config({"task": "partnr-1-022"}), planner=PartnrExpertPlanner(), partner=PartnrExpertPlanner())
+    with pytest.raises(ConfigError, match="partner: a second agent needs the human in the scene"):
+        run_config({"task": "partnr-1-022", "partner": {"planner": "expert"}})

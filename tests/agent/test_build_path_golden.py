@@ -84,16 +84,15 @@ def _pair(mode: str, noise: str) -> Callable[[Path], dict[str, Any]]:
     """A scored robot-and-human episode of the collaboration evaluation (``homie eval --agents robot+human``)."""
 
     def run(tmp_path: Path) -> dict[str, Any]:
+        from homiebot.config.collaboration import CollaborationConfig
         from homiebot.multiagent.evaluate import run_pair
-        from homiebot.multiagent.pair import make_pair_planners
-        from homiebot.skills import SkillSet, preset_name
+        from homiebot.multiagent.pair import pair_planners
 
-        preset = preset_name(noise)
-        robot, human = make_pair_planners(mode, "expert", "expert")
+        settings = CollaborationConfig(suite="partnr", mode=mode, noise=noise)
+        robot, human = pair_planners(settings)
         sim = make_simulator("mujoco", render=False, human=True)
         try:
-            line, trajectory = run_pair(sim, _task("partnr-6-007"), 0, robot, human, 20,
-                                        lambda s, seed: SkillSet(s, noise=preset, seed=seed))
+            line, trajectory = run_pair(sim, _task("partnr-6-007"), 0, robot, human, settings)
             final = _digest(dataclasses.asdict(sim.state()))
         finally:
             sim.shutdown()
@@ -110,27 +109,24 @@ def _played(tmp_path: Path) -> dict[str, Any]:
     """``homie play --as human`` on partnr-1-022: the expert drives the robot, typed lines play the human."""
     from rich.console import Console
 
-    from homiebot.agent.loop import EpisodeConfig
-    from homiebot.cli.play import _robot_side
+    from homiebot.agent.build import build_simulator
     from homiebot.data.record import EpisodeRecorder
     from homiebot.eval.partnr.recording import StatesFileRecorder, simulator_clock
-    from homiebot.play.episode import play_human_episode
+    from homiebot.play.episode import play_config, play_episode, robot_planner
     from homiebot.play.keyboard import KeyboardPlanner
     from homiebot.play.screen import PlayScreen
-    from homiebot.tasks.suite import task_actions
 
     task = _task("partnr-1-022")
     lines = ["[Go to, microwave]", "[Turn on, microwave]", "[Wait]", "[End]"]
-    robot, robot_config, human_config = _robot_side("expert", task, EpisodeConfig.with_actions(task_actions(task),
-                                                                                             max_rounds=10))
+    robot, setting = robot_planner("expert", task)
+    config = play_config(task, role="human", robot=setting, max_rounds=10, video=False)
     screen = PlayScreen(Console(file=io.StringIO(), width=100), None, preview=False, role="human", task_id=task.id)
     person = KeyboardPlanner(io.StringIO("".join(f"{line}\n" for line in lines)), screen)
-    sim = make_simulator("mujoco", render=True, human=True)
+    sim = build_simulator(config.simulator)
     try:
         recorder = EpisodeRecorder(tmp_path / "played", video=False)
         states = StatesFileRecorder(recorder, task=task, clock=simulator_clock(sim))
-        outcome = play_human_episode(sim, robot, person, task, recorder, robot_config=robot_config,
-                                     human_config=human_config, observers=[states, screen])
+        outcome = play_episode(config, person, recorder, robot=robot, simulator=sim, observers=[states, screen])
     finally:
         sim.shutdown()
         robot.close()

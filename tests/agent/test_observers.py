@@ -1,15 +1,15 @@
 """Episode observers: the loop calls on_start / on_round / on_end with the states the contract names, in both
-wirings (in-process ``run_episode`` and the graph's ``GraphEpisode``), and an observer that raises aborts."""
+wirings (in-process ``run_episode`` and the graph's ``run_over_backend``), and an observer that raises aborts."""
 
 from __future__ import annotations
 
 import pytest
 
-from homiebot.agent.loop import EpisodeConfig, run_episode
+from homiebot.agent.loop import EpisodeConfig, run_episode, run_over_backend
 from homiebot.agent.observers import EpisodeObserver, ObserverBase, StateRecorder
 from homiebot.executor.executor import Executor
 from homiebot.planner.expert import ExpertPlanner
-from homiebot.ros.episode import ExecutionOutcome, GraphEpisode, round_signature
+from homiebot.ros.episode import ExecutionOutcome, round_signature
 from homiebot.tasks.goals import GoalSpec
 from homiebot.tasks.suite import TaskSpec
 from homiebot.testing.fake_world import FakeWorld, kitchen_world
@@ -85,9 +85,8 @@ def test_an_observer_sees_every_rounds_state_in_both_wirings(wiring):
     if wiring == "in-process":
         trajectory = run_episode(world, ExpertPlanner(), task=task, config=config, observers=[log, states])
     else:
-        trajectory = GraphEpisode(FakeWorldBackend(world), ExpertPlanner(), instruction=task.instruction,
-                                  scene=task.scene, scene_seed=task.seed, task_id=task.id, goal=task.goal,
-                                  config=config, observers=[log, states]).run().trajectory
+        trajectory = run_over_backend(FakeWorldBackend(world), ExpertPlanner(), task=task, config=config,
+                                      observers=[log, states]).trajectory
     assert trajectory.goal_satisfied is True and trajectory.error is None
     kinds = [kind for kind, _ in log.calls]
     assert kinds == ["start"] + ["round"] * len(trajectory.rounds) + ["end"]
@@ -110,9 +109,8 @@ def test_both_wirings_give_observers_the_same_states():
         if wiring == "in-process":
             trajectory = run_episode(world, ExpertPlanner(), task=task, config=config, observers=[states])
         else:
-            trajectory = GraphEpisode(FakeWorldBackend(world), ExpertPlanner(), instruction=task.instruction,
-                                      scene=task.scene, scene_seed=task.seed, task_id=task.id, goal=task.goal,
-                                      config=config, observers=[states]).run().trajectory
+            trajectory = run_over_backend(FakeWorldBackend(world), ExpertPlanner(), task=task, config=config,
+                                          observers=[states]).trajectory
         recorded[wiring] = (round_signature(trajectory), states.states, states.final)
     assert recorded["in-process"] == recorded["graph"]
 

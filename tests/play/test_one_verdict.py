@@ -24,15 +24,14 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from homiebot.agent.loop import EpisodeConfig
 from homiebot.data.record import EpisodeRecorder, read_summary
 from homiebot.eval.partnr.recording import StatesFileRecorder
-from homiebot.play.episode import play_episode
+from homiebot.play.episode import play_config, play_episode
 from homiebot.play.keyboard import KeyboardPlanner
 from homiebot.play.screen import PlayScreen
 from homiebot.report import write_report
 from homiebot.sim.base import make_simulator
-from homiebot.tasks.suite import get_task, task_actions
+from homiebot.tasks.suite import get_task
 
 HOMIE = str(Path(sys.executable).with_name("homie"))
 MUG_THEN_LAMP = ["[Go to, mug]", "[Pick, mug]", "[Go to, sofa]", "[Put, mug, sofa]", "[Go to, floor_lamp]",
@@ -57,7 +56,7 @@ def _play(sim, tmp_path: Path, task_id: str, lines: list[str]):
     screen = PlayScreen(Console(file=io.StringIO(), width=120), None, preview=False, task_id=task.id)
     person = KeyboardPlanner(io.StringIO("".join(f"{line}\n" for line in lines)), screen)
     # What homie play passes: the states recorder, which also judges the episode when its summary is written.
-    outcome = play_episode(sim, person, task, recorder, config=EpisodeConfig.with_actions(task_actions(task), max_rounds=12),
+    outcome = play_episode(play_config(task, max_rounds=12), person, recorder, simulator=sim,
                            observers=[StatesFileRecorder(recorder, task=task), screen])
     assert outcome.ended_by == "end" and outcome.trajectory.error is None
     assert [r.feedback.code.value for r in outcome.trajectory.rounds] == ["OK"] * len(lines)

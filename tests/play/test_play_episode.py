@@ -10,10 +10,9 @@ import json
 import pytest
 from rich.console import Console
 
-from homiebot.agent.loop import EpisodeConfig
 from homiebot.data.record import PLAY_FILE, EpisodeRecorder, read_episode, read_summary
 from homiebot.eval.partnr.recording import StatesFileRecorder
-from homiebot.play.episode import play_episode
+from homiebot.play.episode import play_config, play_episode
 from homiebot.play.keyboard import KeyboardPlanner
 from homiebot.play.screen import PlayScreen, half_block_preview, mosaic
 from homiebot.sim.base import make_simulator
@@ -40,7 +39,7 @@ def _play(sim, tmp_path, lines, *, preview=False):
     screen = PlayScreen(Console(file=shown, width=100, force_terminal=preview, color_system="truecolor" if preview else None),
                         views, preview=preview, task_id=task.id)
     person = KeyboardPlanner(io.StringIO("".join(line + "\n" for line in lines)), screen)
-    outcome = play_episode(sim, person, task, recorder, config=EpisodeConfig(max_rounds=12),
+    outcome = play_episode(play_config(task, max_rounds=12), person, recorder, simulator=sim,
                            observers=[StatesFileRecorder(recorder, task=task), screen])
     return outcome, shown.getvalue(), screen
 

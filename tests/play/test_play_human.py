@@ -1,4 +1,4 @@
-"""The person as PARTNR's human partner (homiebot/play/episode.py ``play_human_episode``): the expert drives the
+"""The person as PARTNR's human partner (homiebot/play/episode.py ``play_episode`` with a partner): the expert drives the
 robot on its share of a PARTNR-style task, the person does the human's share (the robot cannot switch
 appliances) in the loop's lock-step rounds; the record holds both agents' rounds; quitting is a clean stop."""
 
@@ -10,13 +10,12 @@ import json
 import pytest
 from rich.console import Console
 
-from homiebot.agent.loop import EpisodeConfig
 from homiebot.data.record import PLAY_FILE, EpisodeRecorder, read_summary
-from homiebot.play.episode import play_human_episode
+from homiebot.play.episode import play_config, play_episode, robot_planner
 from homiebot.play.keyboard import KeyboardPlanner
 from homiebot.play.screen import PlayScreen
 from homiebot.sim.base import make_simulator
-from homiebot.tasks.suite import get_task, task_actions
+from homiebot.tasks.suite import get_task
 
 TASK = "partnr-1-022"  # "Turn on the microwave and put the mug on the chair."
 
@@ -29,16 +28,14 @@ def sim():
 
 
 def _play(sim, tmp_path, lines):
-    from homiebot.cli.play import _robot_side
-
     task = get_task(TASK)
-    robot, robot_config, human_config = _robot_side("expert", task,
-                                                    EpisodeConfig.with_actions(task_actions(task), max_rounds=10))
+    robot, setting = robot_planner("expert", task)
     shown = io.StringIO()
     screen = PlayScreen(Console(file=shown, width=100), None, preview=False, role="human", task_id=task.id)
     person = KeyboardPlanner(io.StringIO("".join(f"{line}\n" for line in lines)), screen)
-    outcome = play_human_episode(sim, robot, person, task, EpisodeRecorder(tmp_path / "record", video=False),
-                                 robot_config=robot_config, human_config=human_config, observers=[screen])
+    outcome = play_episode(play_config(task, role="human", robot=setting, max_rounds=10), person,
+                           EpisodeRecorder(tmp_path / "record", video=False), robot=robot, simulator=sim,
+                           observers=[screen])
     return outcome, shown.getvalue()
 
 

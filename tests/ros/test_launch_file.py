@@ -162,13 +162,17 @@ def test_exit_when_done_shuts_the_graph_down_after_the_episode(monkeypatch, tmp_
 
 
 def test_skills_physical_reaches_the_bridge_and_both_skill_executors(monkeypatch, tmp_path) -> None:
-    """skills:=physical sets the bridge's robot and the executors that drive it (docs/robots.md); unset, the
-    parameter file's value stands; a wrong value starts nothing."""
+    """skills:=physical sets the bridge's robot and the executors that drive it (docs/robots.md), and the planner
+    node's, which its record's run configuration names; noise:= reaches the bridge and the planner node alike;
+    unset, the parameter file's value stands; a wrong value starts nothing."""
     launch_file = _load_launch_file(monkeypatch, _share(tmp_path), GRAPH_PACKAGES)
-    actions = launch_file._graph(FakeContext(_arguments(launch_file, skills="physical", rviz="false")))
+    actions = launch_file._graph(FakeContext(_arguments(launch_file, skills="physical", noise="emmoe", rviz="false")))
     nodes = {a.kwargs["name"]: a.kwargs["parameters"][-1] for a in actions if isinstance(a, FakeNode)}
     assert {name for name, overrides in nodes.items() if overrides.get("skills") == "physical"} == {
-        "sim_bridge", "nav_executor", "manip_executor"}
+        "sim_bridge", "nav_executor", "manip_executor", "planner_node"}
+    assert {name for name, overrides in nodes.items() if overrides.get("noise") == "emmoe"} == {
+        "sim_bridge", "planner_node"}
+    assert nodes["planner_node"]["simulator"] == nodes["sim_bridge"]["simulator"] == "mujoco"
     actions = launch_file._graph(FakeContext(_arguments(launch_file, rviz="false")))
     assert not any("skills" in a.kwargs["parameters"][-1] for a in actions if isinstance(a, FakeNode))
     with pytest.raises(RuntimeError, match="skills:=physics: use oracle or physical"):

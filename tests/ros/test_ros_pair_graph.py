@@ -410,6 +410,15 @@ def test_homie_up_runs_the_pair_prints_both_agents_and_its_bag_replays(tmp_path,
     assert _result_signature(result["rounds"]) == _signature(expected.rounds)
     assert _result_signature(result["partner_rounds"]) == _signature(expected.partner_rounds)
     assert result["partner_planner"] == expected.partner_planner
+    # The record keeps the pair's run configuration (the one build path's); homie run, one agent, refuses it in a line.
+    record = out / "record" / "summary.json"
+    run = json.loads(record.read_text())["run"]
+    assert run["partner"] == {"planner": "expert", "mode": "centralized"} and run["simulator"]["human"] is True
+    assert run["planner"] == {"name": "partnr_expert"} and run["task"] == TASK
+    again = subprocess.run([homie, "run", "--config", str(record), "--out", str(tmp_path / "again")],
+                           capture_output=True, text=True, env=env, cwd=tmp_path, timeout=300)
+    assert again.returncode == 2 and again.stderr.startswith("error: --config:") and "two-agent run" in again.stderr
+    assert again.stderr.strip().count("\n") == 0 and not (tmp_path / "again").exists()
     printed = up.stderr
     robot_heading = f"robot ({result['planner']}): {len(expected.rounds)} rounds"
     human_heading = f"human ({result['partner_planner']}): {len(expected.partner_rounds)} rounds"

@@ -230,7 +230,7 @@ def test_supervisor_passes_params_file_and_overrides(tmp_path):
 
 
 class InProcessBackend:
-    """GraphEpisode's backend wired straight to a simulator and the core Executor (no ROS)."""
+    """The graph's backend (run_over_backend's) wired straight to a simulator and the core Executor (no ROS)."""
 
     def __init__(self, sim):
         from homiebot.executor.executor import Executor
@@ -267,11 +267,11 @@ class TimeoutBackend(InProcessBackend):
 
 @pytest.mark.parametrize("task_id", ["demo-drawer", "demo-green-can"])
 def test_graph_episode_loop_matches_run_episode(task_id):
-    """The planner node's loop (GraphEpisode) and the core loop make the same calls in the same order:
+    """The planner node's loop (run_over_backend) and the in-process loop make the same calls in the same order:
     same subtasks, feedback, inventories, path and goal verdict for the same task and seed."""
-    from homiebot.agent.loop import EpisodeConfig, run_episode
+    from homiebot.agent.loop import EpisodeConfig, run_episode, run_over_backend
     from homiebot.planner.registry import make_planner
-    from homiebot.ros.episode import GraphEpisode, round_signature
+    from homiebot.ros.episode import round_signature
     from homiebot.sim.base import make_simulator
     from homiebot.tasks.suite import get_task
 
@@ -280,8 +280,7 @@ def test_graph_episode_loop_matches_run_episode(task_id):
     sim = make_simulator("mujoco", render=False)
     try:
         reference = run_episode(sim, make_planner("expert"), task=task, seed=1, config=config)
-        outcome = GraphEpisode(InProcessBackend(sim), make_planner("expert"), instruction=task.instruction, scene=task.scene,
-                               scene_seed=task.seed + 1, task_id=task.id, goal=task.goal, run_seed=1, config=config).run()
+        outcome = run_over_backend(InProcessBackend(sim), make_planner("expert"), task=task, seed=1, config=config)
     finally:
         sim.shutdown()
     assert round_signature(outcome.trajectory) == round_signature(reference)
@@ -294,10 +293,10 @@ def test_graph_episode_gives_every_planner_what_the_in_process_loop_gives():
     """The scene spec reaches every planner; a planner that is not privileged also gets the observation and the
     instances seen so far. The random baseline (which needs both) then makes the same choices in both loops,
     and the expert's rounds fetch no segmentation."""
-    from homiebot.agent.loop import EpisodeConfig, run_episode
+    from homiebot.agent.loop import EpisodeConfig, run_episode, run_over_backend
     from homiebot.planner.base import Planner
     from homiebot.planner.registry import make_planner
-    from homiebot.ros.episode import GraphEpisode, reads_observation, round_signature
+    from homiebot.ros.episode import reads_observation, round_signature
     from homiebot.sim.base import make_simulator
     from homiebot.tasks.suite import get_task
 
@@ -318,8 +317,7 @@ def test_graph_episode_gives_every_planner_what_the_in_process_loop_gives():
     try:
         reference = run_episode(sim, make_planner("random"), task=task, seed=0, config=config)
         backend = InProcessBackend(sim)
-        outcome = GraphEpisode(backend, make_planner("random"), instruction=task.instruction, scene=task.scene,
-                               scene_seed=task.seed, task_id=task.id, goal=task.goal, config=config).run()
+        outcome = run_over_backend(backend, make_planner("random"), task=task, config=config)
         assert outcome.trajectory.error is None
         assert round_signature(outcome.trajectory) == round_signature(reference)
         assert backend.observed == len(reference.rounds)
@@ -330,8 +328,7 @@ def test_graph_episode_gives_every_planner_what_the_in_process_loop_gives():
             if wiring == "in-process":
                 run_episode(sim, spy, task=task, seed=0, config=config)
             else:
-                GraphEpisode(InProcessBackend(sim), spy, instruction=task.instruction, scene=task.scene,
-                             scene_seed=task.seed, task_id=task.id, goal=task.goal, config=config).run()
+                run_over_backend(InProcessBackend(sim), spy, task=task, config=config)
         for ours, theirs in zip(spies["graph"].requests, spies["in-process"].requests, strict=True):
             assert ours.scene == theirs.scene is not None
             assert ours.max_rounds == theirs.max_rounds == 6
@@ -340,25 +337,23 @@ def test_graph_episode_gives_every_planner_what_the_in_process_loop_gives():
             assert ours.grounded_targets == theirs.grounded_targets and "fridge" in ours.grounded_targets
 
         expert_backend = InProcessBackend(sim)
-        expert = GraphEpisode(expert_backend, make_planner("expert"), instruction=task.instruction, scene=task.scene,
-                              scene_seed=task.seed, task_id=task.id, goal=task.goal).run()
+        expert = run_over_backend(expert_backend, make_planner("expert"), task=task)
         assert expert.trajectory.goal_satisfied is True and expert_backend.observed == 0
     finally:
         sim.shutdown()
 
 
 def test_graph_episode_reports_a_timeout_instead_of_raising():
-    from homiebot.agent.loop import EpisodeConfig
+    from homiebot.agent.loop import EpisodeConfig, run_over_backend
     from homiebot.planner.registry import make_planner
-    from homiebot.ros.episode import GraphEpisode
     from homiebot.sim.base import make_simulator
     from homiebot.tasks.suite import get_task
 
     task = get_task("demo-green-can")
     sim = make_simulator("mujoco", render=False)
     try:
-        outcome = GraphEpisode(TimeoutBackend(sim), make_planner("expert"), instruction=task.instruction, scene=task.scene,
-                               scene_seed=task.seed, task_id=task.id, goal=task.goal, config=EpisodeConfig(render=False)).run()
+        outcome = run_over_backend(TimeoutBackend(sim), make_planner("expert"), task=task,
+                                   config=EpisodeConfig(render=False))
     finally:
         sim.shutdown()
     assert outcome.timed_out and "execute_subtask" in outcome.trajectory.error

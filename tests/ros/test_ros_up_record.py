@@ -1,5 +1,6 @@
 """Graph runs are scored like in-process runs: ``homie up sim`` (the command, as a user runs it) writes the
-same episode record as ``homie run``, ``homie metrics`` prints the same table on both, the planner options
+same episode record as ``homie run`` (its run configuration included, which ``homie run --config`` repeats in
+one process), ``homie metrics`` prints the same table on both, the planner options
 of ``homie run`` reach the graph's planner, and a ``homie_msgs/Task`` with only a task id runs that task."""
 
 from __future__ import annotations
@@ -58,10 +59,10 @@ def test_up_writes_the_record_homie_run_writes(runs) -> None:
     record, reference = runs["up"] / "record", runs["run"]
     up_summary = json.loads((record / "summary.json").read_text())
     run_summary = json.loads((reference / "summary.json").read_text())
-    # Everything but the clock, the files only the in-process loop has (its simulator draws topdown.png) and the
-    # run configuration's dump, which only episodes made by homiebot.agent.build keep: the graph's settings are
-    # spread over its nodes' parameters (docs/architecture.md, "Configuration").
-    assert "run" in run_summary and "run" not in up_summary
+    # Everything but the clock and the files only the in-process loop has (its simulator draws topdown.png). Both
+    # keep the run configuration they were built from (homiebot.agent.build): the same but for what the graph's
+    # record keeps of the views (homie up --images: images; homie run: when the simulator renders).
+    assert up_summary["run"] == {**run_summary["run"], "recording": {**run_summary["run"]["recording"], "images": True}}
     for key in sorted(set(run_summary) - {"wall_time_s", "files", "run"}):
         assert up_summary[key] == run_summary[key], key
     assert up_summary["files"]["views"] == run_summary["files"]["views"] and up_summary["files"]["views"]
@@ -70,6 +71,19 @@ def test_up_writes_the_record_homie_run_writes(runs) -> None:
     up_rounds = [json.loads(line) for line in (record / "rounds.jsonl").read_text().splitlines()]
     run_rounds = [json.loads(line) for line in (reference / "rounds.jsonl").read_text().splitlines()]
     assert [(r["subtask"], r["feedback"]) for r in up_rounds] == [(r["subtask"], r["feedback"]) for r in run_rounds]
+
+
+def test_a_graph_record_repeats_in_one_process(runs) -> None:
+    """homie run --config on the graph's record (its summary.json's run) plays the same episode in-process."""
+    again = runs["tmp"] / "again"
+    done = _homie("run", "--config", str(runs["up"] / "record" / "summary.json"), "--no-report", "--out", str(again),
+                  env=runs["env"], cwd=runs["tmp"])
+    assert done.returncode == 0, done.stderr[-3000:]
+    up_summary = json.loads((runs["up"] / "record" / "summary.json").read_text())
+    repeated = json.loads((again / "summary.json").read_text())
+    assert repeated["run"] == {**up_summary["run"], "recording": {**up_summary["run"]["recording"], "report": False}}
+    for key in ("task", "seed", "subtasks", "error_codes", "feedback", "success"):
+        assert repeated[key] == up_summary[key], key
 
 
 def test_metrics_print_the_same_table_for_both(runs) -> None:

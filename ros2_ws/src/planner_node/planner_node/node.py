@@ -3,10 +3,11 @@
 Per round (EMMOE appendix D): take the four views from the sim bridge (``/sim/render_views``), ask the
 planner, publish its answer (``/homie/planner_output``), send the subtask with the current world state to
 the executor (``/homie/execute_subtask`` action, with a deadline), fold the feedback and the state after the
-subtask back in and publish ``/homie/episode_status``. The loop itself is
-:class:`homiebot.ros.episode.GraphEpisode` (the core loop's order of calls); the planner is the core's, built from
-its run configuration (:func:`homiebot.planner.registry.build_planner`; a pair's by
-:func:`homiebot.multiagent.pair.make_pair_planners`).
+subtask back in and publish ``/homie/episode_status``. The episode is built by
+the one build path (:func:`homiebot.agent.build.build_episode`) from its run configuration, over this node's
+clients (:class:`RosEpisodeBackend`): the core loop's order of calls, the planner built from the configuration (a
+pair's by :func:`homiebot.multiagent.pair.pair_planners`), and the record keeping the configuration as
+``summary.json``'s ``run``, so ``homie run --config RECORD/summary.json`` repeats a graph episode in one process.
 
 Two agents (PARTNR's robot and human; docs/collaboration.md, docs/ros.md): ``role`` is the agent this node's
 ``planner`` drives, ``robot`` (its services and actions ``/sim/...``, ``/homie/execute_subtask``; its topics
@@ -44,23 +45,24 @@ from rclpy.duration import Duration
 from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
 from rclpy.node import Node
 
-from homiebot.agent.loop import EpisodeConfig
+from homiebot.agent.build import build_episode
+from homiebot.agent.loop import EpisodeOutcome
 from homiebot.agent.observers import ObserverBase
-from homiebot.agent.recording import RecordingObserver
-from homiebot.config import HISTORY_WINDOW, MAX_ROUNDS
+from homiebot.config import HISTORY_WINDOW, MAX_ROUNDS, NoiseMode, SkillsMode
+from homiebot.config.run import run_config
 from homiebot.data.record import EpisodeRecorder
 from homiebot.eval.manifest import EXPERT_PLANNER, task_expert
 from homiebot.eval.partnr.recording import StatesFileRecorder
 from homiebot.files import atomic_write_json
-from homiebot.planner.registry import build_planner, configure_planner
+from homiebot.planner.registry import configure_planner
 from homiebot.recovery.cli import recovery_config_from_parameters, write_episode_stats
 from homiebot.recovery.stats import summarize, summary_line
 from homiebot.ros import convert
 from homiebot.ros.calls import EVENTS_QOS, LATCHED_QOS, ReadinessWatch, call_action, call_service
-from homiebot.ros.episode import EpisodeOutcome, ExecutionOutcome, GraphEpisode
+from homiebot.ros.episode import ExecutionOutcome
 from homiebot.ros.spin import ShutdownSignals
 from homiebot.sim.scene import SceneSpec
-from homiebot.tasks.suite import get_task, task_actions
+from homiebot.tasks.suite import get_task
 from homiebot.types import Observation, RoundRecord, Subtask, Trajectory, WorldState
 
 EXIT_TIMEOUT = 3
@@ -246,6 +248,22 @@ def trajectory_summary(trajectory: Trajectory, timed_out: bool, sim_time: float 
 ROLE_NAMESPACES = convert.ROLE_NAMESPACES
 
 
+class _RoundsPublished(ObserverBase):
+    """Publishes the robot's episode status after every round (/homie/episode_status)."""
+
+    def __init__(self, node: PlannerNode, task_id: str) -> None:
+        self.node = node
+        self.task_id = task_id
+        self.trajectory: Trajectory | None = None
+
+    def on_start(self, trajectory: Trajectory, state: Any, observation: Observation | None) -> None:
+        self.trajectory = trajectory
+
+    def on_round(self, record: RoundRecord, seen: Observation | None, state: Any) -> None:
+        assert self.trajectory is not None  # on_start comes first
+        self.node._publish_round(self.task_id, record, self.trajectory)
+
+
 class _PartnerRounds(ObserverBase):
     """Publishes the human's rounds of a two-agent episode on /human/homie/planner_output and
     /human/homie/episode_status, as the robot's are published on /homie/... (after the round: the output names the
@@ -305,6 +323,11 @@ class PlannerNode(Node):
             ("role", "robot"),
             ("partner_planner", ""),
             ("mode", "decentralized"),
+            # The graph's simulator and skill settings (the sim bridge's and the executor nodes' own parameters,
+            # which the launch file sets here too): what the record's run configuration says the episode ran with.
+            ("simulator", "mujoco"),
+            ("noise", NoiseMode.OFF.value),
+            ("skills", SkillsMode.ORACLE.value),
         ):
             self.declare_parameter(name, default)
         role = str(self.param("role"))
@@ -386,25 +409,18 @@ class PlannerNode(Node):
         if spec is not None:  # a Task with only its id: the suite knows its scene and instruction
             task.scene = task.scene or spec.scene
             task.instruction = task.instruction or spec.instruction
-        # PARTNR-style tasks switch and clean (the household list); EMMOE's and free text keep the paper's.
-        # The executor node picks the same list from /homie/task_started (executor_nodes.executor_node).
-        config = EpisodeConfig.with_actions(
-            task_actions(spec),
-            max_rounds=int(task.max_rounds or self.param("max_rounds")),
-            history_window=int(self.param("history_window")),
-            render=bool(self.param("render")),
-        )
         options = json.loads(self.param("planner_options") or "{}")
-        partner = None
-        if self.pair:  # the pair's planners and each role's action list, as homie eval --agents builds them
-            from homiebot.agent.loop import AgentSlot
-            from homiebot.multiagent.centralized import AgentRole
-            from homiebot.multiagent.pair import make_pair_planners, role_config
+        planner = human = None
+        if self.pair:  # the pair's planners, as homie eval --agents makes them; the build gives each its role
+            from homiebot.config.collaboration import CollaborationConfig
+            from homiebot.multiagent.pair import pair_planners
 
-            planner, human = make_pair_planners(str(self.param("mode")), str(self.param("planner")),
-                                                str(self.param("partner_planner")), options)
-            partner = AgentSlot(human, role_config(AgentRole.HUMAN, config))
-            config = role_config(AgentRole.ROBOT, config)
+            pair = CollaborationConfig.from_options(options=options, suite="", mode=str(self.param("mode")),
+                                                    planner_robot=str(self.param("planner")),
+                                                    planner_human=str(self.param("partner_planner")))
+            setting = pair.robot_planner_config()
+            partner: dict[str, object] | None = {"planner": pair.planner_human, "mode": pair.mode}
+            planner, human = pair_planners(pair)
         else:
             name = str(self.param("planner"))
             if name == EXPERT_PLANNER and task.task_id:
@@ -412,52 +428,57 @@ class PlannerNode(Node):
             # The planner's run configuration (homiebot.config.planners), typed and checked as homie run's.
             setting = recovery_config_from_parameters(configure_planner(name, options), self.param("recovery"),
                                                       self.param("recovery_stages"), self.param("recovery_search"))
-            planner = build_planner(setting)
+            partner = None
+        if spec is not None and task.instruction != spec.instruction:
+            self.get_logger().warning(f"{spec.id} keeps its own instruction ({spec.instruction!r}); "
+                                      f"{task.instruction!r} is not used")
+        # The run configuration of the graph's episode (what its record keeps as summary.json's "run", and what
+        # homie run --config repeats in one process): PARTNR-style tasks switch and clean (the household list),
+        # EMMOE's and free text keep the paper's; the executor node picks the same list from /homie/task_started.
+        config = run_config({
+            "task": task.task_id or None,
+            "instruction": None if spec is not None else task.instruction,
+            "scene": task.scene if spec is None or task.scene != spec.scene else None,
+            "seed": int(task.seed),
+            "max_rounds": int(task.max_rounds or self.param("max_rounds")),
+            "history_window": int(self.param("history_window")),
+            "planner": setting.model_dump(mode="json"),
+            "simulator": {"backend": str(self.param("simulator")), "render": bool(self.param("render")),
+                          "human": self.pair},
+            "skills": {"noise": str(self.param("noise")), "mode": str(self.param("skills"))},
+            "recording": {"images": bool(self.param("record_images")), "video": False},
+            "partner": partner,
+        })
         scene_seed = (spec.seed if spec is not None else 0) + int(task.seed)
         self.get_logger().info(f"episode {task.task_id or '(free text)'}: {task.instruction!r} in {task.scene} (seed {scene_seed})")
-        recording = None
-        states = None
+        recorder = states = None
         if self.param("record_dir"):
             images = bool(self.param("record_images"))
             recorder = EpisodeRecorder(Path(self.param("record_dir")), images=images, video=False)
-            recording = RecordingObserver(recorder, scene_seed=scene_seed, config=config)
             # states.jsonl (and, for a suite task, evaluation.json) as homie run's records keep them, so that
             # homie metrics recomputes PARTNR's percent complete from the record alone (docs/partnr.md). The
             # clock is the simulated time of the newest state the backend received.
             states = StatesFileRecorder(recorder, task=spec, clock=lambda: self.backend.sim_time)
+        rounds = _RoundsPublished(self, task.task_id)
+        try:
+            episode = build_episode(config, task=spec, backend=self.backend, planner=planner, partner=human,
+                                    recorder=recorder,
+                                    observers=[o for o in (states, self.live, _PartnerRounds(self, task.task_id)
+                                                           if self.pair else None, rounds) if o is not None])
+        except BaseException:
+            for made in {id(p): p for p in (planner, human) if p is not None}.values():
+                made.close()
+            raise
         self._task_pub.publish(task)
         self._publish_status(EpisodeStatus.RUNNING, task.task_id)
-        episode = GraphEpisode(
-            self.backend,
-            planner,
-            instruction=task.instruction,
-            scene=task.scene,
-            scene_seed=scene_seed,
-            task_id=task.task_id or None,
-            goal=spec.goal if spec is not None else None,
-            run_seed=int(task.seed),
-            evaluation=spec.evaluation if spec is not None else None,
-            config=config,
-            on_output=self._publish_output,
-            on_round=lambda record, trajectory: self._publish_round(task.task_id, record, trajectory),
-            observers=[o for o in (recording, states, self.live, _PartnerRounds(self, task.task_id) if partner else None)
-                       if o is not None],
-            # The live view shows the four views of every round, as a record with images keeps them.
-            always_observe=(recording is not None and recording.recorder.images) or self.live is not None,
-            partner=partner,
-        )
-        if recording is not None:
-            recording.begin(episode.trajectory)
         try:
-            outcome = episode.run()
-        except BaseException:
-            if recording is not None:
-                recording.abort()  # no half-written record
-            raise
+            # The live view shows the four views of every round, as a record with images keeps them.
+            outcome = episode.run_outcome(on_output=self._publish_output, always_observe=self.live is not None)
         finally:
-            planner.close()
-            if partner is not None:
-                partner.planner.close()
+            episode.close()
+            for made in {id(p): p for p in (planner, human) if p is not None}.values():
+                made.close()
+        planner = episode.planner
         trajectory = outcome.trajectory
         if self.param("record_dir") and write_episode_stats(planner, Path(self.param("record_dir"))) is not None:
             self.get_logger().info(f"recovery: {summary_line(summarize([planner.stats.to_json()]))}")
