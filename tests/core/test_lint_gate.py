@@ -76,3 +76,19 @@ def test_chosen_test_files_skip_the_gate_unless_asked(tmp_path: Path):
     asked = subprocess.run([ROOT / "scripts" / "run_tests.sh", "tests/core"], capture_output=True, text=True,
                            check=False, env={**env, "HOMIE_LINT": "1"})
     assert asked.returncode != 0
+
+
+@pytest.mark.parametrize(("module", "strict"), [("config/planted.py", True), ("agent/planted.py", True),
+                                                ("multiagent/evaluate.py", True), ("ros/planted.py", False)])
+def test_mypy_is_strict_on_the_configuration_and_the_build_path(tmp_path: Path, module: str, strict: bool):
+    """pyproject.toml's strict modules (the run configuration tree, the build path and its loop, the callers that
+    build two-agent episodes) refuse an unannotated function; a module outside them does not."""
+    planted = tmp_path / "homiebot" / module
+    for package in (tmp_path / "homiebot", planted.parent):
+        package.mkdir(parents=True, exist_ok=True)
+        (package / "__init__.py").touch()
+    planted.write_text("def rounds(limit):\n    return limit\n")
+    result = subprocess.run([_tool("mypy"), "--config-file", ROOT / "pyproject.toml", "--cache-dir", tmp_path / "cache",
+                             f"homiebot/{module}"], capture_output=True, text=True, check=False, cwd=tmp_path)
+    assert ("Function is missing a type annotation" in result.stdout) is strict, result.stdout
+    assert result.returncode == (1 if strict else 0), result.stdout
