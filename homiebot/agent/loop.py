@@ -235,7 +235,7 @@ class EpisodeSpec:
     task_id: str | None = None
     goal: GoalSpec | None = None
     run_seed: int = 0  # Trajectory.seed: the run index on top of the task's seed
-    evaluation: Any = None  # the task's PARTNR evaluation function (JSON), for privileged planners
+    evaluation: Mapping[str, object] | None = None  # the task's PARTNR evaluation function (JSON), for privileged planners
 
 
 @dataclass

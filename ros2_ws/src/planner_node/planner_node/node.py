@@ -62,7 +62,7 @@ from homiebot.ros.calls import EVENTS_QOS, LATCHED_QOS, ReadinessWatch, call_act
 from homiebot.ros.episode import ExecutionOutcome
 from homiebot.ros.spin import ShutdownSignals
 from homiebot.sim.scene import SceneSpec
-from homiebot.tasks.suite import get_task
+from homiebot.tasks.suite import TaskSpec, get_task
 from homiebot.types import Observation, RoundRecord, Subtask, Trajectory, WorldState
 
 EXIT_TIMEOUT = 3
@@ -451,19 +451,19 @@ class PlannerNode(Node):
         })
         scene_seed = (spec.seed if spec is not None else 0) + int(task.seed)
         self.get_logger().info(f"episode {task.task_id or '(free text)'}: {task.instruction!r} in {task.scene} (seed {scene_seed})")
-        recorder = states = None
-        if self.param("record_dir"):
-            images = bool(self.param("record_images"))
-            recorder = EpisodeRecorder(Path(self.param("record_dir")), images=images, video=False)
+        record_dir = Path(self.param("record_dir")) if self.param("record_dir") else None
+
+        def states(recorder: EpisodeRecorder, spec: TaskSpec | None, _sim: object) -> StatesFileRecorder:
             # states.jsonl (and, for a suite task, evaluation.json) as homie run's records keep them, so that
             # homie metrics recomputes PARTNR's percent complete from the record alone (docs/partnr.md). The
             # clock is the simulated time of the newest state the backend received.
-            states = StatesFileRecorder(recorder, task=spec, clock=lambda: self.backend.sim_time)
+            return StatesFileRecorder(recorder, task=spec, clock=lambda: self.backend.sim_time)
+
         rounds = _RoundsPublished(self, task.task_id)
-        try:
+        try:  # the record (RECORD_DIR, its views when record_images) is the build path's, as homie run's
             episode = build_episode(config, task=spec, backend=self.backend, planner=planner, partner=human,
-                                    recorder=recorder,
-                                    observers=[o for o in (states, self.live, _PartnerRounds(self, task.task_id)
+                                    out=record_dir, judge=states,
+                                    observers=[o for o in (self.live, _PartnerRounds(self, task.task_id)
                                                            if self.pair else None, rounds) if o is not None])
         except BaseException:
             for made in {id(p): p for p in (planner, human) if p is not None}.values():
