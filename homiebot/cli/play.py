@@ -58,11 +58,13 @@ def register(app: typer.Typer) -> None:
             raise _fail("--planner drives the robot while you play the human; with --as robot you are the robot")
         robot_planner = planner or "expert"
         if role == "human":
+            from homiebot.config.planners import ConfigError, planner_config
             from homiebot.planner.registry import PlannerError, planner_class
 
-            try:
+            try:  # installed, and configured with its defaults (a planner that needs options is refused here)
                 planner_class(robot_planner)
-            except (PlannerError, ImportError) as err:
+                planner_config(robot_planner)
+            except (PlannerError, ConfigError, ImportError) as err:
                 raise _fail(str(err)) from None
         try:
             load_scene(task.scene)

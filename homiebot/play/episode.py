@@ -140,11 +140,12 @@ def robot_planner(name: str, task: TaskSpec) -> tuple[Planner, PlannerConfig]:
     reads the state and carries on whatever the person did."""
     from homiebot.multiagent import pair
     from homiebot.multiagent.centralized import AgentRole
-    from homiebot.planner.registry import make_planner
+    from homiebot.planner.registry import build_planner
 
     if name == "expert" and task.evaluation is not None:
         return pair.ShareExpert(AgentRole.ROBOT), PartnrExpertPlannerConfig()
-    return make_planner(name), planner_config(name)
+    setting = planner_config(name)
+    return build_planner(setting), setting
 
 
 def play_episode(
