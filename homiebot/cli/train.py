@@ -298,8 +298,11 @@ def register(app: typer.Typer) -> None:
             min=0,
             help="DPO steps per iteration (default: the preset's epochs; 0: label and write the pairs, no training).",
         ),
-        seed_offset: int = typer.Option(
-            1000, "--seed-offset", help="Student episodes of iteration i use seed offset + i."
+        seed_offset: int | None = typer.Option(
+            None,
+            "--seed-offset",
+            help="Student episodes of iteration i play scene seed task seed + offset + i (default 22: past the "
+            "training data's offsets, docs/training.md); an evaluation's seeds are refused.",
         ),
         lr: float = typer.Option(None, "--lr", help="DPO learning rate (default: the preset's)."),
         warmup_steps: int = warmup_option,
@@ -312,7 +315,7 @@ def register(app: typer.Typer) -> None:
         ),
     ) -> None:
         """EMMA's DAgger loop with the DPO loss; the teacher is the privileged expert or an LLM (--teacher-model)."""
-        from homiebot.training.dagger import run_dagger
+        from homiebot.training.dagger import DAGGER_SEED_OFFSET, run_dagger
         from homiebot.training.trainer import TrainingError, preset_for
 
         # Refused before run_dagger creates --out: a bad model folder or output path leaves nothing behind.
@@ -351,7 +354,7 @@ def register(app: typer.Typer) -> None:
                 max_rounds=max_rounds,
                 preset=settings,
                 steps_per_iteration=steps,
-                seed_offset=seed_offset,
+                seed_offset=DAGGER_SEED_OFFSET if seed_offset is None else seed_offset,
                 teacher=teacher,
             )
         except TrainingError as err:

@@ -140,8 +140,11 @@ def evaluation_seeds(suite: str = "emmoe100", runs: int = EVALUATION_RUNS) -> fr
     return frozenset(t.seed + r for t in load_suite(suite).tasks for r in range(runs))
 
 
-def check_seeds(tasks: Sequence[TaskSpec], seed_offset: int, runs: int, suite: str = "emmoe100") -> None:
-    """Refuse a collection whose scene seeds (``task.seed + seed_offset + r``) include an evaluation's."""
+def check_seeds(
+    tasks: Sequence[TaskSpec], seed_offset: int, runs: int, suite: str = "emmoe100", runs_option: str = "--runs"
+) -> None:
+    """Refuse a collection whose scene seeds (``task.seed + seed_offset + r``) include an evaluation's.
+    ``runs_option``: the command's name for ``runs`` in the message (DAgger's is ``--iterations``)."""
     from homiebot.tasks.suite import load_suite
 
     reserved = evaluation_seeds(suite)
@@ -158,10 +161,10 @@ def check_seeds(tasks: Sequence[TaskSpec], seed_offset: int, runs: int, suite: s
         hint = (
             f"--seed-offset {EVALUATION_RUNS} to {gap - runs} fit (the task seeds are {gap} apart)"
             if gap - runs >= EVALUATION_RUNS
-            else "choose another --seed-offset or fewer --runs"
+            else f"choose another --seed-offset or fewer {runs_option}"
         )
         raise TrainingDataError(
-            f"--seed-offset {seed_offset} --runs {runs} would collect on {len(clashes)} scene seed(s) that the "
+            f"--seed-offset {seed_offset} {runs_option} {runs} would collect on {len(clashes)} scene seed(s) that the "
             f"{suite} evaluation plays ({shown}{', ...' if len(clashes) > 3 else ''}; runs 0-{EVALUATION_RUNS - 1} "
             f"of every task are reserved): {hint}"
         )

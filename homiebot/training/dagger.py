@@ -40,6 +40,8 @@ from homiebot.config.planners import HFPlannerConfig
 from homiebot.config.run import RunConfig, SimulatorConfig
 from homiebot.planner.base import Planner, PlanRequest
 from homiebot.planner.prompt import parse_output
+from homiebot.training.collect import check_seeds
+from homiebot.training.episodes import TrainingDataError
 from homiebot.training.teacher import LLMTeacher, TextEpisodeLog, VisitedState
 from homiebot.training.trainer import Preset, TrainingError, preset_for, train
 
@@ -49,6 +51,11 @@ if TYPE_CHECKING:
     from homiebot.tasks.suite import TaskSpec
 
 log = logging.getLogger(__name__)
+
+# The student's scene seeds: task seed + 22 + i, past the training data's offsets (10-21) and before the validation
+# set's (30-32) in docs/training.md, clear of every evaluation seed (task seed + 0..9; the suite's task seeds are 37
+# apart), so up to 8 iterations play states neither trained on elsewhere nor evaluated.
+DAGGER_SEED_OFFSET = 22
 
 
 def as_engine(engine: Any) -> Any:
@@ -287,7 +294,7 @@ def run_dagger(
     max_rounds: int = MAX_ROUNDS,
     preset: Preset | None = None,
     steps_per_iteration: int | None = None,
-    seed_offset: int = 0,
+    seed_offset: int = DAGGER_SEED_OFFSET,
     max_new_tokens: int = 160,
     threads: int | None = 1,
     teacher: LLMTeacher | None = None,
@@ -321,6 +328,12 @@ def run_dagger(
     missing = [t for t in [*tasks, *eval_tasks] if t not in known]
     if missing or not tasks:
         raise TrainingError(f"unknown task id(s): {', '.join(missing)}" if missing else "no training tasks")
+    # The student's episodes become training pairs: like a collection, they may not be played on a scene seed that
+    # an evaluation plays (iteration i plays run seed_offset + i of every task).
+    try:
+        check_seeds([known[t] for t in tasks], seed_offset, iterations, runs_option="--iterations")
+    except TrainingDataError as err:
+        raise TrainingError(str(err)) from err
     settings = preset or preset_for("dpo", "cpu-small")
     target.mkdir(parents=True)
     aggregate: list[dict[str, str]] = []

@@ -255,3 +255,18 @@ def test_a_validation_build_can_leave_out_the_prompts_a_training_set_holds(pertu
                                               "--against", str(tmp_path / "trained")])
     assert result.exit_code == 0, result.output
     assert f"{trained.samples} of {trained.samples} samples; with another decision there: 0" in result.output
+
+
+def test_dagger_refuses_an_evaluation_seed_before_anything_is_written(tmp_path):
+    from homiebot.training.dagger import DAGGER_SEED_OFFSET, run_dagger
+    from homiebot.training.trainer import TrainingError
+
+    train_tasks = [t for t in load_suite("emmoe100").tasks if t.split == "train"]
+    # The default offset leaves every training task 8 iterations of seeds no evaluation plays.
+    check_seeds(train_tasks, DAGGER_SEED_OFFSET, 8)
+    out = tmp_path / "dagger"
+    # Offset 0 is the evaluation's own run 0; 1000 (the old default) lands on other tasks' runs 1-9 (seeds 37 apart).
+    for offset in (0, 1000):
+        with pytest.raises(TrainingError, match=f"--seed-offset {offset} --iterations 3 would collect on"):
+            run_dagger(tmp_path / "no-model", out, tasks=[TASK], iterations=3, seed_offset=offset)
+        assert not out.exists()
