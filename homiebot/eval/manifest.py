@@ -22,7 +22,14 @@ from pydantic import BaseModel, ConfigDict, Field, SerializeAsAny, field_validat
 
 from homiebot.config import MAX_ROUNDS, NoiseMode, PerceptionMode, SkillsMode
 from homiebot.config.planners import ExpertPlannerConfig, PlannerConfig, planner_config, planner_config_from
-from homiebot.config.run import RUN_KEY, PerceptionChoice, RunConfig, SimulatorConfig, SkillsConfig
+from homiebot.config.run import (
+    RUN_KEY,
+    PerceptionChoice,
+    RecordingConfig,
+    RunConfig,
+    SimulatorConfig,
+    SkillsConfig,
+)
 from homiebot.eval.keypaths import SceneNameResolver
 from homiebot.files import atomic_write_json
 from homiebot.tasks.suite import TaskSpec, list_suites, load_suite, resolve_suite
@@ -117,18 +124,42 @@ class EvalSettings(BaseModel):
             and self.perception == PerceptionMode.OFF and self.skills == SkillsMode.ORACLE
         )
 
-    def run_config(self) -> RunConfig:
+    @property
+    def reads_views(self) -> bool:
+        """Whether the episodes need the views rendered even when the records keep none: a world graph is built
+        from them, and a planner that declares ``needs_views`` (the random baseline) reads their segmentation."""
+        from homiebot.planner.registry import planner_class
+
+        return self.perception != PerceptionMode.OFF or planner_class(self.planner.name).needs_views
+
+    def run_config(self, *, images: bool = False, video: bool = False) -> RunConfig:
         """The evaluation's run configuration (no task: each episode names its own), as
         :func:`homiebot.agent.build.build_episode` builds it and ``eval.json`` keeps it (``run``). With a world
         graph the episodes give model planners its text description
-        (:class:`homiebot.perception.world_model.PerceptionConfig`'s default)."""
+        (:class:`homiebot.perception.world_model.PerceptionConfig`'s default).
+
+        ``images`` and ``video`` are what the records keep (``homie eval --images/--video``): the simulator renders
+        for them or when the episodes read the views (:attr:`reads_views`), and not otherwise, so the dump is what
+        the episodes ran with and ``homie run --config DIR/eval.json`` repeats it. No episode writes its own
+        HTML page (the evaluation's report has them)."""
         return RunConfig(
             planner=self.planner,
             max_rounds=self.max_rounds,
-            simulator=SimulatorConfig(backend=self.backend),
+            simulator=SimulatorConfig(backend=self.backend, render=images or video or self.reads_views),
             skills=SkillsConfig(mode=self.skills, noise=self.noise),
             perception=PerceptionChoice(mode=self.perception, describe_world=self.perception != PerceptionMode.OFF),
+            recording=RecordingConfig(images=images, video=video, report=False),
         )
+
+    def reference_run_config(self, *, images: bool = False, video: bool = False) -> RunConfig:
+        """The PLWSR reference episodes' setting: the suite's expert, noiseless, with the oracle skills and
+        without a world graph, rendering only for what the records keep."""
+        return self.run_config(images=images, video=video).model_copy(update={
+            "planner": planner_config(self.reference_planner),
+            "simulator": SimulatorConfig(backend=self.backend, render=images or video),
+            "skills": SkillsConfig(),
+            "perception": PerceptionChoice(),
+        })
 
     def label(self) -> str:
         label = f"{self.planner.name} planner, noise {self.noise}"
@@ -236,8 +267,15 @@ def load_manifest(out_dir: Path) -> dict[str, Any]:
         ) from None
 
 
-def prepare_manifest(out_dir: Path, settings: EvalSettings, tasks: Sequence[TaskSpec]) -> dict[str, Any]:
-    """Create ``eval.json`` or check it against this run's setting; add newly selected tasks to it."""
+def prepare_manifest(
+    out_dir: Path, settings: EvalSettings, tasks: Sequence[TaskSpec], *, images: bool = False, video: bool = False
+) -> dict[str, Any]:
+    """Create ``eval.json`` or check it against this run's setting; add newly selected tasks to it.
+
+    ``images`` and ``video``: what this command's records keep (not pinned: a resume may keep more or less). The
+    ``run`` section is the run configuration this command's episodes are built from
+    (:meth:`EvalSettings.run_config`); a resume that keeps other views replaces it, since each record's
+    ``summary.json`` holds the one it ran with."""
     task_json = {t.id: t.model_dump(mode="json", by_alias=True) for t in tasks}
     path = out_dir / EVAL_FILE
     if path.exists():
@@ -265,10 +303,12 @@ def prepare_manifest(out_dir: Path, settings: EvalSettings, tasks: Sequence[Task
     else:
         manifest = {"format_version": 1, "settings": settings.model_dump(mode="json"), "tasks": {}, "names": {}}
         changed = True
-    if RUN_KEY not in manifest:
+    run = settings.run_config(images=images, video=video).dump()
+    if manifest.get(RUN_KEY) != run:
         # The run configuration the episodes are built from (homie run --config DIR/eval.json repeats it); derived
-        # from the settings, so a directory started before it was kept gets it on its next resume.
-        manifest[RUN_KEY] = settings.run_config().dump()
+        # from the settings, so a directory started before it was kept (or kept with the simulator rendering
+        # when its episodes did not) gets it right on its next resume.
+        manifest[RUN_KEY] = run
         changed = True
     manifest["tasks"].update({k: v for k, v in task_json.items() if k not in manifest["tasks"]})
     for task in tasks:

@@ -191,7 +191,7 @@ def run_evaluation(
     failed_start: WorkerSetupError | None = None
     with eval_lock(out):
         try:
-            manifest = prepare_manifest(out, settings, tasks)
+            manifest = prepare_manifest(out, settings, tasks, images=images, video=video)
         except BaseException:
             _remove_created(out, created, existing)  # nothing of this run may stay behind (a full disk, Ctrl-C)
             raise

@@ -21,9 +21,6 @@ from typing import Any
 
 import numpy as np
 
-from homiebot.config import PerceptionMode
-from homiebot.config.planners import planner_config
-from homiebot.config.run import PerceptionChoice, RecordingConfig, RunConfig, SimulatorConfig, SkillsConfig
 from homiebot.data.record import EpisodeRecorder
 from homiebot.eval.manifest import EvalSettings, Job, resolver_for
 from homiebot.eval.partnr.recording import simulator_clock
@@ -129,17 +126,16 @@ class _WorkerState:
 
     def __init__(self, options: WorkerOptions) -> None:
         from homiebot.agent.build import build_simulator
-        from homiebot.planner.registry import build_planner, planner_class
+        from homiebot.planner.registry import build_planner
 
         self.options = options
         settings = options.settings
-        self.config = settings.run_config()
-        cls = planner_class(settings.planner.name)
-        # A planner that reads the views' segmentation (the random baseline) gets them in its request: the loop
-        # fetches them for it (homiebot.agent.loop.reads_observation); the simulator must render for that.
-        self.needs_views = cls.needs_views
-        self.render = self.needs_views or options.images or options.video or settings.perception != PerceptionMode.OFF
-        self.sim = sim = build_simulator(SimulatorConfig(backend=settings.backend, render=self.render))
+        # The episodes' settings, rendering and recording included, as eval.json keeps them: the simulator renders
+        # when the records keep views or the episodes read them (a world graph; a planner that reads the views'
+        # segmentation, which the loop fetches for it: homiebot.agent.loop.reads_observation).
+        self.config = settings.run_config(images=options.images, video=options.video)
+        self.reference = settings.reference_run_config(images=options.images, video=options.video)
+        self.sim = sim = build_simulator(self.config.simulator)
         # The simulator's nominal clock for PARTNR's simulated time, where the backend keeps one (MuJoCo does).
         self.clock = simulator_clock(sim)
         # A shared model actor's engine (homie eval --backend ray --model-actors N) is handed to the planner.
@@ -149,19 +145,11 @@ class _WorkerState:
         self.tasks = {k: TaskSpec.model_validate(v) for k, v in options.tasks.items()}
         self.resolvers = {scene: resolver_for(rows) for scene, rows in options.names.items()}
 
-    def reference_config(self) -> RunConfig:
-        """The PLWSR reference episodes' setting: the suite's expert, noiseless, without a world graph."""
-        return self.config.model_copy(update={
-            "planner": planner_config(self.options.settings.reference_planner),
-            "skills": SkillsConfig(),
-            "perception": PerceptionChoice(),
-        })
-
     def expert_planner(self) -> InfrastructureGuard:
         if self.expert is None:
             from homiebot.planner.registry import build_planner
 
-            self.expert = InfrastructureGuard(build_planner(self.reference_config().planner))
+            self.expert = InfrastructureGuard(build_planner(self.reference.planner))
         return self.expert
 
     def run(self, job: Job) -> dict[str, Any]:
@@ -173,18 +161,10 @@ class _WorkerState:
         task = self.tasks[job.task_id]
         reference = job.kind == "reference"
         planner = self.expert_planner() if reference else self.planner
-        setting = self.reference_config() if reference else self.config
+        setting = self.reference if reference else self.config
         out = Path(self.options.out_dir) / job.relpath()
         recorder = GuardedRecorder(out, planner, images=self.options.images, video=self.options.video)
-        # The expert's reference episodes render only when the records keep images.
-        with_perception = setting.perception.mode != PerceptionMode.OFF
-        render = self.options.images or self.options.video or ((self.needs_views or with_perception) and not reference)
-        config = setting.model_copy(update={
-            "task": job.task_id,
-            "seed": job.run,
-            "simulator": SimulatorConfig(backend=setting.simulator.backend, render=render),
-            "recording": RecordingConfig(images=self.options.images, video=self.options.video, report=False),
-        })
+        config = setting.model_copy(update={"task": job.task_id, "seed": job.run})
         # PARTNR: every record keeps its states and evaluation function (docs/partnr.md); tasks with their own
         # function switch and clean (the household actions), and the PARTNR expert plans from that function.
         # It judges the episode too (homiebot.eval.verdict), by the evaluation's own snapshot of the scene's names:

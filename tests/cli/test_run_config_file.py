@@ -51,13 +51,14 @@ def test_a_run_from_eval_json_repeats_the_evaluations_setting(homie, evaluation:
     pinned = json.loads(evaluation.read_text())["run"]
     assert pinned["planner"] == {"name": "expert", "interact_range_m": 1.2, "near_threshold_m": 0.1,
                                  "far_threshold_m": 2.0, "close_opened": True}
+    # The evaluation's episodes neither render nor keep views or pages, and the file says so.
+    assert pinned["simulator"]["render"] is False
+    assert pinned["recording"] == {"images": False, "video": False, "report": False}
     replayed = homie("run", "--config", str(evaluation), "--task", TASK, "--seed", "1", "--out", str(tmp_path / "a"))
-    assert replayed["run"] == {**pinned, "task": TASK, "seed": 1,
-                               "simulator": {**pinned["simulator"], "render": False},
-                               "recording": {**pinned["recording"], "report": False}}
+    assert replayed["run"] == {**pinned, "task": TASK, "seed": 1}
     by_flags = homie("run", "--task", TASK, "--seed", "1", "--noise", "emmoe", "--max-rounds", "12",
-                     "-p", "interact_range_m=1.2", "--out", str(tmp_path / "b"))
-    assert by_flags["run"] == replayed["run"]
+                     "-p", "interact_range_m=1.2", "--no-video", "--out", str(tmp_path / "b"))
+    assert by_flags["run"] == {**replayed["run"], "recording": {**replayed["run"]["recording"], "images": None}}
     assert _episode(by_flags) == _episode(replayed)
     assert "E2" in replayed["error_codes"]  # the noise is on: the setting is not the defaults'
 
@@ -159,3 +160,51 @@ def test_an_evaluation_episode_replays_from_its_record(homie, tmp_path: Path) ->
     assert original["run"]["skills"] == {"mode": "oracle", "noise": "emmoe"} and original["run"]["max_rounds"] == 15
     replayed = homie("run", "--config", str(record), "--out", str(tmp_path / "again"))
     assert _episode(replayed) == _episode(original)
+
+
+def _without_episode(run: dict[str, object]) -> dict[str, object]:
+    return {key: value for key, value in run.items() if key not in ("task", "seed")}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("planner", "renders"), [("expert", False), ("random", True)])
+def test_an_evaluations_run_is_what_its_episodes_ran(tmp_path: Path, planner: str, renders: bool) -> None:
+    """eval.json's ``run`` is the configuration every episode of the evaluation was built from (its record's
+    ``run`` apart from the task and the seed): the simulator renders only when the episodes read the views (the
+    random planner reads their segmentation) or the records keep them, so ``homie run --config`` repeats it; the
+    PLWSR reference episodes' records hold the reference setting (the suite's expert, rendering nothing)."""
+    from homiebot.eval.runner import run_evaluation
+
+    settings = EvalSettings(suite="emmoe100", planner=planner, noise="emmoe", max_rounds=3)
+    out = tmp_path / "ev"
+    run_evaluation(settings, out, runs=1, workers=1, task_ids=[TASK], progress=False, report=False)
+    pinned = json.loads((out / "eval.json").read_text())["run"]
+    record = json.loads((out / "episodes" / TASK / "run0" / "summary.json").read_text())["run"]
+    assert (pinned["task"], pinned["seed"]) == (None, 0) and (record["task"], record["seed"]) == (TASK, 0)
+    assert _without_episode(record) == _without_episode(pinned)
+    assert pinned["simulator"]["render"] is renders
+    assert pinned["recording"] == {"images": False, "video": False, "report": False}
+    reference = json.loads((out / "reference" / TASK / "run0" / "summary.json").read_text())["run"]
+    assert _without_episode(reference) == _without_episode(settings.reference_run_config().dump()) == {
+        **_without_episode(pinned), "planner": {"name": "expert", "interact_range_m": 1.0, "near_threshold_m": 0.1,
+                              "far_threshold_m": 2.0, "close_opened": True},
+        "skills": {"mode": "oracle", "noise": "off"}, "simulator": {**pinned["simulator"], "render": False}}
+
+
+@pytest.mark.slow
+def test_a_resume_keeping_other_views_rewrites_the_run(tmp_path: Path) -> None:
+    """eval.json's ``run`` follows the command that runs episodes into the directory: a directory started without
+    views and resumed with ``--video`` says the simulator renders and the records keep a video."""
+    from homiebot.eval.runner import run_evaluation
+
+    settings = EvalSettings(suite="emmoe100", planner="expert", max_rounds=2)
+    out = tmp_path / "ev"
+    run_evaluation(settings, out, runs=1, workers=1, task_ids=[TASK], progress=False, report=False)
+    first = json.loads((out / "eval.json").read_text())["run"]
+    assert first["simulator"]["render"] is False and first["recording"]["video"] is False
+    run_evaluation(settings, out, runs=2, workers=1, task_ids=[TASK], progress=False, report=False, video=True)
+    resumed = json.loads((out / "eval.json").read_text())["run"]
+    record = json.loads((out / "episodes" / TASK / "run1" / "summary.json").read_text())["run"]
+    assert _without_episode(record) == _without_episode(resumed)
+    assert resumed["simulator"]["render"] is True and resumed["recording"] == {**first["recording"], "video": True}
+    assert (out / "episodes" / TASK / "run1" / "episode.mp4").is_file()
