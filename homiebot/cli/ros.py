@@ -123,13 +123,14 @@ _PAIR_OWN_PLANNERS = frozenset({"expert", "scripted"})
 
 
 def _check_planner(name: str, options: dict[str, Any]) -> None:
-    """A planner's options typed from its constructor and its cheap look outside the process (its server, its model
-    folder): :func:`homiebot.planner.registry.check_planner`, as homie run does it. A bad option is exit 2, a server
+    """A planner's configuration from its options and its cheap look outside the process (its server, its model
+    folder): :func:`homiebot.planner.registry.configure_planner` and
+    :func:`~homiebot.planner.registry.check_planner_config`, as homie run does it. A bad option is exit 2, a server
     that does not answer exit 1 (the backend's own error, mapped by homiebot.cli.failures)."""
-    from homiebot.planner.registry import PlannerError, check_planner
+    from homiebot.planner.registry import PlannerError, check_planner_config, configure_planner
 
     try:
-        check_planner(name, options)
+        check_planner_config(configure_planner(name, options))
     except PlannerError as err:
         raise _fail(str(err)) from None
 
@@ -604,7 +605,7 @@ def register(app: typer.Typer) -> None:
         from rich.markup import escape
         from rich.table import Table
 
-        from homiebot.planner.registry import PlannerError, make_planner
+        from homiebot.planner.registry import PlannerError, build_planner, configure_planner
         from homiebot.ros.bag import BagError
         from homiebot.ros.replay import holds_two_agents, replay_planner
 
@@ -621,8 +622,8 @@ def register(app: typer.Typer) -> None:
 
                 planner_obj, partner = make_pair_planners(mode or "decentralized", planner, partner_planner or "expert",
                                                           options)
-            else:
-                planner_obj = make_planner(planner, **options)
+            else:  # the planner's configuration, checked as homie run checks it, then built
+                planner_obj = build_planner(configure_planner(planner, options))
         except (PlannerError, ValueError, KeyError, TypeError) as err:
             raise _fail(str(err).strip("'\"")) from None
         try:

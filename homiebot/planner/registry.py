@@ -1,23 +1,23 @@
-"""Planners by name: ``make_planner("expert")``, ``homie run --planner NAME``.
+"""Planners by name: ``homie run --planner NAME``, ``build_planner(config)``, ``make_planner("expert")``.
 
 Planners are registered as import paths so that heavy backends (torch, openai) are imported only when
 chosen. Other modules add theirs with :func:`register_planner` or a one-line edit of :data:`_PLANNERS`;
 installed packages add theirs through the ``homiebot.planners`` entry-point group (:mod:`homiebot.plugins`).
 
-Options given to :func:`make_planner` are checked against the planner's constructor: an option the
-planner does not take is an error that names the options it does take (``None`` values are dropped,
-so a CLI can pass its optional flags through unconditionally), and a value is typed from the parameter's
-annotation (:func:`planner_options`), so that ``-p max_new_tokens=abc`` or ``-p constrained=maybe`` is a
-one-line refusal, not a comparison error deep in a backend or a string that is always true. Commands call
-:func:`check_planner` before they write anything: the same check plus the planner's cheap look at what it needs
-outside the process (:meth:`~homiebot.planner.base.Planner.preflight`: an OpenAI-compatible server that answers).
+A planner is built from its typed configuration (:mod:`homiebot.config.planners`): :func:`configure_planner` makes
+it from a command line's options (an option the planner does not take is an error that names the options it does
+take; ``None`` values are dropped, so a CLI can pass its optional flags through unconditionally; a value given as
+text is typed from the configuration's field (:func:`planner_options`), so that ``-p max_new_tokens=abc`` or ``-p
+constrained=maybe`` is a one-line refusal, not a comparison error deep in a backend or a string that is always
+true), :func:`check_planner_config` is what commands run before they write anything (the planner's cheap look at
+what it needs outside the process, :meth:`~homiebot.planner.base.Planner.preflight`: an OpenAI-compatible server
+that answers), and :func:`build_planner` builds it. :func:`make_planner` is the same path for Python callers.
 """
 
 from __future__ import annotations
 
 import enum
 import importlib
-import inspect
 import json
 import types
 from collections.abc import Mapping, Sequence
@@ -100,7 +100,7 @@ _NONE_WORDS = ("none", "null")
 
 def parse_planner_options(pairs: Sequence[str]) -> dict[str, str]:
     """``-p key=value`` pairs as typed: the values stay text until :func:`planner_options` types them from the
-    planner's constructor (the last of a repeated key wins)."""
+    planner's configuration (the last of a repeated key wins)."""
     options: dict[str, str] = {}
     for pair in pairs:
         key, sep, value = pair.partition("=")
@@ -110,43 +110,24 @@ def parse_planner_options(pairs: Sequence[str]) -> dict[str, str]:
     return options
 
 
-#: The constructor parameter of a planner that takes its typed configuration whole (HFPlanner).
-CONFIG_PARAMETER = "config"
+#: Constructor arguments only a Python caller can give a planner (loaded objects: a model engine, a recovery LLM): not
+#: configuration, handed to :func:`build_planner` beside it.
+PLANNER_OBJECTS = ("engine", "llm")
 
 
-def _constructor(cls: type[Planner]) -> tuple[inspect.Signature, Mapping[str, Any]]:
-    """The signature that decides a planner's options (without ``self``) and its module's names (to read its
-    annotations): its ``__init__``, or, for one that only forwards ``*args, **kwargs``, its first base's that
-    names them."""
-    forwarding: tuple[inspect.Signature, Mapping[str, Any]] | None = None
-    for klass in cls.__mro__:
-        init = klass.__dict__.get("__init__")
-        if init is None:
-            continue
-        if klass is object:
-            break
-        parameters = list(inspect.signature(init).parameters.values())[1:]
-        found = inspect.Signature(parameters), getattr(init, "__globals__", {})
-        if not parameters or not all(
-            p.kind in (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD) for p in parameters
-        ):
-            return found
-        forwarding = forwarding or found
-    return forwarding or (inspect.Signature(), {})  # no base names them: the planner takes anything
-
-
-def _annotation(init_globals: Mapping[str, Any], parameter: inspect.Parameter) -> Any:
-    """The parameter's annotation as an object, or ``Any`` when it is absent or names what only type checkers
-    import (postponed annotations are strings: PEP 563)."""
-    annotation = parameter.annotation
-    if annotation is inspect.Parameter.empty:
-        return Any
-    if isinstance(annotation, str):
-        try:
-            return eval(annotation, dict(init_globals))  # noqa: S307 - the planner module's own annotation text
-        except Exception:
-            return Any
-    return annotation
+def option_types(name: str) -> dict[str, object]:
+    """Each option planner ``name`` takes, with its type: its configuration class's fields
+    (:func:`homiebot.config.planners.planner_config_class`), and for the recovery wrapper its base's options in
+    the constructor's spelling (``base_options``, which the class reads into ``base``)."""
+    try:
+        config_class = planner_config_class(name)
+    except ConfigError as err:
+        raise PlannerError(str(err)) from None
+    types_: dict[str, object] = {key: field.annotation for key, field in config_class.model_fields.items()
+                                 if key != "name"}
+    if issubclass(config_class, RecoveryPlannerConfig):
+        types_["base_options"] = Mapping[str, object]
+    return types_
 
 
 class _Mismatch(ValueError):
@@ -157,7 +138,7 @@ def _type_value(value: Any, annotation: Any) -> Any:
     """``value`` as ``annotation`` says: text (from a command line) is read as that type; a value already of it
     passes. Types this does not know (engines, callables) take the value unchanged."""
     origin = get_origin(annotation)
-    if annotation is Any:
+    if annotation is Any or annotation is object:
         if isinstance(value, str):  # untyped: numbers and booleans read as JSON, the rest stays text
             try:
                 return json.loads(value)
@@ -213,7 +194,9 @@ def _type_value(value: Any, annotation: Any) -> Any:
         try:  # a list or mapping given on a command line, as JSON
             parsed = json.loads(value)
         except json.JSONDecodeError:
-            raise _Mismatch(f"JSON ({origin.__name__})") from None
+            # Not JSON: the configuration class reads its own text forms (recovery's stages "1,2") and refuses
+            # the rest in one line.
+            return value
         if not isinstance(parsed, dict if origin in (dict, Mapping) else list):
             raise _Mismatch(f"JSON ({origin.__name__})")
         return parsed
@@ -229,60 +212,32 @@ def _is_instance(value: Any, annotation: Any) -> bool:
 
 
 def planner_options(name: str, options: Mapping[str, Any]) -> dict[str, Any]:
-    """``options`` checked against planner ``name``'s constructor: ``None`` values dropped, an option it does not
-    take refused with the list of those it takes, every value typed from the parameter's annotation (integers,
-    numbers, yes/no as true/false/1/0/yes/no, the choices of a ``Literal`` or enum). Raises :class:`PlannerError`."""
-    cls = planner_class(name)
+    """``options`` checked against planner ``name``'s configuration (:func:`option_types`): ``None`` values dropped,
+    an option it does not take refused with the list of those it takes, every value given as text typed from its
+    field's annotation (integers, numbers, yes/no as true/false/1/0/yes/no, the choices of a ``Literal`` or enum,
+    lists and mappings as JSON). Raises :class:`PlannerError`."""
+    planner_class(name)  # an unknown planner is refused with the list of the known ones
+    annotations = option_types(name)
     given = {k: v for k, v in options.items() if v is not None}
-    signature, init_globals = _constructor(cls)
-    parameters = {p.name: p for p in signature.parameters.values()
-                  if p.kind not in (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD)}
-    annotations = {key: _annotation(init_globals, parameter) for key, parameter in parameters.items()}
-    accepts_any = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in signature.parameters.values())
-    if accepts_any and CONFIG_PARAMETER in parameters:
-        # A planner built from its configuration (``__init__(config=None, *, objects, **options)``): its options are
-        # the configuration class's fields, typed by their annotations.
-        fields = planner_config_class(name).model_fields
-        annotations = {**{k: f.annotation for k, f in fields.items() if k != "name"},
-                       **{k: v for k, v in annotations.items() if k != CONFIG_PARAMETER}}
-        accepts_any = False
     unknown = sorted(k for k in given if k not in annotations)
-    if unknown and not accepts_any:
+    if unknown:
         takes = ", ".join(annotations) if annotations else "no options"
         raise PlannerError(f"planner {name!r} does not take option(s) {', '.join(unknown)}; it takes: {takes}")
     typed: dict[str, Any] = {}
     for key, value in given.items():
-        annotation = annotations.get(key, Any)
         try:
-            typed[key] = _type_value(value, annotation)
+            typed[key] = _type_value(value, annotations[key])
         except _Mismatch as err:
             raise PlannerError(f"planner {name!r}: option {key}={value} must be {err}") from None
     return {k: v for k, v in typed.items() if v is not None}
 
 
-def check_planner(name: str, options: Mapping[str, Any]) -> dict[str, Any]:
-    """What a command runs before it writes anything: :func:`planner_options` (bad input: :class:`PlannerError`),
-    then the planner's :meth:`~homiebot.planner.base.Planner.preflight` (a server that does not answer raises the
-    backend's own error, an environment error). Returns the typed options."""
-    typed = planner_options(name, options)
-    try:  # the planner's configuration class has the last word (its bounds: max_new_tokens >= 1, ...)
-        planner_config(name, typed)
-    except ConfigError as err:
-        raise PlannerError(str(err)) from None
-    try:
-        planner_class(name).preflight(typed)
-    except (TypeError, ValueError, FileNotFoundError) as err:  # as make_planner: the options, not the server
-        raise PlannerError(f"planner {name!r}: {err}") from err
-    return typed
-
-
-def make_planner(name: str, **options: Any) -> Planner:
-    """Build planner ``name`` from ``options`` (checked and typed by :func:`planner_options`)."""
-    typed = planner_options(name, options)
-    try:
-        return planner_class(name)(**typed)
-    except (TypeError, ValueError, FileNotFoundError) as err:
-        raise PlannerError(f"planner {name!r}: {err}") from err
+def make_planner(name: str, /, **options: object) -> Planner:
+    """Planner ``name`` from keyword options, for Python callers (tests, benchmarks, notebooks): the options are
+    its configuration (:func:`configure_planner`, with a command line's one-line refusals) and the loaded objects
+    of :data:`PLANNER_OBJECTS` (an ``engine``), handed to :func:`build_planner` beside it."""
+    objects = {key: options.pop(key) for key in PLANNER_OBJECTS if options.get(key) is not None}
+    return build_planner(configure_planner(name, options), **objects)
 
 
 def check_planner_config(config: PlannerConfig) -> None:

@@ -179,15 +179,6 @@ class RecoveryPlanner(Planner):
     reads_state = True
 
     @classmethod
-    def preflight(cls, options: Mapping[str, Any]) -> None:
-        """The base planner's own check (its server), with its options typed from its constructor."""
-        base = options.get("base")
-        if isinstance(base, str):
-            from homiebot.planner.registry import check_planner
-
-            check_planner(base, options.get("base_options") or {})
-
-    @classmethod
     def from_config(cls, config: PlannerConfig, **objects: object) -> RecoveryPlanner:
         """The wrapper a run configuration describes: its base planner is built from the base's own
         configuration (:class:`~homiebot.config.planners.RecoveryPlannerConfig`)."""
@@ -218,15 +209,13 @@ class RecoveryPlanner(Planner):
         rules: bool = False,
         memory: bool = True,
     ) -> None:
-        from homiebot.planner.registry import make_planner
-
         self.config = RecoveryConfig(
             mode=mode, stages=parse_stages(stages), search=bool(search) and mode != "none",
             max_calls_per_round=max_calls_per_round, max_tokens=max_tokens, constrained=constrained,
             max_steps=max_steps,
         )
         self.prompts = PromptSet.from_file(prompts) if prompts else PromptSet()
-        self.inner: Planner = make_planner(base, **dict(base_options or {})) if isinstance(base, str) else base
+        self.inner: Planner = self._base_by_name(base, base_options) if isinstance(base, str) else base
         if isinstance(self.inner, RecoveryPlanner):
             raise ValueError("the base planner of a recovery wrapper cannot itself be a recovery wrapper")
         self.name = self.inner.name if mode == "none" else f"{mode}+{self.inner.name}"
@@ -250,6 +239,15 @@ class RecoveryPlanner(Planner):
         )
         self.stats = RecoveryStats()
         self._reset_episode("", 0)
+
+    @staticmethod
+    def _base_by_name(name: str, options: Mapping[str, Any] | None) -> Planner:
+        """The base planner named with its options (``RecoveryPlanner("hf", {"model": "smollm2"})``): its
+        configuration, checked as a command line's (one-line refusals), then built (the base of a configured
+        wrapper comes from :meth:`from_config` instead)."""
+        from homiebot.planner.registry import build_planner, configure_planner
+
+        return build_planner(configure_planner(name, dict(options or {})))
 
     @staticmethod
     def _llm_of(inner: Planner, own_cache: bool = True) -> RecoveryLLM:

@@ -177,7 +177,7 @@ def test_run_plays_the_suites_expert_on_a_partnr_task(tmp_path: Path) -> None:
 # ------------------------------------------------------------------------------ option values typed
 
 
-def test_option_values_are_typed_from_the_constructor() -> None:
+def test_option_values_are_typed_from_the_configuration() -> None:
     assert planner_options("openai", {"constrained": "yes", "temperature": "0.5", "max_tokens": "24", "seed": "null",
                                       "image_detail": "low", "model": "123"}) == {
         "constrained": True, "temperature": 0.5, "max_tokens": 24, "image_detail": "low", "model": "123"}

@@ -18,10 +18,30 @@ from homiebot.config.planners import (
     planner_config,
 )
 from homiebot.config.run import RunConfig, run_config
-from homiebot.planner.registry import CONFIG_PARAMETER, _constructor, available_planners, build_planner, planner_class
+from homiebot.planner.registry import PLANNER_OBJECTS, available_planners, build_planner, planner_class
 
-#: Constructor arguments only a Python caller can give (loaded objects), not configuration.
-PYTHON_ONLY = {"engine", "llm", "base_options"}
+#: Constructor arguments only a Python caller can give (loaded objects), not configuration, and the recovery
+#: wrapper's spelling of its base's options (its configuration reads it into base).
+PYTHON_ONLY = {*PLANNER_OBJECTS, "base_options"}
+
+
+def _constructor(cls: type) -> inspect.Signature:
+    """The signature that decides a planner's keywords (without ``self``): its ``__init__``, or, for one that only
+    forwards ``*args, **kwargs``, the first base's that names them."""
+    forwarding: inspect.Signature | None = None
+    for klass in cls.__mro__:
+        init = klass.__dict__.get("__init__")
+        if init is None:
+            continue
+        if klass is object:
+            break
+        parameters = list(inspect.signature(init).parameters.values())[1:]
+        if not parameters or not all(
+            p.kind in (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD) for p in parameters
+        ):
+            return inspect.Signature(parameters)
+        forwarding = forwarding or inspect.Signature(parameters)
+    return forwarding or inspect.Signature()
 
 
 def test_every_builtin_planner_has_a_configuration_class() -> None:
@@ -36,8 +56,8 @@ def test_a_planner_configuration_mirrors_its_constructor(name: str) -> None:
     """Same option names and the same defaults as the constructor, so a configured planner and one built from
     keyword arguments are the same planner (a new constructor argument fails this until the class has it)."""
     cls = planner_class(name)
-    signature, _ = _constructor(cls)
-    if CONFIG_PARAMETER in signature.parameters:
+    signature = _constructor(cls)
+    if "config" in signature.parameters:
         # A planner built from its configuration (HFPlanner): it declares that class, and its keywords are validated
         # into it, so there is no second list of options to keep equal.
         assert cls.config_class is BUILTIN_PLANNER_CONFIGS[name]  # type: ignore[attr-defined]

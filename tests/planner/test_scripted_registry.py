@@ -62,7 +62,7 @@ def test_unknown_planner_lists_the_known_ones():
         make_planner("gpt9")
 
 
-def test_options_are_checked_against_the_constructor(tmp_path):
+def test_options_are_checked_against_the_configuration(tmp_path):
     with pytest.raises(PlannerError, match=r"planner 'expert' does not take option\(s\) base_url; it takes: interact_range_m"):
         make_planner("expert", base_url="http://x")
     # None values (CLI flags not given) are dropped.

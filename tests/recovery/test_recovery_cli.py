@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from homiebot.planner.registry import make_planner
+from homiebot.planner.registry import PlannerError, make_planner
 from homiebot.recovery.cli import recovery_planner, write_recovery_summary
 from homiebot.recovery.planner import RecoveryPlanner
 from homiebot.recovery.stats import RecoveryStats, write_stats
@@ -89,3 +89,14 @@ def test_homie_eval_with_recovery_pins_the_wrapper_and_writes_the_summary(tmp_pa
     (out / "recovery.md").unlink()
     result = _homie("metrics", str(out), "--no-plots")
     assert result.exit_code == 0 and "recovery: 1 episode(s)" in result.output and (out / "recovery.md").is_file()
+
+
+def test_the_wrapper_named_with_its_base_builds_the_base_from_its_configuration():
+    """``RecoveryPlanner("expert", {...})``: the base's options are the base's configuration, typed from text as a
+    command line's (``-p``) and refused in one line, as ``--planner recovery -p base=...`` is."""
+    wrapper = RecoveryPlanner("expert", {"interact_range_m": "1.5", "close_opened": "no"}, mode="none")
+    assert wrapper.inner.interact_range_m == 1.5 and wrapper.inner.close_opened is False  # type: ignore[attr-defined]
+    with pytest.raises(PlannerError, match=r"^planner 'expert' does not take option\(s\) reach; it takes: interact_range_m"):
+        RecoveryPlanner("expert", {"reach": 1}, mode="none")
+    with pytest.raises(PlannerError, match=r"^planner 'expert': interact_range_m: Input should be greater than 0$"):
+        RecoveryPlanner("expert", {"interact_range_m": -1}, mode="none")

@@ -324,6 +324,47 @@ def test_replay_detects_a_different_planner(graph_run):
     assert [r.agrees for r in report.rounds] == [False] * (len(report.rounds) - 1) + [True]
 
 
+def _replay(*args: str):
+    from typer.testing import CliRunner
+
+    from homiebot.cli import build_app
+
+    return CliRunner().invoke(build_app(), ["bag", "replay", *args])
+
+
+@pytest.mark.parametrize("planner", [
+    ["--planner", "expert", "-p", "interact_range_m=1.0", "-p", "close_opened=yes"],
+    # The recovery wrapper's base by name, with the base's options (docs/recovery.md).
+    ["--planner", "recovery", "-p", "base=expert", "-p", 'base_options={"close_opened": "yes"}', "-p", "mode=none"],
+])
+def test_homie_bag_replay_builds_the_planner_from_its_options(graph_run, tmp_path, planner):
+    """``homie bag replay -p``: the options are the planner's configuration, typed from text as ``homie run``
+    types them, and the planner built from it gives the recorded subtask in every round."""
+    out = tmp_path / "replay.json"
+    replayed = _replay(str(graph_run["bag"]), *planner, "--min-agreement", "1.0", "--out", str(out))
+    assert replayed.exit_code == 0, replayed.output
+    report = json.loads(out.read_text())
+    assert report["agreement"] == 1.0 and len(report["rounds"]) == len(graph_run["result"]["rounds"])
+
+
+@pytest.mark.parametrize(("planner", "message"), [
+    (["--planner", "expert", "-p", "reach=1"],
+     "error: planner 'expert' does not take option(s) reach; it takes: interact_range_m, near_threshold_m"),
+    (["--planner", "expert", "-p", "close_opened=maybe"],
+     "error: planner 'expert': option close_opened=maybe must be a yes/no value"),
+    (["--planner", "expert", "-p", "interact_range_m=-1"], "error: planner 'expert': interact_range_m: Input should be"),
+    (["--planner", "recovery", "-p", "base=expert", "-p", 'base_options={"reach": 1}'],
+     "error: planner 'recovery': base.reach: unknown option"),
+])
+def test_homie_bag_replay_refuses_a_bad_planner_option_in_one_line(graph_run, tmp_path, planner, message):
+    out = tmp_path / "replay.json"
+    refused = _replay(str(graph_run["bag"]), *planner, "--out", str(out))
+    assert refused.exit_code == 2
+    lines = [line for line in refused.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1 and lines[0].startswith(message), refused.stderr
+    assert not out.exists()
+
+
 def _header_stamps(msg) -> list[float]:
     """Every ``std_msgs/Header`` stamp in a message (its own and its transforms'), and /clock's time."""
     stamps = []
