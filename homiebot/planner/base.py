@@ -120,9 +120,10 @@ class Planner(ABC):
     @classmethod  # noqa: B027 (optional hook: most planners need nothing outside the process)
     def preflight(cls, options: Mapping[str, Any]) -> None:
         """Check, cheaply and before a command writes anything, that what the planner needs from outside the process
-        is there (a server that answers); raise the planner's own error when it is not. ``options`` are the typed
-        constructor options (:func:`homiebot.planner.registry.planner_options`). Loading a model is not cheap: that
-        is the constructor's job."""
+        is there (a server that answers); raise the planner's own error when it is not. ``options`` are the planner's
+        configuration's options (:meth:`homiebot.config.planners.PlannerConfig.options`, as
+        :func:`homiebot.planner.registry.check_planner_config` hands them). Loading a model is not cheap: that is
+        the constructor's job."""
 
     def reset(self, task: str, seed: int = 0) -> None:  # noqa: B027 (optional hook: most planners keep no state)
         """Called once at the start of an episode."""

@@ -211,7 +211,7 @@ def _is_instance(value: Any, annotation: Any) -> bool:
         return False
 
 
-def planner_options(name: str, options: Mapping[str, Any]) -> dict[str, Any]:
+def planner_options(name: str, options: Mapping[str, object]) -> dict[str, object]:
     """``options`` checked against planner ``name``'s configuration (:func:`option_types`): ``None`` values dropped,
     an option it does not take refused with the list of those it takes, every value given as text typed from its
     field's annotation (integers, numbers, yes/no as true/false/1/0/yes/no, the choices of a ``Literal`` or enum,
@@ -223,7 +223,7 @@ def planner_options(name: str, options: Mapping[str, Any]) -> dict[str, Any]:
     if unknown:
         takes = ", ".join(annotations) if annotations else "no options"
         raise PlannerError(f"planner {name!r} does not take option(s) {', '.join(unknown)}; it takes: {takes}")
-    typed: dict[str, Any] = {}
+    typed: dict[str, object] = {}
     for key, value in given.items():
         try:
             typed[key] = _type_value(value, annotations[key])
