@@ -39,7 +39,7 @@ CASES: dict[str, dict[str, list[str]]] = {
                             "--out", "{tmp}/out"],
         "unusable_adapter": ["--task", "demo-drawer", "--planner", "hf", "--model", "{tmp}", "--adapter", "{tmp}",
                              "--out", "{tmp}/out"],
-        # Option names and values, checked before anything is written (typed from the planner's constructor).
+        # Option names and values, checked before anything is written (typed from the planner's configuration class).
         "unknown_option": ["--task", "demo-drawer", "-p", "foo=bar", "--out", "{tmp}/out"],
         "malformed_option": ["--task", "demo-drawer", "-p", "=x", "--out", "{tmp}/out"],
         "option_not_a_number": ["--task", "demo-drawer", "-p", "interact_range_m=far", "--out", "{tmp}/out"],
