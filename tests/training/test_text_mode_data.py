@@ -10,7 +10,6 @@ import pytest
 from typer.testing import CliRunner
 
 from homiebot.cli import build_app
-from homiebot.config.planners import ConfigError
 from homiebot.config.run import run_config
 from homiebot.planner.base import Planner, PlanRequest
 from homiebot.planner.expert import ExpertPlanner
@@ -107,12 +106,11 @@ def test_homie_data_export_writes_emmoes_raw_layout(tmp_path):
     assert summary.injections >= 1
     record = runs / "episodes" / TASK / "run0"
     # Built by the one build path: the record keeps its run configuration, naming the training expert that collected
-    # it, which homie run --config refuses by name (the registry does not build a training planner).
+    # it, a planner of the registry, so homie run --config can repeat it (tests/cli/test_run_config_file.py).
     run = json.loads((record / "summary.json").read_text())["run"]
     assert run["planner"]["name"] == "perturbed-expert" and run["planner"]["inject"] == 1.0
     assert (run["task"], run["seed"], run["skills"], run["simulator"]["render"]) == (TASK, 13, {"mode": "oracle", "noise": "off"}, False)
-    with pytest.raises(ConfigError, match="unknown planner 'perturbed-expert'"):
-        run_config(run)
+    assert run_config(run).planner.name == "perturbed-expert"
     rounds = [json.loads(line) for line in (record / "rounds.jsonl").read_text().splitlines() if line.strip()]
     task = json.loads((record / "summary.json").read_text())["instruction"]
 
