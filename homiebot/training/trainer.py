@@ -46,6 +46,7 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
+from homiebot.training.allocator import apply_allocator_settings
 from homiebot.training.episodes import TrainingDataError
 from homiebot.training.progress import (
     METRICS_FILE,
@@ -684,6 +685,7 @@ def _run(job: _Job, trl_version: str) -> TrainResult:
     import trl
 
     stage, preset, target = job.stage, job.preset, Path(job.out)
+    log.info(apply_allocator_settings())  # before the model's buffers exist (homiebot/training/allocator.py)
     dataset = load_rows(Path(job.data), stage)
     network, tokenizer = _load_model(job.model, preset)
     args = _common_args(preset, target, job.max_steps)
