@@ -4,7 +4,8 @@
         --answers 8437 --episodes 1015 --pieces 74 --eval runs/ship-test runs/ship-train20
 
 Training: steps, epoch, CPU hours (rank 0's step CPU times the processes), per piece the median step (wall and
-CPU) and the CPU seconds per learned answer, and the validation rows. Evaluations: the planning round's median and
+CPU) and the CPU seconds per learned answer, the pieces the trainer recorded whole (every process's CPU, loading
+and validation included), and the validation rows. Evaluations: the planning round's median and
 p90 wall time over every round of their records (``timings_s.plan_s``). BENCHMARKS.md, "The first long SFT run".
 """
 
@@ -30,6 +31,16 @@ def training_lines(metrics: Path, answers: int, episodes: int, pieces: list[int]
             cpu = statistics.median(r["step_cpu_s"] for r in part)
             lines.append(f"steps {first + 1}-{last}: median step {statistics.median(r['step_wall_s'] for r in part):.1f} s"
                          f" wall, {cpu:.1f} CPU s of rank 0; {cpu * processes / per_step:.2f} CPU s per answer")
+    pieces = [r for r in rows if r["kind"] == "piece"]
+    if pieces:
+        # A piece row is what a whole `homie train` invocation cost (every process, loading and validation
+        # included); runs before the trainer wrote them have rows only for their later pieces.
+        covered = sum(r["step"] - r["first_step"] for r in pieces)
+        step_cpu = sum(r["step_cpu_s"] for r in steps if any(p["first_step"] < r["step"] <= p["step"] for p in pieces))
+        whole = sum(r["cpu_s"] for r in pieces)
+        lines.append(f"{len(pieces)} pieces recorded whole, {covered} steps: {whole / 3600:.2f} CPU h "
+                     f"({whole / max(step_cpu * processes, 1e-9):.2f}x their steps' CPU), longest piece "
+                     f"{max(r['wall_s'] for r in pieces) / 3600:.2f} h wall")
     for r in (r for r in rows if r["kind"] == "val"):
         lines.append(f"validation step {r['step']}: subtask {100 * r['subtask_accuracy']:.1f} %, action "
                      f"{100 * r['action_accuracy']:.1f} %, answer NLL {r['answer_nll']:.3f}")

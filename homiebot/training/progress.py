@@ -2,7 +2,9 @@
 
 * ``OUT/metrics.jsonl``: one JSON line per logged optimizer step (``"kind": "train"``: loss, learning rate,
   token accuracy on the answers, CPU and wall seconds of the step) and per validation (``"kind": "val"``: offline
-  next-subtask accuracy, action accuracy, answer NLL, :func:`homiebot.training.offline_eval.next_subtask_accuracy`).
+  next-subtask accuracy, action accuracy, answer NLL, :func:`homiebot.training.offline_eval.next_subtask_accuracy`)
+  and per finished piece (``"kind": "piece"``: its first and last step, the CPU seconds of every process and the
+  wall seconds of the whole invocation, loading and validation included; written by ``trainer.train``).
   A resumed run first drops the lines after its checkpoint's step (they belong to the piece that was cut off),
   so the file is the run's history as if it had never stopped.
 * ``OUT/loss.png`` and ``OUT/accuracy.png``: the curves drawn from that file (matplotlib) at the end of each

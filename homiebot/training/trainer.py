@@ -51,6 +51,7 @@ from homiebot.training.episodes import TrainingDataError
 from homiebot.training.progress import (
     METRICS_FILE,
     StopRule,
+    append_metrics,
     metrics_callback,
     plot_curves,
     read_metrics,
@@ -454,10 +455,50 @@ def train(
     _check_model_folder(model)
     job = _Job(stage, str(data), str(model), str(target), preset, max_steps, resume, ref_model, progress,
                None if val_data is None else str(val_data), stop or StopRule())
+    first_step = _checkpoint_step(target) if resume else 0
+    cost = _PieceCost.start()
     if preset.processes > 1 and not _distributed():
         _launch(job)
-        return _result_from_record(target)
-    return _run(job, trl.__version__)
+        result = _result_from_record(target)
+    else:
+        result = _run(job, trl.__version__)
+    if not _distributed() and is_main_process_env():  # under an outside launcher this process sees only itself
+        append_metrics(target / METRICS_FILE, cost.row(first_step, result.steps, preset.processes))
+    return result
+
+
+@dataclass(frozen=True)
+class _PieceCost:
+    """What one ``homie train`` invocation (a piece) cost, whole: every process's CPU (this one's and the training
+    processes', reaped by the launcher) and the wall time, model loading, tokenizing and validation included.
+
+    The steps' own timers (``step_cpu_s``) leave those out; the from-nothing cost of a run is the sum of its pieces
+    (``python -m benchmarks.run_figures --metrics ...``)."""
+
+    wall: float
+    cpu: float
+
+    @staticmethod
+    def start() -> _PieceCost:
+        return _PieceCost(time.perf_counter(), _cpu_seconds())
+
+    def row(self, first_step: int, last_step: int, processes: int) -> dict[str, Any]:
+        return {
+            "kind": "piece",
+            "step": last_step,  # kept by truncate_metrics when a later piece resumes from this checkpoint
+            "first_step": first_step,
+            "processes": processes,
+            "cpu_s": round(_cpu_seconds() - self.cpu, 3),
+            "wall_s": round(time.perf_counter() - self.wall, 3),
+        }
+
+
+def _cpu_seconds() -> float:
+    """User and system CPU of this process and of its children that have ended (the training processes)."""
+    import resource
+
+    own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
 
 
 @dataclass(frozen=True)

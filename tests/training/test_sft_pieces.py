@@ -76,6 +76,12 @@ def test_a_run_stopped_and_resumed_equals_the_uninterrupted_run(setup, tmp_path)
         assert b[name].allclose(a[name], rtol=1e-5, atol=1e-6), name
     steps = [m["step"] for m in read_metrics(tmp_path / "pieces" / METRICS_FILE) if m["kind"] == "train"]
     assert steps == list(range(1, 9))
+    # Each piece records what it cost whole (model loading included), which the steps' own timers leave out.
+    pieces = [m for m in read_metrics(tmp_path / "pieces" / METRICS_FILE) if m["kind"] == "piece"]
+    assert [(m["first_step"], m["step"], m["processes"]) for m in pieces] == [(0, 3, 1), (3, 8, 1)]
+    step_cpu = sum(m["step_cpu_s"] for m in read_metrics(tmp_path / "pieces" / METRICS_FILE) if m["kind"] == "train")
+    assert sum(m["cpu_s"] for m in pieces) > step_cpu > 0
+    assert all(m["wall_s"] > 0 for m in pieces)
 
 
 def test_the_answer_only_head_gives_trls_loss(setup, tmp_path):
