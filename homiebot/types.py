@@ -259,6 +259,13 @@ class EntityState:
     # annotation, as the bounding box is; None for rooms, objects and furniture without an interior.
     interior_min: tuple[float, float, float] | None = None
     interior_max: tuple[float, float, float] | None = None
+    # An object's own box, which the axis-aligned bbox above only bounds: its half extents in its own frame (x along
+    # ``yaw``, y across, z up) and its heading (rad about z, world frame). ``yaw`` None with half extents given: the
+    # object is round about z (a can, a fruit; x is its radius), so every heading is alike. Both None: unknown
+    # (rooms, furniture, a world graph from images or from a message that does not carry them); a grasp planner
+    # then knows the bbox alone.
+    half_extents: tuple[float, float, float] | None = None
+    yaw: float | None = None
 
 
 @dataclass(frozen=True)

@@ -71,7 +71,7 @@ from homiebot.sim.mujoco.geometry import (
     wrap_angle,
 )
 from homiebot.sim.mujoco.navigation import RESOLUTION, OccupancyGrid, build_grid
-from homiebot.sim.mujoco.placement import Spot, footprint_radius, half_height, sample_spot
+from homiebot.sim.mujoco.placement import Spot, footprint_radius, half_height, object_box, sample_spot
 from homiebot.sim.mujoco.urdf import RobotKinematics
 from homiebot.sim.robot_driver import NavErrorCode, NavigateResult
 from homiebot.sim.scene import FurnitureSpec, ObjectSpec, SceneError, SceneSpec, load_scene
@@ -476,8 +476,9 @@ class MujocoSimulator:
                 interior_max=interior[1] if interior else None,
             )
         for name, obj in self._objects.items():
-            x, y, z, _ = self._object_pose(name)
+            x, y, z, yaw = self._object_pose(name)
             r, h = footprint_radius(obj.spec), half_height(obj.spec)
+            half_extents, heading = object_box(obj.spec, yaw)
             spot = obj.spot
             entities[name] = EntityState(
                 name=name,
@@ -496,6 +497,8 @@ class MujocoSimulator:
                 is_hot=obj.hot,
                 is_cold=obj.cold,
                 is_filled=obj.filled if obj.spec.category in FILLABLE_CATEGORIES else None,
+                half_extents=half_extents,
+                yaw=heading,
             )
         agents: tuple[AgentState, ...] = ()
         if len(self._bodies) > 1:

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from homiebot.sim.mujoco.geometry import wrap_angle
 from homiebot.sim.scene import FurnitureSpec, ObjectSpec
 
 #: Gap kept between two objects' footprint circles, metres.
@@ -44,6 +45,16 @@ def footprint_radius(obj: ObjectSpec) -> float:
 
 def half_height(obj: ObjectSpec) -> float:
     return obj.size[0] / 2 if obj.shape == "sphere" else obj.size[2] / 2
+
+
+def object_box(obj: ObjectSpec, yaw: float) -> tuple[tuple[float, float, float], float | None]:
+    """The object's half extents in its own frame and its heading, as the world state carries them
+    (``EntityState.half_extents`` / ``yaw``): a box keeps its yaw; a cylinder or a sphere is round about z, so its
+    heading is None and its x half extent is its radius."""
+    if obj.shape == "box":
+        return (obj.size[0] / 2, obj.size[1] / 2, obj.size[2] / 2), wrap_angle(yaw)
+    radius = obj.size[0] / 2
+    return (radius, radius, half_height(obj)), None
 
 
 def surface_area(furniture: FurnitureSpec, surface_index: int) -> tuple[float, float, float, float]:
