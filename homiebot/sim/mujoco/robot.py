@@ -91,6 +91,11 @@ TUCK_POSE: dict[str, float] = {
     "wrist_roll": 0.0,
 }
 FINGER_OPEN = 0.045
+#: Each finger's pad: its centre off the finger's slide axis and its half thickness (m). The pads' inner faces are
+#: FINGER_PAD_GAP apart with the fingers closed, and 2 * FINGER_OPEN + FINGER_PAD_GAP apart open.
+FINGER_PAD_OFFSET = 0.012
+FINGER_PAD_HALF_THICKNESS = 0.007
+FINGER_PAD_GAP = 2 * (FINGER_PAD_OFFSET - FINGER_PAD_HALF_THICKNESS)
 ROBOT_PREFIX = "robot/"
 
 
@@ -166,12 +171,12 @@ def robot_mjcf() -> tuple[str, str]:
                     <site name="{p}grip" pos="0.09 0 0" size="0.01"/>
                     <body name="{p}finger_left_link" pos="0.07 0 0">
                       <joint name="{p}finger_left" type="slide" axis="0 1 0" range="0 {FINGER_OPEN}" damping="0.2"/>
-                      <geom type="box" size="0.04 0.007 0.012" pos="0 0.012 0" rgba="{dark}" mass="0.05"
+                      <geom type="box" size="0.04 {FINGER_PAD_HALF_THICKNESS} 0.012" pos="0 {FINGER_PAD_OFFSET} 0" rgba="{dark}" mass="0.05"
                             group="1" contype="0" conaffinity="0"/>
                     </body>
                     <body name="{p}finger_right_link" pos="0.07 0 0">
                       <joint name="{p}finger_right" type="slide" axis="0 -1 0" range="0 {FINGER_OPEN}" damping="0.2"/>
-                      <geom type="box" size="0.04 0.007 0.012" pos="0 -0.012 0" rgba="{dark}" mass="0.05"
+                      <geom type="box" size="0.04 {FINGER_PAD_HALF_THICKNESS} 0.012" pos="0 -{FINGER_PAD_OFFSET} 0" rgba="{dark}" mass="0.05"
                             group="1" contype="0" conaffinity="0"/>
                     </body>
                   </body>

@@ -109,6 +109,15 @@ class ArmKinematics:
         points.append(data.site_xpos[site].copy())
         return np.array(points)
 
+    def tool_points(self, q: Sequence[float], points: np.ndarray) -> np.ndarray:
+        """``points`` (N x 3, the tool's frame) in the base frame at joint positions ``q``: where something the
+        tool holds rigidly (a grasped object) is."""
+        data = self._data
+        data.qpos[:] = q
+        mujoco.mj_kinematics(self.model, data)
+        site = self.model.site(TCP_SITE).id
+        return np.asarray(points, dtype=float) @ data.site_xmat[site].reshape(3, 3).T + data.site_xpos[site]
+
     def solve(
         self,
         target: np.ndarray,

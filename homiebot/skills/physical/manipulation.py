@@ -28,6 +28,7 @@ hand on the way (dropped), the object did not end on or in the receptacle (dropp
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import math
 from collections.abc import Callable, Mapping, Sequence
@@ -43,6 +44,7 @@ from homiebot.sim.robot_driver import (
     TrajectoryPoint,
     TrajectoryResult,
 )
+from homiebot.skills.physical.grasp import Outline, grasp_candidates, too_wide
 from homiebot.skills.physical.kinematics import ArmKinematics
 from homiebot.types import EntityKind, EntityState, Pose2D, SkillResult, SkillStatus, WorldState
 
@@ -50,8 +52,6 @@ logger = logging.getLogger(__name__)
 
 #: A gripper that closed this much short of its closed gap (m) or more holds something.
 GRIPPED_GAP = 0.004
-#: Height of the finger tips above what a grasped object stands on (m): tips pressed on a counter cannot slide shut.
-FINGER_CLEARANCE = 0.01
 #: How far (rad; m for a prismatic joint) from the tuck the arm may be and count as tucked.
 TUCKED_TOLERANCE = 0.05
 #: Half the thickness of a wall on a room's edge (m; the scene library's walls are 0.1 m).
@@ -61,6 +61,12 @@ WALL_HALF_THICKNESS = 0.05
 TILTS = (60.0, 40.0, 20.0)
 #: Largest joint step (rad) between the configurations a path's collision check tests.
 PATH_CHECK_STEP = 0.1
+#: How close (m) a held object's sampled points may come to a box of the world graph on a path (the arm's links keep
+#: Obstacles.margin; the object's points lie on its surface).
+HELD_MARGIN = 0.01
+#: How far (m) the hand may draw a lifted object back level towards the base before it tucks, when the direct motion
+#: to the tuck would sweep the object through what it stood on.
+RETREATS = (0.15, 0.3)
 
 
 @dataclass(frozen=True)
@@ -81,6 +87,8 @@ class ArmSetup:
     finger_reach: float  # m the finger tips reach beyond the tool centre along the approach
     open_gap: float
     closed_gap: float
+    open_width: float  # m between the finger pads when open: the widest object the fingers can come down around
+    palm_depth: float  # m from the tool centre back to the palm's face along the approach
     max_effort: float = 0.0  # N; 0: the controller's own limit
     joint_speed: float = 0.8  # rad/s (m/s x 10 for prismatic joints, see _duration)
     min_motion_time: float = 0.6  # s
@@ -115,6 +123,8 @@ def sim_arm_setup() -> ArmSetup:
         finger_reach=0.02,  # fingers 0.07 + 0.04 m along the gripper link, the grip site 0.09 m
         open_gap=2 * robot_model.FINGER_OPEN,
         closed_gap=0.0,
+        open_width=2 * robot_model.FINGER_OPEN + robot_model.FINGER_PAD_GAP,
+        palm_depth=0.06,  # the grip site 0.09 m along the gripper link, the palm box's face 0.03 m
         reach_seeds=(
             reach(0.386, -0.6, 1.2, 1.0),
             reach(0.2, -0.3, 1.5, 1.2),
@@ -262,8 +272,14 @@ class PhysicalManipulation:
         entity = world.entities.get(obj)
         if entity is None or entity.kind is not EntityKind.OBJECT:
             return _result(SkillStatus.NOT_FOUND, f"{obj} is not an object in the world graph")
+        outline = Outline.of(entity, world.robot)
+        if too_wide(outline, self.setup.open_width):
+            # Known before the arm moves: no grasp can put the open fingers around it, from any side.
+            return _result(SkillStatus.EXECUTION_FAILED,
+                           f"grasp impossible: {obj} is {outline.narrowest() * 100:.1f} cm wide at its narrowest, "
+                           f"wider than the gripper opens ({self.setup.open_width * 100:.1f} cm)")
         try:
-            grasp = self._grasp_plan(world, entity)
+            grasp = self._grasp_plan(world, entity, outline)
             self._gripper(self.setup.open_gap)
             self._expect(self._move(grasp.reach), f"reaching for {obj}")
             self._expect(self._move(grasp.approach), f"reaching for {obj}")
@@ -306,7 +322,7 @@ class PhysicalManipulation:
         reach: list[tuple[float, ...]]  # from the tuck to the pre-grasp (through a via point if needed)
         approach: list[tuple[float, ...]]  # pre-grasp to grasp, straight
         lift: tuple[float, ...]
-        back: list[tuple[float, ...]]  # from the lift to the tuck
+        back: list[tuple[float, ...]]  # from the lift to the tuck (drawn back level first if needed)
 
     @dataclass(frozen=True)
     class _Release:
@@ -315,35 +331,41 @@ class PhysicalManipulation:
         lower: list[tuple[float, ...]]
         back: list[tuple[float, ...]]  # up again, then to the tuck
 
-    def _grasp_plan(self, world: WorldState, entity: EntityState) -> PhysicalManipulation._Grasp:
-        centre = self._in_base(world.robot, entity.position)
+    def _grasp_plan(self, world: WorldState, entity: EntityState, outline: Outline) -> PhysicalManipulation._Grasp:
+        centre = outline.centre
         horizontal = np.array([centre[0], centre[1], 0.0])
-        across = np.cross((0.0, 0.0, 1.0), horizontal / max(np.linalg.norm(horizontal), 1e-9))
-        # From above, the finger tips reach past the tool centre: hold a short object high enough that they stop
-        # short of what it stands on.
-        high = centre.copy()
-        high[2] = max(centre[2], entity.bbox_min[2] + self.setup.finger_reach + FINGER_CLEARANCE)
         receptacle = entity.parent if entity.relation == "in" else None
         resting = (entity.parent, entity.bbox_min[2]) if entity.parent is not None and entity.relation == "on" else None
         obstacles = Obstacles.of(world, {entity.name}, {receptacle} if receptacle else set(), resting)
         # The last few centimetres to the grasp come down onto what the object stands on.
         near = obstacles.without({entity.parent}) if entity.parent else obstacles
-        candidates = [("top-down", tool_pose(high, (0.0, 0.0, -1.0), across))]
-        candidates += [(f"{angle} degrees down", tool_pose(high, _tilted(horizontal, angle), across)) for angle in TILTS]
-        candidates.append(("side", tool_pose(centre, horizontal, across)))
+        # Across the object's narrow side first, the palm clear of it (grasp.grasp_candidates).
         reason = "no arm configuration reaches it"
-        for kind, pose in candidates:
+        for candidate in grasp_candidates(outline, self.setup.open_width, self.setup.palm_depth,
+                                          self.setup.finger_reach, TILTS):
+            kind, pose = candidate.kind, tool_pose(candidate.position, candidate.approach, candidate.closing)
+            # The full pre-grasp stand-off, else the shortest that keeps the finger tips clear of the object (a tall
+            # object held near its top at the edge of the arm's reach).
             line = self._line(pose, -self.setup.pregrasp_distance, obstacles, near)
+            if line is None and candidate.clear_distance < self.setup.pregrasp_distance - 0.01:
+                line = self._line(pose, -candidate.clear_distance, obstacles, near)
             if line is None:
                 continue
             pregrasp, approach = line[0], line[1:]
-            lifted = pose.copy()
-            lifted[2, 3] += self.setup.lift
-            lift = self.kinematics.solve(lifted, [approach[-1]], acceptable=self._clear(near))
-            if not lift.converged:
+            lift = None
+            for height in (self.setup.lift, self.setup.lift / 2):  # half as high where the full lift is out of reach
+                lifted = pose.copy()
+                lifted[2, 3] += height
+                lift = self.kinematics.solve(lifted, [approach[-1]], acceptable=self._clear(near))
+                if lift.converged:
+                    break
+            if lift is None or not lift.converged:
                 continue
+            # The object in the hand from here on (its box's points in the tool's frame): the motion back must not
+            # sweep it through what it stood on.
+            held = (outline.sample_points() - pose[:3, 3]) @ pose[:3, :3]
             reach = self._path(self._current(), pregrasp, obstacles)
-            back = self._path(lift.positions, tuple(self._tuck), obstacles)
+            back = self._carry_back(lift.positions, obstacles, held)
             if reach is None or back is None:
                 reason = "no collision-free arm motion gets there"
                 continue
@@ -368,6 +390,12 @@ class PhysicalManipulation:
             lo[2] = hi[2]
             relation = "on"
         half = (held.bbox_max[2] - held.bbox_min[2]) / 2
+        # Where the hand holds the object (a tall one is held near its top): its centre and its box's points in the
+        # tool's frame, from the world graph's pose of it and the arm's joints.
+        tool = self.kinematics.forward(self._current())
+        held_outline = Outline.of(held, world.robot)
+        held_offset = (held_outline.centre - tool[:3, 3]) @ tool[:3, :3]
+        held_points = (held_outline.sample_points() - tool[:3, 3]) @ tool[:3, :3]
         others = [e for e in world.entities.values() if e.parent == receptacle.name and e.name != held.name]
         spot = self._spot(world.robot, lo, hi, others, near)
         if spot is None:
@@ -384,10 +412,11 @@ class PhysicalManipulation:
         approaches: list[np.ndarray] = [np.array([0.0, 0.0, -1.0]), *(_tilted(horizontal, angle) for angle in TILTS), horizontal]
         for approach in approaches:
             pose = tool_pose(centre_base, approach, across)
+            pose[:3, 3] -= pose[:3, :3] @ held_offset  # the object's centre, not the tool's, at the release point
             line = self._line(pose, -self.setup.pregrasp_distance, obstacles, near_obstacles)
             if line is None:
                 continue
-            reach = self._path(self._current(), line[0], obstacles)
+            reach = self._path(self._current(), line[0], obstacles, held_points)
             back = self._path(line[0], tuple(self._tuck), obstacles)
             if reach is not None and back is not None:
                 return self._Release(relation, reach, line[1:], list(reversed(line[:-1])) + back)
@@ -439,8 +468,40 @@ class PhysicalManipulation:
         joints = self.driver.joint_positions()
         return tuple(float(joints.get(j, 0.0)) for j in self.kinematics.joints)
 
-    def _clear(self, obstacles: Obstacles) -> Callable[[Sequence[float]], bool]:
-        return lambda q: obstacles.hit(self.kinematics.link_points(q)) is None
+    def _clear(self, obstacles: Obstacles, held: np.ndarray | None = None) -> Callable[[Sequence[float]], bool]:
+        """Whether the arm at ``q`` keeps clear of ``obstacles``, and the object it holds (``held``: its points in
+        the tool's frame) within HELD_MARGIN of them."""
+        tight = dataclasses.replace(obstacles, margin=HELD_MARGIN)
+
+        def clear(q: Sequence[float]) -> bool:
+            if obstacles.hit(self.kinematics.link_points(q)) is not None:
+                return False
+            return held is None or tight.hit(self.kinematics.tool_points(q, held)) is None
+
+        return clear
+
+    def _carry_back(self, lifted: Sequence[float], obstacles: Obstacles, held: np.ndarray) -> list[tuple[float, ...]] | None:
+        """Waypoints from the lifted grasp to the tuck with the object in the hand: as :meth:`_path` finds them,
+        else drawn back level towards the base first (RETREATS, three straight steps), else None."""
+        back = self._path(lifted, tuple(self._tuck), obstacles, held)
+        if back is not None:
+            return back
+        start = self.kinematics.forward(lifted)
+        towards = -start[:2, 3] / max(float(np.linalg.norm(start[:2, 3])), 1e-9)
+        for distance in RETREATS:
+            points = [tuple(lifted)]
+            for k in range(1, 4):
+                target = start.copy()
+                target[:2, 3] += towards * distance * k / 3
+                solution = self.kinematics.solve(target, [points[-1]], acceptable=self._clear(obstacles, held))
+                if not solution.converged:
+                    break
+                points.append(solution.positions)
+            else:
+                rest = self._path(points[-1], tuple(self._tuck), obstacles, held)
+                if rest is not None:
+                    return points[1:] + rest
+        return None
 
     def _line(self, pose: np.ndarray, back: float, obstacles: Obstacles, near: Obstacles,
               steps: int = 3) -> list[tuple[float, ...]] | None:
@@ -462,22 +523,25 @@ class PhysicalManipulation:
             points.append(solution.positions)
         return points
 
-    def _path(self, start: Sequence[float], goal: Sequence[float], obstacles: Obstacles) -> list[tuple[float, ...]] | None:
-        """Waypoints from ``start`` to ``goal`` whose joint-space segments stay clear of ``obstacles``: straight when
-        it is, else through the tuck (folded in the footprint, above counters), else None."""
-        if self._segment_clear(start, goal, obstacles):
+    def _path(self, start: Sequence[float], goal: Sequence[float], obstacles: Obstacles,
+              held: np.ndarray | None = None) -> list[tuple[float, ...]] | None:
+        """Waypoints from ``start`` to ``goal`` whose joint-space segments stay clear of ``obstacles`` (with the held
+        object's points, see :meth:`_clear`): straight when it is, else through the tuck (folded in the footprint,
+        above counters), else None."""
+        if self._segment_clear(start, goal, obstacles, held):
             return [tuple(goal)]
         tuck = tuple(self._tuck)
-        if self._segment_clear(start, tuck, obstacles) and self._segment_clear(tuck, goal, obstacles):
+        if self._segment_clear(start, tuck, obstacles, held) and self._segment_clear(tuck, goal, obstacles, held):
             return [tuck, tuple(goal)]
         return None
 
-    def _segment_clear(self, a: Sequence[float], b: Sequence[float], obstacles: Obstacles) -> bool:
+    def _segment_clear(self, a: Sequence[float], b: Sequence[float], obstacles: Obstacles,
+                       held: np.ndarray | None = None) -> bool:
         a_, b_ = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
         steps = max(1, math.ceil(float(np.max(np.abs(b_ - a_))) / PATH_CHECK_STEP))
+        clear = self._clear(obstacles, held)
         # The start is where the arm is: a contact there (a door swung against the tucked arm) is not the motion's.
-        return all(obstacles.hit(self.kinematics.link_points(a_ + (b_ - a_) * k / steps)) is None
-                   for k in range(1, steps + 1))
+        return all(clear(tuple(a_ + (b_ - a_) * k / steps)) for k in range(1, steps + 1))
 
     def _duration(self, a: Sequence[float], b: Sequence[float]) -> float:
         scale = np.array([10.0 if j == "torso_lift" else 1.0 for j in self.kinematics.joints])

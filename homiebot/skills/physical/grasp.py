@@ -1,0 +1,215 @@
+"""Where a two-finger gripper can take an object, from the world graph's box of it: the grasp candidates of the
+physical Pick, in the robot's base frame, before any inverse kinematics.
+
+A parallel gripper closes along one horizontal direction (the tool's y axis); what lies between its fingers along
+that direction must be narrower than the fingers open, with some room on either side, or the open fingers come
+down on the object. So the candidates close across the object's narrow side: for a box of known heading
+(``EntityState.yaw``, ``half_extents``) the top-down grasp closes along its shorter axis first, then along the
+longer one if that fits too, and the tilted and level approaches come in from the headings that put the fingers
+on its long faces (within :data:`MAX_HEADING_TURN` of the direction from the base). An object round about z (a
+can, a fruit) is as wide every way, and the grasps close across it as seen from the base. Candidates are ranked by
+how they fit: with :data:`FIT_CLEARANCE` on each side first, then with at least :data:`MIN_CLEARANCE`; those wider
+than that are left out. An object wider than the opening at its narrowest cannot be grasped at all
+(:func:`too_wide`).
+
+The grasp point also keeps the palm off the object: the tool centre is moved back along the approach until the
+palm (``palm_depth`` behind it) clears the object's far side, so a tall box is held near its top rather than at
+its centre with the palm pressed into it; and from above, the finger tips stay clear of what it stands on.
+
+Without the object's own box (the graph carries only the axis-aligned bbox, e.g. from images or over a message
+that lacks it), the width between the fingers is unknown: the grasps close across the object as seen from the
+base, none is ranked or left out, and none is refused.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from homiebot.types import EntityState, Pose2D
+
+#: Room (m) wanted between each open finger and the object for a grasp that fits: the hand's position error after a
+#: straight-line descent (IK tolerance, tracking) is below a centimetre.
+FIT_CLEARANCE = 0.01
+#: Least room (m) on each side for a grasp to be tried at all; below it the fingers land on the object.
+MIN_CLEARANCE = 0.0025
+#: Room (m) between the palm and the object's far side along the approach.
+PALM_MARGIN = 0.01
+#: Height of the finger tips above what a grasped object stands on (m): tips pressed on a counter cannot slide shut.
+FINGER_CLEARANCE = 0.01
+#: Room (m) between the finger tips and the object at the shortest pre-grasp (:attr:`GraspCandidate.clear_distance`).
+PREGRASP_MARGIN = 0.02
+#: How far (degrees) a tilted or level approach may turn from the direction base -> object to close across the
+#: object's narrow side: farther, and the arm reaches around the object rather than towards it.
+MAX_HEADING_TURN = 45.0
+#: Headings closer than this (degrees) are one.
+SAME_HEADING = 5.0
+
+
+@dataclass(frozen=True)
+class Outline:
+    """An object's box as a grasp sees it, in the base frame: its centre, its half extents (x along ``axis``), and
+    ``axis`` (unit, horizontal) for a box of known heading, None for one round about z or of unknown shape;
+    ``known``: whether the half extents are the object's own (else the bbox's, and widths are unknown)."""
+
+    centre: np.ndarray
+    half: tuple[float, float, float]
+    axis: np.ndarray | None
+    known: bool
+
+    @staticmethod
+    def of(entity: EntityState, base: Pose2D) -> Outline:
+        """``entity``'s outline seen from ``base`` (the world graph's box, its own when it has one)."""
+        c, s = math.cos(base.yaw), math.sin(base.yaw)
+        dx, dy = entity.position[0] - base.x, entity.position[1] - base.y
+        centre = np.array([c * dx + s * dy, -s * dx + c * dy, entity.position[2]])
+        if entity.half_extents is None:
+            lo, hi = np.asarray(entity.bbox_min, dtype=float), np.asarray(entity.bbox_max, dtype=float)
+            radius = float(min(hi[0] - lo[0], hi[1] - lo[1])) / 2
+            return Outline(centre, (radius, radius, float(hi[2] - lo[2]) / 2), None, known=False)
+        hx, hy, hz = (float(v) for v in entity.half_extents)
+        if entity.yaw is None:
+            return Outline(centre, (hx, hx, hz), None, known=True)
+        heading = entity.yaw - base.yaw
+        return Outline(centre, (hx, hy, hz), np.array([math.cos(heading), math.sin(heading), 0.0]), known=True)
+
+    @property
+    def bottom(self) -> float:
+        return float(self.centre[2]) - self.half[2]
+
+    def width(self, direction: np.ndarray) -> float:
+        """The object's extent along a horizontal unit ``direction``: what lies between fingers closing along it."""
+        if self.axis is None:
+            return 2 * self.half[0]
+        across = np.array([-self.axis[1], self.axis[0], 0.0])
+        return 2 * (self.half[0] * abs(float(direction @ self.axis)) + self.half[1] * abs(float(direction @ across)))
+
+    def narrowest(self) -> float:
+        """The least width over all horizontal directions."""
+        return 2 * min(self.half[0], self.half[1]) if self.axis is not None else 2 * self.half[0]
+
+    def sample_points(self) -> np.ndarray:
+        """Points of the object's box (27: corners, edge middles, face centres and the centre; base frame), for
+        a collision check of the object once it is in the hand. A round object is sampled as its square box."""
+        axis = self.axis if self.axis is not None else np.array([1.0, 0.0, 0.0])
+        frame = np.column_stack([axis, [-axis[1], axis[0], 0.0], [0.0, 0.0, 1.0]])
+        steps = np.array([[i, j, k] for i in (-1, 0, 1) for j in (-1, 0, 1) for k in (-1, 0, 1)], dtype=float)
+        return self.centre + (steps * np.asarray(self.half)) @ frame.T
+
+    def reach(self, direction: np.ndarray) -> float:
+        """How far the object extends from its centre against a unit ``direction`` (its support along it)."""
+        horizontal = float(math.hypot(direction[0], direction[1]))
+        if self.axis is None:
+            side = self.half[0] * horizontal
+        else:
+            across = np.array([-self.axis[1], self.axis[0], 0.0])
+            side = self.half[0] * abs(float(direction @ self.axis)) + self.half[1] * abs(float(direction @ across))
+        return side + self.half[2] * abs(float(direction[2]))
+
+
+@dataclass(frozen=True)
+class GraspCandidate:
+    """One grasp, base frame: the tool's approach (its x axis, unit), the fingers' closing direction (its y axis,
+    unit, horizontal), the tool centre at the grasp, the object's width between the fingers (None: unknown), and
+    ``clear_distance``: the shortest way back along the approach (m) at which the finger tips are clear of the
+    object, the least a pre-grasp may stand off."""
+
+    kind: str
+    approach: np.ndarray
+    closing: np.ndarray
+    position: np.ndarray
+    width: float | None
+    clear_distance: float
+
+
+def too_wide(outline: Outline, opening: float) -> bool:
+    """Whether no grasp fits: the object is wider at its narrowest than the open fingers less the least room."""
+    return outline.known and outline.narrowest() > opening - 2 * MIN_CLEARANCE
+
+
+def _unit(v: np.ndarray) -> np.ndarray:
+    return v / max(float(np.linalg.norm(v)), 1e-9)
+
+
+def _tilted(heading: np.ndarray, degrees: float) -> np.ndarray:
+    """The direction ``degrees`` below the horizontal ``heading`` (towards the floor)."""
+    a = math.radians(degrees)
+    return np.array([heading[0] * math.cos(a), heading[1] * math.cos(a), -math.sin(a)])
+
+
+def _closing(heading: np.ndarray) -> np.ndarray:
+    """The fingers' closing direction for an approach from ``heading``: horizontal, square to it (z x heading)."""
+    return np.array([-heading[1], heading[0], 0.0])
+
+
+def _angle(a: np.ndarray, b: np.ndarray) -> float:
+    return math.degrees(math.acos(max(-1.0, min(1.0, float(a @ b)))))
+
+
+def grasp_candidates(outline: Outline, opening: float, palm_depth: float, finger_reach: float,
+                     tilts: tuple[float, ...]) -> list[GraspCandidate]:
+    """The grasps to try, best first (module docstring): top-down, then tilted ``tilts`` degrees down, then level;
+    the ones with room to spare before the tight ones, the ones wider than the opening left out.
+
+    ``opening``: the distance between the open fingers (m); ``palm_depth``: from the tool centre back to the palm
+    along the approach; ``finger_reach``: how far the finger tips reach beyond the tool centre.
+    """
+    base_heading = _unit(np.array([outline.centre[0], outline.centre[1], 0.0]))
+    # Closing directions: across the object as seen from the base, or along each axis of a box (narrow first).
+    legacy = _closing(base_heading)
+    if outline.axis is None:
+        closings = [legacy]
+    else:
+        axes = [outline.axis, np.array([-outline.axis[1], outline.axis[0], 0.0])]
+        axes.sort(key=outline.width)
+        # Of the two signs of a direction, the one nearer the legacy one (the wrist turns less).
+        closings = [axis if float(axis @ legacy) >= 0 else -axis for axis in axes]
+
+    def headings() -> list[np.ndarray]:
+        """Approach headings for the tilted and level grasps: from the base, and square to each closing axis
+        within MAX_HEADING_TURN of it, nearest first."""
+        found = [base_heading]
+        for closing in closings:
+            heading = np.array([closing[1], -closing[0], 0.0])  # _closing(heading) == closing
+            if float(heading @ base_heading) < 0:
+                heading = -heading
+            if _angle(heading, base_heading) <= MAX_HEADING_TURN and all(_angle(heading, h) > SAME_HEADING for h in found):
+                found.append(heading)
+        return sorted(found, key=lambda h: _angle(h, base_heading))
+
+    def candidate(kind: str, approach: np.ndarray, closing: np.ndarray, from_above: bool) -> GraspCandidate:
+        # Back along the approach until the palm clears the object's far side.
+        shift = max(0.0, outline.reach(approach) - palm_depth + PALM_MARGIN)
+        point = outline.centre - shift * approach
+        if from_above:
+            # The finger tips reach past the tool centre: stop short of what the object stands on.
+            point[2] = max(point[2], outline.bottom + finger_reach + FINGER_CLEARANCE)
+        # How far the object extends from the grasp point back along the approach, then the tips' reach.
+        near_side = outline.reach(approach) - float((outline.centre - point) @ approach)
+        clear = max(0.0, near_side) + finger_reach + PREGRASP_MARGIN
+        return GraspCandidate(kind, approach, closing, point, _width(outline, closing), clear)
+
+    candidates: list[GraspCandidate] = []
+    down = np.array([0.0, 0.0, -1.0])
+    for closing in closings:
+        candidates.append(candidate("top-down", down, closing, True))
+    for angle in tilts:
+        for heading in headings():
+            candidates.append(candidate(f"{angle} degrees down", _tilted(heading, angle), _closing(heading), True))
+    for heading in headings():
+        candidates.append(candidate("side", heading, _closing(heading), False))
+
+    def fit(candidate: GraspCandidate) -> int:
+        """0: room to spare (or unknown), 1: tight, 2: wider than the opening allows."""
+        if candidate.width is None or candidate.width <= opening - 2 * FIT_CLEARANCE:
+            return 0
+        return 1 if candidate.width <= opening - 2 * MIN_CLEARANCE else 2
+
+    ranked = sorted(enumerate(candidates), key=lambda item: (fit(item[1]), item[0]))  # stable within a fit
+    return [c for _, c in ranked if fit(c) < 2]
+
+
+def _width(outline: Outline, closing: np.ndarray) -> float | None:
+    return outline.width(closing) if outline.known else None
