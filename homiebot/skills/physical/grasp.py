@@ -8,9 +8,8 @@ down on the object. So the candidates close across the object's narrow side: for
 longer one if that fits too, and the tilted and level approaches come in from the headings that put the fingers
 on its long faces (within :data:`MAX_HEADING_TURN` of the direction from the base). An object round about z (a
 can, a fruit) is as wide every way, and the grasps close across it as seen from the base. Candidates are ranked by
-how they fit: with :data:`FIT_CLEARANCE` on each side first, then with at least :data:`MIN_CLEARANCE`; those wider
-than that are left out. An object wider than the opening at its narrowest cannot be grasped at all
-(:func:`too_wide`).
+how they fit: with :data:`FIT_CLEARANCE` on each side first, then those no wider than the opening; wider ones are
+left out. An object wider than the opening at its narrowest cannot be grasped at all (:func:`too_wide`).
 
 The grasp point also keeps the palm off the object: the tool centre is moved back along the approach until the
 palm (``palm_depth`` behind it) clears the object's far side, so a tall box is held near its top rather than at
@@ -33,8 +32,12 @@ from homiebot.types import EntityState, Pose2D
 #: Room (m) wanted between each open finger and the object for a grasp that fits: the hand's position error after a
 #: straight-line descent (IK tolerance, tracking) is below a centimetre.
 FIT_CLEARANCE = 0.01
-#: Least room (m) on each side for a grasp to be tried at all; below it the fingers land on the object.
-MIN_CLEARANCE = 0.0025
+#: Least room (m) on each side for a grasp to be tried at all: none. Pads opened exactly as wide as the object still
+#: come down around it (soft contacts, a nudge): the 10 cm master chef can in the 10 cm opening was picked in
+#: emmoe-005, 009 and 036 of the measured run (docs/results/physical-skills-2026-11-28.md).
+MIN_CLEARANCE = 0.0
+#: Rounding allowance (m) when a width is compared with the opening.
+WIDTH_TOLERANCE = 1e-6
 #: Room (m) between the palm and the object's far side along the approach.
 PALM_MARGIN = 0.01
 #: Height of the finger tips above what a grasped object stands on (m): tips pressed on a counter cannot slide shut.
@@ -126,7 +129,7 @@ class GraspCandidate:
 
 def too_wide(outline: Outline, opening: float) -> bool:
     """Whether no grasp fits: the object is wider at its narrowest than the open fingers less the least room."""
-    return outline.known and outline.narrowest() > opening - 2 * MIN_CLEARANCE
+    return outline.known and outline.narrowest() > opening - 2 * MIN_CLEARANCE + WIDTH_TOLERANCE
 
 
 def _unit(v: np.ndarray) -> np.ndarray:
@@ -205,7 +208,7 @@ def grasp_candidates(outline: Outline, opening: float, palm_depth: float, finger
         """0: room to spare (or unknown), 1: tight, 2: wider than the opening allows."""
         if candidate.width is None or candidate.width <= opening - 2 * FIT_CLEARANCE:
             return 0
-        return 1 if candidate.width <= opening - 2 * MIN_CLEARANCE else 2
+        return 1 if candidate.width <= opening - 2 * MIN_CLEARANCE + WIDTH_TOLERANCE else 2
 
     ranked = sorted(enumerate(candidates), key=lambda item: (fit(item[1]), item[0]))  # stable within a fit
     return [c for _, c in ranked if fit(c) < 2]
