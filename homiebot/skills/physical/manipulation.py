@@ -7,17 +7,19 @@ read the outcome from the gripper (a closed gripper that stopped short of its cl
 and from the world graph after the act. Inverse kinematics is mink's on the robot's own model
 (:mod:`.kinematics`).
 
-**Pick.** A top-down grasp at the object's centre (the tool's x axis pointing down, the fingers closing
-horizontally, across the object seen from the base), with a side grasp (the tool level, pointing from the
-shoulder at the object) when no top-down one is in reach; each from a pre-grasp 15 cm back along the approach.
+**Pick.** The grasp candidates of :mod:`.grasp`: top-down (the tool's x axis pointing down), then tilted, then
+level, with the fingers closing across the object's narrow side when the world graph gives its heading and box,
+ranked by how they fit the open gripper, the palm clear of the object; an object wider than the opening is refused
+before the arm moves. Each from a pre-grasp 15 cm back along the approach (or the shortest that clears the object).
 Motions: tuck -> pre-grasp (joint space; the tuck keeps the arm inside the footprint and raises it clear of
 counters, the reach-over seeds keep the elbow up), pre-grasp -> grasp in three straight-line steps, close, lift
-10 cm, back to the tuck with the object.
+10 cm, back to the tuck with the object (its box checked against the world graph's, drawn back level first when
+the direct motion would sweep it through what it stood on).
 
 **Put.** The release point is chosen from the receptacle's box: inside its interior (``interior_min`` /
 ``interior_max``; a fridge, an opened drawer, a sink) when it has one and is open, else on its top; the spot
 nearest the robot, 8 cm inside the edges and 10 cm from the objects already there. The held object is brought
-2 cm above the surface (its centre is where the tcp holds it) from above, released, and the arm retreats up and
+2 cm above the surface (its offset from the tool centre read from the world graph's pose of it) from above, released, and the arm retreats up and
 tucks. "Next to" an object puts beside it on that object's receptacle.
 
 Failures carry what happened, in words a planner can use, with the SkillStatus the executor maps onto EMMOE's
