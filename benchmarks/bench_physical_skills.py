@@ -6,7 +6,8 @@ Run: ``.venv/bin/python -m benchmarks.bench_physical_skills [--split all|train|t
 
 * SR: episodes whose goal check holds, per setting;
 * causes: each failed attempt of a physical skill, classified from the skill's message (the executor logs each
-  try): unreachable pose, arm blocked (the trajectory controller's tolerance, with what it touched), grasp missed,
+  try): grasp impossible (the object wider than the open gripper, refused before the arm moves), unreachable pose,
+  arm blocked (the trajectory controller's tolerance, with what it touched), grasp missed,
   object slipped or did not stay where it was put (dropped), no path for the base, base blocked, other;
 * episode wall time: median and mean per setting and their ratio (the target: physical at most 3x oracle);
 * real-time factor: simulated seconds of physics over the wall seconds spent in ``mj_step`` (one core; target at
@@ -38,6 +39,7 @@ from homiebot.tasks.suite import load_suite
 
 #: Failure causes, first match wins (the physical skills' messages: homiebot/skills/physical/*.py).
 CAUSES: tuple[tuple[str, str], ...] = (
+    ("grasp impossible (wider than the gripper)", r"grasp impossible"),
     ("unreachable pose", r"unreachable pose"),
     ("arm blocked", r"the arm (stopped|could not tuck)"),
     ("grasp missed", r"grasp missed"),
