@@ -74,6 +74,13 @@ class ArmKinematics:
             if self.model.body_parentid[body] in moving:
                 moving.add(body)
         self._moving_bodies = sorted(moving)
+        # The segments link_points samples: each moving body with its parent (when the parent moves too or a joint
+        # sits at the body), parents first.
+        segments = [(int(self.model.body_parentid[b]), b) for b in self._moving_bodies
+                    if self.model.body_parentid[b] in moving or self.model.body_jntnum[b] > 0]
+        self._segment_from = np.array([a for a, _ in segments], dtype=int)
+        self._segment_to = np.array([b for _, b in segments], dtype=int)
+        self._tcp = self.model.site(TCP_SITE).id
         self.lower = self.model.jnt_range[:, 0].copy()
         self.upper = self.model.jnt_range[:, 1].copy()
 
@@ -97,17 +104,16 @@ class ArmKinematics:
         data = self._data
         data.qpos[:] = q
         mujoco.mj_kinematics(self.model, data)
-        model = self.model
-        points: list[np.ndarray] = []
-        for body in self._moving_bodies:
-            parent = model.body_parentid[body]
-            if parent in self._moving_bodies or model.body_jntnum[body] > 0:
-                a, b = data.xpos[parent], data.xpos[body]
-                steps = max(1, int(np.ceil(np.linalg.norm(b - a) / spacing)))
-                points.extend(a + (b - a) * k / steps for k in range(steps + 1))
-        site = model.site(TCP_SITE).id
-        points.append(data.site_xpos[site].copy())
-        return np.array(points)
+        # Vectorised (the motion planner calls this for every configuration it tests): segment i gets steps_i + 1
+        # evenly spaced points, its two ends included, the segments in body order.
+        a, b = data.xpos[self._segment_from], data.xpos[self._segment_to]
+        # (A link exactly a whole number of spacings long gets that number, not one more from rounding.)
+        steps = np.maximum(1, np.ceil(np.linalg.norm(b - a, axis=1) / spacing - 1e-9).astype(int))
+        segment = np.repeat(np.arange(len(steps)), steps + 1)
+        starts = np.cumsum(steps + 1) - (steps + 1)
+        fraction = (np.arange(len(segment)) - starts[segment]) / steps[segment]
+        points = a[segment] + (b - a)[segment] * fraction[:, None]
+        return np.vstack([points, data.site_xpos[self._tcp]])
 
     def tool_points(self, q: Sequence[float], points: np.ndarray) -> np.ndarray:
         """``points`` (N x 3, the tool's frame) in the base frame at joint positions ``q``: where something the

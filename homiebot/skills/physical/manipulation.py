@@ -48,6 +48,7 @@ from homiebot.sim.robot_driver import (
 )
 from homiebot.skills.physical.grasp import Outline, grasp_candidates, too_wide
 from homiebot.skills.physical.kinematics import ArmKinematics
+from homiebot.skills.physical.motion import CHECK_STEP, MotionPlan, PlannerSettings, plan_motion, segment_clear
 from homiebot.types import EntityKind, EntityState, Pose2D, SkillResult, SkillStatus, WorldState
 
 logger = logging.getLogger(__name__)
@@ -62,7 +63,10 @@ WALL_HALF_THICKNESS = 0.05
 #: farther and lower (a cabinet's floor) than from straight above.
 TILTS = (60.0, 40.0, 20.0)
 #: Largest joint step (rad) between the configurations a path's collision check tests.
-PATH_CHECK_STEP = 0.1
+PATH_CHECK_STEP = CHECK_STEP
+#: How many grasps (or release approaches), best ranked first, the sampling planner is tried for when the straight
+#: motions to and from every one of them collide: each plan may take the planner's whole budget.
+PLANNED_CANDIDATES = 2
 #: How close (m) a held object's sampled points may come to a box of the world graph on a path (the arm's links keep
 #: Obstacles.margin; the object's points lie on its surface).
 HELD_MARGIN = 0.01
@@ -100,6 +104,8 @@ class ArmSetup:
     surface_clearance: float = 0.02  # m between the held object's bottom and the surface at release
     edge_margin: float = 0.08  # m from a receptacle's edges
     neighbour_margin: float = 0.10  # m from objects already on the receptacle
+    #: The sampling planner's budget and seed, for motions whose straight joint-space segments collide.
+    planner: PlannerSettings = field(default_factory=PlannerSettings)
 
 
 def sim_arm_setup() -> ArmSetup:
@@ -171,6 +177,19 @@ class Obstacles:
     # rest of its box is (its walls, top and floor).
     cavities: Mapping[str, tuple[np.ndarray, np.ndarray]] = field(default_factory=dict)
     margin: float = 0.05  # m: the links' radius
+    _arrays: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        # The boxes as arrays (B x 3) for a check of all points against all boxes at once; a box without a cavity
+        # gets an empty one (from +inf to -inf).
+        lo = np.array([b[1] for b in self.boxes], dtype=float).reshape(-1, 3)
+        hi = np.array([b[2] for b in self.boxes], dtype=float).reshape(-1, 3)
+        cavity_lo, cavity_hi = np.full_like(lo, np.inf), np.full_like(hi, -np.inf)
+        for i, (name, _, _) in enumerate(self.boxes):
+            if name in self.cavities:
+                cavity_lo[i], cavity_hi[i] = self.cavities[name]
+        object.__setattr__(self, "_arrays", (lo - self.margin, hi + self.margin,
+                                             cavity_lo + self.margin, cavity_hi - self.margin))
 
     @staticmethod
     def of(world: WorldState, ignore: set[str], open_into: set[str] = frozenset(),  # type: ignore[assignment]
@@ -213,13 +232,16 @@ class Obstacles:
         c, s = math.cos(self.base.yaw), math.sin(self.base.yaw)
         world = np.column_stack([self.base.x + c * points[:, 0] - s * points[:, 1],
                                  self.base.y + s * points[:, 0] + c * points[:, 1], points[:, 2]])
-        for name, lo, hi in self.boxes:
-            inside = np.all((world > lo - self.margin) & (world < hi + self.margin), axis=1)
-            cavity = self.cavities.get(name)
-            if cavity is not None:
-                inside &= ~np.all((world > cavity[0] + self.margin) & (world < cavity[1] - self.margin), axis=1)
-            if inside.any():
-                return name
+        lo, hi, cavity_lo, cavity_hi = self._arrays
+        # Only the boxes that overlap the points' bounds can hold one; all points against those at once.
+        near = np.flatnonzero(np.all((hi > world.min(axis=0)) & (lo < world.max(axis=0)), axis=1))
+        if len(near):
+            points_ = world[:, None, :]  # N x 1 x 3 against the near boxes' n x 3
+            inside = np.all((points_ > lo[near]) & (points_ < hi[near]), axis=2) & ~np.all(
+                (points_ > cavity_lo[near]) & (points_ < cavity_hi[near]), axis=2)
+            touched = inside.any(axis=0)
+            if touched.any():  # the first in the boxes' order, as a loop over them finds
+                return self.boxes[int(near[np.argmax(touched)])][0]
         if self.rooms:
             # Half a wall (the scene library's are 0.1 m thick) plus the links' radius inside some room's box.
             inset = WALL_HALF_THICKNESS + 0.02  # the hand reaches to a counter's back edge
@@ -343,6 +365,10 @@ class PhysicalManipulation:
         near = obstacles.without({entity.parent}) if entity.parent else obstacles
         # Across the object's narrow side first, the palm clear of it (grasp.grasp_candidates).
         reason = "no arm configuration reaches it"
+        # Grasps the arm reaches but the straight motions to or from collide: (kind, pre-grasp, approach, lift, the
+        # held object's points, the motion there or None, the motion back or None).
+        blocked: list[tuple[str, tuple[float, ...], list[tuple[float, ...]], tuple[float, ...], np.ndarray,
+                            list[tuple[float, ...]] | None, list[tuple[float, ...]] | None]] = []
         for candidate in grasp_candidates(outline, self.setup.open_width, self.setup.palm_depth,
                                           self.setup.finger_reach, TILTS):
             kind, pose = candidate.kind, tool_pose(candidate.position, candidate.approach, candidate.closing)
@@ -370,11 +396,27 @@ class PhysicalManipulation:
             back = self._carry_back(lift.positions, obstacles, held)
             if reach is None or back is None:
                 reason = "no collision-free arm motion gets there"
+                blocked.append((kind, pregrasp, approach, lift.positions, held, reach, back))
                 continue
             return self._Grasp(kind, reach, approach, lift.positions, back)
+        # Every grasp the arm reaches is cut off by the straight motions: plan around what they hit, for the best
+        # ranked grasps only.
+        planner = ""  # why the planner found no motion, for the message
+        for kind, pregrasp, approach, lifted, held, straight_reach, straight_back in blocked[:PLANNED_CANDIDATES]:
+            there = (MotionPlan(tuple(straight_reach), "", 0, 0.0) if straight_reach is not None
+                     else self._plan(self._current(), pregrasp, obstacles))
+            if there.waypoints is None:
+                reason, planner = "no collision-free arm motion gets there", f": {there.failure}"
+                continue
+            away = (MotionPlan(tuple(straight_back), "", 0, 0.0) if straight_back is not None
+                    else self._plan(lifted, tuple(self._tuck), obstacles, held))
+            if away.waypoints is None:
+                reason, planner = "no collision-free arm motion gets back with it", f": {away.failure}"
+                continue
+            return self._Grasp(kind, list(there.waypoints), approach, lifted, list(away.waypoints))
         raise Planning(SkillStatus.EXECUTION_FAILED,
                        f"unreachable pose: {reason} to grasp {entity.name} from here "
-                       f"({np.linalg.norm(horizontal):.2f} m from the base, {centre[2]:.2f} m high)")
+                       f"({np.linalg.norm(horizontal):.2f} m from the base, {centre[2]:.2f} m high){planner}")
 
     def _release_plan(self, world: WorldState, held: EntityState, target: EntityState) -> PhysicalManipulation._Release:
         receptacle, near = target, None
@@ -412,6 +454,9 @@ class PhysicalManipulation:
         across = np.cross((0.0, 0.0, 1.0), horizontal / max(np.linalg.norm(horizontal), 1e-9))
         # From above (a top, a drawer, a sink), else level through the front (a fridge, a cabinet).
         approaches: list[np.ndarray] = [np.array([0.0, 0.0, -1.0]), *(_tilted(horizontal, angle) for angle in TILTS), horizontal]
+        # Releases the arm reaches but the straight motions to or from collide: (the line down, the motion there or
+        # None, the motion back or None).
+        blocked: list[tuple[list[tuple[float, ...]], list[tuple[float, ...]] | None, list[tuple[float, ...]] | None]] = []
         for approach in approaches:
             pose = tool_pose(centre_base, approach, across)
             pose[:3, 3] -= pose[:3, :3] @ held_offset  # the object's centre, not the tool's, at the release point
@@ -422,8 +467,24 @@ class PhysicalManipulation:
             back = self._path(line[0], tuple(self._tuck), obstacles)
             if reach is not None and back is not None:
                 return self._Release(relation, reach, line[1:], list(reversed(line[:-1])) + back)
+            blocked.append((line, reach, back))
+        if not blocked:
+            raise Planning(SkillStatus.EXECUTION_FAILED,
+                           f"unreachable pose: no arm configuration reaches {relation} {receptacle.name} from here")
+        detail = ""
+        for line, straight_reach, straight_back in blocked[:PLANNED_CANDIDATES]:  # around what the straight motions hit
+            there = (MotionPlan(tuple(straight_reach), "", 0, 0.0) if straight_reach is not None
+                     else self._plan(self._current(), line[0], obstacles, held_points))
+            away = there if there.waypoints is None else (
+                MotionPlan(tuple(straight_back), "", 0, 0.0) if straight_back is not None
+                else self._plan(line[0], tuple(self._tuck), obstacles))
+            if there.waypoints is not None and away.waypoints is not None:
+                return self._Release(relation, list(there.waypoints), line[1:],
+                                     list(reversed(line[:-1])) + list(away.waypoints))
+            detail = away.failure
         raise Planning(SkillStatus.EXECUTION_FAILED,
-                       f"unreachable pose: no collision-free arm motion reaches {relation} {receptacle.name} from here")
+                       f"unreachable pose: no collision-free arm motion reaches {relation} {receptacle.name} from here: "
+                       f"{detail}")
 
     def _spot(self, base: Pose2D, lo: np.ndarray, hi: np.ndarray, others: list[EntityState],
               near: EntityState | None) -> tuple[float, float] | None:
@@ -537,13 +598,22 @@ class PhysicalManipulation:
             return [tuck, tuple(goal)]
         return None
 
+    def _plan(self, start: Sequence[float], goal: Sequence[float], obstacles: Obstacles,
+              held: np.ndarray | None = None) -> MotionPlan:
+        """Waypoints from ``start`` to ``goal`` by the sampling planner (:mod:`.motion`), for a motion :meth:`_path`
+        found no straight way for, with the same collision check, in the planner's budget."""
+        scale = [10.0 if j == "torso_lift" else 1.0 for j in self.kinematics.joints]  # as _duration weighs them
+        plan = plan_motion(start, goal, self._clear(obstacles, held), self.kinematics.lower, self.kinematics.upper,
+                           weights=scale, settings=self.setup.planner, check_step=PATH_CHECK_STEP)
+        logger.debug("motion planner: %s after %d samples in %.2f s (%d waypoints)",
+                     "found" if plan.found else plan.failure, plan.samples, plan.seconds,
+                     len(plan.waypoints or ()))
+        return plan
+
     def _segment_clear(self, a: Sequence[float], b: Sequence[float], obstacles: Obstacles,
                        held: np.ndarray | None = None) -> bool:
-        a_, b_ = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
-        steps = max(1, math.ceil(float(np.max(np.abs(b_ - a_))) / PATH_CHECK_STEP))
-        clear = self._clear(obstacles, held)
         # The start is where the arm is: a contact there (a door swung against the tucked arm) is not the motion's.
-        return all(clear(tuple(a_ + (b_ - a_) * k / steps)) for k in range(1, steps + 1))
+        return segment_clear(a, b, self._clear(obstacles, held), PATH_CHECK_STEP)
 
     def _duration(self, a: Sequence[float], b: Sequence[float]) -> float:
         scale = np.array([10.0 if j == "torso_lift" else 1.0 for j in self.kinematics.joints])
