@@ -4,6 +4,8 @@
 * :mod:`.kinematics`: inverse kinematics (mink) on the robot's URDF;
 * :mod:`.manipulation`: Pick and Put as FollowJointTrajectory and GripperCommand goals, planned from the world
   graph's boxes;
+* :mod:`.motion`: a sampling motion planner in the arm's joint space (RRT-Connect), for motions whose straight
+  segments collide;
 * :mod:`.skillset`: :class:`PhysicalSkillSet`, the executor's skill runner for ``--skills physical``.
 
 All of them act through :class:`homiebot.sim.robot_driver.RobotDriver`.

@@ -14,7 +14,10 @@ before the arm moves. Each from a pre-grasp 15 cm back along the approach (or th
 Motions: tuck -> pre-grasp (joint space; the tuck keeps the arm inside the footprint and raises it clear of
 counters, the reach-over seeds keep the elbow up), pre-grasp -> grasp in three straight-line steps, close, lift
 10 cm, back to the tuck with the object (its box checked against the world graph's, drawn back level first when
-the direct motion would sweep it through what it stood on).
+the direct motion would sweep it through what it stood on). When these straight joint-space motions collide for
+every grasp the arm reaches, the sampling planner of :mod:`.motion` searches around the obstacles (the two
+best-ranked grasps; the same for a Put's approaches), with the same collision check; a search that failed is not
+run again from the same state.
 
 **Put.** The release point is chosen from the receptacle's box: inside its interior (``interior_min`` /
 ``interior_max``; a fridge, an opened drawer, a sink) when it has one and is open, else on its top; the spot
@@ -67,6 +70,10 @@ PATH_CHECK_STEP = CHECK_STEP
 #: How many grasps (or release approaches), best ranked first, the sampling planner is tried for when the straight
 #: motions to and from every one of them collide: each plan may take the planner's whole budget.
 PLANNED_CANDIDATES = 2
+#: How far (m) past an object's far face the space above the low surface it rests on counts as free (Obstacles.of).
+BEYOND_RESTING = 0.05
+#: How many failed plans a manipulation remembers (_plan_key): a try again from the same state fails at once.
+FAILED_PLANS_KEPT = 32
 #: How close (m) a held object's sampled points may come to a box of the world graph on a path (the arm's links keep
 #: Obstacles.margin; the object's points lie on its surface).
 HELD_MARGIN = 0.01
@@ -193,11 +200,11 @@ class Obstacles:
 
     @staticmethod
     def of(world: WorldState, ignore: set[str], open_into: set[str] = frozenset(),  # type: ignore[assignment]
-           resting_on: tuple[str, float] | None = None) -> Obstacles:
+           resting: EntityState | None = None) -> Obstacles:
         """The boxes of ``world`` but ``ignore``'s (and held objects); ``open_into``: furniture whose interior the
-        arm may enter; ``resting_on``: (furniture, height) where an object rests on a surface lower than the
-        furniture's box (a sofa's seat under its back, a shelf): the space above that height is left free, as the
-        box alone cannot tell a seat from the back behind it."""
+        arm may enter; ``resting``: an object on a surface lower than its furniture's box (a sofa's seat under its
+        back, a shelf): the space above that surface is left free, as the box alone cannot tell a seat from the
+        back behind it, except beyond the object's far side as the robot sees it, where such a back stands."""
         boxes = tuple(
             (e.name, np.array(e.bbox_min), np.array(e.bbox_max))
             for e in world.entities.values()
@@ -216,12 +223,23 @@ class Obstacles:
             if top[2] >= e.bbox_max[2] - 0.01:
                 top[2] = np.inf  # open at the top (a sink's basin, a drawer's tray): nothing above the interior
             cavities[name] = (np.array(e.interior_min, dtype=float), top)
-        if resting_on is not None and resting_on[0] in world.entities and resting_on[0] not in cavities:
-            e = world.entities[resting_on[0]]
-            if resting_on[1] < e.bbox_max[2] - 0.02:
-                # Everything of the box above the surface is free (its x and y extents widened past the box).
-                cavities[e.name] = (np.array([e.bbox_min[0] - 1.0, e.bbox_min[1] - 1.0, resting_on[1]]),
-                                    np.array([e.bbox_max[0] + 1.0, e.bbox_max[1] + 1.0, np.inf]))
+        if resting is not None and resting.parent in world.entities and resting.parent not in cavities:
+            e = world.entities[resting.parent]
+            surface = resting.bbox_min[2]
+            if surface < e.bbox_max[2] - 0.02:
+                # The box above the surface is free (its x and y extents widened past the box), up to BEYOND_RESTING
+                # past the object's far face along the axis nearer the robot's line to it: the arm reaches in from
+                # the robot's side, and what stands behind the object (a sofa's back) must stay in the check of a
+                # held object swinging back towards the tuck.
+                lo = np.array([e.bbox_min[0] - 1.0, e.bbox_min[1] - 1.0, surface])
+                hi = np.array([e.bbox_max[0] + 1.0, e.bbox_max[1] + 1.0, np.inf])
+                towards = (resting.position[0] - world.robot.x, resting.position[1] - world.robot.y)
+                axis = 0 if abs(towards[0]) >= abs(towards[1]) else 1
+                if towards[axis] >= 0:
+                    hi[axis] = resting.bbox_max[axis] + BEYOND_RESTING
+                else:
+                    lo[axis] = resting.bbox_min[axis] - BEYOND_RESTING
+                cavities[e.name] = (lo, hi)
         return Obstacles(world.robot, boxes, rooms, cavities)
 
     def without(self, names: set[str]) -> Obstacles:
@@ -253,6 +271,20 @@ class Obstacles:
         return None
 
 
+def _plan_key(start: Sequence[float], goal: Sequence[float], obstacles: Obstacles,
+              held: np.ndarray | None) -> tuple[object, ...]:
+    """What a plan depends on, rounded (joints to 0.01 rad, boxes and the base to 1 cm) so that the same motion from
+    the arm tucked again, among objects that settled by a millimetre, is the same key."""
+    def rounded(values: ArrayLike) -> tuple[float, ...]:
+        return tuple(np.round(np.asarray(values, dtype=float).ravel(), 2).tolist())
+
+    base = obstacles.base
+    return (rounded(start), rounded(goal), rounded((base.x, base.y, base.yaw)), obstacles.margin,
+            tuple((name, rounded(lo), rounded(hi)) for name, lo, hi in obstacles.boxes), obstacles.rooms,
+            tuple(sorted((name, rounded(np.concatenate(c))) for name, c in obstacles.cavities.items())),
+            None if held is None else rounded(held))
+
+
 def _tilted(horizontal: np.ndarray, degrees: float) -> np.ndarray:
     """The direction ``degrees`` below ``horizontal`` (towards the floor)."""
     h = horizontal / max(float(np.linalg.norm(horizontal)), 1e-9)
@@ -278,6 +310,9 @@ class PhysicalManipulation:
         self.kinematics = kinematics
         self.setup = setup
         self._tuck = kinematics.vector(setup.tuck)
+        # Motions the planner found none for, by what it was given (_plan_key): the executor tries a failed skill
+        # again from the same state, and the same search would fail again after the whole budget.
+        self._failed_plans: dict[tuple[object, ...], MotionPlan] = {}
 
     # ------------------------------------------------------------------ skills
 
@@ -359,7 +394,7 @@ class PhysicalManipulation:
         centre = outline.centre
         horizontal = np.array([centre[0], centre[1], 0.0])
         receptacle = entity.parent if entity.relation == "in" else None
-        resting = (entity.parent, entity.bbox_min[2]) if entity.parent is not None and entity.relation == "on" else None
+        resting = entity if entity.parent is not None and entity.relation == "on" else None
         obstacles = Obstacles.of(world, {entity.name}, {receptacle} if receptacle else set(), resting)
         # The last few centimetres to the grasp come down onto what the object stands on.
         near = obstacles.without({entity.parent}) if entity.parent else obstacles
@@ -602,12 +637,21 @@ class PhysicalManipulation:
               held: np.ndarray | None = None) -> MotionPlan:
         """Waypoints from ``start`` to ``goal`` by the sampling planner (:mod:`.motion`), for a motion :meth:`_path`
         found no straight way for, with the same collision check, in the planner's budget."""
+        key = _plan_key(start, goal, obstacles, held)
+        failed = self._failed_plans.get(key)
+        if failed is not None:
+            return dataclasses.replace(failed, failure=f"{failed.failure}, in an earlier try from here", samples=0,
+                                       seconds=0.0)
         scale = [10.0 if j == "torso_lift" else 1.0 for j in self.kinematics.joints]  # as _duration weighs them
         plan = plan_motion(start, goal, self._clear(obstacles, held), self.kinematics.lower, self.kinematics.upper,
                            weights=scale, settings=self.setup.planner, check_step=PATH_CHECK_STEP)
         logger.debug("motion planner: %s after %d samples in %.2f s (%d waypoints)",
                      "found" if plan.found else plan.failure, plan.samples, plan.seconds,
                      len(plan.waypoints or ()))
+        if not plan.found:
+            if len(self._failed_plans) >= FAILED_PLANS_KEPT:
+                del self._failed_plans[next(iter(self._failed_plans))]  # the oldest
+            self._failed_plans[key] = plan
         return plan
 
     def _segment_clear(self, a: Sequence[float], b: Sequence[float], obstacles: Obstacles,
