@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -49,8 +49,8 @@ class PlannerSettings:
     whichever comes first, and the path is shortened by ``shortcut_attempts`` random shortcuts.
     """
 
-    # About 3 ms of CPU per sample on the embedded robot's arm (BENCHMARKS.md): the samples end a search long before
-    # the seconds do, unless the machine is busy several times over.
+    # 1-4 ms of CPU per sample on the embedded robot's arm (BENCHMARKS.md): the samples end a search long before the
+    # seconds do, unless the machine is busy several times over.
     time_budget: float = 3.0  # s
     max_samples: int = 400
     step: float = 0.6
@@ -112,9 +112,9 @@ class _Tree:
         return out[::-1]
 
 
-def plan_motion(start: Sequence[float], goal: Sequence[float], clear: Check, lower: Sequence[float],
-                upper: Sequence[float], weights: Sequence[float] | None = None,
-                settings: PlannerSettings | None = None, check_step: float = CHECK_STEP) -> MotionPlan:
+def plan_motion(start: ArrayLike, goal: ArrayLike, clear: Check, lower: ArrayLike, upper: ArrayLike,
+                weights: ArrayLike | None = None, settings: PlannerSettings | None = None,
+                check_step: float = CHECK_STEP) -> MotionPlan:
     """A collision-free joint-space path from ``start`` to ``goal`` (module docstring).
 
     Args:
