@@ -12,8 +12,8 @@ motion passes straight through are dropped. The waypoints go to the arm as one F
 Every segment, in the search and in the shortcuts, is tested by :func:`segment_clear` with the caller's
 configuration check at the same spacing as the straight motions (so the planner never accepts a motion the skills'
 own check would refuse). The search is bounded by a number of samples and a wall-clock budget and draws from a
-generator seeded by the caller: the same seed gives the same path whenever the sample budget, not the clock, ends
-the search.
+generator seeded by the caller: the same seed gives the same path unless the clock, not the samples, ends the
+search.
 
 Why written here rather than taken from a library: nothing installed fits. mink's ``CollisionAvoidanceLimit`` is a
 velocity constraint of the IK's QP (a local method: it slows the arm near MuJoCo geoms but cannot find a way
