@@ -28,7 +28,7 @@ from collections.abc import Callable
 from homiebot.sim.robot_driver import RobotDriver
 from homiebot.skills.physical import navigation
 from homiebot.skills.physical.kinematics import ArmKinematics
-from homiebot.skills.physical.manipulation import ArmSetup, PhysicalManipulation
+from homiebot.skills.physical.manipulation import ArmSetup, PhysicalManipulation, base_moves
 from homiebot.types import EntityKind, SkillResult, SkillStatus, WorldState
 
 logger = logging.getLogger(__name__)
@@ -53,14 +53,16 @@ class PhysicalSkillRunner:
         self.driver = driver
         self.world = world
         kinematics = ArmKinematics(urdf, setup.chain, setup.tip_link, setup.tcp_offset)
-        self.manipulation = PhysicalManipulation(driver, kinematics, setup)
+        # world: read again after a Pick or Put moved the base, and for the checks of the arm's way back to the tuck.
+        self.manipulation = PhysicalManipulation(driver, kinematics, setup, world=world)
 
     def tuck(self) -> SkillResult:
-        """Fold the arm through the trajectory controller; a failure says why."""
-        tucked = self.manipulation.tuck()
-        if tucked.succeeded:
+        """Fold the arm through the trajectory controller, by a motion checked against the world graph; a failure
+        says why."""
+        stuck = self.manipulation.tuck_if_needed(self.world())
+        if stuck is None:
             return SkillResult(SkillStatus.SUCCESS, "arm tucked")
-        return SkillResult(SkillStatus.EXECUTION_FAILED, f"the arm could not tuck: {tucked.error_string}")
+        return SkillResult(SkillStatus.EXECUTION_FAILED, stuck)
 
     def go_to(self, target: str) -> SkillResult:
         tucked = self.tuck()
@@ -127,7 +129,9 @@ def put_outcome(world: WorldState, obj: str, place: str, released: SkillResult) 
     target = world.entities[place]
     receptacle = target.parent if target.kind is EntityKind.OBJECT else place
     if entity.parent == receptacle:
-        return SkillResult(SkillStatus.SUCCESS, f"put {obj} {entity.relation} {receptacle}")
+        return SkillResult(SkillStatus.SUCCESS, f"put {obj} {entity.relation} {receptacle}{base_moves(released.detail)}",
+                           released.path_length)
     x, y, z = entity.position
     where = f"on {entity.parent}" if entity.parent else f"at ({x:.2f}, {y:.2f}, {z:.2f})"
-    return SkillResult(SkillStatus.DROPPED, f"{released.detail}, but {obj} did not stay there: it came to rest {where}")
+    return SkillResult(SkillStatus.DROPPED, f"{released.detail}, but {obj} did not stay there: it came to rest {where}",
+                       released.path_length)

@@ -52,7 +52,7 @@ def test_an_object_wider_than_the_gripper_is_refused_before_the_arm_moves(sim, m
     sim.reset(task.scene, seed=task.seed)
     skills = PhysicalSkillSet(sim)
     assert skills.run(Action.GO_TO, "oracle", "bowl").success
-    skills.manipulation.tuck_if_needed()
+    assert skills.manipulation.tuck_if_needed(sim.state()) is None
     goals: list[str] = []
     for name in ("follow_joint_trajectory", "gripper_command"):
         sent = getattr(skills.driver, name)

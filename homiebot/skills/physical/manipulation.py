@@ -25,6 +25,16 @@ nearest the robot, 8 cm inside the edges and 10 cm from the objects already ther
 2 cm above the surface (its offset from the tool centre read from the world graph's pose of it) from above, released, and the arm retreats up and
 tucks. "Next to" an object puts beside it on that object's receptacle.
 
+**The base.** When no grasp or release reaches from where the base stands, but the oracle skill would act from there
+(EMMOE's distance rule), the skill moves the base once, as a robot's manipulation skill repositions before it gives
+up: it turns in place to face the target, plans again, and if still out of reach goes to the nearest of Go to's
+poses near the target (NavigateToPose goals, :mod:`.navigation`'s poses) and plans again. The detail says what the
+base did, whether the skill then succeeds or not.
+
+**The way back.** After a failure, and after a missed grasp, the arm goes back to the tuck by a motion checked
+against the world graph as it is then, as every other motion is: straight (or the way it came) when that is clear,
+else planned; when no clear motion is found the arm stays where it is and the failure says so.
+
 Failures carry what happened, in words a planner can use, with the SkillStatus the executor maps onto EMMOE's
 codes: no arm configuration reaches the grasp (unreachable pose), the arm was blocked (collision, from the
 trajectory controller's path tolerance), the gripper closed on nothing (grasp missed), the object left the
@@ -38,20 +48,24 @@ import logging
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Generic, TypeVar
 
 import numpy as np
 from numpy.typing import ArrayLike
 
+from homiebot.config import FAR_THRESHOLD_M, NEAR_THRESHOLD_M
 from homiebot.sim.robot_driver import (
     JointTrajectory,
+    NavErrorCode,
+    NavigateResult,
     RobotDriver,
-    TrajectoryErrorCode,
     TrajectoryPoint,
     TrajectoryResult,
 )
 from homiebot.skills.physical.grasp import Outline, grasp_candidates, too_wide
 from homiebot.skills.physical.kinematics import ArmKinematics
 from homiebot.skills.physical.motion import CHECK_STEP, MotionPlan, PlannerSettings, plan_motion, segment_clear
+from homiebot.skills.physical.navigation import approach_poses, facing_pose
 from homiebot.types import EntityKind, EntityState, Pose2D, SkillResult, SkillStatus, WorldState
 
 logger = logging.getLogger(__name__)
@@ -80,6 +94,18 @@ HELD_MARGIN = 0.01
 #: How far (m) the hand may draw a lifted object back level towards the base before it tucks, when the direct motion
 #: to the tuck would sweep the object through what it stood on.
 RETREATS = (0.15, 0.3)
+#: A base already facing its target within this (rad) is not turned before a reposition's approach.
+FACING_TOLERANCE = 0.15
+#: Gaps between the base's edge and the target's (or its receptacle's) box at a reposition's approach poses (m),
+#: nearest first: Go to's for a manipulation (homiebot.skills.physical.skillset.MANIPULATION_GAPS).
+REPOSITION_GAPS = (0.06, 0.2, 0.45)
+#: How far (m) from where the base stands a reposition's approach pose may be: a short move near the target, not
+#: a Go to across the room (the oracle accepts the skill within FAR_THRESHOLD_M of the target's box).
+REPOSITION_RANGE = 2.0
+#: NavigateToPose goals one reposition's approach sends at most.
+REPOSITION_GOALS = 3
+#: Joint-space obstacles the arm touches where it stopped that a motion back to the tuck may leave (_escape).
+ESCAPE_BOXES = 4
 
 
 @dataclass(frozen=True)
@@ -292,23 +318,70 @@ def _tilted(horizontal: np.ndarray, degrees: float) -> np.ndarray:
     return np.array([h[0] * math.cos(a), h[1] * math.cos(a), -math.sin(a)])
 
 
+#: How a skill's detail says what the base did before the arm moved (_moves, base_moves).
+BASE_MOVES = " (the base first "
+
+
+def _moves(moves: Sequence[str]) -> str:
+    """What the base did before the arm moved, for a skill's detail: "" when it did not move."""
+    return f"{BASE_MOVES}{' and '.join(moves)})" if moves else ""
+
+
+def base_moves(detail: str) -> str:
+    """The part of a Pick's or Put's detail that says how the base moved first ("" when it did not), for a caller
+    that words the skill's result anew (the Put's check of where the object came to rest)."""
+    at = detail.find(BASE_MOVES)
+    return detail[at:] if at >= 0 else ""
+
+
 class Planning(Exception):
     """A plan that cannot be made or carried out, with the skill result to report."""
 
     def __init__(self, status: SkillStatus, detail: str) -> None:
         super().__init__(detail)
         self.result = _result(status, detail)
+        self.travelled = 0.0  # m the base moved before the failure (a reposition's)
+
+
+class Unreachable(Planning):
+    """No grasp or release the arm can get to from where the base stands (a move of the base may help)."""
+
+    def __init__(self, detail: str) -> None:
+        super().__init__(SkillStatus.EXECUTION_FAILED, detail)
+
+
+_PlanT = TypeVar("_PlanT")
+
+
+@dataclass(frozen=True)
+class _Repositioned(Generic[_PlanT]):
+    """What a reposition of the base did: the plan made from the new pose, the world graph there, how far the base
+    went (m) and what it did, in words for the skill's detail."""
+
+    plan: _PlanT
+    world: WorldState
+    travelled: float
+    moves: str
 
 
 class PhysicalManipulation:
-    """Pick and Put on a :class:`RobotDriver` (module docstring)."""
+    """Pick and Put on a :class:`RobotDriver` (module docstring).
 
-    def __init__(self, driver: RobotDriver, kinematics: ArmKinematics, setup: ArmSetup) -> None:
+    ``world`` reads the world graph now (the simulator's state, or the graph's state query through ROS): with it, a
+    Pick or Put that no grasp or release reaches from where the base stands turns the base to face the target and,
+    if that is not enough, moves it a short way closer (NavigateToPose goals), and the arm's motions back to the
+    tuck after a failure are checked against the graph as it is then. Without it neither the base moves nor is the
+    graph read again (the tuck's checks use the graph the plan started from).
+    """
+
+    def __init__(self, driver: RobotDriver, kinematics: ArmKinematics, setup: ArmSetup,
+                 world: Callable[[], WorldState] | None = None) -> None:
         if set(kinematics.joints) != set(setup.chain):
             raise ValueError(f"the kinematics' joints {kinematics.joints} are not the arm setup's chain {setup.chain}")
         self.driver = driver
         self.kinematics = kinematics
         self.setup = setup
+        self.world = world
         self._tuck = kinematics.vector(setup.tuck)
         # Motions the planner found none for, by what it was given (_plan_key): the executor tries a failed skill
         # again from the same state, and the same search would fail again after the whole budget.
@@ -320,12 +393,13 @@ class PhysicalManipulation:
         """Fold the arm inside the footprint (before the base moves, and at the end of every manipulation)."""
         return self._move([tuple(self._tuck)])
 
-    def tuck_if_needed(self) -> TrajectoryResult:
-        """:meth:`tuck` unless the arm is there already (no goal is sent then)."""
-        current = np.asarray(self._current())
-        if float(np.max(np.abs(current - self._tuck))) <= TUCKED_TOLERANCE:
-            return TrajectoryResult(TrajectoryErrorCode.SUCCESSFUL)
-        return self.tuck()
+    def tuck_if_needed(self, world: WorldState) -> str | None:
+        """Back to the tuck unless the arm is there already (no goal is sent then), by a motion checked against
+        ``world``'s boxes (with the object in the hand, if any) as the skills' own motions are: straight when it is
+        clear, else planned (:meth:`_back_to_tuck`). None when tucked, else why not."""
+        if self._tucked():
+            return None
+        return self._back_to_tuck(Obstacles.of(world, set()), self._held_points(world))
 
     def pick(self, world: WorldState, obj: str) -> SkillResult:
         entity = world.entities.get(obj)
@@ -337,51 +411,74 @@ class PhysicalManipulation:
             return _result(SkillStatus.EXECUTION_FAILED,
                            f"grasp impossible: {obj} is {outline.narrowest() * 100:.1f} cm wide at its narrowest, "
                            f"wider than the gripper opens ({self.setup.open_width * 100:.1f} cm)")
+        moved, travelled = "", 0.0
         try:
-            grasp = self._grasp_plan(world, entity, outline)
+            try:
+                grasp = self._grasp_plan(world, entity, outline)
+            except Unreachable as unreachable:
+                repositioned = self._reposition(world, obj, unreachable, lambda w: self._grasp_plan(
+                    w, w.entities[obj], Outline.of(w.entities[obj], w.robot)))
+                world, travelled, moved = repositioned.world, repositioned.travelled, repositioned.moves
+                grasp = repositioned.plan
             self._gripper(self.setup.open_gap)
             self._expect(self._move(grasp.reach), f"reaching for {obj}")
             self._expect(self._move(grasp.approach), f"reaching for {obj}")
             closed = self.driver.gripper_command(self.setup.closed_gap, self.setup.max_effort)
             if closed.position <= self.setup.closed_gap + GRIPPED_GAP:
                 self._gripper(self.setup.open_gap)
-                self._move(list(reversed(grasp.approach[:-1])) + list(reversed(grasp.reach)))
-                return _result(SkillStatus.EXECUTION_FAILED, f"grasp missed: the gripper closed on nothing at {obj}")
+                # Back out along the straight line in, then to the tuck the way the arm came when that is still
+                # clear in the graph now (the fingers may have pushed the object), else as _back_to_tuck finds.
+                self._move(list(reversed(grasp.approach[:-1])) + [grasp.pregrasp])
+                stuck = self._back_to_tuck(self._obstacles_now(world), None,
+                                           list(reversed(grasp.reach[:-1])) + [grasp.start])
+                detail = f"grasp missed: the gripper closed on nothing at {obj}{moved}"
+                return _result(SkillStatus.EXECUTION_FAILED, detail if stuck is None else f"{detail}; {stuck}")
             self._expect(self._move([grasp.lift]), f"lifting {obj}")
             self._expect(self._move(grasp.back), f"carrying {obj}")
         except Planning as failure:
             self._gripper(self.setup.open_gap)
-            self.tuck()
-            return failure.result
+            return self._after_failure(failure, world, None, moved, travelled)
         if self._gap() <= self.setup.closed_gap + GRIPPED_GAP:
-            return _result(SkillStatus.EXECUTION_FAILED, f"{obj} slipped out of the gripper on the way back")
-        return _result(SkillStatus.SUCCESS, f"picked {obj} ({grasp.kind} grasp)")
+            return _result(SkillStatus.EXECUTION_FAILED, f"{obj} slipped out of the gripper on the way back{moved}")
+        return SkillResult(SkillStatus.SUCCESS, f"picked {obj} ({grasp.kind} grasp){moved}", travelled)
 
     def put(self, world: WorldState, obj: str, place: str) -> SkillResult:
         entity = world.entities.get(obj)
         target = world.entities.get(place)
         if entity is None or target is None:
             return _result(SkillStatus.NOT_FOUND, f"{obj if entity is None else place} is not in the world graph")
+        moved, travelled, held_points = "", 0.0, self._held_points(world)
         try:
-            release = self._release_plan(world, entity, target)
+            try:
+                release = self._release_plan(world, entity, target)
+            except Unreachable as unreachable:
+                repositioned = self._reposition(world, place, unreachable, lambda w: self._release_plan(
+                    w, w.entities[obj], w.entities[place]))
+                world, travelled, moved = repositioned.world, repositioned.travelled, repositioned.moves
+                release = repositioned.plan
             self._expect(self._move(release.reach), f"bringing {obj} over {place}")
             self._expect(self._move(release.lower), f"lowering {obj} onto {place}")
+            held_points = None  # released
             self._gripper(self.setup.open_gap)
             self._expect(self._move(release.back), f"retreating from {place}")
         except Planning as failure:
-            self.tuck()
-            return failure.result
-        return _result(SkillStatus.SUCCESS, f"released {obj} {release.relation} {place}")
+            return self._after_failure(failure, world, held_points, moved, travelled)
+        return SkillResult(SkillStatus.SUCCESS, f"released {obj} {release.relation} {place}{moved}", travelled)
 
     # ------------------------------------------------------------------ plans
 
     @dataclass(frozen=True)
     class _Grasp:
         kind: str
-        reach: list[tuple[float, ...]]  # from the tuck to the pre-grasp (through a via point if needed)
+        start: tuple[float, ...]  # where the arm was when the grasp was planned (the tuck)
+        reach: list[tuple[float, ...]]  # from the start to the pre-grasp (through a via point if needed)
         approach: list[tuple[float, ...]]  # pre-grasp to grasp, straight
         lift: tuple[float, ...]
         back: list[tuple[float, ...]]  # from the lift to the tuck (drawn back level first if needed)
+
+        @property
+        def pregrasp(self) -> tuple[float, ...]:
+            return self.reach[-1]
 
     @dataclass(frozen=True)
     class _Release:
@@ -433,7 +530,7 @@ class PhysicalManipulation:
                 reason = "no collision-free arm motion gets there"
                 blocked.append((kind, pregrasp, approach, lift.positions, held, reach, back))
                 continue
-            return self._Grasp(kind, reach, approach, lift.positions, back)
+            return self._Grasp(kind, tuple(self._current()), reach, approach, lift.positions, back)
         # Every grasp the arm reaches is cut off by the straight motions: plan around what they hit, for the best
         # ranked grasps only.
         planner = ""  # why the planner found no motion, for the message
@@ -448,10 +545,10 @@ class PhysicalManipulation:
             if away.waypoints is None:
                 reason, planner = "no collision-free arm motion gets back with it", f": {away.failure}"
                 continue
-            return self._Grasp(kind, list(there.waypoints), approach, lifted, list(away.waypoints))
-        raise Planning(SkillStatus.EXECUTION_FAILED,
-                       f"unreachable pose: {reason} to grasp {entity.name} from here "
-                       f"({np.linalg.norm(horizontal):.2f} m from the base, {centre[2]:.2f} m high){planner}")
+            return self._Grasp(kind, tuple(self._current()), list(there.waypoints), approach, lifted,
+                               list(away.waypoints))
+        raise Unreachable(f"unreachable pose: {reason} to grasp {entity.name} from here "
+                          f"({np.linalg.norm(horizontal):.2f} m from the base, {centre[2]:.2f} m high){planner}")
 
     def _release_plan(self, world: WorldState, held: EntityState, target: EntityState) -> PhysicalManipulation._Release:
         receptacle, near = target, None
@@ -504,8 +601,7 @@ class PhysicalManipulation:
                 return self._Release(relation, reach, line[1:], list(reversed(line[:-1])) + back)
             blocked.append((line, reach, back))
         if not blocked:
-            raise Planning(SkillStatus.EXECUTION_FAILED,
-                           f"unreachable pose: no arm configuration reaches {relation} {receptacle.name} from here")
+            raise Unreachable(f"unreachable pose: no arm configuration reaches {relation} {receptacle.name} from here")
         detail = ""
         for line, straight_reach, straight_back in blocked[:PLANNED_CANDIDATES]:  # around what the straight motions hit
             there = (MotionPlan(tuple(straight_reach), "", 0, 0.0) if straight_reach is not None
@@ -517,9 +613,8 @@ class PhysicalManipulation:
                 return self._Release(relation, list(there.waypoints), line[1:],
                                      list(reversed(line[:-1])) + list(away.waypoints))
             detail = away.failure
-        raise Planning(SkillStatus.EXECUTION_FAILED,
-                       f"unreachable pose: no collision-free arm motion reaches {relation} {receptacle.name} from here: "
-                       f"{detail}")
+        raise Unreachable(f"unreachable pose: no collision-free arm motion reaches {relation} {receptacle.name} "
+                          f"from here: {detail}")
 
     def _spot(self, base: Pose2D, lo: np.ndarray, hi: np.ndarray, others: list[EntityState],
               near: EntityState | None) -> tuple[float, float] | None:
@@ -544,6 +639,154 @@ class PhysicalManipulation:
         candidates = grid[free]
         best = candidates[np.argmin(np.hypot(*(candidates - anchor).T))]
         return float(best[0]), float(best[1])
+
+    # ------------------------------------------------------------------ the base, the tuck after a failure
+
+    def _reposition(self, world: WorldState, target: str, unreachable: Unreachable,
+                    plan: Callable[[WorldState], _PlanT]) -> _Repositioned[_PlanT]:
+        """Move the base so that ``plan`` (a grasp or a release plan) reaches ``target``, once: turn in place to face
+        it, plan again, and if that is still out of reach, go to the nearest of Go to's poses near it
+        (:func:`~homiebot.skills.physical.navigation.approach_poses`, at most REPOSITION_GOALS goals within
+        REPOSITION_RANGE) and plan again. Both moves are NavigateToPose goals, as Go to sends them.
+
+        Only when the oracle skill would act from where the base stands (EMMOE's distance rule: the target's box
+        between NEAR_THRESHOLD_M and FAR_THRESHOLD_M from the footprint) and the world graph can be read again;
+        else ``unreachable`` is raised as it is. A target still out of reach after the moves raises Unreachable with
+        what the base did; a base stopped on the way raises Planning (``EXECUTION_FAILED``) with Nav2's message.
+        """
+        if self.world is None or not NEAR_THRESHOLD_M <= world.reach_distance(target) <= FAR_THRESHOLD_M:
+            raise unreachable
+        x, y = world.entities[target].position[:2]
+        base = world.robot
+        travelled, moves = 0.0, []
+        last = unreachable
+        facing = facing_pose(base.x, base.y, (x, y))
+        turn = math.remainder(facing.yaw - base.yaw, math.tau)
+        if abs(turn) > FACING_TOLERANCE:
+            turned = self.driver.navigate_to_pose(facing)
+            travelled += turned.distance_travelled
+            self._base_stopped(turned, target, f"turning to face {target}", travelled)
+            if turned.succeeded:
+                moves.append(f"turned {math.degrees(turn):+.0f} degrees to face {target}")
+                world = self.world()
+                try:
+                    return _Repositioned(plan(world), world, travelled, _moves(moves))
+                except Unreachable as failure:
+                    last = failure
+        here = world.robot
+        goals = [pose for pose in approach_poses(world, target, object_gaps=REPOSITION_GAPS)
+                 if 0.05 < math.hypot(pose.x - here.x, pose.y - here.y) <= REPOSITION_RANGE]
+        refused = []
+        for goal in goals[:REPOSITION_GOALS]:
+            approached = self.driver.navigate_to_pose(goal)
+            travelled += approached.distance_travelled
+            self._base_stopped(approached, target, f"moving closer to {target}{_moves(moves)}", travelled)
+            if not approached.succeeded:
+                refused.append(approached.error_msg)
+                continue
+            moves.append(f"moved {math.hypot(goal.x - here.x, goal.y - here.y):.2f} m to a pose near {target}")
+            world = self.world()
+            try:
+                return _Repositioned(plan(world), world, travelled, _moves(moves))
+            except Unreachable as failure:
+                last = failure
+                break
+        else:
+            if not goals:
+                moves.append(f"found no free pose within {REPOSITION_RANGE:.1f} m near {target} to move to")
+            else:
+                moves.append(f"could not move closer: no goal near {target} was reached (last: {refused[-1]})")
+        still = Unreachable(f"{last.result.detail}{_moves(moves)}")
+        still.travelled = travelled
+        raise still from last
+
+    @staticmethod
+    def _base_stopped(result: NavigateResult, target: str, doing: str, travelled: float) -> None:
+        """A base stopped on its way (Nav2's 1xx, an abort without a code): the robot moved, so it is the skill's
+        failure (as Go to reports it), not a pose to skip."""
+        if result.succeeded or int(result.error_code) >= 200:
+            return
+        words = (f"nav2 error {int(result.error_code)}" if result.error_code is not NavErrorCode.NONE
+                 else "aborted without an error code")
+        stopped = Planning(SkillStatus.EXECUTION_FAILED, f"the base stopped while {doing}: {words}: {result.error_msg}")
+        stopped.travelled = travelled
+        raise stopped
+
+    def _after_failure(self, failure: Planning, world: WorldState, held: np.ndarray | None, moved: str,
+                       travelled: float) -> SkillResult:
+        """The failed skill's result, after the arm went back to the tuck (checked, :meth:`_back_to_tuck`) or said
+        why it could not."""
+        stuck = None if self._tucked() else self._back_to_tuck(self._obstacles_now(world), held)
+        detail = failure.result.detail
+        if moved and not detail.endswith(moved):
+            detail += moved
+        if stuck is not None:
+            detail += f"; {stuck}"
+        return SkillResult(failure.result.status, detail, max(travelled, failure.travelled))
+
+    def _tucked(self) -> bool:
+        return float(np.max(np.abs(np.asarray(self._current()) - self._tuck))) <= TUCKED_TOLERANCE
+
+    def _obstacles_now(self, fallback: WorldState) -> Obstacles:
+        """The world graph's boxes as they are now (read again when the skills can), else ``fallback``'s."""
+        return Obstacles.of(self.world() if self.world is not None else fallback, set())
+
+    def _held_points(self, world: WorldState) -> np.ndarray | None:
+        """The held object's box points in the tool's frame (from the world graph's pose of it and the arm's
+        joints), or None when the hand is empty."""
+        held = world.entities.get(world.held) if world.held is not None else None
+        if held is None:
+            return None
+        tool = self.kinematics.forward(self._current())
+        return np.asarray((Outline.of(held, world.robot).sample_points() - tool[:3, 3]) @ tool[:3, :3])
+
+    def _back_to_tuck(self, obstacles: Obstacles, held: np.ndarray | None,
+                      via: Sequence[Sequence[float]] = ()) -> str | None:
+        """Move the arm from where it is to the tuck through a motion the collision check clears (with ``held``, the
+        object's points in the tool's frame): along ``via`` when each of its segments is clear, else straight or
+        through the tuck (:meth:`_path`), else planned (:meth:`_plan`). What the arm touches where it stands (it
+        stopped against something) does not count against the motion that leaves it (:meth:`_escape`). None when
+        the arm is tucked; else why not (the arm is then left where it is: no goal is sent for a motion that
+        sweeps through the graph's boxes)."""
+        current = self._current()
+        tuck = tuple(self._tuck)
+        obstacles = self._escape(current, obstacles, held)
+        waypoints: Sequence[Sequence[float]] | None = None
+        if via and all(self._segment_clear(a, b, obstacles, held)
+                       for a, b in zip([current, *via[:-1]], via, strict=True)):
+            waypoints = [*via, tuck] if not np.allclose(via[-1], tuck, atol=TUCKED_TOLERANCE) else list(via)
+            if len(waypoints) > len(via) and not self._segment_clear(via[-1], tuck, obstacles, held):
+                waypoints = None
+        if waypoints is None:
+            waypoints = self._path(current, tuck, obstacles, held)
+        if waypoints is None:
+            plan = self._plan(current, tuck, obstacles, held)
+            if plan.waypoints is None:
+                return f"the arm stays out: no collision-free motion back to the tuck ({plan.failure})"
+            waypoints = list(plan.waypoints)
+        moved = self._move(waypoints)
+        if not moved.succeeded:
+            return f"the arm could not tuck: {moved.error_string}"
+        return None
+
+    def _escape(self, q: Sequence[float], obstacles: Obstacles, held: np.ndarray | None) -> Obstacles:
+        """``obstacles`` without the boxes (and walls) the arm or ``held`` at ``q`` already touches, at most
+        ESCAPE_BOXES of them: an arm stopped against a counter leaves it, and the check would refuse every motion
+        from there."""
+        clear = self._clear(obstacles, held)
+        for _ in range(ESCAPE_BOXES):
+            if clear(q):
+                break
+            tight = dataclasses.replace(obstacles, margin=HELD_MARGIN)
+            touched = obstacles.hit(self.kinematics.link_points(q))
+            if touched is None and held is not None:
+                touched = tight.hit(self.kinematics.tool_points(q, held))
+            if touched is None:
+                break
+            obstacles = (dataclasses.replace(obstacles, rooms=()) if touched == "a wall"
+                         else obstacles.without({touched}))
+            clear = self._clear(obstacles, held)
+        return obstacles
 
     # ------------------------------------------------------------------ motion
 

@@ -186,7 +186,7 @@ class _Surroundings:
         if not self.allowed(point):
             return None
         swept = any(box.gap(point) < self.radius for box in self.swept)
-        return _Candidate(_facing(xy[0], xy[1], facing), (float(self.ambiguous(point)), float(swept), *rank))
+        return _Candidate(facing_pose(xy[0], xy[1], facing), (float(self.ambiguous(point)), float(swept), *rank))
 
     def ambiguous(self, xy: np.ndarray) -> np.ndarray:
         """Whether each point also lies in another room's box: maybe across a wall from the target."""
@@ -196,7 +196,8 @@ class _Surroundings:
         return hit
 
 
-def _facing(x: float, y: float, towards: tuple[float, float]) -> Pose2D:
+def facing_pose(x: float, y: float, towards: tuple[float, float]) -> Pose2D:
+    """The base at (x, y) facing ``towards`` (every approach pose faces its target)."""
     return Pose2D(float(x), float(y), math.atan2(towards[1] - y, towards[0] - x))
 
 

@@ -26,7 +26,7 @@ from homiebot.skills.actions import action_spec
 from homiebot.skills.noise import NoiseConfig, SupportsPrecheck
 from homiebot.skills.physical import navigation
 from homiebot.skills.physical.kinematics import ArmKinematics
-from homiebot.skills.physical.manipulation import ArmSetup, PhysicalManipulation, sim_arm_setup
+from homiebot.skills.physical.manipulation import ArmSetup, PhysicalManipulation, base_moves, sim_arm_setup
 from homiebot.skills.skillset import DEFAULT_SKILLS, Skill, SkillSet
 from homiebot.types import Action, SkillResult, SkillStatus
 
@@ -74,12 +74,16 @@ class PhysicalSkillSet(SkillSet):
         self.driver = PhysicalDriver(sim)
         setup = arm or sim_arm_setup()
         kinematics = ArmKinematics(sim.robot_kinematics().urdf(), setup.chain, setup.tip_link, setup.tcp_offset)
-        self.manipulation = PhysicalManipulation(self.driver, kinematics, setup)
+        # The world graph read again after the base moved (a Pick or Put that repositions it) or the arm stopped.
+        self.manipulation = PhysicalManipulation(self.driver, kinematics, setup, world=sim.state)
 
     def reset_arm(self) -> None:
-        """Tuck the arm through the trajectory controller (the oracle's snap would teleport it)."""
+        """Tuck the arm through the trajectory controller (the oracle's snap would teleport it), by a motion checked
+        against the world graph; when none is clear the arm stays, and the next skill's tuck says so."""
         self._simulator.use_physical_arm()
-        self.manipulation.tuck()
+        stuck = self.manipulation.tuck_if_needed(self.sim.state())
+        if stuck is not None:
+            logger.info("reset arm: %s", stuck)
 
     def _attempt(self, skill: Skill, target: str, place: str | None) -> SkillResult:
         # The simulator forgets at each reset (an evaluation worker keeps one simulator for oracle and physical
@@ -102,9 +106,9 @@ class PhysicalSkillSet(SkillSet):
             refusal = self.sim.precheck(action_spec(action).sim_name, target, place)
             if refusal is not None:
                 return refusal
-        tucked = self.manipulation.tuck_if_needed()
-        if not tucked.succeeded:
-            return SkillResult(SkillStatus.EXECUTION_FAILED, f"the arm could not tuck before {action.value}: {tucked.error_string}")
+        stuck = self.manipulation.tuck_if_needed(self.sim.state())
+        if stuck is not None:
+            return SkillResult(SkillStatus.EXECUTION_FAILED, f"{stuck}, before {action.value}")
         if action is Action.GO_TO:
             return navigation.go_to(self.driver, self.sim.state(), target, max_attempts=MAX_GOALS,
                                     object_gaps=MANIPULATION_GAPS)
@@ -148,6 +152,8 @@ class PhysicalSkillSet(SkillSet):
         target = world.entities[place]
         receptacle = target.parent if target.kind.value == "object" else place
         if entity.parent == receptacle:
-            return SkillResult(SkillStatus.SUCCESS, f"put {obj} {entity.relation} {receptacle}")
+            return SkillResult(SkillStatus.SUCCESS, f"put {obj} {entity.relation} {receptacle}{base_moves(released.detail)}",
+                               released.path_length)
         where = f"on {entity.parent}" if entity.parent else f"at ({entity.position[0]:.2f}, {entity.position[1]:.2f}, {entity.position[2]:.2f})"
-        return SkillResult(SkillStatus.DROPPED, f"{released.detail}, but {obj} did not stay there: it came to rest {where}")
+        return SkillResult(SkillStatus.DROPPED, f"{released.detail}, but {obj} did not stay there: it came to rest {where}",
+                           released.path_length)
