@@ -163,3 +163,29 @@ def test_joint_states_follow_the_physical_arm(graph):
         assert bad.error_code.name == "INVALID_JOINTS" and "elbow_bend" in bad.error_string
     finally:
         driver.destroy()
+
+
+def test_a_pick_with_the_object_behind_the_robot_turns_the_base_through_navigate_to_pose(graph):
+    # After the first test: the can on the brown table, the base beside the table, the hand empty.
+    import math
+    import time
+
+    from homie_msgs.action import Manipulate
+
+    from homiebot.ros import convert
+    from homiebot.types import Pose2D, SkillStatus
+
+    assert graph.sim.state().entities["short_can"].parent == "brown_table"
+    here = graph.sim.state().robot
+    # The robot turns its back on the table (between goals, as a person might push it round).
+    assert graph.sim.navigate_to_pose(Pose2D(here.x, here.y, here.yaw + math.pi)).succeeded
+    time.sleep(0.5)  # the status topics' last messages
+    before = graph.goal_count("/navigate_to_pose")
+    result = _send(graph.manipulate, Manipulate.Goal(operation=Manipulate.Goal.PICK, object="short_can", model="oracle"))
+    core = convert.skill_result_from_msg(result.result)
+    assert core.status is SkillStatus.SUCCESS, core.detail
+    assert "(the base first turned" in core.detail and "to face short_can" in core.detail
+    assert graph.sim.state().held == "short_can"
+    time.sleep(1.0)
+    assert graph.goal_count("/navigate_to_pose") > before, "the manipulation executor turned the base by NavigateToPose"
+    assert graph.goal_count("/sim/navigate") == 0
