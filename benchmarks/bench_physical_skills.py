@@ -7,8 +7,9 @@ Run: ``.venv/bin/python -m benchmarks.bench_physical_skills [--split all|train|t
 * SR: episodes whose goal check holds, per setting;
 * causes: each failed attempt of a physical skill, classified from the skill's message (the executor logs each
   try): grasp impossible (the object wider than the open gripper, refused before the arm moves), unreachable pose,
-  arm blocked (the trajectory controller's tolerance, with what it touched), grasp missed,
-  object slipped or did not stay where it was put (dropped), no path for the base, base blocked, other;
+  arm blocked (the trajectory controller's tolerance, with what it touched; or no clear motion back to the tuck),
+  grasp missed, object slipped or did not stay where it was put (dropped), no path for the base, the base stopped
+  while a Pick or Put moved it closer, other;
 * episode wall time: median and mean per setting and their ratio (the target: physical at most 3x oracle);
 * real-time factor: simulated seconds of physics over the wall seconds spent in ``mj_step`` (one core; target at
   least 10x).
@@ -41,7 +42,8 @@ from homiebot.tasks.suite import load_suite
 CAUSES: tuple[tuple[str, str], ...] = (
     ("grasp impossible (wider than the gripper)", r"grasp impossible"),
     ("unreachable pose", r"unreachable pose"),
-    ("arm blocked", r"the arm (stopped|could not tuck)"),
+    ("arm blocked", r"the arm (stopped|could not tuck|stays out)"),
+    ("base stopped before a Pick or Put", r"the base stopped while"),
     ("grasp missed", r"grasp missed"),
     ("slipped from the gripper", r"slipped out of the gripper"),
     ("did not stay where put", r"did not stay there"),
