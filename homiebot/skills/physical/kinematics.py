@@ -92,10 +92,9 @@ class ArmKinematics:
         data = mujoco.MjData(self.model)
         data.qpos[:] = q
         mujoco.mj_kinematics(self.model, data)
-        site = self.model.site(TCP_SITE).id
         pose = np.eye(4)
-        pose[:3, :3] = data.site_xmat[site].reshape(3, 3)
-        pose[:3, 3] = data.site_xpos[site]
+        pose[:3, :3] = data.site_xmat[self._tcp].reshape(3, 3)
+        pose[:3, 3] = data.site_xpos[self._tcp]
         return pose
 
     def link_points(self, q: Sequence[float], spacing: float = 0.05) -> np.ndarray:
@@ -121,8 +120,7 @@ class ArmKinematics:
         data = self._data
         data.qpos[:] = q
         mujoco.mj_kinematics(self.model, data)
-        site = self.model.site(TCP_SITE).id
-        return np.asarray(points, dtype=float) @ data.site_xmat[site].reshape(3, 3).T + data.site_xpos[site]
+        return np.asarray(points, dtype=float) @ data.site_xmat[self._tcp].reshape(3, 3).T + data.site_xpos[self._tcp]
 
     def solve(
         self,
