@@ -3,7 +3,8 @@
 * ``homie data collect --out DIR``: expert (or perturbed-expert) episodes of a suite's split, recorded;
 * ``homie data export --from RUNS --out RAW``: EMMOE's raw per-task layout (``info.txt`` + views);
 * ``homie data build sft|dpo --from RUNS --out DIR``: the SFT or DPO data set, with counts per kind;
-* ``homie data check --from DIR``: a built SFT data set's ambiguous prompts, prompt tokens and mix.
+* ``homie data check --from DIR``: a built SFT data set's ambiguous prompts, prompt tokens and mix;
+* ``homie data corrections --out DIR``: DAgger's rows: a trained student plays, the expert labels its states.
 """
 
 from __future__ import annotations
@@ -236,6 +237,45 @@ def register(app: typer.Typer) -> None:
                 task_ids=tasks.split(",") if tasks else None,
                 images=images,
                 noise=noise,
+            )
+        except (TrainingDataError, ValueError) as err:
+            fail(str(err))
+        for line in summary.lines():
+            typer.echo(line)
+
+    @data_app.command("corrections")
+    def corrections_command(
+        out: Path = typer.Option(
+            ..., "--out", "-o", help="New (or same-settings) folder: episodes/<task>/run<r>/, data/train.parquet."
+        ),
+        model: str = typer.Option("homiebot-smollm2", "--model", help="The student: a shipped model's name."),
+        split: str = typer.Option("train", "--split", help="train, test or all."),
+        tasks: str = typer.Option(None, "--tasks", help="Comma-separated task ids (default: the whole split)."),
+        runs: int = typer.Option(1, "--runs", help="Episodes per task (run r: seed task.seed + --seed-offset + r)."),
+        seed_offset: int = typer.Option(22, "--seed-offset", help="Added to every seed (an evaluation's are refused)."),
+        noise: str = typer.Option("emmoe", "--noise", help="Skill execution noise: emmoe (EMMOE table 4) or off."),
+        max_per_episode: int = typer.Option(3, "--max-per-episode", help="Correction rows per episode, at most."),
+        max_rounds: int = typer.Option(20, "--max-rounds", help="Rounds per episode (EMMOE: 20)."),
+        replay: Path = typer.Option(None, "--replay", help="An SFT episode data set to mix in (what the student learned)."),
+        replay_episodes: int = typer.Option(0, "--replay-episodes", help="How many of its episodes to mix in."),
+    ) -> None:
+        """DAgger's data for the shipped student: it plays (with noise), the expert labels every state it visits."""
+        from homiebot.training.corrections import collect_corrections
+        from homiebot.training.episodes import TrainingDataError
+
+        try:
+            summary = collect_corrections(
+                out,
+                model=model,
+                split=split,
+                task_ids=tasks.split(",") if tasks else None,
+                runs=runs,
+                seed_offset=seed_offset,
+                noise=noise,
+                max_per_episode=max_per_episode,
+                max_rounds=max_rounds,
+                replay=replay,
+                replay_episodes=replay_episodes,
             )
         except (TrainingDataError, ValueError) as err:
             fail(str(err))

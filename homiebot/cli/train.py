@@ -32,6 +32,7 @@ class _Piece:
     processes: int | None = None
     epochs: float | None = None
     max_memory_gb: float | None = None
+    init_adapter: Path | None = None
 
 
 def _train(
@@ -85,6 +86,7 @@ def _train(
             ref_model=ref_model,
             val_data=piece.val,
             stop=StopRule(piece.stop_after_steps, piece.hours, piece.max_memory_gb),
+            init_adapter=piece.init_adapter,
         )
     except (TrainingError, TrainingDataError) as err:
         fail(str(err))
@@ -168,6 +170,12 @@ def register(app: typer.Typer) -> None:
             help="End this piece with a checkpoint once a training process holds this many GB resident (a fresh "
             "piece, --resume, starts small again).",
         ),
+        init_adapter: Path = typer.Option(
+            None,
+            "--init-adapter",
+            help="Continue this LoRA adapter of --model (e.g. the shipped one, on DAgger's corrections) instead of "
+            "starting a new one.",
+        ),
     ) -> None:
         """Stage one: supervised fine-tuning on the answers (completion-only loss); resumable in pieces."""
         if hours is not None and hours <= 0:
@@ -176,7 +184,9 @@ def register(app: typer.Typer) -> None:
             fail(f"--max-memory must be more than 0 GB, got {max_memory}")
         if epochs is not None and epochs <= 0:
             fail(f"--epochs must be more than 0, got {epochs}")
-        piece = _Piece(val, eval_steps, val_limit, stop_after_steps, hours, processes, epochs, max_memory)
+        piece = _Piece(
+            val, eval_steps, val_limit, stop_after_steps, hours, processes, epochs, max_memory, init_adapter
+        )
         _train(
             "sft", data, model, out, preset, max_steps, resume, lr, batch_size, max_length, lora, None, warmup_steps,
             piece,

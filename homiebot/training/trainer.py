@@ -415,6 +415,7 @@ def train(
     progress: bool = True,
     val_data: str | Path | None = None,
     stop: StopRule | None = None,
+    init_adapter: str | Path | None = None,
 ) -> TrainResult:
     """Run one stage (``sft`` or ``dpo``) and save the adapter (or the full model without LoRA) in ``out``.
 
@@ -423,6 +424,9 @@ def train(
     ``val_data``: SFT only, a held-out SFT data set (either form) scored during training
     (:mod:`homiebot.training.progress`). ``stop``: end this piece early with a checkpoint (``--resume`` continues).
     With ``preset.processes`` > 1 the SFT runs in that many processes (DDP over gloo); this one waits for them.
+    ``init_adapter``: SFT only, a LoRA adapter of ``model`` to continue training (its own rank and layers; the
+    preset's LoRA settings are not used): DAgger's corrections train the shipped adapter further, so the result
+    is again one adapter of that size (docs/training.md).
     """
     try:
         import trl
@@ -434,6 +438,14 @@ def train(
         raise TrainingError("a reference model is for DPO only")
     if val_data is not None and stage != "sft":
         raise TrainingError("a validation set (--val) is for SFT only")
+    if init_adapter is not None and stage != "sft":
+        # DPO's reference is the model with the adapter disabled: with a continued adapter that would be the
+        # untrained base, not the policy being improved.
+        raise TrainingError("--init-adapter continues an SFT adapter; for DPO merge it first (homie train merge)")
+    if init_adapter is not None and not preset.lora:
+        raise TrainingError("--init-adapter continues a LoRA adapter; it cannot be combined with --full")
+    if init_adapter is not None:
+        _check_adapter(Path(init_adapter))
     if preset.processes < 1:
         raise TrainingError(f"--processes must be at least 1, got {preset.processes}")
     if preset.processes > 1 and stage != "sft":
@@ -454,7 +466,8 @@ def train(
         load_rows(Path(val_data), "sft")  # refused here, before any process starts
     _check_model_folder(model)
     job = _Job(stage, str(data), str(model), str(target), preset, max_steps, resume, ref_model, progress,
-               None if val_data is None else str(val_data), stop or StopRule())
+               None if val_data is None else str(val_data), stop or StopRule(),
+               None if init_adapter is None else str(Path(init_adapter).expanduser().absolute()))
     first_step = _checkpoint_step(target) if resume else 0
     cost = _PieceCost.start()
     if preset.processes > 1 and not _distributed():
@@ -516,6 +529,7 @@ class _Job:
     progress: bool
     val_data: str | None
     stop: StopRule
+    init_adapter: str | None = None
 
 
 def _distributed() -> bool:
@@ -604,6 +618,12 @@ def _result_from_record(target: Path) -> TrainResult:
         step_learning_rates=record["step_learning_rates"],
         finished=record.get("finished", True),
     )
+
+
+def _check_adapter(adapter: Path) -> None:
+    folder = adapter.expanduser()
+    if not (folder / "adapter_config.json").is_file():
+        raise TrainingError(f"--init-adapter {adapter}: not a LoRA adapter folder (no adapter_config.json)")
 
 
 def _check_model_folder(model: str | Path) -> None:
@@ -729,6 +749,12 @@ def _run(job: _Job, trl_version: str) -> TrainResult:
     log.info(apply_allocator_settings())  # before the model's buffers exist (homiebot/training/allocator.py)
     dataset = load_rows(Path(job.data), stage)
     network, tokenizer = _load_model(job.model, preset)
+    peft_config = _peft_config(preset)
+    if job.init_adapter is not None:
+        from peft import PeftModel
+
+        network = PeftModel.from_pretrained(network, job.init_adapter, is_trainable=True)
+        peft_config = None  # the model is already a trainable PeftModel
     args = _common_args(preset, target, job.max_steps)
     args["disable_tqdm"] = not job.progress
     main = is_main_process_env()
@@ -751,7 +777,7 @@ def _run(job: _Job, trl_version: str) -> TrainResult:
             args=sft_config,
             train_dataset=processed,
             processing_class=tokenizer,
-            peft_config=_peft_config(preset),
+            peft_config=peft_config,
         )
         kept = len(trainer.train_dataset)
         dropped += len(processed) - kept
@@ -822,6 +848,7 @@ def _run(job: _Job, trl_version: str) -> TrainResult:
         "val_data": job.val_data,
         "model": job.model,
         "ref_model": None if job.ref_model is None else str(job.ref_model),
+        "init_adapter": job.init_adapter,
         "steps": steps,
         "max_steps": int(trainer.state.max_steps),
         "finished": finished,

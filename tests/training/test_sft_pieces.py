@@ -266,3 +266,39 @@ def test_sigterm_ends_a_piece_with_a_checkpoint(setup, tmp_path):
     record = json.loads((out / "training.json").read_text())
     assert record["finished"] is False and 1 <= record["steps"] < record["max_steps"] == 50
     assert (out / CHECKPOINTS / f"checkpoint-{record['steps']}" / "optimizer.pt").is_file()
+
+
+def test_init_adapter_continues_the_given_adapter(setup, tmp_path):
+    """``init_adapter`` loads the adapter's weights as the starting point: with the first step's learning rate 0
+    (warm-up) the saved adapter equals the one given, a new adapter would start with its B matrices zero."""
+    root = setup
+    first = tmp_path / "first"
+    train("sft", root / "episodes", root / "model", first, _preset(), max_steps=2, progress=False)
+    given = _adapter(first)
+    assert any(t.abs().sum() > 0 for name, t in given.items() if "lora_B" in name)
+    still = tmp_path / "continued"
+    result = train("sft", root / "rounds", root / "model", still, _preset(warmup_steps=5), max_steps=1,
+                   progress=False, init_adapter=first)
+    assert result.steps == 1 and result.step_learning_rates == [0.0]
+    continued = _adapter(still)
+    assert continued.keys() == given.keys()
+    for name in given:
+        assert continued[name].allclose(given[name]), name
+    record = json.loads((still / "training.json").read_text())
+    assert record["init_adapter"] == str(first)
+    # A step with a learning rate moves it from there.
+    moved = tmp_path / "moved"
+    train("sft", root / "rounds", root / "model", moved, _preset(), max_steps=1, progress=False, init_adapter=first)
+    assert any(not _adapter(moved)[n].allclose(given[n]) for n in given)
+
+
+def test_init_adapter_is_refused_where_it_cannot_apply(setup, tmp_path):
+    root = setup
+    with pytest.raises(TrainingError, match="not a LoRA adapter folder"):
+        train("sft", root / "episodes", root / "model", tmp_path / "a", _preset(), init_adapter=root / "model")
+    with pytest.raises(TrainingError, match="merge it first"):
+        train("dpo", root / "episodes", root / "model", tmp_path / "b", preset_for("dpo", "cpu-small"),
+              init_adapter=root / "model")
+    with pytest.raises(TrainingError, match="--full"):
+        train("sft", root / "episodes", root / "model", tmp_path / "c", _preset(lora=False), init_adapter=root / "model")
+    assert not any((tmp_path / n).exists() for n in "abc")

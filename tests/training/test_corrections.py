@@ -1,0 +1,98 @@
+"""DAgger's corrections for the shipped student (homiebot.training.corrections): which answers a row learns, and
+a real collection with the shipped model on llama.cpp labelled by the training expert."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from homiebot.training.corrections import LabelledRound, collect_corrections, episode_rows
+from homiebot.training.episodes import TrainingDataError
+
+
+def _round(number: int, agree: bool) -> LabelledRound:
+    """Round ``number`` (1-based) of a growing chat: the user turns and the student's answers before it."""
+    messages: list[tuple[str, str]] = []
+    for k in range(1, number):
+        messages += [("user", f"state {k}"), ("assistant", f"Subtask: [Go to, place_{k}]\nModel: PixNav")]
+    messages.append(("user", f"state {number}"))
+    student = f"Subtask: [Go to, place_{number}]\nModel: PixNav"
+    expert = student if agree else f"Subtask: [Pick, thing_{number}]\nModel: RT-1-X"
+    return LabelledRound(tuple(messages), student, expert, agree, "", "")
+
+
+def test_a_row_ends_at_each_disagreement_with_the_experts_answer():
+    rounds = [_round(1, True), _round(2, False), _round(3, True), _round(4, True), _round(5, False), _round(6, True)]
+    rows = episode_rows(rounds, "emmoe-001_seed1081", max_rows=5)
+    assert [r["id"] for r in rows] == ["emmoe-001_seed1081_r2", "emmoe-001_seed1081_r5"]
+    first, second = rows
+    assert first["messages"][-1] == {"role": "assistant", "content": "Subtask: [Pick, thing_2]\nModel: RT-1-X"}
+    # Round 1's agreeing answer is learned in the first row; the disagreeing round 2 is context in the second,
+    # rounds 3 and 4 (agreeing, not learned yet) are learned there.
+    assert first["answer_loss"] == [True, True]
+    assert second["answer_loss"] == [False, False, True, True, True]
+    assert second["messages"][-2] == {"role": "user", "content": "state 5"}
+    # The student's own answer of round 2 stays in the chat it acted in.
+    assert second["messages"][3]["content"] == "Subtask: [Go to, place_2]\nModel: PixNav"
+
+
+def test_rows_per_episode_are_capped_and_an_agreeing_episode_gives_none():
+    looping = [_round(1, True), *(_round(k, False) for k in range(2, 12))]
+    assert [r["id"][-3:] for r in episode_rows(looping, "e", max_rows=3)] == ["_r2", "_r3", "_r4"]
+    assert episode_rows([_round(1, True), _round(2, True)], "e", max_rows=3) == []
+
+
+def test_a_student_without_one_growing_chat_is_refused():
+    fresh = LabelledRound((("user", "state 2"),), "a", "b", False, "", "")
+    with pytest.raises(TrainingDataError, match="growing chat"):
+        episode_rows([_round(1, True), fresh], "e", max_rows=3)
+
+
+def test_evaluation_seeds_and_bad_options_are_refused_before_anything_is_written(tmp_path):
+    with pytest.raises(TrainingDataError, match="evaluation plays"):
+        collect_corrections(tmp_path / "a", task_ids=["emmoe-001"], seed_offset=0)
+    with pytest.raises(TrainingDataError, match="unknown task"):
+        collect_corrections(tmp_path / "b", task_ids=["emmoe-999"])
+    with pytest.raises(TrainingDataError, match="--replay"):
+        collect_corrections(tmp_path / "c", task_ids=["emmoe-001"], replay_episodes=3)
+    with pytest.raises(TrainingDataError, match="subtask-only"):
+        collect_corrections(tmp_path / "d", task_ids=["emmoe-001"], model="smollm2")
+    (tmp_path / "e").mkdir()
+    (tmp_path / "e" / "notes.txt").write_text("mine")
+    with pytest.raises(TrainingDataError, match="not a corrections collection"):
+        collect_corrections(tmp_path / "e", task_ids=["emmoe-001"])
+    assert not any((tmp_path / n).exists() for n in "abcd")
+
+
+@pytest.mark.models
+@pytest.mark.slow
+def test_the_shipped_student_plays_with_noise_and_the_expert_labels_its_states(tmp_path):
+    pytest.importorskip("pyarrow")
+    pytest.importorskip("llama_cpp")
+    import pyarrow.parquet as pq
+
+    out = tmp_path / "corrections"
+    # emmoe-047 on seed offset 22 with EMMOE's noise: the student drops a box and then repeats a Pick that cannot
+    # reach it (measured on 2026-11-29); the expert picks the other box.
+    summary = collect_corrections(out, task_ids=["emmoe-047"], noise="emmoe", max_per_episode=2)
+    assert summary.episodes == 1 and summary.disagreements >= 1 and summary.rows >= 1
+    episode = json.loads((out / "episodes" / "emmoe-047" / "run0" / "corrections.json").read_text())
+    assert episode["seed"] == 22 + 2739
+    assert len(episode["rounds"]) == len(episode["codes"])
+    assert sum(not r["agree"] for r in episode["rounds"]) == summary.disagreements
+    rows = pq.read_table(out / "data" / "train.parquet").to_pylist()
+    assert len(rows) == summary.rows <= 2
+    for row in rows:
+        answers = [m for m in row["messages"] if m["role"] == "assistant"]
+        assert len(answers) == len(row["answer_loss"]) and row["answer_loss"][-1]
+        assert row["messages"][0]["content"].startswith("Task: ")  # the growing chat, no system turn
+        assert answers[-1]["content"].startswith("Subtask: [")
+    stats = json.loads((out / "sft.json").read_text())
+    assert stats["correction_rows"] == len(rows) and stats["student_episodes"] == 1
+    # A rerun with the same settings plays nothing and writes the same rows; other settings are refused.
+    again = collect_corrections(out, task_ids=["emmoe-047"], noise="emmoe", max_per_episode=2)
+    assert again.skipped == 1 and again.episodes == 0
+    assert pq.read_table(out / "data" / "train.parquet").to_pylist() == rows
+    with pytest.raises(TrainingDataError, match="other settings"):
+        collect_corrections(out, task_ids=["emmoe-047"], noise="off", max_per_episode=2)
