@@ -25,8 +25,9 @@ Decisions (tested in ``tests/planner/test_constrained.py``):
 * **Arity follows the action**: ``[End]`` takes nothing, ``Put`` takes an object and a place, every other
   known action (Go to, Pick, Open, Close) exactly one target. The executor answers a missing target or
   place with F1, so the grammar must not allow it. An action that is not one of EMMOE's takes one or two.
-* **Targets** are the names perception grounded (``PlanRequest.grounded_targets``). Names that contain
-  ``,``, ``[``, ``]`` or a line break cannot be written inside ``[...]`` without changing how the
+* **Targets** are the names perception grounded (``PlanRequest.grounded_targets``; for a text-only model,
+  those of the world description it is given: ``homiebot.planner.text_planning.TextTranscript.targets``).
+  Names that contain ``,``, ``[``, ``]`` or a line break cannot be written inside ``[...]`` without changing how the
   Subtask line splits, so they are dropped with a warning. When no usable name is left, the target is
   constrained in form only (``[A-Za-z0-9_]`` followed by letters, digits, spaces, ``_'./-``, at most
   48 characters): F1 is still impossible; F2 (unknown target) is then possible.

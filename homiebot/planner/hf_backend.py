@@ -978,7 +978,7 @@ class HFPlanner(Planner):
 
     def constraint_for(self, request: PlanRequest) -> AnswerConstraint:
         """What one request's answer may contain: its actions, models and grounded targets (in the text mode, the
-        described scene's names when perception grounded none)."""
+        names of the world description its prompt carries: :meth:`TextTranscript.targets`)."""
         targets = self._transcript.targets(request) if self.text_mode else request.grounded_targets
         return AnswerConstraint.build(
             request.actions,

