@@ -266,6 +266,9 @@ class EntityState:
     # then knows the bbox alone.
     half_extents: tuple[float, float, float] | None = None
     yaw: float | None = None
+    # An open, hollow object (a bowl): the thickness of its wall and floor (m), from the scene's declaration; a
+    # two-finger gripper may take it by the rim when it is too wide to take across. None: solid or unknown.
+    wall_thickness: float | None = None
 
 
 @dataclass(frozen=True)
@@ -334,6 +337,10 @@ class SkillResult:
     status: SkillStatus
     detail: str = ""
     path_length: float = 0.0
+    # False: the failure is a property of what the skill acts on, not of chance or of where the robot stands (a
+    # bowl too wide for the gripper, with a rim too thin to hold): the same try again fails the same way, so the
+    # executor does not spend its further tries on it (homiebot/executor/executor.py).
+    retryable: bool = True
 
     @property
     def success(self) -> bool:

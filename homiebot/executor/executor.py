@@ -35,7 +35,9 @@ Decisions where the paper is silent (tested in ``tests/executor/``; see ``docs/l
   ``TOO_CLOSE``, ``HAND_FULL``, ``HAND_EMPTY``, ``NOT_INTERACTIVE``, ``CONTAINER_CLOSED`` on a put,
   ``NOT_FOUND``) means the simulator disagrees with the pre-check (e.g. a tighter arm reach): it is
   reported with that check's code and message at once, because retrying a deterministic refusal
-  cannot succeed.
+  cannot succeed. A failed result that says it is not worth retrying (``SkillResult.retryable`` False: a
+  property of the object, such as a grasp no gripper opening fits) is E1 at once, with the message of a third
+  failed try.
 * **End** is answered ``OK``/"None" without checks (the paper's executor does this first).
 * **Inventory in the feedback** is the HLP inventory after :func:`update_inventory` with this round's code.
 * **Two agents** (PARTNR's robot and human, docs/collaboration.md): an action the agent's role lacks
@@ -375,6 +377,8 @@ class Executor:
                 twin = _precheck_twin(result.status, action, target_text, place_text)
                 if twin is not None:
                     raise _Fail(*twin)
+                if not result.retryable:
+                    break  # another try would fail the same way: E1 now, as after the last try
             raise _Fail(ErrorCode.E1, messages.too_difficult(word))
         finally:
             report.timings["skills_s"] = time.perf_counter() - t0

@@ -8,8 +8,8 @@ backend (``tests/agent/test_episode_mujoco.py``).
 
 Kinematics: ``go_to`` puts the robot ``standoff`` metres from the target's footprint, ``pick``/``put``
 move objects between the hand and receptacles, ``open``/``close`` flip doors. Skills refuse what the real
-one refuses (closed container, hand full/empty) and can be told to fail: ``fail_queue`` holds statuses
-returned (and consumed) by the next attempts of any skill.
+one refuses (closed container, hand full/empty) and can be told to fail: ``fail_queue`` holds statuses (or whole
+results) returned (and consumed) by the next attempts of any skill.
 """
 
 from __future__ import annotations
@@ -118,7 +118,7 @@ class FakeWorld:
         self._robot0 = robot
         self.standoff = standoff
         self.image_size = image_size
-        self.fail_queue: deque[SkillStatus] = deque()
+        self.fail_queue: deque[SkillStatus | SkillResult] = deque()
         self.reset_arm_calls = 0
         self.skill_calls: list[tuple[str, tuple[str, ...]]] = []
         self.reset("fake")
@@ -165,7 +165,8 @@ class FakeWorld:
 
     def _injected(self) -> SkillResult | None:
         if self.fail_queue:
-            return SkillResult(self.fail_queue.popleft(), "injected")
+            failure = self.fail_queue.popleft()
+            return failure if isinstance(failure, SkillResult) else SkillResult(failure, "injected")
         return None
 
     def place_robot_near(self, name: str, gap: float) -> None:

@@ -8,7 +8,7 @@ import pytest
 
 from homiebot.executor.executor import Executor, ExecutorConfig
 from homiebot.testing.fake_world import FakeWorld, kitchen_world, obj
-from homiebot.types import ErrorCode, SkillStatus, Subtask
+from homiebot.types import ErrorCode, SkillResult, SkillStatus, Subtask
 
 
 @pytest.fixture()
@@ -151,6 +151,17 @@ def test_E1_after_three_tries_with_arm_reset_before_each(world):
     assert fb.message == "Unable to pick, the subtask is too difficult to perform"
     assert fb.attempts == 3 and world.reset_arm_calls == 3
     assert fb.inventory == ()
+
+
+def test_a_failure_that_another_try_cannot_change_is_E1_after_one_try(world):
+    # A result that says retrying will not help (a bowl no grasp fits): E1 at once, with the message of the third
+    # try, and no further try (the next one, from the queue's end, would succeed).
+    world.place_robot_near("brown_table", 0.5)
+    world.fail_queue.append(SkillResult(SkillStatus.EXECUTION_FAILED, "grasp impossible: injected", retryable=False))
+    fb = run(world, "Pick", "green_can")
+    assert (fb.code, fb.message) == (ErrorCode.E1, "Unable to pick, the subtask is too difficult to perform")
+    assert fb.attempts == 1 and world.reset_arm_calls == 1
+    assert world.held is None and fb.inventory == ()
 
 
 def test_success_on_third_try(world):
