@@ -195,6 +195,10 @@ class ObjectSpec(_Model):
     color: Color = "red"
     shape: Literal["box", "cylinder", "sphere"] = "box"
     size: Vec3 = Field((0.08, 0.08, 0.12), description="full extents; a sphere uses size[0] as diameter")
+    # An open, hollow object (a bowl): the thickness of its side wall and of its floor; the cylinder is then open at
+    # the top. None: solid. A declared property rather than a category list, so a grasp planner can take such an
+    # object by its rim (homiebot/skills/physical/grasp.py) without guessing from its name.
+    wall_thickness: float | None = Field(None, gt=0, description="open hollow cylinder: wall and floor thickness (m)")
     on: str | None = None
     in_: str | None = Field(None, alias="in")
     position: Vec3 | None = None
@@ -211,6 +215,16 @@ class ObjectSpec(_Model):
         given = [k for k, v in (("on", self.on), ("in", self.in_), ("position", self.position)) if v is not None]
         if len(given) != 1:
             raise ValueError(f"give exactly one of on / in / position (got {given or 'none'})")
+        return self
+
+    @model_validator(mode="after")
+    def _hollow_cylinder(self) -> ObjectSpec:
+        if self.wall_thickness is not None:
+            if self.shape != "cylinder":
+                raise ValueError(f"wall_thickness makes an open hollow cylinder, not a {self.shape}")
+            if 2 * self.wall_thickness >= min(self.size[0], self.size[2]):
+                raise ValueError(f"wall_thickness {self.wall_thickness} leaves no hollow in a {self.size[0]} x "
+                                 f"{self.size[2]} m cylinder")
         return self
 
     @property

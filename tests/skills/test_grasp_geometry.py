@@ -21,6 +21,8 @@ from homiebot.skills.physical.grasp import (
     GraspCandidate,
     Outline,
     grasp_candidates,
+    held_by_rim,
+    impossible,
     too_wide,
 )
 from homiebot.skills.physical.manipulation import TILTS
@@ -31,14 +33,14 @@ OPENING = SETUP.open_width
 
 
 def _object(half: tuple[float, float, float] | None, yaw: float | None, at: tuple[float, float] = (1.0, 2.0),
-            bottom: float = 0.9) -> EntityState:
+            bottom: float = 0.9, wall: float | None = None) -> EntityState:
     """An object standing on a counter at ``bottom``; its bbox holds its box at any heading (as the simulator's)."""
     hx, hy, hz = half if half is not None else (0.05, 0.05, 0.05)
     radius = math.hypot(hx, hy) if yaw is not None else hx
     centre = (at[0], at[1], bottom + hz)
     return EntityState("thing", "thing", EntityKind.OBJECT, (), centre,
                        (at[0] - radius, at[1] - radius, bottom), (at[0] + radius, at[1] + radius, bottom + 2 * hz),
-                       parent="counter", relation="on", half_extents=half, yaw=yaw)
+                       parent="counter", relation="on", half_extents=half, yaw=yaw, wall_thickness=wall)
 
 
 def _candidates(entity: EntityState, base: Pose2D) -> list[GraspCandidate]:
@@ -146,3 +148,54 @@ def test_without_the_objects_own_box_nothing_is_ranked_or_refused():
     candidates = _candidates(unknown, BASE)
     assert [c.width for c in candidates] == [None] * len(candidates)
     assert candidates[0].kind == "top-down"
+
+
+# The scenes' bowl: 16 cm across, 5.5 cm high, its wall and floor 2 cm thick, on a counter 0.9 m high.
+BOWL = (0.08, 0.08, 0.0275)
+
+
+def test_a_bowl_too_wide_to_take_across_is_taken_by_its_rim_from_above():
+    bowl = _object(BOWL, None, wall=0.02)
+    outline = Outline.of(bowl, BASE)
+    assert too_wide(outline, OPENING) and held_by_rim(outline, OPENING)
+    assert impossible(outline, "bowl", OPENING, SETUP.least_width, SETUP.finger_reach) is None
+    candidates = _candidates(bowl, BASE)
+    assert candidates and {c.kind for c in candidates} == {"rim"}
+    centre = outline.centre
+    rim = centre[2] + BOWL[2]
+    towards_base = -centre[:2] / np.linalg.norm(centre[:2])
+    for c in candidates:
+        assert np.allclose(c.approach, (0.0, 0.0, -1.0)), "from straight above"
+        radial = c.position[:2] - centre[:2]
+        # The tool centre on the wall's middle, the fingers closing across the wall (along the radius).
+        assert np.linalg.norm(radial) == pytest.approx(0.08 - 0.01)
+        assert abs(float(c.closing[:2] @ radial)) == pytest.approx(np.linalg.norm(radial))
+        assert c.closing[2] == 0.0 and c.width == 0.02
+        # Below the rim, the finger tips above the floor inside (2 cm thick) and the palm above the rim.
+        tips = c.position[2] - SETUP.finger_reach
+        assert tips >= bowl.bbox_min[2] + 0.02 + 0.01 - 1e-9 and c.position[2] < rim
+        assert c.position[2] + SETUP.palm_depth > rim
+        assert c.clear_distance == pytest.approx(rim - tips + 0.02)
+    # The nearest point of the rim first, the far side last.
+    first, last = candidates[0].position[:2] - centre[:2], candidates[-1].position[:2] - centre[:2]
+    assert float(first @ towards_base) == pytest.approx(0.07)
+    assert float(last @ towards_base) == pytest.approx(-0.07)
+
+
+@pytest.mark.parametrize(("wall", "half", "reason"), [
+    (None, BOWL, "wider than the gripper opens (10.0 cm)"),
+    (0.008, BOWL, "its rim is 0.8 cm thick, thinner than the closed fingers hold (1.4 cm)"),
+    (0.09, (0.2, 0.2, 0.2), "its rim is 9.0 cm thick, too thick to take between the fingers"),
+    (0.02, (0.08, 0.08, 0.02), "too shallow to take by the rim (4.0 cm high)"),
+])
+def test_a_wide_object_without_a_rim_the_fingers_can_hold_cannot_be_grasped(wall, half, reason):
+    outline = Outline.of(_object(half, None, wall=wall), BASE)
+    refused = impossible(outline, "bowl", OPENING, SETUP.least_width, SETUP.finger_reach)
+    assert refused is not None and refused.startswith("grasp impossible: bowl is ") and refused.endswith(reason)
+
+
+def test_an_open_object_that_fits_across_is_taken_across_not_by_its_rim():
+    mug = _object((0.04, 0.04, 0.05), None, wall=0.005)  # an 8 cm mug: open and hollow, but it fits
+    outline = Outline.of(mug, BASE)
+    assert not held_by_rim(outline, OPENING)
+    assert "rim" not in {c.kind for c in _candidates(mug, BASE)}

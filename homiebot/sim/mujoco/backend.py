@@ -499,6 +499,7 @@ class MujocoSimulator:
                 is_filled=obj.filled if obj.spec.category in FILLABLE_CATEGORIES else None,
                 half_extents=half_extents,
                 yaw=heading,
+                wall_thickness=obj.spec.wall_thickness,
             )
         agents: tuple[AgentState, ...] = ()
         if len(self._bodies) > 1:

@@ -8,7 +8,8 @@ The compiler writes MJCF text (one ``<mujoco>`` document) and compiles it with `
 * furniture as bodies built from boxes by category (tables and desks on legs, sofas with back and arms,
   chairs, open shelves, hollow containers around an interior, solid blocks otherwise); articulated
   furniture gets a child body with a hinge (door) or a slide (drawer) joint, which Open/Close drives;
-* small objects as primitives (box, cylinder, sphere) on free joints, in their colour;
+* small objects as primitives (box, cylinder, sphere) on free joints, in their colour; an open hollow cylinder (a
+  bowl) as a floor disc and a ring of wall boxes;
 * the Fetch-class robot of :mod:`homiebot.sim.mujoco.robot`.
 
 Every geom is mapped to the instance it belongs to (``CompiledScene.geom_instance``), which turns
@@ -246,13 +247,38 @@ def _articulated_body(f: FurnitureSpec, owner: dict[str, str | None], color: str
     return f'<body name={quoteattr(f.name + "/moving")} pos="{pos}">{joint}{"".join(g.lines)}</body>'
 
 
-def _object_geom(obj: ObjectSpec) -> str:
+#: Mass of a small object (kg), spread over its geoms.
+OBJECT_MASS = 0.2
+#: Flat segments of an open hollow cylinder's wall (a bowl's): MuJoCo collides a mesh as its convex hull, which would
+#: fill the hollow, so the wall is a ring of boxes.
+HOLLOW_WALL_SEGMENTS = 16
+
+
+def _object_geoms(obj: ObjectSpec, g: _GeomWriter) -> None:
+    """The object's geoms on its body (origin at the centre of its box): one primitive, or for an open hollow cylinder
+    (``wall_thickness``) a floor disc and a ring of wall boxes, so that a finger fits between the wall and the middle."""
     color = _rgba(obj.color)
+    physics = 'contype="0" conaffinity="0"'
     if obj.shape == "box":
-        return f'type="box" size="{_fmt(*(s / 2 for s in obj.size))}" rgba="{color}"'
-    if obj.shape == "cylinder":
-        return f'type="cylinder" size="{_fmt(obj.size[0] / 2, obj.size[2] / 2)}" rgba="{color}"'
-    return f'type="sphere" size="{_fmt(obj.size[0] / 2)}" rgba="{color}"'
+        g.raw(f'type="box" size="{_fmt(*(s / 2 for s in obj.size))}" rgba="{color}" mass="{OBJECT_MASS}" {physics}')
+    elif obj.shape == "cylinder" and obj.wall_thickness is not None:
+        radius, half, wall = obj.size[0] / 2, obj.size[2] / 2, obj.wall_thickness
+        mass = OBJECT_MASS / (HOLLOW_WALL_SEGMENTS + 1)
+        g.raw(f'type="cylinder" size="{_fmt(radius, wall / 2)}" pos="{_fmt(0.0, 0.0, -half + wall / 2)}" '
+              f'rgba="{color}" mass="{mass:.5g}" {physics}')
+        # Each segment's outer face touches the circle of the object's radius at its middle; its half length closes
+        # the polygon at the wall's outer side.
+        centre = radius - wall / 2
+        half_length = radius * math.tan(math.pi / HOLLOW_WALL_SEGMENTS)
+        for k in range(HOLLOW_WALL_SEGMENTS):
+            angle = 2 * math.pi * k / HOLLOW_WALL_SEGMENTS
+            g.raw(f'type="box" size="{_fmt(wall / 2, half_length, half)}" '
+                  f'pos="{_fmt(centre * math.cos(angle), centre * math.sin(angle), 0.0)}" euler="0 0 {angle:.6f}" '
+                  f'rgba="{color}" mass="{mass:.5g}" {physics}')
+    elif obj.shape == "cylinder":
+        g.raw(f'type="cylinder" size="{_fmt(obj.size[0] / 2, obj.size[2] / 2)}" rgba="{color}" mass="{OBJECT_MASS}" {physics}')
+    else:
+        g.raw(f'type="sphere" size="{_fmt(obj.size[0] / 2)}" rgba="{color}" mass="{OBJECT_MASS}" {physics}')
 
 
 def _floor_mesh(name: str, polygon: list[tuple[float, float]]) -> str:
@@ -339,7 +365,7 @@ def compile_scene(spec: SceneSpec, width: int = 256, height: int = 256, human: b
 
     for obj in spec.objects:
         g = _GeomWriter(obj.name, owner)
-        g.raw(f'{_object_geom(obj)} mass="0.2" contype="0" conaffinity="0"')
+        _object_geoms(obj, g)
         world.append(
             f'<body name={quoteattr("object/" + obj.name)} pos="0 0 {half_height(obj):.5g}">'
             f'<freejoint name={quoteattr("object/" + obj.name)}/>{"".join(g.lines)}</body>'

@@ -18,6 +18,14 @@ its centre with the palm pressed into it; and from above, the finger tips stay c
 Without the object's own box (the graph carries only the axis-aligned bbox, e.g. from images or over a message
 that lacks it), the width between the fingers is unknown: the grasps close across the object as seen from the
 base, none is ranked or left out, and none is refused.
+
+**By the rim.** An open hollow object too wide to take across (a bowl: ``EntityState.wall_thickness``, declared in
+the scene) is taken by its rim, as a person or a parallel gripper takes a bowl: from straight above, the fingers
+straddling the wall (one inside, one outside), closing across it along the radius, opened only a little wider than the wall (:func:`rim_candidates`). The
+wall must be thicker than the closed fingers still hold and thinner than they open, and the fingers must reach
+far enough down it without touching the floor inside; else the object cannot be grasped (:func:`impossible`).
+Only from above: a bowl held by its rim and put down from above stands upright again, which a tilted approach
+would not give (the Put of :mod:`.manipulation` releases such an object from above only, :func:`held_by_rim`).
 """
 
 from __future__ import annotations
@@ -49,6 +57,16 @@ PREGRASP_MARGIN = 0.02
 MAX_HEADING_TURN = 45.0
 #: Headings closer than this (degrees) are one.
 SAME_HEADING = 5.0
+#: How far (m) the tool centre goes below a rim at most: the pads then hold the top of the wall.
+RIM_DEPTH = 0.02
+#: Least length (m) of finger along the wall below the rim for a rim grasp: less, and the wall slips out.
+RIM_MIN_OVERLAP = 0.015
+#: Room (m) between each open pad and the wall for a rim grasp: the pads open no wider (the outer one stays off what
+#: stands around the object, a drawer's side, and the inner one off the far wall), and the hand's position error
+#: after the descent is below a centimetre.
+RIM_ROOM = 0.015
+#: Where on the rim the grasps go, in degrees around the object from the point nearest the base, in order.
+RIM_ANGLES = (0.0, 45.0, -45.0, 90.0, -90.0, 135.0, -135.0, 180.0)
 
 
 @dataclass(frozen=True)
@@ -61,6 +79,8 @@ class Outline:
     half: tuple[float, float, float]
     axis: np.ndarray | None
     known: bool
+    #: An open hollow round object's wall (and floor) thickness (m): it may be taken by its rim; None: solid.
+    wall: float | None = None
 
     @staticmethod
     def of(entity: EntityState, base: Pose2D) -> Outline:
@@ -74,7 +94,7 @@ class Outline:
             return Outline(centre, (radius, radius, float(hi[2] - lo[2]) / 2), None, known=False)
         hx, hy, hz = (float(v) for v in entity.half_extents)
         if entity.yaw is None:
-            return Outline(centre, (hx, hx, hz), None, known=True)
+            return Outline(centre, (hx, hx, hz), None, known=True, wall=entity.wall_thickness)
         heading = entity.yaw - base.yaw
         return Outline(centre, (hx, hy, hz), np.array([math.cos(heading), math.sin(heading), 0.0]), known=True)
 
@@ -125,11 +145,71 @@ class GraspCandidate:
     position: np.ndarray
     width: float | None
     clear_distance: float
+    #: How far apart (m) the pads open for this grasp; None: as wide as they go.
+    pad_gap: float | None = None
 
 
 def too_wide(outline: Outline, opening: float) -> bool:
-    """Whether no grasp fits: the object is wider at its narrowest than the open fingers less the least room."""
+    """Whether no grasp across the object fits: it is wider at its narrowest than the open fingers less the least
+    room."""
     return outline.known and outline.narrowest() > opening - 2 * MIN_CLEARANCE + WIDTH_TOLERANCE
+
+
+def held_by_rim(outline: Outline, opening: float) -> bool:
+    """Whether the object is one the Pick takes by its rim (module docstring): open and hollow, too wide across."""
+    return outline.wall is not None and too_wide(outline, opening)
+
+
+def _rim_depth(outline: Outline, finger_reach: float) -> float:
+    """How far below the rim the tool centre goes: at most RIM_DEPTH, the finger tips FINGER_CLEARANCE above the
+    floor inside (as thick as the wall)."""
+    assert outline.wall is not None
+    inside = 2 * outline.half[2] - outline.wall  # from the rim down to the floor inside
+    return min(RIM_DEPTH, inside - FINGER_CLEARANCE - finger_reach)
+
+
+def impossible(outline: Outline, name: str, opening: float, least_width: float, finger_reach: float) -> str | None:
+    """Why no grasp can take the object, known before the arm moves (EMMOE's words for it: "grasp impossible"), or
+    None when some grasp may. ``least_width``: the narrowest the closed fingers still hold (their pads' gap closed,
+    plus what a hold needs); ``finger_reach`` as for :func:`grasp_candidates`."""
+    if not too_wide(outline, opening):
+        return None
+    wide = (f"grasp impossible: {name} is {outline.narrowest() * 100:.1f} cm wide at its narrowest, "
+            f"wider than the gripper opens ({opening * 100:.1f} cm)")
+    if outline.wall is None:
+        return wide
+    if outline.wall < least_width - WIDTH_TOLERANCE:
+        return (f"{wide}, and its rim is {outline.wall * 100:.1f} cm thick, thinner than the closed fingers hold "
+                f"({least_width * 100:.1f} cm)")
+    if outline.wall > opening - 2 * FIT_CLEARANCE + WIDTH_TOLERANCE:
+        return f"{wide}, and its rim is {outline.wall * 100:.1f} cm thick, too thick to take between the fingers"
+    if _rim_depth(outline, finger_reach) + finger_reach < RIM_MIN_OVERLAP - WIDTH_TOLERANCE:
+        return f"{wide}, and it is too shallow to take by the rim ({2 * outline.half[2] * 100:.1f} cm high)"
+    return None
+
+
+def rim_candidates(outline: Outline, finger_reach: float) -> list[GraspCandidate]:
+    """Grasps of an open hollow round object by its rim (module docstring), from straight above with the fingers
+    closing across the wall along the radius: at the point of the rim nearest the base first, then around it
+    (RIM_ANGLES). The tool centre is on the wall's middle, ``_rim_depth`` below the rim."""
+    assert outline.wall is not None
+    radius, wall = outline.half[0], outline.wall
+    depth = _rim_depth(outline, finger_reach)
+    rim = float(outline.centre[2]) + outline.half[2]
+    towards_base = _unit(np.array([-outline.centre[0], -outline.centre[1], 0.0]))
+    legacy = _closing(-towards_base)
+    down = np.array([0.0, 0.0, -1.0])
+    candidates = []
+    for degrees in RIM_ANGLES:
+        a = math.radians(degrees)
+        c, s = math.cos(a), math.sin(a)
+        outward = np.array([c * towards_base[0] - s * towards_base[1], s * towards_base[0] + c * towards_base[1], 0.0])
+        point = outline.centre + (radius - wall / 2) * outward
+        point[2] = rim - depth
+        closing = outward if float(outward @ legacy) >= 0 else -outward
+        candidates.append(GraspCandidate("rim", down, closing, point, wall, depth + finger_reach + PREGRASP_MARGIN,
+                                         pad_gap=wall + 2 * RIM_ROOM))
+    return candidates
 
 
 def _unit(v: np.ndarray) -> np.ndarray:
@@ -154,11 +234,14 @@ def _angle(a: np.ndarray, b: np.ndarray) -> float:
 def grasp_candidates(outline: Outline, opening: float, palm_depth: float, finger_reach: float,
                      tilts: tuple[float, ...]) -> list[GraspCandidate]:
     """The grasps to try, best first (module docstring): top-down, then tilted ``tilts`` degrees down, then level;
-    the ones with room to spare before the tight ones, the ones wider than the opening left out.
+    the ones with room to spare before the tight ones, the ones wider than the opening left out. An object taken by
+    its rim (:func:`held_by_rim`) has the rim grasps alone.
 
     ``opening``: the distance between the open fingers (m); ``palm_depth``: from the tool centre back to the palm
     along the approach; ``finger_reach``: how far the finger tips reach beyond the tool centre.
     """
+    if held_by_rim(outline, opening):
+        return rim_candidates(outline, finger_reach)
     base_heading = _unit(np.array([outline.centre[0], outline.centre[1], 0.0]))
     # Closing directions: across the object as seen from the base, or along each axis of a box (narrow first).
     legacy = _closing(base_heading)

@@ -62,7 +62,7 @@ from homiebot.sim.robot_driver import (
     TrajectoryPoint,
     TrajectoryResult,
 )
-from homiebot.skills.physical.grasp import Outline, grasp_candidates, too_wide
+from homiebot.skills.physical.grasp import GraspCandidate, Outline, grasp_candidates, held_by_rim, impossible
 from homiebot.skills.physical.kinematics import ArmKinematics
 from homiebot.skills.physical.motion import CHECK_STEP, MotionPlan, PlannerSettings, plan_motion, segment_clear
 from homiebot.skills.physical.navigation import approach_poses, facing_pose
@@ -104,6 +104,9 @@ REPOSITION_GAPS = (0.06, 0.2, 0.45)
 REPOSITION_RANGE = 2.0
 #: NavigateToPose goals one reposition's approach sends at most.
 REPOSITION_GOALS = 3
+#: Room (m) a rim grasp or release wants between the tool centre and a drawer's, cabinet's or sink's inner walls:
+#: the palm reaches 6 cm either side of it along the fingers' closing direction (homiebot/sim/mujoco/robot.py).
+HAND_ROOM = 0.07
 #: Joint-space obstacles the arm touches where it stopped that a motion back to the tuck may leave (_escape).
 ESCAPE_BOXES = 4
 
@@ -139,6 +142,12 @@ class ArmSetup:
     neighbour_margin: float = 0.10  # m from objects already on the receptacle
     #: The sampling planner's budget and seed, for motions whose straight joint-space segments collide.
     planner: PlannerSettings = field(default_factory=PlannerSettings)
+
+    @property
+    def least_width(self) -> float:
+        """The narrowest thing (m) the fingers hold: their pads' gap when closed, plus the gap by which a closed
+        gripper tells that it holds something (GRIPPED_GAP)."""
+        return self.open_width - self.open_gap + self.closed_gap + GRIPPED_GAP
 
 
 def sim_arm_setup() -> ArmSetup:
@@ -311,6 +320,18 @@ def _plan_key(start: Sequence[float], goal: Sequence[float], obstacles: Obstacle
             None if held is None else rounded(held))
 
 
+_ItemT = TypeVar("_ItemT")
+
+
+def _roomy_first(items: Sequence[_ItemT], room: Callable[[_ItemT], float],
+                 concerned: Callable[[_ItemT], bool] = lambda _: True) -> list[_ItemT]:
+    """``items`` (``concerned`` ones: those the hand's room matters for) with HAND_ROOM around the hand first, in
+    their order, then the rest, most room first."""
+    roomy = [item for item in items if not concerned(item) or room(item) >= HAND_ROOM]
+    rest = sorted((item for item in items if concerned(item) and room(item) < HAND_ROOM), key=lambda item: -room(item))
+    return roomy + rest
+
+
 def _tilted(horizontal: np.ndarray, degrees: float) -> np.ndarray:
     """The direction ``degrees`` below ``horizontal`` (towards the floor)."""
     h = horizontal / max(float(np.linalg.norm(horizontal)), 1e-9)
@@ -406,11 +427,11 @@ class PhysicalManipulation:
         if entity is None or entity.kind is not EntityKind.OBJECT:
             return _result(SkillStatus.NOT_FOUND, f"{obj} is not an object in the world graph")
         outline = Outline.of(entity, world.robot)
-        if too_wide(outline, self.setup.open_width):
-            # Known before the arm moves: no grasp can put the open fingers around it, from any side.
-            return _result(SkillStatus.EXECUTION_FAILED,
-                           f"grasp impossible: {obj} is {outline.narrowest() * 100:.1f} cm wide at its narrowest, "
-                           f"wider than the gripper opens ({self.setup.open_width * 100:.1f} cm)")
+        refused = impossible(outline, obj, self.setup.open_width, self.setup.least_width, self.setup.finger_reach)
+        if refused is not None:
+            # Known before the arm moves: no grasp can put the open fingers around it (or its rim), from any side,
+            # from any base pose; another try cannot change that.
+            return SkillResult(SkillStatus.EXECUTION_FAILED, refused, retryable=False)
         moved, travelled = "", 0.0
         try:
             try:
@@ -420,7 +441,7 @@ class PhysicalManipulation:
                     w, w.entities[obj], Outline.of(w.entities[obj], w.robot)))
                 world, travelled, moved = repositioned.world, repositioned.travelled, repositioned.moves
                 grasp = repositioned.plan
-            self._gripper(self.setup.open_gap)
+            self._gripper(grasp.open_gap)
             self._expect(self._move(grasp.reach), f"reaching for {obj}")
             self._expect(self._move(grasp.approach), f"reaching for {obj}")
             closed = self.driver.gripper_command(self.setup.closed_gap, self.setup.max_effort)
@@ -475,6 +496,7 @@ class PhysicalManipulation:
         approach: list[tuple[float, ...]]  # pre-grasp to grasp, straight
         lift: tuple[float, ...]
         back: list[tuple[float, ...]]  # from the lift to the tuck (drawn back level first if needed)
+        open_gap: float  # the gripper's gap (GripperCommand's position) before the reach
 
         @property
         def pregrasp(self) -> tuple[float, ...]:
@@ -499,11 +521,17 @@ class PhysicalManipulation:
         reason = "no arm configuration reaches it"
         # Grasps the arm reaches but the straight motions to or from collide: (kind, pre-grasp, approach, lift, the
         # held object's points, the motion there or None, the motion back or None).
-        blocked: list[tuple[str, tuple[float, ...], list[tuple[float, ...]], tuple[float, ...], np.ndarray,
+        blocked: list[tuple[GraspCandidate, tuple[float, ...], list[tuple[float, ...]], tuple[float, ...], np.ndarray,
                             list[tuple[float, ...]] | None, list[tuple[float, ...]] | None]] = []
-        for candidate in grasp_candidates(outline, self.setup.open_width, self.setup.palm_depth,
-                                          self.setup.finger_reach, TILTS):
-            kind, pose = candidate.kind, tool_pose(candidate.position, candidate.approach, candidate.closing)
+        candidates = grasp_candidates(outline, self.setup.open_width, self.setup.palm_depth, self.setup.finger_reach,
+                                      TILTS)
+        walls = world.entities.get(receptacle) if receptacle is not None else None
+        if walls is not None:
+            # Inside a drawer or a cabinet, the hand goes to the rim where the walls leave it room (_hand_room).
+            candidates = _roomy_first(candidates, lambda c: self._hand_room(world.robot, walls, c.position),
+                                      lambda c: c.kind == "rim")
+        for candidate in candidates:
+            pose = tool_pose(candidate.position, candidate.approach, candidate.closing)
             # The full pre-grasp stand-off, else the shortest that keeps the finger tips clear of the object (a tall
             # object held near its top at the edge of the arm's reach).
             line = self._line(pose, -self.setup.pregrasp_distance, obstacles, near)
@@ -528,13 +556,14 @@ class PhysicalManipulation:
             back = self._carry_back(lift.positions, obstacles, held)
             if reach is None or back is None:
                 reason = "no collision-free arm motion gets there"
-                blocked.append((kind, pregrasp, approach, lift.positions, held, reach, back))
+                blocked.append((candidate, pregrasp, approach, lift.positions, held, reach, back))
                 continue
-            return self._Grasp(kind, tuple(self._current()), reach, approach, lift.positions, back)
+            return self._Grasp(candidate.kind, tuple(self._current()), reach, approach, lift.positions, back,
+                               self._open_gap(candidate))
         # Every grasp the arm reaches is cut off by the straight motions: plan around what they hit, for the best
         # ranked grasps only.
         planner = ""  # why the planner found no motion, for the message
-        for kind, pregrasp, approach, lifted, held, straight_reach, straight_back in blocked[:PLANNED_CANDIDATES]:
+        for candidate, pregrasp, approach, lifted, held, straight_reach, straight_back in blocked[:PLANNED_CANDIDATES]:
             there = (MotionPlan(tuple(straight_reach), "", 0, 0.0) if straight_reach is not None
                      else self._plan(self._current(), pregrasp, obstacles))
             if there.waypoints is None:
@@ -545,10 +574,29 @@ class PhysicalManipulation:
             if away.waypoints is None:
                 reason, planner = "no collision-free arm motion gets back with it", f": {away.failure}"
                 continue
-            return self._Grasp(kind, tuple(self._current()), list(there.waypoints), approach, lifted,
-                               list(away.waypoints))
+            return self._Grasp(candidate.kind, tuple(self._current()), list(there.waypoints), approach, lifted,
+                               list(away.waypoints), self._open_gap(candidate))
         raise Unreachable(f"unreachable pose: {reason} to grasp {entity.name} from here "
                           f"({np.linalg.norm(horizontal):.2f} m from the base, {centre[2]:.2f} m high){planner}")
+
+    def _hand_room(self, base: Pose2D, receptacle: EntityState, point: np.ndarray) -> float:
+        """How far (m) the tool centre at ``point`` (base frame) is inside ``receptacle``'s interior walls,
+        horizontally (negative: outside); infinite for a receptacle without an interior. The world graph's box of a
+        drawer does not follow its pulled-out tray, so the arm's collision check cannot see the tray's walls."""
+        if receptacle.interior_min is None or receptacle.interior_max is None:
+            return math.inf
+        c, s = math.cos(base.yaw), math.sin(base.yaw)
+        x, y = base.x + c * point[0] - s * point[1], base.y + s * point[0] + c * point[1]
+        lo, hi = receptacle.interior_min, receptacle.interior_max
+        return float(min(x - lo[0], hi[0] - x, y - lo[1], hi[1] - y))
+
+    def _open_gap(self, candidate: GraspCandidate) -> float:
+        """The gripper's gap (its joints' sum) that opens the pads as far as ``candidate`` asks."""
+        if candidate.pad_gap is None:
+            return self.setup.open_gap
+        pads_closed = self.setup.open_width - self.setup.open_gap + self.setup.closed_gap
+        return float(np.clip(candidate.pad_gap - pads_closed + self.setup.closed_gap, self.setup.closed_gap,
+                             self.setup.open_gap))
 
     def _release_plan(self, world: WorldState, held: EntityState, target: EntityState) -> PhysicalManipulation._Release:
         receptacle, near = target, None
@@ -573,7 +621,11 @@ class PhysicalManipulation:
         held_offset = (held_outline.centre - tool[:3, 3]) @ tool[:3, :3]
         held_points = (held_outline.sample_points() - tool[:3, 3]) @ tool[:3, :3]
         others = [e for e in world.entities.values() if e.parent == receptacle.name and e.name != held.name]
-        spot = self._spot(world.robot, lo, hi, others, near)
+        by_rim = held_by_rim(held_outline, self.setup.open_width)
+        # An object held by its rim between walls (a sink, a drawer): its centre far enough in that the hand beside it
+        # keeps HAND_ROOM from them.
+        margin = max(self.setup.edge_margin, held_outline.half[0] + HAND_ROOM) if by_rim and inside else None
+        spot = self._spot(world.robot, lo, hi, others, near, margin)
         if spot is None:
             raise Planning(SkillStatus.EXECUTION_FAILED, f"no free spot {relation} {receptacle.name} within reach")
         obstacles = Obstacles.of(world, {held.name}, {receptacle.name} if inside else set())
@@ -584,13 +636,27 @@ class PhysicalManipulation:
         centre_base = self._in_base(world.robot, centre)
         horizontal = np.array([centre_base[0], centre_base[1], 0.0])
         across = np.cross((0.0, 0.0, 1.0), horizontal / max(np.linalg.norm(horizontal), 1e-9))
+        down = np.array([0.0, 0.0, -1.0])
         # From above (a top, a drawer, a sink), else level through the front (a fridge, a cabinet).
-        approaches: list[np.ndarray] = [np.array([0.0, 0.0, -1.0]), *(_tilted(horizontal, angle) for angle in TILTS), horizontal]
+        releases: list[tuple[np.ndarray, np.ndarray]] = [
+            (approach, across) for approach in (down, *(_tilted(horizontal, angle) for angle in TILTS), horizontal)]
+        if by_rim:
+            # Taken by the rim from above (grasp.rim_candidates): released from above only, so that it stands upright
+            # again; the hand (off the object's centre by its radius) beside the spot, on the robot's side first.
+            along = horizontal / max(float(np.linalg.norm(horizontal)), 1e-9)
+
+            def hand_at(hand: np.ndarray) -> np.ndarray:
+                return centre_base - tool_pose(centre_base, down, hand)[:3, :3] @ held_offset
+
+            hands = sorted([across, -across, along, -along], key=lambda hand: float(np.linalg.norm(hand_at(hand))))
+            if inside:  # between a sink's or a drawer's walls, where they leave the hand room first
+                hands = _roomy_first(hands, lambda hand: self._hand_room(world.robot, receptacle, hand_at(hand)))
+            releases = [(down, hand) for hand in hands]
         # Releases the arm reaches but the straight motions to or from collide: (the line down, the motion there or
         # None, the motion back or None).
         blocked: list[tuple[list[tuple[float, ...]], list[tuple[float, ...]] | None, list[tuple[float, ...]] | None]] = []
-        for approach in approaches:
-            pose = tool_pose(centre_base, approach, across)
+        for approach, hand in releases:
+            pose = tool_pose(centre_base, approach, hand)
             pose[:3, 3] -= pose[:3, :3] @ held_offset  # the object's centre, not the tool's, at the release point
             line = self._line(pose, -self.setup.pregrasp_distance, obstacles, near_obstacles)
             if line is None:
@@ -617,9 +683,10 @@ class PhysicalManipulation:
                           f"from here: {detail}")
 
     def _spot(self, base: Pose2D, lo: np.ndarray, hi: np.ndarray, others: list[EntityState],
-              near: EntityState | None) -> tuple[float, float] | None:
-        """The free point of the box's top face nearest the robot (or nearest ``near``), inside its margins."""
-        margin = self.setup.edge_margin
+              near: EntityState | None, margin: float | None = None) -> tuple[float, float] | None:
+        """The free point of the box's top face nearest the robot (or nearest ``near``), ``margin`` (the arm setup's
+        edge margin by default) inside its edges."""
+        margin = self.setup.edge_margin if margin is None else margin
         x0, y0, x1, y1 = lo[0] + margin, lo[1] + margin, hi[0] - margin, hi[1] - margin
         if x0 > x1:
             x0 = x1 = (lo[0] + hi[0]) / 2
