@@ -10,6 +10,7 @@ emmoe-084 (apartment_1: a 16 cm bowl on the brown table).
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import pytest
@@ -143,3 +144,20 @@ def test_the_fingers_close_on_a_thin_object_instead_of_passing_through_it(sim):
     gap = sum(skills.driver.joint_positions()[j] for j in skills.manipulation.setup.gripper_joints)
     pads = gap + skills.manipulation.setup.open_width - skills.manipulation.setup.open_gap
     assert pads == pytest.approx(0.04, abs=0.006), "the pads rest on the banana's faces"
+
+
+def test_a_put_beside_an_object_that_stands_on_nothing_is_not_retried(sim):
+    # What the world graph says of the place (here: the bowl stands on no furniture to put the can beside it on)
+    # holds from any base pose on any try, so the result says another try cannot change it.
+    task = get_task("emmoe-084")
+    sim.reset(task.scene, seed=task.seed)
+    skills = PhysicalSkillSet(sim)
+    assert skills.run(Action.GO_TO, "oracle", "short_can").success
+    assert skills.run(Action.PICK, "oracle", "short_can").success
+    world = sim.state()
+    floating = dataclasses.replace(world.entities["bowl"], parent=None, relation=None)
+    world = dataclasses.replace(world, entities={**world.entities, "bowl": floating})
+    result = skills.manipulation.put(world, "short_can", "bowl")
+    assert (result.status, result.detail) == (SkillStatus.EXECUTION_FAILED, "bowl stands on nothing to put beside it on")
+    assert not result.retryable
+    assert sim.state().held == "short_can"

@@ -358,9 +358,10 @@ def base_moves(detail: str) -> str:
 class Planning(Exception):
     """A plan that cannot be made or carried out, with the skill result to report."""
 
-    def __init__(self, status: SkillStatus, detail: str) -> None:
+    def __init__(self, status: SkillStatus, detail: str, retryable: bool = True) -> None:
         super().__init__(detail)
-        self.result = _result(status, detail)
+        # retryable False: what the world graph says of the place, which another try from anywhere finds the same.
+        self.result = SkillResult(status, detail, retryable=retryable)
         self.travelled = 0.0  # m the base moved before the failure (a reposition's)
 
 
@@ -602,7 +603,8 @@ class PhysicalManipulation:
         receptacle, near = target, None
         if target.kind is EntityKind.OBJECT:
             if target.parent is None or target.parent not in world.entities:
-                raise Planning(SkillStatus.EXECUTION_FAILED, f"{target.name} stands on nothing to put beside it on")
+                raise Planning(SkillStatus.EXECUTION_FAILED, f"{target.name} stands on nothing to put beside it on",
+                               retryable=False)
             receptacle, near = world.entities[target.parent], target
         inside = receptacle.interior_min is not None and receptacle.interior_max is not None and (
             not receptacle.articulated or receptacle.is_open)
@@ -627,7 +629,9 @@ class PhysicalManipulation:
         margin = max(self.setup.edge_margin, held_outline.half[0] + HAND_ROOM) if by_rim and inside else None
         spot = self._spot(world.robot, lo, hi, others, near, margin)
         if spot is None:
-            raise Planning(SkillStatus.EXECUTION_FAILED, f"no free spot {relation} {receptacle.name} within reach")
+            # The spot is chosen over the whole surface or interior, not from where the base stands.
+            raise Planning(SkillStatus.EXECUTION_FAILED, f"no free spot {relation} {receptacle.name} within reach",
+                           retryable=False)
         obstacles = Obstacles.of(world, {held.name}, {receptacle.name} if inside else set())
         # The hand comes down onto the surface (a top), or into the interior, which the obstacles already leave free.
         near_obstacles = obstacles if inside else obstacles.without({receptacle.name})
@@ -789,7 +793,7 @@ class PhysicalManipulation:
             detail += moved
         if stuck is not None:
             detail += f"; {stuck}"
-        return SkillResult(failure.result.status, detail, max(travelled, failure.travelled))
+        return SkillResult(failure.result.status, detail, max(travelled, failure.travelled), failure.result.retryable)
 
     def _tucked(self) -> bool:
         return float(np.max(np.abs(np.asarray(self._current()) - self._tuck))) <= TUCKED_TOLERANCE
