@@ -16,12 +16,13 @@ import numpy as np
 import pytest
 
 from homiebot.config import FAR_THRESHOLD_M
+from homiebot.executor.executor import Executor
 from homiebot.sim.mujoco.backend import MujocoSimulator
 from homiebot.skills.physical import PhysicalSkillSet, manipulation
 from homiebot.skills.physical.manipulation import Obstacles, Planning
 from homiebot.skills.physical.motion import segment_clear
 from homiebot.tasks.suite import get_task
-from homiebot.types import Action, Pose2D, SkillStatus
+from homiebot.types import Action, ErrorCode, Pose2D, SkillStatus, Subtask
 
 #: Finer than the skills' own check spacing: a goal's segments must be clear when checked ten times as often.
 FINE_STEP = manipulation.PATH_CHECK_STEP / 10
@@ -107,6 +108,43 @@ def test_still_out_of_reach_after_the_reposition_is_an_unreachable_pose_that_say
     assert result.detail.startswith("unreachable pose: no arm configuration reaches it to grasp short_can")
     assert result.detail.endswith("(the base first found no free pose within 2.0 m near short_can to move to)")
     assert sim.state().robot == start and sim.state().held is None
+
+
+def test_the_tries_go_to_base_poses_not_tried_yet_and_stop_when_none_is_left(sim, monkeypatch):
+    # A grasp that reaches from nowhere (staged), two poses near the can: the first try goes to one, the second to the
+    # other, and with none left the executor stops there (E1), where it used to go back to the first.
+    skills = _skills(sim, "emmoe-084")
+    _backed_off(skills, sim, "short_can", 0.8)
+    start = sim.state().robot
+    poses = [pose for pose in manipulation.approach_poses(sim.state(), "short_can",
+                                                          object_gaps=manipulation.REPOSITION_GAPS)
+             if 0.05 < math.hypot(pose.x - start.x, pose.y - start.y) <= manipulation.REPOSITION_RANGE][:2]
+    assert len(poses) == 2
+    monkeypatch.setattr(manipulation, "approach_poses", lambda *args, **kwargs: list(poses))
+
+    def nowhere(world, entity, outline):
+        raise manipulation.Unreachable(f"unreachable pose: staged, from ({world.robot.x:.2f}, {world.robot.y:.2f})")
+
+    monkeypatch.setattr(skills.manipulation, "_grasp_plan", nowhere)
+    goals = _record(skills, monkeypatch, "navigate_to_pose")
+    feedback = Executor(sim, skills=skills).execute(Subtask("Pick", "short_can"), "RT-1-X", ())
+    assert (feedback.code, feedback.attempts) == (ErrorCode.E1, 2)
+    assert goals == poses, "each pose once, none again"
+    # A later [Pick, short_can] from there neither plans nor moves, and says why, not retryable.
+    monkeypatch.setattr(skills.manipulation, "_grasp_plan", lambda *args: pytest.fail("planned again"))
+    result = skills.run(Action.PICK, "oracle", "short_can")
+    assert result.detail == ("unreachable pose: short_can was out of reach from here and from every pose within 2.0 m "
+                             "near it in earlier tries")
+    assert not result.retryable and goals == poses
+    # Once the can is somewhere else, the poses are worth trying again.
+    assert manipulation.PhysicalManipulation._tried_key(sim.state(), "pick", "short_can") != \
+        manipulation.PhysicalManipulation._tried_key(_moved(sim.state(), "short_can", 0.05), "pick", "short_can")
+
+
+def _moved(world, name: str, dx: float):
+    entity = world.entities[name]
+    x, y, z = entity.position
+    return dataclasses.replace(world, entities={**world.entities, name: dataclasses.replace(entity, position=(x + dx, y, z))})
 
 
 def test_beyond_the_oracles_distance_the_base_does_not_move(sim, monkeypatch):

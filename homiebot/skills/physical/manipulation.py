@@ -107,6 +107,11 @@ REPOSITION_GOALS = 3
 #: Room (m) a rim grasp or release wants between the tool centre and a drawer's, cabinet's or sink's inner walls:
 #: the palm reaches 6 cm either side of it along the fingers' closing direction (homiebot/sim/mujoco/robot.py).
 HAND_ROOM = 0.07
+#: Base poses closer than this (m, and REPOSITION_SAME_YAW rad) are one for the poses a reposition remembers.
+REPOSITION_SAME_POSE = 0.08
+REPOSITION_SAME_YAW = 0.2
+#: How many targets' tried base poses a manipulation remembers (_tried_poses).
+TRIED_TARGETS_KEPT = 32
 #: Joint-space obstacles the arm touches where it stopped that a motion back to the tuck may leave (_escape).
 ESCAPE_BOXES = 4
 
@@ -366,10 +371,11 @@ class Planning(Exception):
 
 
 class Unreachable(Planning):
-    """No grasp or release the arm can get to from where the base stands (a move of the base may help)."""
+    """No grasp or release the arm can get to from where the base stands (a move of the base may help, unless
+    ``retryable`` is False: every pose a move could go to was tried)."""
 
-    def __init__(self, detail: str) -> None:
-        super().__init__(SkillStatus.EXECUTION_FAILED, detail)
+    def __init__(self, detail: str, retryable: bool = True) -> None:
+        super().__init__(SkillStatus.EXECUTION_FAILED, detail, retryable)
 
 
 _PlanT = TypeVar("_PlanT")
@@ -408,6 +414,11 @@ class PhysicalManipulation:
         # Motions the planner found none for, by what it was given (_plan_key): the executor tries a failed skill
         # again from the same state, and the same search would fail again after the whole budget.
         self._failed_plans: dict[tuple[object, ...], MotionPlan] = {}
+        # Base poses from which a Pick's or Put's plan did not reach its target, by what the plan depends on
+        # (_tried_key): a reposition goes to a pose not tried yet, and when none is left, another try cannot help.
+        self._tried_poses: dict[tuple[object, ...], list[Pose2D]] = {}
+        # Of those, the ones with no untried pose left: the same skill from one of their poses is refused at once.
+        self._exhausted: set[tuple[object, ...]] = set()
 
     # ------------------------------------------------------------------ skills
 
@@ -433,12 +444,15 @@ class PhysicalManipulation:
             # Known before the arm moves: no grasp can put the open fingers around it (or its rim), from any side,
             # from any base pose; another try cannot change that.
             return SkillResult(SkillStatus.EXECUTION_FAILED, refused, retryable=False)
+        known = self._out_of_reach_everywhere(world, "pick", obj)
+        if known is not None:
+            return known
         moved, travelled = "", 0.0
         try:
             try:
                 grasp = self._grasp_plan(world, entity, outline)
             except Unreachable as unreachable:
-                repositioned = self._reposition(world, obj, unreachable, lambda w: self._grasp_plan(
+                repositioned = self._reposition(world, "pick", obj, unreachable, lambda w: self._grasp_plan(
                     w, w.entities[obj], Outline.of(w.entities[obj], w.robot)))
                 world, travelled, moved = repositioned.world, repositioned.travelled, repositioned.moves
                 grasp = repositioned.plan
@@ -469,12 +483,15 @@ class PhysicalManipulation:
         target = world.entities.get(place)
         if entity is None or target is None:
             return _result(SkillStatus.NOT_FOUND, f"{obj if entity is None else place} is not in the world graph")
+        known = self._out_of_reach_everywhere(world, "put", place)
+        if known is not None:
+            return known
         moved, travelled, held_points = "", 0.0, self._held_points(world)
         try:
             try:
                 release = self._release_plan(world, entity, target)
             except Unreachable as unreachable:
-                repositioned = self._reposition(world, place, unreachable, lambda w: self._release_plan(
+                repositioned = self._reposition(world, "put", place, unreachable, lambda w: self._release_plan(
                     w, w.entities[obj], w.entities[place]))
                 world, travelled, moved = repositioned.world, repositioned.travelled, repositioned.moves
                 release = repositioned.plan
@@ -713,12 +730,17 @@ class PhysicalManipulation:
 
     # ------------------------------------------------------------------ the base, the tuck after a failure
 
-    def _reposition(self, world: WorldState, target: str, unreachable: Unreachable,
+    def _reposition(self, world: WorldState, skill: str, target: str, unreachable: Unreachable,
                     plan: Callable[[WorldState], _PlanT]) -> _Repositioned[_PlanT]:
         """Move the base so that ``plan`` (a grasp or a release plan) reaches ``target``, once: turn in place to face
         it, plan again, and if that is still out of reach, go to the nearest of Go to's poses near it
         (:func:`~homiebot.skills.physical.navigation.approach_poses`, at most REPOSITION_GOALS goals within
         REPOSITION_RANGE) and plan again. Both moves are NavigateToPose goals, as Go to sends them.
+
+        Poses from which the same plan (``skill`` on ``target`` in the same world, :meth:`_tried_key`) already failed
+        to reach, in this try or an earlier one, are not gone to again: the executor's next try, and the planner's
+        next [Pick, X] after an E1, go on to poses not tried yet instead of back and forth between the same two.
+        When none is left, the Unreachable raised is not retryable.
 
         Only when the oracle skill would act from where the base stands (EMMOE's distance rule: the target's box
         between NEAR_THRESHOLD_M and FAR_THRESHOLD_M from the footprint) and the world graph can be read again;
@@ -727,13 +749,24 @@ class PhysicalManipulation:
         """
         if self.world is None or not NEAR_THRESHOLD_M <= world.reach_distance(target) <= FAR_THRESHOLD_M:
             raise unreachable
+        key = self._tried_key(world, skill, target)
+        tried = self._tried_poses.pop(key, [])
+        if len(self._tried_poses) >= TRIED_TARGETS_KEPT:
+            del self._tried_poses[next(iter(self._tried_poses))]  # the oldest
+        self._tried_poses[key] = tried
+        tried.append(world.robot)  # the plan from here did not reach
+
+        def new(pose: Pose2D) -> bool:
+            return not any(math.hypot(pose.x - t.x, pose.y - t.y) <= REPOSITION_SAME_POSE
+                           and abs(math.remainder(pose.yaw - t.yaw, math.tau)) <= REPOSITION_SAME_YAW for t in tried)
+
         x, y = world.entities[target].position[:2]
         base = world.robot
         travelled, moves = 0.0, []
         last = unreachable
         facing = facing_pose(base.x, base.y, (x, y))
         turn = math.remainder(facing.yaw - base.yaw, math.tau)
-        if abs(turn) > FACING_TOLERANCE:
+        if abs(turn) > FACING_TOLERANCE and new(facing):
             turned = self.driver.navigate_to_pose(facing)
             travelled += turned.distance_travelled
             self._base_stopped(turned, target, f"turning to face {target}", travelled)
@@ -744,9 +777,11 @@ class PhysicalManipulation:
                     return _Repositioned(plan(world), world, travelled, _moves(moves))
                 except Unreachable as failure:
                     last = failure
+                    tried.extend((facing, world.robot))
         here = world.robot
-        goals = [pose for pose in approach_poses(world, target, object_gaps=REPOSITION_GAPS)
-                 if 0.05 < math.hypot(pose.x - here.x, pose.y - here.y) <= REPOSITION_RANGE]
+        near = [pose for pose in approach_poses(world, target, object_gaps=REPOSITION_GAPS)
+                if 0.05 < math.hypot(pose.x - here.x, pose.y - here.y) <= REPOSITION_RANGE]
+        goals = [pose for pose in near if new(pose)]
         refused = []
         for goal in goals[:REPOSITION_GOALS]:
             approached = self.driver.navigate_to_pose(goal)
@@ -754,6 +789,7 @@ class PhysicalManipulation:
             self._base_stopped(approached, target, f"moving closer to {target}{_moves(moves)}", travelled)
             if not approached.succeeded:
                 refused.append(approached.error_msg)
+                tried.append(goal)  # the base cannot get there
                 continue
             moves.append(f"moved {math.hypot(goal.x - here.x, goal.y - here.y):.2f} m to a pose near {target}")
             world = self.world()
@@ -761,15 +797,47 @@ class PhysicalManipulation:
                 return _Repositioned(plan(world), world, travelled, _moves(moves))
             except Unreachable as failure:
                 last = failure
+                tried.extend((goal, world.robot))
                 break
         else:
-            if not goals:
+            if not near:
                 moves.append(f"found no free pose within {REPOSITION_RANGE:.1f} m near {target} to move to")
+            elif not goals:
+                moves.append(f"had tried every pose within {REPOSITION_RANGE:.1f} m near {target} already")
             else:
                 moves.append(f"could not move closer: no goal near {target} was reached (last: {refused[-1]})")
-        still = Unreachable(f"{last.result.detail}{_moves(moves)}")
+        # Nothing left to move to: the same plan from the same poses fails the same way on every further try.
+        exhausted = not any(new(pose) for pose in near)
+        if exhausted:
+            self._exhausted.add(key)
+        still = Unreachable(f"{last.result.detail}{_moves(moves)}", retryable=not exhausted)
         still.travelled = travelled
         raise still from last
+
+    def _out_of_reach_everywhere(self, world: WorldState, skill: str, target: str) -> SkillResult | None:
+        """The result of a Pick or Put that earlier tries found out of reach from where the base stands and from every
+        pose a reposition could go to (:meth:`_reposition`), without planning again; None when that is not known."""
+        if self.world is None or target not in world.entities:
+            return None
+        key = self._tried_key(world, skill, target)
+        here = world.robot
+        if key not in self._exhausted or not any(
+                math.hypot(here.x - t.x, here.y - t.y) <= REPOSITION_SAME_POSE
+                and abs(math.remainder(here.yaw - t.yaw, math.tau)) <= REPOSITION_SAME_YAW
+                for t in self._tried_poses.get(key, ())):
+            return None
+        return SkillResult(SkillStatus.EXECUTION_FAILED,
+                           f"unreachable pose: {target} was out of reach from here and from every pose within "
+                           f"{REPOSITION_RANGE:.1f} m near it in earlier tries", retryable=False)
+
+    @staticmethod
+    def _tried_key(world: WorldState, skill: str, target: str) -> tuple[object, ...]:
+        """What decides whether ``skill`` reaches ``target`` from a base pose, besides the pose: the target's place
+        (1 cm) and its receptacle's (a door opened since changes what reaches in), and what the hand holds."""
+        entity = world.entities[target]
+        receptacle = world.entities.get(entity.parent) if entity.parent is not None else None
+        return (skill, target, tuple(np.round(entity.position, 2).tolist()), entity.is_open,
+                None if receptacle is None else (receptacle.name, receptacle.is_open), world.held)
 
     @staticmethod
     def _base_stopped(result: NavigateResult, target: str, doing: str, travelled: float) -> None:
