@@ -9,7 +9,7 @@ longer one if that fits too, and the tilted and level approaches come in from th
 on its long faces (within :data:`MAX_HEADING_TURN` of the direction from the base). An object round about z (a
 can, a fruit) is as wide every way, and the grasps close across it as seen from the base. Candidates are ranked by
 how they fit: with :data:`FIT_CLEARANCE` on each side first, then those no wider than the opening; wider ones are
-left out. An object wider than the opening at its narrowest cannot be grasped at all (:func:`too_wide`).
+left out. An object wider than the opening at its narrowest cannot be grasped across at all (:func:`too_wide`).
 
 The grasp point also keeps the palm off the object: the tool centre is moved back along the approach until the
 palm (``palm_depth`` behind it) clears the object's far side, so a tall box is held near its top rather than at
@@ -21,11 +21,12 @@ base, none is ranked or left out, and none is refused.
 
 **By the rim.** An open hollow object too wide to take across (a bowl: ``EntityState.wall_thickness``, declared in
 the scene) is taken by its rim, as a person or a parallel gripper takes a bowl: from straight above, the fingers
-straddling the wall (one inside, one outside), closing across it along the radius, opened only a little wider than the wall (:func:`rim_candidates`). The
-wall must be thicker than the closed fingers still hold and thinner than they open, and the fingers must reach
-far enough down it without touching the floor inside; else the object cannot be grasped (:func:`impossible`).
-Only from above: a bowl held by its rim and put down from above stands upright again, which a tilted approach
-would not give (the Put of :mod:`.manipulation` releases such an object from above only, :func:`held_by_rim`).
+straddling the wall (one inside, one outside), closing across it along the radius, opened only a little wider than
+the wall (:func:`rim_candidates`). The wall must be thicker than the closed fingers still hold and thinner than they
+open, and the fingers must reach far enough down it without touching the floor inside; else the object cannot be
+grasped (:func:`impossible`). Only from above: a bowl held by its rim and put down from above stands upright again,
+which a tilted approach would not give (the Put of :mod:`.manipulation` releases such an object from above only,
+:func:`held_by_rim`).
 """
 
 from __future__ import annotations

@@ -9,8 +9,8 @@ and from the world graph after the act. Inverse kinematics is mink's on the robo
 
 **Pick.** The grasp candidates of :mod:`.grasp`: top-down (the tool's x axis pointing down), then tilted, then
 level, with the fingers closing across the object's narrow side when the world graph gives its heading and box,
-ranked by how they fit the open gripper, the palm clear of the object; an object wider than the opening is refused
-before the arm moves. Each from a pre-grasp 15 cm back along the approach (or the shortest that clears the object).
+ranked by how they fit the open gripper, the palm clear of the object; an open hollow object too wide for that (a
+bowl) by its rim from above; an object no grasp fits is refused before the arm moves, and not retried. Each from a pre-grasp 15 cm back along the approach (or the shortest that clears the object).
 Motions: tuck -> pre-grasp (joint space; the tuck keeps the arm inside the footprint and raises it clear of
 counters, the reach-over seeds keep the elbow up), pre-grasp -> grasp in three straight-line steps, close, lift
 10 cm, back to the tuck with the object (its box checked against the world graph's, drawn back level first when
@@ -23,13 +23,15 @@ run again from the same state.
 ``interior_max``; a fridge, an opened drawer, a sink) when it has one and is open, else on its top; the spot
 nearest the robot, 8 cm inside the edges and 10 cm from the objects already there. The held object is brought
 2 cm above the surface (its offset from the tool centre read from the world graph's pose of it) from above, released, and the arm retreats up and
-tucks. "Next to" an object puts beside it on that object's receptacle.
+tucks. "Next to" an object puts beside it on that object's receptacle. An object held by its rim is released from
+above only, so that it stands upright, its spot in a sink or drawer far enough in for the hand beside it.
 
 **The base.** When no grasp or release reaches from where the base stands, but the oracle skill would act from there
 (EMMOE's distance rule), the skill moves the base once, as a robot's manipulation skill repositions before it gives
 up: it turns in place to face the target, plans again, and if still out of reach goes to the nearest of Go to's
 poses near the target (NavigateToPose goals, :mod:`.navigation`'s poses) and plans again. The detail says what the
-base did, whether the skill then succeeds or not.
+base did, whether the skill then succeeds or not. Poses from which the same plan already failed are not gone to
+again; with none left the failure is not retried (``SkillResult.retryable``).
 
 **The way back.** After a failure, and after a missed grasp, the arm goes back to the tuck by a motion checked
 against the world graph as it is then, as every other motion is: straight (or the way it came) when that is clear,
@@ -365,7 +367,8 @@ class Planning(Exception):
 
     def __init__(self, status: SkillStatus, detail: str, retryable: bool = True) -> None:
         super().__init__(detail)
-        # retryable False: what the world graph says of the place, which another try from anywhere finds the same.
+        # retryable False: a failure another try finds the same (SkillResult.retryable): the place as the world graph
+        # has it, or a target out of reach from every pose a reposition could go to.
         self.result = SkillResult(status, detail, retryable=retryable)
         self.travelled = 0.0  # m the base moved before the failure (a reposition's)
 
