@@ -260,6 +260,7 @@ def register(app: typer.Typer) -> None:
         replay_episodes: int = typer.Option(0, "--replay-episodes", help="How many of its episodes to mix in."),
     ) -> None:
         """DAgger's data for the shipped student: it plays (with noise), the expert labels every state it visits."""
+        check_output(out)
         from homiebot.training.corrections import collect_corrections
         from homiebot.training.episodes import TrainingDataError
 

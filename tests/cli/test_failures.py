@@ -172,6 +172,13 @@ CASES: dict[str, dict[str, list[str]]] = {
         "bad_name": ["--out", "{tmp}/out", "--planner", "nope"],
         "evaluation_seed": ["--out", "{tmp}/out", "--seed-offset", "0"],
     },
+    "data corrections": {
+        "unwritable": ["--out", UNWRITABLE],
+        "evaluation_seed": ["--out", "{tmp}/out", "--seed-offset", "0"],
+        "bad_name": ["--out", "{tmp}/out", "--tasks", "emmoe-999"],
+        "missing_input": ["--out", "{tmp}/out", "--replay", MISSING, "--replay-episodes", "3"],
+        "not_a_student": ["--out", "{tmp}/out", "--model", "smollm2"],
+    },
     "data export": {
         "unwritable": ["--from", MISSING, "--out", UNWRITABLE],  # the output is checked first
         "missing_input": ["--from", MISSING, "--out", "{tmp}/out"],
@@ -243,6 +250,10 @@ MENTIONS: dict[tuple[str, str], str] = {
     ("up sim", "suite_expert_option"): "planner 'partnr_expert' does not take option(s) foo",
     ("up sim", "pair_missing_model"): "does not exist: the hf planner loads local folders only",
     ("data build", "unwritable"): "cannot write --out {location}",
+    ("data corrections", "unwritable"): "cannot write --out {location}",
+    ("data corrections", "evaluation_seed"): "the emmoe100 evaluation plays",
+    ("data corrections", "missing_input"): "no data set",
+    ("data corrections", "not_a_student"): "subtask-only answers",
     ("data export", "unwritable"): "cannot write --out {location}",
     ("eval", "unknown_option"): "does not take option(s) foo; it takes: interact_range_m",
     ("eval", "malformed_option"): "'=x' must look like key=value",
