@@ -41,9 +41,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from homiebot.planner.base import Planner, PlanRequest
-from homiebot.planner.prompt import AnswerFormat, parse_output
+from homiebot.planner.prompt import AnswerFormat, parse_output, split_subtask
+from homiebot.training.emmoe import decision_answer
 from homiebot.training.episodes import TrainingDataError
-from homiebot.types import Subtask
 
 if TYPE_CHECKING:
     from homiebot.tasks.suite import TaskSpec
@@ -57,13 +57,6 @@ STATS_FILE = "sft.json"
 #: The student's scene seeds default past the expert collections' (10-21) and the validation set's (30-32) and
 #: clear of every evaluation seed: 22-29 are DAgger's (``homie train dagger`` uses them too).
 CORRECTIONS_SEED_OFFSET = 22
-
-
-def decision_answer(subtask: Subtask, model: str) -> str:
-    """An answer without the Analysis line (the shipped model's ``answer_format=subtask``; PARTNR appendix A.10's
-    "thoughtless" samples); End names no model."""
-    is_end = subtask.action.strip().lower() == "end"
-    return f"Subtask: {subtask.text()}\nModel: {'None' if is_end else model}"
 
 
 @dataclass(frozen=True)
@@ -185,10 +178,6 @@ class CorrectionsSummary:
             f"{self.answers_learned} answers learned -> {self.out / 'data'}",
             f"most common corrections (student -> expert action): {common}",
         ]
-
-
-def _action(subtask_text: str) -> str:
-    return subtask_text.strip("[]").split(",", 1)[0].strip()
 
 
 def _tasks(suite: str, split: str, task_ids: Sequence[str] | None) -> list[TaskSpec]:
@@ -388,7 +377,7 @@ def _write_data(root: Path, replay_rows: list[dict[str, Any]], summary: Correcti
         for r in entry["rounds"]:
             if not r["agree"]:
                 disagreements += 1
-                transitions[f"{_action(r['student'])} -> {_action(r['expert'])}"] += 1
+                transitions[f"{split_subtask(r['student']).action} -> {split_subtask(r['expert']).action}"] += 1
         rows.extend(entry["rows"])
     for row in rows:
         learned = [m["content"] for m in row["messages"] if m["role"] == "assistant"]

@@ -155,8 +155,14 @@ class Step:
         """A DPO side: the answer without its Analysis line (appendix F.2)."""
         sub = subtask or self.subtask
         assert sub is not None
-        is_end = sub.action.strip().lower() == "end"
-        return f"Subtask: {sub.text()}\nModel: {'None' if is_end else (model if model is not None else self.model)}"
+        return decision_answer(sub, model if model is not None else self.model)
+
+
+def decision_answer(subtask: Subtask, model: str) -> str:
+    """An answer without the Analysis line (appendix F.2's DPO sides; PARTNR appendix A.10's "thoughtless" SFT
+    samples, the shipped model's ``answer_format=subtask``); End names no model."""
+    is_end = subtask.action.strip().lower() == "end"
+    return f"Subtask: {subtask.text()}\nModel: {'None' if is_end else model}"
 
 
 def paper_steps(episode: EpisodeData, key: str, image_dir: str | None) -> list[Step]:

@@ -95,17 +95,23 @@ def test_a_bowl_is_taken_by_its_rim_held_only_while_both_fingers_touch_it_and_pu
     assert released and released[-1] < 3.0, f"the bowl came to rest tilted {released[-1]:.1f} degrees"
 
 
-@pytest.mark.parametrize(("wall", "reason"), [
-    (None, ""),
-    (0.008, ", and its rim is 0.8 cm thick, thinner than the closed fingers hold (1.4 cm)"),
-])
-def test_a_wide_object_without_a_rim_to_hold_is_refused_before_the_arm_moves_for_good(sim, monkeypatch, wall, reason):
+def _beside_the_bowl(sim, wall: float | None) -> PhysicalSkillSet:
+    """emmoe-084's scene with its bowl's wall set to ``wall`` (None: a solid bowl), the robot gone to the bowl."""
     task = get_task("emmoe-084")
     scene = load_scene(task.scene)
     objects = [o.model_copy(update={"wall_thickness": wall}) if o.name == "bowl" else o for o in scene.objects]
     sim.reset(scene.model_copy(update={"objects": objects}), seed=task.seed)
     skills = PhysicalSkillSet(sim)
     assert skills.run(Action.GO_TO, "oracle", "bowl").success
+    return skills
+
+
+@pytest.mark.parametrize(("wall", "reason"), [
+    (None, ""),
+    (0.008, ", and its rim is 0.8 cm thick, thinner than the closed fingers hold (1.4 cm)"),
+])
+def test_a_wide_object_without_a_rim_to_hold_is_refused_before_the_arm_moves_for_good(sim, monkeypatch, wall, reason):
+    skills = _beside_the_bowl(sim, wall)
     assert skills.manipulation.tuck_if_needed(sim.state()) is None
     goals: list[str] = []
     for name in ("follow_joint_trajectory", "gripper_command", "navigate_to_pose"):
@@ -121,12 +127,7 @@ def test_a_wide_object_without_a_rim_to_hold_is_refused_before_the_arm_moves_for
 
 
 def test_the_executor_stops_at_the_first_grasp_impossible_with_emmoe_e1(sim):
-    task = get_task("emmoe-084")
-    scene = load_scene(task.scene)
-    objects = [o.model_copy(update={"wall_thickness": None}) if o.name == "bowl" else o for o in scene.objects]
-    sim.reset(scene.model_copy(update={"objects": objects}), seed=task.seed)
-    skills = PhysicalSkillSet(sim)
-    assert skills.run(Action.GO_TO, "oracle", "bowl").success
+    skills = _beside_the_bowl(sim, None)
     feedback = Executor(sim, skills=skills).execute(Subtask("Pick", "bowl"), "RT-1-X", ())
     assert (feedback.code, feedback.message) == (ErrorCode.E1, "Unable to pick, the subtask is too difficult to perform")
     assert feedback.attempts == 1
