@@ -151,10 +151,15 @@ class ArmSetup:
     planner: PlannerSettings = field(default_factory=PlannerSettings)
 
     @property
+    def pads_closed_width(self) -> float:
+        """The pads' gap (m) with the gripper closed (``closed_gap`` is its joints' sum, not the pads' gap)."""
+        return self.open_width - self.open_gap + self.closed_gap
+
+    @property
     def least_width(self) -> float:
         """The narrowest thing (m) the fingers hold: their pads' gap when closed, plus the gap by which a closed
         gripper tells that it holds something (GRIPPED_GAP)."""
-        return self.open_width - self.open_gap + self.closed_gap + GRIPPED_GAP
+        return self.pads_closed_width + GRIPPED_GAP
 
 
 def sim_arm_setup() -> ArmSetup:
@@ -615,9 +620,8 @@ class PhysicalManipulation:
         """The gripper's gap (its joints' sum) that opens the pads as far as ``candidate`` asks."""
         if candidate.pad_gap is None:
             return self.setup.open_gap
-        pads_closed = self.setup.open_width - self.setup.open_gap + self.setup.closed_gap
-        return float(np.clip(candidate.pad_gap - pads_closed + self.setup.closed_gap, self.setup.closed_gap,
-                             self.setup.open_gap))
+        gap = candidate.pad_gap - self.setup.pads_closed_width + self.setup.closed_gap
+        return float(np.clip(gap, self.setup.closed_gap, self.setup.open_gap))
 
     def _release_plan(self, world: WorldState, held: EntityState, target: EntityState) -> PhysicalManipulation._Release:
         receptacle, near = target, None
