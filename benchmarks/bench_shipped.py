@@ -96,43 +96,76 @@ class _TeacherForced:
         return decision
 
 
-def _episodes(tasks: list[str], max_rounds: int, teacher_forced: bool) -> dict[str, Any]:
+class _Timed:
+    """One planner configuration: its planner, its rounds' CPU and wall seconds, its answers."""
+
+    def __init__(self, options: dict[str, Any], teacher_forced: bool) -> None:
+        from homiebot.config.planners import planner_config
+        from homiebot.planner.registry import build_planner
+
+        self.planner: Any = build_planner(planner_config("hf", {"model": NAME, "torch_threads": 1, **options}))
+        self.cpu_s: list[float] = []
+        self.wall_s: list[float] = []
+        self.tokens: list[int] = []
+        self.answers: list[str] = []
+        plan = self.planner.plan
+
+        def timed(request: Any) -> str:
+            wall, cpu = time.perf_counter(), time.process_time()
+            answer = plan(request)
+            self.cpu_s.append(time.process_time() - cpu)
+            self.wall_s.append(time.perf_counter() - wall)
+            self.tokens.extend(g.completion_tokens for g in self.planner.last_generations)
+            self.answers.append(str(answer))
+            return str(answer)
+
+        self.planner.plan = timed  # the loop calls plan(); plan_batch is not used for one episode at a time
+        self.player: Any = _TeacherForced(self.planner) if teacher_forced else self.planner
+        self.tasks: list[dict[str, Any]] = []
+
+
+def _episodes(tasks: list[str], max_rounds: int, teacher_forced: bool, configs: list[dict[str, Any]]) -> list[_Timed]:
+    """Every task played once with each configuration, the configurations taking turns task by task (so that both
+    meet the same load on a shared machine)."""
     from homiebot.agent.loop import EpisodeConfig, run_episode
-    from homiebot.config.planners import planner_config
-    from homiebot.planner.registry import build_planner
     from homiebot.sim.base import make_simulator
     from homiebot.tasks.suite import get_task
 
-    planner: Any = build_planner(planner_config("hf", {"model": NAME, "torch_threads": 1}))
-    cpu_s: list[float] = []
-    wall_s: list[float] = []
-    tokens: list[int] = []
-    plan = planner.plan
-
-    def timed(request: Any) -> str:
-        wall, cpu = time.perf_counter(), time.process_time()
-        answer = plan(request)
-        cpu_s.append(time.process_time() - cpu)
-        wall_s.append(time.perf_counter() - wall)
-        tokens.extend(g.completion_tokens for g in planner.last_generations)
-        return str(answer)
-
-    planner.plan = timed  # the loop calls plan(); plan_batch is not used for one episode at a time
-    player: Any = _TeacherForced(planner) if teacher_forced else planner
-    per_task = []
+    played = [_Timed(options, teacher_forced) for options in configs]
     sim = make_simulator("mujoco", render=False)
     try:
         for task_id in tasks:
             task = get_task(task_id)
-            trajectory = run_episode(sim, player, task=task, seed=task.seed,
-                                     config=EpisodeConfig(render=False, max_rounds=max_rounds))
-            per_task.append({"task": task_id, "rounds": len(trajectory.rounds), "success": bool(trajectory.goal_satisfied)})
+            for one in played:
+                trajectory = run_episode(sim, one.player, task=task, seed=task.seed,
+                                         config=EpisodeConfig(render=False, max_rounds=max_rounds))
+                one.tasks.append({"task": task_id, "rounds": len(trajectory.rounds),
+                                  "success": bool(trajectory.goal_satisfied)})
     finally:
         sim.shutdown()
-        planner.close()
-    agreed = player.agreed if teacher_forced else None
-    return {"rounds": len(cpu_s), "cpu_s": cpu_s, "wall_s": wall_s, "answer_tokens": tokens, "tasks": per_task,
-            "agreed_with_expert": agreed}
+        for one in played:
+            one.planner.close()
+    return played
+
+
+def _option(text: str) -> tuple[str, Any]:
+    key, sep, value = text.partition("=")
+    if not sep:
+        raise argparse.ArgumentTypeError(f"expected KEY=VALUE, got {text!r}")
+    return key.strip(), json.loads(value) if value.strip() in ("true", "false") or value.strip().isdigit() else value
+
+
+def _figures(one: _Timed, teacher_forced: bool) -> dict[str, Any]:
+    cpu, wall = one.cpu_s, one.wall_s
+    return {
+        "rounds": len(cpu),
+        "median_cpu_s": round(statistics.median(cpu), 3), "p90_cpu_s": round(_quantile(cpu, 0.9), 3),
+        "median_wall_s": round(statistics.median(wall), 3), "p90_wall_s": round(_quantile(wall, 0.9), 3),
+        "first_round_cpu_s": round(cpu[0], 3),
+        "median_answer_tokens": statistics.median(one.tokens) if one.tokens else None,
+        "agreed_with_expert": one.player.agreed if teacher_forced else None,
+        "tasks": one.tasks,
+    }  # fmt: skip
 
 
 def main() -> None:
@@ -142,36 +175,44 @@ def main() -> None:
     parser.add_argument("--fresh-cache", action="store_true", help="Build the model in an empty cache first, timed.")
     parser.add_argument("--teacher-forced", action="store_true", help="The expert plays; the model answers each round.")
     parser.add_argument("--json", type=Path, default=None, help="Also write the figures here.")
+    parser.add_argument("-p", dest="options", type=_option, action="append", default=[],
+                        help="A planner option KEY=VALUE (e.g. jump_forward=false), for every configuration.")
+    parser.add_argument("--versus", type=_option, action="append", default=[],
+                        help="Also play every task with this option changed (KEY=VALUE), taking turns task by task, "
+                        "and print the ratio of the medians and whether the answers were the same.")
     args = parser.parse_args()
     logging.basicConfig(level=logging.WARNING)
     os.environ.setdefault("OMP_NUM_THREADS", "1")
+    base = dict(args.options)
+    configs = [base] + ([{**base, **dict(args.versus)}] if args.versus else [])
     with tempfile.TemporaryDirectory(prefix="bench-shipped-") as scratch:
         if args.fresh_cache:
             os.environ["HOMIEBOT_CACHE_DIR"] = scratch
         figures: dict[str, Any] = {"model": NAME, **_build(args.fresh_cache)}
         played = _episodes([t.strip() for t in args.tasks.split(",") if t.strip()], args.max_rounds,
-                           args.teacher_forced)
-    cpu, wall = played["cpu_s"], played["wall_s"]
-    figures.update({
-        "rounds": played["rounds"],
-        "median_cpu_s": round(statistics.median(cpu), 3), "p90_cpu_s": round(_quantile(cpu, 0.9), 3),
-        "median_wall_s": round(statistics.median(wall), 3), "p90_wall_s": round(_quantile(wall, 0.9), 3),
-        "first_round_cpu_s": round(cpu[0], 3),
-        "median_answer_tokens": statistics.median(played["answer_tokens"]) if played["answer_tokens"] else None,
-        "load_average": os.getloadavg()[0],
-        "teacher_forced": args.teacher_forced,
-        "agreed_with_expert": played["agreed_with_expert"],
-        "tasks": played["tasks"],
-    })  # fmt: skip
-    print(f"{NAME}: {figures['rounds']} rounds on 1 thread; planning round median {figures['median_cpu_s']} s CPU "
-          f"(p90 {figures['p90_cpu_s']}), {figures['median_wall_s']} s wall (p90 {figures['p90_wall_s']}); "
-          f"first round {figures['first_round_cpu_s']} s CPU; median answer {figures['median_answer_tokens']} tokens; "
-          f"load average {figures['load_average']:.1f}")
-    if args.teacher_forced:
-        print(f"  teacher-forced by the expert: the model chose the expert's subtask in {played['agreed_with_expert']} "
-              f"of {figures['rounds']} rounds")
-    for row in played["tasks"]:
-        print(f"  {row['task']}: {'success' if row['success'] else 'failure'} in {row['rounds']} rounds")
+                           args.teacher_forced, configs)
+    figures.update({"load_average": os.getloadavg()[0], "teacher_forced": args.teacher_forced,
+                    "options": base, **_figures(played[0], args.teacher_forced)})
+    if len(played) > 1:
+        figures["versus"] = {"options": configs[1], **_figures(played[1], args.teacher_forced),
+                             "same_answers": played[0].answers == played[1].answers}
+    for label, row in [("", figures), ("versus ", figures.get("versus"))]:
+        if row is None:
+            continue
+        print(f"{label}{NAME} {row['options'] or ''}: {row['rounds']} rounds on 1 thread; planning round median "
+              f"{row['median_cpu_s']} s CPU (p90 {row['p90_cpu_s']}), {row['median_wall_s']} s wall "
+              f"(p90 {row['p90_wall_s']}); first round {row['first_round_cpu_s']} s CPU; median answer "
+              f"{row['median_answer_tokens']} tokens")
+        if args.teacher_forced:
+            print(f"  teacher-forced by the expert: the model chose the expert's subtask in {row['agreed_with_expert']} "
+                  f"of {row['rounds']} rounds")
+        for task in row["tasks"]:
+            print(f"  {task['task']}: {'success' if task['success'] else 'failure'} in {task['rounds']} rounds")
+    if "versus" in figures:
+        versus = figures["versus"]
+        print(f"versus / base, median CPU per round: {versus['median_cpu_s'] / figures['median_cpu_s']:.3f}; "
+              f"the same answers in every round: {versus['same_answers']}")
+    print(f"load average {figures['load_average']:.1f}")
     if args.json is not None:
         args.json.write_text(json.dumps(figures, indent=2) + "\n", encoding="utf-8")
 

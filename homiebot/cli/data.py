@@ -65,6 +65,12 @@ def register(app: typer.Typer) -> None:
             help="SFT: one sample per episode, the text planner's growing chat with an answer after every round "
             "(the form homie run --planner hf plans in; the trainer learns the answers of the rounds that succeeded).",
         ),
+        compact_turns: bool = typer.Option(
+            False,
+            "--compact-turns",
+            help="--episodes: later user turns in the compact form (only what changed since the previous turn); "
+            "plan with -p compact_turns=true (docs/training.md).",
+        ),
         rewriter: str = typer.Option(
             "template", "--rewriter", help="template (offline) or server (an OpenAI-compatible chat server)."
         ),
@@ -121,6 +127,7 @@ def register(app: typer.Typer) -> None:
                 replan_from_execution_errors=replan_exec,
                 thoughtless=thoughtless,
                 episodes=episodes,
+                compact_turns=compact_turns,
                 tokenizer=tokenizer,
                 min_replans=min_replans,
                 exclude_seen=str(exclude_seen) if exclude_seen is not None else None,

@@ -202,10 +202,16 @@ class HFPlannerConfig(PlannerConfig):
     runtime: Literal["auto", "llama_cpp", "transformers"] = "auto"
     prefix_reuse: bool = True
     lookup_tokens: int = Field(0, ge=0)
+    # llama.cpp, greedy under a grammar: the text the grammar forces is not decoded token by token
+    # (homiebot.planner.text_lm.TextModelConfig.jump_forward).
+    jump_forward: bool = True
     weights: Literal["q8_0", "bundled"] = "q8_0"
     flash_attention: bool = False
     prompt_log: str | None = None
     system_turn: bool = True
+    # The text mode's later turns in the compact form (homiebot.planner.text_planning.compact_turn): for a model
+    # trained on it (homie data build sft --episodes --compact-turns).
+    compact_turns: bool = False
     answer_format: AnswerFormat = AnswerFormat.ANALYSIS
     # generate: the answer is decoded (constrained or free); likelihood: SayCan-style, the grammar's subtasks
     # ranked by the model's likelihood (homiebot.planner.likelihood; the subtask-only format, llama.cpp).

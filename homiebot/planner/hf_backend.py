@@ -802,6 +802,7 @@ class HFPlanner(Planner):
             config.decode, config.share_prefix, config.sdpa_gqa, config.batched_vision)
         runtime, prefix_reuse, lookup_tokens, weights = (
             config.runtime, config.prefix_reuse, config.lookup_tokens, config.weights)
+        jump_forward = config.jump_forward
         flash_attention, prompt_log, system_turn = config.flash_attention, config.prompt_log, config.system_turn
         answer_format, decision = config.answer_format, config.decision
         bundled = bundled_model(model)
@@ -853,6 +854,7 @@ class HFPlanner(Planner):
                     threads=torch_threads,
                     prefix_reuse=prefix_reuse,
                     lookup_tokens=lookup_tokens,
+                    jump_forward=jump_forward,
                     weights=weights,
                     flash_attention=flash_attention,
                 )
@@ -871,6 +873,7 @@ class HFPlanner(Planner):
                 threads=torch_threads,
                 prefix_reuse=prefix_reuse,
                 lookup_tokens=lookup_tokens,
+                jump_forward=jump_forward,
                 flash_attention=flash_attention,
             )
         elif text_folder and runtime == "llama_cpp":
@@ -880,6 +883,7 @@ class HFPlanner(Planner):
                 threads=torch_threads,
                 prefix_reuse=prefix_reuse,
                 lookup_tokens=lookup_tokens,
+                jump_forward=jump_forward,
                 weights=weights,
                 flash_attention=flash_attention,
             )
@@ -904,7 +908,7 @@ class HFPlanner(Planner):
                 raise PlannerLoadError(_validation_message(exc)) from None
             self.engine = _causal_text_engine(load) if text_folder else VisionLanguageModel(load)
         #: One episode's growing chat when the engine is text-only (homiebot.planner.text_planning).
-        self._transcript = TextTranscript()
+        self._transcript = TextTranscript(compact=config.compact_turns)
         # The text mode describes the world as it is now from the state (never the goal), as PARTNR's oracle
         # perception gives its planners the state (homiebot.planner.text_planning); images serve a VLM instead.
         self.reads_state = type(self).reads_state or self.engine.text_only

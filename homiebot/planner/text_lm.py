@@ -112,6 +112,12 @@ class TextModelConfig:
     #: tokens occurred before in the conversation (prompt lookup), evaluated in one batch with the current
     #: token and kept as far as greedy decoding would have chosen them (``_LlamaCppBackend._greedy``). 0: off.
     lookup_tokens: int = 0
+    #: llama.cpp greedy loop with a grammar only: jump-forward decoding (:class:`_JumpForward`). Where the grammar
+    #: allows one text only (``]\nModel: `` after a target, the rest of a name once its start is unique), its
+    #: tokens are not chosen one by one: they are evaluated in one batch with the next chosen token, and the text
+    #: that ends the answer is not evaluated at all (the next round's prompt holds it). False: every answer token
+    #: is chosen and evaluated on its own (and ``lookup_tokens`` applies).
+    jump_forward: bool = True
     #: llama.cpp only: how the weights are encoded for the kernels. ``"q8_0"``: the bundled file re-encoded
     #: once to 8-bit blocks (:func:`homiebot.planner.models.q8_0_copy`, kept in the user's cache), the default;
     #: ``"bundled"``: the file as shipped (4-bit Q4_1 for SmolLM2). Every Q4_1 weight is a 16-level value of
@@ -231,6 +237,10 @@ class _LlamaCppBackend:
         self.lookup_tokens = config.lookup_tokens
         #: Draft tokens evaluated and kept by the last greedy call (prompt lookup; for the benchmark).
         self.drafted = self.accepted = 0
+        #: None: not made yet; False: off (the option, or xgrammar missing).
+        self._jump: _JumpForward | None | Literal[False] = None if config.jump_forward else False
+        #: Tokens the grammar forced in the last greedy call, and how many single evaluations it made.
+        self.forced = self.evaluations = 0
 
     def tokenize(self, text: str) -> list[int]:
         return list(self.llm.tokenize(text.encode("utf-8"), add_bos=False, special=True))
@@ -444,6 +454,53 @@ class _LlamaCppBackend:
         llm.n_tokens = base
         return totals, reused
 
+    def _jump_forward(self) -> _JumpForward | None:
+        """The jump-forward helper, made on first use; None when turned off or xgrammar is not installed."""
+        if self._jump is None:
+            try:
+                self._jump = _JumpForward(self)
+            except ImportError:
+                log.warning("xgrammar is not installed: answers are decoded without jump-forward (pip install xgrammar)")
+                self._jump = False
+        return self._jump if isinstance(self._jump, _JumpForward) else None
+
+    def _greedy_jump(
+        self, jump: _JumpForward, prompt: list[int], grammar: str, max_new_tokens: int, reused: int
+    ) -> tuple[list[int], bool]:
+        """Greedy decoding under ``grammar`` with jump-forward (:class:`_JumpForward`).
+
+        Each step first takes the tokens the grammar forces (accepted without a choice), then evaluates what is
+        pending (the prompt's new tokens in the first step; the last chosen token and the forced ones after it)
+        in one batch, and chooses the best allowed token from the logits after it. When the forced text ends the
+        answer (only a stop token may follow), the loop returns without evaluating it.
+        """
+        llm = self.llm
+        matcher = jump.matcher(grammar)
+        llm.n_tokens = reused
+        pending = list(prompt[reused:])
+        tokens: list[int] = []
+        self.drafted = self.accepted = self.forced = self.evaluations = 0
+        first = True
+        while True:
+            forced, complete = jump.forced(matcher)
+            self.forced += len(forced)
+            tokens += forced
+            if complete or len(tokens) >= max_new_tokens:
+                return tokens[:max_new_tokens], complete and len(tokens) <= max_new_tokens
+            started = time.process_time()
+            llm.eval(pending + forced)
+            self.evaluations += 1
+            if first:
+                self.prompt_cpu_seconds = time.process_time() - started
+                first = False
+            token = jump.best_allowed(matcher, self._last_logits())
+            if self._stops(token):
+                return tokens, True
+            tokens.append(token)
+            if len(tokens) >= max_new_tokens:
+                return tokens, False
+            pending = [token]
+
     def decode(
         self, prompt: list[int], grammar: str | None, max_new_tokens: int, reuse: bool, sampling: Sampling
     ) -> tuple[list[int], int, bool]:
@@ -451,7 +508,11 @@ class _LlamaCppBackend:
         reused = self._cached_prefix(prompt, reuse)
         self.prompt_cpu_seconds = None
         if sampling.temperature is None and self.fast_greedy:
-            greedy, stopped = self._greedy(prompt, grammar, max_new_tokens, reused)
+            jump = self._jump_forward() if grammar else None
+            if jump is not None and grammar:
+                greedy, stopped = self._greedy_jump(jump, prompt, grammar, max_new_tokens, reused)
+            else:
+                greedy, stopped = self._greedy(prompt, grammar, max_new_tokens, reused)
             return greedy, reused, stopped
         tokens: list[int] = []
         stopped = False
@@ -472,6 +533,73 @@ class _LlamaCppBackend:
             if len(tokens) >= max_new_tokens:
                 break
         return tokens, reused, stopped
+
+
+class _JumpForward:
+    """Jump-forward decoding for the llama.cpp greedy loop: xgrammar's matcher over the GGUF's own vocabulary.
+
+    llama.cpp's grammar sampler answers only "is this token allowed"; which text the grammar forces next is
+    xgrammar's ``find_jump_forward_string`` (the technique of SGLang's compressed finite-state machine, Zheng et al.
+    2024, "SGLang: Efficient Execution of Structured Language Model Programs", section 4). The forced text is
+    tokenised as the tokenizer writes it (the way the model saw it in training), and its last token is given
+    back to the grammar and chosen normally unless the text ends the answer: that token could merge with the text
+    after it (``, `` then ``kitchen`` is ``,`` and `` kitchen``, not ``, `` and ``kitchen``). A token the grammar
+    refuses ends the forced run there.
+    """
+
+    def __init__(self, backend: _LlamaCppBackend) -> None:
+        import xgrammar as xgr
+
+        self._xgr = xgr
+        self._backend = backend
+        n_vocab = backend.n_vocab
+        # Each token's bytes as llama.cpp writes them (special tokens write nothing: xgrammar then treats them
+        # as special). RAW: the strings are the tokens' text, whatever the tokenizer's own encoding.
+        vocab = [backend.llm.detokenize([i], special=False) for i in range(n_vocab)]
+        self.stop_ids = np.array([i for i in range(n_vocab) if backend._stops(i)], dtype=np.int64)
+        info = xgr.TokenizerInfo(vocab, xgr.VocabType.RAW, vocab_size=n_vocab, stop_token_ids=self.stop_ids.tolist())
+        self._compiler = xgr.GrammarCompiler(info, max_threads=1, cache_enabled=True, cache_limit_bytes=16 * 2**20)
+        self._bitmask = xgr.allocate_token_bitmask(1, n_vocab)
+        self._bits = self._bitmask.numpy().view(np.uint8)
+        self.n_vocab = n_vocab
+
+    def matcher(self, grammar: str) -> Any:
+        try:
+            compiled = self._compiler.compile_grammar(grammar)
+        except RuntimeError as exc:
+            raise ValueError(f"the answer grammar does not compile: {exc}") from None
+        return self._xgr.GrammarMatcher(compiled)  # rollback is unlimited in xgrammar 0.2
+
+    def _allowed(self, matcher: Any) -> np.ndarray:
+        """Which tokens the grammar allows next (a boolean per token)."""
+        matcher.fill_next_token_bitmask(self._bitmask)
+        return np.unpackbits(self._bits, bitorder="little")[: self.n_vocab].astype(bool)
+
+    def forced(self, matcher: Any) -> tuple[list[int], bool]:
+        """The tokens the grammar forces next, accepted into ``matcher``; and whether the answer is complete
+        after them (only a stop token may follow)."""
+        text = matcher.find_jump_forward_string()
+        tokens: list[int] = []
+        for token in self._backend.tokenize(text) if text else []:
+            if not matcher.accept_token(token):
+                break
+            tokens.append(token)
+        allowed = self._allowed(matcher)
+        complete = bool(allowed[self.stop_ids].any()) and int(allowed.sum()) == int(allowed[self.stop_ids].sum())
+        if tokens and not complete:
+            matcher.rollback(1)
+            tokens.pop()
+        return tokens, complete
+
+    def best_allowed(self, matcher: Any, logits: np.ndarray) -> int:
+        """The highest-logit token the grammar allows, accepted into ``matcher`` (a stop token is not)."""
+        allowed = self._allowed(matcher)
+        token = int(np.argmax(logits))
+        if not allowed[token]:
+            token = int(np.argmax(np.where(allowed, logits, -np.inf)))
+        if token not in self.stop_ids and not matcher.accept_token(token):
+            raise RuntimeError(f"the grammar refused token {token} that its mask allowed")
+        return token
 
 
 class _TransformersBackend:

@@ -74,6 +74,22 @@ The model still sees everything appendix D's window would show, and more: the ta
 the first turn, every earlier history item in the turn that added it, and every earlier answer. An instruction
 that is not in appendix D's form is sent whole after the whole world description; one whose history does not
 extend the last one sent (a planner wrapper that rewrote it) is sent with its task and whole history.
+
+Decision: **the compact turn** (``compact_turns``, a planner option; :func:`compact_turn`). On one CPU core a
+round's cost is its new tokens: about 100 in the later turn above, most of them what the chat already holds (a
+history item that repeats the answer just above it, every piece changed since the start again, the closing
+instruction). The compact form sends a later turn as::
+
+    Changed: <the pieces whose line changed since the previous turn, as they are now; only when any did>
+    Robot: in kitchen; within reach: <names; only when this line changed>
+    Inventory: <the inventory now>
+    Feedback: <the last round's feedback>
+
+with the history line again when a round did not add exactly one item. The first turn is the whole turn above.
+Nothing is lost: the world now is the start with every later ``Changed:`` piece replaced in order, the robot line
+is the last one sent, and each answer's result is the feedback after it. A model must be trained on this form
+(``homie data build sft --episodes --compact-turns``): it is not the default, and the shipped model's name sets it
+when that model was trained on it (:data:`homiebot.config.planners.SHIPPED_MODEL_OPTIONS`).
 """
 
 from __future__ import annotations
@@ -268,16 +284,55 @@ def _pieces(rooms: Sequence[str]) -> dict[str, str]:
     return pieces
 
 
-def world_changes(start: Sequence[str], now: Sequence[str]) -> str:
-    """The line that turns the room lines ``start`` into ``now``: every piece (furniture, or a room's floor) whose
-    text differs, written as it is now, ``[empty]`` added when nothing is on or in it (module docstring)."""
-    before, after = _pieces(start), _pieces(now)
+def changed_pieces(before_rooms: Sequence[str], now_rooms: Sequence[str]) -> list[str]:
+    """Every piece (furniture, or a room's floor) whose text differs between the room lines ``before_rooms`` and
+    ``now_rooms``, written as it is now, ``[empty]`` added when nothing is on or in it (module docstring)."""
+    before, after = _pieces(before_rooms), _pieces(now_rooms)
     changed = []
     for key in [*before, *(k for k in after if k not in before)]:
         if before.get(key) != after.get(key):
             text = after.get(key, key)
             changed.append(text if "[" in text else f"{text} [empty]")
-    return CHANGED_PREFIX + (", ".join(changed) or "nothing")
+    return changed
+
+
+def world_changes(start: Sequence[str], now: Sequence[str]) -> str:
+    """The line that turns the room lines ``start`` into ``now`` (:func:`changed_pieces`; module docstring)."""
+    return CHANGED_PREFIX + (", ".join(changed_pieces(start, now)) or "nothing")
+
+
+#: A compact turn's world line: the pieces that changed since the previous turn (module docstring).
+CHANGED_SINCE_LAST_PREFIX = "Changed: "
+#: One item of the historical execution, e.g. ``(4) Go to, fridge(success)``.
+_HISTORY_ITEM = re.compile(r"\(\d+\) ")
+
+
+def compact_turn(
+    fields: InstructionFields,
+    new_history: str,
+    world_before: WorldLines | None,
+    world_now: WorldLines | None,
+) -> str:
+    """A later user turn of the growing chat in the compact form (``compact_turns``; module docstring): what
+    changed since the previous turn and nothing the chat already holds.
+
+    * The history line only when the round did not add exactly one item: one item repeats the answer just above
+      it, and whether it succeeded is the feedback line's (EMMOE appendix D: ``None`` after a success).
+    * ``Changed:`` with the pieces whose text changed since the previous turn's world, when any did.
+    * The robot line when it changed.
+    * The inventory and the feedback always; the closing instruction only in the first turn.
+    """
+    lines = []
+    if len(_HISTORY_ITEM.findall(new_history)) != 1:
+        lines.append(f"Historical Execution: {new_history}")
+    if world_before is not None and world_now is not None:
+        changed = changed_pieces(world_before.rooms, world_now.rooms)
+        if changed:
+            lines.append(CHANGED_SINCE_LAST_PREFIX + ", ".join(changed))
+        if world_now.robot != world_before.robot:
+            lines.append(world_now.robot)
+    lines += [f"Inventory: {fields.inventory}", f"Feedback: {fields.feedback}"]
+    return "\n".join(lines) + "\n"
 
 
 def describe_world(state: WorldState, last: Subtask | None, reach: ReachRule | None = None) -> str:
@@ -352,6 +407,8 @@ class TextTranscript:
     scene_names: tuple[str, ...] = ()
     #: Send later rounds only what changed (module docstring); False sends the task and whole history each turn.
     delta_turns: bool = True
+    #: Later rounds in the compact form (:func:`compact_turn`; module docstring); needs ``delta_turns``.
+    compact: bool = False
     #: The task and historical execution of the last kept user turn (None: nothing kept yet).
     last_fields: InstructionFields | None = None
     #: The room lines of this episode's first :func:`describe_world` text (None: none seen yet).
@@ -389,7 +446,12 @@ class TextTranscript:
             return [*self.turns, ChatMessage("user", text)]
         world = self._world_now(description) if changed and description is not None else []
         new = _new_history(fields.history, self.last_fields.history)
-        if self.delta_turns and fields.task == self.last_fields.task and new is not None:
+        extends = self.delta_turns and fields.task == self.last_fields.task and new is not None
+        before = split_world(self.last_description) if self.last_description is not None else None
+        now = split_world(description) if description is not None else None
+        if extends and self.compact and new is not None and (not changed or (before is not None and now is not None)):
+            text = compact_turn(fields, new, before, now)
+        elif extends and new is not None:
             text = _compose(fields, task=False, history=new, world_now=world)
         else:
             text = _compose(fields, task=True, history=fields.history, world_now=world)

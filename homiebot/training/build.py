@@ -76,6 +76,9 @@ class BuildOptions:
     # SFT only: one sample per episode, the text planner's growing chat (its default, include_history=True) with an
     # answer after every round, instead of one single-turn sample per round (:func:`episode_rows`).
     episodes: bool = False
+    #: ``episodes``: later user turns in the compact form (:func:`homiebot.planner.text_planning.compact_turn`), as
+    #: the planner sends them with ``compact_turns``.
+    compact_turns: bool = False
     #: SFT: count the prompts' tokens with this tokenizer (a bundled model's name or a folder) for stats.json.
     tokenizer: str | None = None
     #: SFT: re-plans after an error code that has fewer samples than this are repeated (whole copies) until it
@@ -228,7 +231,7 @@ def episode_chat(episode: EpisodeData, variant: EpisodeData, k: int, options: Bu
     from homiebot.planner.text_planning import TextTranscript
 
     steps = runtime_steps(variant, f"{episode.key}_v{k}", None, original_task=episode.instruction)
-    transcript = TextTranscript()
+    transcript = TextTranscript(compact=options.compact_turns)
     flags: list[bool] = []
     last = len(steps) - 1
     for j, (step, recorded, original) in enumerate(zip(steps, variant.rounds, episode.rounds, strict=True)):
@@ -327,6 +330,8 @@ def collect(
         raise TrainingDataError(f"--rewrites must be >= 0, got {options.rewrites}")
     if options.episodes and (kind != "sft" or options.prompt_format != "runtime"):
         raise TrainingDataError("--episodes builds SFT data in the runtime format (the text planner's chat) only")
+    if options.compact_turns and not options.episodes:
+        raise TrainingDataError("--compact-turns is a form of the growing chat: it needs --episodes")
     loaded = load_episodes(runs, split=options.split, successful_only=options.successful_only)
     rewriter = rewriter or TemplateRewriter()
     variants = 1 + options.rewrites

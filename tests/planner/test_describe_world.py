@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from homiebot.planner.base import PlanRequest
+from homiebot.planner.base import ChatTurn, PlanRequest
 from homiebot.planner.prompt import INSTRUCTION_SUFFIX, build_instruction, system_prompt
 from homiebot.planner.reach import ReachRule
 from homiebot.planner.text_planning import CHANGED_PREFIX, TextTranscript, describe_world, world_changes
@@ -126,3 +126,53 @@ def test_the_growing_chat_sends_the_world_lines_again_only_when_the_world_change
         f"Historical Execution: (2) Close, cabinet(success)\n{CHANGED_PREFIX}cabinet (closed) [in: cup; on: plate]\n"
         "Robot: in kitchen; within reach: cabinet, cup, plate\nInventory: can\n"
     )
+
+
+def _kept(transcript: TextTranscript, request: PlanRequest, answer: str) -> str:
+    """The user turn ``transcript`` sends for ``request``; the turn and ``answer`` are then kept."""
+    conversation = transcript.conversation(request)
+    transcript.keep(conversation, answer, request)
+    return conversation[-1].text
+
+
+def test_a_compact_turn_sends_only_what_the_chat_does_not_hold():
+    """compact_turns (text_planning's docstring): after the whole first turn, a later turn has the pieces changed
+    since the previous turn, the robot line when it changed, the inventory and the feedback; the history line only
+    when a round did not add exactly one item, and no closing instruction."""
+    compact, plain = TextTranscript(compact=True), TextTranscript()
+    rounds = [
+        (_request(1, _state()), "Subtask: [Close, cabinet]\nModel: octo"),
+        (_request(2, _moved(_state(), cabinet={"is_open": False}), history="(1) Close, cabinet(success) "),
+         "Subtask: [Go to, counter]\nModel: NoMaD"),
+        # The robot went to the counter and the cup fell out of reach: the robot line changed, no piece did.
+        (_request(3, _moved(_state(), cabinet={"is_open": False}, cup={"room": "kitchen"}),
+                  history="(1) Close, cabinet(success) (2) Go to, counter(success) "), "Subtask: [Pick, bowl]\nModel: RT-1-X"),
+        # The pick failed: nothing changed in the world, so the turn is the feedback alone.
+        (_request(4, _moved(_state(), cabinet={"is_open": False}),
+                  history="(1) Close, cabinet(success) (2) Go to, counter(success) (3) Pick, bowl(failure) "),
+         "Subtask: [End]\nModel: None"),
+    ]
+    turns = [_kept(compact, r, a) for r, a in rounds]
+    plain_turns = [_kept(plain, r, a) for r, a in rounds]
+    assert turns[0] == plain_turns[0]  # the whole first turn, closing instruction included
+    assert turns[1] == "Changed: cabinet (closed) [in: cup; on: plate]\nInventory: can\nFeedback: None\n"
+    assert turns[3] == "Inventory: can\nFeedback: None\n"
+    assert all(len(c) < len(p) for c, p in zip(turns[1:], plain_turns[1:], strict=True))
+    assert not any(INSTRUCTION_SUFFIX.strip() in t or "Historical Execution" in t for t in turns[1:])
+
+
+def test_a_compact_turn_names_the_robot_line_when_it_changed_and_the_history_when_it_is_not_one_item():
+    transcript = TextTranscript(compact=True)
+    _kept(transcript, _request(1, _state()), "Subtask: [Go to, counter]\nModel: NoMaD")
+    went = replace(_request(2, _state(), history="(1) Go to, counter(success) "),
+                   history=(ChatTurn("", "Subtask: [Go to, counter]\nModel: NoMaD"),))
+    # describe_world reads the last answer (a Go to counter) to stretch the reach: only the robot line changed.
+    turn = _kept(transcript, went, "Subtask: [Pick, bowl]\nModel: RT-1-X")
+    assert turn == "Robot: in kitchen; within reach: cabinet, counter, cup, plate\nInventory: can\nFeedback: None\n"
+    # An answer that added no item (the history did not grow): the history line says so.
+    transcript = TextTranscript(compact=True)
+    _kept(transcript, _request(1, _state()), "Subtask: [Pick, cup]\nModel: RT-1-X")
+    assert _kept(transcript, _request(2, _state()), "x").startswith("Historical Execution: None\n")
+    # Two items at once (a wrapper ran two subtasks): both are named.
+    assert _kept(transcript, _request(3, _state(), history="(1) Pick, cup(success) (2) Put, cup, counter(success) "),
+                 "x").startswith("Historical Execution: (1) Pick, cup(success) (2) Put, cup, counter(success)\n")

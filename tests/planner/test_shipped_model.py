@@ -202,6 +202,48 @@ def test_the_shipped_model_by_name_answers_every_round_in_its_format() -> None:
 
 @pytest.mark.models
 @needs_runtime
+def test_jump_forward_leaves_the_shipped_models_answers_unchanged() -> None:
+    """The shipped model writes the grammar's forced text as the tokenizer does (it was trained on those tokens), so
+    jump-forward decoding (the default) gives the answers of choosing every token, with fewer evaluations."""
+    from homiebot.agent.loop import EpisodeConfig, run_episode
+    from homiebot.planner.registry import build_planner
+    from homiebot.sim.base import make_simulator
+    from homiebot.tasks.suite import get_task
+
+    answers, evaluations, tokens = {}, {}, {}
+    for jump_forward in (True, False):
+        planner = build_planner(planner_config("hf", {"model": NAME, "torch_threads": 1, "jump_forward": jump_forward}))
+        assert isinstance(planner, HFPlanner)
+        driven = ExpertDrivenRounds(planner)
+        backend = planner.engine.backend  # type: ignore[union-attr]
+        counted = {"evaluations": 0, "tokens": 0}
+        original = planner.plan
+
+        def counting(request: PlanRequest, original=original, counted=counted, backend=backend, planner=planner,
+                     jumping=jump_forward) -> str:
+            answer = original(request)
+            generated = planner.last_generations[0].completion_tokens
+            counted["evaluations"] += backend.evaluations if jumping else generated
+            counted["tokens"] += generated
+            return answer
+
+        planner.plan = counting  # type: ignore[method-assign]
+        sim = make_simulator("mujoco", render=False)
+        try:
+            run_episode(sim, driven, task=get_task(TASK), seed=get_task(TASK).seed + SEED_OFFSET,
+                        config=EpisodeConfig(render=False, max_rounds=5))
+        finally:
+            sim.shutdown()
+            planner.close()
+        answers[jump_forward], evaluations[jump_forward], tokens[jump_forward] = (
+            driven.answers, counted["evaluations"], counted["tokens"])
+    assert answers[True] == answers[False] and len(answers[True]) == 5
+    assert tokens[True] == tokens[False]
+    assert evaluations[True] < tokens[True] / 2  # a Subtask and Model answer is mostly forced text
+
+
+@pytest.mark.models
+@needs_runtime
 def test_the_openai_server_serves_the_shipped_model_by_name(tmp_path: Path) -> None:
     """``python -m homiebot.planner.openai_server --model homiebot-smollm2``: the same built file, served under its
     name; a client's constrained answer in the subtask-only grammar comes back in that form."""

@@ -40,8 +40,11 @@ def test_answers_with_prompt_lookup_equal_the_token_by_token_answers(constrained
 
     model = bundled_model("smollm2")
     assert model is not None
-    plain = TextLanguageModel(TextModelConfig(model, runtime="llama_cpp", threads=1))
-    drafting = TextLanguageModel(TextModelConfig(model, runtime="llama_cpp", threads=1, lookup_tokens=10))
+    # Jump-forward off in both: with it, a constrained answer's forced text is not drafted (test_jump_forward.py).
+    plain = TextLanguageModel(TextModelConfig(model, runtime="llama_cpp", threads=1, jump_forward=False))
+    drafting = TextLanguageModel(
+        TextModelConfig(model, runtime="llama_cpp", threads=1, lookup_tokens=10, jump_forward=False)
+    )
     scene = load_scene("apartment_2")
     transcript = TextTranscript()
     history, kept = "", 0
