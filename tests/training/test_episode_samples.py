@@ -32,9 +32,10 @@ class GrowingChatProbe(Planner):
 
     privileged = True
 
-    def __init__(self) -> None:
+    def __init__(self, compact_turns: bool = False) -> None:
         self.expert = PromptBoundExpertPlanner()
-        self.hf = HFPlanner(model="fake", engine=FakeTextEngine(), system_turn=False)  # type: ignore[arg-type]
+        self.hf = HFPlanner(model="fake", engine=FakeTextEngine(), system_turn=False,  # type: ignore[arg-type]
+                            compact_turns=compact_turns)
         self.chats: list[list[ChatMessage]] = []
 
     def reset(self, task: str, seed: int = 0) -> None:
@@ -58,20 +59,23 @@ def collected(tmp_path_factory):
     return out
 
 
-def test_an_episode_sample_is_the_text_planners_growing_chat(collected, tmp_path):
-    """The episode's sample equals, turn for turn, the chat the hf planner holds at the end of the same episode."""
+@pytest.mark.parametrize("compact_turns", [False, True])
+def test_an_episode_sample_is_the_text_planners_growing_chat(collected, tmp_path, compact_turns):
+    """The episode's sample equals, turn for turn, the chat the hf planner holds at the end of the same episode (in
+    both forms of the later turns: ``--compact-turns`` and ``-p compact_turns=true``)."""
     from homiebot.agent.loop import EpisodeConfig, run_episode
     from homiebot.sim.base import make_simulator
     from homiebot.tasks.suite import get_task
 
-    probe = GrowingChatProbe()
+    probe = GrowingChatProbe(compact_turns)
     sim = make_simulator("mujoco", render=False)
     try:
         run_episode(sim, probe, task=get_task(TASK), seed=SEED_OFFSET, config=EpisodeConfig(render=False))
     finally:
         sim.shutdown()
     runtime = [{"role": m.role, "content": m.text} for m in probe.chats[-1]]
-    built, _ = collect([collected], "sft", BuildOptions(split="all", rewrites=0, system_prompt=False, episodes=True))
+    options = BuildOptions(split="all", rewrites=0, system_prompt=False, episodes=True, compact_turns=compact_turns)
+    built, _ = collect([collected], "sft", options)
     assert len(built.chats) == 1
     chat = built.chats[0][1]
     assert chat.messages == runtime
@@ -80,6 +84,9 @@ def test_an_episode_sample_is_the_text_planners_growing_chat(collected, tmp_path
     users = [m["content"] for m in chat.messages if m["role"] == "user"]
     assert "Task:" in users[0] and all("Task:" not in u for u in users[1:])
     assert "World at the start:" in users[0] and all("World at the start:" not in u for u in users[1:])
+    # The compact form: no history line after a round that added one item, no closing instruction after the first.
+    assert all(("Historical Execution" in u) is not compact_turns for u in users[1:])
+    assert all(("Now based on the instruction above" in u) is not compact_turns for u in users[1:])
 
 
 def test_a_failed_round_stays_in_the_chat_but_is_not_learned(tmp_path):
@@ -134,3 +141,5 @@ def test_episodes_are_refused_for_dpo_and_the_paper_format(collected, tmp_path):
         collect([collected], "dpo", BuildOptions(split="all", rewrites=0, episodes=True))
     with pytest.raises(TrainingDataError, match="--episodes"):
         collect([collected], "sft", BuildOptions(split="all", rewrites=0, episodes=True, prompt_format="paper"))
+    with pytest.raises(TrainingDataError, match="--compact-turns"):
+        collect([collected], "sft", BuildOptions(split="all", rewrites=0, compact_turns=True))
