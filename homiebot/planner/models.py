@@ -216,4 +216,4 @@ def text_runtime_defaults() -> str:
     an evaluation's settings, so that episodes decoded under other defaults are not mixed into one table."""
     if importlib.util.find_spec("llama_cpp") is None:
         return "transformers (the bundled weights dequantised)"
-    return "llama_cpp: weights q8_0, flash attention off"
+    return "llama_cpp: weights q8_0, flash attention off, jump-forward on"

@@ -49,6 +49,7 @@ def test_the_pinned_defaults_are_the_configs_defaults():
     if HAS_LLAMA:
         assert f"weights {fields['weights']}" in described
         assert f"flash attention {'on' if fields['flash_attention'] else 'off'}" in described
+        assert f"jump-forward {'on' if fields['jump_forward'] else 'off'}" in described
     else:
         assert described.startswith("transformers")
 
