@@ -81,6 +81,9 @@ class ArmKinematics:
         self._segment_from = np.array([a for a, _ in segments], dtype=int)
         self._segment_to = np.array([b for _, b in segments], dtype=int)
         self._tcp = self.model.site(TCP_SITE).id
+        #: The link each of link_points' points lies on, by segment: a segment runs along its parent body's link
+        #: (from that link's origin to its child's), and the tool centre is on the tip link.
+        self.point_links: tuple[str, ...] = (*(self.model.body(a).name for a, _ in segments), tip_link)
         self.lower = self.model.jnt_range[:, 0].copy()
         self.upper = self.model.jnt_range[:, 1].copy()
 
@@ -100,6 +103,11 @@ class ArmKinematics:
     def link_points(self, q: Sequence[float], spacing: float = 0.05) -> np.ndarray:
         """Points along the moving links (every ``spacing`` m between each moving body's origin and its child's, and
         out to the tool centre), base frame: what a collision check of the arm against boxes tests."""
+        return self.labelled_link_points(q, spacing)[0]
+
+    def labelled_link_points(self, q: Sequence[float], spacing: float = 0.05) -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`link_points` and, for each point, the index in :attr:`point_links` of the link it lies on (a check
+        may keep the hand closer to a wall than the thicker links behind it)."""
         data = self._data
         data.qpos[:] = q
         mujoco.mj_kinematics(self.model, data)
@@ -112,7 +120,7 @@ class ArmKinematics:
         starts = np.cumsum(steps + 1) - (steps + 1)
         fraction = (np.arange(len(segment)) - starts[segment]) / steps[segment]
         points = a[segment] + (b - a)[segment] * fraction[:, None]
-        return np.vstack([points, data.site_xpos[self._tcp]])
+        return np.vstack([points, data.site_xpos[self._tcp]]), np.append(segment, len(steps))
 
     def tool_points(self, q: Sequence[float], points: np.ndarray) -> np.ndarray:
         """``points`` (N x 3, the tool's frame) in the base frame at joint positions ``q``: where something the

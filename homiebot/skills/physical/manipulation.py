@@ -19,6 +19,13 @@ every grasp the arm reaches, the sampling planner of :mod:`.motion` searches aro
 best-ranked grasps; the same for a Put's approaches), with the same collision check; a search that failed is not
 run again from the same state.
 
+**Into a fridge or cabinet.** An opened piece's interior opens through its front face in the collision check (its
+frame, top and floor stay solid); the hand is checked as its own outline (the palm and the open fingers) within a
+smaller margin than the arm's thick links; the object to pick is in the check of the arm's way to the pre-grasp;
+and when the straight motion to a pre-grasp or pre-release inside collides, the hand starts outside the opening and
+goes straight in. So a can on a fridge's floor is taken as a Fetch-sized arm can take it, the torso lowered
+(docs/robots.md, "Reaching into a fridge or cabinet").
+
 **Put.** The release point is chosen from the receptacle's box: inside its interior (``interior_min`` /
 ``interior_max``; a fridge, an opened drawer, a sink) when it has one and is open, else on its top; the spot
 nearest the robot, 8 cm inside the edges and 10 cm from the objects already there. The held object is brought
@@ -64,10 +71,17 @@ from homiebot.sim.robot_driver import (
     TrajectoryPoint,
     TrajectoryResult,
 )
-from homiebot.skills.physical.grasp import GraspCandidate, Outline, grasp_candidates, held_by_rim, impossible
-from homiebot.skills.physical.kinematics import ArmKinematics
+from homiebot.skills.physical.grasp import (
+    FIT_CLEARANCE,
+    GraspCandidate,
+    Outline,
+    grasp_candidates,
+    held_by_rim,
+    impossible,
+)
+from homiebot.skills.physical.kinematics import ArmKinematics, IKSolution
 from homiebot.skills.physical.motion import CHECK_STEP, MotionPlan, PlannerSettings, plan_motion, segment_clear
-from homiebot.skills.physical.navigation import approach_poses, facing_pose
+from homiebot.skills.physical.navigation import approach_poses, facing_pose, opening_side
 from homiebot.types import EntityKind, EntityState, Pose2D, SkillResult, SkillStatus, WorldState
 
 logger = logging.getLogger(__name__)
@@ -116,6 +130,11 @@ REPOSITION_SAME_YAW = 0.2
 TRIED_TARGETS_KEPT = 32
 #: Joint-space obstacles the arm touches where it stopped that a motion back to the tuck may leave (_escape).
 ESCAPE_BOXES = 4
+#: The farthest (m) a pre-grasp or pre-release outside a fridge's or cabinet's opening may stand off
+#: (PhysicalManipulation._outside_stand_off): beyond, the arm's reach is spent on the way in.
+MAX_OUTSIDE_STAND_OFF = 0.6
+#: The longest step (m) between the IK points of a long straight line in (PhysicalManipulation._line).
+LINE_STEP = 0.05
 
 
 @dataclass(frozen=True)
@@ -149,6 +168,16 @@ class ArmSetup:
     neighbour_margin: float = 0.10  # m from objects already on the receptacle
     #: The sampling planner's budget and seed, for motions whose straight joint-space segments collide.
     planner: PlannerSettings = field(default_factory=PlannerSettings)
+    #: The hand, checked as its own shape rather than as the arm's thick line: the links it is made of (their points
+    #: keep ``hand_margin``), and points on its outline in the tool's frame (the palm's box and the open fingers).
+    #: The arm's links are capsules 4-5.5 cm thick, which Obstacles.margin covers; the hand is 5 cm thick but 12.8 cm
+    #: wide with the fingers open, so one margin is too much above and below it (it could not enter a fridge low
+    #: down or a cabinet through its front) and too little beside it. Without these, every link keeps the margin.
+    hand_links: tuple[str, ...] = ()
+    hand_outline: tuple[tuple[float, float, float], ...] = ()
+    #: How close (m) the hand's outline may come to a box of the world graph: the hand's position error after a
+    #: straight-line motion (IK tolerance and tracking, under a centimetre) plus some room.
+    hand_margin: float = 0.015
 
     @property
     def pads_closed_width(self) -> float:
@@ -160,6 +189,30 @@ class ArmSetup:
         """The narrowest thing (m) the fingers hold: their pads' gap when closed, plus the gap by which a closed
         gripper tells that it holds something (GRIPPED_GAP)."""
         return self.pads_closed_width + GRIPPED_GAP
+
+
+def _box_outline(lo: tuple[float, float, float], hi: tuple[float, float, float],
+                 spacing: float = 0.03) -> tuple[tuple[float, float, float], ...]:
+    """Points on the faces of the box ``lo`` .. ``hi`` at most ``spacing`` apart along each edge (corners included):
+    a thin box's outline for a point check with a margin of half the spacing or more."""
+    axes = [np.linspace(a, b, max(2, math.ceil((b - a) / spacing - 1e-9) + 1)) for a, b in zip(lo, hi, strict=True)]
+    points = []
+    for x in axes[0]:
+        for y in axes[1]:
+            for z in axes[2]:
+                on_face = x in (axes[0][0], axes[0][-1]) or y in (axes[1][0], axes[1][-1]) or z in (axes[2][0], axes[2][-1])
+                if on_face:
+                    points.append((float(x), float(y), float(z)))
+    return tuple(points)
+
+
+#: The embedded robot's hand in the tool frame (the grip site; x along the approach, y the fingers' closing axis), from
+#: homiebot/sim/mujoco/robot.py: the palm box (0.03 x 0.06 x 0.025 half sizes, 0.09 m behind the grip site) and the
+#: two fingers wide open (0.08 m long, their pads 0.014 m thick with the outer faces 0.064 m out, 0.024 m high): the
+#: open hand is the widest the hand gets.
+_SIM_PALM = ((-0.12, -0.06, -0.025), (-0.06, 0.06, 0.025))
+_SIM_LEFT_FINGER = ((-0.06, 0.05, -0.012), (0.02, 0.064, 0.012))
+_SIM_RIGHT_FINGER = ((-0.06, -0.064, -0.012), (0.02, -0.05, 0.012))
 
 
 def sim_arm_setup() -> ArmSetup:
@@ -187,6 +240,8 @@ def sim_arm_setup() -> ArmSetup:
         closed_gap=0.0,
         open_width=2 * robot_model.FINGER_OPEN + robot_model.FINGER_PAD_GAP,
         palm_depth=0.06,  # the grip site 0.09 m along the gripper link, the palm box's face 0.03 m
+        hand_links=("gripper_link", robot_model.FINGER_JOINTS[0] + "_link", robot_model.FINGER_JOINTS[1] + "_link"),
+        hand_outline=_box_outline(*_SIM_PALM) + _box_outline(*_SIM_LEFT_FINGER) + _box_outline(*_SIM_RIGHT_FINGER),
         reach_seeds=(
             reach(0.386, -0.6, 1.2, 1.0),
             reach(0.2, -0.3, 1.5, 1.2),
@@ -220,7 +275,8 @@ def tool_pose(position: ArrayLike, approach: ArrayLike, across: ArrayLike | None
 @dataclass(frozen=True)
 class Obstacles:
     """The world graph's boxes the arm must keep clear of (furniture and objects, world frame), seen from a base
-    pose: a collision check of the arm's link points (kinematics.ArmKinematics.link_points) with a margin."""
+    pose: a collision check of the arm's link points (kinematics.ArmKinematics.link_points) with a margin, the
+    arm's (``margin``) or one per point (the hand's, :meth:`hit`)."""
 
     base: Pose2D
     boxes: tuple[tuple[str, np.ndarray, np.ndarray], ...]
@@ -228,10 +284,11 @@ class Obstacles:
     # not walls; the walls stand on the rooms' edges).
     rooms: tuple[tuple[float, float, float, float], ...] = ()
     # Furniture -> its interior box: a point there is not in the furniture (the arm reaches into a fridge), but the
-    # rest of its box is (its walls, top and floor).
+    # rest of its box is (its walls, top and floor). An opened door's interior reaches out through its front.
     cavities: Mapping[str, tuple[np.ndarray, np.ndarray]] = field(default_factory=dict)
     margin: float = 0.05  # m: the links' radius
     _arrays: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] = field(init=False, repr=False, compare=False)
+    _names: tuple[str, ...] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         # The boxes as arrays (B x 3) for a check of all points against all boxes at once; a box without a cavity
@@ -242,14 +299,15 @@ class Obstacles:
         for i, (name, _, _) in enumerate(self.boxes):
             if name in self.cavities:
                 cavity_lo[i], cavity_hi[i] = self.cavities[name]
-        object.__setattr__(self, "_arrays", (lo - self.margin, hi + self.margin,
-                                             cavity_lo + self.margin, cavity_hi - self.margin))
+        object.__setattr__(self, "_arrays", (lo, hi, cavity_lo, cavity_hi))
+        object.__setattr__(self, "_names", tuple(b[0] for b in self.boxes))
 
     @staticmethod
     def of(world: WorldState, ignore: set[str], open_into: set[str] = frozenset(),  # type: ignore[assignment]
            resting: EntityState | None = None) -> Obstacles:
         """The boxes of ``world`` but ``ignore``'s (and held objects); ``open_into``: furniture whose interior the
-        arm may enter; ``resting``: an object on a surface lower than its furniture's box (a sofa's seat under its
+        arm may enter (through its top when the interior is open there, through its front when its door or drawer
+        is open); ``resting``: an object on a surface lower than its furniture's box (a sofa's seat under its
         back, a shelf): the space above that surface is left free, as the box alone cannot tell a seat from the
         back behind it, except beyond the object's far side as the robot sees it, where such a back stands."""
         boxes = tuple(
@@ -266,10 +324,20 @@ class Obstacles:
             e = world.entities.get(name)
             if e is None or e.interior_min is None or e.interior_max is None:
                 continue
-            top = np.array(e.interior_max, dtype=float)
+            bottom, top = np.array(e.interior_min, dtype=float), np.array(e.interior_max, dtype=float)
             if top[2] >= e.bbox_max[2] - 0.01:
                 top[2] = np.inf  # open at the top (a sink's basin, a drawer's tray): nothing above the interior
-            cavities[name] = (np.array(e.interior_min, dtype=float), top)
+            front = opening_side(world, e) if e.articulated and e.is_open else None
+            if front is not None:
+                # The door is open (or the drawer pulled out): its interior opens through the front face, between
+                # the frame's sides, its top and its floor, which stay solid. A hinged door's leaf has swung out to
+                # the side of the opening (the world graph has no leaves; Go to keeps the base out of their sweep).
+                axis = front // 2  # west / east: x, south / north: y
+                if front % 2 == 0:
+                    bottom[axis] = -np.inf
+                else:
+                    top[axis] = np.inf
+            cavities[name] = (bottom, top)
         if resting is not None and resting.parent in world.entities and resting.parent not in cavities:
             e = world.entities[resting.parent]
             surface = resting.bbox_min[2]
@@ -290,23 +358,28 @@ class Obstacles:
         return Obstacles(world.robot, boxes, rooms, cavities)
 
     def without(self, names: set[str]) -> Obstacles:
-        return Obstacles(self.base, tuple(b for b in self.boxes if b[0] not in names), self.rooms, self.cavities, self.margin)
+        return Obstacles(self.base, tuple(b for b in self.boxes if b[0] not in names), self.rooms, self.cavities,
+                         self.margin)
 
-    def hit(self, points: np.ndarray) -> str | None:
-        """The first box a point (base frame) is within ``margin`` of, or None."""
+    def hit(self, points: np.ndarray, margins: np.ndarray | None = None) -> str | None:
+        """The first box a point (base frame) is within its margin of, or None: ``margins`` (m) one per point (the
+        hand keeps a smaller one than the arm's thicker links), else ``margin`` for every point."""
         c, s = math.cos(self.base.yaw), math.sin(self.base.yaw)
         world = np.column_stack([self.base.x + c * points[:, 0] - s * points[:, 1],
                                  self.base.y + s * points[:, 0] + c * points[:, 1], points[:, 2]])
         lo, hi, cavity_lo, cavity_hi = self._arrays
+        margin = np.full((len(world), 1, 1), self.margin) if margins is None else np.asarray(
+            margins, dtype=float).reshape(-1, 1, 1)
+        widest = float(margin.max()) if len(margin) else self.margin
         # Only the boxes that overlap the points' bounds can hold one; all points against those at once.
-        near = np.flatnonzero(np.all((hi > world.min(axis=0)) & (lo < world.max(axis=0)), axis=1))
+        near = np.flatnonzero(np.all((hi + widest > world.min(axis=0)) & (lo - widest < world.max(axis=0)), axis=1))
         if len(near):
             points_ = world[:, None, :]  # N x 1 x 3 against the near boxes' n x 3
-            inside = np.all((points_ > lo[near]) & (points_ < hi[near]), axis=2) & ~np.all(
-                (points_ > cavity_lo[near]) & (points_ < cavity_hi[near]), axis=2)
+            inside = np.all((points_ > lo[near] - margin) & (points_ < hi[near] + margin), axis=2) & ~np.all(
+                (points_ > cavity_lo[near] + margin) & (points_ < cavity_hi[near] - margin), axis=2)
             touched = inside.any(axis=0)
             if touched.any():  # the first in the boxes' order, as a loop over them finds
-                return self.boxes[int(near[np.argmax(touched)])][0]
+                return self._names[int(near[np.argmax(touched)])]
         if self.rooms:
             # Half a wall (the scene library's are 0.1 m thick) plus the links' radius inside some room's box.
             inset = WALL_HALF_THICKNESS + 0.02  # the hand reaches to a counter's back edge
@@ -419,6 +492,9 @@ class PhysicalManipulation:
         self.setup = setup
         self.world = world
         self._tuck = kinematics.vector(setup.tuck)
+        # Which of the kinematics' point links are the hand's (they keep the hand's margin), and the hand's outline.
+        self._hand_point_links = np.array([link in setup.hand_links for link in kinematics.point_links], dtype=bool)
+        self._hand_outline = np.asarray(setup.hand_outline, dtype=float) if setup.hand_outline else None
         # Motions the planner found none for, by what it was given (_plan_key): the executor tries a failed skill
         # again from the same state, and the same search would fail again after the whole budget.
         self._failed_plans: dict[tuple[object, ...], MotionPlan] = {}
@@ -541,6 +617,10 @@ class PhysicalManipulation:
         receptacle = entity.parent if entity.relation == "in" else None
         resting = entity if entity.parent is not None and entity.relation == "on" else None
         obstacles = Obstacles.of(world, {entity.name}, {receptacle} if receptacle else set(), resting)
+        # On the way to the pre-grasp the object is in the way as anything else is: an arm reaching low into a fridge
+        # would sweep its forearm through the can (physics stops it there). Only the hand's approach from the
+        # pre-grasp, whose fingers close around it, and the carry, with it in the hand, leave it out.
+        reaching = Obstacles.of(world, set(), {receptacle} if receptacle else set(), resting)
         # The last few centimetres to the grasp come down onto what the object stands on.
         near = obstacles.without({entity.parent}) if entity.parent else obstacles
         # Across the object's narrow side first, the palm clear of it (grasp.grasp_candidates).
@@ -556,31 +636,69 @@ class PhysicalManipulation:
             # Inside a drawer or a cabinet, the hand goes to the rim where the walls leave it room (_hand_room).
             candidates = _roomy_first(candidates, lambda c: self._hand_room(world.robot, walls, c.position),
                                       lambda c: c.kind == "rim")
+        planner = ""  # why the planner found no motion, for the message
+        planned = 0  # how many of the blocked grasps the planner has been tried for
+
+        def plan_blocked() -> PhysicalManipulation._Grasp | None:
+            """Plan around what the straight motions hit, for the best ranked blocked grasps only."""
+            nonlocal reason, planner, planned
+            for candidate, pregrasp, approach, lifted, held, straight_reach, straight_back in blocked[
+                    planned:PLANNED_CANDIDATES]:
+                planned += 1
+                there = (MotionPlan(tuple(straight_reach), "", 0, 0.0) if straight_reach is not None
+                         else self._plan(self._current(), pregrasp, reaching))
+                if there.waypoints is None:
+                    reason, planner = "no collision-free arm motion gets there", f": {there.failure}"
+                    continue
+                away = (MotionPlan(tuple(straight_back), "", 0, 0.0) if straight_back is not None
+                        else self._plan(lifted, tuple(self._tuck), obstacles, held))
+                if away.waypoints is None:
+                    reason, planner = "no collision-free arm motion gets back with it", f": {away.failure}"
+                    continue
+                return self._Grasp(candidate.kind, tuple(self._current()), list(there.waypoints), approach, lifted,
+                                   list(away.waypoints), self._open_gap(candidate))
+            return None
+
         for candidate in candidates:
+            if blocked and candidate.width is not None and candidate.width > self.setup.open_width - 2 * FIT_CLEARANCE:
+                # A grasp with room to spare that the planner gets to beats a tight one (the pads come down on the
+                # object's edges: emmoe-001's 10 cm box in the 10 cm opening, when its 5.5 cm side was there to take).
+                found = plan_blocked()
+                if found is not None:
+                    return found
             pose = tool_pose(candidate.position, candidate.approach, candidate.closing)
             # The full pre-grasp stand-off, else the shortest that keeps the finger tips clear of the object (a tall
             # object held near its top at the edge of the arm's reach).
-            line = self._line(pose, -self.setup.pregrasp_distance, obstacles, near)
+            line = self._line(pose, -self.setup.pregrasp_distance, reaching, near)
             if line is None and candidate.clear_distance < self.setup.pregrasp_distance - 0.01:
-                line = self._line(pose, -candidate.clear_distance, obstacles, near)
+                line = self._line(pose, -candidate.clear_distance, reaching, near)
             if line is None:
+                logger.debug("grasp %s of %s closing %s: no clear pre-grasp and approach", candidate.kind,
+                             entity.name, np.round(candidate.closing, 2))
                 continue
             pregrasp, approach = line[0], line[1:]
-            lift = None
-            for height in (self.setup.lift, self.setup.lift / 2):  # half as high where the full lift is out of reach
-                lifted = pose.copy()
-                lifted[2, 3] += height
-                lift = self.kinematics.solve(lifted, [approach[-1]], acceptable=self._clear(near))
-                if lift.converged:
-                    break
-            if lift is None or not lift.converged:
+            lift = self._lift(pose, approach[-1], near)
+            if lift is None:
+                logger.debug("grasp %s of %s: no clear lift", candidate.kind, entity.name)
                 continue
             # The object in the hand from here on (its box's points in the tool's frame): the motion back must not
             # sweep it through what it stood on.
             held = (outline.sample_points() - pose[:3, 3]) @ pose[:3, :3]
-            reach = self._path(self._current(), pregrasp, obstacles)
+            reach = self._path(self._current(), pregrasp, reaching)
+            outside = self._outside_stand_off(world, walls, pose) if reach is None and walls is not None else None
+            if outside is not None:
+                # Inside a fridge or cabinet, from a pre-grasp outside its opening and straight in (_outside_stand_off).
+                longer = self._line(pose, -outside, reaching, near, near_within=self.setup.pregrasp_distance)
+                lift_there = self._lift(pose, longer[-1], near) if longer is not None else None
+                reach_there = self._path(self._current(), longer[0], reaching) if longer is not None else None
+                if longer is not None and lift_there is not None:
+                    # Also when the motion there is not straight: the planner's way to a pre-grasp in the open in
+                    # front of the cupboard is easier to find than one to a pre-grasp inside it.
+                    pregrasp, approach, lift, reach = longer[0], longer[1:], lift_there, reach_there
             back = self._carry_back(lift.positions, obstacles, held)
             if reach is None or back is None:
+                logger.debug("grasp %s of %s: no straight motion %s", candidate.kind, entity.name,
+                             "there" if reach is None else "back")
                 reason = "no collision-free arm motion gets there"
                 blocked.append((candidate, pregrasp, approach, lift.positions, held, reach, back))
                 continue
@@ -588,22 +706,47 @@ class PhysicalManipulation:
                                self._open_gap(candidate))
         # Every grasp the arm reaches is cut off by the straight motions: plan around what they hit, for the best
         # ranked grasps only.
-        planner = ""  # why the planner found no motion, for the message
-        for candidate, pregrasp, approach, lifted, held, straight_reach, straight_back in blocked[:PLANNED_CANDIDATES]:
-            there = (MotionPlan(tuple(straight_reach), "", 0, 0.0) if straight_reach is not None
-                     else self._plan(self._current(), pregrasp, obstacles))
-            if there.waypoints is None:
-                reason, planner = "no collision-free arm motion gets there", f": {there.failure}"
-                continue
-            away = (MotionPlan(tuple(straight_back), "", 0, 0.0) if straight_back is not None
-                    else self._plan(lifted, tuple(self._tuck), obstacles, held))
-            if away.waypoints is None:
-                reason, planner = "no collision-free arm motion gets back with it", f": {away.failure}"
-                continue
-            return self._Grasp(candidate.kind, tuple(self._current()), list(there.waypoints), approach, lifted,
-                               list(away.waypoints), self._open_gap(candidate))
+        found = plan_blocked()
+        if found is not None:
+            return found
         raise Unreachable(f"unreachable pose: {reason} to grasp {entity.name} from here "
                           f"({np.linalg.norm(horizontal):.2f} m from the base, {centre[2]:.2f} m high){planner}")
+
+    def _lift(self, pose: np.ndarray, grasped: Sequence[float], near: Obstacles) -> IKSolution | None:
+        """The arm lifting the object from the grasp ``pose`` (reached at ``grasped``): ArmSetup.lift up, or half as
+        high where that is out of reach; None when neither is."""
+        for height in (self.setup.lift, self.setup.lift / 2):
+            lifted = pose.copy()
+            lifted[2, 3] += height
+            lift = self.kinematics.solve(lifted, [grasped], acceptable=self._clear(near))
+            if lift.converged:
+                return lift
+        return None
+
+    def _outside_stand_off(self, world: WorldState, receptacle: EntityState, pose: np.ndarray) -> float | None:
+        """How far back along the approach (m) the tool must start for the whole hand to be outside ``receptacle``'s
+        box, when the hand reaches into its interior through an opened door's or drawer's front (Obstacles.of) from
+        farther than the usual pre-grasp: the arm then gets there in free space (a straight motion, no search among
+        the frame's edges) and goes in along a straight line, as a person reaches into a cupboard. None when the
+        receptacle has no such opening or the usual pre-grasp is outside already."""
+        if (receptacle.interior_min is None or not receptacle.articulated or not receptacle.is_open
+                or opening_side(world, receptacle) is None):
+            return None
+        base = world.robot
+        c, s = math.cos(base.yaw), math.sin(base.yaw)
+        rotation = np.array([[c, -s, 0.0], [s, c, 0.0], [0.0, 0.0, 1.0]])
+        start = rotation @ pose[:3, 3] + np.array([base.x, base.y, 0.0])
+        back = -(rotation @ pose[:3, 0])
+        lo, hi = np.array(receptacle.bbox_min, dtype=float), np.array(receptacle.bbox_max, dtype=float)
+        if not (np.all(start > lo) and np.all(start < hi)):
+            return None
+        with np.errstate(divide="ignore"):
+            exits = np.where(back > 1e-9, (hi - start) / back, np.where(back < -1e-9, (lo - start) / back, np.inf))
+        # Past the box's face, the finger tips (finger_reach ahead of the tool centre) clear it by the hand's margin.
+        distance = float(exits.min()) + self.setup.finger_reach + self.setup.hand_margin + 0.02
+        if distance <= self.setup.pregrasp_distance + 0.02 or distance > MAX_OUTSIDE_STAND_OFF:
+            return None
+        return distance
 
     def _hand_room(self, base: Pose2D, receptacle: EntityState, point: np.ndarray) -> float:
         """How far (m) the tool centre at ``point`` (base frame) is inside ``receptacle``'s interior walls,
@@ -688,14 +831,34 @@ class PhysicalManipulation:
             pose[:3, 3] -= pose[:3, :3] @ held_offset  # the object's centre, not the tool's, at the release point
             line = self._line(pose, -self.setup.pregrasp_distance, obstacles, near_obstacles)
             if line is None:
+                logger.debug("release of %s %s %s from %s: no clear approach", held.name, relation, receptacle.name,
+                             np.round(approach, 2))
                 continue
             reach = self._path(self._current(), line[0], obstacles, held_points)
+            outside = self._outside_stand_off(world, receptacle, pose) if reach is None and inside else None
+            if outside is not None:
+                # Into a fridge or cabinet from outside its opening, straight in (_outside_stand_off).
+                longer = self._line(pose, -outside, obstacles, near_obstacles,
+                                    near_within=self.setup.pregrasp_distance)
+                reach_there = self._path(self._current(), longer[0], obstacles, held_points) if longer else None
+                logger.debug("release of %s in %s from %s, %.2f m back: %s", held.name, receptacle.name,
+                             np.round(approach, 2), outside, "no clear line in" if longer is None else
+                             "no straight motion there" if reach_there is None else "clear")
+                if longer is not None:
+                    # Also when the motion there is not straight: the planner's way to a pre-release in the open in
+                    # front of the cupboard is easier to find than one to a pre-release inside it.
+                    line, reach = longer, reach_there
             back = self._path(line[0], tuple(self._tuck), obstacles)
+            logger.debug("release of %s %s %s from %s: straight motion there %s, back %s", held.name, relation,
+                         receptacle.name, np.round(approach, 2), reach is not None, back is not None)
             if reach is not None and back is not None:
                 return self._Release(relation, reach, line[1:], list(reversed(line[:-1])) + back)
             blocked.append((line, reach, back))
         if not blocked:
             raise Unreachable(f"unreachable pose: no arm configuration reaches {relation} {receptacle.name} from here")
+        # The planner's ways to a pre-release outside a cupboard's opening first (_outside_stand_off: a longer line
+        # in), then in their order.
+        blocked.sort(key=lambda item: -len(item[0]))
         detail = ""
         for line, straight_reach, straight_back in blocked[:PLANNED_CANDIDATES]:  # around what the straight motions hit
             there = (MotionPlan(tuple(straight_reach), "", 0, 0.0) if straight_reach is not None
@@ -924,7 +1087,7 @@ class PhysicalManipulation:
             if clear(q):
                 break
             tight = dataclasses.replace(obstacles, margin=HELD_MARGIN)
-            touched = obstacles.hit(self.kinematics.link_points(q))
+            touched = self._arm_hit(obstacles, q)
             if touched is None and held is not None:
                 touched = tight.hit(self.kinematics.tool_points(q, held))
             if touched is None:
@@ -961,11 +1124,21 @@ class PhysicalManipulation:
         tight = dataclasses.replace(obstacles, margin=HELD_MARGIN)
 
         def clear(q: Sequence[float]) -> bool:
-            if obstacles.hit(self.kinematics.link_points(q)) is not None:
+            if self._arm_hit(obstacles, q) is not None:
                 return False
             return held is None or tight.hit(self.kinematics.tool_points(q, held)) is None
 
         return clear
+
+    def _arm_hit(self, obstacles: Obstacles, q: Sequence[float]) -> str | None:
+        """The first box (or "a wall") the arm at ``q`` comes within its margin of: the links within
+        ``obstacles.margin``, the hand's links and outline (ArmSetup.hand_outline) within ``hand_margin``."""
+        points, links = self.kinematics.labelled_link_points(q)
+        margins = np.where(self._hand_point_links[links], self.setup.hand_margin, obstacles.margin)
+        if self._hand_outline is not None:
+            points = np.vstack([points, self.kinematics.tool_points(q, self._hand_outline)])
+            margins = np.concatenate([margins, np.full(len(self._hand_outline), self.setup.hand_margin)])
+        return obstacles.hit(points, margins)
 
     def _carry_back(self, lifted: Sequence[float], obstacles: Obstacles, held: np.ndarray) -> list[tuple[float, ...]] | None:
         """Waypoints from the lifted grasp to the tuck with the object in the hand: as :meth:`_path` finds them,
@@ -991,20 +1164,25 @@ class PhysicalManipulation:
         return None
 
     def _line(self, pose: np.ndarray, back: float, obstacles: Obstacles, near: Obstacles,
-              steps: int = 3) -> list[tuple[float, ...]] | None:
+              steps: int = 3, near_within: float | None = None) -> list[tuple[float, ...]] | None:
         """Joint positions along the straight line from ``back`` m along the tool's x axis to ``pose``: the first
         point solved from the seeds, clear of ``obstacles``, each next from the previous, clear of ``near`` (what
-        the hand may come close to at the end: the surface under the object); None when out of reach."""
+        the hand may come close to at the end: the surface under the object); None when out of reach.
+        ``near_within``: only the points that close to ``pose`` (m) are checked against ``near``, the others against
+        ``obstacles``, in steps of LINE_STEP at most (a long way in through a cupboard's front)."""
         start = pose.copy()
         start[:3, 3] += back * pose[:3, 0]
         first = self.kinematics.solve(start, self._seeds(start), acceptable=self._clear(obstacles))
         if not first.converged:
             return None
         points = [first.positions]
+        if near_within is not None:
+            steps = max(steps, math.ceil(abs(back) / LINE_STEP - 1e-9))
         for k in range(1, steps + 1):
             waypoint = pose.copy()
             waypoint[:3, 3] = start[:3, 3] + (pose[:3, 3] - start[:3, 3]) * k / steps
-            solution = self.kinematics.solve(waypoint, [points[-1]], acceptable=self._clear(near))
+            check = near if near_within is None or abs(back) * (steps - k) / steps <= near_within + 1e-9 else obstacles
+            solution = self.kinematics.solve(waypoint, [points[-1]], acceptable=self._clear(check))
             if not solution.converged:
                 return None
             points.append(solution.positions)

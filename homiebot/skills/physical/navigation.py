@@ -212,6 +212,15 @@ def _front_side(entity: EntityState, room: _Box | None) -> int | None:
     return {0: 1, 1: 0, 2: 3, 3: 2}[back]
 
 
+def opening_side(world: WorldState, entity: EntityState) -> int | None:
+    """Index (west, east, south, north) of the side ``entity`` (an articulated piece: a fridge, a cabinet, a drawer)
+    opens to, as Go to approaches it (:func:`_front_side`), or None when it is not articulated or has no room."""
+    room = world.entities.get(entity.room) if entity.room is not None else None
+    if room is None or room.kind is not EntityKind.ROOM:
+        return None
+    return _front_side(entity, _Box.of(room))
+
+
 def _on_side(box: _Box, side: int, xy: tuple[float, float]) -> bool:
     """Whether ``xy`` lies beyond the given side (west, east, south, north) of ``box``."""
     x, y = xy
