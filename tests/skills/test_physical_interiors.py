@@ -18,8 +18,10 @@ import pytest
 from homiebot.sim.mujoco import robot as robot_model
 from homiebot.sim.mujoco.backend import MujocoSimulator
 from homiebot.skills.physical import PhysicalSkillSet
+from homiebot.sim.scene import load_scene
 from homiebot.skills.physical.manipulation import Obstacles, sim_arm_setup
-from homiebot.tasks.suite import get_task
+from homiebot.skills.physical.navigation import opening_side
+from homiebot.tasks.suite import get_task, load_suite
 from homiebot.types import Action, EntityKind, EntityState, Pose2D, WorldState
 
 
@@ -57,6 +59,23 @@ def test_an_opened_fridge_is_entered_through_its_front_and_its_frame_top_and_flo
     # The frame's side, the floor and the top of the opened fridge are still in the way.
     for point in ((1.02, 2.22, 0.8), (1.4, 2.5, 0.07), (1.4, 2.22, 1.72)):
         assert Obstacles.of(opened, set(), {"fridge"}).hit(_in_robot_frame(opened, point)) == "fridge", point
+
+
+def test_the_side_taken_for_the_front_is_the_compiled_front_of_every_articulated_piece_in_the_library(sim):
+    # The world graph has no front; the compiled scene's door or drawer is on the piece's local -y side.
+    checked = 0
+    for scene in sorted({task.scene for task in load_suite().tasks}):
+        spec = load_scene(scene)
+        sim.reset(scene, seed=0)
+        world = sim.state()
+        for furniture in spec.furniture:
+            if furniture.articulation is None:
+                continue
+            dx, dy = math.sin(furniture.pose.yaw), -math.cos(furniture.pose.yaw)
+            front = (0 if dx < 0 else 1) if abs(dx) > abs(dy) else (2 if dy < 0 else 3)
+            assert opening_side(world, world.entities[furniture.name]) == front, (scene, furniture.name)
+            checked += 1
+    assert checked >= 20
 
 
 def test_each_point_may_keep_its_own_margin():
