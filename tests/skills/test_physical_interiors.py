@@ -17,8 +17,8 @@ import pytest
 
 from homiebot.sim.mujoco import robot as robot_model
 from homiebot.sim.mujoco.backend import MujocoSimulator
-from homiebot.skills.physical import PhysicalSkillSet
 from homiebot.sim.scene import load_scene
+from homiebot.skills.physical import PhysicalSkillSet
 from homiebot.skills.physical.manipulation import Obstacles, sim_arm_setup
 from homiebot.skills.physical.navigation import opening_side
 from homiebot.tasks.suite import get_task, load_suite
