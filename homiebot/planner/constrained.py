@@ -367,8 +367,16 @@ class GrammarCompilerCache:
     """
 
     def __init__(
-        self, tokenizer: Any, vocab_size: int, stop_token_ids: Sequence[int], cache_limit_bytes: int = 64 * 2**20
+        self,
+        tokenizer: Any,
+        vocab_size: int,
+        stop_token_ids: Sequence[int],
+        cache_limit_bytes: int = 64 * 2**20,
+        *,
+        vocabulary: Sequence[bytes] | None = None,
     ) -> None:
+        """``tokenizer``: a transformers tokenizer; or None with ``vocabulary``, each token's bytes (a GGUF's
+        vocabulary as llama.cpp writes it: :class:`homiebot.planner.text_lm._JumpForward`)."""
         try:
             import xgrammar as xgr
         except ImportError as exc:  # pragma: no cover - depends on the environment
@@ -377,9 +385,16 @@ class GrammarCompilerCache:
             ) from exc
         self._xgr = xgr
         self.stop_token_ids = tuple(sorted({int(t) for t in stop_token_ids}))
-        info = xgr.TokenizerInfo.from_huggingface(
-            tokenizer, vocab_size=vocab_size, stop_token_ids=list(self.stop_token_ids)
-        )
+        if vocabulary is not None:
+            # RAW: the strings are the tokens' text, whatever the tokenizer's own encoding; a token that writes
+            # nothing (a special one) is special to xgrammar.
+            info = xgr.TokenizerInfo(
+                list(vocabulary), xgr.VocabType.RAW, vocab_size=vocab_size, stop_token_ids=list(self.stop_token_ids)
+            )
+        else:
+            info = xgr.TokenizerInfo.from_huggingface(
+                tokenizer, vocab_size=vocab_size, stop_token_ids=list(self.stop_token_ids)
+            )
         # The grammar changes every round (grounded targets), so the cache is bounded: a long-running server
         # would otherwise keep every compiled grammar (about 80 KB each with a 1k vocabulary, more with 150k).
         self.compiler = xgr.GrammarCompiler(

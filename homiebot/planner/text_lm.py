@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import ctypes
 import dataclasses
+import importlib.util
 import logging
 import os
 import threading
@@ -457,12 +458,12 @@ class _LlamaCppBackend:
     def _jump_forward(self) -> _JumpForward | None:
         """The jump-forward helper, made on first use; None when turned off or xgrammar is not installed."""
         if self._jump is None:
-            try:
-                self._jump = _JumpForward(self)
-            except ImportError:
+            if importlib.util.find_spec("xgrammar") is None:
                 log.warning("xgrammar is not installed: answers are decoded without jump-forward (pip install xgrammar)")
                 self._jump = False
-        return self._jump if isinstance(self._jump, _JumpForward) else None
+            else:
+                self._jump = _JumpForward(self)
+        return self._jump or None
 
     def _greedy_jump(
         self, jump: _JumpForward, prompt: list[int], grammar: str, max_new_tokens: int, reused: int
@@ -550,25 +551,22 @@ class _JumpForward:
     def __init__(self, backend: _LlamaCppBackend) -> None:
         import xgrammar as xgr
 
+        from homiebot.planner.constrained import GrammarCompilerCache
+
         self._xgr = xgr
         self._backend = backend
         n_vocab = backend.n_vocab
-        # Each token's bytes as llama.cpp writes them (special tokens write nothing: xgrammar then treats them
-        # as special). RAW: the strings are the tokens' text, whatever the tokenizer's own encoding.
-        vocab = [backend.llm.detokenize([i], special=False) for i in range(n_vocab)]
+        # Each token's bytes as llama.cpp writes them (special tokens write nothing).
+        vocabulary = [backend.llm.detokenize([i], special=False) for i in range(n_vocab)]
         self.stop_ids = np.array([i for i in range(n_vocab) if backend._stops(i)], dtype=np.int64)
-        info = xgr.TokenizerInfo(vocab, xgr.VocabType.RAW, vocab_size=n_vocab, stop_token_ids=self.stop_ids.tolist())
-        self._compiler = xgr.GrammarCompiler(info, max_threads=1, cache_enabled=True, cache_limit_bytes=16 * 2**20)
+        self._compiler = GrammarCompilerCache(None, n_vocab, self.stop_ids.tolist(), vocabulary=vocabulary)
         self._bitmask = xgr.allocate_token_bitmask(1, n_vocab)
         self._bits = self._bitmask.numpy().view(np.uint8)
         self.n_vocab = n_vocab
 
     def matcher(self, grammar: str) -> Any:
-        try:
-            compiled = self._compiler.compile_grammar(grammar)
-        except RuntimeError as exc:
-            raise ValueError(f"the answer grammar does not compile: {exc}") from None
-        return self._xgr.GrammarMatcher(compiled)  # rollback is unlimited in xgrammar 0.2
+        # ConstraintError (a ValueError) when the grammar does not compile; rollback is unlimited in xgrammar 0.2.
+        return self._xgr.GrammarMatcher(self._compiler.compile(grammar))
 
     def _allowed(self, matcher: Any) -> np.ndarray:
         """Which tokens the grammar allows next (a boolean per token)."""
@@ -585,7 +583,8 @@ class _JumpForward:
                 break
             tokens.append(token)
         allowed = self._allowed(matcher)
-        complete = bool(allowed[self.stop_ids].any()) and int(allowed.sum()) == int(allowed[self.stop_ids].sum())
+        stops = int(allowed[self.stop_ids].sum())
+        complete = stops > 0 and int(allowed.sum()) == stops
         if tokens and not complete:
             matcher.rollback(1)
             tokens.pop()
@@ -597,7 +596,7 @@ class _JumpForward:
         token = int(np.argmax(logits))
         if not allowed[token]:
             token = int(np.argmax(np.where(allowed, logits, -np.inf)))
-        if token not in self.stop_ids and not matcher.accept_token(token):
+        if not self._backend._stops(token) and not matcher.accept_token(token):
             raise RuntimeError(f"the grammar refused token {token} that its mask allowed")
         return token
 

@@ -446,13 +446,9 @@ class TextTranscript:
             return [*self.turns, ChatMessage("user", text)]
         world = self._world_now(description) if changed and description is not None else []
         new = _new_history(fields.history, self.last_fields.history)
-        extends = self.delta_turns and fields.task == self.last_fields.task and new is not None
-        before = split_world(self.last_description) if self.last_description is not None else None
-        now = split_world(description) if description is not None else None
-        if extends and self.compact and new is not None and (not changed or (before is not None and now is not None)):
-            text = compact_turn(fields, new, before, now)
-        elif extends and new is not None:
-            text = _compose(fields, task=False, history=new, world_now=world)
+        if self.delta_turns and fields.task == self.last_fields.task and new is not None:
+            compact = self._compact_turn(fields, new, description) if self.compact else None
+            text = compact if compact is not None else _compose(fields, task=False, history=new, world_now=world)
         else:
             text = _compose(fields, task=True, history=fields.history, world_now=world)
         return [*self.turns, ChatMessage("user", text)]
@@ -478,6 +474,17 @@ class TextTranscript:
             return _compose(fields, task=True, history=fields.history, world_start=start, world_now=now)
         start = [DESCRIPTION_HEADING, description.strip()] if description is not None else []
         return _compose(fields, task=True, history=fields.history, world_start=start)
+
+    def _compact_turn(self, fields: InstructionFields, new_history: str, description: str | None) -> str | None:
+        """This round's :func:`compact_turn`; None when the world changed and one of the two descriptions is not
+        :func:`describe_world`'s (the caller then sends the other description whole)."""
+        if description is None or description == self.last_description:
+            return compact_turn(fields, new_history, None, None)  # the world lines only when the world changed
+        before = split_world(self.last_description) if self.last_description is not None else None
+        now = split_world(description)
+        if before is None or now is None:
+            return None
+        return compact_turn(fields, new_history, before, now)
 
     def _world_now(self, description: str) -> list[str]:
         """A later turn's world lines: the changes and the robot line, or another description whole."""
