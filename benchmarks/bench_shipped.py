@@ -108,6 +108,10 @@ class _Timed:
         self.wall_s: list[float] = []
         self.tokens: list[int] = []
         self.answers: list[str] = []
+        #: Per round, the prompt tokens not reused from the cache and the CPU seconds of evaluating them (the
+        #: llama.cpp runtime's own split, TextLanguageModel.last_stats).
+        self.new_tokens: list[int] = []
+        self.prompt_cpu_s: list[float] = []
         plan = self.planner.plan
 
         def timed(request: Any) -> str:
@@ -117,6 +121,10 @@ class _Timed:
             self.wall_s.append(time.perf_counter() - wall)
             self.tokens.extend(g.completion_tokens for g in self.planner.last_generations)
             self.answers.append(str(answer))
+            stats = self.planner.engine.last_stats
+            if stats is not None and stats.prompt_cpu_seconds is not None:
+                self.new_tokens.append(stats.prompt_tokens - stats.reused_tokens)
+                self.prompt_cpu_s.append(stats.prompt_cpu_seconds)
             return str(answer)
 
         self.planner.plan = timed  # the loop calls plan(); plan_batch is not used for one episode at a time
@@ -163,6 +171,8 @@ def _figures(one: _Timed, teacher_forced: bool) -> dict[str, Any]:
         "median_wall_s": round(statistics.median(wall), 3), "p90_wall_s": round(_quantile(wall, 0.9), 3),
         "first_round_cpu_s": round(cpu[0], 3),
         "median_answer_tokens": statistics.median(one.tokens) if one.tokens else None,
+        "median_new_prompt_tokens": statistics.median(one.new_tokens) if one.new_tokens else None,
+        "median_prompt_cpu_s": round(statistics.median(one.prompt_cpu_s), 3) if one.prompt_cpu_s else None,
         "agreed_with_expert": one.player.agreed if teacher_forced else None,
         "tasks": one.tasks,
     }  # fmt: skip
@@ -202,7 +212,8 @@ def main() -> None:
         print(f"{label}{NAME} {row['options'] or ''}: {row['rounds']} rounds on 1 thread; planning round median "
               f"{row['median_cpu_s']} s CPU (p90 {row['p90_cpu_s']}), {row['median_wall_s']} s wall "
               f"(p90 {row['p90_wall_s']}); first round {row['first_round_cpu_s']} s CPU; median answer "
-              f"{row['median_answer_tokens']} tokens")
+              f"{row['median_answer_tokens']} tokens; the new prompt tokens: median {row['median_new_prompt_tokens']}, "
+              f"evaluated in {row['median_prompt_cpu_s']} s CPU")
         if args.teacher_forced:
             print(f"  teacher-forced by the expert: the model chose the expert's subtask in {row['agreed_with_expert']} "
                   f"of {row['rounds']} rounds")
