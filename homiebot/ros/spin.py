@@ -13,6 +13,7 @@ down (and while Python finalizes), so the process exits 0 without a traceback.
 
 from __future__ import annotations
 
+import faulthandler
 import logging
 import signal
 from collections.abc import Callable
@@ -24,6 +25,11 @@ from rclpy.node import Node
 
 #: The signals that end a node: Ctrl-C and a supervisor's or launch's SIGTERM.
 SHUTDOWN_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+#: Seconds a node's teardown may take before it writes every thread's stack to its stderr (its log under
+#: ``homie up``). A clean teardown takes well under a second; the supervisor SIGKILLs a node 13 s after its SIGINT
+#: (homiebot.ros.supervisor), and a dump before that says where a hung one was stuck.
+TEARDOWN_STACK_DUMP_S = 6.0
 
 
 class ShutdownSignals:
@@ -49,6 +55,9 @@ class ShutdownSignals:
         process with -2 after a clean shutdown) but leaves an ignored one ignored."""
         for sig in SHUTDOWN_SIGNALS:
             signal.signal(sig, signal.SIG_IGN)
+        # Ignored signals cannot end a teardown that hangs (in the middleware, say); only SIGKILL does, and leaves
+        # no trace. The standard library's watchdog leaves one: every thread's stack, if the process still runs.
+        faulthandler.dump_traceback_later(TEARDOWN_STACK_DUMP_S, exit=False)
 
     def _handle(self, signum: int, frame: FrameType | None) -> None:
         self.received += 1

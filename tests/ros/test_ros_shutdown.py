@@ -103,5 +103,31 @@ def test_up_with_exit_when_done_runs_the_first_task_sent_then_shuts_the_graph_do
     assert (out / "record" / "summary.json").is_file()
     assert "graph stopped: " in up.stderr
     stopped = up.stderr.split("graph stopped: ", 1)[1].splitlines()[0]
-    assert all(code.endswith("=0") for code in stopped.split(", ")), stopped  # every node ended cleanly
+    unclean = [entry.split("=")[0] for entry in stopped.split(", ") if not entry.endswith("=0")]
+    # Every node ended cleanly; a hung one has written its threads' stacks into its log (homiebot.ros.spin).
+    assert not unclean, stopped + "\n" + "\n".join(logs.get(f"{name}.log", "")[-4000:] for name in unclean)
     assert not [name for name, text in logs.items() if "Traceback" in text], logs
+
+
+def test_a_teardown_that_hangs_writes_every_threads_stack_before_the_kill(ros_domain) -> None:
+    """A node whose teardown hangs ignores further SIGINT/SIGTERM (ShutdownSignals.quiet), so only the supervisor's
+    SIGKILL ends it; before that it writes every thread's stack to its stderr (its log under ``homie up``), which
+    names the call it was stuck in. Here the hang is a sleep after quiet(), with the dump's delay shortened."""
+    script = (
+        "import time\n"
+        "import homiebot.ros.spin as spin\n"
+        "spin.TEARDOWN_STACK_DUMP_S = 0.3\n"
+        "def stuck_in_the_middleware():\n"
+        "    time.sleep(3)\n"
+        "spin.ShutdownSignals().install().quiet()\n"
+        "stuck_in_the_middleware()\n"
+    )
+    process = subprocess.Popen([sys.executable, "-c", script], env=graph_environment(ros_domain),
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    time.sleep(1.5)
+    os.killpg(process.pid, signal.SIGTERM)  # ignored: the teardown has begun
+    time.sleep(0.2)
+    assert process.poll() is None
+    os.killpg(process.pid, signal.SIGKILL)
+    _, err = process.communicate(timeout=10)
+    assert "Timeout" in err and "stuck_in_the_middleware" in err, err
