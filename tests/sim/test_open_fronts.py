@@ -51,18 +51,7 @@ def front_poses(world: WorldState, name: str) -> list[Pose2D]:
     return poses
 
 
-# apartment_5's fridge is hinged on its room side: its open door pens in the floor in front of it against the oven
-# (0.9 m away), so emmoe-030, 031 and 064 fail with --skills physical (docs/results/physical-skills-2026-11-29.md).
-# The fix, hinge_side: right in homiebot/sim/scenes/apartment_5.yaml, makes those three succeed; it waits until the
-# trained planner's compact-turn model, whose data was collected on the scene as it is, has been compared with the
-# shipped one on the same scenes.
-_PENNED = {"apartment_5": "its fridge door, hinged on the room side, pens in the floor in front of it"}
-
-
-@pytest.mark.parametrize(
-    "scene",
-    [pytest.param(s, marks=pytest.mark.xfail(reason=_PENNED[s], strict=True)) if s in _PENNED else s for s in list_scenes()],
-)
+@pytest.mark.parametrize("scene", list_scenes())
 def test_an_opened_fridge_leaves_the_base_a_way_to_its_front(sim, scene):
     spec = load_scene(scene)
     fridges = [f.name for f in spec.furniture if f.category == "fridge" and f.articulation is not None]
