@@ -135,6 +135,18 @@ ESCAPE_BOXES = 4
 MAX_OUTSIDE_STAND_OFF = 0.6
 #: The longest step (m) between the IK points of a long straight line in (PhysicalManipulation._line).
 LINE_STEP = 0.05
+#: A pulled-out drawer's front panel (Obstacles.of, _drawer_parts): how thick it is (m; the world graph does not say,
+#: the scene library's are 4 and 6 cm), beyond the interior's outer face, as wide and as tall as the piece's box.
+DRAWER_FRONT = 0.06
+#: A drawer tray's walls and floor (m; the scene library's are 1.2 cm): the side walls stand inside the interior's
+#: box, the floor under it.
+TRAY_WALL = 0.015
+#: How far (m) an interior must reach out of its piece's box to count as a pulled-out drawer's tray.
+PULLED_OUT = 0.01
+#: Name suffixes of a pulled-out drawer's parts in the collision check (Obstacles.of).
+DRAWER_FRONT_PART = "/front"
+DRAWER_TRAY_PART = "/tray"
+DRAWER_FLOOR_PART = "/tray_floor"
 
 
 @dataclass(frozen=True)
@@ -319,6 +331,11 @@ class Obstacles:
             (e.bbox_min[0], e.bbox_min[1], e.bbox_max[0], e.bbox_max[1])
             for e in world.entities.values() if e.kind is EntityKind.ROOM
         )
+        # A pulled-out drawer's front panel and tray stand outside its piece's box (the world graph's box is the closed
+        # cabinet's): each is a box of its own, the tray hollow when the arm may reach into it.
+        for piece in world.entities.values():
+            if piece.kind is EntityKind.FURNITURE and piece.name not in ignore:
+                boxes += _drawer_parts(piece)
         cavities = {}
         for name in open_into:
             e = world.entities.get(name)
@@ -338,6 +355,9 @@ class Obstacles:
                 else:
                     top[axis] = np.inf
             cavities[name] = (bottom, top)
+            tray = _tray_cavity(e)
+            if tray is not None:
+                cavities[name + DRAWER_TRAY_PART] = tray
         if resting is not None and resting.parent in world.entities and resting.parent not in cavities:
             e = world.entities[resting.parent]
             surface = resting.bbox_min[2]
@@ -389,6 +409,61 @@ class Obstacles:
             if not clear.all():
                 return "a wall"
         return None
+
+
+def _pulled_out(e: EntityState) -> tuple[int, int] | None:
+    """The horizontal axis (0: x, 1: y) and the direction (-1, +1) in which an opened drawer's tray stands out of its
+    piece's box (the world graph's interior is where the tray is now, its box the closed piece's), or None: not a
+    pulled-out drawer (a fridge's or a cabinet's interior stays inside its box)."""
+    if not e.articulated or not e.is_open or e.interior_min is None or e.interior_max is None:
+        return None
+    for axis in (0, 1):
+        if e.interior_min[axis] < e.bbox_min[axis] - PULLED_OUT:
+            return axis, -1
+        if e.interior_max[axis] > e.bbox_max[axis] + PULLED_OUT:
+            return axis, 1
+    return None
+
+
+def _drawer_parts(e: EntityState) -> tuple[tuple[str, np.ndarray, np.ndarray], ...]:
+    """A pulled-out drawer's parts outside its piece's box, as boxes (world frame): the front panel beyond the
+    interior's outer face (DRAWER_FRONT thick, as wide and as tall as the box); the tray's side walls, between the
+    panel and the box, up to the interior's top (one box, hollow between the walls: :func:`_tray_cavity`); and the
+    tray's floor (TRAY_WALL under the interior). Nothing for any other piece."""
+    out = _pulled_out(e)
+    if out is None:
+        return ()
+    axis, sign = out
+    assert e.interior_min is not None and e.interior_max is not None
+    inner, outer = np.array(e.interior_min, dtype=float), np.array(e.interior_max, dtype=float)
+    face = (outer if sign > 0 else inner)[axis]  # the interior's outer face: the panel's inner face
+    box_face = (e.bbox_max if sign > 0 else e.bbox_min)[axis]
+    front_lo, front_hi = np.array(e.bbox_min, dtype=float), np.array(e.bbox_max, dtype=float)
+    front_lo[axis], front_hi[axis] = sorted((face, face + sign * DRAWER_FRONT))
+    walls_lo, walls_hi = inner.copy(), outer.copy()
+    walls_lo[axis], walls_hi[axis] = sorted((face, box_face))
+    floor_lo, floor_hi = walls_lo.copy(), walls_hi.copy()
+    floor_lo[2], floor_hi[2] = inner[2] - TRAY_WALL, inner[2]
+    return ((e.name + DRAWER_FRONT_PART, front_lo, front_hi), (e.name + DRAWER_TRAY_PART, walls_lo, walls_hi),
+            (e.name + DRAWER_FLOOR_PART, floor_lo, floor_hi))
+
+
+def _tray_cavity(e: EntityState) -> tuple[np.ndarray, np.ndarray] | None:
+    """The free space between a pulled-out drawer's tray walls (:func:`_drawer_parts`), TRAY_WALL inside the
+    interior's box on either side; None for any other piece."""
+    out = _pulled_out(e)
+    if out is None:
+        return None
+    axis, _ = out
+    assert e.interior_min is not None and e.interior_max is not None
+    lo, hi = np.array(e.interior_min, dtype=float), np.array(e.interior_max, dtype=float)
+    across = 1 - axis
+    lo[across] += TRAY_WALL
+    hi[across] -= TRAY_WALL
+    # Along the tray, the panel closes it on the outside and the piece's box on the inside; below is the floor's box,
+    # above nothing.
+    lo[axis], hi[axis], lo[2], hi[2] = -np.inf, np.inf, -np.inf, np.inf
+    return lo, hi
 
 
 def _plan_key(start: Sequence[float], goal: Sequence[float], obstacles: Obstacles,
@@ -621,8 +696,9 @@ class PhysicalManipulation:
         # would sweep its forearm through the can (physics stops it there). Only the hand's approach from the
         # pre-grasp, whose fingers close around it, and the carry, with it in the hand, leave it out.
         reaching = Obstacles.of(world, set(), {receptacle} if receptacle else set(), resting)
-        # The last few centimetres to the grasp come down onto what the object stands on.
-        near = obstacles.without({entity.parent}) if entity.parent else obstacles
+        # The last few centimetres to the grasp come down onto what the object stands on (a pulled-out drawer's tray
+        # floor with it; the tray's walls and the drawer's front stay in the way of the arm coming down into it).
+        near = obstacles.without({entity.parent, entity.parent + DRAWER_FLOOR_PART}) if entity.parent else obstacles
         # Across the object's narrow side first, the palm clear of it (grasp.grasp_candidates).
         reason = "no arm configuration reaches it"
         # Grasps the arm reaches but the straight motions to or from collide: (kind, pre-grasp, approach, lift, the
@@ -728,7 +804,8 @@ class PhysicalManipulation:
         box, when the hand reaches into its interior through an opened door's or drawer's front (Obstacles.of) from
         farther than the usual pre-grasp: the arm then gets there in free space (a straight motion, no search among
         the frame's edges) and goes in along a straight line, as a person reaches into a cupboard. None when the
-        receptacle has no such opening or the usual pre-grasp is outside already."""
+        receptacle has no such opening or the usual pre-grasp is outside already. A pulled-out drawer's box includes
+        its tray and front (:func:`_drawer_parts`): the hand comes down into the tray from above its front's top."""
         if (receptacle.interior_min is None or not receptacle.articulated or not receptacle.is_open
                 or opening_side(world, receptacle) is None):
             return None
@@ -738,6 +815,9 @@ class PhysicalManipulation:
         start = rotation @ pose[:3, 3] + np.array([base.x, base.y, 0.0])
         back = -(rotation @ pose[:3, 0])
         lo, hi = np.array(receptacle.bbox_min, dtype=float), np.array(receptacle.bbox_max, dtype=float)
+        for _, part_lo, part_hi in _drawer_parts(receptacle):
+            # A pulled-out drawer: outside its tray and front as well (over the front panel, into the tray from above).
+            lo, hi = np.minimum(lo, part_lo), np.maximum(hi, part_hi)
         if not (np.all(start > lo) and np.all(start < hi)):
             return None
         with np.errstate(divide="ignore"):
@@ -750,8 +830,9 @@ class PhysicalManipulation:
 
     def _hand_room(self, base: Pose2D, receptacle: EntityState, point: np.ndarray) -> float:
         """How far (m) the tool centre at ``point`` (base frame) is inside ``receptacle``'s interior walls,
-        horizontally (negative: outside); infinite for a receptacle without an interior. The world graph's box of a
-        drawer does not follow its pulled-out tray, so the arm's collision check cannot see the tray's walls."""
+        horizontally (negative: outside); infinite for a receptacle without an interior. Grasps and releases with room
+        for the palm come first: the collision check sees a pulled-out drawer's tray walls (:func:`_drawer_parts`),
+        but a rim grasp pressed against one would be planned only to be refused."""
         if receptacle.interior_min is None or receptacle.interior_max is None:
             return math.inf
         c, s = math.cos(base.yaw), math.sin(base.yaw)
@@ -1167,26 +1248,39 @@ class PhysicalManipulation:
               steps: int = 3, near_within: float | None = None) -> list[tuple[float, ...]] | None:
         """Joint positions along the straight line from ``back`` m along the tool's x axis to ``pose``: the first
         point solved from the seeds, clear of ``obstacles``, each next from the previous, clear of ``near`` (what
-        the hand may come close to at the end: the surface under the object); None when out of reach.
+        the hand may come close to at the end: the surface under the object), from each seed in turn, and then the
+        same from ``pose`` back to the first point; None when out of reach.
         ``near_within``: only the points that close to ``pose`` (m) are checked against ``near``, the others against
         ``obstacles``, in steps of LINE_STEP at most (a long way in through a cupboard's front)."""
         start = pose.copy()
         start[:3, 3] += back * pose[:3, 0]
-        first = self.kinematics.solve(start, self._seeds(start), acceptable=self._clear(obstacles))
-        if not first.converged:
-            return None
-        points = [first.positions]
         if near_within is not None:
             steps = max(steps, math.ceil(abs(back) / LINE_STEP - 1e-9))
-        for k in range(1, steps + 1):
+        waypoints = []
+        for k in range(steps + 1):
             waypoint = pose.copy()
             waypoint[:3, 3] = start[:3, 3] + (pose[:3, 3] - start[:3, 3]) * k / steps
-            check = near if near_within is None or abs(back) * (steps - k) / steps <= near_within + 1e-9 else obstacles
-            solution = self.kinematics.solve(waypoint, [points[-1]], acceptable=self._clear(check))
-            if not solution.converged:
-                return None
-            points.append(solution.positions)
-        return points
+            check = (obstacles if k == 0 else near if near_within is None
+                     or abs(back) * (steps - k) / steps <= near_within + 1e-9 else obstacles)
+            waypoints.append((waypoint, self._clear(check)))
+        # Each point is solved from its neighbour on the line, so the arm keeps the posture the line started from.
+        # From the start, one seed after another; then from the end: going down, the solver lowers the torso first
+        # and would lower the upper arm onto a drawer's front, where up from the grasp it keeps the torso high.
+        for order in (waypoints, waypoints[::-1]):
+            end, end_clear = order[0]
+            for seed in self._seeds(end):
+                first = self.kinematics.solve(end, [seed], acceptable=end_clear)
+                if not first.converged:
+                    continue
+                points = [first.positions]
+                for target, clear in order[1:]:
+                    solution = self.kinematics.solve(target, [points[-1]], acceptable=clear)
+                    if not solution.converged:
+                        break
+                    points.append(solution.positions)
+                else:
+                    return points if order is waypoints else points[::-1]
+        return None
 
     def _path(self, start: Sequence[float], goal: Sequence[float], obstacles: Obstacles,
               held: np.ndarray | None = None) -> list[tuple[float, ...]] | None:
