@@ -10,6 +10,7 @@ keeps the first that converges, since a 7-joint arm's solution depends on where 
 
 from __future__ import annotations
 
+import dataclasses
 import xml.etree.ElementTree as ET
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -30,6 +31,9 @@ class IKSolution:
     position_error: float  # m
     orientation_error: float  # rad
     converged: bool
+    #: Not converged because ``acceptable`` refused every configuration that reached the target (a collision), not
+    #: because the target is out of reach.
+    refused: bool = False
 
 
 class ArmKinematics:
@@ -145,6 +149,7 @@ class ArmKinematics:
         configuration, task, posture = self._configuration, self._task, self._posture
         task.set_target(mink.SE3.from_matrix(np.asarray(target, dtype=float)))
         best: IKSolution | None = None
+        refused = False
         for seed in seeds:
             configuration.update(np.clip(np.asarray(seed, dtype=float), self.lower, self.upper))
             posture.set_target_from_configuration(configuration)
@@ -157,8 +162,9 @@ class ArmKinematics:
                     solution = tuple(float(v) for v in configuration.q)
                     if acceptable is None or acceptable(solution):
                         return IKSolution(solution, position_error, orientation_error, True)
+                    refused = True
                     break
             if best is None or position_error < best.position_error:
                 best = IKSolution(tuple(float(v) for v in configuration.q), position_error, orientation_error, False)
         assert best is not None, "solve needs at least one seed"
-        return best
+        return dataclasses.replace(best, refused=refused) if refused else best

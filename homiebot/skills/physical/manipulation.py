@@ -1248,8 +1248,8 @@ class PhysicalManipulation:
               steps: int = 3, near_within: float | None = None) -> list[tuple[float, ...]] | None:
         """Joint positions along the straight line from ``back`` m along the tool's x axis to ``pose``: the first
         point solved from the seeds, clear of ``obstacles``, each next from the previous, clear of ``near`` (what
-        the hand may come close to at the end: the surface under the object), from each seed in turn, and then the
-        same from ``pose`` back to the first point; None when out of reach.
+        the hand may come close to at the end: the surface under the object); when a collision cuts that line off,
+        from the next seeds, and then the same from ``pose`` back to the first point; None when out of reach.
         ``near_within``: only the points that close to ``pose`` (m) are checked against ``near``, the others against
         ``obstacles``, in steps of LINE_STEP at most (a long way in through a cupboard's front)."""
         start = pose.copy()
@@ -1264,9 +1264,13 @@ class PhysicalManipulation:
                      or abs(back) * (steps - k) / steps <= near_within + 1e-9 else obstacles)
             waypoints.append((waypoint, self._clear(check)))
         # Each point is solved from its neighbour on the line, so the arm keeps the posture the line started from.
-        # From the start, one seed after another; then from the end: going down, the solver lowers the torso first
-        # and would lower the upper arm onto a drawer's front, where up from the grasp it keeps the torso high.
+        # When a collision, not the reach, cuts that line off, the next seeds are tried, then the line from its end:
+        # going down, the solver lowers the torso first and would lower the upper arm onto a drawer's front, where
+        # up from the grasp it keeps the torso high.
+        collided = False
         for order in (waypoints, waypoints[::-1]):
+            if order is not waypoints and not collided:
+                break
             end, end_clear = order[0]
             for seed in self._seeds(end):
                 first = self.kinematics.solve(end, [seed], acceptable=end_clear)
@@ -1276,10 +1280,13 @@ class PhysicalManipulation:
                 for target, clear in order[1:]:
                     solution = self.kinematics.solve(target, [points[-1]], acceptable=clear)
                     if not solution.converged:
+                        collided = collided or solution.refused
                         break
                     points.append(solution.positions)
                 else:
                     return points if order is waypoints else points[::-1]
+                if not collided:
+                    break  # out of reach along the line, not in the way of something
         return None
 
     def _path(self, start: Sequence[float], goal: Sequence[float], obstacles: Obstacles,
