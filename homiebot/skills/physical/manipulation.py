@@ -578,6 +578,9 @@ class PhysicalManipulation:
         self._tried_poses: dict[tuple[object, ...], list[Pose2D]] = {}
         # Of those, the ones with no untried pose left: the same skill from one of their poses is refused at once.
         self._exhausted: set[tuple[object, ...]] = set()
+        # The object the last Pick took and its box's points in the tool's frame as the gripper closed on it: the
+        # hand carries it rigidly from there, whatever the world graph's upright pose of it says (_held_points).
+        self._holding: tuple[str, np.ndarray] | None = None
 
     # ------------------------------------------------------------------ skills
 
@@ -607,6 +610,7 @@ class PhysicalManipulation:
         if known is not None:
             return known
         moved, travelled = "", 0.0
+        self._holding = None
         try:
             try:
                 grasp = self._grasp_plan(world, entity, outline)
@@ -628,6 +632,11 @@ class PhysicalManipulation:
                                            list(reversed(grasp.reach[:-1])) + [grasp.start])
                 detail = f"grasp missed: the gripper closed on nothing at {obj}{moved}"
                 return _result(SkillStatus.EXECUTION_FAILED, detail if stuck is None else f"{detail}; {stuck}")
+            # Where the object sits in the hand: the graph's pose of it before the grasp (from the base pose the grasp
+            # was planned from) in the frame of the tool as it is now, closed on it.
+            tool = self.kinematics.forward(self._current())
+            grasped = Outline.of(world.entities[obj], world.robot).sample_points()
+            self._holding = (obj, np.asarray((grasped - tool[:3, 3]) @ tool[:3, :3]))
             self._expect(self._move([grasp.lift]), f"lifting {obj}")
             self._expect(self._move(grasp.back), f"carrying {obj}")
         except Planning as failure:
@@ -657,6 +666,7 @@ class PhysicalManipulation:
             self._expect(self._move(release.reach), f"bringing {obj} over {place}")
             self._expect(self._move(release.lower), f"lowering {obj} onto {place}")
             held_points = None  # released
+            self._holding = None
             self._gripper(self.setup.open_gap)
             self._expect(self._move(release.back), f"retreating from {place}")
         except Planning as failure:
@@ -864,17 +874,22 @@ class PhysicalManipulation:
             lo[2] = hi[2]
             relation = "on"
         half = (held.bbox_max[2] - held.bbox_min[2]) / 2
-        # Where the hand holds the object (a tall one is held near its top): its centre and its box's points in the
-        # tool's frame, from the world graph's pose of it and the arm's joints.
-        tool = self.kinematics.forward(self._current())
+        # Where the hand holds the object (a tall one is held near its top): its box's points in the tool's frame
+        # (_held_points: as the Pick took it) and their centre.
         held_outline = Outline.of(held, world.robot)
-        held_offset = (held_outline.centre - tool[:3, 3]) @ tool[:3, :3]
-        held_points = (held_outline.sample_points() - tool[:3, 3]) @ tool[:3, :3]
+        held_points = self._points_in_hand(world, held)
+        held_offset = held_points.mean(axis=0)  # the 27 points are symmetric about the box's centre
         others = [e for e in world.entities.values() if e.parent == receptacle.name and e.name != held.name]
         by_rim = held_by_rim(held_outline, self.setup.open_width)
         # An object held by its rim between walls (a sink, a drawer): its centre far enough in that the hand beside it
         # keeps HAND_ROOM from them.
         margin = max(self.setup.edge_margin, held_outline.half[0] + HAND_ROOM) if by_rim and inside else None
+        if inside and margin is None:
+            # Between walls, the object as the hand carries it from above (a long one may lie across the fingers):
+            # its farthest point from its centre, about the vertical, inside the walls with a centimetre to spare.
+            carried = (held_points - held_offset) @ tool_pose((0.0, 0.0, 0.0), (0.0, 0.0, -1.0))[:3, :3].T
+            extent = float(np.hypot(carried[:, 0], carried[:, 1]).max()) + 0.01
+            margin = extent if extent > self.setup.edge_margin else None
         spot = self._spot(world.robot, lo, hi, others, near, margin)
         if spot is None:
             # The spot is chosen over the whole surface or interior, not from where the base stands.
@@ -892,6 +907,9 @@ class PhysicalManipulation:
         # From above (a top, a drawer, a sink), else level through the front (a fridge, a cabinet).
         releases: list[tuple[np.ndarray, np.ndarray]] = [
             (approach, across) for approach in (down, *(_tilted(horizontal, angle) for angle in TILTS), horizontal)]
+        # Last, from above with the hand turned a quarter (the object with it: a long one held across the fingers
+        # then lies across the robot's line of sight rather than along it, as a sink's narrow bowl may need).
+        releases.append((down, horizontal / max(float(np.linalg.norm(horizontal)), 1e-9)))
         if by_rim:
             # Taken by the rim from above (grasp.rim_candidates): released from above only, so that it stands upright
             # again; the hand (off the object's centre by its radius) beside the spot, on the robot's side first.
@@ -910,6 +928,10 @@ class PhysicalManipulation:
         for approach, hand in releases:
             pose = tool_pose(centre_base, approach, hand)
             pose[:3, 3] -= pose[:3, :3] @ held_offset  # the object's centre, not the tool's, at the release point
+            # Its lowest point (upright: its bottom; taken at a slant and released from another side: a corner) the
+            # surface clearance above the surface.
+            lowest = float((held_points @ pose[:3, :3].T)[:, 2].min()) + pose[2, 3]
+            pose[2, 3] += lo[2] + self.setup.surface_clearance - lowest
             line = self._line(pose, -self.setup.pregrasp_distance, obstacles, near_obstacles)
             if line is None:
                 logger.debug("release of %s %s %s from %s: no clear approach", held.name, relation, receptacle.name,
@@ -1122,11 +1144,18 @@ class PhysicalManipulation:
         return Obstacles.of(self.world() if self.world is not None else fallback, set())
 
     def _held_points(self, world: WorldState) -> np.ndarray | None:
-        """The held object's box points in the tool's frame (from the world graph's pose of it and the arm's
-        joints), or None when the hand is empty."""
+        """The held object's box points in the tool's frame (:meth:`_points_in_hand`), or None when the hand is
+        empty."""
         held = world.entities.get(world.held) if world.held is not None else None
-        if held is None:
-            return None
+        return None if held is None else self._points_in_hand(world, held)
+
+    def _points_in_hand(self, world: WorldState, held: EntityState) -> np.ndarray:
+        """``held``'s box points in the tool's frame. The hand carries it rigidly: the points the Pick recorded as
+        the gripper closed on it, when it took this object; else (an object in the hand from elsewhere) from the
+        world graph's pose of it and the arm's joints now, which is right only while the tool keeps the orientation
+        it had at the grasp (the graph keeps a held object upright, whereas the hand tilts it in the tuck)."""
+        if self._holding is not None and self._holding[0] == held.name:
+            return self._holding[1].copy()
         tool = self.kinematics.forward(self._current())
         return np.asarray((Outline.of(held, world.robot).sample_points() - tool[:3, 3]) @ tool[:3, :3])
 

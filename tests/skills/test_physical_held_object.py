@@ -1,0 +1,53 @@
+"""The object in the hand rides rigidly with the tool: the collision check's points of a held object are its box as
+the gripper closed on it, carried with the tool, not the world graph's upright box seen from the tuck's tilted
+tool. Before, a 21 cm box taken from above looked tilted by the tuck's tilt at a vertical release (emmoe-024, 027,
+079: the Put into a drawer refused as "unreachable pose").
+
+Scene: EMMOE-100's emmoe-024 (apartment_3, seed 1888): red_box_4, a 6 x 16 x 21 cm box upright on the kitchen
+counter.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from homiebot.sim.mujoco.backend import MujocoSimulator
+from homiebot.skills.physical import PhysicalSkillSet
+from homiebot.skills.physical.manipulation import tool_pose
+from homiebot.tasks.suite import get_task
+from homiebot.types import Action
+
+
+@pytest.fixture()
+def sim():
+    simulator = MujocoSimulator(render=False)
+    yield simulator
+    simulator.shutdown()
+
+
+def test_a_tall_box_picked_from_above_is_upright_again_when_the_tool_points_down(sim):
+    task = get_task("emmoe-024")
+    sim.reset(task.scene, seed=task.seed)
+    skills = PhysicalSkillSet(sim)
+    box = sim.state().entities["red_box_4"]
+    height = box.bbox_max[2] - box.bbox_min[2]
+    assert height > 0.2
+    assert skills.run(Action.GO_TO, "oracle", "red_box_4").success
+    picked = skills.run(Action.PICK, "oracle", "red_box_4")
+    assert picked.success and "top-down" in picked.detail, picked.detail
+    manipulation = skills.manipulation
+    world = sim.state()
+    assert world.held == "red_box_4"
+    # In the tuck the tool is tilted far from straight down (the box with it).
+    tuck = manipulation.kinematics.forward(manipulation._current())
+    assert float(tuck[:3, 0] @ (0.0, 0.0, -1.0)) < 0.9
+    points = manipulation._held_points(world)
+    assert points is not None and points.shape == (27, 3)
+    # With the tool straight down again, as at the grasp and at a release from above, the box stands upright: its
+    # height is its own, its footprint its 6 x 16 cm (about the tool's axis, whichever way the hand turns).
+    for hand in ((0.0, 1.0, 0.0), (1.0, 0.0, 0.0)):
+        pose = tool_pose((0.6, 0.0, 0.9), (0.0, 0.0, -1.0), hand)
+        placed = points @ pose[:3, :3].T + pose[:3, 3]
+        assert np.ptp(placed[:, 2]) == pytest.approx(height, abs=0.01)
+        assert sorted(np.ptp(placed[:, :2], axis=0)) == pytest.approx([0.06, 0.16], abs=0.01)
