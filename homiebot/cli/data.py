@@ -63,7 +63,8 @@ def register(app: typer.Typer) -> None:
             False,
             "--episodes/--no-episodes",
             help="SFT: one sample per episode, the text planner's growing chat with an answer after every round "
-            "(the form homie run --planner hf plans in; the trainer learns the answers of the rounds that succeeded).",
+            "(the form homie run --planner hf plans in; the trainer learns the answers of the rounds that succeeded). "
+            "DPO: each pair's prompt is that chat up to its round.",
         ),
         compact_turns: bool = typer.Option(
             False,
@@ -94,6 +95,17 @@ def register(app: typer.Typer) -> None:
             "--exclude-prompts-of",
             help="sft: leave out samples whose prompt this built SFT set holds (a validation set of unseen prompts).",
         ),
+        pair_kinds: str = typer.Option(
+            "",
+            "--pair-kinds",
+            help="dpo: keep only these pair kinds, comma-separated (replan, model_change, order_change, "
+            "action_change; default: all).",
+        ),
+        max_pairs_per_kind: int = typer.Option(
+            0,
+            "--max-pairs-per-kind",
+            help="dpo: at most this many pairs of each kind, a fixed-seed uniform sample (0: all).",
+        ),
     ) -> None:
         """Build EMMOE's SFT set or its DPO pairs (re-plan, model change, order change, action change)."""
         from homiebot.training.build import BuildOptions, build, check_out_dir
@@ -108,6 +120,8 @@ def register(app: typer.Typer) -> None:
             fail(f"unknown --rewriter {rewriter!r}; use template or server")
         if min_replans < 0:
             fail(f"--min-replans must be >= 0, got {min_replans}")
+        if max_pairs_per_kind < 0:
+            fail(f"--max-pairs-per-kind must be >= 0, got {max_pairs_per_kind}")
         check_output(out)  # before the records are read: an output that cannot be written costs no work
         try:
             check_out_dir(out)
@@ -131,6 +145,8 @@ def register(app: typer.Typer) -> None:
                 tokenizer=tokenizer,
                 min_replans=min_replans,
                 exclude_seen=str(exclude_seen) if exclude_seen is not None else None,
+                pair_kinds=tuple(k.strip() for k in pair_kinds.split(",") if k.strip()),
+                max_pairs_per_kind=max_pairs_per_kind,
             )
             stats = build(runs, out, kind, options, chosen)  # type: ignore[arg-type]
             if server is not None:

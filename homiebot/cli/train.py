@@ -206,8 +206,25 @@ def register(app: typer.Typer) -> None:
         lora: bool = lora_option,
         ref_model: Path = typer.Option(None, "--ref-model", help="Reference model folder (default: --model itself)."),
         warmup_steps: int = warmup_option,
+        init_adapter: Path = typer.Option(
+            None,
+            "--init-adapter",
+            help="Continue this LoRA adapter of --model (the shipped SFT adapter) with DPO; a frozen copy of it is "
+            "the reference (no merge needed).",
+        ),
+        hours: float = typer.Option(
+            None, "--hours", help="End this piece after this many hours of wall time, with a checkpoint."
+        ),
+        max_memory: float = typer.Option(
+            None, "--max-memory", help="End this piece with a checkpoint once the process holds this many GB resident."
+        ),
     ) -> None:
-        """Stage two: DPO (sigmoid loss, beta 0.1) on the merged SFT model."""
+        """Stage two: DPO (sigmoid loss, beta 0.1) on the merged SFT model, or on an SFT adapter continued
+        (--init-adapter); resumable in pieces."""
+        if hours is not None and hours <= 0:
+            fail(f"--hours must be more than 0, got {hours}")
+        if max_memory is not None and max_memory <= 0:
+            fail(f"--max-memory must be more than 0 GB, got {max_memory}")
         _train(
             "dpo",
             data,
@@ -222,6 +239,7 @@ def register(app: typer.Typer) -> None:
             lora,
             ref_model,
             warmup_steps,
+            _Piece(hours=hours, max_memory_gb=max_memory, init_adapter=init_adapter),
         )
 
     @train_app.command("merge")

@@ -14,6 +14,8 @@ answer_loss``: the whole chat the text planner holds at the episode's end (:clas
 plans in by default), the expert's answer after every user turn, and one flag per assistant turn saying whether
 the trainer learns it (the rounds that succeeded and the last, as appendix F.2's ``data_sift``; a failed round
 stays in the chat, as it does when the planner runs, but its answer is not trained on).
+``--episodes`` with DPO: the same pairs, each prompted with its episode's chat up to the pair's round (the context
+the planner decides in), so that DPO continues a model trained on episode chats in its own form.
 
 Counts follow the paper's formula (spec: SFT = V x successful subtasks incl. End; DPO = V x (3 x (SFT per
 variant - End samples) + re-plan pairs), V = 1 + rewrites), minus the pairs :mod:`~homiebot.training.emmoe`
@@ -25,6 +27,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import random
 import shutil
 import tempfile
 import time
@@ -87,6 +90,14 @@ class BuildOptions:
     #: SFT: leave out the samples whose prompt a built SFT set (a folder) holds verbatim, so that a validation set
     #: scores prompts its model never trained on.
     exclude_seen: str | None = None
+    #: DPO: keep only pairs of these kinds (PAIR_KINDS); empty keeps every kind.
+    pair_kinds: tuple[str, ...] = ()
+    #: DPO: at most this many pairs of each kind, a uniform sample with a fixed seed (0: all). Per kind, because the
+    #: three augmented kinds come from every step and the re-plans only from failures (22,241 against 348 in the
+    #: episode collections): a sample of all would hold almost no re-plan. With ``episodes`` each pair's prompt is
+    #: the growing chat up to its round, so a pair costs a forward pass over that chat for the policy and one for
+    #: the reference, on each side: EMMOE's 8,984 pairs would be days on two CPU cores.
+    max_pairs_per_kind: int = 0
 
 
 @dataclass
@@ -218,6 +229,15 @@ class EpisodeChat:
     messages: list[dict[str, str]]  # role / content, the system turn first when kept
     answer_loss: list[bool]  # one per assistant turn: trained on (True) or context only
     end: bool  # the last trained answer is End
+    #: Per round (the step ids of :func:`runtime_steps`): how many of ``messages`` the round's prompt is, i.e. the
+    #: chat up to and including its user turn. A DPO pair of that round uses this prefix as its prompt.
+    prompt_ends: dict[str, int] = field(default_factory=dict)
+
+    def prompt_of(self, step_id: str) -> list[dict[str, str]]:
+        try:
+            return self.messages[: self.prompt_ends[step_id]]
+        except KeyError:
+            raise TrainingDataError(f"{self.id}: no round {step_id!r} in the episode's chat") from None
 
 
 def episode_chat(episode: EpisodeData, variant: EpisodeData, k: int, options: BuildOptions) -> EpisodeChat:
@@ -261,7 +281,15 @@ def episode_chat(episode: EpisodeData, variant: EpisodeData, k: int, options: Bu
         for m in transcript.turns
         if options.system_prompt or m.role != "system"
     ]
-    return EpisodeChat(f"{episode.key}_v{k}", messages, flags, bool(steps) and steps[-1].is_end and flags[-1])
+    # The transcript keeps every turn (one user and one assistant turn per round), so round j's prompt is the
+    # chat up to its user turn, a prefix of the final chat.
+    user_turns = [i for i, m in enumerate(messages) if m["role"] == "user"]
+    if len(user_turns) != len(steps):
+        raise TrainingDataError(
+            f"{episode.directory}: the replayed chat has {len(user_turns)} user turns for {len(steps)} rounds"
+        )
+    ends = {step.id: i + 1 for step, i in zip(steps, user_turns, strict=True)}
+    return EpisodeChat(f"{episode.key}_v{k}", messages, flags, bool(steps) and steps[-1].is_end and flags[-1], ends)
 
 
 def _round_world(episode: EpisodeData, recorded: RoundData) -> str:
@@ -328,8 +356,15 @@ def collect(
         raise TrainingDataError(f"unknown prompt format {options.prompt_format!r}; use runtime or paper")
     if options.rewrites < 0:
         raise TrainingDataError(f"--rewrites must be >= 0, got {options.rewrites}")
-    if options.episodes and (kind != "sft" or options.prompt_format != "runtime"):
-        raise TrainingDataError("--episodes builds SFT data in the runtime format (the text planner's chat) only")
+    if options.episodes and options.prompt_format != "runtime":
+        raise TrainingDataError("--episodes builds data in the runtime format (the text planner's chat) only")
+    unknown = sorted(set(options.pair_kinds) - set(PAIR_KINDS))
+    if unknown:
+        raise TrainingDataError(f"unknown pair kind {', '.join(unknown)}; use {', '.join(PAIR_KINDS)}")
+    if (options.pair_kinds or options.max_pairs_per_kind) and kind != "dpo":
+        raise TrainingDataError("--pair-kinds and --max-pairs-per-kind choose DPO pairs; they need kind dpo")
+    if options.max_pairs_per_kind < 0:
+        raise TrainingDataError(f"--max-pairs-per-kind must be >= 0, got {options.max_pairs_per_kind}")
     if options.compact_turns and not options.episodes:
         raise TrainingDataError("--compact-turns is a form of the growing chat: it needs --episodes")
     loaded = load_episodes(runs, split=options.split, successful_only=options.successful_only)
@@ -360,6 +395,9 @@ def collect(
             augmented, dropped = augment(sft_k)
             pairs_dropped.update(dropped)
             pairs_all.extend((k, p) for p in [*replans_k, *augmented])  # re-plan pairs first, as in the paper
+    if kind == "dpo":
+        pairs_all, sampled_out = choose_pairs(pairs_all, options.pair_kinds, options.max_pairs_per_kind)
+        pairs_dropped.update(sampled_out)
     copies: dict[str, int] = {}
     if kind == "sft" and not options.episodes and options.min_replans > 0:
         sft_all, copies = repeat_rare_replans(sft_all, options.min_replans)
@@ -368,7 +406,7 @@ def collect(
         before = len(sft_all)
         sft_all = _unseen(sft_all, Path(options.exclude_seen).expanduser())
         excluded = before - len(sft_all)
-    if options.episodes:
+    if options.episodes and kind == "sft":
         trained = sum(sum(c.answer_loss) for _, c in chats)
         answers = sum(len(c.answer_loss) for _, c in chats)
         per_kind = {"episodes": len(chats), "answers trained": trained, "answers in context only": answers - trained}
@@ -406,6 +444,24 @@ def collect(
         _check_sft(sft_all, options, stats)
     stats.seconds = time.perf_counter() - started
     return Built(sft_all, pairs_all, stats, chats), loaded.episodes
+
+
+def choose_pairs(
+    pairs: Sequence[tuple[int, Pair]], kinds: Sequence[str], per_kind: int
+) -> tuple[list[tuple[int, Pair]], dict[str, int]]:
+    """The pairs of ``kinds`` (all when empty), then at most ``per_kind`` of each kind (0: all) drawn uniformly with
+    seed 0, in their original order; and how many each rule left out (for the stats)."""
+    kept = [p for p in pairs if not kinds or p[1].kind in kinds]
+    left_out = {"kind not chosen (--pair-kinds)": len(pairs) - len(kept)}
+    if per_kind:
+        rng = random.Random(0)
+        chosen: set[int] = set()
+        for name in PAIR_KINDS:
+            of_kind = [i for i, (_, p) in enumerate(kept) if p.kind == name]
+            chosen.update(of_kind if len(of_kind) <= per_kind else rng.sample(of_kind, per_kind))
+        left_out["sampled out (--max-pairs-per-kind)"] = len(kept) - len(chosen)
+        kept = [p for i, p in enumerate(kept) if i in chosen]
+    return kept, left_out
 
 
 def _unseen(sft: Sequence[tuple[int, Step]], reference: Path) -> list[tuple[int, Step]]:
@@ -496,16 +552,21 @@ def _episode_rows(built: Built) -> tuple[list[dict[str, Any]], list[dict[str, An
 
 
 def _dpo_rows(built: Built) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """One row per pair. With episode chats (``BuildOptions.episodes``) a pair's prompt is its episode's growing
+    chat up to the pair's round, as the planner sends it with ``include_history=True``; else the round's own
+    prompt (:func:`step_messages`)."""
     rows, paper = [], []
     counts: Counter[str] = Counter()
+    chats = {chat.id: chat for _, chat in built.chats}
     for k, pair in built.pairs:
         counts[pair.step.id] += 1
+        chat = chats.get(pair.step.episode)
         rows.append(
             {
                 "id": f"{pair.step.id}_{pair.kind}_{counts[pair.step.id]}",
                 "kind": pair.kind,
                 "variant": k,
-                "prompt": step_messages(pair.step),
+                "prompt": step_messages(pair.step) if chat is None else chat.prompt_of(pair.step.id),
                 "chosen": [{"role": "assistant", "content": pair.chosen}],
                 "rejected": [{"role": "assistant", "content": pair.rejected}],
                 "images": list(pair.step.images),
@@ -572,7 +633,7 @@ def build(
     tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.tmp-", dir=target.parent))
     try:
         publish(tmp)
-        if options.episodes:
+        if options.episodes and kind == "sft":
             rows, paper = _episode_rows(built)
         else:
             rows, paper = _sft_rows(built, options.thoughtless) if kind == "sft" else _dpo_rows(built)

@@ -198,6 +198,25 @@ PRESETS: dict[tuple[str, str], Preset] = {
         cpu_bf16=True,
         processes=2,
     ),
+    # DPO on top of the cpu SFT adapter (homie train dpo --init-adapter), pairs prompted with episode chats
+    # (homie data build dpo --episodes): one pair (its two sides, policy and reference) per micro-step in one
+    # process of one thread, 4 per optimizer step; bf16 autocast; the paper's beta 0.1 and LoRA r 8 / alpha 8 (the
+    # continued adapter keeps its own). The lr is the cpu-small DPO's: with a few hundred pairs the paper's 5e-6
+    # over 562 steps would move nothing in the ~100 steps two cores afford.
+    ("dpo", "cpu"): Preset(
+        "cpu",
+        lora_r=8,
+        lora_alpha=8,
+        learning_rate=5e-5,
+        batch_size=1,
+        gradient_accumulation=4,
+        epochs=1.0,
+        warmup_steps=CPU_WARMUP_STEPS,
+        max_length=8192,
+        threads=1,
+        save_steps=10,
+        cpu_bf16=True,
+    ),
     ("dpo", "cpu-small"): Preset(
         "cpu-small",
         lora_r=8,
@@ -438,10 +457,10 @@ def train(
         raise TrainingError("a reference model is for DPO only")
     if val_data is not None and stage != "sft":
         raise TrainingError("a validation set (--val) is for SFT only")
-    if init_adapter is not None and stage != "sft":
-        # DPO's reference is the model with the adapter disabled: with a continued adapter that would be the
-        # untrained base, not the policy being improved.
-        raise TrainingError("--init-adapter continues an SFT adapter; for DPO merge it first (homie train merge)")
+    if init_adapter is not None and stage == "dpo" and ref_model is not None:
+        # With a continued adapter the reference is that adapter as loaded (trl keeps a frozen copy of it);
+        # a second reference model would be a different objective.
+        raise TrainingError("--init-adapter is its own DPO reference (a frozen copy); leave out --ref-model")
     if init_adapter is not None and not preset.lora:
         raise TrainingError("--init-adapter continues a LoRA adapter; it cannot be combined with --full")
     if init_adapter is not None:
@@ -690,6 +709,22 @@ def _answer_loss_trainer(trl: Any, preset: Preset) -> Any:
     return AnswerLossSFTTrainer
 
 
+def _cpu_bf16_dpo_trainer(trl: Any, preset: Preset) -> Any:
+    """trl's DPOTrainer with its loss (policy and reference forwards) under bf16 autocast on a CPU, as the cpu SFT
+    preset's loss: transformers' ``bf16`` argument is for accelerators (``_common_args``)."""
+    import torch
+
+    class CpuBf16DPOTrainer(trl.DPOTrainer):
+        def compute_loss(
+            self, model: Any, inputs: dict[str, Any], return_outputs: bool = False, num_items_in_batch: Any = None
+        ) -> Any:
+            cpu = next(iter(inputs.values())).device.type == "cpu"
+            with torch.autocast("cpu", dtype=torch.bfloat16, enabled=cpu and preset.cpu_bf16):
+                return super().compute_loss(model, inputs, return_outputs, num_items_in_batch)
+
+    return CpuBf16DPOTrainer
+
+
 def _validation(val_chats: list[TokenizedChat], tokenizer: Any, preset: Preset) -> Any:
     """``evaluate(model)`` for the validation callback: this process's share of the held-out chats, scored by
     :func:`~homiebot.training.offline_eval.next_subtask_accuracy`, summed over the processes; the RNG states are
@@ -786,13 +821,17 @@ def _run(job: _Job, trl_version: str) -> TrainResult:
         if job.ref_model is not None:
             reference, _ = _load_model(job.ref_model, preset)
         dpo_config = trl.DPOConfig(**args, beta=preset.beta, loss_type=["sigmoid"])
-        trainer = trl.DPOTrainer(
+        dpo_class = _cpu_bf16_dpo_trainer(trl, preset) if preset.cpu_bf16 else trl.DPOTrainer
+        trainer = dpo_class(
             model=network,
             ref_model=reference,
             args=dpo_config,
             train_dataset=dataset,
             processing_class=tokenizer,
-            peft_config=_peft_config(preset),
+            # A continued adapter (init_adapter): trl copies it as the frozen reference ("ref" adapter), so DPO
+            # starts from the SFT policy and is held to it, as the paper's merge-then-new-adapter does, and the
+            # result is again one adapter of the shipped size.
+            peft_config=peft_config,
         )
         kept = len(trainer.train_dataset)
         dropped = len(dataset) - kept
