@@ -134,12 +134,70 @@ def test_spans_cover_the_learned_answers_and_their_end_token(tmp_path):
         tokenize_chat(tokenizer, messages, [False, True])
 
 
-def test_episodes_are_refused_for_dpo_and_the_paper_format(collected, tmp_path):
+def test_episodes_are_refused_for_the_paper_format(collected, tmp_path):
     from homiebot.training.episodes import TrainingDataError
 
     with pytest.raises(TrainingDataError, match="--episodes"):
-        collect([collected], "dpo", BuildOptions(split="all", rewrites=0, episodes=True))
-    with pytest.raises(TrainingDataError, match="--episodes"):
         collect([collected], "sft", BuildOptions(split="all", rewrites=0, episodes=True, prompt_format="paper"))
+    with pytest.raises(TrainingDataError, match="--episodes"):
+        collect([collected], "dpo", BuildOptions(split="all", rewrites=0, episodes=True, prompt_format="paper"))
     with pytest.raises(TrainingDataError, match="--compact-turns"):
         collect([collected], "sft", BuildOptions(split="all", rewrites=0, compact_turns=True))
+
+
+def test_a_dpo_pair_in_episode_form_is_prompted_with_the_chat_up_to_its_round(tmp_path):
+    """``homie data build dpo --episodes``: each pair's prompt is the episode chat (the SFT episode sample's, which
+    the test above shows is the planner's own) cut after the pair's user turn; its sides are the answers in the
+    shipped model's form (``--thoughtless``); the re-plan pairs are prompted where the failed answer was given."""
+    import pyarrow.parquet as pq
+
+    from homiebot.training.build import DATA_FILE, build
+
+    out = tmp_path / "collected"
+    collect_episodes(out, planner="perturbed-expert", task_ids=[TASK, "emmoe-002"], runs=2, seed_offset=SEED_OFFSET,
+                     inject=0.5)
+    common = {"split": "all", "rewrites": 0, "system_prompt": False, "images": False, "thoughtless": True}
+    build([out], tmp_path / "sft", "sft", BuildOptions(**common, episodes=True))
+    build([out], tmp_path / "dpo", "dpo", BuildOptions(**common, episodes=True))
+    chats = {r["id"]: r["messages"] for r in pq.read_table(tmp_path / "sft" / DATA_FILE).to_pylist()}
+    pairs = pq.read_table(tmp_path / "dpo" / DATA_FILE).to_pylist()
+    kinds = {p["kind"] for p in pairs}
+    assert {"replan", "order_change"} <= kinds
+    for pair in pairs:
+        episode = next(e for e in chats if pair["id"].startswith(e + "_subtask"))
+        chat, prompt = chats[episode], pair["prompt"]
+        assert prompt == chat[: len(prompt)] and prompt[-1]["role"] == "user"
+        assert all(m["role"] != "system" for m in prompt)
+        turn = len(prompt)  # the answer given in this round follows the prompt in the chat
+        for side in (pair["chosen"], pair["rejected"]):
+            assert len(side) == 1 and side[0]["role"] == "assistant"
+            assert side[0]["content"].startswith("Subtask: [") and "Analysis" not in side[0]["content"]
+        assert pair["chosen"] != pair["rejected"]
+        if pair["kind"] == "replan":
+            assert chat[turn]["content"] == pair["rejected"][0]["content"]  # the failed answer, as given
+        else:
+            assert chat[turn]["content"] == pair["chosen"][0]["content"]  # the expert's successful answer
+
+
+def test_dpo_pairs_are_chosen_by_kind_and_sampled_per_kind(collected):
+    from homiebot.training.episodes import TrainingDataError
+
+    every, _ = collect([collected], "dpo", BuildOptions(split="all", rewrites=0, episodes=True))
+    counts = {k: sum(1 for _, p in every.pairs if p.kind == k) for k in ("model_change", "order_change")}
+    assert min(counts.values()) >= 3
+    options = BuildOptions(split="all", rewrites=0, episodes=True, pair_kinds=("order_change", "model_change"),
+                           max_pairs_per_kind=2)
+    some, _ = collect([collected], "dpo", options)
+    assert sorted(p.kind for _, p in some.pairs) == ["model_change"] * 2 + ["order_change"] * 2
+    again, _ = collect([collected], "dpo", options)
+    assert [p.step.id for _, p in again.pairs] == [p.step.id for _, p in some.pairs]  # a fixed seed
+    order = [p.step.id for _, p in every.pairs]
+    assert [order.index(p.step.id) for _, p in some.pairs if p.kind == "order_change"] == sorted(
+        order.index(p.step.id) for _, p in some.pairs if p.kind == "order_change"
+    )
+    assert some.stats.per_kind["order_change"] == 2 and some.stats.per_kind["action_change"] == 0
+    assert some.stats.pairs_dropped["sampled out (--max-pairs-per-kind)"] == sum(counts.values()) - 4
+    with pytest.raises(TrainingDataError, match="unknown pair kind"):
+        collect([collected], "dpo", BuildOptions(split="all", rewrites=0, pair_kinds=("swap",)))
+    with pytest.raises(TrainingDataError, match="kind dpo"):
+        collect([collected], "sft", BuildOptions(split="all", rewrites=0, max_pairs_per_kind=3))

@@ -296,9 +296,31 @@ def test_init_adapter_is_refused_where_it_cannot_apply(setup, tmp_path):
     root = setup
     with pytest.raises(TrainingError, match="not a LoRA adapter folder"):
         train("sft", root / "episodes", root / "model", tmp_path / "a", _preset(), init_adapter=root / "model")
-    with pytest.raises(TrainingError, match="merge it first"):
+    with pytest.raises(TrainingError, match="leave out --ref-model"):
         train("dpo", root / "episodes", root / "model", tmp_path / "b", preset_for("dpo", "cpu-small"),
-              init_adapter=root / "model")
+              init_adapter=root / "model", ref_model=root / "model")
     with pytest.raises(TrainingError, match="--full"):
         train("sft", root / "episodes", root / "model", tmp_path / "c", _preset(lora=False), init_adapter=root / "model")
     assert not any((tmp_path / n).exists() for n in "abc")
+
+
+def test_dpo_continues_an_sft_adapter_against_a_frozen_copy_of_it(setup, tmp_path):
+    """``homie train dpo --init-adapter``: the policy starts as the SFT adapter and the reference is that adapter as
+    loaded (not the base, which a disabled adapter would give): the first step's loss is log 2 exactly, and the
+    result is one adapter of the same layers that the step moved. In episode form (``build dpo --episodes``)."""
+    import math
+
+    root = setup
+    sft = tmp_path / "sft"
+    train("sft", root / "episodes", root / "model", sft, _preset(), max_steps=2, progress=False)
+    build([root / "rec"], root / "pairs", "dpo", BuildOptions(split="all", rewrites=0, system_prompt=False,
+                                                             images=False, episodes=True, thoughtless=True,
+                                                             max_pairs_per_kind=2))
+    preset = preset_for("dpo", "cpu", cpu_bf16=False, learning_rate=1e-2, gradient_accumulation=1, logging_steps=1)
+    result = train("dpo", root / "pairs", root / "model", tmp_path / "dpo", preset, max_steps=2, progress=False,
+                   init_adapter=sft)
+    assert result.steps == 2
+    assert result.losses[0] == pytest.approx(math.log(2), abs=1e-4)  # policy == reference at the start
+    given, trained = _adapter(sft), _adapter(tmp_path / "dpo")
+    assert trained.keys() == given.keys()
+    assert any(not trained[n].allclose(given[n]) for n in given)
