@@ -859,6 +859,12 @@ def _run(job: _Job, trl_version: str) -> TrainResult:
     seconds = time.perf_counter() - started
     if not main:
         return TrainResult(out=target, stage=stage, steps=int(output.global_step), samples=len(dataset))
+    from peft import PeftModel
+
+    if stage == "dpo" and isinstance(trainer.model, PeftModel) and "ref" in trainer.model.peft_config:
+        # trl's frozen copy of a continued adapter (the reference) is not part of the result: without this,
+        # save_model writes it beside the trained adapter as OUT/ref/, a second 10 MB adapter nobody loads.
+        trainer.model.delete_adapter("ref")
     trainer.save_model(str(target))
     tokenizer.save_pretrained(str(target))
     history = [dict(h) for h in trainer.state.log_history]

@@ -324,3 +324,4 @@ def test_dpo_continues_an_sft_adapter_against_a_frozen_copy_of_it(setup, tmp_pat
     given, trained = _adapter(sft), _adapter(tmp_path / "dpo")
     assert trained.keys() == given.keys()
     assert any(not trained[n].allclose(given[n]) for n in given)
+    assert not (tmp_path / "dpo" / "ref").exists()  # the frozen reference copy is not saved with the result
