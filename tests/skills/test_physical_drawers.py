@@ -84,12 +84,14 @@ def test_a_closed_drawer_and_an_opened_fridge_have_no_parts_outside_their_box():
     assert _hit(closed, (0.9, 1.5, 0.6), ARM, set()) is None
     assert _hit(closed, (0.66, 1.5, 0.6), HAND, {"drawer"}) == "drawer"
     assert [name for name, _, _ in Obstacles.of(closed, set(), {"drawer"}).boxes] == ["drawer"]
-    # A fridge's interior stays inside its box when it is open: no drawer's parts.
+    # A fridge's interior stays inside its box when it is open: no drawer's parts (its door's leaves stand beside
+    # its opening instead: test_physical_interiors.py).
     fridge = EntityState("fridge", "fridge", EntityKind.FURNITURE, (), (1.4, 2.575, 0.9), (1.0, 2.2, 0.0),
                          (1.8, 2.95, 1.8), room="kitchen", articulated=True, is_open=True,
                          interior_min=(1.04, 2.24, 0.1), interior_max=(1.76, 2.91, 1.65))
     world = WorldState(closed.robot, 0.3, None, {**closed.entities, "fridge": fridge})
-    assert [name for name, _, _ in Obstacles.of(world, set(), {"fridge"}).boxes] == ["drawer", "fridge"]
+    names = [name for name, _, _ in Obstacles.of(world, set(), {"fridge"}).boxes]
+    assert [name for name in names if not name.endswith("/door")] == ["drawer", "fridge"]
 
 
 def test_a_bowl_in_the_open_drawer_is_picked_over_its_front_and_put_on_the_counter(sim):

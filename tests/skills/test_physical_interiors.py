@@ -10,6 +10,7 @@ Scene: EMMOE-100's emmoe-001 (apartment_1: the fridge against the kitchen's nort
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import numpy as np
@@ -17,10 +18,12 @@ import pytest
 
 from homiebot.sim.mujoco import robot as robot_model
 from homiebot.sim.mujoco.backend import MujocoSimulator
+from homiebot.sim.mujoco.urdf import robot_urdf
 from homiebot.sim.scene import load_scene
-from homiebot.skills.physical import PhysicalSkillSet
-from homiebot.skills.physical.manipulation import Obstacles, sim_arm_setup
-from homiebot.skills.physical.navigation import opening_side
+from homiebot.skills.physical import ArmKinematics, PhysicalSkillSet
+from homiebot.skills.physical.manipulation import Obstacles, PhysicalManipulation, Unreachable, sim_arm_setup
+from homiebot.skills.physical.motion import segment_clear
+from homiebot.skills.physical.navigation import front_poses, opening_side
 from homiebot.tasks.suite import get_task, load_suite
 from homiebot.types import Action, EntityKind, EntityState, Pose2D, WorldState
 
@@ -125,3 +128,118 @@ def test_a_can_low_in_the_fridge_is_picked_put_on_the_counter_and_put_back(sim):
     assert back.success, back.detail
     inside = sim.state().entities["green_can"]
     assert (inside.parent, inside.relation, sim.state().held) == ("fridge", "in", None)
+
+
+# A cabinet 1.1 m tall with its door opened, its floor 0.1 m up, the base 0.2 m from its front (emmoe-032's study:
+# the white cabinet, the robot holding a 3.5 x 11 x 9 cm pudding box in the tuck). Straight joint-space motions from
+# the tuck sweep the unfolding arm through the cabinet's top; the way in goes round it, clear of the door's leaf.
+def _study() -> WorldState:
+    study = EntityState("study", "study", EntityKind.ROOM, (), (6.75, 7.0, 0.0), (4.5, 5.0, 0.0), (9.0, 9.0, 2.5))
+    cabinet = EntityState("white_cabinet", "cabinet", EntityKind.FURNITURE, (), (8.725, 7.5, 0.55), (8.5, 7.05, 0.0),
+                          (8.95, 7.95, 1.1), room="study", articulated=True, is_open=True,
+                          interior_min=(8.54, 7.09, 0.1), interior_max=(8.91, 7.91, 1.0))
+    box = EntityState("pudding_box", "pudding_box", EntityKind.OBJECT, (), (8.2016, 7.5, 1.055), (8.1439, 7.4423, 1.01),
+                      (8.2593, 7.5577, 1.1), room="study", held=True, half_extents=(0.0175, 0.055, 0.045),
+                      yaw=-1.5819)
+    return WorldState(Pose2D(8.0, 7.5, 0.0), 0.3, "pudding_box",
+                      {e.name: e for e in (study, cabinet, box)}, robot_room="study")
+
+
+class _TuckedArm:
+    """A driver that only says where the arm is (the tuck): the plans below send nothing."""
+
+    def __init__(self, setup) -> None:
+        self._joints = dict(setup.tuck)
+
+    def joint_positions(self) -> dict[str, float]:
+        return dict(self._joints)
+
+
+def _planner(setup) -> PhysicalManipulation:
+    return PhysicalManipulation(_TuckedArm(setup), ArmKinematics(robot_urdf(), setup.chain, setup.tip_link,
+                                                                 setup.tcp_offset), setup)
+
+
+def test_an_opened_door_leaf_stands_on_either_side_of_the_opening_of_the_piece_reached_into():
+    world = _study()
+    obstacles = Obstacles.of(world, set(), {"white_cabinet"})
+
+    def hit(x: float, y: float, z: float) -> str | None:
+        return obstacles.hit(_in_robot_frame(world, (x, y, z)), np.array([0.0]))
+
+    # The cabinet opens to the west (x = 8.5); its 0.9 m front is 0.9 m wide, so is its one leaf, on either side.
+    for y in (7.02, 7.98):
+        assert hit(8.1, y, 0.5) == "white_cabinet/door"
+        assert hit(7.65, y, 1.05) == "white_cabinet/door"
+    # The corridor in front of the opening is free, and so is the floor past the leaf's length and above its top.
+    assert hit(8.1, 7.5, 0.5) is None
+    assert hit(7.55, 7.02, 0.5) is None
+    assert hit(8.1, 7.02, 1.15) is None
+    # A base standing where one leaf would be tells that the door is hinged on the other side.
+    beside = dataclasses.replace(world, robot=Pose2D(8.0, 7.9, 0.0))
+    with_base = Obstacles.of(beside, set(), {"white_cabinet"})
+    assert with_base.hit(_in_robot_frame(beside, (8.1, 7.98, 0.5)), np.array([0.0])) is None
+    assert with_base.hit(_in_robot_frame(beside, (8.1, 7.02, 0.5)), np.array([0.0])) == "white_cabinet/door"
+    # A piece the arm does not reach into, or a closed one, keeps its box as before and gets no leaves.
+    assert Obstacles.of(world, set()).hit(_in_robot_frame(world, (8.1, 7.02, 0.5))) is None
+    closed = dataclasses.replace(world, entities={**world.entities, "white_cabinet": dataclasses.replace(
+        world.entities["white_cabinet"], is_open=False)})
+    assert Obstacles.of(closed, set(), {"white_cabinet"}).hit(_in_robot_frame(closed, (8.1, 7.02, 0.5))) is None
+
+
+def test_a_low_cabinet_is_reached_with_the_interior_budget_and_every_motion_is_clear():
+    setup = sim_arm_setup()
+    world = _study()
+
+    def plan(manipulation: PhysicalManipulation):
+        return manipulation._release_plan(world, world.entities["pudding_box"], world.entities["white_cabinet"])
+
+    # With the open counter's budget for every motion, the search runs out before it finds the way in.
+    with pytest.raises(Unreachable, match="no collision-free arm motion"):
+        plan(_planner(dataclasses.replace(setup, interior_planner=setup.planner)))
+    manipulation = _planner(setup)
+    found = plan(manipulation)
+    # Every segment of the way in keeps the arm's 5 cm and the hand's 1.5 cm from the cabinet and both places its
+    # leaf may stand, checked finer than the planner checks it: the margins are what they are everywhere else.
+    obstacles = Obstacles.of(world, {"pudding_box"}, {"white_cabinet"})
+    clear = manipulation._clear(obstacles, manipulation._held_points(world))
+    there = [tuple(manipulation.kinematics.vector(setup.tuck)), *found.reach]
+    assert len(there) > 2  # a planned path, not one straight motion
+    assert all(segment_clear(a, b, clear, 0.02) for a, b in zip(there, there[1:]))
+    # Low in the cabinet: the torso down and the held box's bottom 2 cm over the cabinet's floor.
+    end = found.lower[-1]
+    assert end[0] < 0.1
+    assert manipulation.kinematics.forward(end)[2, 3] < 0.3
+
+
+def test_the_poses_in_front_of_an_opened_fridge_come_in_line_with_the_object_as_near_as_the_base_fits():
+    world = _kitchen(True)
+    can = EntityState("can", "can", EntityKind.OBJECT, (), (1.4, 2.6, 0.17), (1.35, 2.55, 0.1), (1.45, 2.65, 0.24),
+                      room="kitchen", parent="fridge", relation="in")
+    world.entities["can"] = can
+    poses = front_poses(world, "can", 0.06)
+    # Square to the front (the fridge's front face at y = 2.2), the base's edge 6 cm from it, facing the can, nearest
+    # the can first.
+    first = poses[0]
+    assert (first.x, first.y) == pytest.approx((1.4, 2.2 - 0.36))
+    assert first.yaw == pytest.approx(math.pi / 2)
+    assert all(p.y == pytest.approx(2.2 - 0.36) for p in poses)
+    distances = [math.dist((p.x, p.y), (1.4, 2.6)) for p in poses]
+    assert distances == sorted(distances)
+    # Clear of where the door's leaf may stand on either side of the opening (the fridge spans x 1.0-1.8): the base
+    # keeps 5 cm from 3 cm in front of each side.
+    assert all(1.0 + 0.03 + 0.3 + 0.05 - 1e-9 <= p.x <= 1.8 - 0.03 - 0.3 - 0.05 + 1e-9 for p in poses)
+    # A can near the fridge's side: the nearest pose the base fits in, within the 2 cm the poses are apart.
+    world.entities["can"] = dataclasses.replace(can, position=(1.15, 2.6, 0.17), bbox_min=(1.1, 2.55, 0.1),
+                                                bbox_max=(1.2, 2.65, 0.24))
+    assert 1.38 - 1e-9 <= front_poses(world, "can", 0.06)[0].x <= 1.40
+    # Not for a closed fridge, an object on top of it, or a pulled-out drawer (its tray stands where the poses would).
+    world.entities["fridge"] = dataclasses.replace(world.entities["fridge"], is_open=False)
+    assert front_poses(world, "can", 0.06) == []
+    world.entities["fridge"] = dataclasses.replace(world.entities["fridge"], is_open=True,
+                                                   interior_min=(1.04, 1.7, 0.1), interior_max=(1.76, 2.6, 0.8))
+    assert front_poses(world, "can", 0.06) == []
+    world.entities["fridge"] = dataclasses.replace(_kitchen(True).entities["fridge"])
+    assert front_poses(world, "can", 0.06) != []
+    world.entities["can"] = dataclasses.replace(can, relation="on")
+    assert front_poses(world, "can", 0.06) == []

@@ -356,6 +356,69 @@ def _room_candidates(world: WorldState, target: str, around: _Surroundings) -> l
     return kept
 
 
+#: Where an opened hinged door's leaf may stand beside its piece's opening (m): DOOR_LEAF outside the piece's side
+#: and DOOR_LEAF_INSIDE in front of the opening. The scene library's leaves are 4-6 cm thick, centred on the hinge's
+#: line, and open 1.6 rad, a little past square, so their free edge leans a few centimetres out. The world graph has
+#: no leaves and no hinge side: :func:`front_poses` and the arm's collision check (manipulation.Obstacles.of) keep
+#: clear of both sides.
+DOOR_LEAF = 0.07
+DOOR_LEAF_INSIDE = 0.03
+#: Spacing (m) of the poses along an opened piece's front (:func:`front_poses`): finer than Go to's rays, which may
+#: leave the pose nearest the object between two rays (22.5 degrees apart) when an open door pens in the floor.
+FRONT_STEP = 0.02
+#: How far (m) to either side of the object those poses go along the front.
+FRONT_SPAN = 0.6
+
+
+def front_poses(world: WorldState, target: str, gap: float, step: float = FRONT_STEP) -> list[Pose2D]:
+    """For an object inside an opened piece with a door or drawer (a fridge, a cabinet): base poses square in front
+    of its opening, the base's edge ``gap`` from the piece's front face, every ``step`` along it, where the world graph
+    says the base fits, facing the object, nearest the object first. An arm reaching low and deep into a fridge spends
+    its whole reach (a Fetch-sized arm reaches about 0.8 m from the base's centre at 0.14 m high), so the pose in
+    line with the object, or as near as what stands beside the front allows, is the one that may reach it. Empty for
+    any other target."""
+    entity = world.entities.get(target)
+    if entity is None or entity.kind is not EntityKind.OBJECT or entity.relation != "in" or entity.parent is None:
+        return []
+    parent = world.entities.get(entity.parent)
+    if parent is None or not parent.articulated or not parent.is_open or parent.interior_min is None:
+        return []
+    if parent.interior_max is None or any(parent.interior_min[i] < parent.bbox_min[i] - 0.01
+                                          or parent.interior_max[i] > parent.bbox_max[i] + 0.01 for i in (0, 1)):
+        return []  # a pulled-out drawer: its tray stands in front of the box, where these poses would be
+    around = _Surroundings(world, target)
+    front = _front_side(parent, around.room)
+    if front is None:
+        return []
+    box, own = _Box.of(parent), _Box.of(entity)
+    centre = (entity.position[0], entity.position[1])
+    distance = around.radius + gap
+    along = np.arange(-FRONT_SPAN, FRONT_SPAN + step / 2, step)
+    if front in (0, 1):
+        xs = np.full(len(along), box.x0 - distance if front == 0 else box.x1 + distance)
+        points = np.stack([xs, centre[1] + along], axis=-1)
+    else:
+        ys = np.full(len(along), box.y0 - distance if front == 2 else box.y1 + distance)
+        points = np.stack([centre[0] + along, ys], axis=-1)
+    # Within EMMOE's reach band (as for Go to's object poses), where the base fits, clear of where the door's leaf
+    # may stand on either side of the opening.
+    reach = own.gap(points) - around.radius
+    keep = around.allowed(points) & (reach <= FAR_THRESHOLD_M - 0.1) & (reach >= NEAR_THRESHOLD_M + 0.02)
+    span = (box.y0, box.y1) if front in (0, 1) else (box.x0, box.x1)
+    for side, out in ((span[0], -1.0), (span[1], 1.0)):
+        lo_, hi_ = sorted((side - out * DOOR_LEAF_INSIDE, side + out * DOOR_LEAF))
+        width = span[1] - span[0]
+        if front in (0, 1):
+            x0, x1 = sorted((box.x0, box.x0 - width) if front == 0 else (box.x1, box.x1 + width))
+            leaf = _Box(x0, lo_, x1, hi_)
+        else:
+            y0, y1 = sorted((box.y0, box.y0 - width) if front == 2 else (box.y1, box.y1 + width))
+            leaf = _Box(lo_, y0, hi_, y1)
+        keep &= leaf.gap(points) - around.radius >= CLEARANCE
+    chosen = sorted((tuple(float(v) for v in xy) for xy in points[keep]), key=lambda xy: math.dist(xy, centre))
+    return [facing_pose(x, y, centre) for x, y in chosen]
+
+
 def approach_poses(world: WorldState, target: str, arm_reach: float = ARM_REACH,
                    object_gaps: Sequence[float] = OBJECT_GAPS) -> list[Pose2D]:
     """Goal poses for Go to ``target``, best first, from the world graph alone (module docstring).
