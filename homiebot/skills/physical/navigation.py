@@ -357,8 +357,9 @@ def _room_candidates(world: WorldState, target: str, around: _Surroundings) -> l
 
 
 #: Where an opened hinged door's leaf may stand beside its piece's opening (m): DOOR_LEAF outside the piece's side
-#: and DOOR_LEAF_INSIDE in front of the opening. The scene library's leaves are 4-6 cm thick, centred on the hinge's
-#: line, and open 1.6 rad, a little past square, so their free edge leans a few centimetres out. The world graph has
+#: and DOOR_LEAF_INSIDE in front of the opening. The scene library's leaves are 4-7.5 cm thick, centred on the
+#: hinge's line (the thickest reaches 0.75 cm past DOOR_LEAF_INSIDE, within the arm's and the hand's margins), and
+#: open 1.6 rad, a little past square, so their free edge leans a few centimetres out. The world graph has
 #: no leaves and no hinge side: :func:`front_poses` and the arm's collision check (manipulation.Obstacles.of) keep
 #: clear of both sides.
 DOOR_LEAF = 0.07
