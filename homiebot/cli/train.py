@@ -33,6 +33,7 @@ class _Piece:
     epochs: float | None = None
     max_memory_gb: float | None = None
     init_adapter: Path | None = None
+    sft_weight: float | None = None  # DPO only
 
 
 def _train(
@@ -71,6 +72,7 @@ def _train(
             processes=piece.processes,
             eval_steps=piece.eval_steps,
             val_limit=piece.val_limit,
+            sft_weight=piece.sft_weight,
         )
         check_data(data)
         if piece.val is not None:
@@ -218,6 +220,11 @@ def register(app: typer.Typer) -> None:
         max_memory: float = typer.Option(
             None, "--max-memory", help="End this piece with a checkpoint once the process holds this many GB resident."
         ),
+        sft_weight: float = typer.Option(
+            None,
+            "--sft-weight",
+            help="Add the chosen answer's NLL with this weight to the DPO loss (RPO; 0: plain DPO, the default).",
+        ),
     ) -> None:
         """Stage two: DPO (sigmoid loss, beta 0.1) on the merged SFT model, or on an SFT adapter continued
         (--init-adapter); resumable in pieces."""
@@ -225,6 +232,8 @@ def register(app: typer.Typer) -> None:
             fail(f"--hours must be more than 0, got {hours}")
         if max_memory is not None and max_memory <= 0:
             fail(f"--max-memory must be more than 0 GB, got {max_memory}")
+        if sft_weight is not None and sft_weight < 0:
+            fail(f"--sft-weight must be 0 or more, got {sft_weight}")
         _train(
             "dpo",
             data,
@@ -239,7 +248,7 @@ def register(app: typer.Typer) -> None:
             lora,
             ref_model,
             warmup_steps,
-            _Piece(hours=hours, max_memory_gb=max_memory, init_adapter=init_adapter),
+            _Piece(hours=hours, max_memory_gb=max_memory, init_adapter=init_adapter, sft_weight=sft_weight),
         )
 
     @train_app.command("merge")

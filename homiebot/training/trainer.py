@@ -97,6 +97,11 @@ class Preset:
     gradient_checkpointing: bool = False
     max_length: int = 1024
     beta: float = 0.1  # DPO
+    #: DPO: weight of an NLL term on the chosen answer added to the sigmoid loss (0: plain DPO). Plain DPO can lower
+    #: the chosen answer's likelihood too, as long as the rejected one falls faster (Pal et al. 2024, "Smaug", section
+    #: 3); the NLL term holds the chosen answer up (Pang et al. 2024, "Iterative Reasoning Preference Optimization",
+    #: eq. 1, weight 1 there). trl's "sft" loss: the token-mean NLL of the chosen side.
+    sft_weight: float = 0.0
     optim: str = "adamw_torch"
     threads: int | None = None
     save_steps: int = 50
@@ -820,7 +825,11 @@ def _run(job: _Job, trl_version: str) -> TrainResult:
         reference = None
         if job.ref_model is not None:
             reference, _ = _load_model(job.ref_model, preset)
-        dpo_config = trl.DPOConfig(**args, beta=preset.beta, loss_type=["sigmoid"])
+        if preset.sft_weight < 0:
+            raise TrainingError(f"--sft-weight must be 0 or more, got {preset.sft_weight}")
+        loss_types, weights = (["sigmoid", "sft"], [1.0, preset.sft_weight]) if preset.sft_weight > 0 else (
+            ["sigmoid"], [1.0])
+        dpo_config = trl.DPOConfig(**args, beta=preset.beta, loss_type=loss_types, loss_weights=weights)
         dpo_class = _cpu_bf16_dpo_trainer(trl, preset) if preset.cpu_bf16 else trl.DPOTrainer
         trainer = dpo_class(
             model=network,

@@ -325,3 +325,27 @@ def test_dpo_continues_an_sft_adapter_against_a_frozen_copy_of_it(setup, tmp_pat
     assert trained.keys() == given.keys()
     assert any(not trained[n].allclose(given[n]) for n in given)
     assert not (tmp_path / "dpo" / "ref").exists()  # the frozen reference copy is not saved with the result
+
+
+def test_dpo_with_an_sft_term_adds_the_chosen_answers_nll(setup, tmp_path):
+    """``--sft-weight w``: the loss is DPO's plus w times the chosen side's token-mean NLL (RPO); at the first step
+    DPO's term is log 2, so the difference from plain DPO is w times a positive NLL."""
+    import math
+
+    root = setup
+    sft = tmp_path / "sft"
+    train("sft", root / "episodes", root / "model", sft, _preset(), max_steps=1, progress=False)
+    build([root / "rec"], root / "pairs2", "dpo", BuildOptions(split="all", rewrites=0, system_prompt=False,
+                                                              images=False, episodes=True, thoughtless=True,
+                                                              max_pairs_per_kind=1))
+    common = {"cpu_bf16": False, "gradient_accumulation": 1, "logging_steps": 1, "learning_rate": 0.0}
+    plain = train("dpo", root / "pairs2", root / "model", tmp_path / "plain", preset_for("dpo", "cpu", **common),
+                  max_steps=1, progress=False, init_adapter=sft)
+    rpo = train("dpo", root / "pairs2", root / "model", tmp_path / "rpo",
+                preset_for("dpo", "cpu", sft_weight=2.0, **common), max_steps=1, progress=False, init_adapter=sft)
+    assert plain.losses[0] == pytest.approx(math.log(2), abs=1e-4)
+    nll = (rpo.losses[0] - plain.losses[0]) / 2.0
+    assert nll > 0.01  # an untrained tiny model is far from certain of the chosen answer
+    with pytest.raises(TrainingError, match="--sft-weight"):
+        train("dpo", root / "pairs2", root / "model", tmp_path / "bad", preset_for("dpo", "cpu", sft_weight=-1.0),
+              init_adapter=sft)
