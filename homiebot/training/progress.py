@@ -51,9 +51,10 @@ def append_metrics(path: Path, entry: dict[str, Any]) -> None:
         handle.write(json.dumps(entry) + "\n")
 
 
-def plot_curves(metrics: Sequence[dict[str, Any]], out: Path) -> list[Path]:
+def plot_curves(metrics: Sequence[dict[str, Any]], out: Path, stage: str = "sft") -> list[Path]:
     """``loss.png`` (training loss per step, validation answer NLL) and ``accuracy.png`` (validation next-subtask
-    and action accuracy) from the metrics' lines; a curve with no points is not drawn."""
+    and action accuracy) from the metrics' lines; a curve with no points is not drawn. ``stage`` names the loss:
+    SFT's is nats per answer token, DPO's the preference loss per pair (ln 2 where policy and reference agree)."""
     import matplotlib
 
     matplotlib.use("Agg")  # files only, no display
@@ -65,12 +66,13 @@ def plot_curves(metrics: Sequence[dict[str, Any]], out: Path) -> list[Path]:
     if train or val:
         figure, axes = plt.subplots(figsize=(7, 4))
         if train:
-            axes.plot([m["step"] for m in train], [m["loss"] for m in train], label="training loss (answer tokens)")
+            label = "training loss (answer tokens)" if stage == "sft" else "training loss (DPO, per pair)"
+            axes.plot([m["step"] for m in train], [m["loss"] for m in train], label=label)
         nll = [m for m in val if m.get("answer_nll") is not None and math.isfinite(m["answer_nll"])]
         if nll:
             axes.plot([m["step"] for m in nll], [m["answer_nll"] for m in nll], "o-", label="validation answer NLL")
         axes.set_xlabel("optimizer step")
-        axes.set_ylabel("nats per answer token")
+        axes.set_ylabel("nats per answer token" if stage == "sft" else "loss (nats)")
         axes.grid(alpha=0.3)
         axes.legend()
         figure.tight_layout()

@@ -918,7 +918,7 @@ def _run(job: _Job, trl_version: str) -> TrainResult:
         "trl": trl_version,
     }
     (target / TRAINING_FILE).write_text(json.dumps(record, indent=2, default=str) + "\n", encoding="utf-8")
-    plot_curves(read_metrics(metrics_path), target)
+    plot_curves(read_metrics(metrics_path), target, stage)
     publish_tree(target)
     return result
 
