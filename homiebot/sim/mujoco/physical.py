@@ -67,6 +67,15 @@ HELD_OBJECT_BITS = (FINGER_BIT, STATIC_BIT)
 FLOOR_BITS = (PHYSICS_BIT, 0)
 ARM_BITS = (0, STATIC_BIT | PHYSICS_BIT)
 FINGER_BITS = (0, STATIC_BIT | FINGER_BIT)
+#: Friction of a free object's contacts (MuJoCo's triple: sliding, torsional in m, rolling in m) with all of them in
+#: force (condim 6). MuJoCo's default contact (condim 3) has sliding friction only, so a ball or a can on its side
+#: rolls without resistance: a lemon let go on a fridge's floor, barely nudged by the opening fingers, rolled out of
+#: the opened fridge and on across the kitchen. Real fruit and cans are neither rigid nor perfectly round, and roll
+#: against a resistance of a few millimetres times their weight (rolling resistance as a lever arm: MuJoCo's
+#: documentation, "Contact" and the geom attribute ``friction``; e.g. Hibbeler, Engineering Mechanics: Statics,
+#: "Rolling resistance"); torsional friction keeps a released box from spinning on its face.
+OBJECT_FRICTION = (1.0, 0.005, 0.002)
+OBJECT_CONDIM = 6
 #: How far (m) a finger may be from an object and still count as touching it (module docstring, "The grasp").
 FINGER_TOUCH_MARGIN = 0.01
 
@@ -228,6 +237,8 @@ def enable_physics(model: mujoco.MjModel, geom_instance: np.ndarray, object_ids:
         instance = int(geom_instance[geom])
         if instance in object_ids and body != 0:
             bits = FREE_OBJECT_BITS
+            model.geom_condim[geom] = OBJECT_CONDIM
+            model.geom_friction[geom] = OBJECT_FRICTION
         elif instance in room_ids and body == 0:
             bits = FLOOR_BITS
         elif body in fingers:

@@ -1,0 +1,80 @@
+"""Under the physical skills' physics, an object that falls stays on the floor, and a round one that is nudged
+stops rolling.
+
+The rooms' floors were 2 cm slabs. MuJoCo separates two overlapping geoms along the shortest way out of their
+overlap, and at 5 ms steps a can dropped from the tuck's height (1.1 m) sinks about 2.4 cm into the floor in one
+step: past the middle of a 2 cm slab, so it was pushed out through the bottom and fell without end (EMMOE-100's
+emmoe-081: green_can_2, knocked out of the hand above the base, was then reported 248 m below the floor).
+
+MuJoCo's default contact has no rolling friction, so a ball rolls on for ever: emmoe-060's lemon, let go on the
+fridge's floor and touched by the opening fingers, rolled out of the opened fridge and 1.6 m across the kitchen.
+
+Scenes: emmoe-081 (green_can_2 dropped onto an open stretch of floor) and emmoe-060 (lemon_2 nudged on the floor),
+each at its task seed.
+"""
+
+from __future__ import annotations
+
+import mujoco
+import numpy as np
+import pytest
+
+from homiebot.sim.mujoco.backend import MujocoSimulator
+from homiebot.sim.mujoco.compiler import FLOOR_DEPTH
+from homiebot.sim.mujoco.physical import PhysicalDriver
+from homiebot.tasks.suite import get_task
+
+
+@pytest.fixture()
+def sim():
+    simulator = MujocoSimulator(render=False)
+    yield simulator
+    simulator.shutdown()
+
+
+@pytest.mark.parametrize("height", [0.6, 1.14, 2.0])
+def test_a_can_dropped_from_the_tuck_or_higher_comes_to_rest_on_the_floor(sim, height):
+    task = get_task("emmoe-081")
+    sim.reset(task.scene, seed=task.seed)
+    driver = PhysicalDriver(sim)
+    model, data = driver._bind()  # the physical skills' collision bits on this model
+    compiled, _ = sim.physics_handles()
+    adr = compiled.object_qpos["green_can_2"]
+    data.qpos[adr : adr + 3] = (1.42, 4.27, height)  # open floor in the living room, nothing under it
+    data.qpos[adr + 3 : adr + 7] = (1.0, 0.0, 0.0, 0.0)
+    data.qvel[:] = 0.0
+    mujoco.mj_forward(model, data)
+    for _ in range(round(2.0 / model.opt.timestep)):
+        mujoco.mj_step(model, data)
+    x, y, z = data.qpos[adr : adr + 3]
+    # Lying or standing on the floor: its centre between its radius and its half height above z = 0, still.
+    assert 0.02 < z < 0.1, f"the can's centre is at {z:.2f} m"
+    assert np.hypot(x - 1.42, y - 4.27) < 0.5
+    body = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_BODY, "object/green_can_2")
+    dof = model.jnt_dofadr[model.body_jntadr[body]]
+    assert np.abs(data.qvel[dof : dof + 3]).max() < 0.05  # at rest
+
+
+def test_half_the_floor_slab_exceeds_one_steps_sink_of_a_fall_from_the_ceiling():
+    # A fall from a wall's height (2.5 m) reaches 7 m/s: 3.5 cm in one 5 ms step.
+    assert FLOOR_DEPTH / 2 > (2 * 9.81 * 2.5) ** 0.5 * 0.005
+
+
+def test_a_nudged_lemon_stops_rolling_within_a_hand_width(sim):
+    task = get_task("emmoe-060")
+    sim.reset(task.scene, seed=task.seed)
+    model, data = PhysicalDriver(sim)._bind()
+    compiled, _ = sim.physics_handles()
+    adr = compiled.object_qpos["lemon_2"]
+    body = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_BODY, "object/lemon_2")
+    dof = model.jnt_dofadr[model.body_jntadr[body]]
+    data.qpos[adr : adr + 3] = (1.2, 6.5, 0.0275)  # on the kitchen's floor (a 5.5 cm ball)
+    data.qpos[adr + 3 : adr + 7] = (1.0, 0.0, 0.0, 0.0)
+    data.qvel[:] = 0.0
+    data.qvel[dof : dof + 3] = (0.0, 0.2, 0.0)  # a nudge of 20 cm/s
+    mujoco.mj_forward(model, data)
+    for _ in range(round(3.0 / model.opt.timestep)):
+        mujoco.mj_step(model, data)
+    # Without rolling resistance it still rolls at 14 cm/s after 3 s, 43 cm on.
+    assert np.abs(data.qvel[dof : dof + 3]).max() < 0.01
+    assert data.qpos[adr + 1] - 6.5 < 0.15
