@@ -112,6 +112,16 @@ PATH_CHECK_STEP = CHECK_STEP
 PLANNED_CANDIDATES = 2
 #: How far (m) past an object's far face the space above the low surface it rests on counts as free (Obstacles.of).
 BEYOND_RESTING = 0.05
+#: How far (m) an object must have moved during a failed Pick for the result to say where it went (_knocked).
+KNOCKED_DISTANCE = 0.05
+#: Depth (m) of the back assumed along one long side of a seat (a sofa, couch or armchair) that an object rests on,
+#: from the seat up to the piece's top: a sofa's back cushion and frame are about 20-25 cm deep (e.g. Neufert,
+#: Architects' Data, "Seating"); the world graph gives the piece's box, not its back (Obstacles.of).
+SEAT_BACK_DEPTH = 0.22
+#: The name of a seat's back in the collision check (a part of the seat's box, as a drawer's tray is).
+SEAT_BACK_PART = "/back"
+#: Categories whose box holds a seat and a back above it.
+SEATS = ("sofa", "couch", "armchair", "loveseat")
 #: How many failed plans a manipulation remembers (_plan_key): a try again from the same state fails at once.
 FAILED_PLANS_KEPT = 32
 #: How close (m) a held object's sampled points may come to a box of the world graph on a path (the arm's links keep
@@ -403,6 +413,19 @@ class Obstacles:
                 else:
                     lo[axis] = resting.bbox_min[axis] - BEYOND_RESTING
                 cavities[e.name] = (lo, hi)
+                back = _seat_back(world, e, resting)
+                if back is not None:
+                    # A seat's back is a box of its own, solid whichever side the robot reaches from (from behind
+                    # the seat the arm stopped on the back's top when only the object's far side counted), and kept
+                    # when the hand's last straight move comes down onto the seat (Obstacles.without(the seat)).
+                    back_axis, sign, face = back
+                    back_lo, back_hi = np.array(e.bbox_min, dtype=float), np.array(e.bbox_max, dtype=float)
+                    back_lo[2] = surface
+                    if sign > 0:
+                        back_lo[back_axis] = face
+                    else:
+                        back_hi[back_axis] = face
+                    boxes += ((e.name + SEAT_BACK_PART, back_lo, back_hi),)
         return Obstacles(world.robot, boxes, rooms, cavities)
 
     def without(self, names: set[str]) -> Obstacles:
@@ -437,6 +460,29 @@ class Obstacles:
             if not clear.all():
                 return "a wall"
         return None
+
+
+def _seat_back(world: WorldState, e: EntityState, resting: EntityState) -> tuple[int, int, float] | None:
+    """Where a seat's back stands, for an object resting on the seat of ``e`` (a sofa, couch or armchair): the
+    horizontal axis across the piece (0: x, 1: y), the side (+1: towards the box's max, -1: its min) and the back's
+    inner face (world frame), or None (not a seat, or no room box to tell the sides apart).
+
+    The world graph gives the piece's axis-aligned box without its heading, so which long side carries the back is
+    inferred: the one facing the nearer edge of the piece's room, as a sofa's back usually stands towards a wall
+    and its front towards the room. The back is SEAT_BACK_DEPTH deep, but never reaches over the object itself
+    (which rests on the seat in front of it): its inner face stays 1 cm past the object's box."""
+    if not any(k in e.category.lower() for k in SEATS):
+        return None
+    room = world.entities.get(e.room) if e.room is not None else None
+    if room is None or room.kind is not EntityKind.ROOM:
+        return None
+    size = np.array(e.bbox_max[:2]) - np.array(e.bbox_min[:2])
+    axis = 0 if size[0] < size[1] else 1  # across the piece: its shorter horizontal side
+    to_min = e.bbox_min[axis] - room.bbox_min[axis]
+    to_max = room.bbox_max[axis] - e.bbox_max[axis]
+    if to_max <= to_min:
+        return axis, 1, max(e.bbox_max[axis] - SEAT_BACK_DEPTH, resting.bbox_max[axis] + 0.01)
+    return axis, -1, min(e.bbox_min[axis] + SEAT_BACK_DEPTH, resting.bbox_min[axis] - 0.01)
 
 
 def _pulled_out(e: EntityState) -> tuple[int, int] | None:
@@ -704,9 +750,10 @@ class PhysicalManipulation:
             self._expect(self._move(grasp.back), f"carrying {obj}")
         except Planning as failure:
             self._gripper(self.setup.open_gap)
-            return self._after_failure(failure, world, None, moved, travelled)
+            return self._knocked(self._after_failure(failure, world, None, moved, travelled), world, obj)
         if self._gap() <= self.setup.closed_gap + GRIPPED_GAP:
-            return _result(SkillStatus.EXECUTION_FAILED, f"{obj} slipped out of the gripper on the way back{moved}")
+            return self._knocked(_result(SkillStatus.EXECUTION_FAILED,
+                                         f"{obj} slipped out of the gripper on the way back{moved}"), world, obj)
         return SkillResult(SkillStatus.SUCCESS, f"picked {obj} ({grasp.kind} grasp){moved}", travelled)
 
     def put(self, world: WorldState, obj: str, place: str) -> SkillResult:
@@ -1213,6 +1260,23 @@ class PhysicalManipulation:
         if stuck is not None:
             detail += f"; {stuck}"
         return SkillResult(failure.result.status, detail, max(travelled, failure.travelled), failure.result.retryable)
+
+    def _knocked(self, result: SkillResult, before: WorldState, obj: str) -> SkillResult:
+        """``result`` with where ``obj`` is now added when a failed Pick left it out of the hand and away from where
+        it was (knocked, or dropped when the arm stopped with it), as the world graph reads after the skill: the
+        planner learns that it moved, and where to look for it."""
+        if self.world is None or obj not in before.entities:
+            return result
+        now = self.world()
+        entity = now.entities.get(obj)
+        if entity is None or now.held == obj:
+            return result
+        if math.dist(entity.position, before.entities[obj].position) < KNOCKED_DISTANCE:
+            return result
+        where = "on the floor" if entity.parent is None else f"{entity.relation} {entity.parent}"
+        x, y, z = entity.position
+        detail = f"{result.detail}; {obj} was knocked out of place: it is {where} at ({x:.2f}, {y:.2f}, {z:.2f})"
+        return dataclasses.replace(result, detail=detail)
 
     def _tucked(self) -> bool:
         return float(np.max(np.abs(np.asarray(self._current()) - self._tuck))) <= TUCKED_TOLERANCE
