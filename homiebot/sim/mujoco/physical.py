@@ -412,8 +412,13 @@ class PhysicalDriver:
                 stalled = True
                 break
         self._finger_target = target  # the goal's position stays in force (squeezing what the fingers stopped on)
-        if closing and stalled and self._grasp.held is None:
-            # Fingers that stopped short of the commanded gap on an object both touch: a grasp.
+        short = self.gap(data) > 2 * target + s.gripper_tolerance
+        if closing and (stalled or short) and self._grasp.held is None:
+            # Fingers that stopped short of the commanded gap on an object both touch: a grasp. Also when the goal
+            # timed out short of it with the fingers still creeping (a can squeezed between the pads, its soft
+            # contacts yielding more than 2 mm/s): they press on it all the same, and without the weld the can
+            # came along pinched but colliding with the arm as a free object, and jammed the arm's tuck
+            # (emmoe-081).
             self._grasp.attach_if_gripped()
         effort = float(max(abs(data.actuator_force[self._actuators[j]]) for j in fingers))
         gap = self.gap(data)

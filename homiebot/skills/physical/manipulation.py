@@ -1273,7 +1273,10 @@ class PhysicalManipulation:
             return result
         if math.dist(entity.position, before.entities[obj].position) < KNOCKED_DISTANCE:
             return result
-        where = "on the floor" if entity.parent is None else f"{entity.relation} {entity.parent}"
+        if entity.parent is not None:
+            where = f"{entity.relation} {entity.parent}"
+        else:  # on the floor, or on something the graph does not name as a receptacle (the robot's own arm)
+            where = "on the floor" if entity.bbox_min[2] < KNOCKED_DISTANCE else "on no furniture"
         x, y, z = entity.position
         detail = f"{result.detail}; {obj} was knocked out of place: it is {where} at ({x:.2f}, {y:.2f}, {z:.2f})"
         return dataclasses.replace(result, detail=detail)
