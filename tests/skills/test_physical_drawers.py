@@ -14,22 +14,13 @@ from __future__ import annotations
 import math
 
 import numpy as np
-import pytest
 
-from homiebot.sim.mujoco.backend import MujocoSimulator
 from homiebot.skills.physical import PhysicalSkillSet
 from homiebot.skills.physical.manipulation import Obstacles
 from homiebot.tasks.suite import get_task
 from homiebot.types import Action, EntityKind, EntityState, Pose2D, WorldState
 
 HAND, ARM = 0.015, 0.05
-
-
-@pytest.fixture()
-def sim():
-    simulator = MujocoSimulator(render=False)
-    yield simulator
-    simulator.shutdown()
 
 
 def _kitchen(drawer_open: bool) -> WorldState:

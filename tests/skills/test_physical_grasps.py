@@ -16,18 +16,10 @@ import math
 import pytest
 
 from homiebot.executor.executor import Executor
-from homiebot.sim.mujoco.backend import MujocoSimulator
 from homiebot.sim.scene import load_scene
 from homiebot.skills.physical import PhysicalSkillSet
 from homiebot.tasks.suite import get_task
 from homiebot.types import Action, ErrorCode, SkillStatus, Subtask
-
-
-@pytest.fixture()
-def sim():
-    simulator = MujocoSimulator(render=False)
-    yield simulator
-    simulator.shutdown()
 
 
 def test_a_tall_box_is_taken_across_its_narrow_side_carried_and_put_down(sim):

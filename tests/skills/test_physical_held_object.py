@@ -12,18 +12,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from homiebot.sim.mujoco.backend import MujocoSimulator
 from homiebot.skills.physical import PhysicalSkillSet
 from homiebot.skills.physical.manipulation import tool_pose
 from homiebot.tasks.suite import get_task
 from homiebot.types import Action
-
-
-@pytest.fixture()
-def sim():
-    simulator = MujocoSimulator(render=False)
-    yield simulator
-    simulator.shutdown()
 
 
 def test_a_tall_box_picked_from_above_is_upright_again_when_the_tool_points_down(sim):

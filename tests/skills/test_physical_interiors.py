@@ -17,7 +17,6 @@ import numpy as np
 import pytest
 
 from homiebot.sim.mujoco import robot as robot_model
-from homiebot.sim.mujoco.backend import MujocoSimulator
 from homiebot.sim.mujoco.urdf import robot_urdf
 from homiebot.sim.scene import load_scene
 from homiebot.skills.physical import ArmKinematics, PhysicalSkillSet
@@ -26,13 +25,6 @@ from homiebot.skills.physical.motion import segment_clear
 from homiebot.skills.physical.navigation import front_poses, opening_side
 from homiebot.tasks.suite import get_task, load_suite
 from homiebot.types import Action, EntityKind, EntityState, Pose2D, WorldState
-
-
-@pytest.fixture()
-def sim():
-    simulator = MujocoSimulator(render=False)
-    yield simulator
-    simulator.shutdown()
 
 
 def _kitchen(fridge_open: bool) -> WorldState:

@@ -8,19 +8,9 @@ from __future__ import annotations
 
 import dataclasses
 
-import pytest
-
-from homiebot.sim.mujoco.backend import MujocoSimulator
 from homiebot.skills.physical import PhysicalSkillSet
 from homiebot.tasks.suite import get_task
 from homiebot.types import SkillResult, SkillStatus
-
-
-@pytest.fixture()
-def sim():
-    simulator = MujocoSimulator(render=False)
-    yield simulator
-    simulator.shutdown()
 
 
 def test_a_failed_pick_says_where_the_knocked_object_came_to_rest(sim):

@@ -22,13 +22,6 @@ from homiebot.tasks.suite import get_task
 from homiebot.types import Action, EntityKind, EntityState, Pose2D, SkillStatus, WorldState
 
 
-@pytest.fixture()
-def sim():
-    simulator = MujocoSimulator(render=False)
-    yield simulator
-    simulator.shutdown()
-
-
 def _at_the_box(sim: MujocoSimulator, **arm: object) -> PhysicalSkillSet:
     task = get_task("emmoe-038")
     sim.reset(task.scene, seed=task.seed)

@@ -28,13 +28,6 @@ from homiebot.types import Action, ErrorCode, Pose2D, SkillStatus, Subtask
 FINE_STEP = manipulation.PATH_CHECK_STEP / 10
 
 
-@pytest.fixture()
-def sim():
-    simulator = MujocoSimulator(render=False)
-    yield simulator
-    simulator.shutdown()
-
-
 def _skills(sim: MujocoSimulator, task_id: str) -> PhysicalSkillSet:
     task = get_task(task_id)
     sim.reset(task.scene, seed=task.seed)

@@ -13,9 +13,7 @@ east wall; Go to the sponge puts the base behind that back).
 from __future__ import annotations
 
 import numpy as np
-import pytest
 
-from homiebot.sim.mujoco.backend import MujocoSimulator
 from homiebot.skills.physical import PhysicalSkillSet
 from homiebot.skills.physical.manipulation import SEAT_BACK_PART, Obstacles
 from homiebot.tasks.suite import get_task
@@ -73,13 +71,6 @@ def test_the_back_never_covers_the_object_on_the_seat():
     obstacles = Obstacles.of(world, {"sponge"}, resting=against)
     back = [b for b in obstacles.boxes if b[0] == "sofa" + SEAT_BACK_PART]
     assert len(back) == 1 and back[0][1][0] >= 4.98 + 0.01 - 1e-9
-
-
-@pytest.fixture()
-def sim():
-    simulator = MujocoSimulator(render=False)
-    yield simulator
-    simulator.shutdown()
 
 
 def test_emmoe_028s_sponge_on_the_sofa_is_picked_without_the_arm_stopping_on_the_back(sim):

@@ -9,19 +9,9 @@ Scene: emmoe-081 (apartment_1 at its task seed), green_can_2 on the TV stand.
 
 from __future__ import annotations
 
-import pytest
-
-from homiebot.sim.mujoco.backend import MujocoSimulator
 from homiebot.skills.physical import PhysicalSkillSet
 from homiebot.tasks.suite import get_task
 from homiebot.types import Action
-
-
-@pytest.fixture()
-def sim():
-    simulator = MujocoSimulator(render=False)
-    yield simulator
-    simulator.shutdown()
 
 
 def test_emmoe_081s_can_squeezed_until_the_goal_times_out_is_held_and_carried_to_the_tuck(sim):
