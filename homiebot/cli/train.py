@@ -96,6 +96,14 @@ def _train(
         typer.echo(line)
 
 
+def _check_piece_limits(hours: float | None, max_memory: float | None) -> None:
+    """One line and exit 2 for a piece limit that could never be reached (before the data and model load)."""
+    if hours is not None and hours <= 0:
+        fail(f"--hours must be more than 0, got {hours}")
+    if max_memory is not None and max_memory <= 0:
+        fail(f"--max-memory must be more than 0 GB, got {max_memory}")
+
+
 def register(app: typer.Typer) -> None:
     """Add ``homie train``."""
     train_app = typer.Typer(help="Train a planner (EMMOE's SFT then DPO, on trl + peft).", no_args_is_help=True)
@@ -122,6 +130,16 @@ def register(app: typer.Typer) -> None:
         None,
         "--warmup-steps",
         help="Linear warm-up steps (the first trains at lr 0); default: the preset's (cpu-small 0, emmoe/emma 3%).",
+    )
+
+    hours_option = typer.Option(
+        None, "--hours", help="End this piece after this many hours of wall time, with a checkpoint."
+    )
+    memory_option = typer.Option(
+        None,
+        "--max-memory",
+        help="End this piece with a checkpoint once a training process holds this many GB resident (a fresh "
+        "piece, --resume, starts small again).",
     )
 
     @train_app.command("sft")
@@ -156,9 +174,7 @@ def register(app: typer.Typer) -> None:
             help="End this piece after this many steps with a checkpoint (--resume continues; the schedule is the "
             "whole run's).",
         ),
-        hours: float = typer.Option(
-            None, "--hours", help="End this piece after this many hours of wall time, with a checkpoint."
-        ),
+        hours: float = hours_option,
         processes: int = typer.Option(
             None,
             "--processes",
@@ -166,12 +182,7 @@ def register(app: typer.Typer) -> None:
             help="Training processes (DDP over gloo on a CPU); default: the preset's (cpu: 2, others: 1).",
         ),
         epochs: float = typer.Option(None, "--epochs", help="Epochs (default: the preset's; --max-steps wins)."),
-        max_memory: float = typer.Option(
-            None,
-            "--max-memory",
-            help="End this piece with a checkpoint once a training process holds this many GB resident (a fresh "
-            "piece, --resume, starts small again).",
-        ),
+        max_memory: float = memory_option,
         init_adapter: Path = typer.Option(
             None,
             "--init-adapter",
@@ -180,10 +191,7 @@ def register(app: typer.Typer) -> None:
         ),
     ) -> None:
         """Stage one: supervised fine-tuning on the answers (completion-only loss); resumable in pieces."""
-        if hours is not None and hours <= 0:
-            fail(f"--hours must be more than 0, got {hours}")
-        if max_memory is not None and max_memory <= 0:
-            fail(f"--max-memory must be more than 0 GB, got {max_memory}")
+        _check_piece_limits(hours, max_memory)
         if epochs is not None and epochs <= 0:
             fail(f"--epochs must be more than 0, got {epochs}")
         piece = _Piece(
@@ -214,12 +222,8 @@ def register(app: typer.Typer) -> None:
             help="Continue this LoRA adapter of --model (the shipped SFT adapter) with DPO; a frozen copy of it is "
             "the reference (no merge needed).",
         ),
-        hours: float = typer.Option(
-            None, "--hours", help="End this piece after this many hours of wall time, with a checkpoint."
-        ),
-        max_memory: float = typer.Option(
-            None, "--max-memory", help="End this piece with a checkpoint once the process holds this many GB resident."
-        ),
+        hours: float = hours_option,
+        max_memory: float = memory_option,
         sft_weight: float = typer.Option(
             None,
             "--sft-weight",
@@ -228,10 +232,7 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Stage two: DPO (sigmoid loss, beta 0.1) on the merged SFT model, or on an SFT adapter continued
         (--init-adapter); resumable in pieces."""
-        if hours is not None and hours <= 0:
-            fail(f"--hours must be more than 0, got {hours}")
-        if max_memory is not None and max_memory <= 0:
-            fail(f"--max-memory must be more than 0 GB, got {max_memory}")
+        _check_piece_limits(hours, max_memory)
         if sft_weight is not None and sft_weight < 0:
             fail(f"--sft-weight must be 0 or more, got {sft_weight}")
         _train(

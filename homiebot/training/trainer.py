@@ -472,6 +472,8 @@ def train(
         _check_adapter(Path(init_adapter))
     if preset.processes < 1:
         raise TrainingError(f"--processes must be at least 1, got {preset.processes}")
+    if preset.sft_weight < 0:
+        raise TrainingError(f"--sft-weight must be 0 or more, got {preset.sft_weight}")
     if preset.processes > 1 and stage != "sft":
         raise TrainingError("several processes (--processes) train SFT only")
     if max_steps is not None and max_steps < 1:  # transformers reads -1 as "no limit": a whole epoch
@@ -825,8 +827,6 @@ def _run(job: _Job, trl_version: str) -> TrainResult:
         reference = None
         if job.ref_model is not None:
             reference, _ = _load_model(job.ref_model, preset)
-        if preset.sft_weight < 0:
-            raise TrainingError(f"--sft-weight must be 0 or more, got {preset.sft_weight}")
         loss_types, weights = (["sigmoid", "sft"], [1.0, preset.sft_weight]) if preset.sft_weight > 0 else (
             ["sigmoid"], [1.0])
         dpo_config = trl.DPOConfig(**args, beta=preset.beta, loss_type=loss_types, loss_weights=weights)

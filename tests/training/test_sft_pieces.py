@@ -304,18 +304,25 @@ def test_init_adapter_is_refused_where_it_cannot_apply(setup, tmp_path):
     assert not any((tmp_path / n).exists() for n in "abc")
 
 
-def test_dpo_continues_an_sft_adapter_against_a_frozen_copy_of_it(setup, tmp_path):
+@pytest.fixture(scope="module")
+def dpo_setup(setup, tmp_path_factory):
+    """An SFT adapter (2 steps) to continue with DPO, and DPO pairs in episode form (2 of each kind)."""
+    root = setup
+    sft = tmp_path_factory.mktemp("dpo") / "sft"
+    train("sft", root / "episodes", root / "model", sft, _preset(), max_steps=2, progress=False)
+    build([root / "rec"], root / "pairs", "dpo", BuildOptions(split="all", rewrites=0, system_prompt=False,
+                                                             images=False, episodes=True, thoughtless=True,
+                                                             max_pairs_per_kind=2))
+    return root, sft
+
+
+def test_dpo_continues_an_sft_adapter_against_a_frozen_copy_of_it(dpo_setup, tmp_path):
     """``homie train dpo --init-adapter``: the policy starts as the SFT adapter and the reference is that adapter as
     loaded (not the base, which a disabled adapter would give): the first step's loss is log 2 exactly, and the
     result is one adapter of the same layers that the step moved. In episode form (``build dpo --episodes``)."""
     import math
 
-    root = setup
-    sft = tmp_path / "sft"
-    train("sft", root / "episodes", root / "model", sft, _preset(), max_steps=2, progress=False)
-    build([root / "rec"], root / "pairs", "dpo", BuildOptions(split="all", rewrites=0, system_prompt=False,
-                                                             images=False, episodes=True, thoughtless=True,
-                                                             max_pairs_per_kind=2))
+    root, sft = dpo_setup
     preset = preset_for("dpo", "cpu", cpu_bf16=False, learning_rate=1e-2, gradient_accumulation=1, logging_steps=1)
     result = train("dpo", root / "pairs", root / "model", tmp_path / "dpo", preset, max_steps=2, progress=False,
                    init_adapter=sft)
@@ -327,25 +334,20 @@ def test_dpo_continues_an_sft_adapter_against_a_frozen_copy_of_it(setup, tmp_pat
     assert not (tmp_path / "dpo" / "ref").exists()  # the frozen reference copy is not saved with the result
 
 
-def test_dpo_with_an_sft_term_adds_the_chosen_answers_nll(setup, tmp_path):
+def test_dpo_with_an_sft_term_adds_the_chosen_answers_nll(dpo_setup, tmp_path):
     """``--sft-weight w``: the loss is DPO's plus w times the chosen side's token-mean NLL (RPO); at the first step
     DPO's term is log 2, so the difference from plain DPO is w times a positive NLL."""
     import math
 
-    root = setup
-    sft = tmp_path / "sft"
-    train("sft", root / "episodes", root / "model", sft, _preset(), max_steps=1, progress=False)
-    build([root / "rec"], root / "pairs2", "dpo", BuildOptions(split="all", rewrites=0, system_prompt=False,
-                                                              images=False, episodes=True, thoughtless=True,
-                                                              max_pairs_per_kind=1))
+    root, sft = dpo_setup
     common = {"cpu_bf16": False, "gradient_accumulation": 1, "logging_steps": 1, "learning_rate": 0.0}
-    plain = train("dpo", root / "pairs2", root / "model", tmp_path / "plain", preset_for("dpo", "cpu", **common),
+    plain = train("dpo", root / "pairs", root / "model", tmp_path / "plain", preset_for("dpo", "cpu", **common),
                   max_steps=1, progress=False, init_adapter=sft)
-    rpo = train("dpo", root / "pairs2", root / "model", tmp_path / "rpo",
+    rpo = train("dpo", root / "pairs", root / "model", tmp_path / "rpo",
                 preset_for("dpo", "cpu", sft_weight=2.0, **common), max_steps=1, progress=False, init_adapter=sft)
     assert plain.losses[0] == pytest.approx(math.log(2), abs=1e-4)
     nll = (rpo.losses[0] - plain.losses[0]) / 2.0
     assert nll > 0.01  # an untrained tiny model is far from certain of the chosen answer
     with pytest.raises(TrainingError, match="--sft-weight"):
-        train("dpo", root / "pairs2", root / "model", tmp_path / "bad", preset_for("dpo", "cpu", sft_weight=-1.0),
+        train("dpo", root / "pairs", root / "model", tmp_path / "bad", preset_for("dpo", "cpu", sft_weight=-1.0),
               init_adapter=sft)
