@@ -85,9 +85,8 @@ from homiebot.skills.physical.grasp import (
 from homiebot.skills.physical.kinematics import ArmKinematics, IKSolution
 from homiebot.skills.physical.motion import CHECK_STEP, MotionPlan, PlannerSettings, plan_motion, segment_clear
 from homiebot.skills.physical.navigation import (
-    DOOR_LEAF,
-    DOOR_LEAF_INSIDE,
     approach_poses,
+    door_leaf_slabs,
     facing_pose,
     front_poses,
     opening_side,
@@ -525,23 +524,14 @@ def _drawer_parts(e: EntityState) -> tuple[tuple[str, np.ndarray, np.ndarray], .
 def _door_leaves(e: EntityState, front: int, base: Pose2D, radius: float) -> tuple[tuple[str, np.ndarray, np.ndarray], ...]:
     """Where the leaf of an opened hinged door stands (world frame), for the piece the arm reaches into: the world
     graph has no leaves and does not say on which side the door is hinged, so a slab on each side of the opening
-    (navigation.DOOR_LEAF outside the piece's side, DOOR_LEAF_INSIDE in front of the opening), as long as the
-    opening is wide (one leaf covers the front) and as tall as the piece. Without them, a way in that swings the arm out beside the opening (the planner's, round the
+    (navigation.door_leaf_slabs). Without them, a way in that swings the arm out beside the opening (the planner's, round the
     piece's top) was planned clear and stopped by the leaf under physics. A slab the base's footprint (``base``,
     ``radius``) overlaps is left out: the base stands there, so the leaf is on the other side. Nothing for a
     pulled-out drawer (its front and tray are :func:`_drawer_parts`)."""
     if _pulled_out(e) is not None:
         return ()
-    lo, hi = np.array(e.bbox_min, dtype=float), np.array(e.bbox_max, dtype=float)
-    axis, across = front // 2, 1 - front // 2
-    face = lo[axis] if front % 2 == 0 else hi[axis]
-    outwards = -1.0 if front % 2 == 0 else 1.0
-    width = hi[across] - lo[across]
     leaves = []
-    for side, out in ((lo[across], -1.0), (hi[across], 1.0)):
-        leaf_lo, leaf_hi = lo.copy(), hi.copy()
-        leaf_lo[axis], leaf_hi[axis] = sorted((face, face + outwards * width))
-        leaf_lo[across], leaf_hi[across] = sorted((side - out * DOOR_LEAF_INSIDE, side + out * DOOR_LEAF))
+    for leaf_lo, leaf_hi in door_leaf_slabs(e, front):
         gap = np.hypot(*np.maximum(np.maximum(leaf_lo[:2] - (base.x, base.y), 0.0), (base.x, base.y) - leaf_hi[:2]))
         if gap >= radius:
             leaves.append((e.name + DOOR_LEAF_PART, leaf_lo, leaf_hi))

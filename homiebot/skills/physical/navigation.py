@@ -371,6 +371,27 @@ FRONT_STEP = 0.02
 FRONT_SPAN = 0.6
 
 
+def door_leaf_slabs(piece: EntityState, front: int) -> tuple[tuple[np.ndarray, np.ndarray], ...]:
+    """Where the leaf of ``piece``'s opened hinged door may stand (world-frame boxes, lo and hi corners), one slab on
+    each side of the opening, since the world graph says neither that there is a leaf nor on which side it hangs:
+    DOOR_LEAF outside the piece's side and DOOR_LEAF_INSIDE in front of the opening, reaching out from the ``front``
+    face (an index of :func:`_front_side`: 0/1 the low/high x face, 2/3 the low/high y face) as far as the opening
+    is wide (one leaf covers the front), and as tall as the piece. Used by :func:`front_poses` (the base keeps clear)
+    and by the arm's collision check (manipulation)."""
+    lo, hi = np.array(piece.bbox_min, dtype=float), np.array(piece.bbox_max, dtype=float)
+    axis, across = front // 2, 1 - front // 2
+    face = lo[axis] if front % 2 == 0 else hi[axis]
+    outwards = -1.0 if front % 2 == 0 else 1.0
+    width = hi[across] - lo[across]
+    slabs = []
+    for side, out in ((lo[across], -1.0), (hi[across], 1.0)):
+        leaf_lo, leaf_hi = lo.copy(), hi.copy()
+        leaf_lo[axis], leaf_hi[axis] = sorted((face, face + outwards * width))
+        leaf_lo[across], leaf_hi[across] = sorted((side - out * DOOR_LEAF_INSIDE, side + out * DOOR_LEAF))
+        slabs.append((leaf_lo, leaf_hi))
+    return tuple(slabs)
+
+
 def front_poses(world: WorldState, target: str, gap: float, step: float = FRONT_STEP) -> list[Pose2D]:
     """For an object inside an opened piece with a door or drawer (a fridge, a cabinet): base poses square in front
     of its opening, the base's edge ``gap`` from the piece's front face, every ``step`` along it, where the world graph
@@ -405,16 +426,8 @@ def front_poses(world: WorldState, target: str, gap: float, step: float = FRONT_
     # may stand on either side of the opening.
     reach = own.gap(points) - around.radius
     keep = around.allowed(points) & (reach <= FAR_THRESHOLD_M - 0.1) & (reach >= NEAR_THRESHOLD_M + 0.02)
-    span = (box.y0, box.y1) if front in (0, 1) else (box.x0, box.x1)
-    for side, out in ((span[0], -1.0), (span[1], 1.0)):
-        lo_, hi_ = sorted((side - out * DOOR_LEAF_INSIDE, side + out * DOOR_LEAF))
-        width = span[1] - span[0]
-        if front in (0, 1):
-            x0, x1 = sorted((box.x0, box.x0 - width) if front == 0 else (box.x1, box.x1 + width))
-            leaf = _Box(x0, lo_, x1, hi_)
-        else:
-            y0, y1 = sorted((box.y0, box.y0 - width) if front == 2 else (box.y1, box.y1 + width))
-            leaf = _Box(lo_, y0, hi_, y1)
+    for leaf_lo, leaf_hi in door_leaf_slabs(parent, front):
+        leaf = _Box(float(leaf_lo[0]), float(leaf_lo[1]), float(leaf_hi[0]), float(leaf_hi[1]))
         keep &= leaf.gap(points) - around.radius >= CLEARANCE
     chosen = sorted((tuple(float(v) for v in xy) for xy in points[keep]), key=lambda xy: math.dist(xy, centre))
     return [facing_pose(x, y, centre) for x, y in chosen]
