@@ -78,3 +78,48 @@ def test_a_nudged_lemon_stops_rolling_within_a_hand_width(sim):
     # Without rolling resistance it still rolls at 14 cm/s after 3 s, 43 cm on.
     assert np.abs(data.qvel[dof : dof + 3]).max() < 0.01
     assert data.qpos[adr + 1] - 6.5 < 0.15
+
+
+def _tree(model, name):
+    return int(model.body_treeid[mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_BODY, "object/" + name)])
+
+
+def test_resting_objects_sleep_during_a_goal_and_everything_is_awake_after_it(sim):
+    task = get_task("emmoe-081")
+    sim.reset(task.scene, seed=task.seed)
+    driver = PhysicalDriver(sim)
+    model, data = driver._bind()
+    assert model.opt.enableflags & mujoco.mjtEnableBit.mjENBL_SLEEP
+    assert data.ntree_awake == model.ntree or data.ntree_awake == 0  # nothing asleep yet (0: not computed yet)
+    for _ in range(100):
+        driver._step(model, data)
+    # The objects resting on furniture sleep; the robot (actuated) never does.
+    assert data.ntree_awake < model.ntree / 2
+    robot_tree = int(model.body_treeid[mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_BODY, "robot/base")])
+    assert data.tree_asleep[robot_tree] < 0
+    driver._finish(0.0)
+    # Sleeping is off between goals (the kinematic side computes every body) and every tree is awake.
+    assert not model.opt.enableflags & mujoco.mjtEnableBit.mjENBL_SLEEP
+    assert (data.tree_asleep < 0).all()
+
+
+def test_a_falling_object_wakes_the_sleeping_one_it_lands_on(sim):
+    task = get_task("emmoe-081")
+    sim.reset(task.scene, seed=task.seed)
+    driver = PhysicalDriver(sim)
+    model, data = driver._bind()
+    compiled, _ = sim.physics_handles()
+    for _ in range(200):
+        driver._step(model, data)
+    below, above = compiled.object_qpos["red_box"], compiled.object_qpos["pear_1"]
+    assert data.tree_asleep[_tree(model, "red_box")] >= 0, "the box on the counter did not fall asleep"
+    resting = data.qpos[below : below + 3].copy()
+    x, y, z = resting
+    data.qpos[above : above + 7] = (x + 0.03, y, z + 0.3, 1.0, 0.0, 0.0, 0.0)  # dropped onto the box's edge
+    driver._grasp.released_trees.add(_tree(model, "pear_1"))  # as a release marks it
+    woken = False
+    for _ in range(400):
+        driver._step(model, data)
+        woken = woken or data.tree_asleep[_tree(model, "red_box")] < 0
+    assert woken, "the sleeping box slept through the impact"
+    assert data.qpos[above + 2] < z + 0.2, "the dropped pear stayed in the air"

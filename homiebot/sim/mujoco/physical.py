@@ -26,6 +26,14 @@ same simulator place things kinematically (as Habitat's oracle skills do); here 
   gripper opens. MuJoCo's soft contacts hold small light objects poorly in a two-finger grip; the weld stands
   in for friction, never for contact: without contact on both fingers nothing is held.
 
+* **Resting objects sleep.** While a goal runs, MuJoCo's sleeping islands are on (``mjENBL_SLEEP``; MuJoCo's
+  documentation, "Computation", "Sleeping"): a free object that has been still for a few steps is taken out of
+  collision detection and the solver until an awake body (the arm, the fingers, a falling object) touches it.
+  A scene has 20-70 objects resting on furniture, and their contacts were most of each step's cost (emmoe-081:
+  x10 real time awake, about x100 with them asleep). Everything is woken when a goal starts (the kinematic side
+  may have moved anything since) and sleeping is switched off when it ends, so that the kinematic skills, the
+  views and the perception compute every body as before.
+
 After each goal the driver writes what physics did back into the simulator's state (the arm's joints, the
 held object, where every moved object came to rest: on or in the furniture under it, or free-standing), so that
 the world state, the planner's feedback and the goal checks read the physical outcome.
@@ -116,6 +124,8 @@ class FingerContactAttachment:
         self._hand_geoms = [g for g in range(model.ngeom)
                             if model.geom_bodyid[g] in (self._gripper_body, *self._finger_bodies)]
         self._leaving: set[str] = set()
+        #: Trees of the objects let go during the current goal: kept awake to its end (PhysicalDriver._step).
+        self.released_trees: set[int] = set()
         self.held: str | None = None
         self.release_after = 0.1  # s without contact on a finger
         self._lost_for = 0.0
@@ -165,6 +175,7 @@ class FingerContactAttachment:
         model.eq_data[weld, 6:10] = rel_quat
         model.eq_data[weld, 10] = 1.0
         data.eq_active[weld] = 1
+        wake_all(data)
         self._leaving.discard(name)
         for geom in self._geoms_of(name):
             set_collision_bits(model, geom, HELD_OBJECT_BITS)
@@ -177,6 +188,11 @@ class FingerContactAttachment:
         name = self.held
         if name is not None:
             self._data.eq_active[self._welds[name]] = 0
+            # A held object counts towards sleeping like any other; let go while the still fingers touched it, it
+            # slept where it was, in the air (measured). Woken here, and kept awake to the goal's end (_step).
+            wake_all(self._data)
+            body = mujoco.mj_name2id(self._model, mujoco.mjtObj.mjOBJ_BODY, "object/" + name)
+            self.released_trees.add(int(self._model.body_treeid[body]))
             self.held = None
             self._leaving.add(name)
         return name
@@ -192,6 +208,7 @@ class FingerContactAttachment:
             if not near:
                 for geom in self._geoms_of(name):
                     set_collision_bits(self._model, geom, FREE_OBJECT_BITS)
+                wake_all(self._data)  # it meets the arm and other objects again: let them answer
                 self._leaving.discard(name)
 
     def _geoms_of(self, name: str) -> list[int]:
@@ -220,6 +237,15 @@ def set_collision_bits(model: mujoco.MjModel, geom: int, bits: tuple[int, int]) 
     mine = [g for g in range(model.ngeom) if model.geom_bodyid[g] == body]
     model.body_contype[body] = int(np.bitwise_or.reduce(model.geom_contype[mine]))
     model.body_conaffinity[body] = int(np.bitwise_or.reduce(model.geom_conaffinity[mine]))
+
+
+def wake_all(data: mujoco.MjData) -> None:
+    """Wake every kinematic tree for at least MuJoCo's minimum awake time (module docstring, "Resting objects sleep").
+
+    ``tree_asleep`` counts up from -(mjMINAWAKE + 1) while a tree is still and it falls asleep past -1 (measured on
+    MuJoCo 4.0: a tree set to -1 with zero velocity sleeps at the next step, even in mid-air).
+    """
+    data.tree_asleep[:] = -(mujoco.mjMINAWAKE + 1)
 
 
 def enable_physics(model: mujoco.MjModel, geom_instance: np.ndarray, object_ids: set[int], room_ids: set[int]) -> None:
@@ -299,6 +325,8 @@ class PhysicalDriver:
             self._dof = {j: int(model.jnt_dofadr[mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_JOINT, robot_model.ROBOT_PREFIX + j)])
                          for j in self._qpos}
         assert self._grasp is not None
+        model.opt.enableflags |= int(mujoco.mjtEnableBit.mjENBL_SLEEP)
+        wake_all(data)  # the kinematic side may have moved anything since the last goal
         held = self._sim.held_object()
         # Re-anchor the weld at the object's pose now: the kinematic side may have moved the base since (the weld's
         # relative pose is unchanged then) or snapped or dropped the object (an oracle skill, a reset).
@@ -466,6 +494,12 @@ class PhysicalDriver:
             # The last GripperCommand goal stays in force (a gripper controller keeps squeezing what it closed on).
             for j in robot_model.FINGER_JOINTS:
                 data.ctrl[self._actuators[j]] = self._finger_target
+        assert self._grasp is not None
+        for tree in self._grasp.released_trees:
+            # An object let go leaves still fingers with no speed of its own, and would fall asleep in the air.
+            if data.tree_asleep[tree] >= 0:
+                wake_all(data)
+            data.tree_asleep[tree] = -(mujoco.mjMINAWAKE + 1)
         started = time.perf_counter()
         mujoco.mj_step(model, data)
         self.physics_wall_s += time.perf_counter() - started
@@ -497,4 +531,10 @@ class PhysicalDriver:
     def _finish(self, seconds: float) -> None:
         """Write what physics did back into the simulator's state and advance its clock."""
         assert self._grasp is not None
+        assert self._model is not None
+        # Sleeping only inside a goal: with it on, MuJoCo's kinematics skips sleeping bodies, and the kinematic
+        # side moves objects by their qpos between goals.
+        self._model.opt.enableflags &= ~int(mujoco.mjtEnableBit.mjENBL_SLEEP)
+        self._grasp.released_trees.clear()
+        wake_all(self._sim.physics_handles()[1])
         self._sim.absorb_physics(self._grasp.held, seconds)
