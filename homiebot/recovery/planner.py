@@ -564,7 +564,10 @@ class RecoveryPlanner(Planner):
     def _inner_request(self, request: PlanRequest) -> PlanRequest:
         if self.inner.privileged:
             return request
-        return replace(request, world_state=None, goal=None, perceived_names=None)
+        # A base planner that reads the world state itself (the text mode of a model planner: its prompt
+        # describes the world from it) keeps it; the goal and perception's names stay privileged.
+        return replace(request, world_state=request.world_state if self.inner.reads_state else None, goal=None,
+                       perceived_names=None)
 
     @staticmethod
     def _actions(request: PlanRequest) -> tuple[str, ...]:

@@ -266,6 +266,23 @@ def test_the_goal_is_never_read_and_an_unprivileged_base_sees_neither_state_nor_
     assert "(fridge is closed)" in llm.prompts[0] and "(apple in fridge)" in llm.prompts[0]
 
 
+class _StateReader(_Recorder):
+    """A base planner that reads the world state (the text mode of a model planner describes the world from it)."""
+
+    name = "state-reader"
+    reads_state = True
+
+
+def test_a_base_that_reads_the_state_gets_it_but_never_the_goal():
+    base = _StateReader()
+    planner = RecoveryPlanner(base, llm=ScriptedLLM([]), search=False, stages="1,2,3,4")
+    planner.reset(TASK)
+    trap = _GoalTrap()
+    planner.plan(request(goal=trap))
+    assert base.requests and all(r.goal is None for r in base.requests)
+    assert all(r.world_state is not None for r in base.requests)
+
+
 def test_feedback_code_field_or_message():
     assert feedback_code(request(HAND_FULL)) is ErrorCode.L1
     assert feedback_code(request(CLOSED)) is ErrorCode.L3
