@@ -42,14 +42,19 @@ def _task_list(values: list[str]) -> list[str] | None:
     return ids or None
 
 
-def _limited(suite: str, split: str, task_ids: list[str] | None, limit: int) -> list[str] | None:
-    """``--limit N``: the first N tasks of the selection (the suite's order), as explicit ids (pinned in eval.json)."""
-    if not limit:
+def _limited(suite: str, split: str, task_ids: list[str] | None, limit: int, stratified: int = 0) -> list[str] | None:
+    """``--limit N``: the first N tasks of the selection (the suite's order); ``--stratified N``: N spread over its
+    strata (homiebot.eval.manifest.stratified_tasks); as explicit ids (pinned in eval.json)."""
+    if not limit and not stratified:
         return task_ids
-    from homiebot.eval.manifest import EvalError, select_tasks
+    from homiebot.eval.manifest import EvalError, select_tasks, stratified_tasks
 
+    if limit and stratified:
+        raise report("--limit and --stratified both choose a subset: give one")
     try:
-        return [task.id for task in select_tasks(suite, split, task_ids)[:limit]]
+        selection = select_tasks(suite, split, task_ids)
+        chosen = stratified_tasks(selection, stratified) if stratified else selection[:limit]
+        return [task.id for task in chosen]
     except EvalError as err:
         raise report(str(err)) from None
 
@@ -131,6 +136,7 @@ def register(app: typer.Typer) -> None:
         split: str = typer.Option("all", "--split", help="all, train or test."),
         tasks: list[str] = typer.Option([], "--tasks", help="Task ids, comma-separated or repeated (default: all)."),
         limit: int = typer.Option(0, "--limit", min=0, help="Only the first N tasks of the selection (0: all); --suite muep takes them in turns over its types and splits."),
+        stratified: int = typer.Option(0, "--stratified", min=0, help="Only N tasks of the selection, spread over its strata (split, horizon, kind of instruction) in proportion, at least one each (0: all)."),
         max_rounds: int = typer.Option(MAX_ROUNDS, "--max-rounds", help=f"Round limit per episode (paper: {MAX_ROUNDS})."),
         perception: str = perception_option(PerceptionMode.OFF.value),
         images: bool = typer.Option(False, "--images/--no-images", help="Store the four views per round in each record."),
@@ -175,7 +181,7 @@ def register(app: typer.Typer) -> None:
 
             refused = {"--images": images, "--video": video, "--backend": backend != "local",
                        "--observe": observe is not None, "--recovery": recovery is not None,
-                       "--adapter": adapter is not None, "--limit": limit != 0,
+                       "--adapter": adapter is not None, "--limit": limit != 0, "--stratified": stratified != 0,
                        "--skills": skills != SkillsMode.ORACLE}
             check_output(out)
             try:
@@ -207,7 +213,7 @@ def register(app: typer.Typer) -> None:
 
             eval_muep(out, planner, observe, split, _task_list(tasks), _parse_options(planner_option), limit, {
                 "--runs": runs != 3, "--workers": workers != 2, "--noise": noise != NoiseMode.OFF, "--max-rounds": max_rounds != MAX_ROUNDS,
-                "--skills": skills != SkillsMode.ORACLE,
+                "--skills": skills != SkillsMode.ORACLE, "--stratified": stratified != 0,
                 "--perception": perception != PerceptionMode.OFF, "--images": images, "--video": video,
                 "--backend": backend != "local", "--address": address is not None,
                 "--model-actors": model_actors != 1, "--model-gpus": model_gpus != 0.0,
@@ -256,7 +262,7 @@ def register(app: typer.Typer) -> None:
                 runs=runs,
                 workers=workers,
                 split=split,
-                task_ids=_limited(suite_name, split, _task_list(tasks), limit),
+                task_ids=_limited(suite_name, split, _task_list(tasks), limit, stratified),
                 images=images,
                 video=video,
                 progress=progress,

@@ -200,6 +200,48 @@ def task_expert(task_id: str) -> str:
     return EXPERT_PLANNER
 
 
+#: EMMOE's task attributes that name a kind of instruction (EMMOE, section 3.2: short/long horizon, open-ended,
+#: logical and human-style tasks); a task with none of them is "plain". The first that applies decides.
+TASK_KINDS = ("human-style", "open-ended", "logical")
+
+
+def stratum_of(task: TaskSpec) -> tuple[str, str, str]:
+    """A task's stratum for :func:`stratified_tasks`: (split, horizon, kind)."""
+    horizon = "long" if "long-horizon" in task.attributes else "short"
+    kind = next((k for k in TASK_KINDS if k in task.attributes), "plain")
+    return task.split, horizon, kind
+
+
+def stratified_tasks(tasks: Sequence[TaskSpec], n: int) -> list[TaskSpec]:
+    """``n`` of ``tasks`` spread over their strata (:func:`stratum_of`) in proportion to the strata's sizes, at
+    least one from each (so that n below the number of strata is refused), the largest remainders rounding up;
+    within a stratum, tasks evenly spaced in the suite's order, so that the same call gives the same subset.
+
+    Why: a subset by ``--limit`` is the suite's first tasks, which in EMMOE-100 are all training tasks of the
+    same scenes; an ablation over them says nothing about the test split or the rare kinds of instruction.
+    """
+    strata: dict[tuple[str, str, str], list[TaskSpec]] = {}
+    for task in tasks:
+        strata.setdefault(stratum_of(task), []).append(task)
+    if n >= len(tasks):
+        return list(tasks)
+    if n < len(strata):
+        raise EvalError(f"a stratified subset of {n} cannot hold one task of each of the selection's {len(strata)} strata")
+    keys = sorted(strata)
+    extra = n - len(keys)  # one per stratum first, the rest in proportion to what each has left
+    spare = {k: len(strata[k]) - 1 for k in keys}
+    total = sum(spare.values())
+    share = {k: extra * spare[k] / total if total else 0.0 for k in keys}
+    counts = {k: 1 + int(share[k]) for k in keys}
+    for k in sorted(keys, key=lambda k: (-(share[k] - int(share[k])), k))[: n - sum(counts.values())]:
+        counts[k] += 1
+    chosen: set[str] = set()
+    for k in keys:
+        members, m = strata[k], counts[k]
+        chosen.update(members[(2 * i + 1) * len(members) // (2 * m)].id for i in range(m))
+    return [t for t in tasks if t.id in chosen]
+
+
 def select_tasks(suite: str, split: str = "all", task_ids: Sequence[str] | None = None) -> list[TaskSpec]:
     tasks = list(load_suite(suite).tasks)
     if split not in ("all", "train", "validation", "test"):
