@@ -25,6 +25,7 @@ from homiebot.perception.grounding import Grounder
 from homiebot.sim.base import Simulator, SupportsAgents
 from homiebot.sim.scene import SceneSpec
 from homiebot.skills import SkillSet
+from homiebot.skills.skillset import PerceivedWorld, PlansInPerceivedWorld
 from homiebot.types import Observation, Subtask, WorldState
 
 #: A skill runner, or a factory ``(sim, scene_seed) -> runner`` (seeded execution noise per episode).
@@ -48,6 +49,7 @@ class InProcessBackend:
         self._agent_grounders: dict[int, Grounder] = {}  # a partner's own grounder (its own world graph)
         self.agent_configs = dict(agent_configs or {})
         self._executor: Executor | None = None
+        self._perceived: PerceivedWorld | None = None
         self._agent_executors: dict[int, Executor] = {}
         self._state: WorldState | None = None  # the state last read, while nothing has acted since
         self._views: Observation | None = None  # the views last rendered, while nothing has acted since
@@ -63,7 +65,14 @@ class InProcessBackend:
         self._executor = None
         self._agent_executors = {a: e for a, e in self._agent_executors.items() if a in self._agent_grounders}
 
+    def plan_skills_in(self, world: PerceivedWorld | None) -> None:
+        """Skills that plan from geometry (:class:`~homiebot.skills.skillset.PlansInPerceivedWorld`) take it from
+        ``world`` from now on: perception's, set after the reset like :meth:`ground_with`."""
+        self._perceived = world
+        self._executor = None
+
     def reset(self, scene: str, seed: int) -> tuple[WorldState, SceneSpec]:
+        self._perceived = None
         self._executor = None
         self._agent_executors = {}
         self._agent_grounders = {}
@@ -121,6 +130,8 @@ class InProcessBackend:
             skills = SkillSet(self.sim, noise=None, seed=self._scene_seed)
         elif not isinstance(skills, SkillRunner):
             skills = skills(self.sim, self._scene_seed)
+        if isinstance(skills, PlansInPerceivedWorld):
+            skills.plan_in(self._perceived)
         self._executor = Executor(self.sim, grounder=self.grounder, config=self.config, skills=skills)
         return self._executor
 

@@ -54,6 +54,10 @@ carry its description.
     def world_graph_json(self) -> str | None:
         """The world graph now as one line of JSON, for the episode record (None: the hook keeps no graph)."""
 
+    def perceived_state(self, state: WorldState) -> WorldState | None:
+        """``state`` with the geometry perception has (where objects and furniture are), for skills that plan
+        from it (None: the hook keeps no geometry)."""
+
 
 #: Builds the episode's perception after the reset: ``(scene spec or None, initial state) -> hook``.
 PerceptionFactory = Callable[[SceneSpec | None, WorldState], PerceptionHook]

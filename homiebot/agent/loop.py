@@ -74,6 +74,7 @@ from homiebot.planner.base import EpisodeStopRequested, Planner
 from homiebot.planner.conversation import model_chat
 from homiebot.sim.base import Simulator, SupportsAgents
 from homiebot.sim.scene import SceneSpec
+from homiebot.skills.skillset import PerceivedWorld
 from homiebot.tasks.goals import GoalSpec, goal_satisfied
 from homiebot.tasks.suite import TaskSpec
 from homiebot.types import (
@@ -594,6 +595,15 @@ class _WorldGraphFile(ObserverBase):
             self.recorder.add_file(WORLD_GRAPHS_FILE, f'{{"round": {record.index}, "graph": {graph}}}\n', append=True)
 
 
+def _perceived_world(hook: PerceptionHook) -> PerceivedWorld:
+    """The skills' world through ``hook``: its geometry where it keeps some, the simulator's state otherwise."""
+
+    def world(state: WorldState) -> WorldState:
+        return hook.perceived_state(state) or state
+
+    return world
+
+
 def run_episode(
     sim: Simulator,
     planner: Planner,
@@ -661,6 +671,7 @@ def run_episode(
             hooks[:] = [perception(scene_spec, initial)]
             perceived = PerceptionKnowledge(hooks[0])
             backend.ground_with(perceived.grounder())
+            backend.plan_skills_in(_perceived_world(hooks[0]))
             return perceived
     elif perception is not None:
         # Two agents: one world graph each (PARTNR's decentralized agents), fed by that agent's own views, told

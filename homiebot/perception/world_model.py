@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import logging
 import math
+from dataclasses import replace
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -189,6 +190,37 @@ class WorldModel:
             if distance < best.get(instance, math.inf):
                 names[instance], best[instance] = node.name, distance
         return names
+
+
+    def perceived_state(self, state: WorldState) -> WorldState:
+        """``state`` as the robot knows it through perception: what a skill that plans from the world graph reads.
+
+        * An object is where its node is: the node's centre and box (from the views' depth; a visible surface
+          only, so a box is usually shallower than the object), with no heading or own box (the graph has none).
+          An object no view has shown is not there, unless the robot holds it (the hand knows what it holds).
+        * A piece of furniture is its node's box where perception has one; one it has not seen keeps the
+          map's box, and every piece keeps the map's interior box (a semantic map's annotation: a real robot
+          navigates and plans in a map built beforehand; docs/perception.md, "What the skills read").
+        * The robot's pose, what it holds, rooms and articulation states are the state's (odometry and the
+          robot's own joints).
+        """
+        names = self.perceived_names(state)
+        entities = {}
+        for name, entity in state.entities.items():
+            node_name = names.get(name)
+            node = self.graph.by_name(node_name) if node_name is not None else None
+            if entity.kind is EntityKind.OBJECT:
+                if node is None:
+                    if entity.held or state.held == name:
+                        entities[name] = entity
+                    continue
+                entities[name] = replace(entity, position=node.position, bbox_min=node.bbox_min,
+                                         bbox_max=node.bbox_max, half_extents=None, yaw=None)
+            elif entity.kind is EntityKind.FURNITURE and node is not None and node.bbox_max != node.bbox_min:
+                entities[name] = replace(entity, position=node.position, bbox_min=node.bbox_min, bbox_max=node.bbox_max)
+            else:
+                entities[name] = entity
+        return replace(state, entities=entities)
 
 
 class GraphGrounder:

@@ -24,18 +24,35 @@ skill serves raises :class:`UnservedModelError` (the executor reports it as F1 b
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Protocol, runtime_checkable
 
 import numpy as np
 
 from homiebot.sim.base import Simulator
 from homiebot.skills.actions import action_spec
 from homiebot.skills.noise import ExecutionNoise, NoiseConfig, SupportsDrop, SupportsPrecheck
-from homiebot.types import Action, SkillResult, SkillStatus
+from homiebot.types import Action, SkillResult, SkillStatus, WorldState
 
 NAVIGATION_MODELS: tuple[str, ...] = ("NoMaD", "PixNav")
 MANIPULATION_MODELS: tuple[str, ...] = ("octo", "RT-1-X")
 UNIVERSAL_MODELS: tuple[str, ...] = ("M3", "oracle")
+
+
+#: The world as perception knows it, from the simulator's state (homiebot.perception.world_model.WorldModel.perceived_state).
+PerceivedWorld = Callable[[WorldState], WorldState]
+
+
+@runtime_checkable
+class PlansInPerceivedWorld(Protocol):
+    """A skill runner whose skills plan from geometry (where to stand, grasp and place, what to avoid) and can take
+    it from perception's world graph instead of the simulator's state (``--skills physical`` with
+    ``--perception``); the episode gives it the transform after the reset. The oracle skills place by name and
+    do not declare this."""
+
+    def plan_in(self, world: PerceivedWorld | None) -> None:
+        """Plan from ``world(state)`` from now on (None: from the simulator's state)."""
 
 
 class UnservedModelError(ValueError):

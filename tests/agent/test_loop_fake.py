@@ -177,6 +177,9 @@ class RecordingPerception:
     def world_graph_json(self):
         return None  # it keeps no graph
 
+    def perceived_state(self, state):
+        return None  # it keeps no geometry
+
     def grounder(self):
         from homiebot.perception.grounding import AliasGrounder, GroundingResult
 
