@@ -14,6 +14,10 @@ Run: ``.venv/bin/python -m benchmarks.bench_physical_skills [--split all|train|t
 * real-time factor: simulated seconds of physics over the wall seconds spent in ``mj_step`` (one core; target at
   least 10x).
 
+``--render`` renders the four views every round, as ``homie run`` and ``homie eval`` do for a planner that reads
+them: the episode times are then those of a user's run. Without it an oracle episode is bookkeeping alone (about
+0.1 s), and the ratio compares physics with nothing.
+
 Both settings run in this process, one task after the other, so the ratio is measured under the same load.
 """
 
@@ -89,8 +93,8 @@ class Outcome:
     subtasks: list[tuple[str, str]] = field(default_factory=list)
 
 
-def run_one(task: str, mode: str, attempts: _Attempts) -> Outcome:
-    config = RunConfig.model_validate({"task": task, "skills": {"mode": mode}, "simulator": {"render": False}})
+def run_one(task: str, mode: str, attempts: _Attempts, render: bool = False) -> Outcome:
+    config = RunConfig.model_validate({"task": task, "skills": {"mode": mode}, "simulator": {"render": render}})
     episode = build_episode(config)
     made = []
     factory = episode.skills
@@ -126,6 +130,7 @@ def main() -> None:
     parser.add_argument("--limit", type=int, default=0, help="only the first N tasks (0: all)")
     parser.add_argument("--tasks", default="", help="comma-separated task ids (default: the suite's)")
     parser.add_argument("--out", type=Path, default=None, help="write every outcome as JSON here")
+    parser.add_argument("--render", action="store_true", help="render the four views every round (a user's run)")
     args = parser.parse_args()
     logging.basicConfig(level=logging.WARNING)
     attempts = _Attempts()
@@ -142,13 +147,14 @@ def main() -> None:
     outcomes: list[Outcome] = []
     for task in track(tasks, description="episodes"):
         for mode in ("oracle", "physical"):
-            outcomes.append(run_one(task, mode, attempts))
+            outcomes.append(run_one(task, mode, attempts, render=args.render))
     if args.out is not None:
         args.out.parent.mkdir(parents=True, exist_ok=True)
         args.out.write_text(json.dumps([o.__dict__ for o in outcomes], indent=1))
 
     console = Console()
-    table = Table(title=f"expert on EMMOE-100 ({len(tasks)} tasks, run 0, noiseless): oracle vs physical skills")
+    views = ", views rendered" if args.render else ""
+    table = Table(title=f"expert on EMMOE-100 ({len(tasks)} tasks, run 0, noiseless{views}): oracle vs physical skills")
     for column in ("skills", "SR", "episode wall median s", "episode wall mean s", "sim s mean", "rounds mean"):
         table.add_column(column, justify="right")
     walls = {}
