@@ -21,7 +21,7 @@ import pytest
 
 from homiebot.sim.mujoco.backend import MujocoSimulator
 from homiebot.sim.mujoco.compiler import FLOOR_DEPTH
-from homiebot.sim.mujoco.physical import PhysicalDriver
+from homiebot.sim.mujoco.physical import PhysicalDriver, wake_all
 from homiebot.tasks.suite import get_task
 
 
@@ -123,3 +123,28 @@ def test_a_falling_object_wakes_the_sleeping_one_it_lands_on(sim):
         woken = woken or data.tree_asleep[_tree(model, "red_box")] < 0
     assert woken, "the sleeping box slept through the impact"
     assert data.qpos[above + 2] < z + 0.2, "the dropped pear stayed in the air"
+
+
+def test_waking_keeps_mujocos_sleep_arrays_consistent_when_an_object_lands_in_a_sleeping_drawer(sim):
+    # emmoe-028: a sponge let go in the kitchen drawer stopped the step ("mj_nc: contact involves sleeping geom")
+    # when waking wrote tree_asleep directly and left the arrays derived from it saying asleep.
+    task = get_task("emmoe-028")
+    sim.reset(task.scene, seed=task.seed)
+    driver = PhysicalDriver(sim)
+    model, data = driver._bind()
+    compiled, _ = sim.physics_handles()
+    for _ in range(200):
+        driver._step(model, data)
+    drawer = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_BODY, "kitchen_drawer/moving")
+    assert drawer >= 0 and data.tree_asleep[model.body_treeid[drawer]] >= 0, "the drawer did not fall asleep"
+    wake_all(data)
+    for _ in range(200):
+        driver._step(model, data)  # everything still: asleep again
+    adr = compiled.object_qpos["sponge"]
+    x, y, z = data.xpos[drawer]
+    data.qpos[adr : adr + 7] = (x, y, z + 0.15, 1.0, 0.0, 0.0, 0.0)  # above the tray
+    driver._grasp.released_trees.add(_tree(model, "sponge"))
+    for _ in range(300):
+        driver._step(model, data)
+        assert ((data.tree_asleep < 0) == (data.tree_awake == 1)).all()
+    assert data.qpos[adr + 2] < z + 0.1, "the sponge did not fall into the drawer"

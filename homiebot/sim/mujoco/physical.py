@@ -239,13 +239,27 @@ def set_collision_bits(model: mujoco.MjModel, geom: int, bits: tuple[int, int]) 
     model.body_conaffinity[body] = int(np.bitwise_or.reduce(model.geom_conaffinity[mine]))
 
 
-def wake_all(data: mujoco.MjData) -> None:
-    """Wake every kinematic tree for at least MuJoCo's minimum awake time (module docstring, "Resting objects sleep").
+#: ``tree_asleep`` of a tree just woken: awake for MuJoCo's minimum awake time (mjMINAWAKE steps), counting up to -1
+#: while it is still, and asleep after that.
+FULLY_AWAKE = -(mujoco.mjMINAWAKE + 1)
+#: The speed (m/s or rad/s) that wakes a sleeping tree: any non-zero speed does (below).
+WAKE_NUDGE = 1e-12
 
-    ``tree_asleep`` counts up from -(mjMINAWAKE + 1) while a tree is still and it falls asleep past -1 (measured on
-    MuJoCo 4.0: a tree set to -1 with zero velocity sleeps at the next step, even in mid-air).
+
+def wake_all(data: mujoco.MjData) -> None:
+    """Wake every tree for at least MuJoCo's minimum awake time (module docstring, "Resting objects sleep").
+
+    A sleeping tree is woken through MuJoCo's own check for a change made by the user (engine_sleep.c, mj_wake: a
+    sleeping tree with any speed wakes with its whole island at the next step, and the arrays derived from the
+    sleep state are recomputed). Writing a sleeping tree's ``tree_asleep`` directly left those arrays saying
+    asleep, and a contact with it then stopped the step (MuJoCo 4.0, "mj_nc: contact involves sleeping geom":
+    a sponge let go in emmoe-028's sleeping drawer). An awake tree's countdown starts again.
     """
-    data.tree_asleep[:] = -(mujoco.mjMINAWAKE + 1)
+    model = data.model
+    asleep = data.tree_asleep >= 0
+    data.qvel[model.tree_dofadr[asleep]] = WAKE_NUDGE
+    awake = ~asleep
+    data.tree_asleep[awake] = np.minimum(data.tree_asleep[awake], FULLY_AWAKE)
 
 
 def enable_physics(model: mujoco.MjModel, geom_instance: np.ndarray, object_ids: set[int], room_ids: set[int]) -> None:
@@ -370,11 +384,14 @@ class PhysicalDriver:
         knots_q = np.vstack([start, *[np.asarray(p.positions, dtype=float) for p in trajectory.points]])
         dt = model.opt.timestep
         steps = math.ceil(trajectory.duration / dt)
+        # Where every joint should be at every step, sampled once (per step and joint it cost 1 s of a 3 s episode).
+        times_k = np.minimum(np.arange(1, steps + 1) * dt, trajectory.duration)
+        path = np.column_stack([np.interp(times_k, knots_t, knots_q[:, i]) for i in range(len(joints))])
         result = TrajectoryResult(TrajectoryErrorCode.SUCCESSFUL)
         elapsed = 0.0
         for k in range(1, steps + 1):
-            t = min(k * dt, trajectory.duration)
-            desired = np.array([np.interp(t, knots_t, knots_q[:, i]) for i in range(len(joints))])
+            t = float(times_k[k - 1])
+            desired = path[k - 1]
             self._command(data, joints, desired)
             self._step(model, data)
             elapsed = t
@@ -498,8 +515,9 @@ class PhysicalDriver:
         for tree in self._grasp.released_trees:
             # An object let go leaves still fingers with no speed of its own, and would fall asleep in the air.
             if data.tree_asleep[tree] >= 0:
-                wake_all(data)
-            data.tree_asleep[tree] = -(mujoco.mjMINAWAKE + 1)
+                wake_all(data)  # at this step, with its island
+            else:
+                data.tree_asleep[tree] = FULLY_AWAKE
         started = time.perf_counter()
         mujoco.mj_step(model, data)
         self.physics_wall_s += time.perf_counter() - started
@@ -536,5 +554,7 @@ class PhysicalDriver:
         # side moves objects by their qpos between goals.
         self._model.opt.enableflags &= ~int(mujoco.mjtEnableBit.mjENBL_SLEEP)
         self._grasp.released_trees.clear()
-        wake_all(self._sim.physics_handles()[1])
+        data = self._sim.physics_handles()[1]
+        wake_all(data)
+        mujoco.mj_forward(self._model, data)  # sleeping off: every tree awake, the derived arrays with them
         self._sim.absorb_physics(self._grasp.held, seconds)
