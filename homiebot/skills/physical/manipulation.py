@@ -121,6 +121,11 @@ SEAT_BACK_DEPTH = 0.22
 SEAT_BACK_PART = "/back"
 #: Categories whose box holds a seat and a back above it.
 SEATS = ("sofa", "couch", "armchair", "loveseat")
+#: How deep (m) a chair's back may be, inside any side of its box (_chair_backs): a dining chair's back is a frame
+#: or panel a few centimetres thick (the scene library's are 4 cm).
+CHAIR_BACK_DEPTH = 0.06
+#: A chair whose box rises less than this (m) above its seat has no back (a stool).
+CHAIR_BACK_RISE = 0.1
 #: How many failed plans a manipulation remembers (_plan_key): a try again from the same state fails at once.
 FAILED_PLANS_KEPT = 32
 #: How close (m) a held object's sampled points may come to a box of the world graph on a path (the arm's links keep
@@ -425,6 +430,7 @@ class Obstacles:
                     else:
                         back_hi[back_axis] = face
                     boxes += ((e.name + SEAT_BACK_PART, back_lo, back_hi),)
+                boxes += _chair_backs(e, resting)
         return Obstacles(world.robot, boxes, rooms, cavities)
 
     def without(self, names: set[str]) -> Obstacles:
@@ -482,6 +488,37 @@ def _seat_back(world: WorldState, e: EntityState, resting: EntityState) -> tuple
     if to_max <= to_min:
         return axis, 1, max(e.bbox_max[axis] - SEAT_BACK_DEPTH, resting.bbox_max[axis] + 0.01)
     return axis, -1, min(e.bbox_min[axis] + SEAT_BACK_DEPTH, resting.bbox_min[axis] - 0.01)
+
+
+def _chair_backs(e: EntityState, resting: EntityState) -> tuple[tuple[str, np.ndarray, np.ndarray], ...]:
+    """Where a chair's back may stand, for an object resting on its seat: a slab CHAIR_BACK_DEPTH deep inside each
+    of the four sides of the chair's box, from the seat to the top, each kept 1 cm off the object's box (world
+    frame); nothing for a piece that is not a chair (a sofa's back is :func:`_seat_back`), or whose top is not
+    CHAIR_BACK_RISE above the seat (a stool).
+
+    A chair is about square, often stands free of the walls and is turned towards its table at any angle, so neither
+    its shape nor its room tells which side its back is on (the world graph gives the box, not the heading). Without
+    these slabs the space above the seat was free up to the chair's top, and in emmoe-048 the planner's way to the
+    plum swung the forearm through the back (physics stopped it there, "blocked: chair"). The slabs keep the arm
+    above the chair's top wherever it crosses the seat's edge; the seat's middle stays free."""
+    category = e.category.lower()
+    if "chair" not in category or any(k in category for k in SEATS):
+        return ()
+    surface = resting.bbox_min[2]
+    if e.bbox_max[2] < surface + CHAIR_BACK_RISE:
+        return ()
+    backs = []
+    for axis in (0, 1):
+        for sign in (-1, 1):
+            lo, hi = np.array(e.bbox_min, dtype=float), np.array(e.bbox_max, dtype=float)
+            lo[2] = surface
+            if sign > 0:
+                lo[axis] = max(hi[axis] - CHAIR_BACK_DEPTH, resting.bbox_max[axis] + 0.01)
+            else:
+                hi[axis] = min(lo[axis] + CHAIR_BACK_DEPTH, resting.bbox_min[axis] - 0.01)
+            if hi[axis] > lo[axis]:
+                backs.append((e.name + SEAT_BACK_PART, lo, hi))
+    return tuple(backs)
 
 
 def _pulled_out(e: EntityState) -> tuple[int, int] | None:
@@ -818,6 +855,10 @@ class PhysicalManipulation:
         candidates = grasp_candidates(outline, self.setup.open_width, self.setup.palm_depth, self.setup.finger_reach,
                                       TILTS)
         walls = world.entities.get(receptacle) if receptacle is not None else None
+        # A chair the object rests on, whose back the check assumes on any side (_chair_backs): the arm comes in
+        # and goes out over its top.
+        seat = (world.entities.get(resting.parent) if resting is not None and resting.parent is not None
+                and _chair_backs(world.entities[resting.parent], resting) else None)
         if walls is not None:
             # Inside a drawer or a cabinet, the hand goes to the rim where the walls leave it room (_hand_room).
             candidates = _roomy_first(candidates, lambda c: self._hand_room(world.robot, walls, c.position),
@@ -873,6 +914,9 @@ class PhysicalManipulation:
             held = (outline.sample_points() - pose[:3, 3]) @ pose[:3, :3]
             reach = self._path(self._current(), pregrasp, reaching)
             outside = self._outside_stand_off(world, walls, pose) if reach is None and walls is not None else None
+            if reach is None and outside is None and seat is not None:
+                # On a chair's seat, among the slabs where its back may stand: from above its top, straight down.
+                outside = self._stand_off_out_of(world.robot, seat, pose)
             if outside is not None:
                 # Inside a fridge or cabinet, from a pre-grasp outside its opening and straight in (_outside_stand_off).
                 longer = self._line(pose, -outside, reaching, near, near_within=self.setup.pregrasp_distance)
@@ -882,7 +926,8 @@ class PhysicalManipulation:
                     # Also when the motion there is not straight: the planner's way to a pre-grasp in the open in
                     # front of the cupboard is easier to find than one to a pre-grasp inside it.
                     pregrasp, approach, lift, reach = longer[0], longer[1:], lift_there, reach_there
-            back = self._carry_back(lift.positions, obstacles, held)
+            back = self._carry_back(lift.positions, obstacles, held,
+                                    None if seat is None else (seat.bbox_max[2] + HELD_MARGIN + 0.02))
             if reach is None or back is None:
                 logger.debug("grasp %s of %s: no straight motion %s", candidate.kind, entity.name,
                              "there" if reach is None else "back")
@@ -920,13 +965,19 @@ class PhysicalManipulation:
         if (receptacle.interior_min is None or not receptacle.articulated or not receptacle.is_open
                 or opening_side(world, receptacle) is None):
             return None
-        base = world.robot
+        return self._stand_off_out_of(world.robot, receptacle, pose)
+
+    def _stand_off_out_of(self, base: Pose2D, piece: EntityState, pose: np.ndarray) -> float | None:
+        """How far back along the approach of the tool ``pose`` (base frame) the tool must start for the whole hand
+        to be outside ``piece``'s box (a pulled-out drawer's tray and front included), or None when the usual
+        pre-grasp is outside already or that is farther than MAX_OUTSIDE_STAND_OFF (:meth:`_outside_stand_off`; an
+        object on a chair's seat is reached from above the chair's top the same way)."""
         c, s = math.cos(base.yaw), math.sin(base.yaw)
         rotation = np.array([[c, -s, 0.0], [s, c, 0.0], [0.0, 0.0, 1.0]])
         start = rotation @ pose[:3, 3] + np.array([base.x, base.y, 0.0])
         back = -(rotation @ pose[:3, 0])
-        lo, hi = np.array(receptacle.bbox_min, dtype=float), np.array(receptacle.bbox_max, dtype=float)
-        for _, part_lo, part_hi in _drawer_parts(receptacle):
+        lo, hi = np.array(piece.bbox_min, dtype=float), np.array(piece.bbox_max, dtype=float)
+        for _, part_lo, part_hi in _drawer_parts(piece):
             # A pulled-out drawer: outside its tray and front as well (over the front panel, into the tray from above).
             lo, hi = np.minimum(lo, part_lo), np.maximum(hi, part_hi)
         if not (np.all(start > lo) and np.all(start < hi)):
@@ -1385,13 +1436,35 @@ class PhysicalManipulation:
             margins = np.concatenate([margins, np.full(len(self._hand_outline), self.setup.hand_margin)])
         return obstacles.hit(points, margins)
 
-    def _carry_back(self, lifted: Sequence[float], obstacles: Obstacles, held: np.ndarray) -> list[tuple[float, ...]] | None:
+    def _carry_back(self, lifted: Sequence[float], obstacles: Obstacles, held: np.ndarray,
+                    rise_to: float | None = None) -> list[tuple[float, ...]] | None:
         """Waypoints from the lifted grasp to the tuck with the object in the hand: as :meth:`_path` finds them,
-        else drawn back level towards the base first (RETREATS, three straight steps), else None."""
+        else drawn back level towards the base first (RETREATS, three straight steps), else (``rise_to``: a height in
+        the base frame) raised straight up until the object's lowest point is that high (steps of LINE_STEP at
+        most: out of a chair's seat over where its back may stand), else None."""
         back = self._path(lifted, tuple(self._tuck), obstacles, held)
         if back is not None:
             return back
         start = self.kinematics.forward(lifted)
+        if rise_to is not None:
+            lowest = float((held @ start[:3, :3].T)[:, 2].min()) + start[2, 3]
+            if rise_to > lowest:
+                steps = max(1, math.ceil((rise_to - lowest) / LINE_STEP - 1e-9))
+                points = [tuple(lifted)]
+                for k in range(1, steps + 1):
+                    target = start.copy()
+                    target[2, 3] += (rise_to - lowest) * k / steps
+                    solution = self.kinematics.solve(target, [points[-1]], acceptable=self._clear(obstacles, held))
+                    if not solution.converged:
+                        break
+                    points.append(solution.positions)
+                else:
+                    rest = self._path(points[-1], tuple(self._tuck), obstacles, held)
+                    if rest is None:
+                        plan = self._plan(points[-1], tuple(self._tuck), obstacles, held)
+                        rest = list(plan.waypoints) if plan.waypoints is not None else None
+                    if rest is not None:
+                        return points[1:] + rest
         towards = -start[:2, 3] / max(float(np.linalg.norm(start[:2, 3])), 1e-9)
         for distance in RETREATS:
             points = [tuple(lifted)]

@@ -25,7 +25,9 @@ NavigateToPose"):
   plus distance from the room's centre (the oracle's ranking), spread at least 0.5 m apart.
 
 Every pose keeps the footprint (``WorldState.robot_radius``) plus :data:`CLEARANCE` off every other furniture box,
-every object lying on the floor and the other agent, and inside the target's room box. A pose that also lies in
+every object lying on the floor and the other agent, and inside the target's room box; an object's pose within the
+arm's reach that only a neighbouring box keeps from that is still tried with :data:`TIGHT_CLEARANCE`, after the
+roomy ones as near. A pose that also lies in
 another room's box (an L-shaped room) is tried after the rest. Within a class, nearer the robot first.
 
 How Nav2's answers map to EMMOE's statuses (:func:`go_to`): a goal Nav2 cannot plan to (``GOAL_OCCUPIED``,
@@ -61,6 +63,14 @@ FAR_GAP = 0.55
 ARM_REACH = 0.8
 #: Margin beyond the footprint kept from other boxes (m): the planner's grid inflates by the radius and half a cell.
 CLEARANCE = 0.05
+#: The least margin (m) beyond the footprint kept from other boxes at an object's pose that CLEARANCE would refuse
+#: (:func:`_object_candidates`): still more than the grid planner's own inflation (the radius and half a 5 cm cell,
+#: homiebot/sim/mujoco/navigation.py), so Nav2-like planning accepts it. Such poses come after every pose with
+#: CLEARANCE that is as near the object, and before those out of the arm's reach: emmoe-066's mug lies on a sofa whose
+#: front stands 0.70 m from a coffee table, where a 0.6 m base fits with 5 cm on each side, but a pose on a ray
+#: from the mug, 6 cm from the sofa, is 4 cm from the table; every pose with 5 cm around it was 1.1 m or more from
+#: the mug, out of reach.
+TIGHT_CLEARANCE = 0.03
 #: Margin beyond the footprint kept from the edge of the room's box (m): half a wall (0.1 m thick in the scene
 #: library) and :data:`CLEARANCE`.
 WALL_CLEARANCE = 0.1
@@ -173,17 +183,19 @@ class _Surroundings:
             free = np.minimum(free, self.room.edge_distance(xy) + WALL_CLEARANCE)
         return free
 
-    def allowed(self, xy: np.ndarray) -> np.ndarray:
-        ok = self.clearance(xy) >= CLEARANCE
+    def allowed(self, xy: np.ndarray, clearance: float = CLEARANCE) -> np.ndarray:
+        ok = self.clearance(xy) >= clearance
         if self.room is not None:
             ok &= self.room.inside(xy)
         return np.asarray(ok)
 
-    def candidate(self, xy: tuple[float, float], facing: tuple[float, float], rank: tuple[float, ...]) -> _Candidate | None:
-        """A pose at ``xy`` facing ``facing``, or None where the world graph says the base does not fit. Poses in
-        another room's box or where an open door probably swings are ranked after the rest."""
+    def candidate(self, xy: tuple[float, float], facing: tuple[float, float], rank: tuple[float, ...],
+                  clearance: float = CLEARANCE) -> _Candidate | None:
+        """A pose at ``xy`` facing ``facing``, or None where the world graph says the base does not fit (``clearance``
+        beyond the footprint). Poses in another room's box or where an open door probably swings are ranked after
+        the rest."""
         point = np.array(xy)
-        if not self.allowed(point):
+        if not self.allowed(point, clearance):
             return None
         swept = any(box.gap(point) < self.radius for box in self.swept)
         return _Candidate(facing_pose(xy[0], xy[1], facing), (float(self.ambiguous(point)), float(swept), *rank))
@@ -323,8 +335,12 @@ def _object_candidates(world: WorldState, target: str, around: _Surroundings, ar
             to_object = math.dist(xy, centre)
             within = to_object <= arm_reach
             through_front = front is None or parent_box is None or _on_side(parent_box, front, xy)
-            rank = (float(not through_front), ring, float(not within), math.dist(xy, robot) if within else to_object)
-            candidates.append(around.candidate(xy, centre, rank))
+            rank = (float(not through_front), ring, float(not within), 0.0, math.dist(xy, robot) if within else to_object)
+            found = around.candidate(xy, centre, rank)
+            if found is None and within:
+                # Hemmed in by another box within CLEARANCE: a tight pose, after the roomy ones as near the object.
+                found = around.candidate(xy, centre, (*rank[:3], 1.0, *rank[4:]), TIGHT_CLEARANCE)
+            candidates.append(found)
     return [c for c in candidates if c is not None]
 
 
