@@ -45,7 +45,7 @@ from __future__ import annotations
 import itertools
 import logging
 import math
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -105,6 +105,10 @@ FOLLOW_STEP = 0.05
 DRIVE_SPEED = 0.6  # m/s, for sim_time
 TURN_SPEED = 1.0  # rad/s, for sim_time
 MANIPULATION_TIME = 4.0  # s per pick/put/open/close, for sim_time
+#: A door or drawer a physical Open or Close moved counts as open (the world graph's ``is_open``) once its joint
+#: stands at this fraction of its range or more (absorb_physics): a door opened this far (73 degrees of 92) leaves
+#: its opening free for the arm, a drawer pulled out this far (22 of 45 cm) shows most of its tray.
+OPEN_FRACTION = 0.5
 _LAMP_OFF = tuple(float(v) for v in LAMP_OFF_RGBA.split())
 #: Objects lower than this (centre height) count as lying on the floor: obstacles for the base.
 FLOOR_OBJECT_HEIGHT = 0.3
@@ -193,6 +197,9 @@ class MujocoSimulator:
         self._put_rng = np.random.default_rng(0)
         self._objects: dict[str, _ObjectState] = {}
         self._open: dict[str, bool] = {}
+        # Where physics left a door's hinge or a drawer's slide (rad or m), for the pieces a physical Open or Close
+        # moved (absorb_physics); absent: at the end ``_open`` says. The oracle Open and Close write the end.
+        self._joint: dict[str, float] = {}
         self._power: dict[str, bool] = {}  # appliance -> on
         self._grids: dict[tuple, OccupancyGrid] = {}
         self._static_obstacles: list[OrientedRect] = []
@@ -215,6 +222,7 @@ class MujocoSimulator:
         # A separate stream for puts, so that a put's spot does not depend on how many objects the scene has.
         self._put_rng = np.random.default_rng([seed, 1])
         self._open = {f.name: f.articulation.open for f in spec.furniture if f.articulation is not None}
+        self._joint = {}
         self._power = {f.name: f.powered_on for f in spec.furniture if f.appliance}
         self._held = None
         self._objects = {}
@@ -947,6 +955,7 @@ class MujocoSimulator:
         if self._open[target] == opening:
             return _result(SkillStatus.SUCCESS, f"the {target} is already {'open' if opening else 'closed'}")
         self._open[target] = opening
+        self._joint.pop(target, None)
         self._sim_time += MANIPULATION_TIME
         self._sync()
         return _result(SkillStatus.SUCCESS, f"{'opened' if opening else 'closed'} {target}")
@@ -1250,9 +1259,8 @@ class MujocoSimulator:
             spot = state.spot
             furniture = self._require_spec().furniture_by_name(spot.receptacle)
             ly = spot.y
-            art = furniture.articulation
-            if spot.relation == "in" and art is not None and art.kind == "sliding" and self._open[furniture.name]:
-                ly -= art.range  # contents ride on the drawer
+            if spot.relation == "in":
+                ly -= self._tray(furniture)  # contents ride on the drawer
             wx, wy = local_to_world(furniture.pose, np.array([spot.x, ly]))
             return float(wx), float(wy), spot.z, wrap_angle(furniture.pose.yaw + spot.yaw)
         assert state.world is not None
@@ -1275,7 +1283,7 @@ class MujocoSimulator:
         data.qpos[q["torso_lift"]] = self._torso
         for f in spec.furniture:
             if f.articulation is not None:
-                data.qpos[compiled.articulation_qpos[f.name]] = f.articulation.range if self._open[f.name] else 0.0
+                data.qpos[compiled.articulation_qpos[f.name]] = self.articulation_value(f.name)
         data.ctrl[:] = 0.0
         mujoco.mj_kinematics(model, data)  # the grip site must be current before a held object follows it
         for name in self._objects:
@@ -1303,9 +1311,8 @@ class MujocoSimulator:
         if interior is None:
             return None
         (x0, y0, z0), (x1, y1, z1) = interior.min, interior.max
-        art = furniture.articulation
-        if art is not None and art.kind == "sliding" and self._open[furniture.name]:
-            y0, y1 = y0 - art.range, y1 - art.range  # the drawer's tray is pulled out towards -y
+        tray = self._tray(furniture)
+        y0, y1 = y0 - tray, y1 - tray  # the drawer's tray is pulled out towards -y
         corners = local_to_world(furniture.pose, np.array([[x0, y0], [x0, y1], [x1, y0], [x1, y1]]))
         return (
             (float(corners[:, 0].min()), float(corners[:, 1].min()), float(z0)),
@@ -1326,7 +1333,23 @@ class MujocoSimulator:
     def held_object(self) -> str | None:
         return self._held
 
-    def absorb_physics(self, held: str | None, seconds: float) -> None:
+    def articulation_value(self, name: str) -> float:
+        """The door's hinge angle (rad) or the drawer's slide (m) of the articulated furniture ``name``: where a
+        physical Open or Close left it, else its range when open and 0 when closed."""
+        if name in self._joint:
+            return self._joint[name]
+        art = self._require_spec().furniture_by_name(name).articulation
+        assert art is not None, f"{name} is not articulated"
+        return art.range if self._open[name] else 0.0
+
+    def _tray(self, furniture: FurnitureSpec) -> float:
+        """How far (m) a drawer's tray stands out of its piece now (0 for anything else)."""
+        art = furniture.articulation
+        if art is None or art.kind != "sliding":
+            return 0.0
+        return self.articulation_value(furniture.name)
+
+    def absorb_physics(self, held: str | None, seconds: float, articulations: Iterable[str] = ()) -> None:
         """Adopt what stepped physics did as this simulator's state (the physical driver calls it after each goal).
 
         The torso's, arm's and fingers' joints are kept as they are; ``held`` (the object the grasp holds) rides in the hand
@@ -1335,6 +1358,10 @@ class MujocoSimulator:
         rides a drawer and counts for the goal checks), otherwise free-standing at its position. Orientation is
         kept as yaw only: an object that fell on its side is written upright where it lies (the scene format has
         no tilted resting pose).
+
+        ``articulations``: the doors and drawers a physical Open or Close is moving; each keeps its joint where
+        physics left it, and counts as open from OPEN_FRACTION of its range (any other piece is written back at
+        its end, as before).
         """
         spec = self._require_spec()
         compiled, data = self.physics_handles()
@@ -1362,6 +1389,12 @@ class MujocoSimulator:
                 continue
             state.grip_offset = None
             state.spot, state.world = self._resting_place(spec, name, supports.get(name), (x, y, z), yaw)
+        for name in articulations:
+            art = spec.furniture_by_name(name).articulation
+            assert art is not None, f"{name} is not articulated"
+            value = float(np.clip(data.qpos[compiled.articulation_qpos[name]], 0.0, art.range))
+            self._joint[name] = value
+            self._open[name] = value >= OPEN_FRACTION * art.range
         self._held = held
         self._sim_time += seconds
         data.qvel[:] = 0.0
@@ -1389,10 +1422,9 @@ class MujocoSimulator:
             return None, (x, y, z, wrap_angle(yaw))
         furniture = spec.furniture_by_name(support)
         lx, ly = (float(v) for v in world_to_local(furniture.pose, np.array([[x, y]]))[0])
-        art = furniture.articulation
         interior = furniture.interior
         # A spot in a drawer is stored as where it is with the drawer closed (it rides the tray out and back).
-        tray = art.range if art is not None and art.kind == "sliding" and self._open[furniture.name] else 0.0
+        tray = self._tray(furniture)
         inside = interior is not None and all(
             lo - 0.02 <= v <= hi + 0.02 for v, lo, hi in zip((lx, ly + tray, z), interior.min, interior.max, strict=True)
         )

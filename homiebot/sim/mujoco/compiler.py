@@ -44,6 +44,8 @@ LAMP_ON_RGBA = (1.0, 0.95, 0.7, 1.0)
 _STATIC = 'contype="1" conaffinity="0"'
 #: Name prefix of the per-object grasp welds (CompiledScene.grasp_welds).
 GRASP_WELD_PREFIX = "grasp/"
+#: Name prefix of the per-door or drawer grasp welds (CompiledScene.articulation_welds).
+LEAF_WELD_PREFIX = "grasp_leaf/"
 
 
 @dataclass
@@ -68,6 +70,10 @@ class CompiledScene:
     # (homiebot/sim/mujoco/physical.py, FingerContactAttachment) switches it on only while both fingers touch the
     # object. Inactive welds change nothing for the kinematic (oracle) skills, which never step the physics.
     grasp_welds: dict[str, int] = field(default_factory=dict)
+    # The same for each articulated furniture's moving body (its door or drawer, "<name>/moving"): the physical Open
+    # and Close hold a handle through it while both fingers touch the door or drawer (physical.py,
+    # FingerContactAttachment), furniture -> (weld id, moving body id).
+    articulation_welds: dict[str, tuple[int, int]] = field(default_factory=dict)
     # The human partner (compiled only with ``human=True``; homiebot/sim/mujoco/human.py): its base joints'
     # qpos addresses, its collision geoms, every geom of its body (to name it in a contact), cameras, hand.
     human_qpos: dict[str, int] = field(default_factory=dict)
@@ -389,6 +395,9 @@ def compile_scene(spec: SceneSpec, width: int = 256, height: int = 256, human: b
     grasp_welds = "".join(
         f'<weld name={quoteattr(GRASP_WELD_PREFIX + o.name)} body1={gripper} body2={quoteattr("object/" + o.name)} active="false"/>'
         for o in spec.objects
+    ) + "".join(
+        f'<weld name={quoteattr(LEAF_WELD_PREFIX + f.name)} body1={gripper} body2={quoteattr(f.name + "/moving")} active="false"/>'
+        for f in spec.furniture if f.articulation is not None
     )
     xml = f"""<mujoco model={quoteattr(spec.name)}>
   <compiler angle="radian" autolimits="true"/>
@@ -480,6 +489,11 @@ def _index(spec: SceneSpec, model: mujoco.MjModel, xml: str, owner: dict[str, st
         lamp_shade_geoms={f.name: _last_geom(model, owner, f.name) for f in lamps},
         lamp_lights={f.name: mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_LIGHT, f.name + "/light") for f in lamps},
         grasp_welds={o.name: mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_EQUALITY, GRASP_WELD_PREFIX + o.name) for o in spec.objects},
+        articulation_welds={
+            f.name: (mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_EQUALITY, LEAF_WELD_PREFIX + f.name),
+                     mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_BODY, f.name + "/moving"))
+            for f in spec.furniture if f.articulation is not None
+        },
     )
 
 

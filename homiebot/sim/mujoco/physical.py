@@ -25,6 +25,13 @@ same simulator place things kinematically (as Habitat's oracle skills do); here 
   relative pose at that instant; it is switched off as soon as either finger stops touching the object or the
   gripper opens. MuJoCo's soft contacts hold small light objects poorly in a two-finger grip; the weld stands
   in for friction, never for contact: without contact on both fingers nothing is held.
+* **A handle's grasp** (the same :class:`FingerContactAttachment`, for doors and drawers): while a physical Open or
+  Close moves a door or drawer (the driver's :attr:`PhysicalDriver.articulating`), fingers that close on that
+  piece's door or drawer (its handle) with both fingers touching it switch on a weld between the gripper and the
+  door's or drawer's body at their relative pose then, off again as soon as a finger lets go or the gripper opens.
+  The door then turns on its hinge (and the drawer slides) only as the arm pulls or pushes it through that weld or
+  through contact; its joint has the compiled damping and no spring. After each goal, where physics left that
+  door's or drawer's joint is the simulator's (``MujocoSimulator.absorb_physics``: open from half its range).
 
 * **Resting objects sleep.** While a goal runs, MuJoCo's sleeping islands are on (``mjENBL_SLEEP``; MuJoCo's
   documentation, "Computation", "Sleeping"): a free object that has been still for a few steps is taken out of
@@ -110,10 +117,19 @@ class PhysicsSettings:
 class FingerContactAttachment:
     """Holds an object in the gripper only while both fingers touch it (module docstring, "The grasp")."""
 
-    def __init__(self, model: mujoco.MjModel, data: mujoco.MjData, welds: dict[str, int], object_geoms: dict[int, str]):
+    def __init__(self, model: mujoco.MjModel, data: mujoco.MjData, welds: dict[str, int], object_geoms: dict[int, str],
+                 leaves: dict[str, tuple[int, int]] | None = None):
         self._model, self._data = model, data
         self._welds = welds
         self._object_geoms = object_geoms
+        # Door or drawer -> (its grasp weld, its moving body), and the geoms of each moving body (module docstring,
+        # "A handle's grasp").
+        self._leaves = dict(leaves or {})
+        self._leaf_geoms = {g: name for name, (_weld, body) in self._leaves.items()
+                            for g in range(model.ngeom) if model.geom_bodyid[g] == body}
+        #: The door or drawer held by its handle, or None; and the ones that may be (the driver's articulating).
+        self.held_leaf: str | None = None
+        self.graspable_leaves: set[str] = set()
         prefix = robot_model.ROBOT_PREFIX
         self._finger_bodies = (
             mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_BODY, prefix + "finger_left_link"),
@@ -130,14 +146,15 @@ class FingerContactAttachment:
         self.release_after = 0.1  # s without contact on a finger
         self._lost_for = 0.0
 
-    def touched(self) -> tuple[set[str], set[str]]:
-        """The objects each finger touches now, or is within FINGER_TOUCH_MARGIN of (left, right): a pressed
-        finger's contact comes and goes from one step to the next as MuJoCo's soft contact pushes it out."""
+    def touched(self, geoms: dict[int, str] | None = None) -> tuple[set[str], set[str]]:
+        """The objects (or the named things of ``geoms``) each finger touches now, or is within FINGER_TOUCH_MARGIN
+        of (left, right): a pressed finger's contact comes and goes from one step to the next as MuJoCo's soft
+        contact pushes it out."""
         model, data = self._model, self._data
         left: set[str] = set()
         right: set[str] = set()
         for finger_geoms, found in ((self._finger_geoms[0], left), (self._finger_geoms[1], right)):
-            for geom, name in self._object_geoms.items():
+            for geom, name in (self._object_geoms if geoms is None else geoms).items():
                 if name in found:
                     continue
                 for finger in finger_geoms:
@@ -151,17 +168,45 @@ class FingerContactAttachment:
         left, right = self.touched()
         both = sorted(left & right)
         if not both:
-            return None
+            return self._attach_leaf_if_gripped()
         name = both[0]
         self._attach(name)
         return name
 
-    def _attach(self, name: str) -> None:
+    def _attach_leaf_if_gripped(self) -> str | None:
+        """The handle's grasp: weld the one graspable door or drawer both fingers touch; None when there is none."""
+        if not self.graspable_leaves or self.held_leaf is not None:
+            return self.held_leaf
+        geoms = {g: n for g, n in self._leaf_geoms.items() if n in self.graspable_leaves}
+        left, right = self.touched(geoms)
+        both = sorted(left & right)
+        if not both:
+            return None
+        self.attach_leaf(both[0])
+        return both[0]
+
+    def attach_leaf(self, name: str) -> None:
+        """Weld the gripper to the door's or drawer's body at their relative pose now (as :meth:`_attach`)."""
+        data = self._data
+        weld, body = self._leaves[name]
+        self._weld_at(weld, body)
+        data.eq_active[weld] = 1
+        wake_all(data)
+        self.held_leaf = name
+        self._lost_for = 0.0
+
+    def release_leaf(self) -> str | None:
+        """Switch the handle's weld off."""
+        name = self.held_leaf
+        if name is not None:
+            self._data.eq_active[self._leaves[name][0]] = 0
+            wake_all(self._data)
+            self.held_leaf = None
+        return name
+
+    def _weld_at(self, weld: int, body: int) -> None:
+        """Set ``weld``'s relative pose to ``body``'s pose in the gripper's frame now."""
         model, data = self._model, self._data
-        weld = self._welds[name]
-        body = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_BODY, "object/" + name)
-        # The weld holds the object where it is relative to the gripper now: relpose = the object's pose in
-        # the gripper's frame (MuJoCo's eq_data for a weld: anchor[3], relpos[3], relquat[4], torquescale).
         g_pos, g_quat = data.xpos[self._gripper_body], data.xquat[self._gripper_body]
         o_pos, o_quat = data.xpos[body], data.xquat[body]
         inv = np.zeros(4)
@@ -174,6 +219,14 @@ class FingerContactAttachment:
         model.eq_data[weld, 3:6] = rel_pos
         model.eq_data[weld, 6:10] = rel_quat
         model.eq_data[weld, 10] = 1.0
+
+    def _attach(self, name: str) -> None:
+        model, data = self._model, self._data
+        weld = self._welds[name]
+        body = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_BODY, "object/" + name)
+        # The weld holds the object where it is relative to the gripper now: relpose = the object's pose in
+        # the gripper's frame (MuJoCo's eq_data for a weld: anchor[3], relpos[3], relquat[4], torquescale).
+        self._weld_at(weld, body)
         data.eq_active[weld] = 1
         wake_all(data)
         self._leaving.discard(name)
@@ -217,7 +270,16 @@ class FingerContactAttachment:
     def check(self) -> str | None:
         """Called every physics step while holding: releases (and returns) the object once either finger has not
         touched it for ``release_after`` seconds (a pressed finger's contact flickers from one step to the next
-        as MuJoCo's soft contact pushes it out and back)."""
+        as MuJoCo's soft contact pushes it out and back). A held door or drawer is let go the same way."""
+        if self.held_leaf is not None and self.held is None:
+            left, right = self.touched({g: n for g, n in self._leaf_geoms.items() if n == self.held_leaf})
+            if self.held_leaf in left and self.held_leaf in right:
+                self._lost_for = 0.0
+                return None
+            self._lost_for += self._model.opt.timestep
+            if self._lost_for >= self.release_after:
+                self.release_leaf()
+            return None
         if self.held is None:
             return None
         left, right = self.touched()
@@ -307,6 +369,9 @@ class PhysicalDriver:
         self._model: mujoco.MjModel | None = None
         self._grasp: FingerContactAttachment | None = None
         self._finger_target: float | None = None  # each finger's position of the last gripper goal (m)
+        #: The doors and drawers a physical Open or Close is moving (module docstring, "A handle's grasp"): only
+        #: these may be held by a handle, and their joints are handed back to the simulator after each goal.
+        self.articulating: set[str] = set()
         # Physics steps taken and the wall time spent in them (benchmarks/bench_physical_skills.py: real-time factor).
         self.physics_steps = 0
         self.physics_wall_s = 0.0
@@ -325,7 +390,8 @@ class PhysicalDriver:
             enable_physics(model, compiled.geom_instance, object_ids, room_ids)
             object_geoms = {g: names[int(compiled.geom_instance[g])] for g in range(model.ngeom)
                             if int(compiled.geom_instance[g]) in object_ids and model.geom_bodyid[g] != 0}
-            self._grasp = FingerContactAttachment(model, data, compiled.grasp_welds, object_geoms)
+            self._grasp = FingerContactAttachment(model, data, compiled.grasp_welds, object_geoms,
+                                                  compiled.articulation_welds)
             self._model = model
             self._actuators = {
                 mujoco.mj_id2name(model, mujoco.mjtObj.mjOBJ_JOINT, int(model.actuator_trnid[i, 0])).removeprefix(
@@ -347,6 +413,13 @@ class PhysicalDriver:
         self._grasp.release()
         if held is not None:
             self._grasp._attach(held)
+        self._grasp.graspable_leaves = set(self.articulating)
+        leaf = self._grasp.release_leaf()
+        if leaf is not None and leaf in self.articulating:
+            # Re-anchored at the pose now, if both fingers still touch it (the simulator wrote the joints back).
+            left, right = self._grasp.touched({g: n for g, n in self._grasp._leaf_geoms.items() if n == leaf})
+            if leaf in left and leaf in right:
+                self._grasp.attach_leaf(leaf)
         return model, data
 
     @property
@@ -439,6 +512,8 @@ class PhysicalDriver:
         closing = target * 2 < start_gap - s.gripper_tolerance
         opening = not closing  # a goal that does not close further lets go (a wide object keeps the fingers apart)
         released = self._grasp.release() if opening else None
+        if opening:
+            self._grasp.release_leaf()
         dt = model.opt.timestep
         setpoint = start_gap / 2
         still = 0.0
@@ -458,7 +533,7 @@ class PhysicalDriver:
                 break
         self._finger_target = target  # the goal's position stays in force (squeezing what the fingers stopped on)
         short = self.gap(data) > 2 * target + s.gripper_tolerance
-        if closing and (stalled or short) and self._grasp.held is None:
+        if closing and (stalled or short) and self._grasp.held is None and self._grasp.held_leaf is None:
             # Fingers that stopped short of the commanded gap on an object both touch: a grasp. Also when the goal
             # timed out short of it with the fingers still creeping (a can squeezed between the pads, its soft
             # contacts yielding more than 2 mm/s): they press on it all the same, and without the weld the can
@@ -481,6 +556,18 @@ class PhysicalDriver:
         self._bind()
         assert self._grasp is not None
         return self._grasp.held
+
+    def held_leaf(self) -> str | None:
+        """The door or drawer held by its handle (both fingers on it; module docstring), or None."""
+        self._bind()
+        assert self._grasp is not None
+        return self._grasp.held_leaf
+
+    def articulation_joint(self, name: str) -> float:
+        """The door's hinge angle (rad) or the drawer's slide (m) of ``name`` now: what a joint encoder on it would
+        read (the skills themselves read the world graph and their own arm; tests and benchmarks read this)."""
+        compiled, data = self._sim.physics_handles()
+        return float(data.qpos[compiled.articulation_qpos[name]])
 
     def gap(self, data: mujoco.MjData | None = None) -> float:
         data = data if data is not None else self._bind()[1]
@@ -557,4 +644,5 @@ class PhysicalDriver:
         data = self._sim.physics_handles()[1]
         wake_all(data)
         mujoco.mj_forward(self._model, data)  # sleeping off: every tree awake, the derived arrays with them
-        self._sim.absorb_physics(self._grasp.held, seconds)
+        moving = set(self.articulating) | ({self._grasp.held_leaf} if self._grasp.held_leaf else set())
+        self._sim.absorb_physics(self._grasp.held, seconds, articulations=sorted(moving))

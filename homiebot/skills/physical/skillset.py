@@ -7,8 +7,10 @@ FollowJointTrajectory and GripperCommand goals planned with inverse kinematics o
 (:mod:`.manipulation`). On the embedded simulator the driver is
 :class:`~homiebot.sim.mujoco.physical.PhysicalDriver`: the arm moves under physics and objects are dynamic.
 
-The other actions (Open, Close and the household ones) still run the simulator's oracle skill under this
-setting: moving a door or drawer with the gripper is not built yet (docs/robots.md, "Physical skills").
+Open and Close (``articulation="physical"``): the door or drawer is moved by the arm, its handle held in the gripper
+(:mod:`.articulation`); with ``articulation="oracle"`` (ARTICULATION, the default) they run the simulator's oracle
+skill, which sets the joint to its end at once, the base first moved clear of the door's sweep. The household
+actions (Turn on, Heat, ...) run the simulator's oracle skill (docs/robots.md, "Physical skills").
 
 The executor calls ``sim.reset_arm()`` before every try (EMMOE's retry from a known pose); on the oracle arm it
 snaps the arm to its stow pose. Here the arm is the physics', so the skill set tells the simulator to leave it
@@ -25,6 +27,7 @@ from homiebot.sim.base import Simulator
 from homiebot.skills.actions import action_spec
 from homiebot.skills.noise import NoiseConfig, SupportsPrecheck
 from homiebot.skills.physical import navigation
+from homiebot.skills.physical.articulation import PhysicalArticulation
 from homiebot.skills.physical.kinematics import ArmKinematics
 from homiebot.skills.physical.manipulation import ArmSetup, PhysicalManipulation, base_moves, sim_arm_setup
 from homiebot.skills.skillset import DEFAULT_SKILLS, Skill, SkillSet
@@ -34,6 +37,8 @@ logger = logging.getLogger(__name__)
 
 #: The actions this skill set runs physically; the rest run the simulator's oracle skill.
 PHYSICAL_ACTIONS = frozenset({Action.GO_TO, Action.PICK, Action.PUT})
+#: The actions ``articulation="physical"`` adds to them.
+ARTICULATION_ACTIONS = frozenset({Action.OPEN, Action.CLOSE})
 #: Gaps between the base's edge and an object's receptacle at the poses Go to tries, nearest first (m): close,
 #: so that the arm reaches over a counter's depth (navigation.OBJECT_GAPS are the oracle-like standoffs).
 MANIPULATION_GAPS = (0.06, 0.2, 0.45, 0.7)
@@ -41,6 +46,10 @@ MANIPULATION_GAPS = (0.06, 0.2, 0.45, 0.7)
 MAX_GOALS = 10
 #: How far an opening door or drawer may sweep at most (m): a furniture's larger side, capped here.
 MAX_SWEEP_M = 0.9
+#: How Open and Close run by default: "oracle" (the simulator sets the joint) or "physical" (the arm moves the door
+#: or drawer, :mod:`.articulation`). Measured on the EMMOE-100 tasks with an Open or Close: docs/robots.md.
+ARTICULATION = "oracle"
+ARTICULATIONS = ("oracle", "physical")
 #: The base's radius plus how far the tucked arm reaches beyond it, and a margin (m).
 TUCKED_REACH_M = 0.40
 
@@ -53,6 +62,8 @@ class PhysicalSkillSet(SkillSet):
         noise, seed, skills, strict_models: as :class:`~homiebot.skills.SkillSet`; noise, when asked for, is
             sampled on top of what physics does.
         arm: the arm's setup (default: the embedded robot's).
+        articulation: "physical": Open and Close move the door or drawer with the arm; "oracle": the simulator's
+            skill (default: ARTICULATION).
     """
 
     def __init__(
@@ -63,6 +74,7 @@ class PhysicalSkillSet(SkillSet):
         skills: tuple[Skill, ...] = DEFAULT_SKILLS,
         strict_models: bool = False,
         arm: ArmSetup | None = None,
+        articulation: str | None = None,
     ) -> None:
         super().__init__(sim, noise=noise, seed=seed, skills=skills, strict_models=strict_models)
         from homiebot.sim.mujoco.backend import MujocoSimulator
@@ -76,6 +88,11 @@ class PhysicalSkillSet(SkillSet):
         kinematics = ArmKinematics(sim.robot_kinematics().urdf(), setup.chain, setup.tip_link, setup.tcp_offset)
         # The world graph read again after the base moved (a Pick or Put that repositions it) or the arm stopped.
         self.manipulation = PhysicalManipulation(self.driver, kinematics, setup, world=sim.state)
+        self.articulation_mode = articulation or ARTICULATION
+        if self.articulation_mode not in ARTICULATIONS:
+            raise ValueError(f"articulation must be one of {ARTICULATIONS}, not {self.articulation_mode!r}")
+        self.articulation = PhysicalArticulation(self.driver, kinematics, setup, world=sim.state,
+                                                 manipulation=self.manipulation)
 
     def reset_arm(self) -> None:
         """Tuck the arm through the trajectory controller (the oracle's snap would teleport it), by a motion checked
@@ -90,13 +107,14 @@ class PhysicalSkillSet(SkillSet):
         # episodes): claim the arm again with every attempt.
         self._simulator.use_physical_arm()
         action = skill.action
-        if action is Action.OPEN:
+        physical = PHYSICAL_ACTIONS | (ARTICULATION_ACTIONS if self.articulation_mode == "physical" else frozenset())
+        if action is Action.OPEN and action not in physical:
             # The oracle Open swings the door or pulls the drawer out at once: stand clear of its sweep first,
             # as a robot backs up while it opens one.
             blocked = self._clear_of_sweep(target)
             if blocked is not None:
                 return blocked
-        if action not in PHYSICAL_ACTIONS:
+        if action not in physical:
             return super()._attempt(skill, target, place)
         if self.noise.config.failure(action) > 0.0 and self.noise.attempt_fails(action):
             return SkillResult(SkillStatus.EXECUTION_FAILED, f"{action.value} failed (execution noise '{self.noise.config.name}')")
@@ -112,6 +130,10 @@ class PhysicalSkillSet(SkillSet):
         if action is Action.GO_TO:
             return navigation.go_to(self.driver, self.sim.state(), target, max_attempts=MAX_GOALS,
                                     object_gaps=MANIPULATION_GAPS)
+        if action is Action.OPEN:
+            return self.articulation.open(target)
+        if action is Action.CLOSE:
+            return self.articulation.close(target)
         if action is Action.PICK:
             return self.manipulation.pick(self.sim.state(), target)
         assert place is not None, "the executor always gives Put a place"

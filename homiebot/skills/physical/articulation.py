@@ -1,0 +1,772 @@
+"""Open and Close through the arm: a door turned on its hinge or a drawer slid, by the handle, with the gripper.
+
+The skills see what :mod:`.manipulation` sees (the world graph's boxes, the base pose, the joint states) and act
+only through a :class:`~homiebot.sim.robot_driver.RobotDriver`: NavigateToPose goals for the base,
+FollowJointTrajectory goals planned with inverse kinematics (:mod:`.kinematics`) and GripperCommand goals.
+
+**What the world graph does not say, and what is assumed instead.** The graph gives an articulated piece's box, its
+interior and ``is_open``; it says neither whether it has a door or a drawer, nor on which side a door is hinged, nor
+where its handle is. Here:
+
+* a piece whose category or name says "drawer" has a drawer that slides straight out of its front; any other
+  articulated piece a door hinged on one side of its front, as wide as the front;
+* the front is the side opposite its back to the wall (:func:`.navigation.opening_side`, as Go to approaches it);
+* the handle is where this scene library puts it (``homiebot/sim/mujoco/compiler.py``): a door's is upright,
+  HANDLE_INSET from the door's free edge, at half the piece's height; a drawer's lies level across the middle of its
+  front at DRAWER_HANDLE_HEIGHT of the piece's height. A robot with a handle detector would read these from its
+  camera;
+* a door's hinge side is found by trying: the gripper closes at the handle's place near one side of the front; when
+  it closes on nothing (a grasp missed, read from the gripper's gap), the other side's. Once known, the skill keeps
+  the side and the angle at which its hand let the door go, as a robot remembers what it did; a door it did not
+  open itself is taken to stand at DOOR_NOMINAL_ANGLE (the library's doors open 1.6 rad, as navigation assumes).
+
+**How the handle is moved.** The handle's path is a function of the joint (a door's angle: an arc about the hinge,
+the hand keeping square to the door's outer face, its fingers closing across the upright handle; a drawer's slide: a
+straight line out of the front, the fingers closing from above and below the level handle). A segment: choose a
+base pose from which the arm reaches the handle now and as far along the path as possible, with the base's
+footprint clear of the furniture, of the room's walls and of where the door or drawer will sweep in that segment;
+drive there; plan the grasp (a pre-grasp 12 cm out from the handle, then straight in) and the path's waypoints with
+IK; open the gripper, go in, close it on the handle, follow the waypoints in one trajectory, open the gripper, back
+out and tuck. When the arm does not reach all the way, the next segment moves the base and grasps again, as a robot
+opens a wide fridge door in two or three pulls (MAX_SEGMENTS). Close is the same, backwards: the door's handle (or
+the drawer's, where the world graph's interior says the tray stands) held and pushed back along the path. A segment
+after the first that fails leaves the skill done when the world graph already says what was asked ("part of the
+way", with why it went no further).
+
+On the embedded simulator the grasp of a handle is
+:class:`~homiebot.sim.mujoco.physical.FingerContactAttachment`: a weld between the gripper and the door's or
+drawer's body while both fingers touch it, off when either lets go; the door turns on its hinge under physics
+(damped, no spring), and where physics leaves its joint is the simulator's state (``is_open`` from half its range:
+``homiebot.sim.mujoco.backend.OPEN_FRACTION``).
+
+**Outcome.** Open succeeds when the world graph says open afterwards, Close when it says closed. Failures, in words
+a planner can use, with the SkillStatus the executor maps onto EMMOE's codes: no base pose from which the arm
+reaches the handle (``unreachable pose``), the gripper closed on nothing at either side (``grasp missed``), the
+handle left the hand on the way (``slipped out of the gripper``), the arm stopped against something (``the arm
+stopped ... blocked: ...``), the base could not get to a pose (``no path``), or the door or drawer did not get far
+enough (``moved ... only to ...``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from homiebot.sim.robot_driver import (
+    JointTrajectory,
+    RobotDriver,
+    TrajectoryErrorCode,
+    TrajectoryPoint,
+    TrajectoryResult,
+)
+from homiebot.skills.physical import navigation
+from homiebot.skills.physical.kinematics import ArmKinematics
+from homiebot.skills.physical.manipulation import ArmSetup, Obstacles, PhysicalManipulation, tool_pose
+from homiebot.types import EntityKind, EntityState, Pose2D, SkillResult, SkillStatus, WorldState
+
+logger = logging.getLogger(__name__)
+
+#: From a door's free edge to its handle's middle (m), and the tool centre's distance out of the face when it holds a
+#: handle (m): the library's handles stand 1-5 cm out of the face, and the fingers reach 2 cm past the tool centre.
+HANDLE_INSET = 0.07
+HANDLE_OUT = 0.03
+#: A door's handle height as a fraction of the piece's, and a drawer's.
+DOOR_HANDLE_HEIGHT = 0.5
+DRAWER_HANDLE_HEIGHT = 0.65
+#: Where a door the skill did not open itself is taken to stand (rad), and how far an Open turns one (rad).
+DOOR_NOMINAL_ANGLE = 1.6
+DOOR_OPEN_ANGLE = 1.45
+#: How far an Open pulls a drawer: this fraction of its interior's depth.
+DRAWER_PULL_FRACTION = 0.85
+#: A drawer's front panel's thickness (m) when the skill has not seen the drawer closed (the library's are 4 cm).
+DRAWER_PANEL = 0.04
+#: A Close counts as done when the hand's estimate of the joint is under this fraction of the open value.
+CLOSED_FRACTION = 0.1
+#: Waypoints along the handle's path: every this many rad (door) or m (drawer).
+DOOR_STEP = 0.08
+DRAWER_STEP = 0.04
+#: The push that takes a door on from where one pull left it: the finger tips on its inner face this far from the
+#: hinge (m), the tool centre PUSH_OFF off the face (the tips reach 2 cm past it), at this fraction of the piece's
+#: height; it starts PUSH_LEAD (rad) behind where the hand says the door is, so as to meet it wherever it stands.
+PUSH_RADIUS = 0.55
+PUSH_OFF = 0.025
+PUSH_HEIGHT = 0.5
+PUSH_LEAD = 0.2
+#: Length (m) of the pieces of a door in the arm's collision check (_Piece.leaf_boxes).
+LEAF_PIECE = 0.1
+#: How far (m) in from a door's free edge the tool centre takes it (the finger tips 2 cm further in).
+EDGE_INSET = 0.03
+#: How far (rad) to either side of the hand's estimate a missed re-grasp of a door's handle tries.
+REGRASP_OFFSET = 0.08
+#: The pre-grasp's distance out from the handle along the approach (m), and the retreat's after letting go.
+PREGRASP = 0.12
+#: Horizontal distance (m) from the base's centre within which the arm is tried on a waypoint.
+REACH_MIN, REACH_MAX = 0.3, 0.85
+#: Base poses tried per segment, and segments per skill.
+POSES_TRIED = 6
+MAX_SEGMENTS = 4
+#: Clearance (m) of the base's footprint from what the door or drawer sweeps in a segment.
+SWEEP_CLEARANCE = 0.06
+#: Seconds per waypoint along the handle's path at least (a slow, steady pull).
+PULL_STEP_TIME = 0.35
+
+
+@dataclass(frozen=True)
+class _Piece:
+    """An articulated piece as the skill models it (module docstring), in the world frame."""
+
+    name: str
+    drawer: bool
+    out: np.ndarray  # unit, horizontal: out of the front
+    along: np.ndarray  # unit, horizontal: along the front (out rotated +90 degrees)
+    face: np.ndarray  # the front face's middle (x, y) on the box
+    width: float
+    z0: float
+    height: float
+    depth: float  # of the interior along ``out`` (drawers), else of the box
+    thick: float = 0.04  # a door's thickness: the box's front to its interior's
+    #: Where the hand takes a door (module docstring): "handle"; "edge", the fingers closed across its free edge;
+    #: "inner", the closed hand's finger tips pushing its inner face PUSH_RADIUS from the hinge (opening on).
+    grip: str = "handle"
+
+    @property
+    def push(self) -> bool:
+        return self.grip in ("inner", "outer")
+
+    def handle(self, q: float, side: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The tool's position, approach and fingers' closing axis holding the handle at joint ``q`` (pushing: the
+        hand's on the door's inner face)."""
+        if self.grip == "inner":
+            free = side * self.along
+            hinge = self.face - free * self.width / 2
+            leaf = math.cos(q) * free + math.sin(q) * self.out
+            normal = -math.sin(q) * free + math.cos(q) * self.out
+            xy = hinge + PUSH_RADIUS * leaf - (self.thick + PUSH_OFF) * normal
+            return np.array([xy[0], xy[1], self.z0 + PUSH_HEIGHT * self.height]), np.array([*normal, 0.0]), np.array([0.0, 0.0, 1.0])
+        if self.grip == "outer":
+            free = side * self.along
+            hinge = self.face - free * self.width / 2
+            leaf = math.cos(q) * free + math.sin(q) * self.out
+            normal = -math.sin(q) * free + math.cos(q) * self.out
+            xy = hinge + PUSH_RADIUS * leaf + PUSH_OFF * normal
+            return np.array([xy[0], xy[1], self.z0 + PUSH_HEIGHT * self.height]), np.array([*(-normal), 0.0]), np.array([0.0, 0.0, 1.0])
+        if self.grip == "edge":
+            free = side * self.along
+            hinge = self.face - free * self.width / 2
+            leaf = math.cos(q) * free + math.sin(q) * self.out
+            normal = -math.sin(q) * free + math.cos(q) * self.out
+            xy = hinge + (self.width - EDGE_INSET) * leaf - self.thick / 2 * normal
+            return np.array([xy[0], xy[1], self.edge_height()]), np.array([*(-leaf), 0.0]), np.array([*normal, 0.0])
+        if self.drawer:
+            xy = self.face + (q + HANDLE_OUT) * self.out
+            z = self.z0 + DRAWER_HANDLE_HEIGHT * self.height
+            return np.array([xy[0], xy[1], z]), np.array([*(-self.out), 0.0]), np.array([0.0, 0.0, 1.0])
+        free = side * self.along  # from the hinge towards the free edge, the door closed
+        hinge = self.face - free * self.width / 2
+        radius = self.width - HANDLE_INSET
+        leaf = math.cos(q) * free + math.sin(q) * self.out
+        normal = -math.sin(q) * free + math.cos(q) * self.out  # the door's outer face
+        xy = hinge + radius * leaf + HANDLE_OUT * normal
+        z = self.z0 + DOOR_HANDLE_HEIGHT * self.height
+        return np.array([xy[0], xy[1], z]), np.array([*(-normal), 0.0]), np.array([*leaf, 0.0])
+
+    def leaf_boxes(self, q: float, side: int) -> tuple[tuple[str, np.ndarray, np.ndarray], ...]:
+        """The door at angle ``q`` for the arm's collision check (the world graph has no door leaves): the boxes
+        (world frame, axis-aligned) round LEAF_PIECE long pieces of it, which stay small at any angle; none for a
+        drawer."""
+        if self.drawer:
+            return ()
+        free = side * self.along
+        hinge = self.face - free * self.width / 2
+        leaf = math.cos(q) * free + math.sin(q) * self.out
+        normal = -math.sin(q) * free + math.cos(q) * self.out
+        cuts = np.linspace(0.0, self.width, max(2, math.ceil(self.width / LEAF_PIECE) + 1))
+        boxes = []
+        for r0, r1 in zip(cuts[:-1], cuts[1:], strict=True):
+            corners = np.array([hinge + r * leaf - t * normal for r in (r0, r1) for t in (0.0, self.thick)])
+            boxes.append((self.name + "/door", np.array([*corners.min(axis=0), self.z0]),
+                          np.array([*corners.max(axis=0), self.z0 + self.height])))
+        return tuple(boxes)
+
+    def edge_height(self) -> float:
+        """Where the fingers take a door's free edge: above or below its handle (a third to two thirds of its
+        height), whichever is nearer 0.8 m."""
+        low, high = self.z0 + 0.25 * self.height, self.z0 + 0.78 * self.height
+        return low if abs(low - 0.8) <= abs(high - 0.8) else high
+
+    def joint_from_tool(self, position: np.ndarray, side: int) -> float:
+        """The joint value at which the handle is where the tool centre is (the hand's estimate)."""
+        xy = np.asarray(position[:2], dtype=float)
+        if self.drawer:
+            return float((xy - self.face) @ self.out - HANDLE_OUT)
+        free = side * self.along
+        hinge = self.face - free * self.width / 2
+        rel = xy - hinge
+        angle = float(math.atan2(rel @ self.out, rel @ free))
+        if self.grip == "inner":  # the tool stands off the inner face, at a smaller angle than the door's
+            return angle + math.atan2(self.thick + PUSH_OFF, PUSH_RADIUS)
+        if self.grip == "outer":  # off the outer face, at a larger angle than the door's
+            return angle - math.atan2(PUSH_OFF, PUSH_RADIUS)
+        if self.grip == "edge":  # the tool on the door's middle plane, inside its outer face
+            return angle + math.atan2(self.thick / 2, self.width - EDGE_INSET)
+        return angle
+
+    def covers(self, q: float, side: int) -> np.ndarray:
+        """Points (N x 2) on what the door or drawer covers at joint ``q`` (the base keeps clear of them): a door's
+        leaf, or a drawer's tray and front out of the box."""
+        if self.drawer:
+            out = np.linspace(0.0, max(q, 0.0) + 0.04, 6)
+            across = np.linspace(-self.width / 2, self.width / 2, 9)
+            return np.array([self.face + o * self.out + a * self.along for o in out for a in across])
+        free = side * self.along
+        hinge = self.face - free * self.width / 2
+        leaf = math.cos(q) * free + math.sin(q) * self.out
+        return np.array([hinge + r * leaf for r in np.linspace(0.0, self.width, 10)])
+
+
+def piece_of(world: WorldState, entity: EntityState) -> _Piece | None:
+    """The skill's model of ``entity`` from the world graph (module docstring), or None: not articulated, or no front."""
+    front = navigation.opening_side(world, entity)
+    if not entity.articulated or front is None:
+        return None
+    lo, hi = np.array(entity.bbox_min, dtype=float), np.array(entity.bbox_max, dtype=float)
+    axis, sign = front // 2, (-1.0 if front % 2 == 0 else 1.0)
+    out = np.zeros(2)
+    out[axis] = sign
+    along = np.array([-out[1], out[0]])
+    face = (lo[:2] + hi[:2]) / 2
+    face[axis] = lo[axis] if sign < 0 else hi[axis]
+    width = float(hi[1 - axis] - lo[1 - axis])
+    drawer = "drawer" in entity.category.lower() or "drawer" in entity.name.lower()
+    depth = float(hi[axis] - lo[axis])
+    if entity.interior_min is not None and entity.interior_max is not None:
+        depth = float(entity.interior_max[axis] - entity.interior_min[axis])
+    thick = 0.04
+    if entity.interior_min is not None and entity.interior_max is not None and not drawer:
+        inner = entity.interior_min[axis] if sign < 0 else entity.interior_max[axis]
+        thick = float(min(max((inner - face[axis]) * -sign, 0.02), 0.1))
+    return _Piece(entity.name, drawer, out, along, face, width, float(lo[2]), float(hi[2] - lo[2]), depth, thick)
+
+
+class _Failed(Exception):
+    def __init__(self, status: SkillStatus, detail: str) -> None:
+        super().__init__(detail)
+        self.status, self.detail = status, detail
+        self.moved = False  # whether an earlier segment of the same skill moved the door or drawer
+
+
+class PhysicalArticulation:
+    """Open and Close on a :class:`RobotDriver` (module docstring).
+
+    Args:
+        driver: the robot's interfaces; ``driver.articulating`` (the embedded simulator's) is told which piece moves.
+        kinematics, setup: the arm's IK and setup (:mod:`.manipulation`).
+        world: reads the world graph now.
+        manipulation: Pick's and Put's skills on the same arm, for their checked motions (the tuck, and the way from
+            it to the pre-grasp around the world graph's boxes).
+    """
+
+    def __init__(self, driver: RobotDriver, kinematics: ArmKinematics, setup: ArmSetup,
+                 world: Callable[[], WorldState], manipulation: PhysicalManipulation) -> None:
+        self.driver = driver
+        self.kinematics = kinematics
+        self.setup = setup
+        self.world = world
+        self.manipulation = manipulation
+        self._tuck_checked = manipulation.tuck_if_needed
+        self._tuck = kinematics.vector(setup.tuck)
+        # The arm's way from where it was to the pre-grasp (_reach), to go back the same way.
+        self._approach: list[tuple[float, ...]] = []
+        # piece -> (hinge side, angle) where the skill's hand last let its door go (module docstring).
+        self._memory: dict[str, tuple[int, float]] = {}
+        self._leaf: tuple[tuple[str, np.ndarray, np.ndarray], ...] = ()  # _reach's extra boxes
+        self._moving: _Piece | None = None
+        self._slipped = False  # whether the last pull's gripper closed on nothing at its end
+        # drawer -> its front panel's thickness, read from the world graph while it was closed.
+        self._panels: dict[str, float] = {}
+
+    # ------------------------------------------------------------------ skills
+
+    def open(self, target: str) -> SkillResult:
+        return self._articulate(target, True)
+
+    def close(self, target: str) -> SkillResult:
+        return self._articulate(target, False)
+
+    def _articulate(self, target: str, opening: bool) -> SkillResult:
+        world = self.world()
+        entity = world.entities.get(target)
+        verb = "open" if opening else "close"
+        if entity is None or entity.kind is not EntityKind.FURNITURE or not entity.articulated:
+            return SkillResult(SkillStatus.NOT_INTERACTIVE, f"{target} has no door or drawer to {verb}")
+        if bool(entity.is_open) == opening:
+            return SkillResult(SkillStatus.SUCCESS, f"the {target} is already {'open' if opening else 'closed'}")
+        piece = piece_of(world, entity)
+        if piece is None:
+            return SkillResult(SkillStatus.EXECUTION_FAILED, f"cannot tell which side of {target} opens")
+        if piece.drawer and opening and entity.interior_min is not None and entity.interior_max is not None:
+            axis = int(np.argmax(np.abs(piece.out)))
+            inner = entity.interior_max[axis] if piece.out[axis] > 0 else entity.interior_min[axis]
+            self._panels[target] = max(0.0, float((piece.face[axis] - inner) * piece.out[axis]))
+        moving = getattr(self.driver, "articulating", None)
+        if isinstance(moving, set):
+            moving.add(target)
+        travelled = 0.0
+        try:
+            travelled = self._pull(piece, opening, entity)
+        except _Failed as failure:
+            self._tuck_back()
+            if bool(self.world().entities[target].is_open) == opening and failure.moved:
+                # Far enough for the world graph, not as far as planned: done, and the planner is told how far.
+                return SkillResult(SkillStatus.SUCCESS, f"{'opened' if opening else 'closed'} {target} with the gripper, "
+                                   f"part of the way ({failure.detail})", travelled)
+            return SkillResult(failure.status, f"{verb} {target} failed: {failure.detail}")
+        finally:
+            if isinstance(moving, set):
+                moving.discard(target)
+        now = self.world().entities[target]
+        if bool(now.is_open) != opening:
+            self._memory.pop(target, None)  # perhaps the wrong hinge side: the next try finds it again
+            return SkillResult(SkillStatus.EXECUTION_FAILED,
+                               f"{verb} {target} failed: the hand went along the {'drawer' if piece.drawer else 'door'}'s "
+                               f"path, but the world graph says it is still {'closed' if opening else 'open'} (it was not "
+                               "where the skill took it to be, or it came loose)", travelled)
+        return SkillResult(SkillStatus.SUCCESS, f"{'opened' if opening else 'closed'} {target} with the gripper", travelled)
+
+    # ------------------------------------------------------------------ the handle's path
+
+    def _pull(self, piece: _Piece, opening: bool, entity: EntityState) -> float:
+        """Hold the handle and move it along its path to the goal, in segments (module docstring)."""
+        if piece.drawer:
+            pulled = DRAWER_PULL_FRACTION * piece.depth
+            start, goal = (0.0, pulled) if opening else (self._drawer_out(piece, entity), 0.0)
+            step = DRAWER_STEP
+            sides = [1]
+        else:
+            remembered = self._memory.get(piece.name)
+            start = (remembered[1] if remembered else DOOR_NOMINAL_ANGLE) if not opening else 0.0
+            goal, step = (DOOR_OPEN_ANGLE if opening else 0.0), DOOR_STEP
+            sides = [remembered[0]] if remembered else self._sides_likely_first(piece, entity)
+            if not opening:
+                # Shut by its free edge, held between the fingers: the handle of a door opened square faces the
+                # side it is hinged on, often a wall.
+                piece = dataclasses.replace(piece, grip="edge")
+        done_at = goal - 0.05 * abs(goal - start) if opening else start * CLOSED_FRACTION
+        q = start
+        travelled = 0.0
+        for segment in range(MAX_SEGMENTS):
+            plan = None
+            missed = []
+            other: _Failed | None = None
+            # A door the hand let go of stands a few centimetres off where the hand says (the arm gives under the
+            # pull, the door swings on a little): a missed re-grasp tries either side of it.
+            # So may a door the skill did not let go of (its angle nominal).
+            guesses = [q] if piece.drawer or piece.push or (q == start and piece.grip != "edge") \
+                else [q, q + REGRASP_OFFSET, q - REGRASP_OFFSET]
+            hypotheses = [(piece, side, guess) for side in sides for guess in guesses]
+            if not opening and piece.grip == "edge":
+                # Where no arm configuration takes the edge (another door open beside it), the closed hand pushes
+                # the door's outer face instead.
+                outer = dataclasses.replace(piece, grip="outer")
+                hypotheses += [(outer, side, min(q, DOOR_NOMINAL_ANGLE) + PUSH_LEAD) for side in sides]
+            for variant, side, guess in hypotheses:
+                try:
+                    plan = self._segment(variant, guess, goal, step, side)
+                except _Failed as failure:
+                    # Another hypothesis (the other hinge side, another angle) may still work.
+                    failure.moved = segment > 0
+                    if "grasp missed" in failure.detail:
+                        missed.append(failure.detail)
+                    else:
+                        other = failure
+                    continue
+                sides = [side]
+                piece = variant
+                break
+            if plan is None:
+                if other is not None:
+                    raise other
+                failed = _Failed(SkillStatus.EXECUTION_FAILED, "; ".join(dict.fromkeys(missed)) or "grasp missed")
+                failed.moved = segment > 0
+                raise failed
+            reached, moved = plan
+            travelled += moved
+            if not piece.drawer:
+                # A door pushed open to the goal swings on to its stop (measured: from 1.45 to 1.56 of 1.6 rad).
+                at = DOOR_NOMINAL_ANGLE if piece.push and reached >= goal - 0.05 else reached
+                self._memory[piece.name] = (sides[0], at)
+            logger.info("%s: handle moved from %.2f to %.2f (goal %.2f)", piece.name, q, reached, goal)
+            if (opening and reached >= done_at) or (not opening and reached <= done_at):
+                return travelled  # the world graph tells whether the door or drawer went along (_articulate)
+            if self._slipped:
+                failed = _Failed(SkillStatus.EXECUTION_FAILED,
+                                 f"the handle slipped out of the gripper while moving the {'drawer' if piece.drawer else 'door'}")
+                failed.moved = True
+                raise failed
+            if abs(reached - q) < 0.5 * step:
+                unit = "m" if piece.drawer else "rad"
+                raise _Failed(SkillStatus.EXECUTION_FAILED,
+                              f"the {'drawer' if piece.drawer else 'door'} moved only to {reached:.2f} {unit} "
+                              f"(wanted {goal:.2f}): blocked, or the arm reaches no further from any pose")
+            q = reached
+            if not piece.drawer and not piece.push:
+                # On from here by pushing the door's inner face (opening) or its outer face (closing) with the closed
+                # hand (module docstring): no handle or edge to find again where the door may have swung on.
+                piece = dataclasses.replace(piece, grip="inner" if opening else "outer")
+                q = max(0.0, reached - PUSH_LEAD) if opening else min(reached + PUSH_LEAD, DOOR_NOMINAL_ANGLE)
+                start = q
+        return travelled
+
+    def _drawer_out(self, piece: _Piece, entity: EntityState) -> float:
+        """How far (m) the drawer stands out, from the world graph's interior (it moves with the tray): its outer
+        face out of the box's front, plus the front panel's thickness (remembered from the drawer closed, else
+        DRAWER_PANEL)."""
+        if entity.interior_min is None or entity.interior_max is None:
+            return DRAWER_PULL_FRACTION * piece.depth
+        axis = int(np.argmax(np.abs(piece.out)))
+        inner = entity.interior_max[axis] if piece.out[axis] > 0 else entity.interior_min[axis]
+        panel = self._panels.get(piece.name, DRAWER_PANEL)
+        return max(0.0, float((inner - piece.face[axis]) * piece.out[axis]) + panel)
+
+    @staticmethod
+    def _door_at(piece: _Piece, q: float) -> float:
+        """Where the door stands when the hand's path starts at ``q`` (a push starts PUSH_LEAD off it)."""
+        if piece.grip == "inner":
+            return q + PUSH_LEAD
+        if piece.grip == "outer":
+            return q - PUSH_LEAD
+        return q
+
+    def _sides_likely_first(self, piece: _Piece, entity: EntityState) -> list[int]:
+        """The hinge sides to try (``side``: the free edge towards ``side * along``), likelier first: a door is taken
+        to hang on the side of its front with less room beside it (nearer its room's wall or other furniture), as a
+        door is hung so that it opens away from the corner; even, on the side farther from the robot."""
+        world = self.world()
+        around = navigation._Surroundings(world, piece.name)  # noqa: SLF001 (the package's own helper)
+        base = self.driver.base_pose()
+        here = np.array([base.x, base.y])
+
+        def room(side: int) -> float:
+            # Free room beside the front's end at that side's hinge: the clearance of points 0.1-0.5 m beyond it.
+            hinge = piece.face - side * piece.along * piece.width / 2
+            points = np.array([hinge - side * piece.along * d + piece.out * 0.3 for d in (0.1, 0.3, 0.5)])
+            return float(np.min(around.clearance(points)))
+
+        def far(side: int) -> float:
+            return -float(np.linalg.norm(piece.face - side * piece.along * piece.width / 2 - here))
+
+        del entity
+        return sorted((1, -1), key=lambda side: (round(room(side), 1), far(side)))
+
+    def _segment(self, piece: _Piece, q: float, goal: float, step: float, side: int) -> tuple[float, float]:
+        """One grasp and pull from one base pose; returns (the joint where the hand let go, base travel)."""
+        world = self.world()
+        targets = self._path(piece, q, goal, step)
+        candidates = self._base_poses(world, piece, targets, side)
+        if not candidates:
+            raise _Failed(SkillStatus.EXECUTION_FAILED,
+                          f"unreachable pose: no base pose clear of the {'drawer' if piece.drawer else 'door'} reaches "
+                          f"its handle at {q:.2f}")
+        travelled = 0.0
+        last_failure = None
+        for pose, count in candidates[:POSES_TRIED]:
+            plan = self._plan(piece, targets[:count], side, pose)
+            if plan is None:
+                last_failure = "unreachable pose: no arm configuration reaches the handle from the poses tried"
+                continue
+            stuck = self._tuck_checked(self.world())
+            if stuck is not None:
+                raise _Failed(SkillStatus.EXECUTION_FAILED, f"{stuck}, before moving the base")
+            base = self.driver.base_pose()
+            if math.hypot(pose.x - base.x, pose.y - base.y) > 0.02 or abs(pose.yaw - base.yaw) > 0.02:
+                result = self.driver.navigate_to_pose(pose)
+                travelled += result.distance_travelled
+                if not result.succeeded:
+                    last_failure = f"no path for the base to a pose by the handle ({result.error_msg})"
+                    continue
+            pregrasp, grasp, path = plan
+            self._leaf = piece.leaf_boxes(self._door_at(piece, q), side)
+            self._moving = piece
+            try:
+                return self._execute(piece, side, pregrasp, grasp, path), travelled
+            finally:
+                self._leaf = ()
+                self._moving = None
+        raise _Failed(SkillStatus.NO_PATH if last_failure and last_failure.startswith("no path") else SkillStatus.EXECUTION_FAILED,
+                      last_failure or "unreachable pose")
+
+    @staticmethod
+    def _path(piece: _Piece, q: float, goal: float, step: float) -> list[float]:
+        n = max(1, math.ceil(abs(goal - q) / step - 1e-9))
+        return [float(v) for v in np.linspace(q, goal, n + 1)]
+
+    def _base_poses(self, world: WorldState, piece: _Piece, targets: Sequence[float],
+                    side: int) -> list[tuple[Pose2D, int]]:
+        """Base poses (facing the reached part of the path) with how many of ``targets`` each reaches by distance,
+        most first, then nearest the base; the footprint clear of the graph's boxes and of the sweep."""
+        around = navigation._Surroundings(world, piece.name)  # noqa: SLF001 (the package's own helper)
+        radius = world.robot_radius
+        handles = np.array([piece.handle(q, side)[0][:2] for q in targets])
+        centre = handles.mean(axis=0)
+        span = 1.6
+        xs = np.arange(centre[0] - span, centre[0] + span + 1e-9, 0.1)
+        ys = np.arange(centre[1] - span, centre[1] + span + 1e-9, 0.1)
+        grid = np.array([(x, y) for x in xs for y in ys])
+        ok = around.allowed(grid)
+        entity = world.entities[piece.name]
+        lo, hi = np.array(entity.bbox_min[:2]), np.array(entity.bbox_max[:2])
+        gap = np.linalg.norm(np.maximum(np.maximum(lo - grid, grid - hi), 0.0), axis=1)
+        ok &= gap >= radius + navigation.CLEARANCE
+        grid = grid[ok]
+        if len(grid) == 0:
+            return []
+        # Target i counts when the arm may reach it (by distance) and the door or drawer has kept clear of the base
+        # at every target up to it.
+        reach = np.zeros((len(grid), len(targets)), dtype=bool)
+        for i, q in enumerate(targets):
+            covered = piece.covers(q, side)
+            clear = np.min(np.linalg.norm(grid[:, None, :] - covered[None, :, :], axis=2), axis=1) >= radius + SWEEP_CLEARANCE
+            distance = np.linalg.norm(grid - handles[i], axis=1)
+            reach[:, i] = clear & (distance >= REACH_MIN) & (distance <= REACH_MAX)
+        count = np.argmin(np.hstack([reach, np.zeros((len(grid), 1), dtype=bool)]), axis=1)
+        base = self.driver.base_pose()
+        order = np.lexsort((np.hypot(grid[:, 0] - base.x, grid[:, 1] - base.y), -count))
+        poses = []
+        approach = piece.handle(targets[0], side)[1]
+        for i in order:
+            if count[i] == 0:
+                break
+            reached = handles[: count[i]].mean(axis=0)
+            facing = navigation.facing_pose(grid[i, 0], grid[i, 1], (reached[0], reached[1]))
+            poses.append((facing, int(count[i])))
+            # Also square to the hand's approach at the first target (a door's edge is taken from beyond it, along
+            # the door: facing the path's middle leaves the hand pointing sideways, out of the arm's reach).
+            along = Pose2D(facing.x, facing.y, math.atan2(approach[1], approach[0]))
+            if abs(math.remainder(along.yaw - facing.yaw, 2 * math.pi)) > 0.3:
+                poses.append((along, int(count[i])))
+        return poses
+
+    # ------------------------------------------------------------------ arm
+
+    def _plan(self, piece: _Piece, targets: Sequence[float], side: int,
+              base: Pose2D) -> tuple[tuple[float, ...], tuple[float, ...], list[tuple[float, ...]]] | None:
+        """IK for the pre-grasp, the grasp and the waypoints from ``base``; the path is cut where IK stops reaching;
+        None when the grasp itself is out of reach."""
+        position, approach, across = piece.handle(targets[0], side)
+        grasp_pose = self._in_base(base, tool_pose(position, approach, across))
+        seeds = self._seeds(grasp_pose)
+        grasp = self.kinematics.solve(grasp_pose, seeds)
+        if not grasp.converged:
+            return None
+        pre = self._in_base(base, tool_pose(position - PREGRASP * approach, approach, across))
+        # The pre-grasp clear of the world graph's boxes and of the door (seen from that base pose), so that the
+        # arm's checked motion can get there.
+        seen = self._obstacles(piece, piece.leaf_boxes(self._door_at(piece, targets[0]), side), base)
+        clear = self.manipulation._clear(seen)  # noqa: SLF001 (the package's own)
+        pregrasp = self.kinematics.solve(pre, [np.asarray(grasp.positions), *seeds], acceptable=clear)
+        if not pregrasp.converged:
+            return None
+        path: list[tuple[float, ...]] = []
+        previous = np.asarray(grasp.positions)
+        for q in targets[1:]:
+            p, a, c = piece.handle(q, side)
+            solution = self.kinematics.solve(self._in_base(base, tool_pose(p, a, c)), [previous])
+            if not solution.converged or np.max(np.abs(np.asarray(solution.positions) - previous)) > 0.8:
+                break
+            path.append(solution.positions)
+            previous = np.asarray(solution.positions)
+        if not path:
+            return None
+        return pregrasp.positions, grasp.positions, path
+
+    def _execute(self, piece: _Piece, side: int, pregrasp: Sequence[float], grasp: Sequence[float],
+                 path: Sequence[Sequence[float]]) -> float:
+        """Grasp, pull along ``path``, let go, back out and tuck; returns the hand's estimate of the joint."""
+        what = "drawer" if piece.drawer else "door"
+        if piece.push:
+            return self._push(piece, side, pregrasp, grasp, path)
+        self.driver.gripper_command(self.setup.open_gap, self.setup.max_effort)
+        self._reach(pregrasp, f"reaching for the {piece.name}'s handle")
+        self._expect(self._move(self._line(pregrasp, grasp)), f"reaching for the {piece.name}'s handle")
+        closed = self.driver.gripper_command(self.setup.closed_gap, self.setup.max_effort)
+        logger.debug("%s: the gripper closed to %.3f m at the handle (side %d)", piece.name, closed.position, side)
+        if closed.position <= self.setup.closed_gap + 0.004:
+            self._back_out(pregrasp)
+            raise _Failed(SkillStatus.EXECUTION_FAILED,
+                          f"grasp missed: the gripper closed on nothing where the {what}'s handle was expected")
+        result = self._move(list(path), slow=True)
+        q_hand = piece.joint_from_tool(self._tool_world(), side)
+        logger.debug("%s: pulled (%s); the hand says %.3f", piece.name, result.error_string or "ok", q_hand)
+        still = self.driver.gripper_command(self.setup.closed_gap, self.setup.max_effort)
+        slipped = still.position <= self.setup.closed_gap + 0.004
+        self.driver.gripper_command(self.setup.open_gap, self.setup.max_effort)
+        self._back_out(None)
+        if not result.succeeded and result.error_code is not TrajectoryErrorCode.GOAL_TOLERANCE_VIOLATED:
+            raise _Failed(SkillStatus.EXECUTION_FAILED,
+                          f"the arm stopped while moving the {what} (at {q_hand:.2f}): {result.error_string}")
+        # Short of the last waypoint at the end (the door or drawer against its stop): where the hand got is the
+        # outcome, which the caller weighs.
+        self._slipped = slipped
+        return q_hand
+
+    def _push(self, piece: _Piece, side: int, pregrasp: Sequence[float], start: Sequence[float],
+              path: Sequence[Sequence[float]]) -> float:
+        """The closed hand beside the door and along its arc, pushing it on; returns the hand's estimate."""
+        self.driver.gripper_command(self.setup.closed_gap, self.setup.max_effort)
+        self._reach(pregrasp, f"reaching in behind the {piece.name}'s door")
+        self._expect(self._move(self._line(pregrasp, start)), f"reaching in behind the {piece.name}'s door")
+        result = self._move(list(path), slow=True)
+        q_hand = piece.joint_from_tool(self._tool_world(), side)
+        self._slipped = False
+        self._back_out(None)
+        if not result.succeeded and result.error_code is not TrajectoryErrorCode.GOAL_TOLERANCE_VIOLATED:
+            raise _Failed(SkillStatus.EXECUTION_FAILED,
+                          f"the arm stopped while pushing the door (at {q_hand:.2f}): {result.error_string}")
+        return q_hand
+
+    def _back_out(self, via: Sequence[float] | None) -> None:
+        """Straight back along the approach, then the way the arm came to the handle, backwards, when it came from
+        near here (else the checked tuck)."""
+        current = self._current()
+        pose = self.kinematics.forward(current)
+        back = pose.copy()
+        back[:3, 3] -= PREGRASP * pose[:3, 0]
+        solution = self.kinematics.solve(back, [current])
+        if solution.converged:
+            self._move(self._line(current, solution.positions))
+        elif via is not None:
+            self._move([via])
+        came = self._approach
+        self._approach = []
+        if len(came) > 1 and np.max(np.abs(np.asarray(self._current()) - np.asarray(came[-1]))) < 0.35:
+            result = self._move(came[-2::-1])
+            if not result.succeeded:
+                logger.info("%s: the way back from the handle was blocked: %s", "articulation", result.error_string)
+        self._tuck_back()
+
+    def _tuck_back(self) -> None:
+        """Back to the tuck by a motion clear of the world graph's boxes and of the door (the sampling planner with
+        the budget Pick uses inside a fridge: over a drawer just pulled out the default one found no way); when none
+        is found the arm stays and Pick's checked tuck says why."""
+        if self.manipulation._tucked():  # noqa: SLF001 (the package's own)
+            return
+        obstacles = self._obstacles(self._moving, self._leaf)
+        start, tuck = self._current(), tuple(self._tuck)
+        waypoints = self.manipulation._path(start, tuck, obstacles)  # noqa: SLF001
+        if waypoints is None:
+            plan = self.manipulation._plan(start, tuck, obstacles, settings=self.setup.interior_planner)  # noqa: SLF001
+            waypoints = list(plan.waypoints) if plan.found and plan.waypoints else None
+        if waypoints is not None and self._move(waypoints).succeeded:
+            return
+        stuck = self._tuck_checked(self.world())
+        if stuck is not None:
+            logger.info("after %s: %s", "articulation", stuck)
+
+    # ------------------------------------------------------------------ helpers
+
+    def _obstacles(self, piece: _Piece | None, leaf: tuple[tuple[str, np.ndarray, np.ndarray], ...],
+                   base: Pose2D | None = None) -> Obstacles:
+        """The world graph's boxes (seen from ``base``, default where the base is), the door being moved where the
+        skill believes it stands (``leaf``), and where the leaf of every other opened door may stand (either side of
+        its opening: navigation.door_leaf_slabs; emmoe-020's oven stands open beside its fridge)."""
+        world = self.world()
+        obstacles = Obstacles.of(world, set())
+        extra = list(leaf)
+        for other in world.entities.values():
+            if other.kind is not EntityKind.FURNITURE or not other.articulated or not other.is_open:
+                continue
+            if piece is not None and other.name == piece.name:
+                continue
+            model = piece_of(world, other)
+            front = navigation.opening_side(world, other)
+            if model is None or model.drawer or front is None:
+                continue
+            extra += [(other.name + "/door", lo, hi) for lo, hi in navigation.door_leaf_slabs(other, front)]
+        return dataclasses.replace(obstacles, base=base or obstacles.base, boxes=obstacles.boxes + tuple(extra))
+
+    def _reach(self, goal: Sequence[float], doing: str) -> None:
+        """From where the arm is to ``goal`` by a motion clear of the world graph's boxes (Pick's planner), and of
+        the door where the skill believes it stands (:meth:`_Piece.leaf_box`)."""
+        obstacles = self._obstacles(self._moving, self._leaf)
+        start = self._current()
+        waypoints = self.manipulation._path(start, goal, obstacles)  # noqa: SLF001 (the package's own)
+        if waypoints is None:
+            plan = self.manipulation._plan(start, goal, obstacles, settings=self.setup.interior_planner)  # noqa: SLF001
+            if not plan.found or not plan.waypoints:
+                raise _Failed(SkillStatus.EXECUTION_FAILED,
+                              f"the arm stays out: no motion clear of the furniture found while {doing} ({plan.failure})")
+            waypoints = list(plan.waypoints)
+        self._approach = [tuple(start), *[tuple(w) for w in waypoints]]
+        result = self._move(waypoints)
+        if result.error_code is not TrajectoryErrorCode.GOAL_TOLERANCE_VIOLATED:  # a few cm short: the line in follows
+            self._expect(result, doing)
+
+    def _tool_world(self) -> np.ndarray:
+        pose = self.kinematics.forward(self._current())
+        base = self.driver.base_pose()
+        c, s = math.cos(base.yaw), math.sin(base.yaw)
+        p = pose[:3, 3]
+        return np.array([base.x + c * p[0] - s * p[1], base.y + s * p[0] + c * p[1], p[2]])
+
+    def _line(self, a: Sequence[float], b: Sequence[float]) -> list[tuple[float, ...]]:
+        """A straight tool-space approach as three IK steps (joint-space interpolation between close IK poses)."""
+        start, end = self.kinematics.forward(a), self.kinematics.forward(b)
+        points: list[tuple[float, ...]] = []
+        previous = np.asarray(a)
+        for t in (1 / 3, 2 / 3):
+            pose = end.copy()
+            pose[:3, 3] = start[:3, 3] + t * (end[:3, 3] - start[:3, 3])
+            solution = self.kinematics.solve(pose, [previous])
+            if solution.converged:
+                points.append(solution.positions)
+                previous = np.asarray(solution.positions)
+        points.append(tuple(float(v) for v in b))
+        return points
+
+    @staticmethod
+    def _in_base(base: Pose2D, pose: np.ndarray) -> np.ndarray:
+        c, s = math.cos(base.yaw), math.sin(base.yaw)
+        to_base = np.eye(4)
+        to_base[:3, :3] = np.array([[c, s, 0.0], [-s, c, 0.0], [0.0, 0.0, 1.0]])
+        to_base[:3, 3] = to_base[:3, :3] @ np.array([-base.x, -base.y, 0.0])
+        return to_base @ pose
+
+    def _seeds(self, target: np.ndarray) -> list[np.ndarray]:
+        pan = math.atan2(target[1, 3], target[0, 3])
+        seeds = []
+        for seed in self.setup.reach_seeds:
+            values = {**{j: 0.0 for j in self.setup.chain}, **seed, self.setup.pan_joint: pan}
+            seeds.append(self.kinematics.vector(values))
+        seeds.append(np.asarray(self._current(), dtype=float))
+        return seeds
+
+    def _current(self) -> tuple[float, ...]:
+        joints = self.driver.joint_positions()
+        return tuple(float(joints.get(j, 0.0)) for j in self.kinematics.joints)
+
+    def _duration(self, a: Sequence[float], b: Sequence[float]) -> float:
+        scale = np.array([10.0 if j == "torso_lift" else 1.0 for j in self.kinematics.joints])
+        travel = float(np.max(np.abs((np.asarray(b) - np.asarray(a)) * scale)))
+        return max(self.setup.min_motion_time, travel / self.setup.joint_speed)
+
+    def _move(self, waypoints: Sequence[Sequence[float]], slow: bool = False) -> TrajectoryResult:
+        current = self.driver.joint_positions()
+        previous = [current.get(j, 0.0) for j in self.kinematics.joints]
+        t = 0.0
+        points = []
+        for waypoint in waypoints:
+            duration = self._duration(previous, waypoint)
+            t += max(duration, PULL_STEP_TIME) if slow else duration
+            points.append(TrajectoryPoint(tuple(float(v) for v in waypoint), t))
+            previous = list(waypoint)
+        return self.driver.follow_joint_trajectory(JointTrajectory(self.kinematics.joints, tuple(points)))
+
+    def _expect(self, result: TrajectoryResult, doing: str) -> None:
+        if not result.succeeded:
+            self._tuck_back()
+            raise _Failed(SkillStatus.EXECUTION_FAILED, f"the arm stopped while {doing}: {result.error_string}")
