@@ -43,7 +43,7 @@ from homiebot.perception.privileged import PrivilegedGraphBuilder
 from homiebot.perception.quality import make_builders
 from homiebot.perception.world_graph import ROBOT_ID, GraphNode, NodeKind, Relation, WorldGraph
 from homiebot.sim.scene import SceneSpec
-from homiebot.types import Action, EntityKind, Observation, WorldState
+from homiebot.types import Action, EntityKind, EntityState, Observation, WorldState
 
 log = logging.getLogger(__name__)
 
@@ -197,7 +197,8 @@ class WorldModel:
 
         * An object is where its node is: the node's centre and box (from the views' depth; a visible surface
           only, so a box is usually shallower than the object), with no heading or own box (the graph has none).
-          An object no view has shown is not there, unless the robot holds it (the hand knows what it holds).
+          A round object (a can, a fruit) is completed with its model's size (:meth:`_seen_object`). An object
+          no view has shown is not there, unless the robot holds it (the hand knows what it holds).
         * A piece of furniture is its node's box where perception has one; one it has not seen keeps the
           map's box, and every piece keeps the map's interior box (a semantic map's annotation: a real robot
           navigates and plans in a map built beforehand; docs/perception.md, "What the skills read").
@@ -214,13 +215,37 @@ class WorldModel:
                     if entity.held or state.held == name:
                         entities[name] = entity
                     continue
-                entities[name] = replace(entity, position=node.position, bbox_min=node.bbox_min,
-                                         bbox_max=node.bbox_max, half_extents=None, yaw=None)
+                entities[name] = self._seen_object(entity, node, state)
             elif entity.kind is EntityKind.FURNITURE and node is not None and node.bbox_max != node.bbox_min:
                 entities[name] = replace(entity, position=node.position, bbox_min=node.bbox_min, bbox_max=node.bbox_max)
             else:
                 entities[name] = entity
         return replace(state, entities=entities)
+
+
+    def _seen_object(self, entity: EntityState, node: GraphNode, state: WorldState) -> EntityState:
+        """An object as perception places it: the node's centre, and its box. The views see the near side and the
+        top of an object, so the box is the visible surface (emmoe-084's short can: 6.8 of its 8.5 cm wide, 2.2
+        of its 3.5 cm high), and a grasp planned on it opened the fingers too little and closed them beside the
+        can. A round object (a cylinder or a sphere in the scene's object models: a can, a fruit) looks alike
+        from every side and has no heading to estimate, so its model's size completes it, as a pose estimator
+        does with a known object: the node's centre across, its top at the seen top. Anything else keeps the seen
+        box, without a heading."""
+        seen = replace(entity, position=node.position, bbox_min=node.bbox_min, bbox_max=node.bbox_max,
+                       half_extents=None, yaw=None)
+        try:
+            model = self.spec.object_by_name(entity.name)
+        except KeyError:
+            return seen
+        if model.shape not in ("cylinder", "sphere"):
+            return seen
+        radius = model.size[0] / 2
+        height = model.size[0] if model.shape == "sphere" else model.size[2]
+        x, y, _ = node.position
+        centre = (x, y, node.bbox_max[2] - height / 2)
+        low = (x - radius, y - radius, centre[2] - height / 2)
+        high = (x + radius, y + radius, centre[2] + height / 2)
+        return replace(seen, position=centre, bbox_min=low, bbox_max=high, half_extents=(radius, radius, height / 2))
 
 
 class GraphGrounder:

@@ -27,11 +27,18 @@ def test_seen_objects_come_from_their_nodes_and_unseen_ones_are_absent(sim):
     assert "apple_2" in seen.entities and "apple_1" not in seen.entities  # in the closed fridge: never shown
     apple = seen.entities["apple_2"]
     node = model.graph.by_name(names["apple_2"])
-    assert apple.position == node.position and apple.bbox_min == node.bbox_min
-    assert apple.half_extents is None and apple.yaw is None  # the graph has no heading
+    # A round object: the node's centre across, its model's size, its top at the seen top.
+    assert apple.position[:2] == node.position[:2] and apple.bbox_max[2] == node.bbox_max[2]
+    diameter = sim.scene_spec().object_by_name("apple_2").size[0]
+    assert apple.half_extents == (diameter / 2,) * 3 and apple.yaw is None
     # The views put it where it is, within a few centimetres (the builder's mean error is about 2 cm).
     assert math.dist(apple.position, truth.entities["apple_2"].position) < 0.06
     assert apple.position != truth.entities["apple_2"].position  # and it is perception's estimate, not the truth
+    boxes = [n for n, e in seen.entities.items() if e.kind is EntityKind.OBJECT
+             and sim.scene_spec().object_by_name(n).shape == "box"]
+    for name in boxes:  # anything not round keeps the seen box, without a heading
+        node = model.graph.by_name(names[name])
+        assert seen.entities[name].bbox_min == node.bbox_min and seen.entities[name].half_extents is None
 
     # Furniture: every piece is there (seen from its node, unseen from the map), the robot and rooms unchanged.
     furniture = [n for n, e in truth.entities.items() if e.kind is EntityKind.FURNITURE]

@@ -122,6 +122,9 @@ class FingerContactAttachment:
         self._model, self._data = model, data
         self._welds = welds
         self._object_geoms = object_geoms
+        self._geoms_by_object: dict[str, list[int]] = {}
+        for geom, name in object_geoms.items():
+            self._geoms_by_object.setdefault(name, []).append(geom)
         # Door or drawer -> (its grasp weld, its moving body), and the geoms of each moving body (module docstring,
         # "A handle's grasp").
         self._leaves = dict(leaves or {})
@@ -265,7 +268,7 @@ class FingerContactAttachment:
                 self._leaving.discard(name)
 
     def _geoms_of(self, name: str) -> list[int]:
-        return [g for g, n in self._object_geoms.items() if n == name]
+        return self._geoms_by_object.get(name, [])
 
     def check(self) -> str | None:
         """Called every physics step while holding: releases (and returns) the object once either finger has not
@@ -282,7 +285,8 @@ class FingerContactAttachment:
             return None
         if self.held is None:
             return None
-        left, right = self.touched()
+        # The held object's geoms alone (every physics step: all objects' cost a fifth of a physical episode).
+        left, right = self.touched({g: self.held for g in self._geoms_of(self.held)})
         if self.held in left and self.held in right:
             self._lost_for = 0.0
             return None
@@ -645,4 +649,7 @@ class PhysicalDriver:
         wake_all(data)
         mujoco.mj_forward(self._model, data)  # sleeping off: every tree awake, the derived arrays with them
         moving = set(self.articulating) | ({self._grasp.held_leaf} if self._grasp.held_leaf else set())
-        self._sim.absorb_physics(self._grasp.held, seconds, articulations=sorted(moving))
+        if moving:
+            self._sim.absorb_physics(self._grasp.held, seconds, articulations=sorted(moving))
+        else:
+            self._sim.absorb_physics(self._grasp.held, seconds)

@@ -30,8 +30,8 @@ from homiebot.skills.physical import navigation
 from homiebot.skills.physical.articulation import PhysicalArticulation
 from homiebot.skills.physical.kinematics import ArmKinematics
 from homiebot.skills.physical.manipulation import ArmSetup, PhysicalManipulation, base_moves, sim_arm_setup
-from homiebot.skills.skillset import DEFAULT_SKILLS, Skill, SkillSet
-from homiebot.types import Action, SkillResult, SkillStatus
+from homiebot.skills.skillset import DEFAULT_SKILLS, PerceivedWorld, Skill, SkillSet
+from homiebot.types import Action, SkillResult, SkillStatus, WorldState
 
 logger = logging.getLogger(__name__)
 
@@ -77,6 +77,7 @@ class PhysicalSkillSet(SkillSet):
         articulation: str | None = None,
     ) -> None:
         super().__init__(sim, noise=noise, seed=seed, skills=skills, strict_models=strict_models)
+        self._perceived: PerceivedWorld | None = None
         from homiebot.sim.mujoco.backend import MujocoSimulator
         from homiebot.sim.mujoco.physical import PhysicalDriver
 
@@ -87,18 +88,28 @@ class PhysicalSkillSet(SkillSet):
         setup = arm or sim_arm_setup()
         kinematics = ArmKinematics(sim.robot_kinematics().urdf(), setup.chain, setup.tip_link, setup.tcp_offset)
         # The world graph read again after the base moved (a Pick or Put that repositions it) or the arm stopped.
-        self.manipulation = PhysicalManipulation(self.driver, kinematics, setup, world=sim.state)
+        self.manipulation = PhysicalManipulation(self.driver, kinematics, setup, world=self.world)
         self.articulation_mode = articulation or ARTICULATION
         if self.articulation_mode not in ARTICULATIONS:
             raise ValueError(f"articulation must be one of {ARTICULATIONS}, not {self.articulation_mode!r}")
-        self.articulation = PhysicalArticulation(self.driver, kinematics, setup, world=sim.state,
+        self.articulation = PhysicalArticulation(self.driver, kinematics, setup, world=self.world,
                                                  manipulation=self.manipulation)
+
+    def plan_in(self, world: PerceivedWorld | None) -> None:
+        """Plan where to stand, grasp and release, and what to avoid, from ``world(state)`` (perception's world
+        graph: :class:`~homiebot.skills.skillset.PlansInPerceivedWorld`); None: from the simulator's state."""
+        self._perceived = world
+
+    def world(self) -> WorldState:
+        """The world the skills plan in now: the simulator's state, or perception's view of it (:meth:`plan_in`)."""
+        state = self.sim.state()
+        return self._perceived(state) if self._perceived is not None else state
 
     def reset_arm(self) -> None:
         """Tuck the arm through the trajectory controller (the oracle's snap would teleport it), by a motion checked
         against the world graph; when none is clear the arm stays, and the next skill's tuck says so."""
         self._simulator.use_physical_arm()
-        stuck = self.manipulation.tuck_if_needed(self.sim.state())
+        stuck = self.manipulation.tuck_if_needed(self.world())
         if stuck is not None:
             logger.info("reset arm: %s", stuck)
 
@@ -124,20 +135,20 @@ class PhysicalSkillSet(SkillSet):
             refusal = self.sim.precheck(action_spec(action).sim_name, target, place)
             if refusal is not None:
                 return refusal
-        stuck = self.manipulation.tuck_if_needed(self.sim.state())
+        stuck = self.manipulation.tuck_if_needed(self.world())
         if stuck is not None:
             return SkillResult(SkillStatus.EXECUTION_FAILED, f"{stuck}, before {action.value}")
         if action is Action.GO_TO:
-            return navigation.go_to(self.driver, self.sim.state(), target, max_attempts=MAX_GOALS,
+            return navigation.go_to(self.driver, self.world(), target, max_attempts=MAX_GOALS,
                                     object_gaps=MANIPULATION_GAPS)
         if action is Action.OPEN:
             return self.articulation.open(target)
         if action is Action.CLOSE:
             return self.articulation.close(target)
         if action is Action.PICK:
-            return self.manipulation.pick(self.sim.state(), target)
+            return self.manipulation.pick(self.world(), target)
         assert place is not None, "the executor always gives Put a place"
-        result = self.manipulation.put(self.sim.state(), target, place)
+        result = self.manipulation.put(self.world(), target, place)
         if not result.success:
             return result
         return self._check_put(target, place, result)
@@ -147,7 +158,7 @@ class PhysicalSkillSet(SkillSet):
         reach the base and the tucked arm, trying Go to's poses around it from the nearest such; None when clear,
         moved clear, or no such pose can be reached (the Open then goes ahead as the oracle's does, the door
         swinging through where the robot stands, and the next Go to leaves from there)."""
-        world = self.sim.state()
+        world = self.world()
         entity = world.entities.get(target)
         if entity is None or not entity.articulated or entity.is_open:
             return None
@@ -168,7 +179,8 @@ class PhysicalSkillSet(SkillSet):
         return None
 
     def _check_put(self, obj: str, place: str, released: SkillResult) -> SkillResult:
-        """What the world graph says after the release: the object on or in the place (or beside it), or lost."""
+        """What the world graph says after the release: the object on or in the place (or beside it), or lost.
+        The simulator's own state, with perception too: the outcome, as the executor checks every skill's, not a plan."""
         world = self.sim.state()
         entity = world.entities[obj]
         target = world.entities[place]
