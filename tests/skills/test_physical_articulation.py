@@ -9,6 +9,8 @@ Scenes: EMMOE-100's emmoe-005 (apartment_6: a 0.8 m kitchen drawer that slides 0
 
 from __future__ import annotations
 
+import math
+
 import pytest
 
 from homiebot.skills.physical import PhysicalSkillSet, articulation
@@ -83,3 +85,17 @@ def test_a_handle_not_where_it_is_expected_is_a_grasp_missed_and_nothing_moves(s
     assert "grasp missed" in result.detail
     assert skills.driver.articulation_joint("kitchen_drawer") < 0.02
     assert not sim.state().entities["kitchen_drawer"].is_open
+
+
+def test_what_lies_in_a_drawer_rides_out_with_its_tray(sim):
+    # emmoe-021's bowl_2 lies in apartment_4's kitchen drawer. Pulled out by the arm, the tray carries it (it may lag a
+    # little on the tray's floor): the world graph has it in the drawer, moved about as far as the tray. (The
+    # simulator once stored it relative to the tray before the pull, and wrote it a second tray's length out.)
+    skills = _at(sim, "emmoe-021", "kitchen_drawer")
+    before = sim.state().entities["bowl_2"].position
+    assert skills.run(Action.OPEN, "oracle", "kitchen_drawer").success
+    slide = skills.driver.articulation_joint("kitchen_drawer")
+    bowl = sim.state().entities["bowl_2"]
+    assert (bowl.parent, bowl.relation) == ("kitchen_drawer", "in")
+    moved = math.dist(before[:2], bowl.position[:2])
+    assert abs(moved - slide) < 0.15, (moved, slide)

@@ -1371,6 +1371,13 @@ class MujocoSimulator:
         self._finger = float((data.qpos[q["finger_left"]] + data.qpos[q["finger_right"]]) / 2)
         supports = self._object_supports(compiled, data)
         released = self._held if self._held != held else None
+        # The moved doors and drawers first: what rests in a drawer is stored relative to where its tray is now.
+        for name in articulations:
+            art = spec.furniture_by_name(name).articulation
+            assert art is not None, f"{name} is not articulated"
+            value = float(np.clip(data.qpos[compiled.articulation_qpos[name]], 0.0, art.range))
+            self._joint[name] = value
+            self._open[name] = value >= OPEN_FRACTION * art.range
         for name, state in self._objects.items():
             adr = compiled.object_qpos[name]
             x, y, z = (float(v) for v in data.qpos[adr : adr + 3])
@@ -1389,12 +1396,6 @@ class MujocoSimulator:
                 continue
             state.grip_offset = None
             state.spot, state.world = self._resting_place(spec, name, supports.get(name), (x, y, z), yaw)
-        for name in articulations:
-            art = spec.furniture_by_name(name).articulation
-            assert art is not None, f"{name} is not articulated"
-            value = float(np.clip(data.qpos[compiled.articulation_qpos[name]], 0.0, art.range))
-            self._joint[name] = value
-            self._open[name] = value >= OPEN_FRACTION * art.range
         self._held = held
         self._sim_time += seconds
         data.qvel[:] = 0.0

@@ -81,6 +81,8 @@ DRAWER_HANDLE_HEIGHT = 0.65
 #: Where a door the skill did not open itself is taken to stand (rad), and how far an Open turns one (rad).
 DOOR_NOMINAL_ANGLE = 1.6
 DOOR_OPEN_ANGLE = 1.45
+#: How far (rad) a door pushed open swings on after the hand stops.
+DOOR_COAST = 0.1
 #: How far an Open pulls a drawer: this fraction of its interior's depth.
 DRAWER_PULL_FRACTION = 0.85
 #: A drawer's front panel's thickness (m) when the skill has not seen the drawer closed (the library's are 4 cm).
@@ -397,8 +399,8 @@ class PhysicalArticulation:
             reached, moved = plan
             travelled += moved
             if not piece.drawer:
-                # A door pushed open to the goal swings on to its stop (measured: from 1.45 to 1.56 of 1.6 rad).
-                at = DOOR_NOMINAL_ANGLE if piece.push and reached >= goal - 0.05 else reached
+                # A door pushed open swings on a little once the hand stops (measured: from 1.45 to 1.54-1.56 rad).
+                at = min(reached + DOOR_COAST, DOOR_NOMINAL_ANGLE) if piece.grip == "inner" else reached
                 self._memory[piece.name] = (sides[0], at)
             logger.info("%s: handle moved from %.2f to %.2f (goal %.2f)", piece.name, q, reached, goal)
             if (opening and reached >= done_at) or (not opening and reached <= done_at):
