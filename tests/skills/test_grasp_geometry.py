@@ -18,6 +18,7 @@ from homiebot.skills.physical.grasp import (
     FIT_CLEARANCE,
     MIN_CLEARANCE,
     PALM_MARGIN,
+    ROUND_TURNS,
     GraspCandidate,
     Outline,
     grasp_candidates,
@@ -120,9 +121,12 @@ def test_a_round_object_is_grasped_across_as_seen_from_the_base():
     base = Pose2D(0.0, 0.0, 0.0)
     can = _object((0.0425, 0.0425, 0.0175), None, at=(0.0, 0.7))  # straight to the left of the base
     candidates = _candidates(can, base)
-    assert [c.kind for c in candidates] == ["top-down", *(f"{a} degrees down" for a in TILTS), "side"]
-    for c in candidates:
+    # Then, after every other grasp, from above with the fingers closing other ways (an object by a wall).
+    assert [c.kind for c in candidates] == ["top-down", *(f"{a} degrees down" for a in TILTS), "side",
+                                            *("top-down" for _ in ROUND_TURNS)]
+    for c in candidates[: -len(ROUND_TURNS)]:
         assert c.closing == pytest.approx(np.array([-1.0, 0.0, 0.0]))
+    for c in candidates:
         assert c.width == pytest.approx(0.085)
 
 

@@ -58,6 +58,9 @@ PREGRASP_MARGIN = 0.02
 MAX_HEADING_TURN = 45.0
 #: Headings closer than this (degrees) are one.
 SAME_HEADING = 5.0
+#: Turns (degrees) of the fingers' closing direction from the usual one (across as seen from the base) of the extra
+#: top-down grasps of a round object, tried after every other grasp.
+ROUND_TURNS = (90.0, 45.0, -45.0)
 #: How far (m) the tool centre goes below a rim at most: the pads then hold the top of the wall.
 RIM_DEPTH = 0.02
 #: Least length (m) of finger along the wall below the rim for a rim grasp: less, and the wall slips out.
@@ -287,6 +290,15 @@ def grasp_candidates(outline: Outline, opening: float, palm_depth: float, finger
             candidates.append(candidate(f"{angle} degrees down", _tilted(heading, angle), _closing(heading), True))
     for heading in headings():
         candidates.append(candidate("side", heading, _closing(heading), False))
+    if outline.axis is None and outline.known:
+        # A round object is as wide every way: last, from above with the fingers closing along other directions
+        # (square to the usual one, then half-way), for one standing by a wall, where the hand must lie along it
+        # (emmoe-035's mug 1 cm from the sink's wall: the palm across the usual direction reached into the wall).
+        for degrees in ROUND_TURNS:
+            a = math.radians(degrees)
+            turned = np.array([legacy[0] * math.cos(a) - legacy[1] * math.sin(a),
+                               legacy[0] * math.sin(a) + legacy[1] * math.cos(a), 0.0])
+            candidates.append(candidate("top-down", down, turned, True))
 
     def fit(candidate: GraspCandidate) -> int:
         """0: room to spare (or unknown), 1: tight, 2: wider than the opening allows."""

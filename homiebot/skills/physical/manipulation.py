@@ -846,6 +846,15 @@ class PhysicalManipulation:
         # The last few centimetres to the grasp come down onto what the object stands on (a pulled-out drawer's tray
         # floor with it; the tray's walls and the drawer's front stay in the way of the arm coming down into it).
         near = obstacles.without({entity.parent, entity.parent + DRAWER_FLOOR_PART}) if entity.parent else obstacles
+        basin = world.entities.get(receptacle) if receptacle is not None else None
+        if basin is not None and not basin.articulated and basin.name in obstacles.cavities:
+            # In a basin (a sink): only its floor is what the object stands on. Its walls stay in the check, the
+            # cavity reaching down through the floor: with the whole sink left out, emmoe-035's straight way down to
+            # the mug in the sink swept the arm through the basin's wall ("blocked: sink").
+            floor_lo, floor_hi = obstacles.cavities[basin.name]
+            floor_lo = np.array(floor_lo, dtype=float)
+            floor_lo[2] = -np.inf
+            near = dataclasses.replace(obstacles, cavities={**obstacles.cavities, basin.name: (floor_lo, floor_hi)})
         # Across the object's narrow side first, the palm clear of it (grasp.grasp_candidates).
         reason = "no arm configuration reaches it"
         # Grasps the arm reaches but the straight motions to or from collide: (kind, pre-grasp, approach, lift, the
