@@ -148,3 +148,15 @@ def test_waking_keeps_mujocos_sleep_arrays_consistent_when_an_object_lands_in_a_
         driver._step(model, data)
         assert ((data.tree_asleep < 0) == (data.tree_awake == 1)).all()
     assert data.qpos[adr + 2] < z + 0.1, "the sponge did not fall into the drawer"
+
+
+def test_what_the_held_object_presses_on_is_named_as_the_blocker(sim):
+    # emmoe-024: the arm stopped short with the held box pressed on the drawer's front, reported as "unknown".
+    task = get_task("emmoe-081")
+    sim.reset(task.scene, seed=task.seed)
+    support = sim.state().entities["green_can_1"].parent
+    driver = PhysicalDriver(sim)
+    model, data = driver._bind()
+    driver._grasp._attach("green_can_1")  # held where it stands, on its support, the hand nowhere near
+    mujoco.mj_forward(model, data)
+    assert driver._arm_blocker(model, data) == f"{support}, touched by the held green_can_1"

@@ -624,18 +624,27 @@ class PhysicalDriver:
             self._step(model, data)
 
     def _arm_blocker(self, model: mujoco.MjModel, data: mujoco.MjData) -> str | None:
-        """What the arm or the fingers touch now (a furniture's or object's name), for the failure message."""
+        """What the arm, the fingers or the object they hold touch now (a furniture's or object's name), for the
+        failure message; what the held object touches is named as such ("kitchen_drawer, touched by the held
+        red_box_4": emmoe-024's arm stopped short with a box pressed on a drawer's front, reported as unknown)."""
         held = self._grasp.held if self._grasp is not None else None
+        compiled, _ = self._sim.physics_handles()
+        held_geoms = set(self._grasp._geoms_of(held)) if self._grasp is not None and held is not None else set()
+        carried = None
         for i in range(data.ncon):
             contact = data.contact[i]
             g1, g2 = int(contact.geom1), int(contact.geom2)
             for mine, other in ((g1, g2), (g2, g1)):
-                if mine in self._robot_geoms and other not in self._robot_geoms:
-                    compiled, _ = self._sim.physics_handles()
-                    name = self._names.get(int(compiled.geom_instance[other]))
-                    if name is not None and name != held:
-                        return name
-        return None
+                if other in self._robot_geoms or other in held_geoms:
+                    continue
+                name = self._names.get(int(compiled.geom_instance[other]))
+                if name is None or name == held:
+                    continue
+                if mine in self._robot_geoms:
+                    return name
+                if mine in held_geoms and carried is None:
+                    carried = f"{name}, touched by the held {held}"
+        return carried
 
     def _finish(self, seconds: float) -> None:
         """Write what physics did back into the simulator's state and advance its clock."""
