@@ -603,6 +603,7 @@ class PhysicalArticulation:
                           f"grasp missed: the gripper closed on nothing where the {what}'s handle was expected")
         result = self._move(list(path), slow=True)
         q_hand = piece.joint_from_tool(self._tool_world(), side)
+        self._leaf = piece.leaf_boxes(q_hand, side)  # the door where the hand left it, for the way back
         logger.debug("%s: pulled (%s); the hand says %.3f", piece.name, result.error_string or "ok", q_hand)
         still = self.driver.gripper_command(self.setup.closed_gap, self.setup.max_effort)
         slipped = still.position <= self.setup.closed_gap + 0.004
@@ -624,6 +625,7 @@ class PhysicalArticulation:
         self._expect(self._move(self._line(pregrasp, start)), f"reaching in behind the {piece.name}'s door")
         result = self._move(list(path), slow=True)
         q_hand = piece.joint_from_tool(self._tool_world(), side)
+        self._leaf = piece.leaf_boxes(q_hand, side)  # the door where the hand left it, for the way back
         self._slipped = False
         self._back_out(None)
         if not result.succeeded and result.error_code is not TrajectoryErrorCode.GOAL_TOLERANCE_VIOLATED:
@@ -636,16 +638,24 @@ class PhysicalArticulation:
         near here (else the checked tuck)."""
         current = self._current()
         pose = self.kinematics.forward(current)
-        back = pose.copy()
-        back[:3, 3] -= PREGRASP * pose[:3, 0]
-        solution = self.kinematics.solve(back, [current])
-        if solution.converged:
-            self._move(self._line(current, solution.positions))
-        elif via is not None:
-            self._move([via])
+        for distance in (PREGRASP, PREGRASP / 2):  # as far as the arm reaches straight back
+            back = pose.copy()
+            back[:3, 3] -= distance * pose[:3, 0]
+            solution = self.kinematics.solve(back, [current])
+            if solution.converged:
+                self._move(self._line(current, solution.positions))
+                break
+        else:
+            if via is not None:
+                self._move([via])
         came = self._approach
         self._approach = []
-        if len(came) > 1 and np.max(np.abs(np.asarray(self._current()) - np.asarray(came[-1]))) < 0.35:
+        back_way = [tuple(self._current()), *came[-2::-1]]
+        obstacles = self._obstacles(self._moving, self._leaf)
+        clear = all(self.manipulation._segment_clear(a, b, obstacles)  # noqa: SLF001 (the package's own)
+                    for a, b in zip(back_way[1:-1], back_way[2:], strict=False))
+        if len(came) > 1 and clear and np.max(np.abs(np.asarray(self._current()) - np.asarray(came[-1]))) < 0.35:
+            # (Its first segment, from where the hand let go, is not checked: the hand starts beside the door.)
             result = self._move(came[-2::-1])
             if not result.succeeded:
                 logger.info("%s: the way back from the handle was blocked: %s", "articulation", result.error_string)
