@@ -199,9 +199,11 @@ class WorldModel:
           only, so a box is usually shallower than the object), with no heading or own box (the graph has none).
           A round object (a can, a fruit) is completed with its model's size (:meth:`_seen_object`). An object
           no view has shown is not there, unless the robot holds it (the hand knows what it holds).
-        * A piece of furniture is its node's box where perception has one; one it has not seen keeps the
-          map's box, and every piece keeps the map's interior box (a semantic map's annotation: a real robot
-          navigates and plans in a map built beforehand; docs/perception.md, "What the skills read").
+        * Furniture is the map's: its box and interior, as a real robot navigates and plans around furniture in a
+          semantic map built beforehand, and perceives the objects that move (docs/perception.md, "What the skills
+          read"). The views' furniture boxes are their visible faces only: planned from them, the expert's physical
+          episodes through perception fell from SR 77 to 30 with them (a fridge's front face as its box: "no arm
+          configuration reaches in fridge").
         * The robot's pose, what it holds, rooms and articulation states are the state's (odometry and the
           robot's own joints).
         """
@@ -216,8 +218,6 @@ class WorldModel:
                         entities[name] = entity
                     continue
                 entities[name] = self._seen_object(entity, node, state)
-            elif entity.kind is EntityKind.FURNITURE and node is not None and node.bbox_max != node.bbox_min:
-                entities[name] = replace(entity, position=node.position, bbox_min=node.bbox_min, bbox_max=node.bbox_max)
             else:
                 entities[name] = entity
         return replace(state, entities=entities)
