@@ -208,10 +208,11 @@ class WorldModel:
           robot's own joints).
         """
         names = self.perceived_names(state)
+        nodes = {node.name: node for node in self.graph.nodes()}  # one table, not a scan of the graph per entity
         entities = {}
         for name, entity in state.entities.items():
             node_name = names.get(name)
-            node = self.graph.by_name(node_name) if node_name is not None else None
+            node = nodes.get(node_name) if node_name is not None else None
             if entity.kind is EntityKind.OBJECT:
                 if node is None:
                     if entity.held or state.held == name:

@@ -58,10 +58,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from homiebot.sim.robot_driver import (
-    JointTrajectory,
     RobotDriver,
     TrajectoryErrorCode,
-    TrajectoryPoint,
     TrajectoryResult,
 )
 from homiebot.skills.physical import navigation
@@ -748,35 +746,15 @@ class PhysicalArticulation:
         to_base[:3, 3] = to_base[:3, :3] @ np.array([-base.x, -base.y, 0.0])
         return to_base @ pose
 
+    # The arm's motion primitives are the Pick's and Put's (same driver, kinematics and setup).
     def _seeds(self, target: np.ndarray) -> list[np.ndarray]:
-        pan = math.atan2(target[1, 3], target[0, 3])
-        seeds = []
-        for seed in self.setup.reach_seeds:
-            values = {**{j: 0.0 for j in self.setup.chain}, **seed, self.setup.pan_joint: pan}
-            seeds.append(self.kinematics.vector(values))
-        seeds.append(np.asarray(self._current(), dtype=float))
-        return seeds
+        return self.manipulation._seeds(target)  # noqa: SLF001 (the package's own)
 
     def _current(self) -> tuple[float, ...]:
-        joints = self.driver.joint_positions()
-        return tuple(float(joints.get(j, 0.0)) for j in self.kinematics.joints)
-
-    def _duration(self, a: Sequence[float], b: Sequence[float]) -> float:
-        scale = np.array([10.0 if j == "torso_lift" else 1.0 for j in self.kinematics.joints])
-        travel = float(np.max(np.abs((np.asarray(b) - np.asarray(a)) * scale)))
-        return max(self.setup.min_motion_time, travel / self.setup.joint_speed)
+        return self.manipulation._current()  # noqa: SLF001 (the package's own)
 
     def _move(self, waypoints: Sequence[Sequence[float]], slow: bool = False) -> TrajectoryResult:
-        current = self.driver.joint_positions()
-        previous = [current.get(j, 0.0) for j in self.kinematics.joints]
-        t = 0.0
-        points = []
-        for waypoint in waypoints:
-            duration = self._duration(previous, waypoint)
-            t += max(duration, PULL_STEP_TIME) if slow else duration
-            points.append(TrajectoryPoint(tuple(float(v) for v in waypoint), t))
-            previous = list(waypoint)
-        return self.driver.follow_joint_trajectory(JointTrajectory(self.kinematics.joints, tuple(points)))
+        return self.manipulation._move(waypoints, min_step=PULL_STEP_TIME if slow else 0.0)  # noqa: SLF001
 
     def _expect(self, result: TrajectoryResult, doing: str) -> None:
         if not result.succeeded:

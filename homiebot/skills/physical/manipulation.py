@@ -1459,36 +1459,38 @@ class PhysicalManipulation:
             lowest = float((held @ start[:3, :3].T)[:, 2].min()) + start[2, 3]
             if rise_to > lowest:
                 steps = max(1, math.ceil((rise_to - lowest) / LINE_STEP - 1e-9))
-                points = [tuple(lifted)]
-                for k in range(1, steps + 1):
-                    target = start.copy()
-                    target[2, 3] += (rise_to - lowest) * k / steps
-                    solution = self.kinematics.solve(target, [points[-1]], acceptable=self._clear(obstacles, held))
-                    if not solution.converged:
-                        break
-                    points.append(solution.positions)
-                else:
+                points = self._straight(lifted, start, np.array([0.0, 0.0, rise_to - lowest]), steps, obstacles, held)
+                if points is not None:
                     rest = self._path(points[-1], tuple(self._tuck), obstacles, held)
                     if rest is None:
                         plan = self._plan(points[-1], tuple(self._tuck), obstacles, held)
                         rest = list(plan.waypoints) if plan.waypoints is not None else None
                     if rest is not None:
-                        return points[1:] + rest
+                        return points + rest
         towards = -start[:2, 3] / max(float(np.linalg.norm(start[:2, 3])), 1e-9)
         for distance in RETREATS:
-            points = [tuple(lifted)]
-            for k in range(1, 4):
-                target = start.copy()
-                target[:2, 3] += towards * distance * k / 3
-                solution = self.kinematics.solve(target, [points[-1]], acceptable=self._clear(obstacles, held))
-                if not solution.converged:
-                    break
-                points.append(solution.positions)
-            else:
+            points = self._straight(lifted, start, np.array([*(towards * distance), 0.0]), 3, obstacles, held)
+            if points is not None:
                 rest = self._path(points[-1], tuple(self._tuck), obstacles, held)
                 if rest is not None:
-                    return points[1:] + rest
+                    return points + rest
         return None
+
+    def _straight(self, q: Sequence[float], pose: np.ndarray, shift: np.ndarray, steps: int, obstacles: Obstacles,
+                  held: np.ndarray) -> list[tuple[float, ...]] | None:
+        """Joint positions moving the tool from ``pose`` (the arm at ``q``) by ``shift`` (base frame) in ``steps``
+        equal straight steps, each solved from the last and clear of ``obstacles`` with ``held``; None when a step
+        has no such solution."""
+        clear = self._clear(obstacles, held)
+        points = [tuple(q)]
+        for k in range(1, steps + 1):
+            target = pose.copy()
+            target[:3, 3] += shift * k / steps
+            solution = self.kinematics.solve(target, [points[-1]], acceptable=clear)
+            if not solution.converged:
+                return None
+            points.append(solution.positions)
+        return points[1:]
 
     def _line(self, pose: np.ndarray, back: float, obstacles: Obstacles, near: Obstacles,
               steps: int = 3, near_within: float | None = None) -> list[tuple[float, ...]] | None:
@@ -1580,14 +1582,15 @@ class PhysicalManipulation:
         travel = float(np.max(np.abs((np.asarray(b) - np.asarray(a)) * scale)))
         return max(self.setup.min_motion_time, travel / self.setup.joint_speed)
 
-    def _move(self, waypoints: Sequence[Sequence[float]]) -> TrajectoryResult:
-        """One FollowJointTrajectory goal through ``waypoints`` (chain order), timed by the joint speed."""
+    def _move(self, waypoints: Sequence[Sequence[float]], min_step: float = 0.0) -> TrajectoryResult:
+        """One FollowJointTrajectory goal through ``waypoints`` (chain order), timed by the joint speed, each at
+        least ``min_step`` seconds after the one before (a slow pull of a door: :mod:`.articulation`)."""
         current = self.driver.joint_positions()
         previous = [current.get(j, 0.0) for j in self.kinematics.joints]
         t = 0.0
         points = []
         for waypoint in waypoints:
-            t += self._duration(previous, waypoint)
+            t += max(self._duration(previous, waypoint), min_step)
             points.append(TrajectoryPoint(tuple(float(v) for v in waypoint), t))
             previous = list(waypoint)
         return self.driver.follow_joint_trajectory(JointTrajectory(self.kinematics.joints, tuple(points)))
