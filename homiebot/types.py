@@ -188,6 +188,17 @@ class CameraView:
 
 
 @dataclass
+class MotionFrame:
+    """One moment of a physical skill's motion, seen by the reaching views (homiebot/sim/mujoco/motion_views.py):
+    ``views`` by camera (``head``, ``overview``), RGB only (empty depth and segmentation); ``stamp`` the simulated
+    time (s); ``label`` what had just happened ("arm at its goal", "gripper closed on apple_1")."""
+
+    stamp: float
+    label: str
+    views: dict[str, CameraView]
+
+
+@dataclass
 class Observation:
     """The four views plus the robot's proprioception at one instant."""
 

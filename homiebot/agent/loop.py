@@ -91,6 +91,7 @@ from homiebot.types import (
 )
 
 if TYPE_CHECKING:
+    from homiebot.agent.recording import MotionFeed
     from homiebot.data.record import EpisodeRecorder
 
 __all__ = [
@@ -685,8 +686,10 @@ def run_episode(
 
     watchers = list(observers)
     recording = None
+    motion = _motion_feed(sim) if recorder is not None and recorder.images else None
     if recorder is not None:
-        recording = RecordingObserver(recorder, scene_seed=scene_seed, config=config, topdown=sim.render_topdown)
+        recording = RecordingObserver(recorder, scene_seed=scene_seed, config=config, topdown=sim.render_topdown,
+                                      motion=motion)
         watchers.insert(0, recording)
         if perception is not None:
             watchers.insert(1, _WorldGraphFile(recorder, hooks))
@@ -708,6 +711,22 @@ def run_episode(
         if recording is not None:
             recording.abort()
         raise
+    finally:
+        if motion is not None:
+            sim.record_motion_views(False)  # type: ignore[attr-defined]  # _motion_feed checked it
+
+
+def _motion_feed(sim: Simulator) -> MotionFeed | None:
+    """The physical skills' reaching views of ``sim`` switched on for a record that keeps images (a simulator that
+    has them and renders: homiebot/sim/mujoco/motion_views.py), or None."""
+    from homiebot.agent.recording import MotionFeed
+
+    switch = getattr(sim, "record_motion_views", None)
+    views = switch(True) if switch is not None else None
+    if views is None:
+        return None
+    views.take()  # nothing from before the episode
+    return MotionFeed(views.take, lambda: float(getattr(sim, "sim_time", 0.0)))
 
 
 def run_over_backend(
@@ -743,7 +762,11 @@ def run_over_backend(
     watchers = list(first_observers)
     recording = None
     if recorder is not None:
-        recording = RecordingObserver(recorder, scene_seed=scene_seed, config=config)
+        # The physical skills' reaching views, when the backend brings them (the ROS 2 planner node's, from the
+        # bridge's topics) and the record keeps images.
+        feed = getattr(backend, "motion_feed", None)
+        motion = feed() if feed is not None and recorder.images else None
+        recording = RecordingObserver(recorder, scene_seed=scene_seed, config=config, motion=motion)
         watchers.append(recording)
         always_observe = always_observe or recorder.images
     watchers.extend(observers)

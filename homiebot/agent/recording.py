@@ -6,16 +6,29 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from homiebot.agent.observers import ObserverBase
 from homiebot.data.record import EpisodeRecorder
-from homiebot.types import Observation, RoundRecord, Trajectory, WorldState
+from homiebot.types import MotionFrame, Observation, RoundRecord, Trajectory, WorldState
 
 log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class MotionFeed:
+    """Where the record gets the physical skills' reaching views (homiebot/sim/mujoco/motion_views.py): ``take``
+    returns the frames taken since its last call; ``clock`` the simulated time now (after a round: when it ended);
+    ``drain``, if given, returns the frames still on their way at the episode's end (through the graph: those
+    published but not yet received)."""
+
+    take: Callable[[], Sequence[MotionFrame]]
+    clock: Callable[[], float]
+    drain: Callable[[], Sequence[MotionFrame]] | None = None
 
 
 class RecordingObserver(ObserverBase):
@@ -28,14 +41,19 @@ class RecordingObserver(ObserverBase):
     """
 
     def __init__(self, recorder: EpisodeRecorder, *, scene_seed: int | None = None, config: Any = None,
-                 topdown: Callable[[], np.ndarray | None] | None = None) -> None:
+                 topdown: Callable[[], np.ndarray | None] | None = None, motion: MotionFeed | None = None) -> None:
         self.recorder = recorder
         self.scene_seed = scene_seed
         self.config = config
         self.topdown = topdown
+        #: The reaching views' source (None: the record keeps none); each frame goes to the round during which it
+        #: was taken, by its stamp against the simulated time each round ended at.
+        self.motion = motion
+        self._round_ends: list[tuple[int, float]] = []
         self._started = False
 
     def begin(self, trajectory: Trajectory) -> None:
+        self._round_ends = []
         self.recorder.start(trajectory, scene_seed=self.scene_seed, config=self.config)
         self._started = True
 
@@ -46,11 +64,24 @@ class RecordingObserver(ObserverBase):
     def on_round(self, record: RoundRecord, seen: Observation | None, state: WorldState) -> None:
         started = time.perf_counter()
         self.recorder.add_round(record, seen)
+        if self.motion is not None:
+            self._round_ends.append((record.index, self.motion.clock()))
+            self._add_motion(self.motion.take())
         record.timings["record_s"] = time.perf_counter() - started
+
+    def _add_motion(self, frames: Sequence[MotionFrame]) -> None:
+        """Each frame into the first round that ended at or after its stamp (the last round's, if none did)."""
+        if not self._round_ends:
+            return
+        for frame in frames:
+            index = next((i for i, end in self._round_ends if frame.stamp <= end + 1e-6), self._round_ends[-1][0])
+            self.recorder.add_motion_frames(index, [frame])
 
     def on_end(self, trajectory: Trajectory, state: WorldState | None) -> None:
         if not self._started:
             self.begin(trajectory)
+        if self.motion is not None:
+            self._add_motion([*self.motion.take(), *(self.motion.drain() if self.motion.drain is not None else ())])
         if trajectory.system_prompt is not None:
             self.recorder.note(opened=list(trajectory.opened), conversation=trajectory.conversation,
                                system_prompt=trajectory.system_prompt)

@@ -12,6 +12,8 @@ Layout (EMMOE appendix B/D names where the paper has them)::
       summary.json        # task, success, number of rounds, subtasks, error codes, ... (see finish())
       episode.mp4         # the four views of every round with the subtask and feedback written under them
       topdown.png         # the top-down map at the end (rooms, furniture, objects, the robot's path)
+      subtask3_reach1_head.jpg subtask3_reach1_overview.jpg ...  # --skills physical with images: the arm reaching
+      reaching.jsonl      # one JSON object per reaching moment: round, moment, stamp, label, files by camera
 
 Atomicity: everything is written into a hidden sibling temp directory (``.<name>.tmp-XXXX``) and moved in
 place with ``os.replace`` at :meth:`EpisodeRecorder.finish`. A crash or an abort leaves no episode
@@ -46,6 +48,7 @@ from homiebot.types import (
     ErrorCode,
     Feedback,
     ModelCall,
+    MotionFrame,
     Observation,
     PlannerOutput,
     RoundRecord,
@@ -61,6 +64,12 @@ ROUNDS_FILE = "rounds.jsonl"
 CONVERSATION_FILE = "conversation.json"
 VIDEO_FILE = "episode.mp4"
 TOPDOWN_FILE = "topdown.png"
+#: The reaching views of the physical skills (homiebot/sim/mujoco/motion_views.py): one line per moment.
+MOTION_FILE = "reaching.jsonl"
+#: Reaching moments kept per round at most (the last ones: a round of three tries keeps the last try's).
+MAX_MOMENTS_PER_ROUND = 12
+#: JPEG quality of a reaching frame (small frames; a report page embeds them).
+MOTION_JPEG_QUALITY = 80
 #: A played episode's own file (``homie play``: how it ended, the keys chosen; homiebot.play.episode).
 PLAY_FILE = "play.json"
 #: 2: rounds carry ``model_calls`` (a planner that asked no model has none); records of version 1 read back without.
@@ -74,6 +83,29 @@ class RecordError(RuntimeError):
 def view_filename(round_index: int, view: str) -> str:
     """EMMOE's image name: ``subtask3_front.png``."""
     return f"subtask{round_index}_{view}.png"
+
+
+def motion_filename(round_index: int, moment: int, camera: str) -> str:
+    """A reaching frame's image: ``subtask3_reach2_overview.jpg`` (round 3, its second moment)."""
+    return f"subtask{round_index}_reach{moment}_{camera}.jpg"
+
+
+def read_motion_views(episode_dir: str | Path) -> dict[int, list[dict[str, Any]]]:
+    """The reaching moments of a record by round (``reaching.jsonl``; empty without it), each
+    ``{"round", "moment", "stamp", "label", "views": {camera: file}}``, in the order they were taken."""
+    path = Path(episode_dir) / MOTION_FILE
+    if not path.is_file():
+        return {}
+    moments: dict[int, list[dict[str, Any]]] = {}
+    for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            item = json.loads(line)
+            moments.setdefault(int(item["round"]), []).append(item)
+        except (json.JSONDecodeError, KeyError, TypeError, ValueError) as err:
+            raise RecordError(f"{path}:{n}: invalid reaching moment: {err}") from None
+    return moments
 
 
 def check_output_dir(out_dir: str | Path) -> Path:
@@ -230,6 +262,8 @@ class EpisodeRecorder:
         self._meta: dict[str, Any] = {}
         self._notes: dict[str, Any] = {}
         self._judge: Callable[[Trajectory], dict[str, Any]] | None = None
+        self._moments: dict[int, list[dict[str, Any]]] = {}  # the reaching moments written, by round
+        self._moment_count: dict[int, int] = {}
         #: The run configuration's JSON (homiebot.config.run.RunConfig.dump), kept in the summary as ``run`` so
         #: that ``homie run --config RECORD/summary.json`` repeats the episode's setting; None: not kept.
         self.run: Mapping[str, Any] | None = None
@@ -241,6 +275,7 @@ class EpisodeRecorder:
         publish(self._tmp)  # mkdtemp makes it 0700; the record is renamed into place and keeps the umask's mode
         self._rounds = []
         self._notes = {}
+        self._moments, self._moment_count = {}, {}
         self._meta = {
             "task": trajectory.task_id,
             "instruction": trajectory.instruction,
@@ -295,6 +330,32 @@ class EpisodeRecorder:
             for _ in range(self.frames_per_round):
                 writer.append_data(frame)
 
+    def add_motion_frames(self, round_index: int, frames: Sequence[MotionFrame]) -> None:
+        """Store the reaching views taken during round ``round_index`` (homiebot/sim/mujoco/motion_views.py) as
+        JPEG images at once, only when the record keeps images; the round keeps its last
+        :data:`MAX_MOMENTS_PER_ROUND` moments. ``reaching.jsonl`` is written by :meth:`finish`."""
+        if self._tmp is None:
+            raise RecordError("add_motion_frames() outside start() ... finish()")
+        if not self.images:
+            return
+        kept = self._moments.setdefault(round_index, [])
+        for frame in frames:
+            present = [(name, view) for name, view in frame.views.items() if view.rgb.size > 0]
+            if not present:
+                continue
+            moment = self._moment_count.get(round_index, 0) + 1
+            self._moment_count[round_index] = moment
+            files = {}
+            for name, view in present:
+                files[name] = motion_filename(round_index, moment, name)
+                Image.fromarray(np.asarray(view.rgb, dtype=np.uint8)).save(
+                    self._tmp / files[name], quality=MOTION_JPEG_QUALITY)
+            kept.append({"round": round_index, "moment": moment, "stamp": round(float(frame.stamp), 3),
+                         "label": frame.label, "views": files})
+            while len(kept) > MAX_MOMENTS_PER_ROUND:
+                for file in kept.pop(0)["views"].values():
+                    (self._tmp / file).unlink(missing_ok=True)
+
     @staticmethod
     def _view_files(folder: Path, index: int) -> list[str]:
         """The view images stored for round ``index`` (the views the planner saw), by file name."""
@@ -343,6 +404,10 @@ class EpisodeRecorder:
             if conversation is None:
                 conversation = [f"USER:\n{r.instruction}ASSISTANT:\n{r.output.raw}\n" for r in self._rounds]
             _write_json(tmp / CONVERSATION_FILE, conversation)
+            if any(self._moments.values()):
+                with open(tmp / MOTION_FILE, "w", encoding="utf-8") as fh:
+                    fh.writelines(json.dumps(moment, ensure_ascii=False) + "\n"
+                                  for index in sorted(self._moments) for moment in self._moments[index])
             _write_json(tmp / SUMMARY_FILE, self._summary(trajectory))
             self._move_into_place(tmp)
         except BaseException:
@@ -384,6 +449,7 @@ class EpisodeRecorder:
                 "conversation": CONVERSATION_FILE,
                 "video": VIDEO_FILE if (tmp_has(self._tmp, VIDEO_FILE)) else None,
                 "topdown": TOPDOWN_FILE if (tmp_has(self._tmp, TOPDOWN_FILE)) else None,
+                "reaching": MOTION_FILE if any(self._moments.values()) else None,
             },
         }
 

@@ -4,7 +4,8 @@ What it shows, from the record's files alone: the outcome and the episode's metr
 nodes of each keypath the rounds matched, EMMOE section 2.3 / appendix C; PARTNR's percent complete, category
 and failure explanation when the record keeps its states), the top-down map with the robot's path
 (``topdown.png``), the scene's world graph with what the episode touched, and a round-by-round timeline: the
-four views the planner saw, its whole answer, the parsed subtask and model, the feedback code and message, the
+four views the planner saw (and, for a physical skill, the arm reaching: ``reaching.jsonl``'s frames from the head
+and overview cameras, homiebot/sim/mujoco/motion_views.py), its whole answer, the parsed subtask and model, the feedback code and message, the
 inventory before and after, and the world description when one was sent. A played two-agent episode
 (``homie play``) adds the person's rounds from ``play.json`` to the timeline, each after the robot's round of
 the same lock-step round.
@@ -31,6 +32,7 @@ from homiebot.data.record import (
     VIDEO_FILE,
     RecordError,
     read_episode,
+    read_motion_views,
     read_summary,
     view_filename,
 )
@@ -210,7 +212,36 @@ def _views(record_dir: Path, page_dir: Path, index: int, embed: bool) -> str:
     return f'<div class="views">{"".join(cells)}</div>'
 
 
-def _round(data: dict[str, Any], record_dir: Path, page_dir: Path, embed: bool, who: str | None = None) -> str:
+#: The reaching views' cameras, in the order a moment shows them (homiebot/sim/mujoco/motion_views.py).
+REACH_CAMERAS = ("head", "overview")
+
+
+def _reaching(moments: Sequence[dict[str, Any]], record_dir: Path, page_dir: Path, embed: bool, index: int) -> str:
+    """Round ``index``'s reaching views (``reaching.jsonl``): per moment the head camera above the overview camera,
+    what had just happened and when; nothing when the round has none."""
+    cells = []
+    for moment in moments:
+        views = moment.get("views") or {}
+        label = str(moment.get("label", ""))
+        images = "".join(
+            f'<img alt="{camera} camera, round {index}: {esc(label)}" data-camera="{camera}" '
+            f'src="{image_src(record_dir / views[camera], page_dir, embed)}">'
+            for camera in (*REACH_CAMERAS, *sorted(set(views) - set(REACH_CAMERAS)))
+            if camera in views and (record_dir / views[camera]).is_file()
+        )
+        if not images:
+            continue
+        stamp = moment.get("stamp")
+        when = f'<br><span class="muted">t = {float(stamp):.1f} s</span>' if stamp is not None else ""
+        cells.append(f'<figure class="reach">{images}<figcaption>{esc(label)}{when}</figcaption></figure>')
+    if not cells:
+        return ""
+    return (f'<div class="reaching"><div class="muted">the arm reaching: head camera above, overview camera below, '
+            f'at the end of each arm and gripper goal</div><div class="strip">{"".join(cells)}</div></div>')
+
+
+def _round(data: dict[str, Any], record_dir: Path, page_dir: Path, embed: bool, who: str | None = None,
+           moments: Sequence[dict[str, Any]] = ()) -> str:
     """One round of the timeline; ``who``: the agent, for the partner's rounds of a two-agent episode (their
     views are not recorded)."""
     index = int(data["round"])
@@ -245,7 +276,8 @@ def _round(data: dict[str, Any], record_dir: Path, page_dir: Path, embed: bool, 
         )
     return (
         f'<div class="round" id="round{index}" data-code="{esc(data["error_code"])}">'
-        f"{_views(record_dir, page_dir, index, embed)}<div>{''.join(lines)}</div></div>"
+        f"<div>{_views(record_dir, page_dir, index, embed)}{_reaching(moments, record_dir, page_dir, embed, index)}</div>"
+        f"<div>{''.join(lines)}</div></div>"
     )
 
 
@@ -275,14 +307,16 @@ def _partner_rounds(play: dict[str, Any] | None) -> list[dict[str, Any]]:
 
 
 def _timeline(rounds: Sequence[dict[str, Any]], partner_rounds: Sequence[dict[str, Any]], record: Path,
-              page_dir: Path, embed: bool, who: str) -> str:
-    """The robot's rounds, each followed by the partner's round of the same lock-step round (the loop's order)."""
+              page_dir: Path, embed: bool, who: str,
+              moments: dict[int, list[dict[str, Any]]] | None = None) -> str:
+    """The robot's rounds, each followed by the partner's round of the same lock-step round (the loop's order);
+    ``moments``: the robot's reaching views by round."""
     by_round: dict[int, list[dict[str, Any]]] = {}
     for data in partner_rounds:
         by_round.setdefault(int(data["round"]), []).append(data)
     parts = []
     for data in rounds:
-        parts.append(_round(data, record, page_dir, embed))
+        parts.append(_round(data, record, page_dir, embed, moments=(moments or {}).get(int(data["round"]), ())))
         parts += [_round(p, record, page_dir, embed, who) for p in by_round.pop(int(data["round"]), [])]
     for index in sorted(by_round):  # the partner's rounds after the robot had ended
         parts += [_round(p, record, page_dir, embed, who) for p in by_round[index]]
@@ -324,6 +358,7 @@ def render_episode(
         trajectory = read_episode(record)
         rounds = _read_round_lines(record)
         play = _play_file(record)
+        moments = read_motion_views(record)
     except (RecordError, OSError, json.JSONDecodeError, KeyError) as err:
         raise ReportError(f"{record}: not a readable episode record ({err})") from None
     where = Path(page_dir) if page_dir is not None else record
@@ -334,7 +369,7 @@ def render_episode(
     partner_rounds = _partner_rounds(play)
     # The person played the human beside the robot: their rounds are the partner's (homiebot/play/episode.py).
     who = "human (you)" if play is not None and play.get("role") == "human" else "human"
-    timeline = _timeline(rounds, partner_rounds, record, where, embed, who)
+    timeline = _timeline(rounds, partner_rounds, record, where, embed, who, moments)
     video = ""
     if (record / VIDEO_FILE).is_file() and where.resolve() == record.resolve():
         video = f'<section id="video"><h2>Video</h2><video controls width="512" src="{VIDEO_FILE}"></video></section>'

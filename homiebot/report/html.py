@@ -37,6 +37,9 @@ table.sortable th[data-dir=asc]::after{content:" \\25B2"}table.sortable th[data-
 .view img{width:200px;height:200px;display:block;image-rendering:pixelated}
 .view span{position:absolute;left:4px;top:4px;background:rgba(0,0,0,.6);color:#fff;font-size:11px;padding:0 4px}
 .view.missing{display:flex;align-items:center;justify-content:center;color:#aaa;font-size:12px}
+.reaching{margin-top:6px;max-width:830px}.reaching .strip{display:flex;flex-wrap:wrap;gap:4px}
+.reach{margin:0;width:150px;font-size:11px}.reach img{width:150px;display:block;border-radius:3px;margin-bottom:2px}
+.reach figcaption{line-height:1.25;overflow-wrap:anywhere}
 .round{display:grid;grid-template-columns:830px minmax(300px,1fr);gap:12px;border-top:1px solid #d8dee4;padding:10px 0}
 .round:first-of-type{border-top:none}
 pre{white-space:pre-wrap;background:#f6f8fa;border:1px solid #d8dee4;border-radius:4px;padding:6px;margin:4px 0;font-size:12px}
@@ -90,6 +93,8 @@ def png_data_uri(data: bytes) -> str:
 def image_src(path: Path, page_dir: Path, embed: bool) -> str:
     """The ``src`` of an image file: embedded as a data URI, or its path relative to the page."""
     if embed:
+        if path.suffix.lower() in (".jpg", ".jpeg"):
+            return "data:image/jpeg;base64," + base64.b64encode(path.read_bytes()).decode("ascii")
         return png_data_uri(path.read_bytes())
     return html.escape(Path(os.path.relpath(path, page_dir)).as_posix(), quote=True)
 

@@ -81,6 +81,7 @@ from homiebot.types import (
     CameraView,
     EntityKind,
     EntityState,
+    MotionFrame,
     Observation,
     Pose2D,
     SkillResult,
@@ -89,6 +90,7 @@ from homiebot.types import (
 )
 
 if TYPE_CHECKING:  # rendering needs a GL context: imported only when rendering is on
+    from homiebot.sim.mujoco.motion_views import MotionViews
     from homiebot.sim.mujoco.rendering import MultiViewRenderer
 
 logger = logging.getLogger(__name__)
@@ -207,6 +209,9 @@ class MujocoSimulator:
         self._finger = robot_model.FINGER_OPEN
         self._torso = 0.0  # torso lift (m): the oracle skills keep it down; the physical ones may raise it
         self._physical_arm = False  # use_physical_arm()
+        #: The physical skills' reaching views while they are on (:meth:`record_motion_views`); the physical driver
+        #: tells them of every arm and gripper goal's end.
+        self.motion_views: MotionViews | None = None
 
     # ------------------------------------------------------------------ protocol: lifecycle
 
@@ -429,6 +434,30 @@ class MujocoSimulator:
             cy=(self.height - 1) / 2,
             camera_to_world=pose,
         )
+
+    def record_motion_views(self, on: bool = True) -> MotionViews | None:
+        """Switch the physical skills' reaching views on or off (:mod:`homiebot.sim.mujoco.motion_views`); on only
+        while this simulator renders. Returns them, or None when off. Frames not yet taken are dropped when they
+        are switched off."""
+        if not on or not self.render_enabled:
+            self.motion_views = None
+            return None
+        if self.motion_views is None:
+            from homiebot.sim.mujoco.motion_views import MotionViews
+
+            self.motion_views = MotionViews(self)
+        return self.motion_views
+
+    def motion_frame(self, label: str, size: tuple[int, int]) -> MotionFrame | None:
+        """The robot's reaching views now (:func:`homiebot.sim.mujoco.motion_views.render_motion_frame`), stamped
+        with the simulated time; None without a renderer."""
+        if self._renderer is None or self._compiled is None or self._data is None:
+            return None
+        from homiebot.sim.mujoco.motion_views import render_motion_frame
+
+        compiled = self._compiled
+        return render_motion_frame(self._renderer, compiled.model, self._data, compiled.camera_ids["front"],
+                                   self._bodies[ROBOT_ID].pose, label, self.sim_time, size, compiled.has_human)
 
     def render_topdown(self, size: int = 512) -> np.ndarray:
         from homiebot.sim.mujoco.topdown import draw_topdown

@@ -51,6 +51,7 @@ from __future__ import annotations
 import logging
 import math
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import mujoco
@@ -112,6 +113,19 @@ class PhysicsSettings:
     # l_/r_gripper_finger_joint to 0.05 m/s). Unlimited, 40 N on a 50 g finger closed 3 cm in a few steps and
     # passed through a 4 cm box before its contact could stop it.
     finger_speed: float = 0.05
+
+
+@dataclass(frozen=True)
+class GoalEnd:
+    """One FollowJointTrajectory or GripperCommand goal of :class:`PhysicalDriver` has ended (told to its
+    ``goal_observers``, after the outcome was written back to the simulator): the moments the reaching views of
+    the physical skills are taken at (:mod:`homiebot.sim.mujoco.motion_views`)."""
+
+    kind: str  # "arm" (FollowJointTrajectory) or "gripper" (GripperCommand)
+    label: str  # what happened, for a person: "arm at its goal", "gripper closed on apple_1", ...
+    succeeded: bool
+    closing: bool = False  # a gripper goal that closed the fingers
+    released: str | None = None  # what a gripper goal let go of
 
 
 class FingerContactAttachment:
@@ -376,6 +390,10 @@ class PhysicalDriver:
         #: The doors and drawers a physical Open or Close is moving (module docstring, "A handle's grasp"): only
         #: these may be held by a handle, and their joints are handed back to the simulator after each goal.
         self.articulating: set[str] = set()
+        #: Told of every arm or gripper goal once it has ended and its outcome is the simulator's (:class:`GoalEnd`):
+        #: the reaching views (the simulator's ``motion_views``, when on, are told after these). An observer must
+        #: not change the simulator's data.
+        self.goal_observers: list[Callable[[GoalEnd], None]] = []
         # Physics steps taken and the wall time spent in them (benchmarks/bench_physical_skills.py: real-time factor).
         self.physics_steps = 0
         self.physics_wall_s = 0.0
@@ -499,6 +517,8 @@ class PhysicalDriver:
         else:
             self._hold(data)  # stop where it is, as a controller does on abort
         self._finish(elapsed)
+        self._goal_ended(GoalEnd("arm", "arm at its goal" if result.succeeded else f"arm stopped: {result.error_string}",
+                                 result.succeeded))
         return result
 
     def gripper_command(self, position: float, max_effort: float) -> GripperResult:
@@ -550,6 +570,13 @@ class PhysicalDriver:
             self._settle(model, data)  # let what left the hand come to rest before anyone reads where it is
             elapsed += s.settle_time
         self._finish(elapsed)
+        if closing:
+            held = self._grasp.held or self._grasp.held_leaf
+            label = f"gripper closed on {held}" if held is not None else f"gripper closed to {100 * gap:.1f} cm, holding nothing"
+        else:
+            label = f"gripper opened, let go of {released}" if released is not None else "gripper opened"
+        self._goal_ended(GoalEnd("gripper", label, stalled or abs(gap - 2 * target) <= s.gripper_tolerance,
+                                 closing=closing, released=released))
         return GripperResult(position=gap, effort=effort, stalled=stalled,
                              reached_goal=abs(gap - 2 * target) <= s.gripper_tolerance)
 
@@ -645,6 +672,14 @@ class PhysicalDriver:
                 if mine in held_geoms and carried is None:
                     carried = f"{name}, touched by the held {held}"
         return carried
+
+    def _goal_ended(self, event: GoalEnd) -> None:
+        """Tell the goal observers, then the simulator's reaching views when they are on (:class:`GoalEnd`)."""
+        for observe in self.goal_observers:
+            observe(event)
+        views = getattr(self._sim, "motion_views", None)
+        if views is not None:
+            views.goal_ended(event)
 
     def _finish(self, seconds: float) -> None:
         """Write what physics did back into the simulator's state and advance its clock."""

@@ -129,6 +129,40 @@ class MultiViewRenderer:
             )
         return views
 
+    def render_rgb(self, data: mujoco.MjData, camera: mujoco.MjvCamera, name: str, size: tuple[int, int],
+                   groups: dict[int, bool] | None = None) -> CameraView:
+        """One RGB image (no segmentation pass, no depth) of ``camera``: a fixed camera of the model or a free one
+        (``mjCAMERA_FREE``: look-at point, distance, azimuth, elevation), ``size`` = (width, height) at most this
+        renderer's. ``groups`` are shown or hidden for this image only. Depth and segmentation are empty arrays;
+        the intrinsics and the optical frame are the image's (module docstring)."""
+        width, height = min(size[0], self.width), min(size[1], self.height)
+        self._gl.make_current()
+        saved = self._option.geomgroup.copy()
+        try:
+            for group, shown in (groups or {}).items():
+                self._option.geomgroup[group] = 1 if shown else 0
+            # One camera: mjv_updateScene aims the headlight along it.
+            mujoco.mjv_updateScene(self.model, data, self._option, None, camera, mujoco.mjtCatBit.mjCAT_ALL, self._scene)
+        finally:
+            self._option.geomgroup[:] = saved
+        rect = mujoco.MjrRect(0, 0, width, height)
+        rgb = np.empty((height, width, 3), dtype=np.uint8)
+        mujoco.mjr_render(rect, self._scene, self._context)
+        mujoco.mjr_readPixels(rgb, None, rect, self._context)
+        gl_camera = self._scene.camera[0]
+        forward, up = np.array(gl_camera.forward, dtype=float), np.array(gl_camera.up, dtype=float)
+        pose = np.eye(4)
+        pose[:3, :3] = np.column_stack([np.cross(forward, up), -up, forward])  # optical: x right, y down, z forward
+        pose[:3, 3] = np.array(gl_camera.pos, dtype=float)
+        if camera.type == mujoco.mjtCamera.mjCAMERA_FIXED:
+            fovy = float(self.model.cam_fovy[camera.fixedcamid])
+        else:
+            fovy = float(self.model.vis.global_.fovy)
+        f = (height / 2) / math.tan(math.radians(fovy) / 2)
+        return CameraView(name=name, rgb=rgb[::-1].copy(), depth=np.zeros((0, 0), np.float32),
+                          segmentation=np.zeros((0, 0), np.int32), fx=f, fy=f, cx=(width - 1) / 2,
+                          cy=(height - 1) / 2, camera_to_world=pose)
+
     def _segment_lookup(self) -> np.ndarray:
         """Segmentation colour index (segid + 1; 0 = background) -> scene instance id."""
         lut = np.zeros(self._scene.ngeom + 2, dtype=np.int32)
