@@ -4,7 +4,9 @@
 * ``homie data export --from RUNS --out RAW``: EMMOE's raw per-task layout (``info.txt`` + views);
 * ``homie data build sft|dpo --from RUNS --out DIR``: the SFT or DPO data set, with counts per kind;
 * ``homie data check --from DIR``: a built SFT data set's ambiguous prompts, prompt tokens and mix;
-* ``homie data corrections --out DIR``: DAgger's rows: a trained student plays, the expert labels its states.
+* ``homie data corrections --out DIR``: DAgger's rows: a trained student plays, the expert labels its states;
+* ``homie data skills --skill pick --episodes N --out DIR``: the physical skills' executions as a LeRobot data set
+  (docs/skill-data.md).
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from pathlib import Path
 
 import typer
 
-from homiebot.cli.failures import check_output, fail
+from homiebot.cli.failures import EXIT_ENVIRONMENT, check_output, fail
 
 
 def register(app: typer.Typer) -> None:
@@ -302,6 +304,72 @@ def register(app: typer.Typer) -> None:
                 replay_episodes=replay_episodes,
             )
         except (TrainingDataError, ValueError) as err:
+            fail(str(err))
+        for line in summary.lines():
+            typer.echo(line)
+
+    @data_app.command("skills")
+    def skills_command(
+        skill: str = typer.Option(..., "--skill", help="The physical skill: pick, open or close."),
+        episodes: int = typer.Option(..., "--episodes", "-n", help="Episodes to record (one skill execution each)."),
+        out: Path = typer.Option(..., "--out", "-o", help="New (or empty) folder: the LeRobot data set's root."),
+        split: str = typer.Option(
+            "train",
+            "--split",
+            help="train (seeds from 0) or eval (held-out placements: seeds from 1000000, never in training data).",
+        ),
+        first_seed: int = typer.Option(None, "--first-seed", help="The first seed (default: the split's first)."),
+        size: int = typer.Option(96, "--size", help="Camera images' side in pixels (head and wrist)."),
+        video: bool = typer.Option(
+            False, "--video/--images", help="Store the cameras as MP4 video (AV1) or as PNG images (default)."
+        ),
+    ) -> None:
+        """Run a physical skill over varied placements, objects and scenes; write a LeRobot data set (one episode per
+        execution: camera images, joint states, joint targets, task text, success; failures marked)."""
+        from homiebot.data.skill_datasets import (
+            SKILLS,
+            EpisodeRecord,
+            SkillDataError,
+            check_out,
+            first_seed_of,
+            record_skill_dataset,
+            require_lerobot,
+            seed_problem,
+        )
+
+        if skill not in SKILLS:
+            fail(f"unknown --skill {skill!r}; use one of {', '.join(SKILLS)}")
+        if episodes <= 0:
+            fail(f"--episodes must be positive, got {episodes}")
+        try:
+            first_seed_of(split)
+        except SkillDataError as err:
+            fail(str(err))
+        problem = seed_problem(first_seed, split) if first_seed is not None else None
+        if problem is not None:
+            fail(f"--first-seed: {problem}")
+        check_output(out)
+        try:
+            check_out(out)
+        except SkillDataError as err:
+            fail(str(err))
+        try:
+            require_lerobot()
+        except SkillDataError as err:
+            fail(str(err), EXIT_ENVIRONMENT)
+
+        def progress(record: EpisodeRecord) -> None:
+            if record.skipped:
+                typer.echo(f"seed {record.seed}: skipped ({record.skipped})", err=True)
+            else:
+                outcome = "success" if record.success else f"failed, {record.emmoe_code}: {record.detail}"
+                typer.echo(f"episode {record.episode_index} (seed {record.seed}, {record.scene}): {record.task}: "
+                           f"{outcome} ({record.frames} frames)", err=True)
+
+        try:
+            summary = record_skill_dataset(skill, episodes, out, split=split, first_seed=first_seed, size=size,
+                                           video=video, progress=progress)
+        except SkillDataError as err:
             fail(str(err))
         for line in summary.lines():
             typer.echo(line)

@@ -179,6 +179,12 @@ CASES: dict[str, dict[str, list[str]]] = {
         "missing_input": ["--out", "{tmp}/out", "--replay", MISSING, "--replay-episodes", "3"],
         "not_a_student": ["--out", "{tmp}/out", "--model", "smollm2"],
     },
+    "data skills": {
+        "unwritable": ["--skill", "pick", "-n", "1", "--out", UNWRITABLE],
+        "bad_name": ["--skill", "juggle", "-n", "1", "--out", "{tmp}/out"],
+        "evaluation_seed": ["--skill", "pick", "-n", "1", "--first-seed", "1000000", "--out", "{tmp}/out"],
+        "existing_output": ["--skill", "pick", "-n", "1", "--out", "{tmp}/.."],  # the test's folder: not empty
+    },
     "data export": {
         "unwritable": ["--from", MISSING, "--out", UNWRITABLE],  # the output is checked first
         "missing_input": ["--from", MISSING, "--out", "{tmp}/out"],
@@ -255,6 +261,9 @@ MENTIONS: dict[tuple[str, str], str] = {
     ("data corrections", "missing_input"): "no data set",
     ("data corrections", "not_a_student"): "subtask-only answers",
     ("data export", "unwritable"): "cannot write --out {location}",
+    ("data skills", "unwritable"): "cannot write --out {location}",
+    ("data skills", "evaluation_seed"): "seed 1000000 is an evaluation seed",
+    ("data skills", "existing_output"): "exists and is not an empty folder",
     ("eval", "unknown_option"): "does not take option(s) foo; it takes: interact_range_m",
     ("eval", "malformed_option"): "'=x' must look like key=value",
     ("eval", "option_not_a_number"): "near_threshold_m=near must be a number",

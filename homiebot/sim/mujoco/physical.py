@@ -397,6 +397,11 @@ class PhysicalDriver:
         # Physics steps taken and the wall time spent in them (benchmarks/bench_physical_skills.py: real-time factor).
         self.physics_steps = 0
         self.physics_wall_s = 0.0
+        #: Called with ``(model, data)`` before every physics step, once that step's commands are in ``data.ctrl``
+        #: (what the controllers send: the arm's and torso's position targets, the fingers'): a recorder of the skills'
+        #: executions (homiebot/data/skill_datasets.py) reads the joints, the commands and the cameras there. An
+        #: observer must not change ``data``.
+        self.step_observers: list[Callable[[mujoco.MjModel, mujoco.MjData], None]] = []
 
     # ------------------------------------------------------------------ set-up
 
@@ -636,6 +641,8 @@ class PhysicalDriver:
                 wake_all(data)  # at this step, with its island
             else:
                 data.tree_asleep[tree] = FULLY_AWAKE
+        for observe in self.step_observers:
+            observe(model, data)
         started = time.perf_counter()
         mujoco.mj_step(model, data)
         self.physics_wall_s += time.perf_counter() - started

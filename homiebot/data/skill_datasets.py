@@ -1,0 +1,579 @@
+"""The physical skills' executions as LeRobot data sets (``homie data skills``; docs/skill-data.md).
+
+One episode is one execution of one physical skill (:class:`~homiebot.skills.physical.PhysicalSkillSet`, the skills
+of ``--skills physical``) on the embedded MuJoCo simulator, recorded at :data:`FPS` frames per second of simulated
+time while the arm moves under physics, and written with LeRobot's own writer (``LeRobotDataset.create``,
+``add_frame``, ``save_episode``, ``finalize``): nothing of the format is written here. Per frame:
+
+* ``observation.images.head`` and ``observation.images.wrist``: the robot's head camera and a camera on its gripper
+  (:mod:`homiebot.sim.mujoco.skill_cameras`), ``size`` x ``size`` RGB;
+* ``observation.state``: the joints' positions, :data:`JOINTS` (torso lift, the seven arm joints, the two fingers);
+* ``action``: the position targets the robot's controllers send at that control step, in the same order (the
+  trajectory controller's interpolated setpoint for the torso and arm, the gripper controller's for the fingers):
+  what a policy has to output for the driver to do what the scripted skill did;
+* ``next.success`` (true on the last frame of an episode whose skill succeeded) and ``next.done`` (true on every
+  episode's last frame), the layout LeRobot's own evaluation records;
+* the task text, e.g. "pick up the red_box_4", "open the fridge".
+
+Frames are taken before the physics step at every 1/FPS s of simulated time while the skill runs (the observation is
+the state the action is sent from). Between physics goals the skill plans; no simulated time passes there, so the
+frames are evenly spaced in simulated time. A Pick or Open that moves the base on the way (a reposition, the next pull
+of a wide door) moves it through NavigateToPose, kinematically: the frames jump there, and the episode's metadata says
+so (``base_moved``).
+
+**What varies, and what a seed fixes.** An episode's seed fixes everything: the EMMOE-100 task whose scene it plays in
+(drawn uniformly from the suite), every object's placement on its furniture (the simulator's reset seed is the
+episode's seed), the skill's target (for a Pick one of the objects the task names in a Pick of its key paths, else
+any object the robot can get at; for Open / Close one of the scene's doors and drawers, put closed or open as the
+skill needs), and the robot's start pose (one of the first :data:`START_POSES` poses Go to would try, shifted by up to
+:data:`START_JITTER_M` and turned by up to :data:`START_JITTER_RAD`). A seed whose episode cannot start (no start pose
+reached) or whose skill ends before the arm moved (under :data:`MIN_FRAMES` frames: a refusal, such as an object wider
+than the gripper, or no grasp from anywhere the base went) is skipped and counted; the next seed follows.
+
+**Held-out placements** (:func:`split_of`): seeds below :data:`EVAL_SEED_BASE` are training seeds, seeds from it on
+are evaluation seeds. A data set is recorded from one split's seeds (``split="train"``: from 0 up; ``"eval"``: from
+EVAL_SEED_BASE up) and a seed of the other split is refused, so an evaluation placement (the reset seed that samples
+it, the start pose drawn with it) never is in training data.
+
+Per-episode metadata that LeRobot's episode table has no column for (seed, split, task id, scene, target, start pose,
+the skill's status and message, EMMOE's failure code, whether the base moved) is in ``meta/homiebot_episodes.jsonl``
+next to LeRobot's own files, one JSON object per episode, in episode order.
+
+The whole data set is written into a hidden temporary folder beside ``out`` and renamed onto it at the end: an error
+or an interrupt leaves no output folder. LeRobot is imported only here, and only when recording starts
+(:class:`SkillDataError` when it is missing): it needs Python >= 3.12 (docs/results/lerobot-install-2026-11-29.md).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import re
+import shutil
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from homiebot.sim.mujoco import robot as robot_model
+from homiebot.types import Action, EntityKind, ErrorCode, Pose2D, SkillResult, SkillStatus, WorldState
+
+#: The skills this recorder runs, by the name ``homie data skills --skill`` takes.
+SKILLS: dict[str, Action] = {"pick": Action.PICK, "open": Action.OPEN, "close": Action.CLOSE}
+#: Frames per second of simulated time.
+FPS = 10
+#: Default image side (pixels).
+DEFAULT_SIZE = 96
+#: Seeds from this one on are evaluation seeds, below it training seeds (module docstring, "Held-out placements").
+EVAL_SEED_BASE = 1_000_000
+SPLITS = ("train", "eval")
+#: observation.state's and action's names, in order.
+JOINTS: tuple[str, ...] = ("torso_lift", *robot_model.ARM_JOINTS, *robot_model.FINGER_JOINTS)
+#: The robot type written into the data set's metadata.
+ROBOT_TYPE = "homiebot_fetch_class"
+#: The file of per-episode metadata, relative to the data set's root.
+EPISODES_FILE = "meta/homiebot_episodes.jsonl"
+#: How many of Go to's poses, best first, a start pose is drawn from; and how far it is shifted and turned.
+START_POSES = 4
+START_JITTER_M = 0.05
+START_JITTER_RAD = 0.2
+#: An execution shorter than this many frames is no demonstration (a refusal, or a failure after a base move alone:
+#: the Pick found no grasp from the new pose either): its seed is skipped.
+MIN_FRAMES = 5
+#: Seeds tried per episode asked for, at most (skipped seeds: module docstring), plus a constant.
+SEED_BUDGET = 3
+#: The suite whose tasks give the scenes and the Pick targets.
+SUITE = "emmoe100"
+
+_PICK_PATH = re.compile(r"^\[\s*Pick\s*,\s*([^,\]]+?)\s*\]$")
+
+
+class SkillDataError(ValueError):
+    """A skill data set cannot be recorded as asked (one line for the user)."""
+
+
+def split_of(seed: int) -> str:
+    """The split a seed belongs to (module docstring, "Held-out placements")."""
+    if seed < 0:
+        raise SkillDataError(f"seeds are >= 0, not {seed}")
+    return "eval" if seed >= EVAL_SEED_BASE else "train"
+
+
+def seed_problem(seed: int, split: str) -> str | None:
+    """Why ``seed`` cannot start ``split``'s episodes, or None."""
+    if seed < 0:
+        return f"seeds are >= 0, not {seed}"
+    if split_of(seed) == split:
+        return None
+    kind = "an evaluation" if split == "train" else "a training"
+    rule = f"training seeds are < {EVAL_SEED_BASE}" if split == "train" else f"evaluation seeds are >= {EVAL_SEED_BASE}"
+    return f"seed {seed} is {kind} seed, not one of --split {split} ({rule})"
+
+
+def first_seed_of(split: str) -> int:
+    if split not in SPLITS:
+        raise SkillDataError(f"unknown split {split!r}; use {' or '.join(SPLITS)}")
+    return EVAL_SEED_BASE if split == "eval" else 0
+
+
+def require_lerobot() -> Any:
+    """LeRobot's ``LeRobotDataset``, or :class:`SkillDataError` saying how to get it."""
+    try:
+        from lerobot.datasets.lerobot_dataset import LeRobotDataset
+    except ImportError as err:
+        raise SkillDataError(
+            f"recording skill data needs LeRobot (lerobot[dataset]==0.6.1, Python >= 3.12), which this Python cannot "
+            f"import ({err}); see docs/skill-data.md"
+        ) from None
+    return LeRobotDataset
+
+
+def emmoe_code(action: Action, result: SkillResult) -> ErrorCode:
+    """The EMMOE code the executor answers this one execution's outcome with once its tries are spent
+    (homiebot/executor/executor.py: a refusal repeats its pre-check's code; a Put that lost the object is E2; any
+    other failure is E1 after the third try)."""
+    status = result.status
+    if status is SkillStatus.SUCCESS:
+        return ErrorCode.OK
+    refusals = {
+        SkillStatus.TOO_FAR: ErrorCode.D1, SkillStatus.TOO_CLOSE: ErrorCode.D2, SkillStatus.HAND_FULL: ErrorCode.L1,
+        SkillStatus.HAND_EMPTY: ErrorCode.L2, SkillStatus.NOT_INTERACTIVE: ErrorCode.L4, SkillStatus.NOT_FOUND: ErrorCode.F2,
+    }
+    if status in refusals:
+        return refusals[status]
+    if status is SkillStatus.CONTAINER_CLOSED and action is Action.PUT:
+        return ErrorCode.L3
+    if status is SkillStatus.DROPPED:
+        return ErrorCode.E2
+    return ErrorCode.E1
+
+
+def features(size: int, video: bool) -> dict[str, dict[str, Any]]:
+    """The data set's features (LeRobot's ``features`` argument)."""
+    from homiebot.sim.mujoco.skill_cameras import CAMERAS
+
+    visual = "video" if video else "image"
+    spec: dict[str, dict[str, Any]] = {
+        f"observation.images.{cam}": {"dtype": visual, "shape": (size, size, 3), "names": ["height", "width", "channels"]}
+        for cam in CAMERAS
+    }
+    spec["observation.state"] = {"dtype": "float32", "shape": (len(JOINTS),), "names": list(JOINTS)}
+    spec["action"] = {"dtype": "float32", "shape": (len(JOINTS),), "names": list(JOINTS)}
+    spec["next.success"] = {"dtype": "bool", "shape": (1,), "names": None}
+    spec["next.done"] = {"dtype": "bool", "shape": (1,), "names": None}
+    return spec
+
+
+# ---------------------------------------------------------------------------------------------- episodes
+
+
+@dataclass(frozen=True)
+class EpisodePlan:
+    """What a seed fixed (module docstring)."""
+
+    seed: int
+    skill: str
+    task_id: str
+    scene: str
+    target: str
+    task_text: str
+    from_task: bool  # the target is one the task names (a Pick), or the piece it opens or closes
+
+
+@dataclass
+class EpisodeRecord:
+    """One recorded (or skipped) seed: the sidecar's row."""
+
+    seed: int
+    split: str
+    skill: str
+    task_id: str
+    scene: str
+    target: str
+    task: str
+    target_from_task: bool
+    start_pose: tuple[float, float, float] | None = None
+    status: str = ""
+    detail: str = ""
+    success: bool = False
+    emmoe_code: str = ""
+    base_moved: bool = False
+    frames: int = 0
+    sim_seconds: float = 0.0
+    wall_seconds: float = 0.0
+    episode_index: int | None = None  # None: skipped
+    skipped: str = ""
+
+
+class _FrameRecorder:
+    """A PhysicalDriver step observer: every ``every`` physics steps, the cameras, the joints and the commands."""
+
+    def __init__(self, cameras: Any, model: Any, every: int) -> None:
+        import mujoco
+
+        self.cameras = cameras
+        self.every = every
+        self.active = False
+        self.steps = 0
+        self.frames: list[dict[str, np.ndarray]] = []
+        prefix = robot_model.ROBOT_PREFIX
+        self._qpos = np.array([model.jnt_qposadr[mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_JOINT, prefix + j)]
+                               for j in JOINTS])
+        by_joint = {int(model.actuator_trnid[i, 0]): i for i in range(model.nu)}
+        self._ctrl = np.array([by_joint[mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_JOINT, prefix + j)] for j in JOINTS])
+
+    def start(self) -> None:
+        self.active, self.steps, self.frames = True, 0, []
+
+    def __call__(self, model: Any, data: Any) -> None:
+        if not self.active:
+            return
+        if self.steps % self.every == 0:
+            images = self.cameras.render(data)
+            self.frames.append({
+                **{f"observation.images.{cam}": image for cam, image in images.items()},
+                "observation.state": data.qpos[self._qpos].astype(np.float32),
+                "action": data.ctrl[self._ctrl].astype(np.float32),
+            })
+        self.steps += 1
+
+
+def _task_pick_names(keypaths: Sequence[Sequence[str]]) -> set[str]:
+    names = set()
+    for path in keypaths:
+        for node in path:
+            found = _PICK_PATH.match(node.strip())
+            if found:
+                names.add(found.group(1).strip().lower())
+    return names
+
+
+def _named_by(name: str, names: set[str]) -> bool:
+    lowered = name.lower()
+    return lowered in names or any(re.fullmatch(re.escape(n) + r"_\d+", lowered) for n in names)
+
+
+def _reachable_objects(world: WorldState) -> list[str]:
+    """Objects on or in furniture the robot can get at (not in a closed door or drawer), by name."""
+    out = []
+    for name, entity in sorted(world.entities.items()):
+        if entity.kind is not EntityKind.OBJECT or entity.parent is None:
+            continue
+        parent = world.entities.get(entity.parent)
+        if parent is None or parent.kind is not EntityKind.FURNITURE:
+            continue
+        if parent.articulated and not parent.is_open and entity.relation == "in":
+            continue
+        out.append(name)
+    return out
+
+
+def _articulated(spec: Any) -> list[str]:
+    return sorted(f.name for f in spec.furniture if f.articulation is not None)
+
+
+def _spec_with(spec: Any, piece: str, is_open: bool) -> Any:
+    """The scene with ``piece``'s door or drawer closed or open at reset."""
+    furniture = [
+        f.model_copy(update={"articulation": f.articulation.model_copy(update={"open": is_open})})
+        if f.name == piece and f.articulation is not None else f
+        for f in spec.furniture
+    ]
+    return spec.model_copy(update={"furniture": furniture})
+
+
+class SkillEpisodes:
+    """Plans, sets up and runs one skill's episodes on one simulator (no LeRobot here: the writer is the caller's)."""
+
+    def __init__(self, skill: str, size: int = DEFAULT_SIZE) -> None:
+        if skill not in SKILLS:
+            raise SkillDataError(f"unknown skill {skill!r}; use one of {', '.join(SKILLS)}")
+        from homiebot.sim.mujoco.backend import MujocoSimulator
+        from homiebot.tasks.suite import load_suite
+
+        self.skill = skill
+        self.action = SKILLS[skill]
+        self.size = size
+        self.tasks = list(load_suite(SUITE).tasks)
+        # No first-person views: the recorder renders its own small cameras.
+        self.sim = MujocoSimulator(render=False)
+        self._cameras: Any = None
+        self._model: Any = None
+        self._recorder: _FrameRecorder | None = None
+
+    def close(self) -> None:
+        if self._cameras is not None:
+            self._cameras.close()
+            self._cameras = None
+        self.sim.shutdown()
+
+    # -------------------------------------------------------------- one seed
+
+    def plan(self, seed: int) -> tuple[EpisodePlan, Any]:
+        """The episode ``seed`` fixes and the scene to reset to (module docstring); the simulator is reset to it."""
+        from homiebot.sim.scene import load_scene
+
+        rng = np.random.default_rng([seed, 20261130])
+        task = self.tasks[int(rng.integers(len(self.tasks)))]
+        spec = load_scene(task.scene)
+        if self.action is Action.PICK:
+            self.sim.reset(spec, seed=seed)
+            world = self.sim.state()
+            candidates = _reachable_objects(world)
+            named = [n for n in candidates if _named_by(n, _task_pick_names(task.keypaths))]
+            pool = named or candidates
+            if not pool:
+                raise _Skip(f"no object the robot can get at in {task.scene}")
+            target = pool[int(rng.integers(len(pool)))]
+            text = f"pick up the {target}"
+            return EpisodePlan(seed, self.skill, task.id, task.scene, target, text, bool(named)), spec
+        pieces = _articulated(spec)
+        if not pieces:
+            raise _Skip(f"no door or drawer in {task.scene}")
+        in_task = [p for p in pieces if any(f"{p}]" in node for path in task.keypaths for node in path)]
+        pool = in_task or pieces
+        target = pool[int(rng.integers(len(pool)))]
+        opening = self.action is Action.OPEN
+        spec = _spec_with(spec, target, is_open=not opening)
+        self.sim.reset(spec, seed=seed)
+        text = f"{'open' if opening else 'close'} the {target}"
+        return EpisodePlan(seed, self.skill, task.id, task.scene, target, text, bool(in_task)), spec
+
+    def _start_pose(self, skills: Any, plan: EpisodePlan, rng: np.random.Generator) -> Pose2D:
+        """Tuck the arm where the robot starts, then drive to a start pose near the target (module docstring)."""
+        from homiebot.skills.physical import navigation
+        from homiebot.skills.physical.skillset import MANIPULATION_GAPS
+
+        skills.reset_arm()
+        world = self.sim.state()
+        poses = navigation.approach_poses(world, plan.target, object_gaps=MANIPULATION_GAPS)
+        if not poses:
+            raise _Skip(f"no pose near {plan.target}")
+        first = int(rng.integers(min(START_POSES, len(poses))))
+        pose = poses[first]
+        shift = rng.uniform(-START_JITTER_M, START_JITTER_M, 2)
+        turn = float(rng.uniform(-START_JITTER_RAD, START_JITTER_RAD))
+        jittered = Pose2D(pose.x + float(shift[0]), pose.y + float(shift[1]), pose.yaw + turn)
+        for goal in (jittered, pose, *[p for i, p in enumerate(poses[:START_POSES]) if i != first]):
+            if skills.driver.navigate_to_pose(goal).succeeded:
+                return skills.driver.base_pose()
+        raise _Skip(f"the base reached none of the start poses near {plan.target}")
+
+    def _bind_cameras(self, skills: Any) -> _FrameRecorder:
+        from homiebot.sim.mujoco.skill_cameras import SkillCameras
+
+        compiled, _ = self.sim.physics_handles()
+        if compiled.model is not self._model:  # a new scene is a new model
+            if self._cameras is not None:
+                self._cameras.close()
+            self._cameras = SkillCameras(compiled.model, self.size)
+            self._model = compiled.model
+            every = max(1, round(1.0 / (FPS * compiled.model.opt.timestep)))
+            self._recorder = _FrameRecorder(self._cameras, compiled.model, every)
+        assert self._recorder is not None
+        skills.driver.step_observers[:] = [self._recorder]
+        return self._recorder
+
+    def run(self, seed: int) -> tuple[EpisodeRecord, list[dict[str, np.ndarray]]]:
+        """Run ``seed``'s episode: its record and its frames (none when skipped: ``record.skipped`` says why)."""
+        from homiebot.skills.physical import PhysicalSkillSet
+
+        started = time.perf_counter()
+        split = split_of(seed)
+        try:
+            plan, _spec = self.plan(seed)
+        except _Skip as skip:
+            return EpisodeRecord(seed, split, self.skill, "", "", "", "", False, skipped=str(skip)), []
+        record = EpisodeRecord(seed, split, self.skill, plan.task_id, plan.scene, plan.target, plan.task_text,
+                               plan.from_task)
+        articulation = "physical" if self.action in (Action.OPEN, Action.CLOSE) else None
+        skills = PhysicalSkillSet(self.sim, seed=seed, articulation=articulation)
+        rng = np.random.default_rng([seed, 20261130, 1])
+        try:
+            start = self._start_pose(skills, plan, rng)
+        except _Skip as skip:
+            record.skipped = str(skip)
+            return record, []
+        record.start_pose = (round(start.x, 4), round(start.y, 4), round(start.yaw, 4))
+        recorder = self._bind_cameras(skills)
+        sim_start = self.sim.sim_time
+        recorder.start()
+        try:
+            result = skills.run(self.action, "oracle", plan.target)
+        finally:
+            recorder.active = False
+            skills.driver.step_observers[:] = []
+        end = skills.driver.base_pose()
+        record.base_moved = math.hypot(end.x - start.x, end.y - start.y) > 0.01 or abs(
+            math.remainder(end.yaw - start.yaw, 2 * math.pi)) > 0.01
+        record.status = result.status.value
+        record.detail = result.detail
+        record.success = result.success and self._holds(plan)
+        record.emmoe_code = emmoe_code(self.action, result).value
+        record.frames = len(recorder.frames)
+        record.sim_seconds = round(self.sim.sim_time - sim_start, 3)
+        record.wall_seconds = round(time.perf_counter() - started, 3)
+        if len(recorder.frames) < MIN_FRAMES:
+            record.skipped = f"the skill ended before the arm moved: {result.status.value}: {result.detail}"
+        return record, recorder.frames
+
+    def _holds(self, plan: EpisodePlan) -> bool:
+        """The outcome as the world says it (the skill's own verdict is checked against it)."""
+        world = self.sim.state()
+        if self.action is Action.PICK:
+            return world.held == plan.target
+        piece = world.entities[plan.target]
+        return bool(piece.is_open) == (self.action is Action.OPEN)
+
+
+class _Skip(Exception):
+    """This seed's episode cannot start (module docstring)."""
+
+
+# ---------------------------------------------------------------------------------------------- the data set
+
+
+@dataclass
+class Summary:
+    skill: str
+    split: str
+    out: str
+    episodes: list[EpisodeRecord] = field(default_factory=list)
+    skipped: list[EpisodeRecord] = field(default_factory=list)
+    seconds: float = 0.0
+    bytes: int = 0
+    video: bool = False
+
+    def lines(self) -> list[str]:
+        done = self.episodes
+        ok = sum(r.success for r in done)
+        frames = sum(r.frames for r in done)
+        rate = 60.0 * len(done) / self.seconds if self.seconds else 0.0
+        lines = [
+            f"{len(done)} {self.skill} episodes ({self.split} seeds {done[0].seed}..{done[-1].seed}) in {self.out}: "
+            f"{ok} succeeded ({100.0 * ok / len(done):.1f} %), {len(done) - ok} failed (marked), {frames} frames"
+            if done else f"no {self.skill} episode recorded",
+            f"{self.seconds:.1f} s ({rate:.2f} episodes/min), {self.bytes / 1e6:.2f} MB "
+            f"({self.bytes / 1e6 / max(len(done), 1):.3f} MB per episode, {'video' if self.video else 'PNG images'})",
+        ]
+        codes: dict[str, int] = {}
+        for r in done:
+            if not r.success:
+                codes[r.emmoe_code] = codes.get(r.emmoe_code, 0) + 1
+        if codes:
+            lines.append("failures by EMMOE code: " + ", ".join(f"{c} {n}" for c, n in sorted(codes.items())))
+        if self.skipped:
+            lines.append(f"{len(self.skipped)} seeds skipped: " + "; ".join(f"{r.seed}: {r.skipped}" for r in self.skipped[:5]))
+        return lines
+
+
+def check_out(out: Path) -> Path:
+    """Refuse an output that exists and is not an empty folder (one line, before any work)."""
+    out = Path(out).expanduser().absolute()
+    if out.exists() and (not out.is_dir() or any(out.iterdir())):
+        raise SkillDataError(f"output {out} exists and is not an empty folder; choose another --out")
+    return out
+
+
+def record_skill_dataset(
+    skill: str,
+    episodes: int,
+    out: str | Path,
+    split: str = "train",
+    first_seed: int | None = None,
+    size: int = DEFAULT_SIZE,
+    video: bool = False,
+    progress: Callable[[EpisodeRecord], None] | None = None,
+) -> Summary:
+    """Record ``episodes`` episodes of ``skill`` from ``split``'s seeds (from ``first_seed``, default the split's
+    first) into a new LeRobot data set at ``out`` (module docstring). ``video``: MP4 (LeRobot's default, AV1) instead of
+    PNG images in the parquet files. ``progress`` is called with each seed's record (skipped ones too)."""
+    if skill not in SKILLS:
+        raise SkillDataError(f"unknown skill {skill!r}; use one of {', '.join(SKILLS)}")
+    if episodes <= 0:
+        raise SkillDataError(f"--episodes must be positive, not {episodes}")
+    if size <= 0 or size > 256:
+        raise SkillDataError(f"--size must be in 1..256, not {size}")
+    seed = first_seed_of(split) if first_seed is None else first_seed
+    problem = seed_problem(seed, split)
+    if problem is not None:
+        raise SkillDataError(problem)
+    target = check_out(Path(out))
+    LeRobotDataset = require_lerobot()
+    from lerobot.utils.utils import SuppressProgressBars  # datasets' bar for every episode's parquet
+
+    started = time.perf_counter()
+    made = target.parent  # the outermost folder this call creates, removed again if it fails
+    while not made.parent.exists():
+        made = made.parent
+    made = made if not made.exists() else target.parent
+    created = not made.exists()
+    target.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{target.name}.tmp-", dir=target.parent))
+    root = staging / "dataset"
+    summary = Summary(skill, split, str(target), video=video)
+    try:
+        with SuppressProgressBars():
+            _record(LeRobotDataset, summary, root, skill, episodes, split, seed, size, video, progress)
+        if target.exists():
+            target.rmdir()  # empty (check_out)
+        os.replace(root, target)
+    except BaseException:
+        if created:
+            shutil.rmtree(made, ignore_errors=True)
+        raise
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    summary.seconds = time.perf_counter() - started
+    summary.bytes = sum(p.stat().st_size for p in target.rglob("*") if p.is_file())
+    return summary
+
+
+def _record(LeRobotDataset: Any, summary: Summary, root: Path, skill: str, episodes: int, split: str, seed: int,
+            size: int, video: bool, progress: Callable[[EpisodeRecord], None] | None) -> None:
+    # video_backend: how this handle would decode; PyAV, which LeRobot also encodes with (torchcodec, its other
+    # choice, needs an FFmpeg this Debian does not have, and its probe prints a traceback).
+    dataset = LeRobotDataset.create(repo_id=f"homiebot/{skill}", fps=FPS, features=features(size, video), root=root,
+                                    robot_type=ROBOT_TYPE, use_videos=video, video_backend="pyav")
+    runner = SkillEpisodes(skill, size)
+    try:
+        budget = SEED_BUDGET * episodes + 10
+        tried = 0
+        while len(summary.episodes) < episodes:
+            if tried >= budget:
+                raise SkillDataError(f"only {len(summary.episodes)} of {episodes} episodes after {tried} seeds; "
+                                     f"skipped: {summary.skipped[-1].skipped if summary.skipped else '?'}")
+            if split_of(seed) != split:
+                raise SkillDataError(f"the {split} seeds ran out at {seed}")
+            record, frames = runner.run(seed)
+            seed += 1
+            tried += 1
+            if record.skipped:
+                summary.skipped.append(record)
+            else:
+                record.episode_index = len(summary.episodes)
+                _write_episode(dataset, record, frames)
+                summary.episodes.append(record)
+            if progress is not None:
+                progress(record)
+    finally:
+        runner.close()
+    dataset.finalize()
+    (root / EPISODES_FILE).write_text("".join(json.dumps(asdict(r)) + "\n" for r in summary.episodes))
+
+
+def _write_episode(dataset: Any, record: EpisodeRecord, frames: list[dict[str, np.ndarray]]) -> None:
+    last = len(frames) - 1
+    for i, frame in enumerate(frames):
+        dataset.add_frame({
+            **frame,
+            "next.success": np.array([record.success and i == last]),
+            "next.done": np.array([i == last]),
+            "task": record.task,
+        })
+    dataset.save_episode(parallel_encoding=False)

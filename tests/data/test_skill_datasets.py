@@ -1,0 +1,190 @@
+"""``homie data skills``: the physical skills' executions recorded as LeRobot data sets (docs/skill-data.md).
+
+The recording test runs the real physical Pick on the embedded simulator and writes with LeRobot's own writer, then
+reads the data set back with ``LeRobotDataset``; it needs ``lerobot`` (0.6.x, Python >= 3.12) and is skipped with the
+reason where it is not importable. The refusals (an unknown skill, an output that exists or cannot be written, an
+evaluation seed asked for training data, LeRobot missing) need no LeRobot: one line, a non-zero exit, nothing written.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from typer.testing import CliRunner
+
+from homiebot.cli import build_app
+from homiebot.cli.failures import EXIT_BAD_INPUT, EXIT_ENVIRONMENT
+from homiebot.data import skill_datasets
+from homiebot.data.skill_datasets import (
+    EPISODES_FILE,
+    EVAL_SEED_BASE,
+    JOINTS,
+    SkillDataError,
+    emmoe_code,
+    record_skill_dataset,
+    split_of,
+)
+from homiebot.skills.physical import PhysicalSkillSet
+from homiebot.types import Action, ErrorCode, SkillResult, SkillStatus
+
+
+def _snapshot(root: Path) -> set[str]:
+    return {str(p.relative_to(root)) for p in root.rglob("*")}
+
+
+# ---------------------------------------------------------------------------------------------- held-out seeds
+
+
+def test_evaluation_seeds_are_never_training_seeds() -> None:
+    assert split_of(0) == "train" and split_of(EVAL_SEED_BASE - 1) == "train"
+    assert split_of(EVAL_SEED_BASE) == "eval" and split_of(EVAL_SEED_BASE + 123) == "eval"
+    with pytest.raises(SkillDataError, match="is an evaluation seed, not one of --split train"):
+        record_skill_dataset("pick", 1, "/nonexistent/never-written", split="train", first_seed=EVAL_SEED_BASE)
+    with pytest.raises(SkillDataError, match="is a training seed, not one of --split eval"):
+        record_skill_dataset("pick", 1, "/nonexistent/never-written", split="eval", first_seed=5)
+    assert not Path("/nonexistent").exists()
+
+
+def test_one_execution_maps_to_the_code_the_executor_gives_it() -> None:
+    assert emmoe_code(Action.PICK, SkillResult(SkillStatus.SUCCESS)) is ErrorCode.OK
+    assert emmoe_code(Action.PICK, SkillResult(SkillStatus.EXECUTION_FAILED, "grasp missed")) is ErrorCode.E1
+    assert emmoe_code(Action.PICK, SkillResult(SkillStatus.NO_PATH)) is ErrorCode.E1
+    assert emmoe_code(Action.PICK, SkillResult(SkillStatus.TOO_FAR)) is ErrorCode.D1
+    assert emmoe_code(Action.OPEN, SkillResult(SkillStatus.NOT_INTERACTIVE)) is ErrorCode.L4
+    assert emmoe_code(Action.PUT, SkillResult(SkillStatus.DROPPED)) is ErrorCode.E2
+
+
+# ---------------------------------------------------------------------------------------------- refusals
+
+
+def _invoke(*args: str):  # type: ignore[no-untyped-def]
+    return CliRunner().invoke(build_app(), ["data", "skills", *args])
+
+
+def _one_error_line(done, code: int, *words: str) -> None:  # type: ignore[no-untyped-def]
+    lines = [line for line in done.stderr.splitlines() if line.strip()]
+    assert done.exit_code == code, done.output
+    assert len(lines) == 1 and lines[0].startswith("error: "), done.stderr
+    assert all(word in lines[0] for word in words), lines[0]
+    assert done.exception is None or isinstance(done.exception, SystemExit)
+
+
+@pytest.mark.parametrize(
+    ("args", "words"),
+    [
+        (["--skill", "juggle", "-n", "1"], ("unknown --skill 'juggle'", "pick")),
+        (["--skill", "pick", "-n", "0"], ("--episodes must be positive",)),
+        (["--skill", "pick", "-n", "1", "--split", "test"], ("unknown split 'test'",)),
+        (["--skill", "pick", "-n", "1", "--first-seed", str(EVAL_SEED_BASE)], ("--first-seed: seed 1000000 is an evaluation seed",)),
+        (["--skill", "pick", "-n", "1", "--split", "eval", "--first-seed", "3"], ("--first-seed: seed 3 is a training seed",)),
+    ],
+)
+def test_bad_options_are_refused_before_anything_is_written(tmp_path: Path, args: list[str], words: tuple[str, ...]) -> None:
+    done = _invoke(*args, "--out", str(tmp_path / "ds"))
+    _one_error_line(done, EXIT_BAD_INPUT, *words)
+    assert _snapshot(tmp_path) == set()
+
+
+def test_an_output_that_exists_or_cannot_be_written_is_refused(tmp_path: Path) -> None:
+    existing = tmp_path / "ds"
+    existing.mkdir()
+    (existing / "keep.txt").write_text("mine")
+    before = _snapshot(tmp_path)
+    _one_error_line(_invoke("--skill", "pick", "-n", "1", "--out", str(existing)), EXIT_BAD_INPUT,
+                    "exists and is not an empty folder")
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a folder")
+    before = _snapshot(tmp_path)
+    _one_error_line(_invoke("--skill", "pick", "-n", "1", "--out", str(blocker / "ds")), EXIT_BAD_INPUT, "cannot write --out")
+    _one_error_line(_invoke("--skill", "pick", "-n", "1", "--out", "/proc/homie-test/ds"), EXIT_BAD_INPUT, "cannot write --out")
+    assert _snapshot(tmp_path) == before
+    assert (existing / "keep.txt").read_text() == "mine"
+
+
+def test_without_lerobot_one_line_exit_1_and_no_output(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # None in sys.modules makes the import fail as it does where lerobot is not installed.
+    monkeypatch.setitem(sys.modules, "lerobot", None)
+    monkeypatch.setitem(sys.modules, "lerobot.datasets.lerobot_dataset", None)
+    done = _invoke("--skill", "pick", "-n", "2", "--out", str(tmp_path / "new" / "ds"))
+    _one_error_line(done, EXIT_ENVIRONMENT, "needs LeRobot", "docs/skill-data.md")
+    assert _snapshot(tmp_path) == set()
+
+
+# ---------------------------------------------------------------------------------------------- recording
+
+LEROBOT_REASON = "lerobot is not importable (lerobot[dataset]==0.6.1 needs Python >= 3.12: docs/skill-data.md)"
+
+
+def _lerobot_dataset():  # type: ignore[no-untyped-def]
+    try:
+        from lerobot.datasets.lerobot_dataset import LeRobotDataset
+    except ImportError:
+        pytest.skip(LEROBOT_REASON)
+    return LeRobotDataset
+
+
+@pytest.mark.slow
+def test_pick_episodes_are_recorded_with_lerobot_and_read_back(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    LeRobotDataset = _lerobot_dataset()
+    # The second episode plans from a world graph that has its object 12 cm to the side (a stale graph, as perception
+    # can give): the real skill closes the fingers on air, and the episode must be recorded as a failure.
+    world = PhysicalSkillSet.world
+    stale = {"on": False}
+
+    def shifted(self):  # type: ignore[no-untyped-def]
+        state = world(self)
+        if not stale["on"] or state.held is not None:
+            return state
+        target = stale["target"]
+        entity = state.entities[target]
+        side = np.array([-math.sin(state.robot.yaw), math.cos(state.robot.yaw), 0.0]) * 0.12
+        moved = dataclasses.replace(entity, position=tuple(np.add(entity.position, side)),
+                                    bbox_min=tuple(np.add(entity.bbox_min, side)),
+                                    bbox_max=tuple(np.add(entity.bbox_max, side)))
+        return dataclasses.replace(state, entities={**state.entities, target: moved})
+
+    monkeypatch.setattr(PhysicalSkillSet, "world", shifted)
+    plan = skill_datasets.SkillEpisodes.plan
+
+    def planned(self, seed):  # type: ignore[no-untyped-def]
+        episode, spec = plan(self, seed)
+        stale["on"], stale["target"] = seed == 1, episode.target
+        return episode, spec
+
+    monkeypatch.setattr(skill_datasets.SkillEpisodes, "plan", planned)
+    out = tmp_path / "pick"
+    seen = []
+    summary = record_skill_dataset("pick", 2, out, size=32, progress=seen.append)
+    records = [json.loads(line) for line in (out / EPISODES_FILE).read_text().splitlines()]
+    assert [r["seed"] for r in records] == [0, 1] and [r["split"] for r in records] == ["train", "train"]
+    assert records[0]["success"] and records[0]["emmoe_code"] == "OK"
+    assert not records[1]["success"] and records[1]["emmoe_code"] == "E1" and "grasp missed" in records[1]["detail"]
+    assert all(r["task"] == f"pick up the {r['target']}" for r in records)
+    assert summary.episodes and not [p for p in tmp_path.iterdir() if p.name.startswith(".")]  # no staging left
+
+    dataset = LeRobotDataset("homiebot/pick", root=out, video_backend="pyav")
+    assert dataset.num_episodes == 2
+    assert len(dataset) == sum(r["frames"] for r in records) and all(r["frames"] > 20 for r in records)
+    assert dataset.fps == 10
+    assert dataset.meta.features["observation.state"]["names"] == list(JOINTS)
+    frames = [dataset[i] for i in range(len(dataset))]
+    first = frames[0]
+    assert tuple(first["observation.images.head"].shape) == (3, 32, 32)
+    assert tuple(first["observation.images.wrist"].shape) == (3, 32, 32)
+    assert tuple(first["observation.state"].shape) == (10,) and tuple(first["action"].shape) == (10,)
+    assert first["task"] == records[0]["task"]
+    ends = [i for i, f in enumerate(frames) if bool(f["next.done"])]
+    assert ends == [records[0]["frames"] - 1, len(frames) - 1]
+    successes = [i for i, f in enumerate(frames) if bool(f["next.success"])]
+    assert successes == [ends[0]]  # the failed episode has no success frame
+    # The fingers' targets close during a Pick: the actions are the controllers' commands, not the joints' state.
+    fingers = np.array([f["action"][8].item() for f in frames[: ends[0] + 1]])
+    assert fingers.max() > 0.03 and fingers.min() < 0.01
+    images = np.stack([f["observation.images.wrist"].numpy() for f in frames[:: max(1, len(frames) // 8)]])
+    assert images.std() > 0.02  # not blank
