@@ -183,7 +183,7 @@ def register(app: typer.Typer) -> None:
         record: bool = typer.Option(False, "--record", help="Also record the graph's topics to <out>/bag (MCAP)."),
         timeout: float | None = typer.Option(None, "--timeout", min=1.0, help="Give up after this many seconds (exit 3)."),
         execute_timeout: float | None = typer.Option(None, "--execute-timeout", min=0.1, help="Planner's deadline per subtask (s)."),
-        images: bool = typer.Option(False, "--images/--no-images", help="Keep the four views of every round in <out>/record."),
+        images: bool = typer.Option(False, "--images/--no-images", help="Keep the four views of every round in <out>/record (with --skills physical also the arm's reaching views, docs/robots.md)."),
         live: bool = typer.Option(False, "--live", help="The planner node serves the episode live to the Foxglove app (docs/reports.md)."),
         live_port: int = typer.Option(8765, "--live-port", min=1, max=65535, help="--live: the port on 127.0.0.1."),
         base_url: str | None = ModelOptions.base_url(),
@@ -346,6 +346,10 @@ def register(app: typer.Typer) -> None:
             for name in ("sim_bridge", "nav_executor", "manip_executor"):
                 if any(node.name == name for node in graph.nodes):
                     overrides.setdefault(name, {})["skills"] = skills
+        if images and any(node.name == "sim_bridge" for node in graph.nodes):
+            # The physical skills' reaching views go into the record with the views (docs/robots.md); the bridge
+            # renders them only in physical mode.
+            overrides.setdefault("sim_bridge", {})["motion_views"] = True
         if perception != PerceptionMode.OFF:  # the executor grounds through perception's graph (ResolveTarget), as homie run does
             overrides["perception"] = {"builder": perception}
             overrides["executor"] = {"grounder": "perception"}

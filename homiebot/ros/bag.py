@@ -73,6 +73,12 @@ GRAPH_TOPICS: dict[str, tuple[str, bool]] = {
     "/tf_static": ("tf2_msgs/msg/TFMessage", True),
     "/perception/world_graph": ("homie_msgs/msg/WorldGraph", True),
     "/perception/markers": ("visualization_msgs/msg/MarkerArray", True),
+    # The physical skills' reaching views (homiebot.ros.motion_views), when the bridge publishes them.
+    "/reach_camera/moments": ("std_msgs/msg/String", False),
+    "/reach_camera/head/image_raw": ("sensor_msgs/msg/Image", False),
+    "/reach_camera/head/camera_info": ("sensor_msgs/msg/CameraInfo", False),
+    "/reach_camera/overview/image_raw": ("sensor_msgs/msg/Image", False),
+    "/reach_camera/overview/camera_info": ("sensor_msgs/msg/CameraInfo", False),
 }
 EPISODE_STATES = {0: "WAITING", 1: "RUNNING", 2: "ENDED", 3: "ROUND_LIMIT", 4: "TIMEOUT", 5: "FAILED"}
 FINAL_STATES = {2, 3, 4, 5}

@@ -71,6 +71,11 @@ def test_physical_skills_use_only_the_standard_interfaces(episodes):
     assert not goals.get("/sim/navigate"), f"/sim/navigate took {len(goals['/sim/navigate'])} goal(s)"
     assert len(goals.get("/sim/manipulate", ())) == 2  # Open and Close only (module docstring)
     assert {"/joint_states", "/odom"} <= topics
+    # Without --images the bridge renders no reaching views (tests/ros/test_ros_reaching_views.py has them).
+    from homiebot.ros.bag import bag_info
+
+    assert not any(t.count for t in bag_info(run / "bag").topics if t.name.startswith("/reach_camera/"))
+    assert not (run / "record" / "reaching.jsonl").exists()
 
 
 def test_the_oracle_episode_goes_through_the_private_actions(episodes):

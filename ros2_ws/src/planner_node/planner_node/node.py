@@ -48,6 +48,7 @@ from rclpy.node import Node
 from homiebot.agent.build import build_episode
 from homiebot.agent.loop import EpisodeOutcome
 from homiebot.agent.observers import ObserverBase
+from homiebot.agent.recording import MotionFeed
 from homiebot.config import HISTORY_WINDOW, MAX_ROUNDS, NoiseMode, SkillsMode
 from homiebot.config.run import run_config
 from homiebot.data.record import EpisodeRecorder
@@ -60,6 +61,7 @@ from homiebot.recovery.stats import summarize, summary_line
 from homiebot.ros import convert
 from homiebot.ros.calls import EVENTS_QOS, LATCHED_QOS, ReadinessWatch, call_action, call_service
 from homiebot.ros.episode import ExecutionOutcome
+from homiebot.ros.motion_views import MotionCollector
 from homiebot.ros.spin import ShutdownSignals
 from homiebot.sim.scene import SceneSpec
 from homiebot.tasks.suite import TaskSpec, get_task
@@ -90,6 +92,8 @@ class RosEpisodeBackend:
             self._ports[1] = _AgentPort(node, partner_namespace)
             self._begin_round = node.create_client(GetWorldState, "/sim/begin_round")
         self.sim_time = 0.0  # the simulated time of the newest state or views received (docs/ros.md, "Time")
+        #: The physical skills' reaching views from the bridge's topics, when the record keeps them (PlannerNode).
+        self.motion: MotionCollector | None = None
         # Per agent, (round index, state version) of the last subtask sent: the world its round was planned on.
         self._acted_on: dict[int, tuple[int, int]] = {}
 
@@ -114,7 +118,15 @@ class RosEpisodeBackend:
             return acted[1]
         return self.state_sequence_of(agent)
 
+    def motion_feed(self) -> MotionFeed | None:
+        """The reaching views for the episode's record (homiebot.agent.recording.MotionFeed), or None."""
+        if self.motion is None:
+            return None
+        return MotionFeed(self.motion.take, lambda: self.sim_time, self.motion.drain)
+
     def reset(self, scene: str, seed: int):
+        if self.motion is not None:
+            self.motion.clear()
         for port in self._ports.values():
             port.state_msg, port.views = None, None
         response = call_service(self._reset, ResetEpisode.Request(scene=scene, seed=seed), self.node.service_timeout_s)
@@ -346,6 +358,11 @@ class PlannerNode(Node):
         namespace = ROLE_NAMESPACES[role]
         self.pair = bool(self.param("partner_planner"))
         self.backend = RosEpisodeBackend(self, namespace, ROLE_NAMESPACES["human"] if self.pair else None)
+        if self.param("record_images") and role == "robot":
+            # The record keeps the physical skills' reaching views too, when the bridge publishes them (physical
+            # mode with motion_views: homiebot.ros.motion_views).
+            self.backend.motion = MotionCollector()
+            self.backend.motion.subscribe(self)
         self._readiness = ReadinessWatch(self)
         self._output_pub = self.create_publisher(PlannerOutput, f"{namespace}/homie/planner_output", EVENTS_QOS)
         self._status_pub = self.create_publisher(EpisodeStatus, f"{namespace}/homie/episode_status", EVENTS_QOS)

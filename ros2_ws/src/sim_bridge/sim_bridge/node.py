@@ -29,6 +29,12 @@ standard interfaces from that driver:
   odometry publish them: the physical skills' ROS driver reads the joints and the base only from messages sent
   after a goal ended (:mod:`homiebot.ros.robot_driver`).
 
+With ``motion_views`` (default off; ``homie up --images`` sets it) the bridge also renders the physical skills'
+reaching views at the end of every arm and gripper goal (:mod:`homiebot.sim.mujoco.motion_views`: the head camera
+and a third-person overview camera) and publishes them before the goal's result, as camera images with their
+camera info (:mod:`homiebot.ros.motion_views`: ``/reach_camera/<camera>/image_raw``, ``.../camera_info``, and what
+happened at each moment on ``/reach_camera/moments``), which the planner node keeps in the episode's record.
+
 ``/sim/navigate`` and ``/sim/manipulate`` stay, run by the same physical skill set (the executors of a physical
 graph send only Open, Close and the household skills there; the physical skill set backs the base out of a door's
 sweep before an Open, as in-process).
@@ -206,6 +212,7 @@ class SimBridge(Node):
         self.declare_parameter("human", False)
         self.declare_parameter("skills", ORACLE_SKILLS)
         self.declare_parameter("state_rate_hz", 30.0)
+        self.declare_parameter("motion_views", False)
 
         if simulator is None:
             backend = self.get_parameter("simulator").value
@@ -299,6 +306,7 @@ class SimBridge(Node):
         if HUMAN in self.agents:
             self._serve_human(sim_group)
         self._camera_pubs = self._camera_publishers("")
+        self._motion_pubs = self._motion_publishers()
 
         scene = self.get_parameter("scene").value
         if scene:
@@ -344,6 +352,33 @@ class SimBridge(Node):
             )
         return publishers
 
+    def _motion_publishers(self) -> dict[str, tuple] | None:
+        """Physical mode with ``motion_views``: the reaching views' publishers (:mod:`homiebot.ros.motion_views`),
+        the simulator's reaching views switched on; None otherwise (nothing is rendered for them then)."""
+        if not self.physical or not self.get_parameter("motion_views").value:
+            return None
+        if self.sim.record_motion_views(True) is None:  # type: ignore[attr-defined]  # MujocoSimulator (physical)
+            self.get_logger().warning("motion_views: the simulator does not render (render: false); no reaching views")
+            return None
+        from homiebot.ros import motion_views
+
+        publishers = {camera: (self.create_publisher(Image, motion_views.image_topic(camera), motion_views.MOTION_QOS),
+                               self.create_publisher(CameraInfo, motion_views.info_topic(camera),
+                                                     motion_views.MOTION_QOS))
+                      for camera in motion_views.CAMERAS}
+        self._moments_pub = self.create_publisher(String, motion_views.MOMENTS_TOPIC, motion_views.MOTION_QOS)
+        return publishers
+
+    def _publish_motion(self) -> None:
+        """The reaching views the last goal took (module docstring, "Physical mode"), before its result goes out."""
+        if self._motion_pubs is None:
+            return
+        from homiebot.ros import motion_views
+
+        with self._lock:
+            frames = self.sim.motion_views.take()  # type: ignore[attr-defined]  # on: _motion_publishers
+        motion_views.publish_frames(self._motion_pubs, self._moments_pub, self._tf_pub, frames)
+
     # ------------------------------------------------------------------------------------ skill settings
 
     def _skills_mode(self, simulator: Simulator) -> bool:
@@ -385,6 +420,8 @@ class SimBridge(Node):
         """Load ``scene``; publish its description, first state and clock; return the state and the description."""
         with self._lock:
             observation = self.sim.reset(scene, seed=seed)
+            if getattr(self.sim, "motion_views", None) is not None:
+                self.sim.motion_views.take()  # type: ignore[attr-defined]  # nothing of the last episode
             # As run_episode's skills factory: SkillSet(sim, noise=preset, seed=scene_seed), or PhysicalSkillSet.
             self.skills = self._skill_set(seed)
             # The partner's own noise stream, as homiebot.agent.in_process seeds it.
@@ -627,6 +664,7 @@ class SimBridge(Node):
         sim = self._agent_sim(agent)
         result = self._skill(goal.reset_arm_first,
                              lambda: self._attempt(Action.GO_TO, goal.model, goal.target, agent=agent), sim)
+        self._publish_motion()
         state = self._state_after_skill(agent)
         goal_handle.publish_feedback(Navigate.Feedback(pose=state.robot_pose))
         goal_handle.succeed()
@@ -668,6 +706,7 @@ class SimBridge(Node):
             goal_handle.abort()
             return control.trajectory_result_msg(TrajectoryResult(TrajectoryErrorCode.INVALID_GOAL, str(err)))
         result = self._skill(False, lambda: driver.follow_joint_trajectory(trajectory))
+        self._publish_motion()
         if trajectory.points and result.error_code not in (TrajectoryErrorCode.INVALID_GOAL, TrajectoryErrorCode.INVALID_JOINTS):
             with self._lock:
                 actual, seconds = driver.joint_positions(), self._sim_time()
@@ -688,6 +727,7 @@ class SimBridge(Node):
         driver = self._driver()
         position, max_effort = control.gripper_goal(goal_handle.request)
         result = self._skill(False, lambda: driver.gripper_command(position, max_effort))
+        self._publish_motion()
         goal_handle.publish_feedback(control.gripper_feedback_msg(result))
         self._state_after_skill()
         if result.reached_goal or result.stalled:
@@ -754,6 +794,7 @@ class SimBridge(Node):
             result = self._skill(goal.reset_arm_first, operations[goal.operation], sim)
         else:
             result = SkillResult(SkillStatus.EXECUTION_FAILED, f"unknown manipulation operation {goal.operation}")
+        self._publish_motion()  # a physical Open or Close, or the arm's tuck before one
         state = self._state_after_skill(agent)
         goal_handle.succeed()
         return Manipulate.Result(result=convert.skill_result_to_msg(result), state=state)
