@@ -18,8 +18,9 @@ time while the arm moves under physics, and written with LeRobot's own writer (`
 Frames are taken before the physics step at every 1/FPS s of simulated time while the skill runs (the observation is
 the state the action is sent from). Between physics goals the skill plans; no simulated time passes there, so the
 frames are evenly spaced in simulated time. A Pick or Open that moves the base on the way (a reposition, the next pull
-of a wide door) moves it through NavigateToPose, kinematically: the frames jump there, and the episode's metadata says
-so (``base_moved``).
+of a wide door; a physical Open or Close always drives to a pose by the handle first) moves it through NavigateToPose,
+kinematically: the frames jump there, and the episode's metadata says so (``base_moved``, and ``base_jumps``: the
+frames at which the base stood elsewhere than at the frame before).
 
 **What varies, and what a seed fixes.** An episode's seed fixes everything: the EMMOE-100 task whose scene it plays in
 (drawn uniformly from the suite), every object's placement on its furniture (the simulator's reset seed is the
@@ -203,6 +204,7 @@ class EpisodeRecord:
     success: bool = False
     emmoe_code: str = ""
     base_moved: bool = False
+    base_jumps: list[int] = field(default_factory=list)
     frames: int = 0
     sim_seconds: float = 0.0
     wall_seconds: float = 0.0
@@ -224,16 +226,25 @@ class _FrameRecorder:
         prefix = robot_model.ROBOT_PREFIX
         self._qpos = np.array([model.jnt_qposadr[mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_JOINT, prefix + j)]
                                for j in JOINTS])
+        self._base = np.array([model.jnt_qposadr[mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_JOINT, prefix + j)]
+                               for j in robot_model.BASE_JOINTS])
+        self.base_jumps: list[int] = []
+        self._last_base: np.ndarray | None = None
         by_joint = {int(model.actuator_trnid[i, 0]): i for i in range(model.nu)}
         self._ctrl = np.array([by_joint[mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_JOINT, prefix + j)] for j in JOINTS])
 
     def start(self) -> None:
-        self.active, self.steps, self.frames = True, 0, []
+        self.active, self.steps, self.frames, self.base_jumps, self._last_base = True, 0, [], [], None
 
     def __call__(self, model: Any, data: Any) -> None:
         if not self.active:
             return
         if self.steps % self.every == 0:
+            base = data.qpos[self._base].copy()
+            if self._last_base is not None and (np.hypot(*(base[:2] - self._last_base[:2])) > 0.01
+                                                or abs(math.remainder(base[2] - self._last_base[2], 2 * math.pi)) > 0.01):
+                self.base_jumps.append(len(self.frames))
+            self._last_base = base
             images = self.cameras.render(data)
             self.frames.append({
                 **{f"observation.images.{cam}": image for cam, image in images.items()},
@@ -416,6 +427,7 @@ class SkillEpisodes:
         record.success = result.success and self._holds(plan)
         record.emmoe_code = emmoe_code(self.action, result).value
         record.frames = len(recorder.frames)
+        record.base_jumps = list(recorder.base_jumps)
         record.sim_seconds = round(self.sim.sim_time - sim_start, 3)
         record.wall_seconds = round(time.perf_counter() - started, 3)
         if len(recorder.frames) < MIN_FRAMES:
