@@ -20,7 +20,7 @@ from homiebot.data.record import MOTION_FILE, EpisodeRecorder, read_motion_views
 from homiebot.planner.expert import ExpertPlanner
 from homiebot.report import write_report
 from homiebot.sim.mujoco.backend import MujocoSimulator
-from homiebot.sim.mujoco.motion_views import FRAME_SIZE, overview_camera
+from homiebot.sim.mujoco.motion_views import FRAME_SIZE, hand_motion, overview_camera
 from homiebot.skills.physical import PhysicalSkillSet
 from homiebot.tasks.suite import get_task
 
@@ -65,6 +65,8 @@ def test_the_pick_and_the_put_keep_frames_of_the_arm_reaching_from_both_cameras(
         assert 4 <= len(taken) <= 6, taken
         assert any(m["label"].startswith(closing) for m in taken)
         assert all("m in base_link" in m["label"] for m in taken)
+        # The arm goals say how the hand moved: out to the object or the place, in again to the tuck.
+        assert any(" cm out" in m["label"] for m in taken) and any(" cm in" in m["label"] for m in taken)
         stamps = [m["stamp"] for m in taken]
         assert stamps == sorted(stamps)
         for moment in taken:
@@ -133,3 +135,11 @@ def test_the_overview_camera_stands_where_it_sees_the_work_area(physical_record)
     assert eye[2] > camera.lookat[2] and camera.elevation < 0
     heading = np.array([np.cos(base.yaw), np.sin(base.yaw)])
     assert float(np.dot(eye[:2] - np.array([base.x, base.y]), heading)) < 0.35
+
+
+def test_an_arm_goal_says_how_the_hand_moved():
+    assert hand_motion(np.array([0.52, 0.0, 0.004])) == "hand 52 cm out"
+    assert hand_motion(np.array([0.0, 0.01, -0.14])) == "hand 14 cm down"
+    assert hand_motion(np.array([-0.52, 0.0, 0.04])) == "hand 52 cm in, 4 cm up"
+    assert hand_motion(np.array([0.05, -0.2, 0.1])) == "hand 20 cm right, 10 cm up"
+    assert hand_motion(np.zeros(3)) == "hand still"

@@ -118,12 +118,25 @@ class MotionViews:
         #: Frames rendered and seconds spent rendering them, since the simulator switched the views on.
         self.rendered = 0
         self.render_s = 0.0
+        self._last_hand: np.ndarray | None = None  # the grasp point in base_link at the last goal's end
 
     def goal_ended(self, event: GoalEnd) -> None:
-        """A goal of the physical driver ended: render both cameras, unless the moment shows nothing new."""
+        """A goal of the physical driver ended: render both cameras, unless the moment shows nothing new. An arm
+        goal's label says how the hand moved since the goal before (in the base's frame: out or in, left or right,
+        up or down), which tells the reach, the approach, the lift and the way back apart."""
+        hand = self._hand()
+        moved, self._last_hand = (None if hand is None or self._last_hand is None else hand - self._last_hand), hand
         if event.kind == "gripper" and not event.closing and event.released is None:
             return
-        self.capture(event.label)
+        label = event.label
+        if event.kind == "arm" and moved is not None:
+            label = f"{label}, {hand_motion(moved)}"
+        self.capture(label)
+
+    def _hand(self) -> np.ndarray | None:
+        """The grasp point in ``base_link`` now (None when the model has none)."""
+        compiled, data = self._sim.physics_handles()
+        return hand_in_base(compiled.model, data, self._sim.base_pose())
 
     def capture(self, label: str) -> MotionFrame | None:
         """Render both cameras now and keep the frame; None when the simulator does not render."""
@@ -160,14 +173,31 @@ def render_motion_frame(renderer, model: mujoco.MjModel, data: mujoco.MjData, he
     return MotionFrame(stamp=stamp, label=f"{label}; {_hand_in_base(model, data, base)}", views=views)
 
 
-def _hand_in_base(model: mujoco.MjModel, data: mujoco.MjData, base: Pose2D) -> str:
-    """Where the gripper's grasp point is in ``base_link`` (x ahead, y left, z up from the floor), for a label."""
+def hand_in_base(model: mujoco.MjModel, data: mujoco.MjData, base: Pose2D) -> np.ndarray | None:
+    """The gripper's grasp point in ``base_link`` (x ahead, y left, z up from the floor), m; None without one."""
     site = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_SITE, robot_model.ROBOT_PREFIX + "grip")
     if site < 0:
-        return ""
+        return None
     dx, dy, z = data.site_xpos[site] - np.array([base.x, base.y, 0.0])
     c, s = math.cos(base.yaw), math.sin(base.yaw)
-    return f"hand at x {c * dx + s * dy:.2f}, y {-s * dx + c * dy:.2f}, z {z:.2f} m in base_link"
+    return np.array([c * dx + s * dy, -s * dx + c * dy, z])
+
+
+def hand_motion(moved: np.ndarray, least: float = 0.03) -> str:
+    """How the hand moved, in words: its two largest moves of at least ``least`` m along the base's axes ("hand
+    52 cm out, 40 cm up"), or "hand still"."""
+    words = (("out", "in"), ("left", "right"), ("up", "down"))
+    parts = sorted(((abs(float(d)), f"{100 * abs(float(d)):.0f} cm {words[i][0] if d > 0 else words[i][1]}")
+                    for i, d in enumerate(moved) if abs(float(d)) >= least), reverse=True)
+    return "hand " + ", ".join(p for _, p in parts[:2]) if parts else "hand still"
+
+
+def _hand_in_base(model: mujoco.MjModel, data: mujoco.MjData, base: Pose2D) -> str:
+    """Where the grasp point is in ``base_link``, for a label."""
+    hand = hand_in_base(model, data, base)
+    if hand is None:
+        return ""
+    return f"hand at x {hand[0]:.2f}, y {hand[1]:.2f}, z {hand[2]:.2f} m in base_link"
 
 
 __all__ = ["CAMERAS", "FRAME_SIZE", "MotionViews", "overview_camera", "render_motion_frame"]
