@@ -67,15 +67,18 @@ def write_strip(record: Path, out: Path, action: str = "Pick", width: int = 192)
     frames = [(Image.open(record / m["views"]["head"]), Image.open(record / m["views"]["overview"]), m["label"])
               for m in moments]
     height = frames[0][0].height
-    caption = 40
+    caption = 52
     strip = Image.new("RGB", (width * len(frames), 2 * height + caption), (255, 255, 255))
     draw = ImageDraw.Draw(strip)
     for i, (head, overview, label) in enumerate(frames):
         strip.paste(head.resize((width, height)), (i * width, 0))
         strip.paste(overview.resize((width, height)), (i * width, height))
         what, _, where = label.partition("; ")
-        draw.text((i * width + 3, 2 * height + 3), what[:32], fill=(0, 0, 0))
-        draw.text((i * width + 3, 2 * height + 20), where.replace(" m in base_link", " m")[:32], fill=(90, 90, 90))
+        what, _, motion = what.partition(", hand ")
+        lines = [(what, (0, 0, 0)), (f"hand {motion}" if motion else "", (0, 0, 0)),
+                 (where.replace(" m in base_link", " m"), (90, 90, 90))]
+        for row, (text, colour) in enumerate(lines):
+            draw.text((i * width + 3, 2 * height + 3 + 16 * row), text[:32], fill=colour)
     out.parent.mkdir(parents=True, exist_ok=True)
     strip.quantize(colors=128, method=Image.Quantize.MEDIANCUT).save(out, optimize=True)  # a small PNG
     return out
