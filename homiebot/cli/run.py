@@ -184,7 +184,7 @@ def register(app: typer.Typer) -> None:
         simulator: str | None = simulator_option(),
         backend: str | None = hidden("--backend"),
         max_rounds: int | None = typer.Option(None, "--max-rounds", min=1, help=f"Round limit (paper: {MAX_ROUNDS})."),
-        render: bool | None = typer.Option(None, "--render/--no-render", help="Render the four views every round (default on)."),
+        render: bool | None = typer.Option(None, "--render/--no-render", help="Render the four views every round (default on; with --skills physical also the arm's reaching views, docs/robots.md)."),
         video: bool | None = typer.Option(None, "--video/--no-video", help="Write episode.mp4 (default on)."),
         noise: str | None = noise_option(),
         skills: str | None = skills_option(),
