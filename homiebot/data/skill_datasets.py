@@ -13,7 +13,7 @@ time while the arm moves under physics, and written with LeRobot's own writer (`
   what a policy has to output for the driver to do what the scripted skill did;
 * ``next.success`` (true on the last frame of an episode whose skill succeeded) and ``next.done`` (true on every
   episode's last frame), the layout LeRobot's own evaluation records;
-* the task text, e.g. "pick up the red_box_4", "open the fridge".
+* the task text, e.g. "pick up the red_box_4", "open the fridge", "go to the kitchen_counter".
 
 Frames are taken before the physics step at every 1/FPS s of simulated time while the skill runs (the observation is
 the state the action is sent from). Between physics goals the skill plans; no simulated time passes there, so the
@@ -21,6 +21,16 @@ frames are evenly spaced in simulated time. A Pick or Open that moves the base o
 of a wide door; a physical Open or Close always drives to a pose by the handle first) moves it through NavigateToPose,
 kinematically: the frames jump there, and the episode's metadata says so (``base_moved``, and ``base_jumps``: the
 frames at which the base stood elsewhere than at the frame before).
+
+**Go to** (base velocity actions from the head camera and a goal). The embedded robot's base is kinematic: a
+NavigateToPose goal moves it along the planner's path at once, turning in place at each corner at the simulator's
+TURN_SPEED and driving straight at its DRIVE_SPEED (homiebot/sim/mujoco/backend.py, ``_follow``), with no physics step.
+So the physical Go to runs as it is (its goals go through a recorder of the driver), and its motion is then replayed
+at FPS from the path's corners: per frame the head camera at the base's pose then, ``observation.images.goal`` (the
+head camera at the goal pose: the pose reached, or the first one sent when none was), ``observation.state`` the goal
+pose in the base's frame (:data:`GOAL_STATE`), and ``action`` the base's velocity to the next frame
+(:data:`BASE_VELOCITY`: forward m/s, turn rad/s; zero on the last frame, at rest). No wrist camera (the arm stays
+tucked). The start pose is near another piece of furniture of the scene, drawn with the seed.
 
 **What varies, and what a seed fixes.** An episode's seed fixes everything: the EMMOE-100 task whose scene it plays in
 (drawn uniformly from the suite), every object's placement on its furniture (the simulator's reset seed is the
@@ -65,7 +75,7 @@ from homiebot.sim.mujoco import robot as robot_model
 from homiebot.types import Action, EntityKind, ErrorCode, Pose2D, SkillResult, SkillStatus, WorldState
 
 #: The skills this recorder runs, by the name ``homie data skills --skill`` takes.
-SKILLS: dict[str, Action] = {"pick": Action.PICK, "open": Action.OPEN, "close": Action.CLOSE}
+SKILLS: dict[str, Action] = {"pick": Action.PICK, "open": Action.OPEN, "close": Action.CLOSE, "go_to": Action.GO_TO}
 #: Frames per second of simulated time.
 FPS = 10
 #: Default image side (pixels).
@@ -75,6 +85,10 @@ EVAL_SEED_BASE = 1_000_000
 SPLITS = ("train", "eval")
 #: observation.state's and action's names, in order.
 JOINTS: tuple[str, ...] = ("torso_lift", *robot_model.ARM_JOINTS, *robot_model.FINGER_JOINTS)
+#: Go to's action: the base's velocity in its own frame (geometry_msgs/Twist's fields a planar base uses: m/s, rad/s),
+#: and its observation.state: the goal pose in the base's frame now (m, m, rad).
+BASE_VELOCITY: tuple[str, ...] = ("linear_x", "angular_z")
+GOAL_STATE: tuple[str, ...] = ("goal_x", "goal_y", "goal_yaw")
 #: The robot type written into the data set's metadata.
 ROBOT_TYPE = "homiebot_fetch_class"
 #: The file of per-episode metadata, relative to the data set's root.
@@ -91,7 +105,6 @@ SEED_BUDGET = 3
 #: The suite whose tasks give the scenes and the Pick targets.
 SUITE = "emmoe100"
 
-_PICK_PATH = re.compile(r"^\[\s*Pick\s*,\s*([^,\]]+?)\s*\]$")
 
 
 class SkillDataError(ValueError):
@@ -154,17 +167,20 @@ def emmoe_code(action: Action, result: SkillResult) -> ErrorCode:
     return ErrorCode.E1
 
 
-def features(size: int, video: bool) -> dict[str, dict[str, Any]]:
-    """The data set's features (LeRobot's ``features`` argument)."""
+def features(size: int, video: bool, skill: str = "pick") -> dict[str, dict[str, Any]]:
+    """The data set's features (LeRobot's ``features`` argument): the arm's for Pick, Open and Close, the base's for
+    Go to (module docstring)."""
     from homiebot.sim.mujoco.skill_cameras import CAMERAS
 
     visual = "video" if video else "image"
+    cameras = ("head", "goal") if skill == "go_to" else CAMERAS
+    state, action = (GOAL_STATE, BASE_VELOCITY) if skill == "go_to" else (JOINTS, JOINTS)
     spec: dict[str, dict[str, Any]] = {
         f"observation.images.{cam}": {"dtype": visual, "shape": (size, size, 3), "names": ["height", "width", "channels"]}
-        for cam in CAMERAS
+        for cam in cameras
     }
-    spec["observation.state"] = {"dtype": "float32", "shape": (len(JOINTS),), "names": list(JOINTS)}
-    spec["action"] = {"dtype": "float32", "shape": (len(JOINTS),), "names": list(JOINTS)}
+    spec["observation.state"] = {"dtype": "float32", "shape": (len(state),), "names": list(state)}
+    spec["action"] = {"dtype": "float32", "shape": (len(action),), "names": list(action)}
     spec["next.success"] = {"dtype": "bool", "shape": (1,), "names": None}
     spec["next.done"] = {"dtype": "bool", "shape": (1,), "names": None}
     return spec
@@ -254,11 +270,13 @@ class _FrameRecorder:
         self.steps += 1
 
 
-def _task_pick_names(keypaths: Sequence[Sequence[str]]) -> set[str]:
+def _task_node_names(keypaths: Sequence[Sequence[str]], action: str) -> set[str]:
+    """The targets of ``action``'s nodes in a task's key paths ("[Pick, apple]" -> "apple")."""
+    node = re.compile(rf"^\[\s*{re.escape(action)}\s*,\s*([^,\]]+?)\s*[,\]]", re.IGNORECASE)
     names = set()
     for path in keypaths:
-        for node in path:
-            found = _PICK_PATH.match(node.strip())
+        for text in path:
+            found = node.match(text.strip())
             if found:
                 names.add(found.group(1).strip().lower())
     return names
@@ -332,11 +350,21 @@ class SkillEpisodes:
         rng = np.random.default_rng([seed, 20261130])
         task = self.tasks[int(rng.integers(len(self.tasks)))]
         spec = load_scene(task.scene)
+        if self.action is Action.GO_TO:
+            self.sim.reset(spec, seed=seed)
+            world = self.sim.state()
+            reachable = set(_reachable_objects(world))
+            places = [n for n, e in sorted(world.entities.items())
+                      if e.kind is EntityKind.FURNITURE or (e.kind is EntityKind.OBJECT and n in reachable)]
+            named = [n for n in places if _named_by(n, _task_node_names(task.keypaths, "Go to"))]
+            pool = named or [n for n in places if world.entities[n].kind is EntityKind.FURNITURE]
+            target = pool[int(rng.integers(len(pool)))]
+            return EpisodePlan(seed, self.skill, task.id, task.scene, target, f"go to the {target}", bool(named)), spec
         if self.action is Action.PICK:
             self.sim.reset(spec, seed=seed)
             world = self.sim.state()
             candidates = _reachable_objects(world)
-            named = [n for n in candidates if _named_by(n, _task_pick_names(task.keypaths))]
+            named = [n for n in candidates if _named_by(n, _task_node_names(task.keypaths, "Pick"))]
             pool = named or candidates
             if not pool:
                 raise _Skip(f"no object the robot can get at in {task.scene}")
@@ -362,9 +390,13 @@ class SkillEpisodes:
 
         skills.reset_arm()
         world = self.sim.state()
-        poses = navigation.approach_poses(world, plan.target, object_gaps=MANIPULATION_GAPS)
+        near = plan.target
+        if self.action is Action.GO_TO:  # Go to starts near some other furniture of the scene
+            others = [n for n, e in sorted(world.entities.items()) if e.kind is EntityKind.FURNITURE and n != plan.target]
+            near = others[int(rng.integers(len(others)))]
+        poses = navigation.approach_poses(world, near, object_gaps=MANIPULATION_GAPS)
         if not poses:
-            raise _Skip(f"no pose near {plan.target}")
+            raise _Skip(f"no pose near {near}")
         first = int(rng.integers(min(START_POSES, len(poses))))
         pose = poses[first]
         shift = rng.uniform(-START_JITTER_M, START_JITTER_M, 2)
@@ -373,19 +405,11 @@ class SkillEpisodes:
         for goal in (jittered, pose, *[p for i, p in enumerate(poses[:START_POSES]) if i != first]):
             if skills.driver.navigate_to_pose(goal).succeeded:
                 return skills.driver.base_pose()
-        raise _Skip(f"the base reached none of the start poses near {plan.target}")
+        raise _Skip(f"the base reached none of the start poses near {near}")
 
     def _bind_cameras(self, skills: Any) -> _FrameRecorder:
-        from homiebot.sim.mujoco.skill_cameras import SkillCameras
-
         compiled, _ = self.sim.physics_handles()
-        if compiled.model is not self._model:  # a new scene is a new model
-            if self._cameras is not None:
-                self._cameras.close()
-            self._cameras = SkillCameras(compiled.model, self.size)
-            self._model = compiled.model
-            every = max(1, round(1.0 / (FPS * compiled.model.opt.timestep)))
-            self._recorder = _FrameRecorder(self._cameras, compiled.model, every)
+        self._bind_cameras_model(compiled.model)  # a new scene is a new model
         assert self._recorder is not None
         skills.driver.step_observers[:] = [self._recorder]
         return self._recorder
@@ -411,6 +435,8 @@ class SkillEpisodes:
             record.skipped = str(skip)
             return record, []
         record.start_pose = (round(start.x, 4), round(start.y, 4), round(start.yaw, 4))
+        if self.action is Action.GO_TO:
+            return self._go_to(skills, plan, record, started)
         recorder = self._bind_cameras(skills)
         sim_start = self.sim.sim_time
         recorder.start()
@@ -434,6 +460,96 @@ class SkillEpisodes:
             record.skipped = f"the skill ended before the arm moved: {result.status.value}: {result.detail}"
         return record, recorder.frames
 
+    def _go_to(self, skills: Any, plan: EpisodePlan, record: EpisodeRecord,
+               started: float) -> tuple[EpisodeRecord, list[dict[str, np.ndarray]]]:
+        """Go to: the skill's NavigateToPose goals recorded as they are sent, the base's motion replayed at FPS
+        (module docstring, "Go to")."""
+        navigator = _RecordingNavigator(skills.driver, self.sim)
+        driver, skills.driver = skills.driver, navigator  # the skill sends its goals through the recorder
+        sim_start = self.sim.sim_time
+        try:
+            result = skills.run(Action.GO_TO, "oracle", plan.target)
+        finally:
+            skills.driver = driver
+        record.status = result.status.value
+        record.detail = result.detail
+        record.success = result.success
+        record.emmoe_code = emmoe_code(Action.GO_TO, result).value
+        record.sim_seconds = round(self.sim.sim_time - sim_start, 3)
+        goal = (navigator.motions[-1][2] if result.success and navigator.motions
+                else navigator.goals[0] if navigator.goals else None)
+        frames = self._replay(navigator.motions, goal) if goal is not None else []
+        end = skills.driver.base_pose()
+        start = Pose2D(*record.start_pose) if record.start_pose else end
+        record.base_moved = math.hypot(end.x - start.x, end.y - start.y) > 0.01
+        record.frames = len(frames)
+        record.wall_seconds = round(time.perf_counter() - started, 3)
+        if len(frames) < MIN_FRAMES:
+            record.skipped = f"the base hardly moved: {result.status.value}: {result.detail}"
+        return record, frames
+
+    def _replay(self, motions: list[tuple[Pose2D, list[tuple[float, float]], Pose2D, bool]],
+                goal: Pose2D) -> list[dict[str, np.ndarray]]:
+        """The base's motion at FPS: the head camera, the goal's pose in the base's frame, and the velocity to the next
+        frame; a last frame at the end, at rest (module docstring, "Go to")."""
+        import mujoco
+
+        from homiebot.sim.mujoco.backend import DRIVE_SPEED, TURN_SPEED
+
+        compiled, data = self.sim.physics_handles()
+        model = compiled.model
+        self._bind_cameras_model(model)
+        cameras = self._cameras
+        base = np.array([model.jnt_qposadr[mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_JOINT, robot_model.ROBOT_PREFIX + j)]
+                         for j in robot_model.BASE_JOINTS])
+        path = _motion_path(motions)
+        if not path:
+            return []
+        durations = [abs(turn) / TURN_SPEED + length / DRIVE_SPEED for _, length, turn in path]
+        total = float(sum(durations))
+        saved = data.qpos.copy()
+
+        def view(pose: Pose2D) -> np.ndarray:
+            data.qpos[base] = (pose.x, pose.y, pose.yaw)
+            mujoco.mj_kinematics(model, data)
+            mujoco.mj_camlight(model, data)
+            return cameras.render(data, ("head",))["head"]
+
+        frames: list[dict[str, np.ndarray]] = []
+        try:
+            goal_image = view(goal)
+            times = [k / FPS for k in range(int(math.floor(total * FPS)) + 1)]
+            if total - times[-1] > 1e-6:
+                times.append(total)
+            for i, t in enumerate(times):
+                pose = _pose_at(path, durations, t)
+                following = _pose_at(path, durations, times[i + 1]) if i + 1 < len(times) else pose
+                dt = (times[i + 1] - t) if i + 1 < len(times) else 1.0 / FPS
+                ahead = np.array([following.x - pose.x, following.y - pose.y])
+                velocity = (float(ahead @ (math.cos(pose.yaw), math.sin(pose.yaw))) / dt,
+                            math.remainder(following.yaw - pose.yaw, 2 * math.pi) / dt)
+                frames.append({
+                    "observation.images.head": view(pose),
+                    "observation.images.goal": goal_image,
+                    "observation.state": np.array(_relative(pose, goal), dtype=np.float32),
+                    "action": np.array(velocity, dtype=np.float32),
+                })
+        finally:
+            data.qpos[:] = saved
+            mujoco.mj_forward(model, data)
+        return frames
+
+    def _bind_cameras_model(self, model: Any) -> None:
+        from homiebot.sim.mujoco.skill_cameras import SkillCameras
+
+        if model is not self._model:
+            if self._cameras is not None:
+                self._cameras.close()
+            self._cameras = SkillCameras(model, self.size)
+            self._model = model
+            every = max(1, round(1.0 / (FPS * model.opt.timestep)))
+            self._recorder = _FrameRecorder(self._cameras, model, every)
+
     def _holds(self, plan: EpisodePlan) -> bool:
         """The outcome as the world says it (the skill's own verdict is checked against it)."""
         world = self.sim.state()
@@ -441,6 +557,82 @@ class SkillEpisodes:
             return world.held == plan.target
         piece = world.entities[plan.target]
         return bool(piece.is_open) == (self.action is Action.OPEN)
+
+
+class _RecordingNavigator:
+    """The physical driver, with every NavigateToPose goal and the motion it caused noted (Go to's recording)."""
+
+    def __init__(self, driver: Any, sim: Any) -> None:
+        self._driver = driver
+        self._sim = sim
+        self.goals: list[Pose2D] = []
+        #: (start pose, the path's corners passed, end pose, reached) per goal that moved the base.
+        self.motions: list[tuple[Pose2D, list[tuple[float, float]], Pose2D, bool]] = []
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._driver, name)
+
+    def navigate_to_pose(self, goal: Pose2D) -> Any:
+        start = self._driver.base_pose()
+        corners = len(self._sim.travelled_path)
+        result = self._driver.navigate_to_pose(goal)
+        self.goals.append(goal)
+        end = self._driver.base_pose()
+        if math.hypot(end.x - start.x, end.y - start.y) > 1e-6 or abs(math.remainder(end.yaw - start.yaw, 2 * math.pi)) > 1e-6:
+            self.motions.append((start, list(self._sim.travelled_path[corners:]), end, bool(result.succeeded)))
+        return result
+
+
+def _motion_path(motions: list[tuple[Pose2D, list[tuple[float, float]], Pose2D, bool]]
+                 ) -> list[tuple[Pose2D, float, float]]:
+    """The base's motion as the simulator's follower drives it (homiebot/sim/mujoco/backend.py, ``_follow``): at each
+    corner it turns in place to the next segment's heading, then drives straight; a reached goal ends with a turn to
+    its heading. Pieces of (pose before, distance driven, turn made first)."""
+    pieces: list[tuple[Pose2D, float, float]] = []
+    for start, corners, end, reached in motions:
+        x, y, yaw = start.x, start.y, start.yaw
+        points = list(corners)
+        if not points or math.hypot(points[-1][0] - end.x, points[-1][1] - end.y) > 1e-6:
+            points.append((end.x, end.y))  # a goal stopped short of its next corner
+        for px, py in points:
+            length = math.hypot(px - x, py - y)
+            if length < 1e-6:
+                continue
+            heading = math.atan2(py - y, px - x)
+            pieces.append((Pose2D(x, y, yaw), length, math.remainder(heading - yaw, 2 * math.pi)))
+            x, y, yaw = px, py, heading
+        if reached:
+            turn = math.remainder(end.yaw - yaw, 2 * math.pi)
+            if abs(turn) > 1e-6:
+                pieces.append((Pose2D(x, y, yaw), 0.0, turn))
+    return pieces
+
+
+def _pose_at(pieces: list[tuple[Pose2D, float, float]], durations: list[float], t: float) -> Pose2D:
+    """Where the base is ``t`` s into the motion (turning at TURN_SPEED, then driving at DRIVE_SPEED)."""
+    from homiebot.sim.mujoco.backend import DRIVE_SPEED, TURN_SPEED
+
+    if not pieces:
+        raise ValueError("no motion")
+    for (pose, length, turn), duration in zip(pieces, durations, strict=True):
+        if t <= duration + 1e-9:
+            turning = abs(turn) / TURN_SPEED
+            if t <= turning:
+                return Pose2D(pose.x, pose.y, pose.yaw + math.copysign(t * TURN_SPEED, turn))
+            heading = pose.yaw + turn
+            d = min((t - turning) * DRIVE_SPEED, length)
+            return Pose2D(pose.x + d * math.cos(heading), pose.y + d * math.sin(heading), heading)
+        t -= duration
+    pose, length, turn = pieces[-1]
+    heading = pose.yaw + turn
+    return Pose2D(pose.x + length * math.cos(heading), pose.y + length * math.sin(heading), heading)
+
+
+def _relative(pose: Pose2D, goal: Pose2D) -> tuple[float, float, float]:
+    """``goal`` in the frame of a base at ``pose`` (x ahead, y left, yaw)."""
+    dx, dy = goal.x - pose.x, goal.y - pose.y
+    c, s = math.cos(pose.yaw), math.sin(pose.yaw)
+    return c * dx + s * dy, -s * dx + c * dy, math.remainder(goal.yaw - pose.yaw, 2 * math.pi)
 
 
 class _Skip(Exception):
@@ -473,6 +665,10 @@ class Summary:
             f"{self.seconds:.1f} s ({rate:.2f} episodes/min), {self.bytes / 1e6:.2f} MB "
             f"({self.bytes / 1e6 / max(len(done), 1):.3f} MB per episode, {'video' if self.video else 'PNG images'})",
         ]
+        ran = [r for r in self.skipped if r.status]  # the skill ran and ended before the arm moved: a failure too
+        if ran:
+            lines.append(f"the scripted skill succeeded on {ok} of {len(done) + len(ran)} seeds it ran on "
+                         f"({100.0 * ok / (len(done) + len(ran)):.1f} %; {len(ran)} ended before the arm moved, not recorded)")
         codes: dict[str, int] = {}
         for r in done:
             if not r.success:
@@ -550,7 +746,7 @@ def _record(LeRobotDataset: Any, summary: Summary, root: Path, skill: str, episo
             size: int, video: bool, progress: Callable[[EpisodeRecord], None] | None) -> None:
     # video_backend: how this handle would decode; PyAV, which LeRobot also encodes with (torchcodec, its other
     # choice, needs an FFmpeg this Debian does not have, and its probe prints a traceback).
-    dataset = LeRobotDataset.create(repo_id=f"homiebot/{skill}", fps=FPS, features=features(size, video), root=root,
+    dataset = LeRobotDataset.create(repo_id=f"homiebot/{skill}", fps=FPS, features=features(size, video, skill), root=root,
                                     robot_type=ROBOT_TYPE, use_videos=video, video_backend="pyav")
     runner = SkillEpisodes(skill, size)
     try:
@@ -576,6 +772,9 @@ def _record(LeRobotDataset: Any, summary: Summary, root: Path, skill: str, episo
     finally:
         runner.close()
     dataset.finalize()
+    images = root / "images"  # LeRobot's scratch folder for PNG frames before they go into the parquet files
+    if images.is_dir() and not any(p.is_file() for p in images.rglob("*")):
+        shutil.rmtree(images)
     (root / EPISODES_FILE).write_text("".join(json.dumps(asdict(r)) + "\n" for r in summary.episodes))
 
 

@@ -188,3 +188,56 @@ def test_pick_episodes_are_recorded_with_lerobot_and_read_back(tmp_path: Path, m
     assert fingers.max() > 0.03 and fingers.min() < 0.01
     images = np.stack([f["observation.images.wrist"].numpy() for f in frames[:: max(1, len(frames) // 8)]])
     assert images.std() > 0.02  # not blank
+
+
+# ---------------------------------------------------------------------------------------------- Go to's replay
+
+
+def test_go_to_motion_is_replayed_as_the_follower_drives_it() -> None:
+    from homiebot.data.skill_datasets import _motion_path, _pose_at, _relative
+    from homiebot.sim.mujoco.backend import DRIVE_SPEED, TURN_SPEED
+    from homiebot.types import Pose2D
+
+    # From (0, 0) facing +x: corners (1, 0) then (1, 1), the goal faces -x there.
+    start, end = Pose2D(0.0, 0.0, 0.0), Pose2D(1.0, 1.0, math.pi)
+    pieces = _motion_path([(start, [(1.0, 0.0), (1.0, 1.0)], end, True)])
+    assert [(round(length, 6), round(turn, 6)) for _, length, turn in pieces] == [
+        (1.0, 0.0), (1.0, round(math.pi / 2, 6)), (0.0, round(math.pi / 2, 6))]
+    durations = [abs(turn) / TURN_SPEED + length / DRIVE_SPEED for _, length, turn in pieces]
+    halfway = _pose_at(pieces, durations, 0.5 / DRIVE_SPEED)
+    assert math.isclose(halfway.x, 0.5) and math.isclose(halfway.y, 0.0, abs_tol=1e-9)
+    turning = _pose_at(pieces, durations, durations[0] + 0.25 * math.pi / TURN_SPEED)  # a quarter of pi into the turn
+    assert math.isclose(turning.x, 1.0) and math.isclose(turning.yaw, math.pi / 4)
+    final = _pose_at(pieces, durations, sum(durations))
+    assert math.isclose(final.x, 1.0) and math.isclose(final.y, 1.0) and math.isclose(abs(final.yaw), math.pi)
+    # A goal stopped short of its corner ends where the base stopped, with no turn to the goal's heading.
+    short = _motion_path([(start, [], Pose2D(0.4, 0.0, 0.0), False)])
+    assert [(round(length, 6), turn) for _, length, turn in short] == [(0.4, 0.0)]
+    # The goal in the base's frame: ahead is x, left is y.
+    assert np.allclose(_relative(Pose2D(1.0, 1.0, math.pi / 2), Pose2D(1.0, 3.0, math.pi)), (2.0, 0.0, math.pi / 2))
+
+
+@pytest.mark.slow
+def test_a_go_to_episode_is_recorded_with_base_velocities_and_a_goal_image(tmp_path: Path) -> None:
+    LeRobotDataset = _lerobot_dataset()
+    out = tmp_path / "go_to"
+    record_skill_dataset("go_to", 1, out, size=32)
+    record = json.loads((out / EPISODES_FILE).read_text().splitlines()[0])
+    assert record["task"] == f"go to the {record['target']}" and record["base_moved"]
+    dataset = LeRobotDataset("homiebot/go_to", root=out, video_backend="pyav")
+    assert dataset.num_episodes == 1 and len(dataset) == record["frames"] >= 5
+    names = dataset.meta.features
+    assert names["observation.state"]["names"] == ["goal_x", "goal_y", "goal_yaw"]
+    assert names["action"]["names"] == ["linear_x", "angular_z"]
+    assert "observation.images.wrist" not in names
+    frames = [dataset[i] for i in range(len(dataset))]
+    assert tuple(frames[0]["observation.images.goal"].shape) == (3, 32, 32)
+    assert all(np.array_equal(f["observation.images.goal"].numpy(), frames[0]["observation.images.goal"].numpy()) for f in frames)
+    actions = np.stack([f["action"].numpy() for f in frames])
+    assert np.allclose(actions[-1], 0.0)  # at rest at the end
+    assert actions[:, 0].max() <= 0.6 + 1e-3 and np.abs(actions[:, 1]).max() <= 1.0 + 1e-3  # the follower's speeds
+    # Integrating the velocities leads to the goal: its pose in the base's frame at the end is where the base stands.
+    last = frames[-1]["observation.state"].numpy()
+    assert bool(frames[-1]["next.done"]) and bool(frames[-1]["next.success"]) == record["success"]
+    if record["success"]:
+        assert np.allclose(last, 0.0, atol=1e-3)

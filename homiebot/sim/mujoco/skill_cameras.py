@@ -85,8 +85,9 @@ class SkillCameras:
         rot = data.xmat[self._gripper].reshape(3, 3)
         return data.xpos[self._gripper] + rot @ self._mount_pos, rot @ self._mount_forward, rot @ self._mount_up
 
-    def render(self, data: mujoco.MjData) -> dict[str, np.ndarray]:
-        """One image per camera of :data:`CAMERAS` (``size`` x ``size`` x 3, uint8) of ``data`` as it is."""
+    def render(self, data: mujoco.MjData, names: tuple[str, ...] = CAMERAS) -> dict[str, np.ndarray]:
+        """One image per camera of ``names`` (of :data:`CAMERAS`; ``size`` x ``size`` x 3, uint8) of ``data`` as it
+        is."""
         assert self._context is not None, "closed"
         self._gl.make_current()
         scene = self._scene
@@ -98,7 +99,10 @@ class SkillCameras:
         scale = WRIST_NEAR / head.frustum_near
         frustum = {key: getattr(head, key) * scale for key in FRUSTUM}
         images: dict[str, np.ndarray] = {}
-        for name in CAMERAS:
+        unknown = set(names) - set(CAMERAS)
+        if unknown:
+            raise ValueError(f"no camera {sorted(unknown)}; the cameras are {CAMERAS}")
+        for name in names:
             if name == "head":
                 mujoco.mjv_updateCamera(self.model, data, self._camera, scene)
                 pos = data.cam_xpos[self._head].copy()
