@@ -183,7 +183,7 @@ def register(app: typer.Typer) -> None:
         record: bool = typer.Option(False, "--record", help="Also record the graph's topics to <out>/bag (MCAP)."),
         timeout: float | None = typer.Option(None, "--timeout", min=1.0, help="Give up after this many seconds (exit 3)."),
         execute_timeout: float | None = typer.Option(None, "--execute-timeout", min=0.1, help="Planner's deadline per subtask (s)."),
-        images: bool = typer.Option(False, "--images/--no-images", help="Keep the four views of every round in <out>/record (with --skills physical also the arm's reaching views, docs/robots.md)."),
+        images: bool | None = typer.Option(None, "--images/--no-images", help="Keep the four views of every round in <out>/record (with --skills physical also the arm's reaching views, docs/robots.md). Default: on with --record, off without."),
         live: bool = typer.Option(False, "--live", help="The planner node serves the episode live to the Foxglove app (docs/reports.md)."),
         live_port: int = typer.Option(8765, "--live-port", min=1, max=65535, help="--live: the port on 127.0.0.1."),
         base_url: str | None = ModelOptions.base_url(),
@@ -316,6 +316,8 @@ def register(app: typer.Typer) -> None:
         result_path = (run_dir / "result.json").resolve()
         result_path.unlink(missing_ok=True)
 
+        # A recorded run is one a user will look at: its record keeps the views unless --no-images says otherwise.
+        images = record if images is None else images
         planner_overrides: dict[str, Any] = {}
         if task_id or instruction or exit_when_done:
             planner_overrides.update(exit_when_done=True, result_path=str(result_path),
@@ -343,7 +345,8 @@ def register(app: typer.Typer) -> None:
         if bridge_overrides:
             overrides["sim_bridge"] = bridge_overrides
         if skills is not None:  # the bridge's robot and the executors that drive it (docs/robots.md)
-            for name in ("sim_bridge", "nav_executor", "manip_executor"):
+            # The planner node only names the mode in the record's summary (its skills.mode), as homie run does.
+            for name in ("sim_bridge", "nav_executor", "manip_executor", "planner_node"):
                 if any(node.name == name for node in graph.nodes):
                     overrides.setdefault(name, {})["skills"] = skills
         if images and any(node.name == "sim_bridge" for node in graph.nodes):

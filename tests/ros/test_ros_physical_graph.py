@@ -39,7 +39,7 @@ def episodes(tmp_path_factory, ros_domain) -> dict[str, Path]:
     out = {}
     for skills in ("physical", "oracle"):
         out[skills] = tmp / skills
-        done = subprocess.run([HOMIE, "up", "sim", "--task", TASK, "--skills", skills, "--record", "--out", str(out[skills]),
+        done = subprocess.run([HOMIE, "up", "sim", "--task", TASK, "--skills", skills, "--record", "--no-images", "--out", str(out[skills]),
                                "--domain-id", str(ros_domain)], capture_output=True, text=True, env=env, cwd=tmp, timeout=600)
         assert done.returncode == 0, done.stderr[-3000:]
     return out
@@ -60,7 +60,9 @@ def test_physical_skills_use_only_the_standard_interfaces(episodes):
         "[Go to, kitchen_drawer]", "[Open, kitchen_drawer]", "[Go to, short_can]", "[Pick, short_can]",
         "[Go to, kitchen_drawer]", "[Put, short_can, kitchen_drawer]", "[Close, kitchen_drawer]", "[End]"]
     assert all(r["error_code"] == "OK" for r in rounds), [(r["subtask_text"], r["feedback"]) for r in rounds]
-    assert json.loads((run / "record" / "summary.json").read_text())["success"]
+    summary = json.loads((run / "record" / "summary.json").read_text())
+    assert summary["success"]
+    assert summary["run"]["skills"]["mode"] == "physical"  # the record names the skills the graph ran with
     goals = action_goals(run / "bag")
     topics = _bag_topics(run / "bag")
     for action in STANDARD + PRIVATE:
@@ -71,7 +73,7 @@ def test_physical_skills_use_only_the_standard_interfaces(episodes):
     assert not goals.get("/sim/navigate"), f"/sim/navigate took {len(goals['/sim/navigate'])} goal(s)"
     assert len(goals.get("/sim/manipulate", ())) == 2  # Open and Close only (module docstring)
     assert {"/joint_states", "/odom"} <= topics
-    # Without --images the bridge renders no reaching views (tests/ros/test_ros_reaching_views.py has them).
+    # With --no-images the bridge renders no reaching views (tests/ros/test_ros_reaching_views.py has them).
     from homiebot.ros.bag import bag_info
 
     assert not any(t.count for t in bag_info(run / "bag").topics if t.name.startswith("/reach_camera/"))

@@ -1,5 +1,5 @@
-"""The physical skills' reaching views through the graph: ``homie up sim --task emmoe-084 --skills physical --record
---images`` keeps, beside the rounds' views, the arm's reaching frames that the sim bridge rendered at the end of each
+"""The physical skills' reaching views through the graph: ``homie up sim --task emmoe-084 --skills physical --record``
+(which keeps the views: --images is its default) keeps, beside the rounds' views, the arm's reaching frames that the sim bridge rendered at the end of each
 arm and gripper goal and published as camera images (``/reach_camera/<camera>/image_raw`` + ``camera_info``, the
 moment's label on ``/reach_camera/moments``: homiebot/ros/motion_views.py); the bag holds them and the report built
 from the record shows them beside the Pick and the Put. The same episode in-process takes the same moments
@@ -30,7 +30,7 @@ def run(tmp_path_factory, ros_domain) -> Path:
     tmp = tmp_path_factory.mktemp("reaching_graph")
     out = tmp / "up84"
     env = {**graph_environment(ros_domain), "COLUMNS": "200"}
-    done = subprocess.run([HOMIE, "up", "sim", "--task", "emmoe-084", "--skills", "physical", "--record", "--images",
+    done = subprocess.run([HOMIE, "up", "sim", "--task", "emmoe-084", "--skills", "physical", "--record",
                            "--out", str(out), "--domain-id", str(ros_domain)],
                           capture_output=True, text=True, env=env, cwd=tmp, timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
