@@ -51,7 +51,7 @@ import logging
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
 import numpy as np
 
@@ -72,7 +72,7 @@ from homiebot.executor.roles import WAIT_ACTION
 from homiebot.perception.grounding import Grounder
 from homiebot.planner.base import EpisodeStopRequested, Planner
 from homiebot.planner.conversation import model_chat
-from homiebot.sim.base import Simulator, SupportsAgents
+from homiebot.sim.base import Simulator, SupportsAgents, SupportsClock
 from homiebot.sim.scene import SceneSpec
 from homiebot.skills.skillset import PerceivedWorld
 from homiebot.tasks.goals import GoalSpec, goal_satisfied
@@ -83,6 +83,7 @@ from homiebot.types import (
     Feedback,
     Observation,
     PlannerOutput,
+    Pose2D,
     RoundRecord,
     Subtask,
     Trajectory,
@@ -596,10 +597,25 @@ class _WorldGraphFile(ObserverBase):
             self.recorder.add_file(WORLD_GRAPHS_FILE, f'{{"round": {record.index}, "graph": {graph}}}\n', append=True)
 
 
-def _perceived_world(hook: PerceptionHook) -> PerceivedWorld:
-    """The skills' world through ``hook``: its geometry where it keeps some, the simulator's state otherwise."""
+def _perceived_world(hook: PerceptionHook, sim: Simulator | None = None) -> PerceivedWorld:
+    """The skills' world through ``hook``: its geometry where it keeps some, the simulator's state otherwise.
+
+    With ``sim``, and a hook that asks for it (``looks_again``: the image-built graph), the skills' every read of the
+    world after the robot moved or time passed is preceded by a fresh look: the four views from where the robot
+    stands now are fused first. A skill reads the world again after the base turned to face or moved closer to its
+    target and before each try, so the grasp is planned from the nearest view, and an object a failed try nudged is
+    seen where it lies now (a real robot's look before it reaches; a stale graph kept the arm closing on the
+    place an apple had rolled from)."""
+    looked: list[tuple[float, Pose2D] | None] = [None]
+    look = sim is not None and bool(getattr(hook, "looks_again", False)) and isinstance(sim, SupportsClock)
 
     def world(state: WorldState) -> WorldState:
+        if look:
+            assert sim is not None
+            now = (cast(SupportsClock, sim).sim_time, state.robot)
+            if now != looked[0] and now[0] != getattr(hook, "observed_at", None):
+                hook.observe(sim.observe(), state)
+            looked[0] = now
         return hook.perceived_state(state) or state
 
     return world
@@ -672,7 +688,7 @@ def run_episode(
             hooks[:] = [perception(scene_spec, initial)]
             perceived = PerceptionKnowledge(hooks[0])
             backend.ground_with(perceived.grounder())
-            backend.plan_skills_in(_perceived_world(hooks[0]))
+            backend.plan_skills_in(_perceived_world(hooks[0], sim))
             return perceived
     elif perception is not None:
         # Two agents: one world graph each (PARTNR's decentralized agents), fed by that agent's own views, told

@@ -39,6 +39,11 @@ Pipeline per observation (four views):
 
 A detection of the held object's label within ``held_radius`` of the robot is the object in the gripper
 (PARTNR's "whether object-is-being-held-by-agent" check) and is not turned into a new node.
+
+Besides the voxel set, an object node keeps the points of the latest observation that showed it and where the camera
+stood then (:meth:`ConceptGraphBuilder.seen_points`): a grasp completes the object from them with its model
+(:mod:`homiebot.perception.object_fit`). The latest view, not the union: a nudged object's old voxels stay in the
+union, and the last view before a grasp is the nearest.
 """
 
 from __future__ import annotations
@@ -52,8 +57,16 @@ from typing import NamedTuple, Protocol
 import numpy as np
 
 from homiebot.perception.actions import apply_action
-from homiebot.perception.geometry import Box3, backproject, voxel_centers, voxel_keys
+from homiebot.perception.geometry import (
+    DEFAULT_MIN_DEPTH,
+    Box3,
+    backproject,
+    backproject_where,
+    voxel_centers,
+    voxel_keys,
+)
 from homiebot.perception.layout import SceneLayout, VocabularyEntry
+from homiebot.perception.object_fit import SeenPoints
 from homiebot.perception.privileged import group_points_by_segment, layout_graph
 from homiebot.perception.relations import Furniture, SupportTolerances, infer_placement
 from homiebot.perception.world_graph import ROBOT_ID, GraphNode, NodeKind, Relation
@@ -142,6 +155,15 @@ class ConceptGraphConfig:
     min_object_size: float = 0.09
     moved_radius: float = 0.15  # margin (m) around a put's furniture box where the placed object is looked for
     held_radius: float = 1.2  # see the module docstring
+    # Most points an object node keeps of its latest observation (every k-th beyond it): a 7 cm apple at 1 m has
+    # about 60 after the stride; a box near the camera some thousands, more than a footprint needs.
+    seen_points_kept: int = 600
+    # An object whose outline has more than this share of its pixels against something nearer is partly hidden
+    # (occluded_share): its points do not replace those of a clear view of it unless it moved since.
+    occluded_share: float = 0.2
+    # A partly hidden view shows the object where the clear one did when all its points lie within this (m) of the
+    # clear view's box: then the clear view stands.
+    unmoved_margin: float = 0.015
     tolerances: SupportTolerances = field(default_factory=SupportTolerances)
 
 
@@ -157,6 +179,14 @@ class _Track:
     box_max: np.ndarray = field(default_factory=lambda: np.zeros(3))
     centroid: np.ndarray = field(default_factory=lambda: np.zeros(3))  # mean voxel centre
     detections: int = 0
+    # The latest observation's points of an object (module docstring) and the camera positions they were seen from
+    seen: np.ndarray = field(default_factory=lambda: np.empty((0, 3)))
+    seen_from: np.ndarray = field(default_factory=lambda: np.empty((0, 3)))  # one per point
+    seen_in: int = -1  # the observation they come from
+    seen_occluded: bool = False  # whether some view of it in that observation was partly hidden
+    # The latest observation with a clear view of the object (none of its views partly hidden), kept while later
+    # partly hidden ones show it where it was: (points, camera positions, observation)
+    clear: tuple[np.ndarray, np.ndarray, int] | None = None
 
     @property
     def label(self) -> str:
@@ -179,6 +209,9 @@ class _Detection:
     centroid: np.ndarray
     voxel: float
     edge_points: np.ndarray | None = None  # points on the image border: the mask is cut off by the field of view
+    points: np.ndarray | None = None  # objects: the points themselves (thinned), for seen_points
+    camera: np.ndarray | None = None  # where the camera stood
+    occluded: bool = False  # something nearer hides part of the object (occluded_share)
 
 
 def neighbour_ratio(a: np.ndarray, b: np.ndarray, samples: int) -> float:
@@ -213,6 +246,40 @@ def _centroid_similarity(det: _Detection, track: _Track, min_size: float) -> flo
     return float(np.clip(1.0 - np.linalg.norm(det.centroid - track.centroid) / size, 0.0, 1.0))
 
 
+def occluded_share(view: CameraView, seg_id: int, nearer: float = 0.03) -> float:
+    """The share of a mask's outline pixels (its pixels with a neighbour above, left or right outside it) that
+    border something at least ``nearer`` metres nearer the camera: the object is partly hidden there (an occlusion boundary: the depth
+    steps towards the camera across the outline). A free-standing object's outline borders what lies behind it.
+    An outline on the image's edge does not count as hidden here: a mask cut by the field of view is handled by
+    association (module docstring, step 4)."""
+    rows, cols = np.nonzero(view.segmentation == seg_id)
+    if len(rows) == 0:
+        return 0.0
+    r0, r1 = max(int(rows.min()) - 1, 0), min(int(rows.max()) + 2, view.segmentation.shape[0])
+    c0, c1 = max(int(cols.min()) - 1, 0), min(int(cols.max()) + 2, view.segmentation.shape[1])
+    mask = view.segmentation[r0:r1, c0:c1] == seg_id
+    crop = view.depth[r0:r1, c0:c1]
+    depth = np.where(np.isfinite(crop) & (crop >= DEFAULT_MIN_DEPTH), crop, np.inf)  # no return: nothing there
+    outline = np.zeros_like(mask)
+    hidden = np.zeros_like(mask)
+    # The neighbour above (roll down by one row), left and right; not the one below: under an object's bottom
+    # edge lies the surface it stands on, in front of it, and seen at a grazing angle one pixel lower is
+    # centimetres nearer (the counter under a can seen from 1.2 m, 0.2 m above it: 4 cm).
+    for axis, shift in ((0, 1), (1, 1), (1, -1)):
+        other = np.roll(mask, shift, axis=axis)
+        other_depth = np.roll(depth, shift, axis=axis)
+        valid = np.ones_like(mask)  # np.roll wraps round: the wrapped row or column is no neighbour
+        if axis == 0:
+            valid[0 if shift == 1 else -1, :] = False
+        else:
+            valid[:, 0 if shift == 1 else -1] = False
+        edge = mask & ~other & valid
+        outline |= edge
+        hidden |= edge & (other_depth < depth - nearer)
+    count = int(outline.sum())
+    return float(hidden.sum()) / count if count else 0.0
+
+
 def exact_label_similarity(a: str, b: str) -> float:
     return 1.0 if a == b else 0.0
 
@@ -238,11 +305,13 @@ class ConceptGraphBuilder:
         self._next_id = 0
         self._name_counts: Counter = Counter()
         self._centres: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+        self._observations = 0
 
     # ------------------------------------------------------------------ observation
     def update(self, observation: Observation) -> list[str]:
         """Fuse one observation; returns the ids of the nodes created or updated (after merges)."""
         robot = observation.robot_pose
+        self._observations += 1
         self.graph.update_node(ROBOT_ID, position=(robot.x, robot.y, 0.0), states={"yaw": robot.yaw})
         self.graph.set_room(ROBOT_ID, self._plan.room_at(robot.x, robot.y))
         detections = [d for view in observation.views.values() for d in self._detect(view, observation)]
@@ -277,6 +346,13 @@ class ConceptGraphBuilder:
         keep = np.isin(seg, list(labels))
         # Carry the border flag through the grouping as a fourth coordinate (one sort for both).
         tagged = np.concatenate((points[keep], on_border[keep, None].astype(np.float32)), axis=1)
+        # Objects' own points at every pixel (the stride's quarter is a handful of points on a fruit two metres away),
+        # for their completion (seen_points); their voxels come from the strided points like everything else's.
+        objects = [i for i, lab in labels.items() if lab.kind is EntityKind.OBJECT]
+        dense: dict[int, np.ndarray] = {}
+        if objects:
+            full, full_seg = backproject_where(view, np.isin(view.segmentation, objects), max_depth=cfg.max_depth)
+            dense = group_points_by_segment(full, full_seg)
         out = []
         for seg_id, rows in group_points_by_segment(tagged, seg[keep]).items():
             if len(rows) < 3:
@@ -285,8 +361,15 @@ class ConceptGraphBuilder:
             edge = pts[rows[:, 3] > 0.5]
             label = labels[seg_id]
             voxel = cfg.furniture_voxel if label.kind is EntityKind.FURNITURE else cfg.object_voxel
-            out.append(_Detection(label, voxel_keys(pts, voxel), pts.min(axis=0), pts.max(axis=0), pts.mean(axis=0),
-                                  voxel, edge if len(edge) else None))
+            det = _Detection(label, voxel_keys(pts, voxel), pts.min(axis=0), pts.max(axis=0), pts.mean(axis=0),
+                             voxel, edge if len(edge) else None)
+            if label.kind is EntityKind.OBJECT:
+                own = dense.get(seg_id, pts)
+                step = max(1, len(own) // cfg.seen_points_kept)
+                det.points = np.asarray(own[::step], dtype=float)
+                det.camera = np.asarray(view.camera_to_world, dtype=float)[:3, 3]
+                det.occluded = occluded_share(view, seg_id) > cfg.occluded_share
+            out.append(det)
         return out
 
     def _is_held_object(self, det: _Detection, held: set[str], robot_xy: np.ndarray) -> bool:
@@ -396,6 +479,15 @@ class ConceptGraphBuilder:
         for category, prompts in drop.prompts.items():
             keep.prompts.setdefault(category, prompts)
         keep.detections += drop.detections
+        if drop.seen_in > keep.seen_in:
+            keep.seen, keep.seen_from, keep.seen_in = drop.seen, drop.seen_from, drop.seen_in
+            keep.seen_occluded = drop.seen_occluded
+        elif drop.seen_in == keep.seen_in and len(drop.seen):
+            keep.seen = np.concatenate((keep.seen, drop.seen))
+            keep.seen_from = np.concatenate((keep.seen_from, drop.seen_from))
+            keep.seen_occluded = keep.seen_occluded or drop.seen_occluded
+        if drop.clear is not None and (keep.clear is None or drop.clear[2] > keep.clear[2]):
+            keep.clear = drop.clear
         del self._tracks[drop.node_id]
         self._centres.pop(drop.node_id, None)
         self.graph.remove_node(drop.node_id)
@@ -410,6 +502,7 @@ class ConceptGraphBuilder:
         track.box_min, track.box_max = det.box_min.copy(), det.box_max.copy()
         track.centroid = voxel_centers(track.keys, track.voxel).mean(axis=0)
         track.detections = 1
+        self._keep_seen(track, det)
         self._tracks[node_id] = track
         kind = NodeKind.FURNITURE if det.label.kind is EntityKind.FURNITURE else NodeKind.OBJECT
         self.graph.add_node(GraphNode(node_id, kind, det.label.category, self._fresh_name(det.label.category)))
@@ -429,6 +522,48 @@ class ConceptGraphBuilder:
         track.votes[det.label.category] += det.label.confidence
         track.prompts.setdefault(det.label.category, det.label.prompts)
         track.detections += 1
+        self._keep_seen(track, det)
+
+    def _keep_seen(self, track: _Track, det: _Detection) -> None:
+        """Add a detection's points to the node's latest-observation points (a new observation replaces them)."""
+        if det.points is None or det.camera is None:
+            return
+        cameras = np.repeat(det.camera[None, :], len(det.points), axis=0)
+        if track.seen_in != self._observations:
+            self._settle_clear(track)
+            track.seen, track.seen_from, track.seen_in = det.points, cameras, self._observations
+            track.seen_occluded = det.occluded
+        else:
+            track.seen = np.concatenate((track.seen, det.points))
+            track.seen_from = np.concatenate((track.seen_from, cameras))
+            track.seen_occluded = track.seen_occluded or det.occluded
+
+    @staticmethod
+    def _settle_clear(track: _Track) -> None:
+        """Remember the node's latest observation as its clear view when no view of it was partly hidden."""
+        if len(track.seen) and not track.seen_occluded:
+            track.clear = (track.seen, track.seen_from, track.seen_in)
+
+    def seen_points(self, node_id: str) -> SeenPoints | None:
+        """The points of an object node from the latest observation that showed it, and the camera position they
+        were seen from (the mean over its views: the head's four views of a stop share it); None when the node has
+        none (furniture, a node only an action placed, or an object moved since it was last seen).
+
+        When that observation saw it partly hidden (the arm reaching in front of it, :func:`occluded_share`) and
+        its points lie where an earlier clear view put them, the clear view's points: a hidden top or side would
+        shrink or shift the completed object (an orange's hidden top put its centre 3.5 cm low, and the fingers
+        came down on the counter)."""
+        track = self._tracks.get(node_id)
+        if track is None or len(track.seen) == 0 or node_id in self._moved:
+            return None
+        points, cameras = track.seen, track.seen_from
+        if track.seen_occluded and track.clear is not None and track.clear[2] < track.seen_in:
+            lo = track.clear[0].min(axis=0) - self.config.unmoved_margin
+            hi = track.clear[0].max(axis=0) + self.config.unmoved_margin
+            if np.all((points >= lo) & (points <= hi)):
+                points, cameras = track.clear[0], track.clear[1]
+        viewer = cameras.mean(axis=0)
+        return SeenPoints(points, (float(viewer[0]), float(viewer[1]), float(viewer[2])))
 
     def _fresh_name(self, category: str) -> str:
         self._name_counts[category] += 1
@@ -506,6 +641,8 @@ class ConceptGraphBuilder:
                 track = self._tracks.get(node_id)
                 if track is not None:
                     track.keys = np.empty(0, dtype=np.int64)
+                    track.seen, track.seen_from, track.seen_in = np.empty((0, 3)), np.empty((0, 3)), -1
+                    track.seen_occluded, track.clear = False, None
         return changed
 
     @property

@@ -77,6 +77,20 @@ def backproject(
     return points, seg[valid], on_border
 
 
+def backproject_where(view: CameraView, mask: np.ndarray, min_depth: float = DEFAULT_MIN_DEPTH,
+                      max_depth: float = DEFAULT_MAX_DEPTH) -> tuple[np.ndarray, np.ndarray]:
+    """Back-project the pixels of a full-resolution boolean ``mask`` (with valid depth) into ``map``-frame points:
+    ``(points (N, 3) float64, segment ids)``. For a few small masks (the objects of a view) at every pixel, where
+    :func:`backproject` over the whole image would do the rest of the image's work too."""
+    depth = view.depth
+    valid = mask & np.isfinite(depth) & (depth >= min_depth) & (depth <= max_depth)
+    vs, us = np.nonzero(valid)
+    z = depth[vs, us].astype(np.float64)
+    cam = np.stack(((us - view.cx) / view.fx * z, (vs - view.cy) / view.fy * z, z), axis=1)
+    transform = np.asarray(view.camera_to_world, dtype=np.float64)
+    return cam @ transform[:3, :3].T + transform[:3, 3], view.segmentation[vs, us]
+
+
 def voxel_keys(points: np.ndarray, voxel_size: float) -> np.ndarray:
     """Unique packed int64 keys of the voxels (edge ``voxel_size`` metres) the points fall in, sorted."""
     if len(points) == 0:

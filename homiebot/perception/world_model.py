@@ -28,6 +28,7 @@ import math
 from dataclasses import replace
 from typing import Literal
 
+import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
 from homiebot.perception.conceptgraph import ConceptGraphBuilder
@@ -39,6 +40,7 @@ from homiebot.perception.grounding import (
     SemanticGrounder,
 )
 from homiebot.perception.matching import resolve_instance
+from homiebot.perception.object_fit import ObjectCatalog, ObjectModel, fit_object
 from homiebot.perception.privileged import PrivilegedGraphBuilder
 from homiebot.perception.quality import make_builders
 from homiebot.perception.world_graph import ROBOT_ID, GraphNode, NodeKind, Relation, WorldGraph
@@ -74,6 +76,11 @@ class WorldModel:
         self._builder: PrivilegedGraphBuilder | ConceptGraphBuilder = self._privileged or conceptgraph
         self._semantic: Grounder = SemanticGrounder(embedder) if config.semantic_grounding else ExactTiersGrounder()
         self._grounded: dict[str, str] = {}  # simulator instance -> node id it was last grounded through
+        self.observed_at: float | None = None  # the simulated time of the latest fused observation
+        # The robot's object model library: each class's shape and size, as a robot knows the objects it handles
+        # (a size table, no poses). The scene declares the models of the objects it holds; keyed by the class the
+        # detector names, so perception completes what it sees by what it thinks it sees.
+        self.catalog = ObjectCatalog(ObjectModel(o.category, o.shape, o.size, o.wall_thickness) for o in spec.objects)
 
     @property
     def graph(self) -> WorldGraph:
@@ -84,8 +91,15 @@ class WorldModel:
         """Whether planner requests carry :meth:`describe` (the loop's perception hook declares it)."""
         return self.config.describe_world
 
+    @property
+    def looks_again(self) -> bool:
+        """Whether skills that plan from the graph should look again before they read it (the episode loop's
+        ``_perceived_world``): the image-built graph places objects from the latest view of them."""
+        return self._privileged is None
+
     def observe(self, observation: Observation, state: WorldState) -> list[str]:
         """Fuse one observation (four views). ``state`` is read only by the privileged builder."""
+        self.observed_at = observation.sim_time
         if self._privileged is not None:
             return self._privileged.update(observation, state)
         assert isinstance(self._builder, ConceptGraphBuilder)
@@ -195,10 +209,10 @@ class WorldModel:
     def perceived_state(self, state: WorldState) -> WorldState:
         """``state`` as the robot knows it through perception: what a skill that plans from the world graph reads.
 
-        * An object is where its node is: the node's centre and box (from the views' depth; a visible surface
-          only, so a box is usually shallower than the object), with no heading or own box (the graph has none).
-          A round object (a can, a fruit) is completed with its model's size (:meth:`_seen_object`). An object
-          no view has shown is not there, unless the robot holds it (the hand knows what it holds).
+        * An object is completed from its latest view with its class's model (:meth:`_seen_object`): a box with
+          the model's size and a heading from its seen footprint, a round object (a can, a fruit) with the model's
+          size, both placed with their unseen part away from the camera. An object no view has shown is not
+          there, unless the robot holds it (the hand knows what it holds).
         * Furniture is the map's: its box and interior, as a real robot navigates and plans around furniture in a
           semantic map built beforehand, and perceives the objects that move (docs/perception.md, "What the skills
           read"). The views' furniture boxes are their visible faces only: planned from them, the expert's physical
@@ -225,23 +239,35 @@ class WorldModel:
 
 
     def _seen_object(self, entity: EntityState, node: GraphNode, state: WorldState) -> EntityState:
-        """An object as perception places it: the node's centre, and its box. The views see the near side and the
-        top of an object, so the box is the visible surface (emmoe-084's short can: 6.8 of its 8.5 cm wide, 2.2
-        of its 3.5 cm high), and a grasp planned on it opened the fingers too little and closed them beside the
-        can. A round object (a cylinder or a sphere in the scene's object models: a can, a fruit) looks alike
-        from every side and has no heading to estimate, so its model's size completes it, as a pose estimator
-        does with a known object: the node's centre across, its top at the seen top. Anything else keeps the seen
-        box, without a heading."""
+        """An object as perception places it. The views see the near side and the top of an object, so the node's
+        box is the visible surface (emmoe-084's short can: 6.8 of its 8.5 cm wide, 2.2 of its 3.5 cm high) and its
+        centre lies towards the camera; a grasp planned on it opened the fingers too little and hit a box, or closed
+        them in front of a fruit. So the object is completed with its class's model (:attr:`catalog`, by the node's
+        label) from the points of the latest view that showed it (:mod:`homiebot.perception.object_fit`): a box
+        gets the model's size and the heading of its seen footprint, a round object the model's size; both are
+        placed with their unseen part away from the camera and their top at the seen top.
+
+        Without those points (the privileged graph, a node an action placed) a round object is completed about the
+        node's centre, as it looks alike from every side; a box keeps the seen box without a heading. Nothing of
+        ``entity`` but its identity and properties (name, category, states) is read: no pose, no size."""
         seen = replace(entity, position=node.position, bbox_min=node.bbox_min, bbox_max=node.bbox_max,
                        half_extents=None, yaw=None)
-        try:
-            model = self.spec.object_by_name(entity.name)
-        except KeyError:
+        extent = tuple(b - a for a, b in zip(node.bbox_min, node.bbox_max, strict=True))
+        points = self._builder.seen_points(node.id) if isinstance(self._builder, ConceptGraphBuilder) else None
+        if points is not None:
+            extent = tuple(float(v) for v in np.ptp(points.points, axis=0))
+        model = self.catalog.model_for(node.category, extent)  # type: ignore[arg-type]
+        if model is None:
             return seen
-        if model.shape not in ("cylinder", "sphere"):
+        seen = replace(seen, wall_thickness=model.wall_thickness)
+        fit = fit_object(points, model) if points is not None else None
+        if fit is not None:
+            return replace(seen, position=fit.centre, bbox_min=fit.bbox_min, bbox_max=fit.bbox_max,
+                           half_extents=fit.half_extents, yaw=fit.yaw)
+        if not model.round:
             return seen
         radius = model.size[0] / 2
-        height = model.size[0] if model.shape == "sphere" else model.size[2]
+        height = model.height
         x, y, _ = node.position
         centre = (x, y, node.bbox_max[2] - height / 2)
         low = (x - radius, y - radius, centre[2] - height / 2)

@@ -9,7 +9,12 @@ import numpy as np
 import pytest
 from perception_synth import SynthBox, observe, two_room_scene
 
-from homiebot.perception.conceptgraph import ConceptGraphBuilder, ConceptGraphConfig, PanopticStandInLabeler
+from homiebot.perception.conceptgraph import (
+    ConceptGraphBuilder,
+    ConceptGraphConfig,
+    PanopticStandInLabeler,
+    occluded_share,
+)
 from homiebot.perception.matching import match_furniture, match_objects, resolve_instance
 from homiebot.perception.privileged import PrivilegedConfig, PrivilegedGraphBuilder
 from homiebot.perception.quality import graph_quality
@@ -233,3 +238,54 @@ def test_misclassified_redetection_fuses_and_the_vote_keeps_the_label(scene):
     cans = [n for n in builder.graph.nodes(NodeKind.OBJECT) if abs(n.position[0] - 1.535) < 0.05]
     assert len(cans) == 1 and cans[0].category == "tomato_soup_can"  # two right votes against one wrong
     assert cans[0].confidence == pytest.approx(2 / 3)
+
+
+def test_conceptgraph_keeps_an_objects_latest_view_for_its_completion(scene):
+    """An object node keeps the points of the latest observation that showed it (a nudged object's old voxels stay
+    in the union; the latest view is where it lies now) and the camera position; an action that moves it drops
+    them until it is seen again."""
+    builder = cg_builder(scene)
+    builder.update(observe(scene.boxes, 2.0, 2.0, math.pi / 2))
+    can = next(n for n in builder.graph.nodes(NodeKind.OBJECT) if n.category == "tomato_soup_can")
+    first = builder.seen_points(can.id)
+    assert first is not None and len(first.points) >= 6
+    assert first.viewer[:2] == pytest.approx((2.0, 2.0), abs=1e-6) and first.viewer[2] == pytest.approx(1.10)
+    assert np.all(first.points >= np.array([1.50, 3.20, 0.90]) - 1e-3)
+    assert np.all(first.points <= np.array([1.57, 3.27, 1.02]) + 1e-3)
+    # nudged 5 cm along x: the node's voxels are the union of both places, its seen points the new place only
+    nudged = [b for b in scene.boxes if b.name != "red_can"] + [SynthBox(10, "red_can", (1.55, 3.20, 0.90),
+                                                                         (1.62, 3.27, 1.02))]
+    builder.update(observe(nudged, 2.0, 2.2, math.pi / 2))
+    again = builder.seen_points(can.id)
+    assert again is not None and again.viewer[1] == pytest.approx(2.2)
+    assert float(again.points[:, 0].min()) >= 1.55 - 1e-3
+    assert builder.graph.node(can.id).bbox_min[0] < 1.51  # the union still holds the old place
+    builder.apply_action("Pick", can.name)
+    assert builder.seen_points(can.id) is None
+    table = builder.seen_points(next(n.id for n in builder.graph.nodes(NodeKind.FURNITURE)))
+    assert table is None  # furniture is the map's: no points kept
+
+
+def test_a_partly_hidden_view_does_not_replace_a_clear_one_unless_the_object_moved(scene):
+    """Something nearer across an object's outline (an occlusion boundary: the arm reaching in front of it) marks
+    the view as partly hidden; the object's completion keeps the clear view while the hidden one shows it where it
+    was, and takes the hidden one when the object moved."""
+    builder = cg_builder(scene)
+    builder.update(observe(scene.boxes, 2.0, 2.0, math.pi / 2))
+    can = next(n for n in builder.graph.nodes(NodeKind.OBJECT) if n.category == "tomato_soup_can")
+    clear = builder.seen_points(can.id)
+    assert clear is not None
+    arm = SynthBox(99, "arm", (1.3, 2.7, 0.99), (1.8, 2.75, 1.3))  # hides the can's top from the camera
+    hidden = observe(scene.boxes + [arm], 2.0, 2.0, math.pi / 2)
+    view = hidden.views["front"]
+    can_id = next(i for i, n in hidden.instance_names.items() if n == "red_can")
+    assert occluded_share(view, can_id) > 0.2
+    assert occluded_share(observe(scene.boxes, 2.0, 2.0, math.pi / 2).views["front"], can_id) < 0.05
+    builder.update(hidden)
+    kept = builder.seen_points(can.id)
+    assert kept is not None and np.array_equal(kept.points, clear.points)
+    nudged = [b for b in scene.boxes if b.name != "red_can"] + [arm, SynthBox(10, "red_can", (1.53, 3.20, 0.90),
+                                                                              (1.60, 3.27, 1.02))]
+    builder.update(observe(nudged, 2.0, 2.0, math.pi / 2))
+    now = builder.seen_points(can.id)
+    assert now is not None and float(now.points[:, 0].max()) > 1.595

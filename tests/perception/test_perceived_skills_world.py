@@ -52,3 +52,54 @@ def test_the_episode_gives_geometry_planning_skills_perceptions_world(sim):
     made.clear()
     run_episode(sim, ScriptedPlanner(ANSWERS), task=task, skills=skills)
     assert made[0].world is None and "apple_1" in made[0].seen[0]  # no perception: the simulator's state
+
+
+class _Looker(_GeometryPlanner):
+    """Reads the world, moves the robot with the oracle Go to (time passes), reads it twice more."""
+
+    def __init__(self, sim) -> None:
+        super().__init__(sim)
+        self.looks: list[int] = []
+
+    def run(self, action: Action, model: str, target: str, place: str | None = None) -> SkillResult:
+        if action is not Action.GO_TO:
+            return SkillResult(SkillStatus.SUCCESS, "ok")
+        counted = self.sim.observe.calls
+        self.world(self.sim.state())  # the round's views are fused already: no new look
+        self.looks.append(self.sim.observe.calls - counted)
+        SkillSet(self.sim).run(action, model, target, place)
+        self.world(self.sim.state())  # the robot moved: a fresh look first
+        self.looks.append(self.sim.observe.calls - counted)
+        seen = self.world(self.sim.state())  # nothing changed since: none
+        self.looks.append(self.sim.observe.calls - counted)
+        self.seen.append(set(seen.entities))
+        return SkillResult(SkillStatus.SUCCESS, "ok")
+
+
+def test_skills_planning_in_the_image_built_graph_look_again_after_the_robot_moved(sim, monkeypatch):
+    task = get_task("emmoe-040")
+    observe = sim.observe
+
+    def counting():
+        counting.calls += 1
+        return observe()
+
+    counting.calls = 0
+    monkeypatch.setattr(sim, "observe", counting)
+    made: list[_Looker] = []
+
+    def skills(s, seed):
+        made.append(_Looker(s))
+        return made[-1]
+
+    def perception(spec, state):
+        return WorldModel(spec, state, PerceptionConfig(builder="conceptgraph", semantic_grounding=False))
+
+    run_episode(sim, ScriptedPlanner(ANSWERS), task=task, skills=skills, perception=perception)
+    assert made[0].looks == [0, 1, 1]
+    assert "apple_2" in made[0].seen[0]  # on the tv stand, seen from it
+
+    made.clear()
+    privileged = lambda spec, state: WorldModel(spec, state, PerceptionConfig(semantic_grounding=False))  # noqa: E731
+    run_episode(sim, ScriptedPlanner(ANSWERS), task=task, skills=skills, perception=privileged)
+    assert made[0].looks == [0, 0, 0]  # the privileged graph does not look again
