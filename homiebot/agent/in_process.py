@@ -16,8 +16,9 @@ agent 1's executor and skill layer run over ``sim.agent(1)`` (its base, hand and
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
-import numpy as np
+from numpy.typing import NDArray
 
 from homiebot.agent.loop import ExecutionOutcome
 from homiebot.executor.executor import Executor, ExecutorConfig, SkillRunner
@@ -81,7 +82,7 @@ class InProcessBackend:
         self._scene_seed = seed
         return self._state, self.sim.scene_spec()
 
-    def render(self, agent: int = 0) -> Sequence[np.ndarray]:
+    def render(self, agent: int = 0) -> Sequence[NDArray[Any]]:
         return self.observe(agent).images()
 
     def observe(self, agent: int = 0) -> Observation:

@@ -53,7 +53,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, cast
 
-import numpy as np
+from numpy.typing import NDArray
 
 from homiebot.agent.knowledge import (
     VISIBLE_MIN_PIXELS,
@@ -206,7 +206,7 @@ class EpisodeBackend(Protocol):
     def reset(self, scene: str, seed: int) -> tuple[WorldState, SceneSpec | None]:
         """Load ``scene`` with ``seed``; return the first state and the scene spec (or None)."""
 
-    def render(self, agent: int = 0) -> Sequence[np.ndarray]:
+    def render(self, agent: int = 0) -> Sequence[NDArray[Any]]:
         """The four RGB views now, in the planner's order."""
 
     def observe(self, agent: int = 0) -> Observation:
@@ -263,7 +263,7 @@ class _EpisodeView:
     scene: SceneSpec | None
     knowledge: WorldKnowledge
     state: WorldState
-    images: Sequence[np.ndarray]
+    images: Sequence[NDArray[Any]]
     observation: Observation | None
     opened: set[str]
 
@@ -334,7 +334,7 @@ class EpisodeLoop:
         except TimeoutError as err:
             raise _BackendTimeout(err) from err
 
-    def _look(self, agent: int | None = None) -> tuple[Sequence[np.ndarray], Observation | None]:
+    def _look(self, agent: int | None = None) -> tuple[Sequence[NDArray[Any]], Observation | None]:
         """The views now: the observation with its segmentation, or RGB only (see ``always_observe``).
         ``agent``: whose views, in a two-agent episode."""
         if not self.config.render:

@@ -10,7 +10,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
+from numpy.typing import NDArray
 
 from homiebot.agent.observers import ObserverBase
 from homiebot.data.record import EpisodeRecorder
@@ -41,7 +41,7 @@ class RecordingObserver(ObserverBase):
     """
 
     def __init__(self, recorder: EpisodeRecorder, *, scene_seed: int | None = None, config: Any = None,
-                 topdown: Callable[[], np.ndarray | None] | None = None, motion: MotionFeed | None = None) -> None:
+                 topdown: Callable[[], NDArray[Any] | None] | None = None, motion: MotionFeed | None = None) -> None:
         self.recorder = recorder
         self.scene_seed = scene_seed
         self.config = config

@@ -27,7 +27,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-import numpy as np
+from numpy.typing import NDArray
 
 from homiebot.config import HISTORY_WINDOW, MAX_ROUNDS, AnswerFormat
 from homiebot.planner.base import Planner, PlanRequest
@@ -115,7 +115,7 @@ class PlannerSession:
 
     def make_request(
         self,
-        images: Sequence[np.ndarray],
+        images: Sequence[NDArray[Any]],
         world_state: WorldState | None = None,
         goal: Any = None,
         *,

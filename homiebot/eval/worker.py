@@ -19,7 +19,7 @@ from multiprocessing import connection
 from pathlib import Path
 from typing import Any
 
-import numpy as np
+from numpy.typing import NDArray
 
 from homiebot.data.record import EpisodeRecorder
 from homiebot.eval.manifest import EvalSettings, Job, resolver_for
@@ -113,7 +113,7 @@ class GuardedRecorder(EpisodeRecorder):
         super().__init__(out_dir, images=images, video=video)
         self.guard = guard
 
-    def finish(self, trajectory: Trajectory, topdown: np.ndarray | None = None) -> Path:
+    def finish(self, trajectory: Trajectory, topdown: NDArray[Any] | None = None) -> Path:
         if self.guard.failure is not None:
             self.abort()
             raise EpisodeNotRun(str(self.guard.failure))

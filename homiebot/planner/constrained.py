@@ -15,7 +15,7 @@ vLLM and SGLang). Why it and not the others:
 * the same EBNF text is what vLLM (``structured_outputs={"grammar": ...}``, older ``guided_grammar``) and
   llama.cpp's server (``grammar``, GBNF) accept, so the OpenAI-compatible backend sends the very grammar
   the local backend applies;
-* it installs here with the pinned CPU ``torch==2.13.0`` and recent transformers (checked: 0.2.8).
+* it installs here with the pinned torch (2.13.0 when chosen, 2.11.0 now) and recent transformers (checked: 0.2.8).
   outlines 1.x installs too but pulls a larger dependency tree and compiles regexes into an FSM per
   vocabulary, which is slow to rebuild per call; lm-format-enforcer is pure Python and its per-token
   character-level walk is slower on 150k-token vocabularies.
