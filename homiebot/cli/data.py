@@ -310,7 +310,9 @@ def register(app: typer.Typer) -> None:
 
     @data_app.command("skills")
     def skills_command(
-        skill: str = typer.Option(..., "--skill", help="The physical skill: pick, open or close."),
+        skill: str = typer.Option(
+            ..., "--skill", help="The physical skill: pick, open, close (the arm moves the door) or go_to (base velocity)."
+        ),
         episodes: int = typer.Option(..., "--episodes", "-n", help="Episodes to record (one skill execution each)."),
         out: Path = typer.Option(..., "--out", "-o", help="New (or empty) folder: the LeRobot data set's root."),
         split: str = typer.Option(
@@ -319,7 +321,7 @@ def register(app: typer.Typer) -> None:
             help="train (seeds from 0) or eval (held-out placements: seeds from 1000000, never in training data).",
         ),
         first_seed: int = typer.Option(None, "--first-seed", help="The first seed (default: the split's first)."),
-        size: int = typer.Option(96, "--size", help="Camera images' side in pixels (head and wrist)."),
+        size: int = typer.Option(96, "--size", help="Camera images' side in pixels (head and wrist, or head and goal)."),
         video: bool = typer.Option(
             False, "--video/--images", help="Store the cameras as MP4 video (AV1) or as PNG images (default)."
         ),
