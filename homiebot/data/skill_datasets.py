@@ -39,7 +39,8 @@ any object the robot can get at; for Open / Close one of the scene's doors and d
 skill needs), and the robot's start pose (one of the first :data:`START_POSES` poses Go to would try, shifted by up to
 :data:`START_JITTER_M` and turned by up to :data:`START_JITTER_RAD`). A seed whose episode cannot start (no start pose
 reached) or whose skill ends before the arm moved (under :data:`MIN_FRAMES` frames: a refusal, such as an object wider
-than the gripper, or no grasp from anywhere the base went) is skipped and counted; the next seed follows.
+than the gripper, or no grasp from anywhere the base went) is skipped and counted; the next seed follows. So is a
+seed on which MuJoCo stops with a fatal error mid-skill (the next seed resets the simulator).
 
 **Held-out placements** (:func:`split_of`): seeds below :data:`EVAL_SEED_BASE` are training seeds, seeds from it on
 are evaluation seeds. A data set is recorded from one split's seeds (``split="train"``: from 0 up; ``"eval"``: from
@@ -58,6 +59,7 @@ or an interrupt leaves no output folder. LeRobot is imported only here, and only
 from __future__ import annotations
 
 import json
+import logging
 import math
 import os
 import re
@@ -69,6 +71,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+import mujoco
 import numpy as np
 
 from homiebot.sim.mujoco import robot as robot_model
@@ -442,6 +445,9 @@ class SkillEpisodes:
         recorder.start()
         try:
             result = skills.run(self.action, "oracle", plan.target)
+        except mujoco.FatalError as err:  # the simulator gave up mid-skill: this seed is lost, the next resets it
+            record.skipped = f"the simulator stopped: {err}"
+            return record, []
         finally:
             recorder.active = False
             skills.driver.step_observers[:] = []
@@ -469,6 +475,9 @@ class SkillEpisodes:
         sim_start = self.sim.sim_time
         try:
             result = skills.run(Action.GO_TO, "oracle", plan.target)
+        except mujoco.FatalError as err:
+            record.skipped = f"the simulator stopped: {err}"
+            return record, []
         finally:
             skills.driver = driver
         record.status = result.status.value
@@ -725,6 +734,9 @@ def record_skill_dataset(
     staging = Path(tempfile.mkdtemp(prefix=f".{target.name}.tmp-", dir=target.parent))
     root = staging / "dataset"
     summary = Summary(skill, split, str(target), video=video)
+    chatty = logging.getLogger("lerobot")  # its video settings are logged at INFO even for PNG images
+    level = chatty.level
+    chatty.setLevel(max(level, logging.WARNING))
     try:
         with SuppressProgressBars():
             _record(LeRobotDataset, summary, root, skill, episodes, split, seed, size, video, progress)
@@ -736,6 +748,7 @@ def record_skill_dataset(
             shutil.rmtree(made, ignore_errors=True)
         raise
     finally:
+        chatty.setLevel(level)
         shutil.rmtree(staging, ignore_errors=True)
     summary.seconds = time.perf_counter() - started
     summary.bytes = sum(p.stat().st_size for p in target.rglob("*") if p.is_file())

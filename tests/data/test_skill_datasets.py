@@ -241,3 +241,28 @@ def test_a_go_to_episode_is_recorded_with_base_velocities_and_a_goal_image(tmp_p
     assert bool(frames[-1]["next.done"]) and bool(frames[-1]["next.success"]) == record["success"]
     if record["success"]:
         assert np.allclose(last, 0.0, atol=1e-3)
+
+
+def test_a_seed_on_which_the_simulator_stops_is_skipped_and_the_next_one_runs(monkeypatch: pytest.MonkeyPatch) -> None:
+    import mujoco
+
+    from homiebot.data.skill_datasets import SkillEpisodes
+
+    calls = {"n": 0}
+    run = PhysicalSkillSet.run
+
+    def failing_once(self, action, model, target, place=None):  # type: ignore[no-untyped-def]
+        calls["n"] += 1
+        if calls["n"] == 1:
+            raise mujoco.FatalError("mj_nc: contact 10 involves sleeping geom 44")
+        return run(self, action, model, target, place)
+
+    monkeypatch.setattr(PhysicalSkillSet, "run", failing_once)
+    episodes = SkillEpisodes("pick", size=16)
+    try:
+        first, frames = episodes.run(0)
+        assert first.skipped.startswith("the simulator stopped: mj_nc") and frames == []
+        second, frames = episodes.run(0)  # the same seed again, on the same simulator: a whole episode
+        assert not second.skipped and second.success and len(frames) == second.frames >= 20
+    finally:
+        episodes.close()
