@@ -600,21 +600,23 @@ class _WorldGraphFile(ObserverBase):
 def _perceived_world(hook: PerceptionHook, sim: Simulator | None = None) -> PerceivedWorld:
     """The skills' world through ``hook``: its geometry where it keeps some, the simulator's state otherwise.
 
-    With ``sim``, and a hook that asks for it (``looks_again``: the image-built graph), the skills' every read of the
-    world after the robot moved or time passed is preceded by a fresh look: the four views from where the robot
-    stands now are fused first. A skill reads the world again after the base turned to face or moved closer to its
-    target and before each try, so the grasp is planned from the nearest view, and an object a failed try nudged is
-    seen where it lies now (a real robot's look before it reaches; a stale graph kept the arm closing on the
-    place an apple had rolled from)."""
+    With ``sim``, and a hook that asks for it (``looks_again`` and ``look``: the image-built graph), the skills'
+    every read of the world after the robot moved or time passed, with the hand empty, is preceded by a fresh look:
+    the objects in the four views from where the robot stands now are fused first. A skill reads the world again
+    after the base turned to face or moved closer to its target and before each try, so the grasp is planned from
+    the nearest view, and an object a failed try nudged is seen where it lies now (a real robot's look before it
+    reaches; a stale graph kept the arm closing on the place an apple had rolled from). Not with something in the
+    hand: the graph learns what the hand took only when the Pick has succeeded."""
     looked: list[tuple[float, Pose2D] | None] = [None]
-    look = sim is not None and bool(getattr(hook, "looks_again", False)) and isinstance(sim, SupportsClock)
+    looks = getattr(hook, "look", None) if bool(getattr(hook, "looks_again", False)) else None
+    look = sim is not None and looks is not None and isinstance(sim, SupportsClock)
 
     def world(state: WorldState) -> WorldState:
-        if look:
-            assert sim is not None
+        if look and state.held is None:
+            assert sim is not None and looks is not None
             now = (cast(SupportsClock, sim).sim_time, state.robot)
             if now != looked[0] and now[0] != getattr(hook, "observed_at", None):
-                hook.observe(sim.observe(), state)
+                looks(sim.observe())
             looked[0] = now
         return hook.perceived_state(state) or state
 

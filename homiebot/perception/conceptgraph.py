@@ -308,13 +308,16 @@ class ConceptGraphBuilder:
         self._observations = 0
 
     # ------------------------------------------------------------------ observation
-    def update(self, observation: Observation) -> list[str]:
-        """Fuse one observation; returns the ids of the nodes created or updated (after merges)."""
+    def update(self, observation: Observation, objects_only: bool = False) -> list[str]:
+        """Fuse one observation; returns the ids of the nodes created or updated (after merges). ``objects_only``:
+        fuse its object detections alone (a skill's look at the objects it handles; the furniture nodes stay as
+        the episode's views built them)."""
         robot = observation.robot_pose
         self._observations += 1
         self.graph.update_node(ROBOT_ID, position=(robot.x, robot.y, 0.0), states={"yaw": robot.yaw})
         self.graph.set_room(ROBOT_ID, self._plan.room_at(robot.x, robot.y))
-        detections = [d for view in observation.views.values() for d in self._detect(view, observation)]
+        detections = [d for view in observation.views.values() for d in self._detect(view, observation)
+                      if not objects_only or d.label.kind is EntityKind.OBJECT]
         touched: set[str] = set()
         held = {n.id for n in self.graph.held_by(ROBOT_ID)}
         robot_xy = np.array([robot.x, robot.y])

@@ -94,8 +94,19 @@ class WorldModel:
     @property
     def looks_again(self) -> bool:
         """Whether skills that plan from the graph should look again before they read it (the episode loop's
-        ``_perceived_world``): the image-built graph places objects from the latest view of them."""
+        ``_perceived_world``, through :meth:`look`): the image-built graph places objects from the latest view of
+        them."""
         return self._privileged is None
+
+    def look(self, observation: Observation) -> list[str]:
+        """A skill's look (:attr:`looks_again`): fuse the objects of one observation, not its furniture. The
+        furniture the planner is told of stays as the episode's views built it (views from a skill's every
+        intermediate pose, fused as furniture, renamed a kitchen counter a desk in emmoe-011 by the label vote), and
+        the skills plan furniture from the map anyway. Nothing for the privileged graph."""
+        if not isinstance(self._builder, ConceptGraphBuilder):
+            return []
+        self.observed_at = observation.sim_time
+        return self._builder.update(observation, objects_only=True)
 
     def observe(self, observation: Observation, state: WorldState) -> list[str]:
         """Fuse one observation (four views). ``state`` is read only by the privileged builder."""

@@ -289,3 +289,16 @@ def test_a_partly_hidden_view_does_not_replace_a_clear_one_unless_the_object_mov
     builder.update(observe(nudged, 2.0, 2.0, math.pi / 2))
     now = builder.seen_points(can.id)
     assert now is not None and float(now.points[:, 0].max()) > 1.595
+
+
+def test_a_skills_look_fuses_objects_only(scene):
+    """A skill's look (objects_only) updates the objects it shows and leaves the furniture nodes as they were."""
+    builder = cg_builder(scene)
+    builder.update(observe(scene.boxes, 2.0, 2.0, math.pi / 2))
+    furniture = {n.id: n for n in builder.graph.nodes(NodeKind.FURNITURE)}
+    can = next(n for n in builder.graph.nodes(NodeKind.OBJECT) if n.category == "tomato_soup_can")
+    before = builder.seen_points(can.id)
+    builder.update(observe(scene.boxes, 1.6, 2.4, math.pi / 2), objects_only=True)
+    assert {n.id: n for n in builder.graph.nodes(NodeKind.FURNITURE)} == furniture
+    after = builder.seen_points(can.id)
+    assert before is not None and after is not None and after.viewer[:2] == pytest.approx((1.6, 2.4))
