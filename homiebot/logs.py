@@ -28,7 +28,8 @@ class ConciseFormatter(logging.Formatter):
 
 #: HTTP clients that log every request at INFO ("HTTP Request: GET .../models 200"): a command's own lines say what
 #: happened, so these speak only at WARNING unless ``--verbose`` asks for DEBUG.
-CHATTY_LIBRARIES = ("httpx", "httpx2", "httpcore", "openai")
+#: PyOpenGL (imported by MuJoCo under MUJOCO_GL=egl) says at INFO that its optional C accelerator is not installed.
+CHATTY_LIBRARIES = ("httpx", "httpx2", "httpcore", "openai", "OpenGL.acceleratesupport")
 
 
 def configure_logging(level: int, fmt: str, *, tracebacks: bool | None = None) -> None:

@@ -4,7 +4,9 @@
 * ``homie train sft --data DIR --model DIR --out ADAPTER``: stage one (LoRA SFT);
 * ``homie train merge --model DIR --adapter ADAPTER --out DIR``: the SFT model for stage two;
 * ``homie train dpo --data DIR --model DIR --out ADAPTER``: stage two (LoRA DPO, the model as its reference);
-* ``homie train gguf --model DIR [--adapter ADAPTER] --out FILE``: a trained folder as GGUF for llama.cpp.
+* ``homie train gguf --model DIR [--adapter ADAPTER] --out FILE``: a trained folder as GGUF for llama.cpp;
+* ``homie train skill --data DIR --policy act --out DIR``: a LeRobot policy for a physical skill, from the data sets
+  of ``homie data skills`` (docs/skill-data.md, "Training a skill policy").
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from typing import Literal
 
 import typer
 
-from homiebot.cli.failures import check_output, fail
+from homiebot.cli.failures import EXIT_ENVIRONMENT, check_output, fail
 from homiebot.cli.options import deprecated, hidden
 from homiebot.config import MAX_ROUNDS
 
@@ -106,7 +108,10 @@ def _check_piece_limits(hours: float | None, max_memory: float | None) -> None:
 
 def register(app: typer.Typer) -> None:
     """Add ``homie train``."""
-    train_app = typer.Typer(help="Train a planner (EMMOE's SFT then DPO, on trl + peft).", no_args_is_help=True)
+    train_app = typer.Typer(
+        help="Train a planner (EMMOE's SFT then DPO, on trl + peft) or a skill policy (LeRobot's ACT).",
+        no_args_is_help=True,
+    )
     app.add_typer(train_app, name="train")
 
     data_option = typer.Option(..., "--data", help="A data set folder from homie data build (or its parquet file).")
@@ -412,6 +417,91 @@ def register(app: typer.Typer) -> None:
                     f"subtask equal to the expert's in {r.teacher_right}, action in {r.teacher_action_right} "
                     f"(the student's subtask in {r.student_right}); {len(r.reflections)} reflections"
                 )
+
+    @train_app.command("skill")
+    def skill_command(
+        data: list[Path] = typer.Option(
+            ..., "--data", help="A skill data set from homie data skills (repeatable: e.g. open and close together)."
+        ),
+        out: Path = typer.Option(
+            ..., "--out", "-o", help="New (or empty) folder: policy/, checkpoints/, metrics.jsonl, loss.png."
+        ),
+        policy: str = typer.Option("act", "--policy", help="LeRobot's policy type: act (the only one installed)."),
+        skills: list[str] = typer.Option(
+            None, "--skill", help="The policy's skill (repeatable); the data must be of it (default: the data's)."
+        ),
+        preset: str = typer.Option(
+            "cpu", "--preset", help="ACT's size: cpu (chunk 20, 256 wide, 2 encoder layers) or tiny (a CI test's)."
+        ),
+        max_steps: int = typer.Option(2000, "--max-steps", help="Optimizer steps of the whole run."),
+        batch_size: int = typer.Option(8, "--batch-size", help="Samples (frames with their action chunk) per step."),
+        lr: float = typer.Option(1e-4, "--lr", help="Learning rate (AdamW, LeRobot's ACT preset otherwise)."),
+        save_every: int = typer.Option(200, "--save-every", help="Checkpoint every this many steps (and at the end)."),
+        seed: int = typer.Option(0, "--seed", help="Weights' initialisation and the order of the samples."),
+        threads: int = typer.Option(1, "--threads", help="torch threads (1 or 2 on a 2-core machine)."),
+        resume: bool = typer.Option(False, "--resume", help="Continue the run in --out from its newest checkpoint."),
+        stop_after_steps: int = typer.Option(
+            None,
+            "--stop-after-steps",
+            min=1,
+            help="End this piece after this many steps with a checkpoint (--resume continues).",
+        ),
+        keep_failed: bool = typer.Option(
+            False, "--keep-failed", help="Also train on failed episodes (default: successful ones only)."
+        ),
+    ) -> None:
+        """Train a LeRobot policy (ACT, backbone from scratch, no download) for a physical skill on the CPU;
+        resumable, with its loss curve (docs/skill-data.md)."""
+        from homiebot.training.skills import (
+            LeRobotMissing,
+            SkillTrainingError,
+            SkillTrainSettings,
+            StepLog,
+            check_out,
+            check_skill_data,
+            require_lerobot,
+            settings_problem,
+            train_skill_policy,
+        )
+
+        settings = SkillTrainSettings(
+            policy=policy, preset=preset, max_steps=max_steps, batch_size=batch_size, learning_rate=lr,
+            save_every=save_every, seed=seed, threads=threads, keep_failed=keep_failed,
+        )
+        problem = settings_problem(settings)
+        if problem is not None:
+            fail(problem)
+        # Everything is checked before --out is made (the output first, as every train command does): a refusal
+        # leaves no folder and no partial checkpoint.
+        check_output(out)
+        try:
+            checked = check_skill_data(data, skills or (), keep_failed)
+        except SkillTrainingError as err:
+            fail(str(err))
+        try:
+            target = check_out(out, resume)
+            require_lerobot()
+        except LeRobotMissing as err:
+            fail(str(err), EXIT_ENVIRONMENT)
+        except SkillTrainingError as err:
+            fail(str(err))
+        every = max(1, min(50, max_steps // 20))
+
+        def progress(entry: StepLog) -> None:
+            if entry.step % every == 0 or entry.step == entry.max_steps or entry.step <= 1:
+                typer.echo(f"step {entry.step}/{entry.max_steps}: loss {entry.loss:.4f}, {entry.seconds:.2f} s/step",
+                           err=True)
+
+        typer.echo(f"training on {sum(len(e) for e in checked.episodes)} episodes ({checked.frames} frames) of "
+                   f"{'/'.join(checked.skills)}" + (f", {checked.dropped_failed} failed ones left out"
+                                                     if checked.dropped_failed else ""), err=True)
+        try:
+            result = train_skill_policy(checked, target, settings, resume=resume, stop_after_steps=stop_after_steps,
+                                        progress=progress)
+        except SkillTrainingError as err:
+            fail(str(err))
+        for line in result.lines():
+            typer.echo(line)
 
     @train_app.command("eval")
     def eval_command(

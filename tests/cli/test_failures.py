@@ -189,6 +189,12 @@ CASES: dict[str, dict[str, list[str]]] = {
         "unwritable": ["--from", MISSING, "--out", UNWRITABLE],  # the output is checked first
         "missing_input": ["--from", MISSING, "--out", "{tmp}/out"],
     },
+    "train skill": {
+        "unwritable": ["--data", MISSING, "--out", UNWRITABLE],  # the output is checked first
+        "missing_input": ["--data", MISSING, "--out", "{tmp}/out"],
+        "not_a_data_set": ["--data", "{tmp}", "--out", "{tmp}/out"],
+        "bad_name": ["--data", "{tmp}", "--policy", "diffusion", "--out", "{tmp}/out"],
+    },
     "train base": {
         "unwritable": ["--out", UNWRITABLE],
         "bad_name": ["--model", "nope", "--out", "{tmp}/out"],
@@ -268,6 +274,10 @@ MENTIONS: dict[tuple[str, str], str] = {
     ("eval", "malformed_option"): "'=x' must look like key=value",
     ("eval", "option_not_a_number"): "near_threshold_m=near must be a number",
     ("eval", "missing_out"): "missing option '--out' / '-o' (see homie eval --help)",
+    ("train skill", "unwritable"): "cannot write --out {location}",
+    ("train skill", "missing_input"): "does not exist",
+    ("train skill", "not_a_data_set"): "not a LeRobot data set",
+    ("train skill", "bad_name"): "unknown --policy 'diffusion'",
     ("train sft", "bad_max_steps"): "'--max-steps'",
     ("train dpo", "bad_max_steps"): "'--max-steps'",
     # The output is checked before the data set is read and the model loaded.

@@ -1,0 +1,181 @@
+"""``homie train skill``: a LeRobot ACT policy trained on the CPU from ``homie data skills``' data sets
+(docs/skill-data.md, "Training a skill policy").
+
+The refusals (a missing or foreign data folder, evaluation episodes, another skill's data, data of two action spaces,
+an output that cannot be written or is not empty, LeRobot missing) need no LeRobot: the data sets are stand-ins with
+the two metadata files the checks read. The training test records two real Pick episodes on the embedded simulator,
+trains a tiny ACT for a few steps, stops, resumes, checks the resumed run is the uninterrupted one, and loads the
+policy folder back with LeRobot; it is skipped with the reason where LeRobot is not importable.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from homiebot.cli import build_app
+from homiebot.cli.failures import EXIT_BAD_INPUT, EXIT_ENVIRONMENT
+from homiebot.data.skill_datasets import EPISODES_FILE, EVAL_SEED_BASE
+from homiebot.training.skills import _StepBatches
+
+
+def _stand_in(root: Path, skill: str = "pick", seeds: tuple[int, ...] = (0, 1), success: bool = True) -> Path:
+    """A folder with the two files the checks read (LeRobot's meta/info.json, the episodes' metadata)."""
+    (root / "meta").mkdir(parents=True)
+    arm = skill != "go_to"
+    features = {
+        "observation.images.head": {"shape": [32, 32, 3]},
+        f"observation.images.{'wrist' if arm else 'goal'}": {"shape": [32, 32, 3]},
+        "observation.state": {"shape": [10 if arm else 3]},
+        "action": {"shape": [10 if arm else 2]},
+    }
+    (root / "meta" / "info.json").write_text(json.dumps({"fps": 10, "total_episodes": len(seeds), "features": features}))
+    (root / EPISODES_FILE).write_text("".join(
+        json.dumps({"seed": s, "skill": skill, "success": success, "frames": 30}) + "\n" for s in seeds
+    ))
+    return root
+
+
+def _invoke(*args: str):  # type: ignore[no-untyped-def]
+    return CliRunner().invoke(build_app(), ["train", "skill", *args])
+
+
+def _one_error_line(done, code: int, *words: str) -> None:  # type: ignore[no-untyped-def]
+    lines = [line for line in done.stderr.splitlines() if line.strip()]
+    assert done.exit_code == code, done.output
+    assert len(lines) == 1 and lines[0].startswith("error: "), done.stderr
+    assert all(word in lines[0] for word in words), lines[0]
+
+
+@pytest.mark.parametrize(
+    ("make", "extra", "words"),
+    [
+        (lambda t: t / "missing", [], ("--data", "missing", "does not exist")),
+        (lambda t: (t / "plain").mkdir() or t / "plain", [], ("no meta/info.json", "not a LeRobot data set")),
+        (lambda t: _stand_in(t / "eval", seeds=(EVAL_SEED_BASE, EVAL_SEED_BASE + 3)), [],
+         ("2 evaluation episodes", f"{EVAL_SEED_BASE}-{EVAL_SEED_BASE + 3}", "never trained on")),
+        (lambda t: _stand_in(t / "mixed", seeds=(4, EVAL_SEED_BASE)), [], ("1 evaluation episodes",)),
+        (lambda t: _stand_in(t / "pick"), ["--skill", "open"], ("holds pick episodes", "policy's skill (open)")),
+        (lambda t: _stand_in(t / "pick"), ["--skill", "fly"], ("unknown --skill 'fly'",)),
+        (lambda t: _stand_in(t / "failed", success=False), [], ("none of its 2 episodes succeeded", "--keep-failed")),
+        (lambda t: _stand_in(t / "pick"), ["--policy", "diffusion"], ("unknown --policy 'diffusion'", "lerobot[diffusion]")),
+        (lambda t: _stand_in(t / "pick"), ["--max-steps", "0"], ("--max-steps must be at least 1",)),
+    ],
+)
+def test_bad_input_is_one_line_and_nothing_is_written(tmp_path: Path, make, extra, words) -> None:  # type: ignore[no-untyped-def]
+    data = make(tmp_path)
+    done = _invoke("--data", str(data), "--out", str(tmp_path / "run"), *extra)
+    _one_error_line(done, EXIT_BAD_INPUT, *words)
+    assert not (tmp_path / "run").exists()
+
+
+def test_data_of_the_arm_and_of_the_base_do_not_make_one_policy(tmp_path: Path) -> None:
+    done = _invoke("--data", str(_stand_in(tmp_path / "pick")), "--data", str(_stand_in(tmp_path / "go", "go_to")),
+                   "--out", str(tmp_path / "run"))
+    _one_error_line(done, EXIT_BAD_INPUT, "mix skills of different inputs and outputs", "pick, go_to")
+    assert not (tmp_path / "run").exists()
+
+
+def test_an_output_that_cannot_be_written_or_holds_a_run_is_refused(tmp_path: Path) -> None:
+    data = str(_stand_in(tmp_path / "pick"))
+    _one_error_line(_invoke("--data", data, "--out", "/proc/homie-run"), EXIT_BAD_INPUT, "cannot write --out")
+    used = tmp_path / "used"
+    used.mkdir()
+    (used / "x").write_text("")
+    _one_error_line(_invoke("--data", data, "--out", str(used)), EXIT_BAD_INPUT, "is not empty", "--resume")
+    _one_error_line(_invoke("--data", data, "--out", str(tmp_path / "new"), "--resume"), EXIT_BAD_INPUT,
+                    "holds no checkpoint")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["pick", "used"]
+
+
+def test_without_lerobot_one_line_exit_1_and_no_output(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "lerobot", None)
+    monkeypatch.setitem(sys.modules, "lerobot.datasets.lerobot_dataset", None)
+    monkeypatch.setitem(sys.modules, "lerobot.policies.act.modeling_act", None)
+    done = _invoke("--data", str(_stand_in(tmp_path / "pick")), "--out", str(tmp_path / "run"))
+    _one_error_line(done, EXIT_ENVIRONMENT, "needs LeRobot", "docs/skill-data.md")
+    assert not (tmp_path / "run").exists()
+
+
+def test_a_resumed_run_reads_the_batches_an_uninterrupted_one_reads() -> None:
+    whole = list(_StepBatches(13, 4, seed=3, first=0, last=10))
+    assert [len(b) for b in whole] == [4] * 10
+    assert list(_StepBatches(13, 4, seed=3, first=6, last=10)) == whole[6:]
+    # Every epoch (3 batches of a 13-sample permutation) draws distinct samples; another seed, another order.
+    assert all(len(set(sum(whole[e * 3:e * 3 + 3], []))) == 12 for e in range(3))
+    assert list(_StepBatches(13, 4, seed=4, first=0, last=10)) != whole
+    assert list(_StepBatches(2, 4, seed=0, first=0, last=1))[0] in ([0, 1, 0, 1], [1, 0, 1, 0])
+
+
+# ---------------------------------------------------------------------------------------------- with LeRobot
+
+LEROBOT_REASON = "lerobot is not importable (lerobot[dataset,training]==0.6.1 needs Python >= 3.12: docs/skill-data.md)"
+
+
+@pytest.fixture(scope="module")
+def pick_data(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    try:
+        import lerobot.policies.act.modeling_act  # noqa: F401
+    except ImportError:
+        pytest.skip(LEROBOT_REASON)
+    from homiebot.data.skill_datasets import record_skill_dataset
+
+    out = tmp_path_factory.mktemp("skill") / "pick"
+    record_skill_dataset("pick", 2, out, size=32)
+    return out
+
+
+def _losses(run: Path) -> list[tuple[int, float]]:
+    return [(m["step"], m["loss"]) for m in map(json.loads, (run / "metrics.jsonl").read_text().splitlines())]
+
+
+@pytest.mark.slow
+def test_a_tiny_act_trains_resumes_as_if_never_stopped_and_loads_with_lerobot(pick_data: Path, tmp_path: Path) -> None:
+    import torch
+    from lerobot.datasets.lerobot_dataset import LeRobotDataset
+    from lerobot.policies.act.modeling_act import ACTPolicy
+    from lerobot.policies.factory import make_pre_post_processors
+    from safetensors.torch import load_file
+
+    common = ["--data", str(pick_data), "--preset", "tiny", "--max-steps", "4", "--batch-size", "4",
+              "--save-every", "2"]
+    whole, pieces = tmp_path / "whole", tmp_path / "pieces"
+    done = _invoke(*common, "--out", str(whole))
+    assert done.exit_code == 0, done.output
+    assert "step 4/4: loss" in done.stderr and "policy in" in done.stdout
+    done = _invoke(*common, "--out", str(pieces), "--stop-after-steps", "3")
+    assert done.exit_code == 0 and "continue with --resume" in done.stdout, done.output
+    assert (pieces / "checkpoints" / "last").resolve().name == "000003"
+    assert [s for s, _ in _losses(pieces)] == [1, 2, 3]
+    done = _invoke(*common, "--out", str(pieces), "--resume")
+    assert done.exit_code == 0, done.output
+    assert "steps 4-4 (1 this run)" in done.stdout
+
+    # The resumed run is the uninterrupted one: the same losses, bit-identical weights (same machine and threads).
+    assert _losses(pieces) == _losses(whole) and [s for s, _ in _losses(whole)] == [1, 2, 3, 4]
+    a, b = load_file(whole / "policy" / "model.safetensors"), load_file(pieces / "policy" / "model.safetensors")
+    assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
+    checkpoints = sorted(p.name for p in (pieces / "checkpoints").iterdir())
+    assert checkpoints == ["000003", "000004", "last"]  # the newest two, no temporaries
+    for name in ("000003", "000004"):
+        state = pieces / "checkpoints" / name / "training_state"
+        assert json.loads((state / "training_step.json").read_text())["step"] == int(name)
+        assert (state / "optimizer_state.safetensors").is_file() and (state / "rng_state.safetensors").is_file()
+    assert (whole / "loss.png").stat().st_size > 1000
+    record = json.loads((whole / "training.json").read_text())
+    assert record["finished"] and record["steps"] == 4 and record["data"]["skills"] == ["pick"]
+
+    # LeRobot loads the folder and acts from one of the data set's frames.
+    policy = ACTPolicy.from_pretrained(whole / "policy")
+    pre, post = make_pre_post_processors(policy.config, pretrained_path=str(whole / "policy"))
+    frame = LeRobotDataset("homiebot/pick", root=pick_data, video_backend="pyav")[0]
+    observation = {k: v for k, v in frame.items() if k.startswith("observation.")}
+    policy.eval()
+    with torch.no_grad():
+        action = post(policy.select_action(pre(observation)))
+    assert tuple(action.shape) == (1, 10) and torch.isfinite(action).all()
+    assert policy.config.pretrained_backbone_weights is None and policy.config.chunk_size == 5
