@@ -22,7 +22,8 @@ Layout of ``OUT``:
   out. A checkpoint is written into a hidden temporary folder and renamed into place, so a crash or Ctrl-C never
   leaves a half-written one; ``resume=True`` continues from ``last``.
 * ``policy/``: the newest checkpoint's ``pretrained_model`` (written the same way), the folder to serve.
-* ``metrics.jsonl``: one line per step (loss and ACT's parts, learning rate, wall and CPU seconds of the step);
+* ``metrics.jsonl``: one line per step (loss and ACT's parts, learning rate, wall and CPU seconds of the step with
+  its batch's loading, and the loading's wall seconds apart);
   a resumed run first drops the lines after its checkpoint's step. ``loss.png``: the loss curve drawn from it.
 * ``training.json``: the run's settings, its data (folders, skills, episodes used), steps done, finished or not.
 
@@ -498,8 +499,9 @@ def train_skill_policy(
     for indices in sampler:
         if step >= last_step:
             break
-        raw = default_collate([dataset[i] for i in indices])
         tick, cpu = time.perf_counter(), time.process_time()
+        raw = default_collate([dataset[i] for i in indices])
+        loaded = time.perf_counter() - tick
         batch = pre(raw)
         loss, parts = policy.forward(batch)
         loss.backward()
@@ -514,7 +516,7 @@ def train_skill_policy(
         append_metrics(out / METRICS_FILE, {
             "kind": "train", "step": step, "loss": value,
             **{k: float(v) for k, v in (parts or {}).items() if isinstance(v, (int, float))},
-            "learning_rate": float(optimizer.param_groups[0]["lr"]), "step_wall_s": round(seconds, 4),
+            "learning_rate": float(optimizer.param_groups[0]["lr"]), "step_wall_s": round(seconds, 4), "data_s": round(loaded, 4),
             "step_cpu_s": round(time.process_time() - cpu, 4), "time": time.time(),
         })
         if progress is not None:

@@ -5,7 +5,7 @@ The refusals (a missing or foreign data folder, evaluation episodes, another ski
 an output that cannot be written or is not empty, LeRobot missing) need no LeRobot: the data sets are stand-ins with
 the two metadata files the checks read. The training test records two real Pick episodes on the embedded simulator,
 trains a tiny ACT for a few steps, stops, resumes, checks the resumed run is the uninterrupted one, and loads the
-policy folder back with LeRobot; it is skipped with the reason where LeRobot is not importable.
+policy folder back with LeRobot and with the stack's SkillPolicy; it is skipped with the reason where LeRobot is not importable.
 """
 
 from __future__ import annotations
@@ -14,12 +14,14 @@ import json
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 from typer.testing import CliRunner
 
 from homiebot.cli import build_app
 from homiebot.cli.failures import EXIT_BAD_INPUT, EXIT_ENVIRONMENT
 from homiebot.data.skill_datasets import EPISODES_FILE, EVAL_SEED_BASE
+from homiebot.skills.learned import SkillPolicyError, read_inputs
 from homiebot.training.skills import _StepBatches
 
 
@@ -141,6 +143,8 @@ def test_a_tiny_act_trains_resumes_as_if_never_stopped_and_loads_with_lerobot(pi
     from lerobot.policies.factory import make_pre_post_processors
     from safetensors.torch import load_file
 
+    from homiebot.skills.learned import SkillPolicy
+
     common = ["--data", str(pick_data), "--preset", "tiny", "--max-steps", "4", "--batch-size", "4",
               "--save-every", "2"]
     whole, pieces = tmp_path / "whole", tmp_path / "pieces"
@@ -179,3 +183,31 @@ def test_a_tiny_act_trains_resumes_as_if_never_stopped_and_loads_with_lerobot(pi
         action = post(policy.select_action(pre(observation)))
     assert tuple(action.shape) == (1, 10) and torch.isfinite(action).all()
     assert policy.config.pretrained_backbone_weights is None and policy.config.chunk_size == 5
+
+    # The stack's SkillPolicy: the same folder, observations as the recorder gives them (H x W x 3 uint8, the state).
+    learned = SkillPolicy(whole / "policy")
+    assert learned.inputs.images == {"head": (3, 32, 32), "wrist": (3, 32, 32)} and learned.inputs.action_size == 10
+    images = {k[len("observation.images."):]: (v.numpy().transpose(1, 2, 0) * 255).round().astype(np.uint8)
+              for k, v in observation.items() if k.startswith("observation.images.")}
+    state = observation["observation.state"].numpy()
+    learned.reset()
+    actions = [learned.act(images, state) for _ in range(6)]  # a chunk of 5, then the next one
+    assert all(a.shape == (10,) and np.isfinite(a).all() for a in actions)
+    assert np.allclose(actions[0], action.numpy()[0], atol=1e-3)
+    with pytest.raises(SkillPolicyError, match="takes camera 'wrist'"):
+        learned.act({"head": images["head"]}, state)
+    with pytest.raises(SkillPolicyError, match="takes 32x32x3 images"):
+        learned.act({**images, "head": np.zeros((64, 64, 3), np.uint8)}, state)
+    with pytest.raises(SkillPolicyError, match="state of 10 values"):
+        learned.act(images, state[:3])
+
+
+def test_a_folder_that_is_no_policy_is_refused_in_one_line(tmp_path: Path) -> None:
+    with pytest.raises(SkillPolicyError, match="is not a folder"):
+        read_inputs(tmp_path / "missing")
+    with pytest.raises(SkillPolicyError, match="not a LeRobot policy folder"):
+        read_inputs(tmp_path)
+    (tmp_path / "config.json").write_text("{}")
+    (tmp_path / "model.safetensors").write_bytes(b"")
+    with pytest.raises(SkillPolicyError, match="does not describe a LeRobot policy"):
+        read_inputs(tmp_path)
