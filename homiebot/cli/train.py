@@ -449,6 +449,12 @@ def register(app: typer.Typer) -> None:
         keep_failed: bool = typer.Option(
             False, "--keep-failed", help="Also train on failed episodes (default: successful ones only)."
         ),
+        val: list[Path] = typer.Option(
+            None,
+            "--val",
+            help="A held-out skill data set (homie data skills --split eval; repeatable): ACT's L1 on it at every "
+            "checkpoint into OUT/metrics.jsonl and loss.png.",
+        ),
     ) -> None:
         """Train a LeRobot policy (ACT, backbone from scratch, no download) for a physical skill on the CPU;
         resumable, with its loss curve (docs/skill-data.md)."""
@@ -459,6 +465,7 @@ def register(app: typer.Typer) -> None:
             StepLog,
             check_out,
             check_skill_data,
+            check_validation,
             require_lerobot,
             settings_problem,
             train_skill_policy,
@@ -476,6 +483,7 @@ def register(app: typer.Typer) -> None:
         check_output(out)
         try:
             checked = check_skill_data(data, skills or (), keep_failed)
+            held_out = check_validation(val, checked) if val else None
         except SkillTrainingError as err:
             fail(str(err))
         try:
@@ -488,7 +496,9 @@ def register(app: typer.Typer) -> None:
         every = max(1, min(50, max_steps // 20))
 
         def progress(entry: StepLog) -> None:
-            if entry.step % every == 0 or entry.step == entry.max_steps or entry.step <= 1:
+            if entry.kind == "val":
+                typer.echo(f"step {entry.step}/{entry.max_steps}: held-out L1 {entry.loss:.4f}", err=True)
+            elif entry.step % every == 0 or entry.step == entry.max_steps or entry.step <= 1:
                 typer.echo(f"step {entry.step}/{entry.max_steps}: loss {entry.loss:.4f}, {entry.seconds:.2f} s/step",
                            err=True)
 
@@ -497,7 +507,7 @@ def register(app: typer.Typer) -> None:
                                                      if checked.dropped_failed else ""), err=True)
         try:
             result = train_skill_policy(checked, target, settings, resume=resume, stop_after_steps=stop_after_steps,
-                                        progress=progress)
+                                        progress=progress, val=held_out)
         except SkillTrainingError as err:
             fail(str(err))
         for line in result.lines():

@@ -115,6 +115,8 @@ class SkillData:
     dropped_failed: int
     fps: int
     frames: int = 0
+    features: dict[str, Any] = field(default_factory=dict)
+    seeds: set[int] = field(default_factory=set)
 
     def describe(self) -> dict[str, Any]:
         return {"roots": [str(r) for r in self.roots], "skills": self.skills,
@@ -127,6 +129,7 @@ class StepLog:
     max_steps: int
     loss: float
     seconds: float
+    kind: str = "train"  # or "val": the held-out L1 at a checkpoint
 
 
 @dataclass
@@ -170,32 +173,33 @@ def require_lerobot() -> None:
         ) from None
 
 
-def _episode_records(root: Path) -> list[dict[str, Any]]:
+def _episode_records(root: Path, option: str) -> list[dict[str, Any]]:
     path = root / EPISODES_FILE
     if not path.is_file():
-        raise SkillTrainingError(f"--data {root}: no {EPISODES_FILE}; not a data set of homie data skills")
+        raise SkillTrainingError(f"{option} {root}: no {EPISODES_FILE}; not a data set of homie data skills")
     try:
         return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
     except (json.JSONDecodeError, UnicodeDecodeError) as err:
-        raise SkillTrainingError(f"--data {root}: {EPISODES_FILE} is not JSON lines ({err})") from None
+        raise SkillTrainingError(f"{option} {root}: {EPISODES_FILE} is not JSON lines ({err})") from None
 
 
-def _info(root: Path) -> dict[str, Any]:
+def _info(root: Path, option: str) -> dict[str, Any]:
     path = root / "meta" / "info.json"
     if not path.is_file():
-        raise SkillTrainingError(f"--data {root}: no meta/info.json; not a LeRobot data set (homie data skills writes one)")
+        raise SkillTrainingError(f"{option} {root}: no meta/info.json; not a LeRobot data set (homie data skills writes one)")
     try:
         return dict(json.loads(path.read_text(encoding="utf-8")))
     except (json.JSONDecodeError, UnicodeDecodeError) as err:
-        raise SkillTrainingError(f"--data {root}: meta/info.json is not JSON ({err})") from None
+        raise SkillTrainingError(f"{option} {root}: meta/info.json is not JSON ({err})") from None
 
 
-def check_skill_data(roots: Sequence[Path], skills: Sequence[str] = (), keep_failed: bool = False) -> SkillData:
+def check_skill_data(roots: Sequence[Path], skills: Sequence[str] = (), keep_failed: bool = False,
+                     option: str = "--data") -> SkillData:
     """Check the data sets before anything is written: each is a LeRobot data set of ``homie data skills``, of the
-    ``skills`` asked for (all of one action space when none are), recorded on training seeds only, with the same
-    frame rate and features; returns the episodes to train on."""
+    ``skills`` asked for (all of one action space when none are), recorded on training seeds only (``option`` "--data";
+    a ``--val`` set may hold any), with the same frame rate and features; returns the episodes to train on."""
     if not roots:
-        raise SkillTrainingError("give at least one --data folder")
+        raise SkillTrainingError(f"give at least one {option} folder")
     for skill in skills:
         if skill not in SKILLS:
             raise SkillTrainingError(f"unknown --skill {skill!r}; use one of {', '.join(SKILLS)}")
@@ -206,68 +210,86 @@ def check_skill_data(roots: Sequence[Path], skills: Sequence[str] = (), keep_fai
     fps: set[int] = set()
     shapes: dict[str, Any] | None = None
     frames = 0
+    seeds: set[int] = set()
     for given in roots:
         root = Path(given).expanduser().absolute()
         if not root.exists():
-            raise SkillTrainingError(f"--data {root} does not exist")
+            raise SkillTrainingError(f"{option} {root} does not exist")
         if not root.is_dir():
-            raise SkillTrainingError(f"--data {root} is not a folder")
+            raise SkillTrainingError(f"{option} {root} is not a folder")
         if root in resolved:
-            raise SkillTrainingError(f"--data {root} is given twice")
-        info = _info(root)
-        records = _episode_records(root)
+            raise SkillTrainingError(f"{option} {root} is given twice")
+        info = _info(root, option)
+        records = _episode_records(root, option)
         if not records:
-            raise SkillTrainingError(f"--data {root} holds no episodes")
+            raise SkillTrainingError(f"{option} {root} holds no episodes")
         kinds = sorted({str(r.get("skill")) for r in records})
         unknown = [k for k in kinds if k not in SKILLS]
         if unknown:
-            raise SkillTrainingError(f"--data {root}: episodes of unknown skill {unknown[0]!r}")
+            raise SkillTrainingError(f"{option} {root}: episodes of unknown skill {unknown[0]!r}")
         if skills and set(kinds) - set(skills):
             other = sorted(set(kinds) - set(skills))
             raise SkillTrainingError(
-                f"--data {root} holds {'/'.join(other)} episodes, not of the policy's skill ({'/'.join(skills)})"
+                f"{option} {root} holds {'/'.join(other)} episodes, not of the policy's skill ({'/'.join(skills)})"
             )
         spaces = {ACTION_SPACES[k] for k in [*found, *kinds]}
         if len(spaces) > 1:
             raise SkillTrainingError(
-                f"--data {root}: the data sets mix skills of different inputs and outputs "
+                f"{option} {root}: the data sets mix skills of different inputs and outputs "
                 f"({', '.join(dict.fromkeys([*found, *kinds]))}): one policy moves the arm (pick, open, close) or the "
                 "base (go_to)"
             )
         held_out = [int(r["seed"]) for r in records if split_of(int(r["seed"])) == "eval"]
-        if held_out:
+        if held_out and option == "--data":
             raise SkillTrainingError(
-                f"--data {root} holds {len(held_out)} evaluation episodes (seeds {min(held_out)}-{max(held_out)}, "
+                f"{option} {root} holds {len(held_out)} evaluation episodes (seeds {min(held_out)}-{max(held_out)}, "
                 "held-out placements), which are never trained on; record training data with --split train"
             )
         if int(info.get("total_episodes", len(records))) != len(records):
             raise SkillTrainingError(
-                f"--data {root}: {EPISODES_FILE} lists {len(records)} episodes, LeRobot's meta/info.json "
+                f"{option} {root}: {EPISODES_FILE} lists {len(records)} episodes, LeRobot's meta/info.json "
                 f"{info.get('total_episodes')}"
             )
         keep = [i for i, r in enumerate(records) if keep_failed or r.get("success")]
         dropped += len(records) - len(keep)
         if not keep:
             raise SkillTrainingError(
-                f"--data {root}: none of its {len(records)} episodes succeeded; nothing to imitate (--keep-failed "
+                f"{option} {root}: none of its {len(records)} episodes succeeded; nothing to imitate (--keep-failed "
                 "trains on failed ones too)"
             )
         features = {k: tuple(v.get("shape", ())) for k, v in info.get("features", {}).items()
                     if k == "action" or k.startswith("observation.")}
         if shapes is not None and features != shapes:
             raise SkillTrainingError(
-                f"--data {root}: its inputs and outputs differ from the first data set's (another image size?): "
+                f"{option} {root}: its inputs and outputs differ from the first data set's (another image size?): "
                 f"{features} against {shapes}"
             )
         shapes = features
         fps.add(int(info.get("fps", 0)))
         frames += sum(int(records[i].get("frames", 0)) for i in keep)
+        seeds.update(int(r["seed"]) for r in records)
         resolved.append(root)
         found.extend(k for k in kinds if k not in found)
         episodes.append(keep)
     if len(fps) > 1:
         raise SkillTrainingError(f"the data sets have different frame rates ({sorted(fps)} fps)")
-    return SkillData(resolved, found, episodes, dropped, fps.pop(), frames)
+    return SkillData(resolved, found, episodes, dropped, fps.pop(), frames, dict(shapes or {}), seeds)
+
+
+def check_validation(roots: Sequence[Path], train: SkillData) -> SkillData:
+    """The ``--val`` data sets: of the training data's skills, inputs and outputs, and no placement (seed) in common
+    with it (held-out placements: ``homie data skills --split eval``)."""
+    val = check_skill_data(roots, train.skills, option="--val")
+    if val.features != train.features:
+        raise SkillTrainingError(f"--val: its inputs and outputs differ from --data's: {val.features} against "
+                                 f"{train.features}")
+    shared = sorted(val.seeds & train.seeds)
+    if shared:
+        raise SkillTrainingError(
+            f"--val shares {len(shared)} placements (seeds {shared[0]}...) with --data: a validation set must be "
+            "held out (homie data skills --split eval)"
+        )
+    return val
 
 
 def check_out(out: Path, resume: bool) -> Path:
@@ -380,6 +402,9 @@ def plot_loss(metrics: Sequence[dict[str, Any]], out: Path) -> Path | None:
     axes.plot(steps, [m["loss"] for m in rows], label="loss (L1 + KL weight x KL)", linewidth=1)
     if all(m.get("l1_loss") is not None for m in rows):
         axes.plot(steps, [m["l1_loss"] for m in rows], label="L1 of the action chunk (normalised)", linewidth=1)
+    val = [m for m in metrics if m.get("kind") == "val" and m.get("l1_loss") is not None]
+    if val:
+        axes.plot([m["step"] for m in val], [m["l1_loss"] for m in val], "o-", label="held-out L1 (--val)")
     axes.set_xlabel("optimizer step")
     axes.set_ylabel("loss")
     if min(m["loss"] for m in rows) > 0:
@@ -391,6 +416,36 @@ def plot_loss(metrics: Sequence[dict[str, Any]], out: Path) -> Path | None:
     figure.savefig(path, dpi=100)
     plt.close(figure)
     return path
+
+
+#: Frames of the validation data scored at each checkpoint (evenly spaced over it), and their batch.
+VAL_FRAMES = 256
+VAL_BATCH = 16
+
+
+def _validation(val: SkillData, cfg: Any, pre: Any, policy: Any) -> Callable[[], float]:
+    """A function giving ACT's L1 on the action chunks of :data:`VAL_FRAMES` held-out frames, in evaluation mode (no
+    dropout, the VAE's latent at zero, as when acting); it draws no random numbers, so it does not change the run."""
+    import torch
+    from torch.utils.data import default_collate
+
+    dataset, _meta, _stats = _datasets(val, cfg)
+    count = min(VAL_FRAMES, len(dataset))
+    chosen = sorted({round(i * (len(dataset) - 1) / max(1, count - 1)) for i in range(count)})
+
+    def validate() -> float:
+        policy.eval()
+        total, weight = 0.0, 0
+        with torch.no_grad():
+            for start in range(0, len(chosen), VAL_BATCH):
+                part = chosen[start:start + VAL_BATCH]
+                _loss, parts = policy.forward(pre(default_collate([dataset[i] for i in part])))
+                total += float(parts["l1_loss"]) * len(part)
+                weight += len(part)
+        policy.train()
+        return total / max(1, weight)
+
+    return validate
 
 
 def _datasets(data: SkillData, cfg: Any) -> tuple[Any, Any, dict[str, Any]]:
@@ -418,6 +473,7 @@ def train_skill_policy(
     resume: bool = False,
     stop_after_steps: int | None = None,
     progress: Callable[[StepLog], None] | None = None,
+    val: SkillData | None = None,
 ) -> SkillTrainResult:
     """Train (or resume) a policy on checked data (:func:`check_skill_data`) into ``out`` (:func:`check_out`)."""
     import torch
@@ -464,8 +520,9 @@ def train_skill_policy(
         )
     out.mkdir(parents=True, exist_ok=True)
     parameters = sum(p.numel() for p in policy.parameters())
+    validate = _validation(val, cfg, pre, policy) if val is not None else None
     record = {
-        "policy": settings.policy, "settings": asdict(settings), "data": data.describe(), "frames": data.frames,
+        "policy": settings.policy, "val": val.describe() if val is not None else None, "settings": asdict(settings), "data": data.describe(), "frames": data.frames,
         "parameters": parameters, "lerobot_policy_config": cfg.type, "steps": first_step, "finished": False,
         "seconds": float(previous.get("seconds", 0.0)),
     }
@@ -488,6 +545,12 @@ def train_skill_policy(
             post.save_pretrained(tmp / PRETRAINED)
             save_training_state(tmp, step_now, optimizer, None, num_processes=1, batch_size=settings.batch_size)
 
+        if validate is not None:
+            l1 = validate()
+            append_metrics(out / METRICS_FILE, {"kind": "val", "step": step_now, "l1_loss": l1, "time": time.time()})
+            log.info("validation at step %d: L1 %.4f", step_now, l1)
+            if progress is not None:
+                progress(StepLog(step_now, settings.max_steps, l1, 0.0, kind="val"))
         _write_atomically(checkpoints / name, write)
         _point_last(checkpoints, name)
         _write_atomically(out / POLICY_DIR, lambda tmp: shutil.copytree(checkpoints / name / PRETRAINED, tmp,

@@ -11,6 +11,7 @@ policy folder back with LeRobot and with the stack's SkillPolicy; it is skipped 
 from __future__ import annotations
 
 import json
+import shutil
 import sys
 from pathlib import Path
 
@@ -82,6 +83,17 @@ def test_data_of_the_arm_and_of_the_base_do_not_make_one_policy(tmp_path: Path) 
     assert not (tmp_path / "run").exists()
 
 
+def test_a_validation_set_must_be_held_out_and_of_the_same_inputs(tmp_path: Path) -> None:
+    data = str(_stand_in(tmp_path / "pick", seeds=(0, 1)))
+    shared = str(_stand_in(tmp_path / "shared", seeds=(1, EVAL_SEED_BASE)))
+    done = _invoke("--data", data, "--val", shared, "--out", str(tmp_path / "run"))
+    _one_error_line(done, EXIT_BAD_INPUT, "--val shares 1 placements (seeds 1...)", "--split eval")
+    done = _invoke("--data", data, "--val", str(_stand_in(tmp_path / "go", "go_to", seeds=(EVAL_SEED_BASE,))),
+                   "--out", str(tmp_path / "run"))
+    _one_error_line(done, EXIT_BAD_INPUT, "--val", "holds go_to episodes, not of the policy's skill (pick)")
+    assert not (tmp_path / "run").exists()
+
+
 def test_an_output_that_cannot_be_written_or_holds_a_run_is_refused(tmp_path: Path) -> None:
     data = str(_stand_in(tmp_path / "pick"))
     _one_error_line(_invoke("--data", data, "--out", "/proc/homie-run"), EXIT_BAD_INPUT, "cannot write --out")
@@ -131,8 +143,9 @@ def pick_data(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return out
 
 
-def _losses(run: Path) -> list[tuple[int, float]]:
-    return [(m["step"], m["loss"]) for m in map(json.loads, (run / "metrics.jsonl").read_text().splitlines())]
+def _losses(run: Path, kind: str = "train") -> list[tuple[int, float]]:
+    lines = map(json.loads, (run / "metrics.jsonl").read_text().splitlines())
+    return [(m["step"], m["loss" if kind == "train" else "l1_loss"]) for m in lines if m["kind"] == kind]
 
 
 @pytest.mark.slow
@@ -145,12 +158,18 @@ def test_a_tiny_act_trains_resumes_as_if_never_stopped_and_loads_with_lerobot(pi
 
     from homiebot.skills.learned import SkillPolicy
 
+    # A validation set: the same frames under held-out seeds (what is checked here is the mechanism, not a score).
+    val = tmp_path / "val"
+    shutil.copytree(pick_data, val)
+    records = [json.loads(line) for line in (val / EPISODES_FILE).read_text().splitlines()]
+    (val / EPISODES_FILE).write_text("".join(json.dumps({**r, "seed": EVAL_SEED_BASE + r["seed"], "split": "eval"})
+                                             + "\n" for r in records))
     common = ["--data", str(pick_data), "--preset", "tiny", "--max-steps", "4", "--batch-size", "4",
-              "--save-every", "2"]
+              "--save-every", "2", "--val", str(val)]
     whole, pieces = tmp_path / "whole", tmp_path / "pieces"
     done = _invoke(*common, "--out", str(whole))
     assert done.exit_code == 0, done.output
-    assert "step 4/4: loss" in done.stderr and "policy in" in done.stdout
+    assert "step 4/4: loss" in done.stderr and "step 2/4: held-out L1" in done.stderr and "policy in" in done.stdout
     done = _invoke(*common, "--out", str(pieces), "--stop-after-steps", "3")
     assert done.exit_code == 0 and "continue with --resume" in done.stdout, done.output
     assert (pieces / "checkpoints" / "last").resolve().name == "000003"
@@ -161,6 +180,9 @@ def test_a_tiny_act_trains_resumes_as_if_never_stopped_and_loads_with_lerobot(pi
 
     # The resumed run is the uninterrupted one: the same losses, bit-identical weights (same machine and threads).
     assert _losses(pieces) == _losses(whole) and [s for s, _ in _losses(whole)] == [1, 2, 3, 4]
+    # Validation draws no random numbers: it does not change the run (the piece also validated at its step 3).
+    assert [s for s, _ in _losses(whole, "val")] == [2, 4] and [s for s, _ in _losses(pieces, "val")] == [2, 3, 4]
+    assert _losses(whole, "val")[1] == _losses(pieces, "val")[2] and all(0 < v < 10 for _, v in _losses(whole, "val"))
     a, b = load_file(whole / "policy" / "model.safetensors"), load_file(pieces / "policy" / "model.safetensors")
     assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
     checkpoints = sorted(p.name for p in (pieces / "checkpoints").iterdir())
