@@ -17,7 +17,8 @@ here). One thread by default (``threads``).
 
 Layout of ``OUT``:
 
-* ``checkpoints/<step>/{pretrained_model,training_state}/`` every ``save_every`` steps and at the last step (the
+* ``checkpoints/<step>/{pretrained_model,training_state}/`` every ``save_every`` steps, at the last step and after a
+  step during which SIGINT or SIGTERM came (Ctrl-C: the piece ends there, resumable; the
   newest :data:`KEEP_CHECKPOINTS` kept), ``checkpoints/last`` a link to the newest, as ``lerobot-train`` lays them
   out. A checkpoint is written into a hidden temporary folder and renamed into place, so a crash or Ctrl-C never
   leaves a half-written one; ``resume=True`` continues from ``last``.
@@ -48,6 +49,7 @@ import logging
 import math
 import os
 import shutil
+import signal
 import tempfile
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -481,7 +483,6 @@ def train_skill_policy(
     from lerobot.policies.factory import make_policy, make_pre_post_processors
     from lerobot.utils.random_utils import set_seed
     from safetensors.torch import load_model
-    from torch.utils.data import default_collate
 
     started = time.perf_counter()
     out = Path(out)
@@ -559,6 +560,33 @@ def train_skill_policy(
         for old in kept[:-KEEP_CHECKPOINTS]:
             shutil.rmtree(old, ignore_errors=True)
 
+    signalled: list[str] = []
+    handlers: dict[signal.Signals, Any] = {}
+    for wanted in (signal.SIGINT, signal.SIGTERM):
+        try:
+            handlers[wanted] = signal.signal(wanted, lambda num, _frame: signalled.append(signal.Signals(num).name))
+        except ValueError:  # not the main thread: no handler; Ctrl-C then ends the run at its last checkpoint
+            pass
+    try:
+        step = _steps(sampler, step, last_step, signalled, dataset, pre, policy, optimizer, optimizer_cfg, out,
+                      settings, losses, times, progress, save)
+    finally:
+        for got, handler in handlers.items():
+            signal.signal(got, handler)
+    if signalled:
+        log.warning("stopped after step %d (%s) with a checkpoint: continue with --resume", step, signalled[0])
+    return _finish(out, record, record_path, started, step, first_step, settings, data, losses, times, parameters)
+
+
+def _steps(sampler: _StepBatches, step: int, last_step: int, signalled: list[str], dataset: Any, pre: Any,
+           policy: Any, optimizer: Any, optimizer_cfg: Any, out: Path, settings: SkillTrainSettings,
+           losses: list[float], times: list[float], progress: Callable[[StepLog], None] | None,
+           save: Callable[[int], None]) -> int:
+    """The optimizer steps from ``step`` to ``last_step``; a checkpoint every ``save_every`` steps, at the last one,
+    and after the step during which SIGINT or SIGTERM came (``signalled``), which ends the piece there."""
+    import torch
+    from torch.utils.data import default_collate
+
     for indices in sampler:
         if step >= last_step:
             break
@@ -584,8 +612,19 @@ def train_skill_policy(
         })
         if progress is not None:
             progress(StepLog(step, settings.max_steps, value, seconds))
-        if step % settings.save_every == 0 or step == last_step:
+        if step % settings.save_every == 0 or step == last_step or signalled:
             save(step)
+        if signalled:
+            break
+    return step
+
+
+def _finish(out: Path, record: dict[str, Any], record_path: Path, started: float, step: int, first_step: int,
+            settings: SkillTrainSettings, data: SkillData, losses: list[float], times: list[float],
+            parameters: int) -> SkillTrainResult:
+    import statistics
+
+    checkpoints = out / CHECKPOINTS
     plot_loss(read_metrics(out / METRICS_FILE), out)
     finished = step >= settings.max_steps
     elapsed = time.perf_counter() - started
@@ -593,8 +632,6 @@ def train_skill_policy(
     record.update(steps=step, finished=finished, seconds=round(record["seconds"] + elapsed, 2),
                   checkpoint_bytes=size)
     atomic_write_json(record_path, record)
-    import statistics
-
     return SkillTrainResult(
         out=out, skills=data.skills, steps=step, first_step=first_step, losses=losses, seconds=elapsed,
         seconds_per_step=statistics.median(times[1:] or times) if times else 0.0, parameters=parameters,

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import signal
 import sys
 from pathlib import Path
 
@@ -23,7 +24,14 @@ from homiebot.cli import build_app
 from homiebot.cli.failures import EXIT_BAD_INPUT, EXIT_ENVIRONMENT
 from homiebot.data.skill_datasets import EPISODES_FILE, EVAL_SEED_BASE
 from homiebot.skills.learned import SkillPolicyError, read_inputs
-from homiebot.training.skills import _StepBatches
+from homiebot.training.skills import (
+    SkillTrainSettings,
+    StepLog,
+    _StepBatches,
+    check_out,
+    check_skill_data,
+    train_skill_policy,
+)
 
 
 def _stand_in(root: Path, skill: str = "pick", seeds: tuple[int, ...] = (0, 1), success: bool = True) -> Path:
@@ -187,6 +195,23 @@ def test_a_tiny_act_trains_resumes_as_if_never_stopped_and_loads_with_lerobot(pi
     assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
     checkpoints = sorted(p.name for p in (pieces / "checkpoints").iterdir())
     assert checkpoints == ["000003", "000004", "last"]  # the newest two, no temporaries
+
+    # Ctrl-C (SIGINT) during step 2: the step ends, a checkpoint is written, the piece stops; --resume finishes it.
+    interrupted = tmp_path / "interrupted"
+    settings = SkillTrainSettings(preset="tiny", max_steps=4, batch_size=4, save_every=10)
+
+    def interrupt(entry: StepLog) -> None:
+        if entry.step == 2:
+            signal.raise_signal(signal.SIGINT)
+
+    result = train_skill_policy(check_skill_data([pick_data]), check_out(interrupted, False), settings,
+                                progress=interrupt)
+    assert not result.finished and result.steps == 2
+    assert (interrupted / "checkpoints" / "last").resolve().name == "000002"
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # put back
+    done = _invoke(*common[:-2], "--out", str(interrupted), "--resume")
+    assert done.exit_code == 0, done.output
+    assert _losses(interrupted) == _losses(whole)
     for name in ("000003", "000004"):
         state = pieces / "checkpoints" / name / "training_state"
         assert json.loads((state / "training_step.json").read_text())["step"] == int(name)
