@@ -313,7 +313,8 @@ def register(app: typer.Typer) -> None:
         skill: str = typer.Option(
             ..., "--skill", help="The physical skill: pick, open, close (the arm moves the door) or go_to (base velocity)."
         ),
-        episodes: int = typer.Option(..., "--episodes", "-n", help="Episodes to record (one skill execution each)."),
+        # Not --episodes: that is a switch of homie data build and homie report (one flag, one meaning).
+        episodes: int = typer.Option(..., "--count", "-n", help="Episodes to record (one skill execution each)."),
         out: Path = typer.Option(..., "--out", "-o", help="New (or empty) folder: the LeRobot data set's root."),
         split: str = typer.Option(
             "train",
@@ -323,7 +324,7 @@ def register(app: typer.Typer) -> None:
         first_seed: int = typer.Option(None, "--first-seed", help="The first seed (default: the split's first)."),
         size: int = typer.Option(96, "--size", help="Camera images' side in pixels (head and wrist, or head and goal)."),
         video: bool = typer.Option(
-            False, "--video/--images", help="Store the cameras as MP4 video (AV1) or as PNG images (default)."
+            False, "--video/--no-video", help="Store the cameras as MP4 video (AV1) instead of PNG images (the default)."
         ),
     ) -> None:
         """Run a physical skill over varied placements, objects and scenes; write a LeRobot data set (one episode per
@@ -342,7 +343,7 @@ def register(app: typer.Typer) -> None:
         if skill not in SKILLS:
             fail(f"unknown --skill {skill!r}; use one of {', '.join(SKILLS)}")
         if episodes <= 0:
-            fail(f"--episodes must be positive, got {episodes}")
+            fail(f"--count must be positive, got {episodes}")
         try:
             first_seed_of(split)
         except SkillDataError as err:

@@ -713,7 +713,7 @@ def record_skill_dataset(
     if skill not in SKILLS:
         raise SkillDataError(f"unknown skill {skill!r}; use one of {', '.join(SKILLS)}")
     if episodes <= 0:
-        raise SkillDataError(f"--episodes must be positive, not {episodes}")
+        raise SkillDataError(f"--count must be positive, not {episodes}")
     if size <= 0 or size > 256:
         raise SkillDataError(f"--size must be in 1..256, not {size}")
     seed = first_seed_of(split) if first_seed is None else first_seed

@@ -79,7 +79,7 @@ def _one_error_line(done, code: int, *words: str) -> None:  # type: ignore[no-un
     ("args", "words"),
     [
         (["--skill", "juggle", "-n", "1"], ("unknown --skill 'juggle'", "pick")),
-        (["--skill", "pick", "-n", "0"], ("--episodes must be positive",)),
+        (["--skill", "pick", "-n", "0"], ("--count must be positive",)),
         (["--skill", "pick", "-n", "1", "--split", "test"], ("unknown split 'test'",)),
         (["--skill", "pick", "-n", "1", "--first-seed", str(EVAL_SEED_BASE)], ("--first-seed: seed 1000000 is an evaluation seed",)),
         (["--skill", "pick", "-n", "1", "--split", "eval", "--first-seed", "3"], ("--first-seed: seed 3 is a training seed",)),
