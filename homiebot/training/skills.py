@@ -148,12 +148,14 @@ class SkillTrainResult:
     episodes: int = 0
     checkpoint_mb: float = 0.0
     finished: bool = True
+    kept_settings: str = ""  # on --resume: the run's settings, which win over the options given
 
     def lines(self) -> list[str]:
         first = f"{self.losses[0]:.4f}" if self.losses else "n/a"
         last = f"{self.losses[-1]:.4f}" if self.losses else "n/a"
         done = self.steps - self.first_step
         return [
+            *([f"resumed with the run's own settings: {self.kept_settings}"] if self.kept_settings else []),
             f"ACT for {'/'.join(self.skills)}: steps {self.first_step + 1}-{self.steps} ({done} this run) on "
             f"{self.episodes} episodes ({self.frames} frames) in {self.seconds:.1f} s ({self.seconds_per_step:.2f} "
             f"s/step), {self.parameters / 1e6:.2f} M parameters",
@@ -636,4 +638,7 @@ def _finish(out: Path, record: dict[str, Any], record_path: Path, started: float
         out=out, skills=data.skills, steps=step, first_step=first_step, losses=losses, seconds=elapsed,
         seconds_per_step=statistics.median(times[1:] or times) if times else 0.0, parameters=parameters,
         frames=data.frames, episodes=sum(len(e) for e in data.episodes), checkpoint_mb=size / 1e6, finished=finished,
+        kept_settings=(f"preset {settings.preset}, batch {settings.batch_size}, lr {settings.learning_rate:g}, "
+                       f"seed {settings.seed}" + (", failed episodes kept" if settings.keep_failed else ""))
+        if first_step else "",
     )

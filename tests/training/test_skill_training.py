@@ -185,6 +185,7 @@ def test_a_tiny_act_trains_resumes_as_if_never_stopped_and_loads_with_lerobot(pi
     done = _invoke(*common, "--out", str(pieces), "--resume")
     assert done.exit_code == 0, done.output
     assert "steps 4-4 (1 this run)" in done.stdout
+    assert "resumed with the run's own settings: preset tiny, batch 4, lr 0.0001, seed 0" in done.stdout
 
     # The resumed run is the uninterrupted one: the same losses, bit-identical weights (same machine and threads).
     assert _losses(pieces) == _losses(whole) and [s for s, _ in _losses(whole)] == [1, 2, 3, 4]
