@@ -164,6 +164,15 @@ done
 
 # ---------------------------------------------------------------------------------------------------------
 # 3. Build the workspace when its sources (or the ROS underneath) changed.
+# A build made for another Python (the venv remade on a new interpreter) is removed first: CMake's cache in build/
+# keeps the old interpreter's include folders, and the type supports compiled against them abort at run time
+# (a 3.11 header's assertion in a 3.12 process).
+PY_IDENTITY="$("$PY" -c 'import sys, sysconfig; print(sys.version.split()[0], sysconfig.get_paths()["include"])')"
+if [ -d build ] && [ "$(cat build/.homie-python 2>/dev/null)" != "$PY_IDENTITY" ]; then
+  log "the workspace was built for another Python: removing build/ and install/ (now: $PY_IDENTITY)"
+  rm -rf build install
+fi
+mkdir -p build && echo "$PY_IDENTITY" > build/.homie-python
 BUILD_STAMP="install/.homie-build.stamp"
 SOURCE_HASH="$(
   {
