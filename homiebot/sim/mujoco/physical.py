@@ -684,7 +684,7 @@ class PhysicalDriver:
         """Tell the goal observers, then the simulator's reaching views when they are on (:class:`GoalEnd`)."""
         for observe in self.goal_observers:
             observe(event)
-        views = getattr(self._sim, "motion_views", None)
+        views = self._sim.motion_views  # MujocoSimulator's, None while they are off
         if views is not None:
             views.goal_ended(event)
 

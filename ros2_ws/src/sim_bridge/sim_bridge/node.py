@@ -420,7 +420,7 @@ class SimBridge(Node):
         """Load ``scene``; publish its description, first state and clock; return the state and the description."""
         with self._lock:
             observation = self.sim.reset(scene, seed=seed)
-            if getattr(self.sim, "motion_views", None) is not None:
+            if self._motion_pubs is not None:  # the reaching views are on (_motion_publishers)
                 self.sim.motion_views.take()  # type: ignore[attr-defined]  # nothing of the last episode
             # As run_episode's skills factory: SkillSet(sim, noise=preset, seed=scene_seed), or PhysicalSkillSet.
             self.skills = self._skill_set(seed)
