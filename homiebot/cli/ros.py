@@ -57,10 +57,19 @@ class _StopFlag:
     def __init__(self) -> None:
         self.event = threading.Event()
         self.signal_name: str | None = None
+        self._previous: dict[signal.Signals, Any] = {}
 
-    def install(self) -> None:
+    def __enter__(self) -> _StopFlag:
         for sig in (signal.SIGINT, signal.SIGTERM):
-            signal.signal(sig, self._handle)
+            self._previous[sig] = signal.signal(sig, self._handle)
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        # Put the caller's handlers back: the commands also run in-process (the Python API, CliRunner), where a
+        # handler left behind would swallow the caller's Ctrl-C. The flag keeps what it saw.
+        for sig, previous in self._previous.items():
+            signal.signal(sig, previous)
+        self._previous.clear()
 
     def _handle(self, signum, _frame) -> None:
         self.signal_name = signal.Signals(signum).name
@@ -366,39 +375,38 @@ def register(app: typer.Typer) -> None:
         except GraphConfigError as err:
             raise _fail(str(err)) from None
 
-        stop = _StopFlag()
-        stop.install()
-        recorder = None
-        if record:
-            import subprocess
-            import sys
+        with _StopFlag() as stop:
+            recorder = None
+            if record:
+                import subprocess
+                import sys
 
-            ready = run_dir / ".recorder-ready"
-            ready.unlink(missing_ok=True)
-            recorder = subprocess.Popen(
-                [sys.executable, "-c", "from homiebot.cli import main; main()", "bag", "record", str(run_dir / "bag"),
-                 "--overwrite", "--ready-file", str(ready)],
-                env=env, stdin=subprocess.DEVNULL, start_new_session=True,
-            )
-            # Start the nodes only once the recorder listens: the bag then holds the episode from its first message.
-            deadline = time.monotonic() + 30.0
-            while not ready.exists() and recorder.poll() is None and time.monotonic() < deadline:
-                time.sleep(0.05)
-            ready.unlink(missing_ok=True)
-        console.print(f"[bold]homie up sim[/bold]: {len(graph.nodes)} nodes, logs in {run_dir / 'logs'}"
-                      f" (ROS_DOMAIN_ID={env.get('ROS_DOMAIN_ID', '0')})")
-        ended_by = None
-        try:
-            supervisor.start()
-            ended_by = supervisor.run(stop, timeout_s=timeout)
-        finally:
-            codes = supervisor.stop()
-            if recorder is not None:
-                recorder.send_signal(signal.SIGINT)
-                try:
-                    recorder.wait(timeout=15)
-                except Exception:
-                    recorder.kill()
+                ready = run_dir / ".recorder-ready"
+                ready.unlink(missing_ok=True)
+                recorder = subprocess.Popen(
+                    [sys.executable, "-c", "from homiebot.cli import main; main()", "bag", "record", str(run_dir / "bag"),
+                     "--overwrite", "--ready-file", str(ready)],
+                    env=env, stdin=subprocess.DEVNULL, start_new_session=True,
+                )
+                # Start the nodes only once the recorder listens: the bag then holds the episode from its first message.
+                deadline = time.monotonic() + 30.0
+                while not ready.exists() and recorder.poll() is None and time.monotonic() < deadline:
+                    time.sleep(0.05)
+                ready.unlink(missing_ok=True)
+            console.print(f"[bold]homie up sim[/bold]: {len(graph.nodes)} nodes, logs in {run_dir / 'logs'}"
+                          f" (ROS_DOMAIN_ID={env.get('ROS_DOMAIN_ID', '0')})")
+            ended_by = None
+            try:
+                supervisor.start()
+                ended_by = supervisor.run(stop, timeout_s=timeout)
+            finally:
+                codes = supervisor.stop()
+                if recorder is not None:
+                    recorder.send_signal(signal.SIGINT)
+                    try:
+                        recorder.wait(timeout=15)
+                    except Exception:
+                        recorder.kill()
         console.print("graph stopped: " + ", ".join(f"{n}={c}" for n, c in codes.items()))
 
         if stop():
@@ -484,16 +492,15 @@ def register(app: typer.Typer) -> None:
                                     on_event=lambda e: console.print(f"[dim]{e.node}[/dim] {e.kind} {e.detail}"))
         except GraphConfigError as err:
             raise _fail(str(err)) from None
-        stop = _StopFlag()
-        stop.install()
         console.print(f"[bold]homie up robot[/bold] {profile.name}: {len(graph.nodes)} nodes, no simulator "
                       f"(ROS_DOMAIN_ID={env.get('ROS_DOMAIN_ID', '0')})")
         ended_by = None
-        try:
-            supervisor.start()
-            ended_by = supervisor.run(stop, timeout_s=timeout)
-        finally:
-            codes = supervisor.stop()
+        with _StopFlag() as stop:
+            try:
+                supervisor.start()
+                ended_by = supervisor.run(stop, timeout_s=timeout)
+            finally:
+                codes = supervisor.stop()
         console.print("graph stopped: " + ", ".join(f"{n}={c}" for n, c in codes.items()))
         if stop():
             console.print(f"[yellow]interrupted ({stop.signal_name}); the graph was shut down cleanly[/yellow]")
@@ -525,14 +532,13 @@ def register(app: typer.Typer) -> None:
         _need_overlay()
         from homiebot.ros.bag import BagError, record_bag
 
-        stop = _StopFlag()
-        stop.install()
-        try:
-            summary = record_bag(output, topics=topics or None, duration_s=duration, until_episode_end=until_end,
-                                 overwrite=overwrite, should_stop=stop, exclude_camera_topics=exclude_camera_topics,
-                                 ready=ready_file.touch if ready_file is not None else None)
-        except BagError as err:
-            raise _fail(str(err), err.exit_code) from None
+        with _StopFlag() as stop:
+            try:
+                summary = record_bag(output, topics=topics or None, duration_s=duration, until_episode_end=until_end,
+                                     overwrite=overwrite, should_stop=stop, exclude_camera_topics=exclude_camera_topics,
+                                     ready=ready_file.touch if ready_file is not None else None)
+            except BagError as err:
+                raise _fail(str(err), err.exit_code) from None
         typer.echo(f"recorded {summary.messages} messages on {len(summary.topics)} topics in {summary.duration_s:.2f} s -> {summary.path}")
 
     @bag_app.command("play")
@@ -548,12 +554,11 @@ def register(app: typer.Typer) -> None:
         _need_overlay()
         from homiebot.ros.bag import BagError, play_bag
 
-        stop = _StopFlag()
-        stop.install()
-        try:
-            summary = play_bag(bag, rate=None if fast else rate, topics=topics or None, wait_s=wait_subscribers, should_stop=stop)
-        except BagError as err:
-            raise _fail(str(err), err.exit_code) from None
+        with _StopFlag() as stop:
+            try:
+                summary = play_bag(bag, rate=None if fast else rate, topics=topics or None, wait_s=wait_subscribers, should_stop=stop)
+            except BagError as err:
+                raise _fail(str(err), err.exit_code) from None
         typer.echo(f"played {summary.messages} messages on {len(summary.topics)} topics in {summary.duration_s:.2f} s")
         if stop():
             raise typer.Exit(EXIT_INTERRUPTED)

@@ -205,11 +205,12 @@ def test_a_tiny_act_trains_resumes_as_if_never_stopped_and_loads_with_lerobot(pi
         if entry.step == 2:
             signal.raise_signal(signal.SIGINT)
 
+    before = signal.getsignal(signal.SIGINT)
     result = train_skill_policy(check_skill_data([pick_data]), check_out(interrupted, False), settings,
                                 progress=interrupt)
     assert not result.finished and result.steps == 2
     assert (interrupted / "checkpoints" / "last").resolve().name == "000002"
-    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # put back
+    assert signal.getsignal(signal.SIGINT) is before  # the caller's handler is put back
     done = _invoke(*common[:-2], "--out", str(interrupted), "--resume")
     assert done.exit_code == 0, done.output
     assert _losses(interrupted) == _losses(whole)
