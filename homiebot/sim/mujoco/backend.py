@@ -125,6 +125,9 @@ class _ObjectState:
     # Where a physical grasp holds it: its centre in the grip site's frame (homiebot/sim/mujoco/physical.py);
     # None for the oracle skills' grasp, which holds the object at the grip site.
     grip_offset: tuple[float, float, float] | None = None
+    # And its orientation in that frame (a unit quaternion w, x, y, z): the hand holds it rigidly, tilted with the
+    # tool; None for the oracle skills' grasp, which holds it upright (held_yaw).
+    grip_rotation: tuple[float, float, float, float] | None = None
     clean: bool = False  # ALFWorld's isClean / isHot / isCool (docs/textworld.md)
     hot: bool = False
     cold: bool = False
@@ -607,6 +610,7 @@ class MujocoSimulator:
         state.spot = None
         state.world = None
         state.grip_offset = None
+        state.grip_rotation = None
         self._held = obj
         self._set_arm(robot_model.CARRY_POSE, self._finger_gap(state.spec))
         self._sim_time += MANIPULATION_TIME
@@ -1315,11 +1319,17 @@ class MujocoSimulator:
                 data.qpos[compiled.articulation_qpos[f.name]] = self.articulation_value(f.name)
         data.ctrl[:] = 0.0
         mujoco.mj_kinematics(model, data)  # the grip site must be current before a held object follows it
-        for name in self._objects:
+        for name, state in self._objects.items():
             x, y, z, yaw = self._object_pose(name)
             adr = compiled.object_qpos[name]
             data.qpos[adr : adr + 3] = (x, y, z)
             data.qpos[adr + 3 : adr + 7] = (math.cos(yaw / 2), 0.0, 0.0, math.sin(yaw / 2))
+            if state.grip_rotation is not None and name == self._bodies[ROBOT_ID].held:
+                # Held by the physical grasp: turned with the grip site, as the hand took it (absorb_physics).
+                site_quat, orientation = np.zeros(4), np.zeros(4)
+                mujoco.mju_mat2Quat(site_quat, data.site_xmat[compiled.grip_site])
+                mujoco.mju_mulQuat(orientation, site_quat, np.asarray(state.grip_rotation))
+                data.qpos[adr + 3 : adr + 7] = orientation
         for lamp, geom in compiled.lamp_shade_geoms.items():
             on = self._power.get(lamp, False)
             model.geom_rgba[geom] = LAMP_ON_RGBA if on else _LAMP_OFF
@@ -1416,6 +1426,15 @@ class MujocoSimulator:
                 site = compiled.grip_site
                 offset = data.site_xmat[site].reshape(3, 3).T @ (np.array([x, y, z]) - data.site_xpos[site])
                 state.grip_offset = (float(offset[0]), float(offset[1]), float(offset[2]))
+                # Its orientation in the grip site's frame as well: written back upright (yaw only), a box the
+                # tool had tilted on the way to the tuck was re-welded upright there, and tilted by the tool's
+                # turn back to straight down over a drawer (50 degrees: emmoe-024's box on the drawer's front).
+                site_quat, inverse, relative = np.zeros(4), np.zeros(4), np.zeros(4)
+                mujoco.mju_mat2Quat(site_quat, data.site_xmat[site])
+                mujoco.mju_negQuat(inverse, site_quat)
+                mujoco.mju_mulQuat(relative, inverse, np.array([w, qx, qy, qz]))
+                relative /= np.linalg.norm(relative)
+                state.grip_rotation = (float(relative[0]), float(relative[1]), float(relative[2]), float(relative[3]))
                 state.held_yaw = wrap_angle(yaw - self._robot.yaw)
                 state.spot = None
                 state.world = None
@@ -1424,6 +1443,7 @@ class MujocoSimulator:
             if name != released and math.dist(before[:3], (x, y, z)) < 0.01:
                 continue
             state.grip_offset = None
+            state.grip_rotation = None
             state.spot, state.world = self._resting_place(spec, name, supports.get(name), (x, y, z), yaw)
         self._held = held
         self._sim_time += seconds
