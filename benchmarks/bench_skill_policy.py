@@ -41,7 +41,7 @@ def main(argv: list[str] | None = None) -> int:
     import torch
     from lerobot.datasets.lerobot_dataset import LeRobotDataset
 
-    from homiebot.skills.learned import IMAGE_PREFIX, STATE, SkillPolicy
+    from homiebot.skills.learned import ENV_STATE, IMAGE_PREFIX, STATE, SkillPolicy
 
     started = time.perf_counter()
     policy = SkillPolicy(args.policy, threads=args.threads)
@@ -52,14 +52,15 @@ def main(argv: list[str] | None = None) -> int:
         frame = dataset[i]
         images = {key[len(IMAGE_PREFIX):]: (frame[key].numpy().transpose(1, 2, 0) * 255).round().astype(np.uint8)
                   for key in frame if key.startswith(IMAGE_PREFIX)}
-        frames.append((images, frame[STATE].numpy() if STATE in frame else None))
+        frames.append((images, frame[STATE].numpy() if STATE in frame else None,
+                       frame[ENV_STATE].numpy() if ENV_STATE in frame else None))
     policy.reset()
     policy.act(*frames[0])  # the first call pays one-time costs (allocations); timed calls start afresh
     policy.reset()
     times: list[float] = []
-    for images, state in frames:
+    for images, state, env_state in frames:
         tick = time.perf_counter()
-        action = policy.act(images, state)
+        action = policy.act(images, state, env_state)
         times.append(time.perf_counter() - tick)
     every = policy.inputs.n_action_steps
     chunk = times[::every]

@@ -8,6 +8,11 @@ time while the arm moves under physics, and written with LeRobot's own writer (`
 * ``observation.images.head`` and ``observation.images.wrist``: the robot's head camera and a camera on its gripper
   (:mod:`homiebot.sim.mujoco.skill_cameras`), ``size`` x ``size`` RGB;
 * ``observation.state``: the joints' positions, :data:`JOINTS` (torso lift, the seven arm joints, the two fingers);
+* ``observation.environment_state``: which thing the skill is for, as a robot knows it before it reaches: the
+  target's box (centre and size, :data:`TARGET_STATE`) in the base's frame at that frame, from where the world graph
+  had it when the skill started (:func:`target_state`). A policy needs it: a scene holds many objects and ACT takes
+  no task text, so without it "pick up the apple" and "pick up the can" would be the same observation. When the skill
+  is served, the same box comes from the world graph the skills plan in (perception's, when perception is on);
 * ``action``: the position targets the robot's controllers send at that control step, in the same order (the
   trajectory controller's interpolated setpoint for the torso and arm, the gripper controller's for the fingers):
   what a policy has to output for the driver to do what the scripted skill did;
@@ -92,6 +97,10 @@ JOINTS: tuple[str, ...] = ("torso_lift", *robot_model.ARM_JOINTS, *robot_model.F
 #: and its observation.state: the goal pose in the base's frame now (m, m, rad).
 BASE_VELOCITY: tuple[str, ...] = ("linear_x", "angular_z")
 GOAL_STATE: tuple[str, ...] = ("goal_x", "goal_y", "goal_yaw")
+#: observation.environment_state of the arm's skills: the target's axis-aligned box in the base's frame (centre, m;
+#: extent along the base's axes, m), module docstring.
+TARGET_STATE: tuple[str, ...] = ("target_x", "target_y", "target_z", "target_size_x", "target_size_y", "target_size_z")
+ENV_STATE = "observation.environment_state"
 #: The robot type written into the data set's metadata.
 ROBOT_TYPE = "homiebot_fetch_class"
 #: The file of per-episode metadata, relative to the data set's root.
@@ -170,6 +179,20 @@ def emmoe_code(action: Action, result: SkillResult) -> ErrorCode:
     return ErrorCode.E1
 
 
+def target_state(box_min: Sequence[float], box_max: Sequence[float], base_x: float, base_y: float,
+                 base_yaw: float) -> np.ndarray:
+    """The target's box (world frame, axis-aligned) as :data:`TARGET_STATE`, seen from a base at (x, y, yaw): its
+    centre in the base's frame (x ahead, y left, z up from the floor) and the extent of the box along the base's axes
+    (the world box's extent turned by the base's heading; a box is given axis-aligned by the world graph)."""
+    lo, hi = np.asarray(box_min, dtype=float), np.asarray(box_max, dtype=float)
+    centre, size = (lo + hi) / 2.0, hi - lo
+    c, s = math.cos(base_yaw), math.sin(base_yaw)
+    dx, dy = centre[0] - base_x, centre[1] - base_y
+    extent_x = abs(c) * size[0] + abs(s) * size[1]
+    extent_y = abs(s) * size[0] + abs(c) * size[1]
+    return np.array([c * dx + s * dy, -s * dx + c * dy, centre[2], extent_x, extent_y, size[2]], dtype=np.float32)
+
+
 def features(size: int, video: bool, skill: str = "pick") -> dict[str, dict[str, Any]]:
     """The data set's features (LeRobot's ``features`` argument): the arm's for Pick, Open and Close, the base's for
     Go to (module docstring)."""
@@ -183,6 +206,8 @@ def features(size: int, video: bool, skill: str = "pick") -> dict[str, dict[str,
         for cam in cameras
     }
     spec["observation.state"] = {"dtype": "float32", "shape": (len(state),), "names": list(state)}
+    if skill != "go_to":
+        spec[ENV_STATE] = {"dtype": "float32", "shape": (len(TARGET_STATE),), "names": list(TARGET_STATE)}
     spec["action"] = {"dtype": "float32", "shape": (len(action),), "names": list(action)}
     spec["next.success"] = {"dtype": "bool", "shape": (1,), "names": None}
     spec["next.done"] = {"dtype": "bool", "shape": (1,), "names": None}
@@ -249,11 +274,14 @@ class _FrameRecorder:
                                for j in robot_model.BASE_JOINTS])
         self.base_jumps: list[int] = []
         self._last_base: np.ndarray | None = None
+        self._target: tuple[tuple[float, float, float], tuple[float, float, float]] | None = None
         by_joint = {int(model.actuator_trnid[i, 0]): i for i in range(model.nu)}
         self._ctrl = np.array([by_joint[mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_JOINT, prefix + j)] for j in JOINTS])
 
-    def start(self) -> None:
+    def start(self, target_box: tuple[tuple[float, float, float], tuple[float, float, float]]) -> None:
+        """Record from now on; ``target_box``: the target's box (world frame) when the skill starts."""
         self.active, self.steps, self.frames, self.base_jumps, self._last_base = True, 0, [], [], None
+        self._target = target_box
 
     def __call__(self, model: Any, data: Any) -> None:
         if not self.active:
@@ -268,6 +296,8 @@ class _FrameRecorder:
             self.frames.append({
                 **{f"observation.images.{cam}": image for cam, image in images.items()},
                 "observation.state": data.qpos[self._qpos].astype(np.float32),
+                ENV_STATE: target_state(*self._target, *base) if self._target is not None else np.zeros(
+                    len(TARGET_STATE), np.float32),
                 "action": data.ctrl[self._ctrl].astype(np.float32),
             })
         self.steps += 1
@@ -442,7 +472,8 @@ class SkillEpisodes:
             return self._go_to(skills, plan, record, started)
         recorder = self._bind_cameras(skills)
         sim_start = self.sim.sim_time
-        recorder.start()
+        box = self.sim.state().entities[plan.target]
+        recorder.start((box.bbox_min, box.bbox_max))
         try:
             result = skills.run(self.action, "oracle", plan.target)
         except mujoco.FatalError as err:  # the simulator gave up mid-skill: this seed is lost, the next resets it

@@ -29,6 +29,7 @@ import numpy as np
 
 IMAGE_PREFIX = "observation.images."
 STATE = "observation.state"
+ENV_STATE = "observation.environment_state"
 ACTION = "action"
 
 
@@ -43,6 +44,7 @@ class PolicyInputs:
     policy_type: str
     images: dict[str, tuple[int, int, int]]  # camera name -> (channels, height, width)
     state_size: int | None
+    env_state_size: int | None  # the target's box of the arm's skills (homiebot.data.skill_datasets.TARGET_STATE)
     action_size: int
     n_action_steps: int
 
@@ -62,10 +64,12 @@ def read_inputs(folder: str | Path) -> PolicyInputs:
         images = {key[len(IMAGE_PREFIX):]: tuple(int(x) for x in value["shape"])
                   for key, value in inputs.items() if key.startswith(IMAGE_PREFIX)}
         state = inputs.get(STATE)
+        env_state = inputs.get(ENV_STATE)
         return PolicyInputs(
             policy_type=str(config["type"]),
             images=images,  # type: ignore[arg-type]
             state_size=int(state["shape"][0]) if state else None,
+            env_state_size=int(env_state["shape"][0]) if env_state else None,
             action_size=int(outputs[ACTION]["shape"][0]),
             n_action_steps=int(config.get("n_action_steps", 1)),
         )
@@ -103,8 +107,10 @@ class SkillPolicy:
         """Start a new episode (drops the action chunk in progress)."""
         self.policy.reset()
 
-    def observation(self, images: Mapping[str, np.ndarray], state: np.ndarray | None) -> dict[str, Any]:
-        """LeRobot's observation batch of one frame: images as float (3, H, W) in [0, 1], the state as float32."""
+    def observation(self, images: Mapping[str, np.ndarray], state: np.ndarray | None,
+                    env_state: np.ndarray | None = None) -> dict[str, Any]:
+        """LeRobot's observation batch of one frame: images as float (3, H, W) in [0, 1], the state (and the
+        environment state, where the policy takes one) as float32."""
         torch = self._torch
         batch: dict[str, Any] = {}
         for name, (channels, height, width) in self.inputs.images.items():
@@ -123,12 +129,20 @@ class SkillPolicy:
                     f"the policy takes a state of {self.inputs.state_size} values, given {None if state is None else np.shape(state)}"
                 )
             batch[STATE] = torch.as_tensor(np.asarray(state, dtype=np.float32))
+        if self.inputs.env_state_size is not None:
+            if env_state is None or np.shape(env_state) != (self.inputs.env_state_size,):
+                raise SkillPolicyError(
+                    f"the policy takes an environment state (the target's box) of {self.inputs.env_state_size} "
+                    f"values, given {None if env_state is None else np.shape(env_state)}"
+                )
+            batch[ENV_STATE] = torch.as_tensor(np.asarray(env_state, dtype=np.float32))
         return batch
 
-    def act(self, images: Mapping[str, np.ndarray], state: np.ndarray | None = None) -> np.ndarray:
+    def act(self, images: Mapping[str, np.ndarray], state: np.ndarray | None = None,
+            env_state: np.ndarray | None = None) -> np.ndarray:
         """The next action (float64, the data set's units) for this observation (LeRobot's ``select_action``)."""
         torch = self._torch
         with torch.inference_mode():
-            batch = self.preprocess(self.observation(images, state))
+            batch = self.preprocess(self.observation(images, state, env_state))
             action = self.postprocess(self.policy.select_action(batch))
         return np.asarray(action.reshape(-1).cpu().numpy(), dtype=np.float64)

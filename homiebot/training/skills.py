@@ -325,11 +325,16 @@ def settings_problem(settings: SkillTrainSettings) -> str | None:
 
 def policy_config(settings: SkillTrainSettings) -> Any:
     """LeRobot's ACTConfig for ``settings``: the preset's sizes, a randomly initialised backbone, the CPU."""
+    from lerobot.configs.types import NormalizationMode
     from lerobot.policies.act.configuration_act import ACTConfig
 
-    return ACTConfig(device="cpu", pretrained_backbone_weights=None, push_to_hub=False,
-                     optimizer_lr=settings.learning_rate, optimizer_lr_backbone=settings.learning_rate,
-                     **PRESETS[settings.preset])
+    config = ACTConfig(device="cpu", pretrained_backbone_weights=None, push_to_hub=False,
+                       optimizer_lr=settings.learning_rate, optimizer_lr_backbone=settings.learning_rate,
+                       **PRESETS[settings.preset])
+    # The target's box (observation.environment_state, metres) is normalised like the joints: ACT's mapping leaves
+    # the ENV type out, which would feed it raw.
+    config.normalization_mapping = {**config.normalization_mapping, "ENV": NormalizationMode.MEAN_STD}
+    return config
 
 
 class _StepBatches:

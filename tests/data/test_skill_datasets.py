@@ -22,13 +22,16 @@ from homiebot.cli import build_app
 from homiebot.cli.failures import EXIT_BAD_INPUT, EXIT_ENVIRONMENT
 from homiebot.data import skill_datasets
 from homiebot.data.skill_datasets import (
+    ENV_STATE,
     EPISODES_FILE,
     EVAL_SEED_BASE,
     JOINTS,
+    TARGET_STATE,
     SkillDataError,
     emmoe_code,
     record_skill_dataset,
     split_of,
+    target_state,
 )
 from homiebot.skills.physical import PhysicalSkillSet
 from homiebot.types import Action, ErrorCode, SkillResult, SkillStatus
@@ -179,6 +182,14 @@ def test_pick_episodes_are_recorded_with_lerobot_and_read_back(tmp_path: Path, m
     assert tuple(first["observation.images.wrist"].shape) == (3, 32, 32)
     assert tuple(first["observation.state"].shape) == (10,) and tuple(first["action"].shape) == (10,)
     assert first["task"] == records[0]["task"]
+    # Which object: the target's box in the base's frame, ahead of the robot, an object's size, the same every frame
+    # while the base stands (the policy's only clue to the target: ACT takes no task text).
+    assert dataset.meta.features[ENV_STATE]["names"] == list(TARGET_STATE)
+    target = np.stack([f[ENV_STATE].numpy() for f in frames[: records[0]["frames"]]])
+    assert target.shape[1] == 6 and 0.2 < target[0, 0] < 1.5 and abs(target[0, 1]) < 1.0 and 0.0 < target[0, 2] < 2.0
+    assert np.all((target[0, 3:] > 0.0) & (target[0, 3:] < 0.5))
+    if not records[0]["base_jumps"]:
+        assert np.allclose(target, target[0], atol=0.01)  # the base sways a little under the arm
     ends = [i for i, f in enumerate(frames) if bool(f["next.done"])]
     assert ends == [records[0]["frames"] - 1, len(frames) - 1]
     successes = [i for i, f in enumerate(frames) if bool(f["next.success"])]
@@ -188,6 +199,14 @@ def test_pick_episodes_are_recorded_with_lerobot_and_read_back(tmp_path: Path, m
     assert fingers.max() > 0.03 and fingers.min() < 0.01
     images = np.stack([f["observation.images.wrist"].numpy() for f in frames[:: max(1, len(frames) // 8)]])
     assert images.std() > 0.02  # not blank
+
+
+def test_the_target_box_is_given_in_the_base_frame() -> None:
+    # A base at (1, 2) facing +y (yaw 90 degrees); a box 1 m ahead of it, 0.4 m long in x and 0.1 m in y (world).
+    got = target_state((0.8, 2.95, 0.4), (1.2, 3.05, 0.6), 1.0, 2.0, math.pi / 2)
+    assert np.allclose(got, [1.0, 0.0, 0.5, 0.1, 0.4, 0.2], atol=1e-6)  # ahead, centred; the extents swap
+    left = target_state((0.8, 2.95, 0.4), (1.2, 3.05, 0.6), 1.0, 2.0, 0.0)
+    assert np.allclose(left[:2], [0.0, 1.0], atol=1e-6)  # facing +x, the same box is to the left
 
 
 # ---------------------------------------------------------------------------------------------- Go to's replay

@@ -239,16 +239,20 @@ def test_a_tiny_act_trains_resumes_as_if_never_stopped_and_loads_with_lerobot(pi
     images = {k[len("observation.images."):]: (v.numpy().transpose(1, 2, 0) * 255).round().astype(np.uint8)
               for k, v in observation.items() if k.startswith("observation.images.")}
     state = observation["observation.state"].numpy()
+    target = observation["observation.environment_state"].numpy()
+    assert learned.inputs.env_state_size == 6
     learned.reset()
-    actions = [learned.act(images, state) for _ in range(6)]  # a chunk of 5, then the next one
+    actions = [learned.act(images, state, target) for _ in range(6)]  # a chunk of 5, then the next one
     assert all(a.shape == (10,) and np.isfinite(a).all() for a in actions)
     assert np.allclose(actions[0], action.numpy()[0], atol=1e-3)
     with pytest.raises(SkillPolicyError, match="takes camera 'wrist'"):
-        learned.act({"head": images["head"]}, state)
+        learned.act({"head": images["head"]}, state, target)
     with pytest.raises(SkillPolicyError, match="takes 32x32x3 images"):
-        learned.act({**images, "head": np.zeros((64, 64, 3), np.uint8)}, state)
+        learned.act({**images, "head": np.zeros((64, 64, 3), np.uint8)}, state, target)
     with pytest.raises(SkillPolicyError, match="state of 10 values"):
-        learned.act(images, state[:3])
+        learned.act(images, state[:3], target)
+    with pytest.raises(SkillPolicyError, match="environment state .* of 6 values, given None"):
+        learned.act(images, state)
 
 
 def test_a_folder_that_is_no_policy_is_refused_in_one_line(tmp_path: Path) -> None:
