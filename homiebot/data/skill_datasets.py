@@ -80,27 +80,31 @@ import mujoco
 import numpy as np
 
 from homiebot.sim.mujoco import robot as robot_model
+
+# The frame's definition, shared with the learned skill that serves a policy trained on these data (FPS, JOINTS: the
+# state's and the action's names, TARGET_STATE and target_state: the environment state; module docstring).
+from homiebot.sim.mujoco.skill_observation import ENV_STATE_KEY as ENV_STATE
+from homiebot.sim.mujoco.skill_observation import (
+    FPS,
+    JOINTS,
+    TARGET_STATE,
+    SkillObservation,
+    physics_steps_per_frame,
+    target_state,  # noqa: F401 - the recorder's name for it, kept (tests, callers)
+)
 from homiebot.types import Action, EntityKind, ErrorCode, Pose2D, SkillResult, SkillStatus, WorldState
 
 #: The skills this recorder runs, by the name ``homie data skills --skill`` takes.
 SKILLS: dict[str, Action] = {"pick": Action.PICK, "open": Action.OPEN, "close": Action.CLOSE, "go_to": Action.GO_TO}
-#: Frames per second of simulated time.
-FPS = 10
 #: Default image side (pixels).
 DEFAULT_SIZE = 96
 #: Seeds from this one on are evaluation seeds, below it training seeds (module docstring, "Held-out placements").
 EVAL_SEED_BASE = 1_000_000
 SPLITS = ("train", "eval")
-#: observation.state's and action's names, in order.
-JOINTS: tuple[str, ...] = ("torso_lift", *robot_model.ARM_JOINTS, *robot_model.FINGER_JOINTS)
 #: Go to's action: the base's velocity in its own frame (geometry_msgs/Twist's fields a planar base uses: m/s, rad/s),
 #: and its observation.state: the goal pose in the base's frame now (m, m, rad).
 BASE_VELOCITY: tuple[str, ...] = ("linear_x", "angular_z")
 GOAL_STATE: tuple[str, ...] = ("goal_x", "goal_y", "goal_yaw")
-#: observation.environment_state of the arm's skills: the target's axis-aligned box in the base's frame (centre, m;
-#: extent along the base's axes, m), module docstring.
-TARGET_STATE: tuple[str, ...] = ("target_x", "target_y", "target_z", "target_size_x", "target_size_y", "target_size_z")
-ENV_STATE = "observation.environment_state"
 #: The robot type written into the data set's metadata.
 ROBOT_TYPE = "homiebot_fetch_class"
 #: The file of per-episode metadata, relative to the data set's root.
@@ -179,20 +183,6 @@ def emmoe_code(action: Action, result: SkillResult) -> ErrorCode:
     return ErrorCode.E1
 
 
-def target_state(box_min: Sequence[float], box_max: Sequence[float], base_x: float, base_y: float,
-                 base_yaw: float) -> np.ndarray:
-    """The target's box (world frame, axis-aligned) as :data:`TARGET_STATE`, seen from a base at (x, y, yaw): its
-    centre in the base's frame (x ahead, y left, z up from the floor) and the extent of the box along the base's axes
-    (the world box's extent turned by the base's heading; a box is given axis-aligned by the world graph)."""
-    lo, hi = np.asarray(box_min, dtype=float), np.asarray(box_max, dtype=float)
-    centre, size = (lo + hi) / 2.0, hi - lo
-    c, s = math.cos(base_yaw), math.sin(base_yaw)
-    dx, dy = centre[0] - base_x, centre[1] - base_y
-    extent_x = abs(c) * size[0] + abs(s) * size[1]
-    extent_y = abs(s) * size[0] + abs(c) * size[1]
-    return np.array([c * dx + s * dy, -s * dx + c * dy, centre[2], extent_x, extent_y, size[2]], dtype=np.float32)
-
-
 def features(size: int, video: bool, skill: str = "pick") -> dict[str, dict[str, Any]]:
     """The data set's features (LeRobot's ``features`` argument): the arm's for Pick, Open and Close, the base's for
     Go to (module docstring)."""
@@ -257,26 +247,24 @@ class EpisodeRecord:
 
 
 class _FrameRecorder:
-    """A PhysicalDriver step observer: every ``every`` physics steps, the cameras, the joints and the commands."""
+    """A PhysicalDriver step observer: every ``every`` physics steps, one frame (the cameras, the joints, the target's
+    box and the commands: :class:`~homiebot.sim.mujoco.skill_observation.SkillObservation`)."""
 
     def __init__(self, cameras: Any, model: Any, every: int) -> None:
         import mujoco
 
         self.cameras = cameras
+        self.observation = SkillObservation(cameras, model)
         self.every = every
         self.active = False
         self.steps = 0
         self.frames: list[dict[str, np.ndarray]] = []
         prefix = robot_model.ROBOT_PREFIX
-        self._qpos = np.array([model.jnt_qposadr[mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_JOINT, prefix + j)]
-                               for j in JOINTS])
         self._base = np.array([model.jnt_qposadr[mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_JOINT, prefix + j)]
                                for j in robot_model.BASE_JOINTS])
         self.base_jumps: list[int] = []
         self._last_base: np.ndarray | None = None
         self._target: tuple[tuple[float, float, float], tuple[float, float, float]] | None = None
-        by_joint = {int(model.actuator_trnid[i, 0]): i for i in range(model.nu)}
-        self._ctrl = np.array([by_joint[mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_JOINT, prefix + j)] for j in JOINTS])
 
     def start(self, target_box: tuple[tuple[float, float, float], tuple[float, float, float]]) -> None:
         """Record from now on; ``target_box``: the target's box (world frame) when the skill starts."""
@@ -292,14 +280,11 @@ class _FrameRecorder:
                                                 or abs(math.remainder(base[2] - self._last_base[2], 2 * math.pi)) > 0.01):
                 self.base_jumps.append(len(self.frames))
             self._last_base = base
-            images = self.cameras.render(data)
-            self.frames.append({
-                **{f"observation.images.{cam}": image for cam, image in images.items()},
-                "observation.state": data.qpos[self._qpos].astype(np.float32),
-                ENV_STATE: target_state(*self._target, *base) if self._target is not None else np.zeros(
-                    len(TARGET_STATE), np.float32),
-                "action": data.ctrl[self._ctrl].astype(np.float32),
-            })
+            frame = self.observation.observe(data, self._target)
+            if self._target is None:
+                frame[ENV_STATE] = np.zeros(len(TARGET_STATE), np.float32)
+            frame["action"] = self.observation.command(data)
+            self.frames.append(frame)
         self.steps += 1
 
 
@@ -587,8 +572,7 @@ class SkillEpisodes:
                 self._cameras.close()
             self._cameras = SkillCameras(model, self.size)
             self._model = model
-            every = max(1, round(1.0 / (FPS * model.opt.timestep)))
-            self._recorder = _FrameRecorder(self._cameras, model, every)
+            self._recorder = _FrameRecorder(self._cameras, model, physics_steps_per_frame(model))
 
     def _holds(self, plan: EpisodePlan) -> bool:
         """The outcome as the world says it (the skill's own verdict is checked against it)."""

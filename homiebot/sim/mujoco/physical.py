@@ -41,6 +41,16 @@ same simulator place things kinematically (as Habitat's oracle skills do); here 
   may have moved anything since) and sleeping is switched off when it ends, so that the kinematic skills, the
   views and the perception compute every body as before.
 
+* **Streamed setpoints** (:meth:`PhysicalDriver.setpoint_stream`): a closed-loop policy sends the arm's and the
+  gripper's position targets once per control period instead of whole trajectories, as a client streaming
+  one-point FollowJointTrajectory goals does (ros2_control's JointTrajectoryController replaces the goal in progress
+  with each new one) together with GripperCommand goals. The targets are held for the period (the arm's sent to
+  the position actuators as a trajectory's setpoints are, the fingers' moved towards the commanded gap at
+  ``finger_speed`` as a gripper goal moves them); the grasp helper attaches as at the end of a closing gripper goal
+  (the fingers commanded closer have stopped, both on one object) and lets go when the command opens the fingers.
+  A joint farther than ``path_tolerance`` from its target at the end of a period is reported (the caller decides
+  when that is a blocked arm); the stream is one goal for the simulator's state and the goal observers.
+
 After each goal the driver writes what physics did back into the simulator's state (the arm's joints, the
 held object, where every moved object came to rest: on or in the furniture under it, or free-standing), so that
 the world state, the planner's feedback and the goal checks read the physical outcome.
@@ -51,7 +61,8 @@ from __future__ import annotations
 import logging
 import math
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 import mujoco
@@ -126,6 +137,79 @@ class GoalEnd:
     succeeded: bool
     closing: bool = False  # a gripper goal that closed the fingers
     released: str | None = None  # what a gripper goal let go of
+
+
+@dataclass(frozen=True)
+class StreamStep:
+    """The end of one control period of a :class:`SetpointStream`: the joint farthest from its target and by how
+    much (rad, m for the torso), what the arm, the fingers or the held object touch (a name, or None), what the
+    grasp holds, and whether this period's command opened the fingers on something (``released``)."""
+
+    worst_joint: str
+    worst_error: float
+    blocker: str | None
+    held: str | None
+    gap: float
+    released: str | None = None
+
+
+class SetpointStream:
+    """Position targets streamed to the arm and the gripper, one control period at a time (module docstring,
+    "Streamed setpoints"); made by :meth:`PhysicalDriver.setpoint_stream`."""
+
+    def __init__(self, driver: PhysicalDriver, model: mujoco.MjModel, data: mujoco.MjData) -> None:
+        self._driver = driver
+        self.model = model
+        self.data = data
+        self.elapsed = 0.0
+        self._still = 0.0
+
+    def send(self, positions: Mapping[str, float], gap: float, seconds: float) -> StreamStep:
+        """Hold ``positions`` (the torso's and arm joints' targets, by name) and the gripper's commanded ``gap`` (m)
+        for ``seconds`` of physics."""
+        driver, model, data = self._driver, self.model, self.data
+        s = driver.settings
+        grasp = driver._grasp
+        assert grasp is not None
+        unknown = [j for j in positions if j not in driver.joint_names]
+        if unknown:
+            raise ValueError(f"joints {unknown} are not this arm's {list(driver.joint_names)}")
+        joints = tuple(positions)
+        desired = np.array([positions[j] for j in joints], dtype=float)
+        target = float(np.clip(gap, 0.0, 2 * robot_model.FINGER_OPEN)) / 2
+        start_gap = driver.gap(data)
+        released = None
+        if target * 2 > start_gap + s.gripper_tolerance and (grasp.held is not None or grasp.held_leaf is not None):
+            released = grasp.release()  # a command that opens the fingers lets go, as a gripper goal does
+            grasp.release_leaf()
+        closing = target * 2 < start_gap - s.gripper_tolerance
+        setpoint = driver._finger_target if driver._finger_target is not None else start_gap / 2
+        dt = model.opt.timestep
+        steps = max(1, round(seconds / dt))
+        for _ in range(steps):
+            driver._command(data, joints, desired)
+            setpoint += float(np.clip(target - setpoint, -s.finger_speed * dt, s.finger_speed * dt))
+            driver._finger_target = setpoint
+            driver._step(model, data)
+            self.elapsed += dt
+            speed = max(abs(data.qvel[driver._dof[j]]) for j in robot_model.FINGER_JOINTS)
+            self._still = self._still + dt if (closing and speed < s.gripper_stall_speed) else 0.0
+            if self._still >= 0.1 and grasp.held is None and grasp.held_leaf is None:
+                # Fingers commanded closer that have stopped: on something, if both touch it (gripper_command).
+                grasp.attach_if_gripped()
+        joint, off = driver._worst(data, joints, desired)
+        return StreamStep(joint, off, driver._arm_blocker(model, data) if off > s.path_tolerance else None,
+                          grasp.held, driver.gap(data), released)
+
+    def body_position(self, name: str) -> np.ndarray:
+        """An object's position now (the physics', mid-stream)."""
+        body = mujoco.mj_name2id(self.model, mujoco.mjtObj.mjOBJ_BODY, "object/" + name)
+        return np.array(self.data.xpos[body])
+
+    @property
+    def held(self) -> str | None:
+        assert self._driver._grasp is not None
+        return self._driver._grasp.held
 
 
 class FingerContactAttachment:
@@ -584,6 +668,23 @@ class PhysicalDriver:
                                  closing=closing, released=released))
         return GripperResult(position=gap, effort=effort, stalled=stalled,
                              reached_goal=abs(gap - 2 * target) <= s.gripper_tolerance)
+
+    @contextmanager
+    def setpoint_stream(self, label: str = "streamed setpoints") -> Iterator[SetpointStream]:
+        """Stream position targets (module docstring, "Streamed setpoints"): one goal from entry to exit, at whose
+        end what physics did is written back to the simulator and the goal observers are told (``label``)."""
+        model, data = self._bind()
+        s = self.settings
+        for j in robot_model.FINGER_JOINTS:
+            act = self._actuators[j]
+            model.actuator_forcelimited[act] = 1
+            model.actuator_forcerange[act] = (-s.finger_force, s.finger_force)
+        stream = SetpointStream(self, model, data)
+        try:
+            yield stream
+        finally:
+            self._finish(stream.elapsed)
+            self._goal_ended(GoalEnd("arm", label, True))
 
     # ------------------------------------------------------------------ what the skills may also read
 

@@ -12,6 +12,11 @@ Open and Close (``articulation="physical"``): the door or drawer is moved by the
 skill, which sets the joint to its end at once, the base first moved clear of the door's sweep. The household
 actions (Turn on, Heat, ...) run the simulator's oracle skill (docs/robots.md, "Physical skills").
 
+Learned policies (``learned``: slot name -> :class:`~homiebot.skills.learned_skill.LearnedArmSkill`, from
+``--skill-model``): an action the planner sends with a slot that holds a policy serving that action (Pick, in
+``RT-1-X`` or ``octo``) runs the policy closed-loop after the same checks and tuck; everything else stays scripted
+(homiebot/skills/learned_skill.py).
+
 The executor calls ``sim.reset_arm()`` before every try (EMMOE's retry from a known pose); on the oracle arm it
 snaps the arm to its stow pose. Here the arm is the physics', so the skill set tells the simulator to leave it
 alone, and each skill starts by tucking the arm through the trajectory controller instead.
@@ -20,6 +25,8 @@ alone, and each skill starts by tucking the arm through the trajectory controlle
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -32,6 +39,9 @@ from homiebot.skills.physical.kinematics import ArmKinematics
 from homiebot.skills.physical.manipulation import ArmSetup, PhysicalManipulation, base_moves, sim_arm_setup
 from homiebot.skills.skillset import DEFAULT_SKILLS, PerceivedWorld, Skill, SkillSet
 from homiebot.types import Action, SkillResult, SkillStatus, WorldState
+
+if TYPE_CHECKING:
+    from homiebot.skills.learned_skill import LearnedArmSkill
 
 logger = logging.getLogger(__name__)
 
@@ -64,6 +74,7 @@ class PhysicalSkillSet(SkillSet):
         arm: the arm's setup (default: the embedded robot's).
         articulation: "physical": Open and Close move the door or drawer with the arm; "oracle": the simulator's
             skill (default: ARTICULATION).
+        learned: learned policies by slot name (module docstring), None: all scripted.
     """
 
     def __init__(
@@ -75,8 +86,11 @@ class PhysicalSkillSet(SkillSet):
         strict_models: bool = False,
         arm: ArmSetup | None = None,
         articulation: str | None = None,
+        learned: Mapping[str, LearnedArmSkill] | None = None,
     ) -> None:
         super().__init__(sim, noise=noise, seed=seed, skills=skills, strict_models=strict_models)
+        self.learned = dict(learned or {})
+        self._model_name = ""
         self._perceived: PerceivedWorld | None = None
         from homiebot.sim.mujoco.backend import MujocoSimulator
         from homiebot.sim.mujoco.physical import PhysicalDriver
@@ -113,6 +127,10 @@ class PhysicalSkillSet(SkillSet):
         if stuck is not None:
             logger.info("reset arm: %s", stuck)
 
+    def run(self, action: Action, model: str, target: str, place: str | None = None) -> SkillResult:
+        self._model_name = model  # which slot runs it: a learned policy's or the scripted skill (_attempt)
+        return super().run(action, model, target, place)
+
     def _attempt(self, skill: Skill, target: str, place: str | None) -> SkillResult:
         # The simulator forgets at each reset (an evaluation worker keeps one simulator for oracle and physical
         # episodes): claim the arm again with every attempt.
@@ -146,6 +164,11 @@ class PhysicalSkillSet(SkillSet):
         if action is Action.CLOSE:
             return self.articulation.close(target)
         if action is Action.PICK:
+            from homiebot.skills.learned_skill import serving
+
+            policy = serving(self.learned, self._model_name, action)
+            if policy is not None:
+                return policy.pick(self, target)
             return self.manipulation.pick(self.world(), target)
         assert place is not None, "the executor always gives Put a place"
         result = self.manipulation.put(self.world(), target, place)

@@ -1,0 +1,322 @@
+"""A learned policy in a low-level model's slot, run closed-loop (``--skill-model RT-1-X=DIR``; docs/skills.md).
+
+EMMOE's planner names a low-level model with every subtask (``Model: RT-1-X``). With ``--skills physical`` the slots
+are served by the scripted physical skills; ``--skill-model SLOT=DIR`` puts a LeRobot policy folder
+(:class:`~homiebot.skills.learned.SkillPolicy`: ``homie train skill``'s ``OUT/policy``, or a user's own checkpoint with
+the same inputs and outputs) in a slot, and the actions it learned are then run by the policy whenever the planner
+names that slot; every other action, and every other slot, stays scripted.
+
+**Which actions.** A policy of the arm's action space (the joints' position targets: :data:`JOINTS`) serves Pick in the
+manipulation slots (``RT-1-X``, ``octo``; EMMOE table E2 gives RT-1-X picking). Open and Close share the action space
+and are recorded by ``homie data skills``, but their serving is not written yet: they stay scripted. The navigation
+slots (``NoMaD``, ``PixNav``: the base's velocity, Go to) are refused up front with a "not yet" line.
+
+**One execution** (:meth:`LearnedArmSkill.pick`), after the skill set's own checks (the logical refusals, the arm
+tucked through the trajectory controller, as before a scripted Pick):
+
+* the base does not move: the policy starts where Go to left the robot. The data's start poses are Go to's own
+  approach poses (homiebot/data/skill_datasets.py); the scripted Pick's reposition (a turn or a short drive when no
+  grasp reaches from here) is not run first, so a target out of the arm's reach from where the base stands fails
+  the way the policy fails it;
+* every 1/:data:`FPS` s of simulated time: the observation exactly as the recorder takes it
+  (:class:`~homiebot.sim.mujoco.skill_observation.SkillObservation`: the same cameras at the policy's image size, the
+  same joint state, and the target's box in the base's frame from the world graph the skills plan in, for a policy
+  that takes it), the policy's next action, and that action sent as the controllers' setpoints for one period
+  (:meth:`~homiebot.sim.mujoco.physical.PhysicalDriver.setpoint_stream`: the torso's and arm's targets as a streamed
+  trajectory's, the two fingers' as the gripper's commanded gap);
+* it stops on success, when the step budget is spent, or when the arm is blocked.
+
+**Outcome, from the physics, never from the policy.** Success is what the scripted Pick's is: the target held by the
+grasp helper (which holds an object only while both fingers touch it) and lifted :data:`LIFT_M` above where it
+stood; the arm is then brought back to the tuck by the scripted skills' checked motion, and the object must still be
+in the hand there. Failures are the executor's ``execution_failed`` (EMMOE E1 once its tries are spent, as every
+failed Pick), with a message that says what happened: the grasp missed (the fingers closed on nothing), another
+object taken, the target held but not lifted, nothing grasped within the budget, the arm blocked (a joint farther
+than the trajectory controller's path tolerance from its target for longer than its grace time, and what it
+touches), or the simulator stopping; a target knocked out of place is said, as after a scripted Pick.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from homiebot.sim.mujoco.skill_observation import FPS, JOINTS, TARGET_STATE, SkillObservation
+from homiebot.skills.learned import PolicyInputs, SkillPolicy, SkillPolicyError, read_inputs
+from homiebot.skills.physical.manipulation import GRIPPED_GAP
+from homiebot.skills.skillset import MANIPULATION_MODELS, NAVIGATION_MODELS
+from homiebot.types import Action, SkillResult, SkillStatus
+
+if TYPE_CHECKING:
+    from homiebot.skills.physical.skillset import PhysicalSkillSet
+
+logger = logging.getLogger(__name__)
+
+#: The slots a policy may fill, by their lower-case spelling (the planner's names match case-insensitively).
+SLOTS: dict[str, str] = {m.lower(): m for m in (*MANIPULATION_MODELS, *NAVIGATION_MODELS)}
+#: The arm's cameras, in the recorder's order (homiebot/sim/mujoco/skill_cameras.py).
+ARM_CAMERAS: tuple[str, ...] = ("head", "wrist")
+#: The actions an arm policy runs; the rest stay scripted (module docstring).
+ARM_ACTIONS = frozenset({Action.PICK})
+#: Control steps one execution may take (30 s of simulated time; the recorded Picks took 11-23 s).
+STEP_BUDGET = 300
+#: How far above where it stood the held target must be for a Pick to have succeeded (m): half the scripted Pick's
+#: lift (ArmSetup.lift), the least lift the scripted skill itself accepts where the full one is out of reach.
+LIFT_M = 0.05
+#: Torso and arm joints (the trajectory's), then the fingers (the gripper's), in JOINTS' order.
+ARM_JOINTS = JOINTS[:-2]
+
+
+class LearnedSkillError(ValueError):
+    """A ``--skill-model`` that cannot serve (one line for the user)."""
+
+
+def slot_name(name: str) -> str:
+    """EMMOE's spelling of a model slot given in any case (``rt-1-x`` -> ``RT-1-X``)."""
+    slot = SLOTS.get(name.strip().lower())
+    if slot is None:
+        raise LearnedSkillError(f"--skill-model {name!r}: unknown model slot; use one of {', '.join(SLOTS.values())}")
+    return slot
+
+
+def check_skill_model(slot: str, folder: str | Path) -> PolicyInputs:
+    """Refuse a policy folder that cannot fill ``slot`` (read from its ``config.json``; no LeRobot needed): not a
+    LeRobot policy, a navigation slot (not yet), or inputs and outputs that are not the arm skills' (the recorder's
+    cameras at one square size, the joint state, the target's box, the joints' targets)."""
+    slot = slot_name(slot)
+    try:
+        inputs = read_inputs(folder)
+    except SkillPolicyError as err:
+        raise LearnedSkillError(f"--skill-model {slot}: {err}") from None
+    where = f"--skill-model {slot}={folder}"
+    if slot in NAVIGATION_MODELS:
+        raise LearnedSkillError(
+            f"{where}: serving a Go to policy (the base's velocity, {slot}'s slot) is not yet implemented; "
+            f"the manipulation slots {' and '.join(MANIPULATION_MODELS)} take an arm policy")
+    if inputs.action_size != len(JOINTS):
+        base = " (the base's velocity: a Go to policy)" if inputs.action_size == 2 else ""
+        raise LearnedSkillError(f"{where}: the policy outputs {inputs.action_size} values{base}; an arm skill's action is "
+                                f"the {len(JOINTS)} joints' targets ({', '.join(JOINTS)})")
+    if not inputs.images:
+        raise LearnedSkillError(f"{where}: the policy takes no camera; the arm skills' are {', '.join(ARM_CAMERAS)}")
+    other = sorted(set(inputs.images) - set(ARM_CAMERAS))
+    if other:
+        raise LearnedSkillError(f"{where}: the policy takes camera(s) {', '.join(other)}; the arm skills' cameras are "
+                                f"{', '.join(ARM_CAMERAS)}")
+    shapes = set(inputs.images.values())
+    if len(shapes) != 1 or any(c != 3 or h != w for c, h, w in shapes):
+        raise LearnedSkillError(f"{where}: the policy's images are {sorted(shapes)} (channels, height, width); the "
+                                f"skill cameras give square RGB images of one size")
+    if inputs.state_size is not None and inputs.state_size != len(JOINTS):
+        raise LearnedSkillError(f"{where}: the policy takes a state of {inputs.state_size} values; the arm skills' "
+                                f"is the {len(JOINTS)} joints' positions")
+    if inputs.env_state_size is not None and inputs.env_state_size != len(TARGET_STATE):
+        raise LearnedSkillError(f"{where}: the policy takes an environment state of {inputs.env_state_size} values; "
+                                f"the arm skills' is the target's box ({len(TARGET_STATE)} values)")
+    return inputs
+
+
+#: Policy folders LeRobot has loaded in this process, with their weights' modification time (checked once).
+_LOADED: set[tuple[str, float]] = set()
+
+
+def check_skill_models(models: Mapping[str, str]) -> dict[str, PolicyInputs]:
+    """:func:`check_skill_model` for each slot (slot -> folder), then each policy loaded once with LeRobot (a folder
+    LeRobot cannot load, or LeRobot missing, refused here too: before any episode runs)."""
+    checked = {slot_name(slot): check_skill_model(slot, folder) for slot, folder in models.items()}
+    for slot, folder in models.items():
+        path = Path(folder).expanduser().absolute()
+        key = (str(path), (path / "model.safetensors").stat().st_mtime)
+        if key in _LOADED:
+            continue
+        try:
+            SkillPolicy(path)
+        except SkillPolicyError as err:
+            raise LearnedSkillError(f"--skill-model {slot_name(slot)}: {err}") from None
+        _LOADED.add(key)
+    return checked
+
+
+@dataclass
+class ExecutionLog:
+    """What one learned execution did (for tests, benchmarks and the log line)."""
+
+    steps: int = 0
+    sim_seconds: float = 0.0
+    wall_seconds: float = 0.0
+    policy_seconds: float = 0.0
+    observe_seconds: float = 0.0
+    result: SkillResult | None = None
+    gaps: list[float] = field(default_factory=list)
+
+
+class LearnedArmSkill:
+    """An arm policy serving Pick in one slot (module docstring). One instance per run: the policy is loaded once,
+    the cameras made again for each new scene's model."""
+
+    def __init__(self, slot: str, folder: str | Path, *, step_budget: int = STEP_BUDGET, threads: int = 1) -> None:
+        self.slot = slot_name(slot)
+        self.inputs = check_skill_model(self.slot, folder)
+        self.policy = SkillPolicy(folder, threads=threads)
+        self.step_budget = step_budget
+        self.size = next(iter(self.inputs.images.values()))[1]
+        self.cameras = tuple(c for c in ARM_CAMERAS if c in self.inputs.images)
+        self._model: Any = None
+        self._observation: SkillObservation | None = None
+        #: The last execution's log.
+        self.last: ExecutionLog | None = None
+
+    @property
+    def actions(self) -> frozenset[Action]:
+        return ARM_ACTIONS
+
+    def close(self) -> None:
+        if self._observation is not None:
+            self._observation.cameras.close()
+            self._observation = None
+            self._model = None
+
+    def _observer(self, model: Any) -> SkillObservation:
+        from homiebot.sim.mujoco.skill_cameras import SkillCameras
+
+        if model is not self._model or self._observation is None:
+            self.close()
+            self._observation = SkillObservation(SkillCameras(model, self.size), model)
+            self._model = model
+        return self._observation
+
+    def pick(self, skills: PhysicalSkillSet, obj: str) -> SkillResult:
+        """One learned Pick of ``obj`` on the skill set's robot (module docstring)."""
+        import mujoco
+
+        log = ExecutionLog()
+        self.last = log
+        started = time.perf_counter()
+        before = skills.world()
+        entity = before.entities.get(obj)
+        if entity is None:
+            return SkillResult(SkillStatus.NOT_FOUND, f"{obj} is not an object in the world graph")
+        target_box = (tuple(entity.bbox_min), tuple(entity.bbox_max))
+        driver = skills.driver
+        setup = skills.manipulation.setup
+        compiled, _ = skills.sim.physics_handles()  # type: ignore[attr-defined]  # MujocoSimulator (PhysicalSkillSet)
+        try:
+            observer = self._observer(compiled.model)
+        except Exception as err:  # noqa: BLE001 - a renderer that cannot start is the environment's, said in one line
+            return SkillResult(SkillStatus.EXECUTION_FAILED, f"the {self.slot} policy's cameras cannot render: {err}")
+        takes_target = self.inputs.env_state_size is not None
+        period = 1.0 / FPS
+        self.policy.reset()
+        outcome: tuple[str, str] | None = None  # (kind, detail) of a failure; None: success
+        blocked_for = 0.0
+        try:
+            with driver.setpoint_stream(f"{self.slot} policy picking {obj}") as stream:
+                start_z = float(stream.body_position(obj)[2])
+                outcome = ("budget", "")
+                for step in range(self.step_budget):
+                    t0 = time.perf_counter()
+                    frame = observer.observe(stream.data, target_box if takes_target else None, self.cameras)
+                    t1 = time.perf_counter()
+                    images = {cam: frame[f"observation.images.{cam}"] for cam in self.cameras}
+                    action = self.policy.act(images, frame["observation.state"],
+                                             frame.get("observation.environment_state"))
+                    t2 = time.perf_counter()
+                    log.observe_seconds += t1 - t0
+                    log.policy_seconds += t2 - t1
+                    positions = {j: float(v) for j, v in zip(ARM_JOINTS, action[:len(ARM_JOINTS)], strict=True)}
+                    gap = float(action[-2] + action[-1])
+                    done = stream.send(positions, gap, period)
+                    log.steps = step + 1
+                    log.gaps.append(done.gap)
+                    if done.held == obj and float(stream.body_position(obj)[2]) - start_z >= LIFT_M:
+                        outcome = None
+                        break
+                    blocked_for = blocked_for + period if done.blocker is not None else 0.0
+                    if blocked_for >= driver.settings.path_grace:
+                        outcome = ("blocked", f"{done.worst_joint} was {done.worst_error:.2f} from its target for "
+                                              f"{blocked_for:.1f} s (blocked: {done.blocker})")
+                        break
+                held_at_end = stream.held
+                lifted = float(stream.body_position(obj)[2]) - start_z
+                # The scripted Pick's test of a missed grasp: the fingers closed (nearly) all the way.
+                closed_on_nothing = held_at_end is None and driver.gap(stream.data) <= setup.closed_gap + GRIPPED_GAP
+            log.sim_seconds = stream.elapsed
+        except mujoco.FatalError as err:
+            log.wall_seconds = time.perf_counter() - started
+            return self._finish(skills, log, before, obj, SkillResult(
+                SkillStatus.EXECUTION_FAILED, f"the simulator stopped while the {self.slot} policy picked {obj}: {err}"))
+        except SkillPolicyError as err:
+            return self._finish(skills, log, before, obj, SkillResult(SkillStatus.EXECUTION_FAILED, f"the {self.slot} policy: {err}"))
+        steps = f"{log.steps} policy steps, {log.sim_seconds:.1f} s"
+        if outcome is None:
+            result = SkillResult(SkillStatus.SUCCESS, f"picked {obj} ({self.slot} policy, {steps})")
+        elif outcome[0] == "blocked":
+            result = SkillResult(SkillStatus.EXECUTION_FAILED,
+                                 f"the arm stopped while the {self.slot} policy reached for {obj}: {outcome[1]} ({steps})")
+        elif held_at_end == obj:
+            result = SkillResult(SkillStatus.EXECUTION_FAILED,
+                                 f"timed out: the {self.slot} policy held {obj} but lifted it only {100 * lifted:.0f} cm "
+                                 f"in its budget of {self.step_budget} steps ({steps})")
+        elif held_at_end is not None:
+            result = SkillResult(SkillStatus.EXECUTION_FAILED,
+                                 f"grasp missed: the {self.slot} policy took {held_at_end} instead of {obj} ({steps})")
+        elif closed_on_nothing:
+            result = SkillResult(SkillStatus.EXECUTION_FAILED,
+                                 f"grasp missed: the gripper closed on nothing at {obj} ({self.slot} policy, {steps})")
+        else:
+            result = SkillResult(SkillStatus.EXECUTION_FAILED,
+                                 f"timed out: the {self.slot} policy did not grasp {obj} in its budget of "
+                                 f"{self.step_budget} steps ({steps})")
+        log.wall_seconds = time.perf_counter() - started
+        return self._finish(skills, log, before, obj, result)
+
+    def _finish(self, skills: PhysicalSkillSet, log: ExecutionLog, before: Any, obj: str,
+                result: SkillResult) -> SkillResult:
+        """Back to the tuck as the scripted Pick ends (the fingers opened first after a failure), the outcome checked
+        there (module docstring)."""
+        manipulation = skills.manipulation
+        if not result.success:
+            manipulation.driver.gripper_command(manipulation.setup.open_gap, manipulation.setup.max_effort)
+        stuck = manipulation.tuck_if_needed(skills.world())
+        if result.success and skills.driver.held() != obj:
+            result = SkillResult(SkillStatus.EXECUTION_FAILED, f"{obj} slipped out of the gripper on the way back "
+                                                               f"({self.slot} policy)")
+        if stuck is not None:
+            result = SkillResult(result.status, f"{result.detail}; {stuck}", result.path_length, result.retryable)
+        if not result.success:
+            result = manipulation._knocked(result, before, obj)
+        log.result = result
+        logger.info("%s policy: %s (%d steps, %.1f s simulated, %.1f s wall)", self.slot, result.detail, log.steps,
+                    log.sim_seconds, log.wall_seconds)
+        return result
+
+
+def load_learned_skills(models: Mapping[str, str], *, step_budget: int = STEP_BUDGET) -> dict[str, LearnedArmSkill]:
+    """The learned skills of ``models`` (slot -> policy folder), by EMMOE's slot name."""
+    return {slot_name(slot): LearnedArmSkill(slot, folder, step_budget=step_budget) for slot, folder in models.items()}
+
+
+def serving(learned: Mapping[str, LearnedArmSkill], model: str, action: Action) -> LearnedArmSkill | None:
+    """The learned skill that runs ``action`` when the planner names ``model``, or None (scripted)."""
+    skill = learned.get(SLOTS.get(model.strip().lower(), ""))
+    return skill if skill is not None and action in skill.actions else None
+
+
+__all__ = [
+    "FPS",
+    "LIFT_M",
+    "SLOTS",
+    "STEP_BUDGET",
+    "ExecutionLog",
+    "LearnedArmSkill",
+    "LearnedSkillError",
+    "check_skill_model",
+    "check_skill_models",
+    "load_learned_skills",
+    "serving",
+    "slot_name",
+]
