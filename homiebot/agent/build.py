@@ -34,6 +34,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from homiebot.agent.knowledge import PerceptionFactory, PerceptionHook
 from homiebot.agent.loop import (
@@ -58,6 +59,9 @@ from homiebot.planner.registry import PlannerError, build_planner, free_text_pla
 from homiebot.sim.base import Simulator, available_backends, make_simulator
 from homiebot.sim.scene import SceneSpec
 from homiebot.tasks.suite import TaskError, TaskSpec, get_task, task_actions
+
+if TYPE_CHECKING:
+    from homiebot.skills.learned_skill import LearnedArmSkill
 from homiebot.types import Trajectory, WorldState
 
 #: A skill layer per episode, seeded with the episode's scene seed (what makes noisy episodes repeatable).
@@ -195,7 +199,20 @@ def check_episode(config: RunConfig, task: TaskSpec | None = None, planner: Plan
             f"planner {config.planner.name!r} needs a built-in task with a goal specification (use --task ID); "
             f"planners that take a free-text instruction: {takers}"
         )
+    check_learned_skills(config.skills)
     return task
+
+
+def check_learned_skills(config: SkillsConfig) -> None:
+    """Refuse learned skill models that cannot serve (homiebot/skills/learned_skill.py), before any episode runs."""
+    if not config.models:
+        return
+    from homiebot.skills.learned_skill import LearnedSkillError, check_skill_models
+
+    try:
+        check_skill_models(config.models)
+    except LearnedSkillError as err:
+        raise EpisodeBuildError(str(err)) from None
 
 
 def build_simulator(config: SimulatorConfig) -> Simulator:
@@ -218,9 +235,20 @@ def skills_factory(config: SkillsConfig) -> SkillsFactory:
     if config.mode == SkillsMode.PHYSICAL:
         from homiebot.skills.physical import PhysicalSkillSet
 
+        # Learned policies in model slots (--skill-model): loaded once, for every episode this factory makes.
+        learned: dict[str, LearnedArmSkill] = {}
+
         def physical(sim: Simulator, scene_seed: int) -> SkillRunner:
+            if config.models and not learned:
+                from homiebot.skills.learned import SkillPolicyError
+                from homiebot.skills.learned_skill import LearnedSkillError, load_learned_skills
+
+                try:
+                    learned.update(load_learned_skills(config.models))
+                except (LearnedSkillError, SkillPolicyError) as err:
+                    raise EpisodeBuildError(str(err)) from None
             try:
-                return PhysicalSkillSet(sim, noise=preset, seed=scene_seed)
+                return PhysicalSkillSet(sim, noise=preset, seed=scene_seed, learned=learned)
             except TypeError as err:
                 raise EpisodeBuildError(str(err)) from None
 

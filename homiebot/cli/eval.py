@@ -19,9 +19,11 @@ from homiebot.cli.options import (
     hidden,
     noise_option,
     out_option,
+    parse_skill_models,
     partner_planner_option,
     perception_option,
     planner_option,
+    skill_model_option,
     skills_option,
 )
 from homiebot.config import MAX_ROUNDS, NoiseMode, PerceptionMode, SkillsMode, decode_mode
@@ -133,6 +135,7 @@ def register(app: typer.Typer) -> None:
         workers: int = typer.Option(2, "--workers", help="Worker processes (one simulator each)."),
         noise: str = noise_option(NoiseMode.OFF.value),
         skills: str = skills_option(SkillsMode.ORACLE.value),
+        skill_model: list[str] = skill_model_option(),  # noqa: B008 - typer's idiom, as ModelOptions.options (pyproject)
         split: str = typer.Option("all", "--split", help="all, train or test."),
         tasks: list[str] = typer.Option([], "--tasks", help="Task ids, comma-separated or repeated (default: all)."),
         limit: int = typer.Option(0, "--limit", min=0, help="Only the first N tasks of the selection (0: all); --suite muep takes them in turns over its types and splits."),
@@ -182,7 +185,7 @@ def register(app: typer.Typer) -> None:
             refused = {"--images": images, "--video": video, "--backend": backend != "local",
                        "--observe": observe is not None, "--recovery": recovery is not None,
                        "--adapter": adapter is not None, "--limit": limit != 0, "--stratified": stratified != 0,
-                       "--skills": skills != SkillsMode.ORACLE}
+                       "--skills": skills != SkillsMode.ORACLE, "--skill-model": bool(skill_model)}
             check_output(out)
             try:
                 outcome = cli_run(out, agents=agents, suite=suite, mode=mode, planner_robot=planner or "expert",
@@ -213,7 +216,7 @@ def register(app: typer.Typer) -> None:
 
             eval_muep(out, planner, observe, split, _task_list(tasks), _parse_options(planner_option), limit, {
                 "--runs": runs != 3, "--workers": workers != 2, "--noise": noise != NoiseMode.OFF, "--max-rounds": max_rounds != MAX_ROUNDS,
-                "--skills": skills != SkillsMode.ORACLE, "--stratified": stratified != 0,
+                "--skills": skills != SkillsMode.ORACLE, "--skill-model": bool(skill_model), "--stratified": stratified != 0,
                 "--perception": perception != PerceptionMode.OFF, "--images": images, "--video": video,
                 "--backend": backend != "local", "--address": address is not None,
                 "--model-actors": model_actors != 1, "--model-gpus": model_gpus != 0.0,
@@ -227,6 +230,10 @@ def register(app: typer.Typer) -> None:
 
         from homiebot.eval.runner import EvalSettings, resolve_suite, run_evaluation
 
+        try:
+            skill_models = parse_skill_models(skill_model, skills)
+        except ValueError as err:
+            raise report(str(err)) from None
         check_output(out)
         from homiebot.planner.registry import configure_planner
         from homiebot.recovery.cli import recovery_config, write_recovery_summary
@@ -247,6 +254,7 @@ def register(app: typer.Typer) -> None:
                 planner=planner_setting,
                 noise=noise,
                 skills=skills,
+                skill_models=skill_models,
                 max_rounds=max_rounds,
                 perception=perception,
                 # The options as given (a default left alone does not name a bundled model: react's smollm2).

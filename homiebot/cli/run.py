@@ -22,8 +22,10 @@ from homiebot.cli.options import (
     deprecated,
     hidden,
     noise_option,
+    parse_skill_models,
     perception_option,
     simulator_option,
+    skill_model_option,
     skills_option,
 )
 from homiebot.config import (
@@ -188,6 +190,7 @@ def register(app: typer.Typer) -> None:
         video: bool | None = typer.Option(None, "--video/--no-video", help="Write episode.mp4 (default on)."),
         noise: str | None = noise_option(),
         skills: str | None = skills_option(),
+        skill_model: list[str] = skill_model_option(),  # noqa: B008 - typer's idiom, as ModelOptions.options (pyproject)
         strict_models: bool | None = typer.Option(None, "--strict-models/--lenient-models", help="F1 when the model does not serve the action (default lenient)."),
         base_url: str | None = ModelOptions.base_url(),
         model: str | None = ModelOptions.model(),
@@ -255,6 +258,10 @@ def register(app: typer.Typer) -> None:
                     raise _fail(str(err)) from None
         if skills is not None and skills not in {m.value for m in SkillsMode}:
             raise _fail(f"--skills {skills!r}: use {choices(SkillsMode)}")
+        try:
+            skill_models = parse_skill_models(skill_model, skills or dict(held.get("skills") or {}).get("mode"))
+        except ValueError as err:
+            raise _fail(str(err)) from None
         if noise is not None:
             from homiebot.skills import preset_name
 
@@ -277,7 +284,7 @@ def register(app: typer.Typer) -> None:
         held.update(_given(scene=scene, seed=seed, max_rounds=max_rounds))
         sections = {
             "simulator": _given(backend=simulator, render=render),
-            "skills": _given(noise=noise, mode=skills),
+            "skills": _given(noise=noise, mode=skills, models=skill_models or None),
             "executor": _given(strict_models=strict_models),
             "perception": _given(mode=perception, describe_world=describe_world),
             "recording": _given(video=video, report=report),

@@ -67,13 +67,41 @@ class SimulatorConfig(_Section):
 NOISE_PRESETS: Mapping[str, NoiseMode] = {"noiseless": NoiseMode.OFF, "emmoe_table4": NoiseMode.EMMOE}
 
 
+#: The low-level model slots a learned policy can fill (EMMOE table E2's models; ``--skill-model``).
+SKILL_MODEL_SLOTS: tuple[str, ...] = ("RT-1-X", "octo", "NoMaD", "PixNav")
+
+
 class SkillsConfig(_Section):
     """The skill layer: the simulator's oracle skills or the physical ones (``mode``, docs/robots.md), with
     execution noise ``off`` or EMMOE table 4's (``emmoe``); the presets' own names (``noiseless``,
-    ``emmoe_table4``) are taken too."""
+    ``emmoe_table4``) are taken too. ``models``: learned policies in model slots (slot -> LeRobot policy folder,
+    ``--skill-model``; homiebot/skills/learned_skill.py), the slot names EMMOE's whatever case they are given in;
+    they need the physical skills."""
 
     mode: SkillsMode = SkillsMode.ORACLE
     noise: NoiseMode = NoiseMode.OFF
+    # Left out of the dump when empty: the records and eval.json of runs without learned skills stay as they were.
+    models: dict[str, str] = Field(default_factory=dict, exclude_if=lambda models: not models)
+
+    @field_validator("models", mode="before")
+    @classmethod
+    def _slot_names(cls, value: object) -> object:
+        if not isinstance(value, Mapping):
+            return value
+        slots = {slot.lower(): slot for slot in SKILL_MODEL_SLOTS}
+        named: dict[str, object] = {}
+        for key, folder in value.items():
+            slot = slots.get(str(key).strip().lower())
+            if slot is None:
+                raise ValueError(f"unknown model slot {key!r}; use one of {', '.join(SKILL_MODEL_SLOTS)}")
+            named[slot] = folder
+        return named
+
+    @model_validator(mode="after")
+    def _learned_needs_physical(self) -> SkillsConfig:
+        if self.models and self.mode != SkillsMode.PHYSICAL:
+            raise ValueError(f"learned skill models need the physical skills (mode {SkillsMode.PHYSICAL.value})")
+        return self
 
     @field_validator("noise", mode="before")
     @classmethod

@@ -69,6 +69,9 @@ class EvalSettings(BaseModel):
     noise: NoiseMode = NoiseMode.OFF
     # The skills' setting (docs/robots.md "Physical skills"); the PLWSR reference episodes keep the oracle skills.
     skills: SkillsMode = SkillsMode.ORACLE
+    # Learned policies in model slots (slot -> LeRobot policy folder; homie eval --skill-model), with the physical
+    # skills only; the PLWSR reference episodes keep the scripted ones.
+    skill_models: dict[str, str] = Field(default_factory=dict, exclude_if=lambda models: not models)
     max_rounds: int = Field(MAX_ROUNDS, ge=1)
     backend: str = "mujoco"
     # The episodes' world graph (homiebot.perception): "off" grounds through the scene's names (EMMOE); with a
@@ -146,7 +149,7 @@ class EvalSettings(BaseModel):
             planner=self.planner,
             max_rounds=self.max_rounds,
             simulator=SimulatorConfig(backend=self.backend, render=images or video or self.reads_views),
-            skills=SkillsConfig(mode=self.skills, noise=self.noise),
+            skills=SkillsConfig(mode=self.skills, noise=self.noise, models=self.skill_models),
             perception=PerceptionChoice(mode=self.perception, describe_world=self.perception != PerceptionMode.OFF),
             recording=RecordingConfig(images=images, video=video, report=False),
         )
@@ -165,6 +168,8 @@ class EvalSettings(BaseModel):
         label = f"{self.planner.name} planner, noise {self.noise}"
         if self.skills != SkillsMode.ORACLE:
             label = f"{label}, {self.skills} skills"
+        if self.skill_models:
+            label = f"{label} ({', '.join(f'learned {slot}' for slot in self.skill_models)})"
         return label if self.perception == PerceptionMode.OFF else f"{label}, perception {self.perception}"
 
 

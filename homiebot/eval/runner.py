@@ -276,6 +276,14 @@ def check_arguments(
     except PlannerError as err:
         raise EvalError(str(err)) from None
     tasks = select_tasks(settings.suite, split, task_ids)
+    if settings.skill_models:
+        from homiebot.agent.build import EpisodeBuildError, check_learned_skills
+        from homiebot.config.planners import ConfigError
+
+        try:
+            check_learned_skills(settings.run_config().skills)
+        except (EpisodeBuildError, ConfigError, ValueError) as err:
+            raise EvalError(str(err)) from None
     if out.exists() and not out.is_dir():
         raise EvalError(f"--out {out} exists and is not a directory")
     if out.is_dir() and not (out / EVAL_FILE).is_file() and any(not p.name.startswith(".") for p in out.iterdir()):
