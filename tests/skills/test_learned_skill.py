@@ -1,0 +1,167 @@
+"""A learned policy in a model slot (homiebot/skills/learned_skill.py; ``--skill-model``, docs/skills.md).
+
+The refusals need no LeRobot: a policy folder is checked from its ``config.json`` (stand-ins with LeRobot's layout
+here). The serving test records one Pick episode on the embedded simulator, trains a tiny ACT for two steps, and runs
+it closed-loop for one Pick on a held-out placement through the physical skill set, as the executor calls it: the
+policy must run its whole step budget (it is untrained: no success expected) and come back with EMMOE's code and a
+message; it is skipped with the reason where LeRobot is not importable.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from typer.testing import CliRunner
+
+from homiebot.cli import build_app
+from homiebot.config.planners import ConfigError
+from homiebot.config.run import run_config
+from homiebot.skills.learned_skill import LearnedSkillError, check_skill_model, serving, slot_name
+from homiebot.types import Action
+
+
+def _policy(root: Path, cameras: tuple[str, ...] = ("head", "wrist"), size: int = 32, state: int | None = 10,
+            env: int | None = 6, action: int = 10, weights: bool = True) -> Path:
+    """A folder with what a LeRobot policy folder's check reads (config.json, model.safetensors)."""
+    root.mkdir(parents=True)
+    inputs: dict[str, object] = {f"observation.images.{c}": {"type": "VISUAL", "shape": [3, size, size]} for c in cameras}
+    if state is not None:
+        inputs["observation.state"] = {"type": "STATE", "shape": [state]}
+    if env is not None:
+        inputs["observation.environment_state"] = {"type": "ENV", "shape": [env]}
+    config = {"type": "act", "n_action_steps": 5, "input_features": inputs,
+              "output_features": {"action": {"type": "ACTION", "shape": [action]}}}
+    (root / "config.json").write_text(json.dumps(config))
+    if weights:
+        (root / "model.safetensors").write_bytes(b"")
+    return root
+
+
+def _run(*args: str):  # type: ignore[no-untyped-def]
+    return CliRunner().invoke(build_app(), ["run", "--task", "emmoe-012", *args])
+
+
+def _one_error_line(done, *words: str) -> None:  # type: ignore[no-untyped-def]
+    lines = [line for line in done.stderr.splitlines() if line.strip()]
+    assert done.exit_code == 2, done.output
+    assert len(lines) == 1 and lines[0].startswith("error: "), done.stderr
+    assert all(word in lines[0] for word in words), lines[0]
+
+
+def test_slot_names_match_in_any_case_and_pick_goes_to_the_slots_policy() -> None:
+    assert slot_name("rt-1-x") == "RT-1-X" and slot_name(" OCTO ") == "octo" and slot_name("nomad") == "NoMaD"
+    with pytest.raises(LearnedSkillError, match="unknown model slot"):
+        slot_name("gpt")
+
+    class Arm:
+        actions = frozenset({Action.PICK})
+
+    learned = {"RT-1-X": Arm()}
+    assert serving(learned, "rt-1-X", Action.PICK) is learned["RT-1-X"]  # type: ignore[comparison-overlap]
+    assert serving(learned, "octo", Action.PICK) is None  # another slot: scripted
+    assert serving(learned, "RT-1-X", Action.PUT) is None  # an action the policy does not serve: scripted
+    assert serving(learned, "oracle", Action.PICK) is None
+
+
+@pytest.mark.parametrize(
+    ("slot", "make", "words"),
+    [
+        ("RT-1-X", lambda t: t / "missing", ("is not a folder",)),
+        ("RT-1-X", lambda t: _policy(t / "p", weights=False), ("no config.json and model.safetensors", "not a LeRobot policy")),
+        ("RT-1-X", lambda t: _policy(t / "p", cameras=("head", "goal"), state=3, env=None, action=2),
+         ("outputs 2 values", "Go to policy")),
+        ("octo", lambda t: _policy(t / "p", cameras=("front",)), ("camera(s) front", "head, wrist")),
+        ("RT-1-X", lambda t: _policy(t / "p", state=7), ("state of 7 values",)),
+        ("RT-1-X", lambda t: _policy(t / "p", env=3), ("environment state of 3 values", "target's box")),
+        ("RT-1-X", lambda t: _policy(t / "p", action=7), ("outputs 7 values", "10 joints")),
+        ("NoMaD", lambda t: _policy(t / "p", cameras=("head", "goal"), state=3, env=None, action=2), ("not yet",)),
+    ],
+)
+def test_a_policy_that_cannot_serve_is_refused_in_one_line_before_any_episode(tmp_path: Path, slot, make, words) -> None:  # type: ignore[no-untyped-def]
+    folder = make(tmp_path)
+    with pytest.raises(LearnedSkillError) as err:
+        check_skill_model(slot, folder)
+    assert all(w in str(err.value) for w in words), str(err.value)
+    out = tmp_path / "record"
+    done = _run("--out", str(out), "--skills", "physical", "--skill-model", f"{slot.lower()}={folder}")
+    _one_error_line(done, "--skill-model", *words)
+    assert not out.exists()
+
+
+def test_skill_model_needs_physical_skills_and_a_known_slot(tmp_path: Path) -> None:
+    folder = _policy(tmp_path / "p")
+    out = tmp_path / "record"
+    _one_error_line(_run("--out", str(out), "--skill-model", f"RT-1-X={folder}"), "--skill-model needs --skills physical")
+    _one_error_line(_run("--out", str(out), "--skills", "oracle", "--skill-model", f"RT-1-X={folder}"),
+                    "--skill-model needs --skills physical")
+    _one_error_line(_run("--out", str(out), "--skills", "physical", "--skill-model", f"gpt={folder}"),
+                    "unknown model slot 'gpt'")
+    _one_error_line(_run("--out", str(out), "--skills", "physical", "--skill-model", str(folder)), "give MODEL=DIR")
+    _one_error_line(_run("--out", str(out), "--skills", "physical", "--skill-model", f"RT-1-X={folder}",
+                         "--skill-model", f"rt-1-x={folder}"), "RT-1-X is given twice")
+    done = CliRunner().invoke(build_app(), ["eval", "--out", str(tmp_path / "eval"), "--tasks", "emmoe-012",
+                                            "--skill-model", f"RT-1-X={folder}"])
+    _one_error_line(done, "--skill-model needs --skills physical")
+    assert not out.exists() and not (tmp_path / "eval").exists()
+    # The run configuration (a --config file too) says the same.
+    with pytest.raises(ConfigError, match="physical"):
+        run_config({"task": "emmoe-012", "skills": {"mode": "oracle", "models": {"RT-1-X": str(folder)}}})
+    config = run_config({"task": "emmoe-012", "skills": {"mode": "physical", "models": {"rt-1-x": str(folder)}}})
+    assert config.skills.models == {"RT-1-X": str(folder)} and config.dump()["skills"]["models"] == {"RT-1-X": str(folder)}
+    assert "models" not in run_config({"task": "emmoe-012"}).dump()["skills"]  # runs without them dump as before
+
+
+# ---------------------------------------------------------------------------------------------- with LeRobot
+
+LEROBOT_REASON = "lerobot is not importable (lerobot[dataset,training]==0.6.1 needs Python >= 3.12: docs/skill-data.md)"
+
+
+@pytest.mark.slow
+def test_a_tiny_trained_policy_runs_one_pick_closed_loop_for_its_budget(tmp_path: Path) -> None:
+    try:
+        import lerobot.policies.act.modeling_act  # noqa: F401
+    except ImportError:
+        pytest.skip(LEROBOT_REASON)
+    from homiebot.data.skill_datasets import EVAL_SEED_BASE, SkillEpisodes, emmoe_code, record_skill_dataset
+    from homiebot.sim.mujoco.skill_observation import FPS
+    from homiebot.skills.learned_skill import LearnedArmSkill
+    from homiebot.skills.physical import PhysicalSkillSet
+    from homiebot.types import ErrorCode, SkillStatus
+
+    data = tmp_path / "pick"
+    record_skill_dataset("pick", 1, data, size=32)
+    run = tmp_path / "run"
+    done = CliRunner().invoke(build_app(), ["train", "skill", "--data", str(data), "--preset", "tiny", "--max-steps", "2",
+                                            "--batch-size", "2", "--out", str(run)])
+    assert done.exit_code == 0, done.output
+    policy = run / "policy"
+    assert check_skill_model("RT-1-X", policy).env_state_size == 6  # the target's box is among its inputs
+
+    budget = 6
+    learned = LearnedArmSkill("rt-1-x", policy, step_budget=budget)
+    episodes = SkillEpisodes("pick", size=32)
+    try:
+        seed = EVAL_SEED_BASE  # a held-out placement
+        plan, _spec = episodes.plan(seed)
+        skills = PhysicalSkillSet(episodes.sim, seed=seed, learned={"RT-1-X": learned})
+        episodes._start_pose(skills, plan, np.random.default_rng([seed, 20261130, 1]))
+        before = episodes.sim.state().robot
+        result = skills.run(Action.PICK, "RT-1-X", plan.target)  # as the executor calls it, the planner's model
+        log = learned.last
+        assert log is not None and log.result == result
+        assert result.status is SkillStatus.EXECUTION_FAILED and "RT-1-X policy" in result.detail, result.detail
+        assert any(k in result.detail for k in ("grasp missed", "timed out", "arm stopped")), result.detail
+        assert emmoe_code(Action.PICK, result) is ErrorCode.E1
+        assert log.steps == budget and log.sim_seconds == pytest.approx(budget / FPS, abs=1e-6)
+        assert episodes.sim.state().robot == before  # the base stood still
+        assert skills.attempts[Action.PICK] == 1
+        # Another model's Pick is the scripted one (no policy step).
+        learned.last = None
+        skills.run(Action.PICK, "octo", plan.target)
+        assert learned.last is None
+    finally:
+        learned.close()
+        episodes.close()
