@@ -12,7 +12,8 @@ once every ``n_action_steps`` calls).
 Observations are given as a skill's recorder writes them (:mod:`homiebot.data.skill_datasets`): images by camera name
 (``head``, ``wrist``, ``goal``) as ``H x W x 3`` uint8 RGB, the state as a float vector (the joints' positions for the
 arm's skills, the goal pose in the base's frame for Go to). The returned action is in the data set's units (the
-joints' position targets, or the base's velocity). Running it closed-loop in a skill slot is the next step.
+joints' position targets, or the base's velocity). Running it closed-loop in a skill slot:
+:mod:`homiebot.skills.learned_skill` (``--skill-model``).
 
 LeRobot is imported only when a policy is loaded (:class:`SkillPolicyError` with how to get it where it is missing).
 """
