@@ -4,7 +4,7 @@ caused or what the machine lacks (docs/cli.md, "Errors and exit codes").
 * exit 2, **bad input**: a bad name or option, a missing or malformed input file, an output path that cannot
   be written (read-only file system, no permission, under ``/proc``), a model path that does not load;
 * exit 1, **environment**: an unreachable planner server, a full disk, a missing renderer or ROS install;
-* exit 130: interrupted (Ctrl-C).
+* exit 130: interrupted (Ctrl-C, or SIGTERM: :func:`sigterm_as_interrupt`).
 
 :func:`guard_command` wraps every command callback (``homiebot.cli.build_app`` applies it to all of them),
 so a new command gets the same behaviour without code of its own. Errors are matched by the qualified name
@@ -14,14 +14,17 @@ rclpy just to know the classes. An exception of any other class is a bug: it kee
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import functools
 import os
 import re
 import select
+import signal
 import sys
 import tempfile
-from collections.abc import Callable, Sequence
+import threading
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, NoReturn, TypeVar
 
@@ -194,14 +197,41 @@ def _stdout_reader_gone() -> bool:
         return False
 
 
+@contextlib.contextmanager
+def sigterm_as_interrupt() -> Iterator[None]:
+    """While a command runs, SIGTERM (``kill``, ``timeout``, a scheduler ending a job) ends it the way Ctrl-C does:
+    its cleanup runs (no staging folder or half-written output stays behind) and it exits 130. Only in the process
+    that installed it: a forked child (a multiprocessing worker) that inherits the handler takes SIGTERM's default
+    action, so terminating a worker still ends it at once. The caller's handler is put back afterwards."""
+    if threading.current_thread() is not threading.main_thread():  # handlers can only be set from the main thread
+        yield
+        return
+    owner = os.getpid()
+
+    def interrupt(signum: int, _frame: Any) -> None:
+        if os.getpid() != owner:
+            signal.signal(signal.SIGTERM, signal.SIG_DFL)
+            os.kill(os.getpid(), signal.SIGTERM)
+            return
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
 def guard_command(callback: F) -> F:
-    """Wrap a command callback: mapped errors become one line and their exit code; Ctrl-C one line, 130; a reader
-    that closes our stdout early (``homie tasks | head -1``) ends the command quietly with 0."""
+    """Wrap a command callback: mapped errors become one line and their exit code; Ctrl-C (and SIGTERM:
+    :func:`sigterm_as_interrupt`) one line, 130; a reader that closes our stdout early (``homie tasks | head -1``) ends
+    the command quietly with 0."""
 
     @functools.wraps(callback)
     def guarded(*args: Any, **kwargs: Any) -> Any:
         try:
-            result = callback(*args, **kwargs)
+            with sigterm_as_interrupt():
+                result = callback(*args, **kwargs)
             sys.stdout.flush()  # what is still buffered meets a closed pipe here, not in Python's exit
             return result
         except BrokenPipeError as err:
