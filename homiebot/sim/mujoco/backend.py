@@ -1392,11 +1392,11 @@ class MujocoSimulator:
         """Adopt what stepped physics did as this simulator's state (the physical driver calls it after each goal).
 
         The torso's, arm's and fingers' joints are kept as they are; ``held`` (the object the grasp holds) rides in the hand
-        at its pose relative to the grip site; every other object that moved more than a centimetre (or left the
-        hand) rests where physics put it: on or in the furniture it touches (as a spot on that furniture, so it
-        rides a drawer and counts for the goal checks), otherwise free-standing at its position. Orientation is
-        kept as yaw only: an object that fell on its side is written upright where it lies (the scene format has
-        no tilted resting pose).
+        at its pose relative to the grip site, position and orientation (the grasp holds it rigidly); every other
+        object that moved more than a centimetre (or left the hand) rests where physics put it: on or in the
+        furniture it touches (as a spot on that furniture, so it rides a drawer and counts for the goal checks),
+        otherwise free-standing at its position. Orientation is kept as yaw only there: an object that fell on its
+        side is written upright where it lies (the scene format has no tilted resting pose).
 
         ``articulations``: the doors and drawers a physical Open or Close is moving; each keeps its joint where
         physics left it, and counts as open from OPEN_FRACTION of its range (any other piece is written back at
