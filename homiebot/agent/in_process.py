@@ -23,7 +23,7 @@ from numpy.typing import NDArray
 from homiebot.agent.loop import ExecutionOutcome
 from homiebot.executor.executor import Executor, ExecutorConfig, SkillRunner
 from homiebot.perception.grounding import Grounder
-from homiebot.sim.base import Simulator, SupportsAgents
+from homiebot.sim.base import Simulator, SupportsAgents, SupportsHeadLook
 from homiebot.sim.scene import SceneSpec
 from homiebot.skills import SkillSet
 from homiebot.skills.skillset import PerceivedWorld, PlansInPerceivedWorld
@@ -98,6 +98,15 @@ class InProcessBackend:
         if self._state is None:
             self._state = self.sim.state()
         return self._state
+
+    def look_at(self, target: tuple[float, float, float]) -> Observation | None:
+        """The robot's head camera pointed at ``target`` (:class:`homiebot.agent.loop.LooksInto`); None when the
+        simulator has no head to point. The clock moves, so the views rendered before are no longer the latest."""
+        if not isinstance(self.sim, SupportsHeadLook):
+            return None
+        seen = self.sim.look_at(target)
+        self._views = None
+        return seen
 
     def begin_round(self) -> None:
         """A lock-step round starts when the slower agent's last action ended (PARTNR's agents act together)."""

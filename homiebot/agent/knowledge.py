@@ -75,6 +75,10 @@ class WorldKnowledge(Protocol):
     def after_success(self, grounded: Subtask, state: WorldState) -> None:
         """A subtask succeeded, grounded to simulator instances; ``state`` is the world after it."""
 
+    def glance(self, observation: Observation, state: WorldState) -> None:
+        """Fuse a look into a container (the head camera's view, :func:`homiebot.agent.looks.look_target`): the
+        objects it shows; the furniture stays as the four views built it."""
+
     def grounded_targets(self) -> tuple[str, ...]:
         """The names the planner may use as targets (constrained decoding)."""
 
@@ -98,6 +102,9 @@ class SegmentationKnowledge:
 
     def after_success(self, grounded: Subtask, state: WorldState) -> None:
         """Segmentation learns nothing from an action."""
+
+    def glance(self, observation: Observation, state: WorldState) -> None:
+        self.see(observation, state)
 
     def grounded_targets(self) -> tuple[str, ...]:
         return tuple(sorted(self._seen))
@@ -124,6 +131,15 @@ class PerceptionKnowledge:
         action = Action.parse(grounded.action)
         self.hook.record_action(action if action is not None else grounded.action, grounded.target, grounded.place,
                                 state)
+
+    def glance(self, observation: Observation, state: WorldState) -> None:
+        """The hook's objects-only look where it has one (:meth:`homiebot.perception.world_model.WorldModel.look`),
+        else a plain observation."""
+        look = getattr(self.hook, "look", None)
+        if callable(look):
+            look(observation)
+        else:
+            self.hook.observe(observation, state)
 
     def grounded_targets(self) -> tuple[str, ...]:
         return self.hook.observed_targets()

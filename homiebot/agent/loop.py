@@ -51,7 +51,7 @@ import logging
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol, cast
+from typing import TYPE_CHECKING, Any, Protocol, cast, runtime_checkable
 
 from numpy.typing import NDArray
 
@@ -64,6 +64,7 @@ from homiebot.agent.knowledge import (
     WorldKnowledge,
     segmentation_knowledge,
 )
+from homiebot.agent.looks import look_target
 from homiebot.agent.observers import EpisodeObserver, ObserverBase, notify_end, notify_round, notify_start
 from homiebot.agent.session import PlannerSession
 from homiebot.config import HISTORY_WINDOW, MAX_ROUNDS
@@ -226,6 +227,15 @@ class EpisodeBackend(Protocol):
     def begin_round(self) -> None:
         """A lock-step round of a two-agent episode starts (the agents' clocks are synced); a backend of one
         agent does nothing."""
+
+
+@runtime_checkable
+class LooksInto(Protocol):
+    """A backend whose robot can point its head camera (:class:`homiebot.sim.base.SupportsHeadLook`): the loop
+    looks into the container a Go to or an Open reached (:mod:`homiebot.agent.looks`)."""
+
+    def look_at(self, target: tuple[float, float, float]) -> Observation | None:
+        """The head camera's view of ``target`` (map frame), or None when the robot cannot take it."""
 
 
 @dataclass(frozen=True)
@@ -527,6 +537,8 @@ class EpisodeLoop:
                     knowledge.see(world.observation, state)
                     if knowledge.perceives:
                         timings["perceive_s"] = time.perf_counter() - t0
+                if knowledge.perceives and executed is not None and feedback.success and executed.grounded is not None:
+                    self._look_into(executed.grounded, state, knowledge, timings)
         except _BackendTimeout:
             raise
         except Exception as err:
@@ -540,6 +552,19 @@ class EpisodeLoop:
             for observer in self.observers:
                 observer.on_partner_round(record, observation, state)
         return True if agent is None else record
+
+    def _look_into(self, grounded: Subtask, state: WorldState, knowledge: WorldKnowledge,
+                   timings: dict[str, float]) -> None:
+        """After a Go to or an Open that reached an open container, the head camera's look into it, fused
+        (:mod:`homiebot.agent.looks`); timed as ``look_s``. Nothing when the backend's robot has no head to point."""
+        target = look_target(grounded, state)
+        if target is None or not isinstance(self.backend, LooksInto):
+            return
+        t0 = time.perf_counter()
+        seen = self._call(self.backend.look_at, target)
+        if seen is not None:
+            knowledge.glance(seen, state)
+        timings["look_s"] = time.perf_counter() - t0
 
     def _append_round(self, session: PlannerSession, instruction: str, output: PlannerOutput, feedback: Feedback,
                       inventory_before: tuple[str, ...], path_length: float, timings: dict[str, float],

@@ -162,6 +162,16 @@ class SupportsClock(Protocol):
 
 
 @runtime_checkable
+class SupportsHeadLook(Protocol):
+    """A robot that can point a head camera: raise its torso, turn its head towards a point and take one view."""
+
+    def look_at(self, target: tuple[float, float, float]) -> Observation | None:
+        """Raise the torso, point the head camera at ``target`` (map frame, m), take its view, and put the torso
+        and head back as they were; the observation holds that one view (None when nothing renders). The time the
+        joints take is the simulated clock's."""
+
+
+@runtime_checkable
 class SupportsPath(Protocol):
     """The robot base's travelled path since the reset, as ``(x, y)`` map points (``/sim/path``)."""
 

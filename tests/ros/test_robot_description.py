@@ -90,7 +90,7 @@ def test_link_transforms_are_the_urdf_kinematics_at_the_joint_states(wire):
         positions = dict(zip(message.name, message.position))
         assert {j: positions[j] for j in robot.ARM_JOINTS} == pytest.approx(arm)
         arm_edges = {edge: m for edge, m in tf_edges(wire[f"tf_{key}"]).items() if edge[0] not in ("map", "odom")}
-        assert len(arm_edges) == 13
+        assert len(arm_edges) == 14  # 13 links hung from their parents, and the head camera's mount on the head
         for (_, child), matrix in arm_edges.items():
             worst = max(worst, float(np.abs(matrix - local(joints[child], positions)).max()))
     for (_, child), matrix in tf_edges(wire["tf_static"]).items():

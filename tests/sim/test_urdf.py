@@ -142,9 +142,9 @@ def test_parses_as_one_tree_rooted_at_base_link(root):
 
 def test_links_are_the_robot_bodies_and_the_optical_frames(root):
     links = {link.get("name") for link in root.findall("link")}
-    assert links == set(BODY_LINKS) | {f"{v}_camera_optical_frame" for v in VIEWS}
+    assert links == set(BODY_LINKS) | {f"{v}_camera_optical_frame" for v in [*VIEWS, robot.HEAD_CAMERA]}
     assert not links & {"map", "odom", "world"}
-    assert len(root.findall("link")) == 18 and len(root.findall("joint")) == 17
+    assert len(root.findall("link")) == 19 and len(root.findall("joint")) == 18
 
 
 def test_movable_joints_are_the_joint_states_names_with_the_mjcf_limits(root, scene):
@@ -171,7 +171,8 @@ def test_movable_joints_are_the_joint_states_names_with_the_mjcf_limits(root, sc
 
 def test_fixed_joints_and_their_parents(root):
     fixed = {j.find("child").get("link"): j.find("parent").get("link") for j in root.findall("joint") if j.get("type") == "fixed"}
-    assert fixed == {"gripper_link": "wrist_roll_link", **{f"{v}_camera_optical_frame": BASE_LINK for v in VIEWS}}
+    assert fixed == {"gripper_link": "wrist_roll_link", **{f"{v}_camera_optical_frame": BASE_LINK for v in VIEWS},
+                     f"{robot.HEAD_CAMERA}_camera_optical_frame": "head_tilt_link"}  # the head camera moves with the head
 
 
 def test_visuals_are_the_mjcf_geoms_with_their_colours(root, scene):
@@ -289,8 +290,10 @@ def test_robot_kinematics_is_the_urdf(root):
         for name, pose in poses.items():
             assert _pose_error(pose, fk[name]) < TOLERANCE
         transforms = kinematics.link_transforms(positions)
-        # Every body link but the root, each from its URDF parent (the optical frames are /tf_static's).
-        assert sorted(child for _, child, _ in transforms) == sorted(n for n in BODY_LINKS if n != BASE_LINK)
+        # Every body link but the root, each from its URDF parent, and the head camera's optical frame on the head
+        # (the base's camera mounts are /tf_static's).
+        head = f"{robot.HEAD_CAMERA}_camera_optical_frame"
+        assert sorted(child for _, child, _ in transforms) == sorted([n for n in BODY_LINKS if n != BASE_LINK] + [head])
         for parent, child, transform in transforms:
             assert parents[child] == parent
             assert _pose_error(fk[parent] @ transform, fk[child]) < TOLERANCE

@@ -413,6 +413,44 @@ class MujocoSimulator:
             sim_time=self.sim_time,
         )
 
+    def look_at(self, target: tuple[float, float, float]) -> Observation | None:
+        """The head camera's view of ``target`` (:class:`homiebot.sim.base.SupportsHeadLook`): the torso goes up
+        to its top, the head pans and tilts to point the camera at ``target`` (:func:`robot.head_angles`), one view
+        is rendered, and the torso and head go back. The joints are written and restored kinematically (the physics'
+        state is left as it was: nothing is stepped), and the clock advances by the time Fetch's joints take at
+        their velocity limits, there and back. None without a renderer, or for the human."""
+        self._require_spec()
+        compiled, data = self._compiled, self._data
+        assert compiled is not None and data is not None
+        if self._renderer is None or self._active == HUMAN_ID:
+            return None
+        model = compiled.model
+        camera = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_CAMERA, robot_model.ROBOT_PREFIX + "cam_" + robot_model.HEAD_CAMERA)
+        q = compiled.robot_qpos
+        joints = ("torso_lift", "head_pan", "head_tilt")
+        before = {j: float(data.qpos[q[j]]) for j in joints}
+        robot = self._robot
+        torso = robot_model.TORSO_RANGE[1]
+        pan, tilt = robot_model.head_angles((robot.x, robot.y, robot.yaw), torso, target)
+        for joint, value in zip(joints, (torso, pan, tilt), strict=True):
+            data.qpos[q[joint]] = value
+        mujoco.mj_kinematics(model, data)
+        mujoco.mj_camlight(model, data)
+        groups = {human_model.ROBOT_GROUP: False, human_model.HUMAN_GROUP: True} if compiled.has_human else None
+        try:
+            views = self._renderer.render(data, {robot_model.HEAD_CAMERA: camera}, groups)
+        finally:
+            for joint, value in before.items():
+                data.qpos[q[joint]] = value
+            mujoco.mj_kinematics(model, data)
+            mujoco.mj_camlight(model, data)
+        seconds = 2 * max(abs(torso - before["torso_lift"]) / robot_model.TORSO_SPEED,
+                          max(abs(pan - before["head_pan"]), abs(tilt - before["head_tilt"])) / robot_model.HEAD_SPEED)
+        self._sim_time += seconds
+        instance_names = {i: n for n, i in compiled.instance_ids.items()}
+        return Observation(views=views, instance_names=instance_names, robot_pose=self._robot, held_object=self._held,
+                           sim_time=self.sim_time)
+
     def _camera_ids(self) -> dict[str, int]:
         compiled = self._compiled
         assert compiled is not None

@@ -15,7 +15,10 @@ the robot from primitives with Fetch's published proportions instead:
 * a position actuator on every joint, so the model can also be driven dynamically;
 * four fixed head-height cameras (``cam_front`` / ``cam_left`` / ``cam_back`` / ``cam_right``) on the base,
   rotated 0/90/180/270 degrees and tilted :data:`CAMERA_TILT` down. EMMOE turns the robot in place to take
-  its four views; fixed cameras give the same images without moving the base.
+  its four views; fixed cameras give the same images without moving the base;
+* a head camera (``cam_head``, :data:`HEAD_CAMERA`) on the head tilt link, as Fetch's head camera: it moves with
+  the torso lift and the head's pan and tilt, so the robot can raise its torso and look down into a sink's basin
+  or a pulled-out drawer (:func:`head_angles`), which the fixed cameras see only from the side.
 
 The robot's own body is in geom group 3, which the first-person views hide (the cameras sit inside the
 head); only the gripper fingers (group 1) stay visible so that a held object shows in the front view.
@@ -41,6 +44,20 @@ CAMERA_TILT = math.radians(15.0)
 CAMERA_FOVY = 90.0
 #: View name -> yaw of the camera relative to the base heading, in EMMOE's order.
 VIEW_YAWS: dict[str, float] = {"front": 0.0, "left": math.pi / 2, "back": math.pi, "right": -math.pi / 2}
+#: The head camera's view name (``robot/cam_head``): same field of view and image size as the four views.
+HEAD_CAMERA = "head"
+#: The torso lift's travel (m) and the head joints' limits (rad; head tilt positive looks down), as in the MJCF.
+TORSO_RANGE = (0.0, 0.386)
+HEAD_PAN_RANGE = (-1.57, 1.57)
+HEAD_TILT_RANGE = (-0.76, 1.45)
+#: Fetch's URDF velocity limits (torso 0.1 m/s; head 1.57 rad/s), for the simulated time a look takes.
+TORSO_SPEED = 0.1
+HEAD_SPEED = 1.57
+#: Where the head pan and tilt axes and the head camera sit: the pan axis in the base frame with the torso down,
+#: the tilt axis on the pan link, the camera on the tilt link (m; the bodies' ``pos`` in :func:`robot_mjcf`).
+_HEAD_PAN_IN_BASE = (-0.07, 0.0, 0.97)
+_HEAD_TILT_ON_PAN = (0.05, 0.0, 0.08)
+_HEAD_CAMERA_ON_TILT = (0.05, 0.0, 0.05)
 
 ARM_JOINTS: tuple[str, ...] = (
     "shoulder_pan",
@@ -110,6 +127,28 @@ def _camera_xyaxes(view_yaw: float) -> str:
     return " ".join(f"{v:.6f}" for v in (*x_axis, *y_axis))
 
 
+def head_angles(base: tuple[float, float, float], torso: float, target: tuple[float, float, float]) -> tuple[float, float]:
+    """Head pan and tilt (rad, within the joints' limits) that point the head camera's optical axis at ``target``
+    (world frame) from a base at ``base`` = (x, y, yaw) with the torso lifted ``torso`` m: a point-head controller's
+    job (Fetch's ``head_controller/point_head``). The pan turns about the pan axis; the tilt is solved for the camera,
+    which sits ahead of and above the tilt axis, by a few fixed-point steps."""
+    x, y, yaw = base
+    c, s = math.cos(yaw), math.sin(yaw)
+    dx, dy = target[0] - x, target[1] - y
+    local = (c * dx + s * dy - _HEAD_PAN_IN_BASE[0], -s * dx + c * dy - _HEAD_PAN_IN_BASE[1])
+    pan = min(max(math.atan2(local[1], local[0]), HEAD_PAN_RANGE[0]), HEAD_PAN_RANGE[1])
+    # In the pan link's frame: forward distance and height of the target from the tilt axis.
+    forward = math.cos(pan) * local[0] + math.sin(pan) * local[1] - _HEAD_TILT_ON_PAN[0]
+    up = target[2] - (_HEAD_PAN_IN_BASE[2] + torso + _HEAD_TILT_ON_PAN[2])
+    tilt = math.atan2(-up, forward)
+    for _ in range(3):  # the camera's own offset on the tilt link moves with the tilt
+        ox, oz = _HEAD_CAMERA_ON_TILT[0], _HEAD_CAMERA_ON_TILT[2]
+        cam_f = math.cos(tilt) * ox + math.sin(tilt) * oz
+        cam_u = -math.sin(tilt) * ox + math.cos(tilt) * oz
+        tilt = math.atan2(-(up - cam_u), forward - cam_f)
+    return pan, min(max(tilt, HEAD_TILT_RANGE[0]), HEAD_TILT_RANGE[1])
+
+
 def robot_mjcf() -> tuple[str, str]:
     """The robot's ``<body>`` (for the worldbody) and its ``<actuator>`` children, as MJCF text.
 
@@ -122,6 +161,8 @@ def robot_mjcf() -> tuple[str, str]:
         f'<camera name="{p}cam_{name}" pos="0 0 0" xyaxes="{_camera_xyaxes(vy)}" fovy="{CAMERA_FOVY}"/>'
         for name, vy in VIEW_YAWS.items()
     )
+    head_cam = (f'<camera name="{p}cam_{HEAD_CAMERA}" pos="{" ".join(map(str, _HEAD_CAMERA_ON_TILT))}" '
+                f'xyaxes="0 -1 0 0 0 1" fovy="{CAMERA_FOVY}"/>')
     body = f"""
 <body name="{p}base" pos="0 0 0">
   <joint name="{p}base_x" type="slide" axis="1 0 0" damping="50"/>
@@ -135,14 +176,15 @@ def robot_mjcf() -> tuple[str, str]:
     {cams}
   </body>
   <body name="{p}torso_lift_link" pos="-0.12 0 0.37">
-    <joint name="{p}torso_lift" type="slide" axis="0 0 1" range="0 0.386" damping="100"/>
+    <joint name="{p}torso_lift" type="slide" axis="0 0 1" range="{TORSO_RANGE[0]} {TORSO_RANGE[1]}" damping="100"/>
     <geom type="box" size="0.10 0.17 0.16" pos="0 0 0.32" rgba="{light}" mass="8" {hidden}/>
     <body name="{p}head_pan_link" pos="0.05 0 0.60">
-      <joint name="{p}head_pan" type="hinge" axis="0 0 1" range="-1.57 1.57" damping="1"/>
+      <joint name="{p}head_pan" type="hinge" axis="0 0 1" range="{HEAD_PAN_RANGE[0]} {HEAD_PAN_RANGE[1]}" damping="1"/>
       <inertial pos="0 0 0" mass="0.3" diaginertia="1e-3 1e-3 1e-3"/>
-      <body name="{p}head_tilt_link" pos="0.05 0 0.08">
-        <joint name="{p}head_tilt" type="hinge" axis="0 1 0" range="-0.76 1.45" damping="1"/>
+      <body name="{p}head_tilt_link" pos="{" ".join(map(str, _HEAD_TILT_ON_PAN))}">
+        <joint name="{p}head_tilt" type="hinge" axis="0 1 0" range="{HEAD_TILT_RANGE[0]} {HEAD_TILT_RANGE[1]}" damping="1"/>
         <geom type="box" size="0.07 0.13 0.06" rgba="{grey}" mass="2" {hidden}/>
+        {head_cam}
       </body>
     </body>
     <body name="{p}shoulder_pan_link" pos="0.15 0 0.36">

@@ -367,6 +367,10 @@ class RobotKinematics:
         self.links: tuple[Link, ...] = tuple(_walk(self.model))
         self._by_name = {link.name: link for link in self.links}
         self._body_links = [(link.parent, link) for link in self.links if link.body >= 0 and link.parent is not None]
+        # A camera on a moving link (the head camera on the head tilt link): its fixed mount on that link goes on /tf
+        # with the links, as robot_state_publisher sends every fixed joint; the base's camera mounts are /tf_static's.
+        self._head_mounts = [(link.parent, link) for link in self.links
+                             if link.body < 0 and link.parent is not None and link.parent != BASE_LINK]
         self._movable = {link.joint: link.qpos_adr for link in self.links if link.qpos_adr is not None}
 
     def link(self, name: str) -> Link:
@@ -400,12 +404,13 @@ class RobotKinematics:
 
     def link_transforms(self, positions: Mapping[str, float]) -> list[tuple[str, str, np.ndarray]]:
         """``(parent, child, parent -> child 4x4)`` for every link hung from a body link by a joint (movable or
-        fixed), at ``positions``: what ``/tf`` needs beside ``odom -> base_link`` and the camera mounts."""
+        fixed), at ``positions``, and the optical frame of a camera on a moving link (its fixed mount): what ``/tf``
+        needs beside ``odom -> base_link`` and the base's camera mounts."""
         self._forward(positions)
         return [
             (parent, link.name, _inverse(self._body_pose(self._by_name[parent].body)) @ self._body_pose(link.body))
             for parent, link in self._body_links
-        ]
+        ] + [(parent, link.name, link.origin.copy()) for parent, link in self._head_mounts]
 
 
 def robot_urdf() -> str:
