@@ -128,6 +128,8 @@ def report_setting(scored: Any) -> dict[str, Any]:
         "planner_options": settings.planner_options,
         "noise": settings.noise,
         "skills": settings.skills,
+        # Learned policies in model slots (homie eval --skill-model), only when there are any.
+        **({"skill_models": settings.skill_models} if settings.skill_models else {}),
         "max_rounds": settings.max_rounds,
         "backend": settings.backend,
         "perception": settings.perception,
