@@ -161,6 +161,12 @@ class ConceptGraphConfig:
     # An object whose outline has more than this share of its pixels against something nearer is partly hidden
     # (occluded_share): its points do not replace those of a clear view of it unless it moved since.
     occluded_share: float = 0.2
+    # Something in front of an object's lower outline, nearer by this share of the object's depth and by
+    # ``hidden_below_m``, hides its near part (hidden_below): a sink's front wall before a bowl in the basin, seen
+    # from above. The surface an object stands on lies below its outline too, a few centimetres nearer per pixel
+    # at a grazing angle (a counter 3 m away): a relative step tells the two apart.
+    hidden_below_share: float = 0.15
+    hidden_below_m: float = 0.05
     # A partly hidden view shows the object where the clear one did when all its points lie within this (m) of the
     # clear view's box: then the clear view stands.
     unmoved_margin: float = 0.015
@@ -184,9 +190,10 @@ class _Track:
     seen_from: np.ndarray = field(default_factory=lambda: np.empty((0, 3)))  # one per point
     seen_in: int = -1  # the observation they come from
     seen_occluded: bool = False  # whether some view of it in that observation was partly hidden
+    seen_hidden: np.ndarray = field(default_factory=lambda: np.empty((0, 3)))  # its points a nearer thing borders below
     # The latest observation with a clear view of the object (none of its views partly hidden), kept while later
-    # partly hidden ones show it where it was: (points, camera positions, observation)
-    clear: tuple[np.ndarray, np.ndarray, int] | None = None
+    # partly hidden ones show it where it was: (points, camera positions, observation, hidden-below points)
+    clear: tuple[np.ndarray, np.ndarray, int, np.ndarray] | None = None
 
     @property
     def label(self) -> str:
@@ -212,6 +219,7 @@ class _Detection:
     points: np.ndarray | None = None  # objects: the points themselves (thinned), for seen_points
     camera: np.ndarray | None = None  # where the camera stood
     occluded: bool = False  # something nearer hides part of the object (occluded_share)
+    hidden: np.ndarray | None = None  # objects: its points whose lower neighbour is much nearer (hidden_below)
 
 
 def neighbour_ratio(a: np.ndarray, b: np.ndarray, samples: int) -> float:
@@ -278,6 +286,21 @@ def occluded_share(view: CameraView, seg_id: int, nearer: float = 0.03) -> float
         hidden |= edge & (other_depth < depth - nearer)
     count = int(outline.sum())
     return float(hidden.sum()) / count if count else 0.0
+
+
+def hidden_below(view: CameraView, seg_id: int, share: float = 0.15, margin: float = 0.05) -> np.ndarray:
+    """The pixels of a mask (full-image boolean) whose neighbour below, outside the mask, is nearer the camera by
+    ``share`` of their depth and by ``margin`` metres at least: there something in front hides the object's lower,
+    near part (a sink's front wall before a bowl in the basin seen from above; a drawer's front panel). The
+    surface an object stands on, which also lies below its outline, is nearer by a small share only. The image's
+    bottom row has no neighbour below."""
+    mask = view.segmentation == seg_id
+    depth = np.where(np.isfinite(view.depth) & (view.depth >= DEFAULT_MIN_DEPTH), view.depth, np.inf)
+    below_mask = np.zeros_like(mask)
+    below_mask[:-1] = mask[1:]
+    below_depth = np.full_like(depth, np.inf)
+    below_depth[:-1] = depth[1:]
+    return mask & ~below_mask & (below_depth < depth * (1 - share)) & (below_depth < depth - margin)
 
 
 def exact_label_similarity(a: str, b: str) -> float:
@@ -372,6 +395,9 @@ class ConceptGraphBuilder:
                 det.points = np.asarray(own[::step], dtype=float)
                 det.camera = np.asarray(view.camera_to_world, dtype=float)[:3, 3]
                 det.occluded = occluded_share(view, seg_id) > cfg.occluded_share
+                hidden = hidden_below(view, seg_id, cfg.hidden_below_share, cfg.hidden_below_m)
+                if hidden.any():
+                    det.hidden = backproject_where(view, hidden, max_depth=cfg.max_depth)[0]
             out.append(det)
         return out
 
@@ -484,11 +510,12 @@ class ConceptGraphBuilder:
         keep.detections += drop.detections
         if drop.seen_in > keep.seen_in:
             keep.seen, keep.seen_from, keep.seen_in = drop.seen, drop.seen_from, drop.seen_in
-            keep.seen_occluded = drop.seen_occluded
+            keep.seen_occluded, keep.seen_hidden = drop.seen_occluded, drop.seen_hidden
         elif drop.seen_in == keep.seen_in and len(drop.seen):
             keep.seen = np.concatenate((keep.seen, drop.seen))
             keep.seen_from = np.concatenate((keep.seen_from, drop.seen_from))
             keep.seen_occluded = keep.seen_occluded or drop.seen_occluded
+            keep.seen_hidden = np.concatenate((keep.seen_hidden, drop.seen_hidden))
         if drop.clear is not None and (keep.clear is None or drop.clear[2] > keep.clear[2]):
             keep.clear = drop.clear
         del self._tracks[drop.node_id]
@@ -532,20 +559,22 @@ class ConceptGraphBuilder:
         if det.points is None or det.camera is None:
             return
         cameras = np.repeat(det.camera[None, :], len(det.points), axis=0)
+        hidden = det.hidden if det.hidden is not None else np.empty((0, 3))
         if track.seen_in != self._observations:
             self._settle_clear(track)
             track.seen, track.seen_from, track.seen_in = det.points, cameras, self._observations
-            track.seen_occluded = det.occluded
+            track.seen_occluded, track.seen_hidden = det.occluded, hidden
         else:
             track.seen = np.concatenate((track.seen, det.points))
             track.seen_from = np.concatenate((track.seen_from, cameras))
             track.seen_occluded = track.seen_occluded or det.occluded
+            track.seen_hidden = np.concatenate((track.seen_hidden, hidden))
 
     @staticmethod
     def _settle_clear(track: _Track) -> None:
         """Remember the node's latest observation as its clear view when no view of it was partly hidden."""
         if len(track.seen) and not track.seen_occluded:
-            track.clear = (track.seen, track.seen_from, track.seen_in)
+            track.clear = (track.seen, track.seen_from, track.seen_in, track.seen_hidden)
 
     def seen_points(self, node_id: str) -> SeenPoints | None:
         """The points of an object node from the latest observation that showed it, and the camera position they
@@ -555,18 +584,19 @@ class ConceptGraphBuilder:
         When that observation saw it partly hidden (the arm reaching in front of it, :func:`occluded_share`) and
         its points lie where an earlier clear view put them, the clear view's points: a hidden top or side would
         shrink or shift the completed object (an orange's hidden top put its centre 3.5 cm low, and the fingers
-        came down on the counter)."""
+        came down on the counter). With them, the points a nearer thing borders from below (:func:`hidden_below`):
+        where the object's near part is hidden, so that its completion runs back from the far side."""
         track = self._tracks.get(node_id)
         if track is None or len(track.seen) == 0 or node_id in self._moved:
             return None
-        points, cameras = track.seen, track.seen_from
+        points, cameras, hidden = track.seen, track.seen_from, track.seen_hidden
         if track.seen_occluded and track.clear is not None and track.clear[2] < track.seen_in:
             lo = track.clear[0].min(axis=0) - self.config.unmoved_margin
             hi = track.clear[0].max(axis=0) + self.config.unmoved_margin
             if np.all((points >= lo) & (points <= hi)):
-                points, cameras = track.clear[0], track.clear[1]
+                points, cameras, hidden = track.clear[0], track.clear[1], track.clear[3]
         viewer = cameras.mean(axis=0)
-        return SeenPoints(points, (float(viewer[0]), float(viewer[1]), float(viewer[2])))
+        return SeenPoints(points, (float(viewer[0]), float(viewer[1]), float(viewer[2])), hidden if len(hidden) else None)
 
     def _fresh_name(self, category: str) -> str:
         self._name_counts[category] += 1

@@ -20,7 +20,10 @@ al. 2018; here with a known model and only a heading to find, since household ob
   full length. A face turned to the camera is seen, the one behind it is not: when the camera stands before ``lo``
   the object runs from ``lo`` away from it, when beyond ``hi`` back from ``hi``, and when the camera is level with
   the span (the axis lies across the line of sight) the seen span is the object's full width, centred. A round
-  object is done the same way along the line of sight and across it.
+  object is done the same way along the line of sight and across it. When something nearer hides the object's
+  near end (a sink's front wall before a bowl in the basin, seen from above: the wall's edge borders the seen
+  points from below, ``SeenPoints.hidden``), the near end is not the object's: the far end is, and the object runs
+  back from it towards the camera.
 * **Height**: the seen top is the object's top (a camera sees a face up to its top edge), the model's height below.
 
 Everything here reads the points and the camera position only, never a simulator pose.
@@ -45,6 +48,8 @@ MIN_ROUND_POINTS = 3
 SIDE_TOLERANCE = 0.01
 #: How much a model that leaves seen points outside it costs against one that matches the longer side worse.
 OVERFLOW_WEIGHT = 10.0
+#: Hidden points within this (m) of the near end of the seen span along an axis: that end is hidden.
+HIDDEN_END_TOLERANCE = 0.015
 #: Least distance (m) to an edge counted in the closeness score (Zhang et al. 2017's d0): about the depth noise, so
 #: that a few points exactly on an edge do not outweigh all the others.
 CLOSENESS_FLOOR = 0.004
@@ -103,10 +108,12 @@ class ObjectCatalog:
 
 @dataclass(frozen=True)
 class SeenPoints:
-    """The points of one object the latest views show (``map`` frame, (N, 3)) and where the camera stood."""
+    """The points of one object the latest views show (``map`` frame, (N, 3)) and where the camera stood; ``hidden``:
+    those of its points that something nearer borders from below (its near part hidden there), None when none."""
 
     points: np.ndarray
     viewer: Vec3
+    hidden: np.ndarray | None = None
 
 
 @dataclass(frozen=True)
@@ -175,29 +182,41 @@ def box_heading(xy: np.ndarray, footprint: tuple[float, float] | None = None) ->
     return ((plateau[0] + plateau[-1]) / 2) % (math.pi / 2)
 
 
-def span_from_view(lo: float, hi: float, length: float, viewer: float) -> tuple[float, float]:
+def span_from_view(lo: float, hi: float, length: float, viewer: float, near_hidden: bool = False) -> tuple[float, float]:
     """Where an object ``length`` long lies along an axis on which its seen points span ``[lo, hi]`` and the camera
-    stands at ``viewer`` (module docstring, "Where the unseen part lies")."""
+    stands at ``viewer`` (module docstring, "Where the unseen part lies"); ``near_hidden``: something nearer hides
+    the end towards the camera, so the far end is the object's."""
     if hi - lo >= length:
         middle = (lo + hi) / 2
         return middle - length / 2, middle + length / 2
     if viewer < lo:
-        return lo, lo + length
+        return (hi - length, hi) if near_hidden else (lo, lo + length)
     if viewer > hi:
-        return hi - length, hi
+        return (lo, lo + length) if near_hidden else (hi - length, hi)
     middle = (lo + hi) / 2
     return middle - length / 2, middle + length / 2
 
 
-def _axes_fit(xy: np.ndarray, viewer: np.ndarray, u: np.ndarray, lengths: tuple[float, float]) -> np.ndarray:
-    """The footprint centre of an object with sides ``lengths`` along ``u`` and the axis square to it."""
+def _axes_fit(xy: np.ndarray, viewer: np.ndarray, u: np.ndarray, lengths: tuple[float, float],
+              hidden: np.ndarray | None = None) -> np.ndarray:
+    """The footprint centre of an object with sides ``lengths`` along ``u`` and the axis square to it; ``hidden``:
+    the 2-D points where something nearer hides it from below (:class:`SeenPoints`)."""
     v = np.array([-u[1], u[0]])
     centre = np.zeros(2)
     for axis, length in zip((u, v), lengths, strict=True):
         proj = xy @ axis
-        lo, hi = span_from_view(float(proj.min()), float(proj.max()), length, float(viewer @ axis))
+        lo, hi, at = float(proj.min()), float(proj.max()), float(viewer @ axis)
+        near_hidden = False
+        if hidden is not None and len(hidden) and (at < lo or at > hi):
+            near = lo if at < lo else hi
+            near_hidden = bool(np.any(np.abs(hidden @ axis - near) <= HIDDEN_END_TOLERANCE))
+        lo, hi = span_from_view(lo, hi, length, at, near_hidden)
         centre += (lo + hi) / 2 * axis
     return centre
+
+
+def _hidden_xy(seen: SeenPoints) -> np.ndarray | None:
+    return None if seen.hidden is None else np.asarray(seen.hidden, dtype=float)[:, :2]
 
 
 def _vertical(points: np.ndarray, height: float) -> tuple[float, float]:
@@ -224,7 +243,7 @@ def fit_box(seen: SeenPoints, model: ObjectModel) -> ObjectFit | None:
         yaw, x_axis, lengths = heading, u, (sx, sy)
     else:
         yaw, x_axis, lengths = heading + math.pi / 2, v, (sx, sy)
-    centre_xy = _axes_fit(xy, viewer, x_axis, lengths)
+    centre_xy = _axes_fit(xy, viewer, x_axis, lengths, _hidden_xy(seen))
     cz, _ = _vertical(points, sz)
     yaw = math.remainder(yaw, math.pi)  # a box looks the same turned half round
     half = (sx / 2, sy / 2, sz / 2)
@@ -248,7 +267,7 @@ def fit_round(seen: SeenPoints, model: ObjectModel) -> ObjectFit | None:
     norm = float(np.linalg.norm(sight))
     u = sight / norm if norm > 1e-9 else np.array([1.0, 0.0])
     diameter = model.size[0]
-    centre_xy = _axes_fit(xy, viewer, u, (diameter, diameter))
+    centre_xy = _axes_fit(xy, viewer, u, (diameter, diameter), _hidden_xy(seen))
     height = model.height
     cz, _ = _vertical(points, height)
     r = diameter / 2

@@ -13,6 +13,7 @@ from homiebot.perception.conceptgraph import (
     ConceptGraphBuilder,
     ConceptGraphConfig,
     PanopticStandInLabeler,
+    hidden_below,
     occluded_share,
 )
 from homiebot.perception.matching import match_furniture, match_objects, resolve_instance
@@ -289,6 +290,28 @@ def test_a_partly_hidden_view_does_not_replace_a_clear_one_unless_the_object_mov
     builder.update(observe(nudged, 2.0, 2.0, math.pi / 2))
     now = builder.seen_points(can.id)
     assert now is not None and float(now.points[:, 0].max()) > 1.595
+
+
+def test_a_nearer_thing_below_an_objects_outline_marks_its_points_hidden_but_the_surface_under_it_does_not(scene):
+    """A low wall in front of the can hides its lower, near part (a sink's front wall before a bowl in the basin):
+    the can's points along the wall's edge are kept as hidden (hidden_below), for the completion to anchor the far
+    side. The counter under an unhidden can, nearer below its outline too, marks nothing."""
+    wall = SynthBox(99, "wall", (1.3, 2.7, 0.0), (1.8, 2.75, 1.0))
+    hidden = observe(scene.boxes + [wall], 2.0, 2.0, math.pi / 2)
+    can_id = next(i for i, n in hidden.instance_names.items() if n == "red_can")
+    assert hidden_below(hidden.views["front"], can_id).sum() >= 3
+    clear = observe(scene.boxes, 2.0, 2.0, math.pi / 2)
+    assert not hidden_below(clear.views["front"], can_id).any()
+    builder = cg_builder(scene)
+    builder.update(clear)
+    can = next(n for n in builder.graph.nodes(NodeKind.OBJECT) if n.category == "tomato_soup_can")
+    seen = builder.seen_points(can.id)
+    assert seen is not None and seen.hidden is None
+    builder.update(hidden)
+    seen = builder.seen_points(can.id)
+    assert seen is not None and seen.hidden is not None
+    low = float(seen.points[:, 2].min())
+    assert low > 0.92 and np.all(seen.hidden[:, 2] < low + 0.01)  # the can's bottom is hidden; its lowest seen points
 
 
 def test_a_skills_look_fuses_objects_only(scene):

@@ -137,3 +137,44 @@ def test_the_catalog_resolves_a_class_with_two_models_by_the_seen_size():
 def test_too_few_points_are_not_fitted():
     assert fit_box(SeenPoints(np.zeros((3, 3)), (1.0, 0.0, 1.0)), CRACKER) is None
     assert fit_round(SeenPoints(np.zeros((2, 3)), (1.0, 0.0, 1.0)), APPLE) is None
+
+
+BOWL = ObjectModel("bowl", "cylinder", (0.16, 0.16, 0.055), wall_thickness=0.005)
+
+
+def test_span_from_view_with_its_near_end_hidden():
+    assert span_from_view(1.0, 1.08, 0.16, 0.0, near_hidden=True) == pytest.approx((0.92, 1.08))  # back from the far end
+    assert span_from_view(1.0, 1.08, 0.16, 2.0, near_hidden=True) == pytest.approx((1.0, 1.16))
+    assert span_from_view(1.0, 1.04, 0.06, 1.02, near_hidden=True) == pytest.approx((0.99, 1.05))  # level: centred
+
+
+def test_a_bowl_whose_near_part_a_wall_hides_is_placed_back_from_its_far_rim():
+    """A bowl in a sink's basin seen from above over the front wall (emmoe-049): the wall hides the bowl's near
+    part, the seen points start where the wall's edge crosses the bowl. Anchored at that edge as if it were the
+    bowl's near side, the bowl came out 11 cm too far; with the edge known as hidden, back from the far rim."""
+    centre, viewer = np.array([1.0, 0.0, 0.6875]), np.array([0.0, 0.0, 1.45])
+    rng = np.random.default_rng(4)
+    angles = rng.uniform(0, math.tau, 4000)
+    r = 0.08 * np.sqrt(rng.uniform(0, 1, 4000))
+    top = np.column_stack((centre[0] + r * np.cos(angles), centre[1] + r * np.sin(angles), np.full(4000, 0.715)))
+    edge = 1.0  # the wall's edge seen on the bowl: nothing nearer than x = 1.0 shows
+    seen = top[top[:, 0] >= edge]
+    hidden = seen[seen[:, 0] < edge + 0.005]  # the seen points the wall borders from below
+    before = fit_round(SeenPoints(seen, tuple(viewer)), BOWL)
+    assert before is not None and before.centre[0] - centre[0] > 0.07  # the old anchoring: far off
+    fit = fit_round(SeenPoints(seen, tuple(viewer), hidden), BOWL)
+    assert fit is not None and math.dist(fit.centre[:2], centre[:2]) < 0.005
+    # hidden points away from the near end (at the sides, farther back) leave the near end as it was
+    side = seen[(np.abs(seen[:, 1]) > 0.07) & (seen[:, 0] > edge + 0.02)]
+    assert len(side)
+    unchanged = fit_round(SeenPoints(seen, tuple(viewer), side), BOWL)
+    assert unchanged is not None and unchanged.centre == pytest.approx(before.centre)
+
+
+def test_a_box_whose_near_part_is_hidden_runs_back_from_its_far_face():
+    centre, viewer = np.array([1.2, 0.3, 0.55]), np.array([0.2, 0.3, 1.45])
+    points = _visible_box_points(centre, (0.03, 0.08, 0.105), 0.0, viewer)
+    seen = points[points[:, 0] >= 1.2]  # a drawer's front panel hides the near half of the box's top
+    hidden = seen[seen[:, 0] < 1.205]
+    fit = fit_box(SeenPoints(seen, tuple(viewer), hidden), CRACKER)
+    assert fit is not None and math.dist(fit.centre[:2], centre[:2]) < 0.006
