@@ -67,6 +67,8 @@ STEP_BUDGET = 300
 #: How far above where it stood the held target must be for a Pick to have succeeded (m): half the scripted Pick's
 #: lift (ArmSetup.lift), the least lift the scripted skill itself accepts where the full one is out of reach.
 LIFT_M = 0.05
+#: The largest image the skill cameras render (the embedded simulator's view size, its offscreen buffer).
+MAX_IMAGE_SIZE = 256
 #: Torso and arm joints (the trajectory's), then the fingers (the gripper's), in JOINTS' order.
 ARM_JOINTS = JOINTS[:-2]
 
@@ -111,6 +113,10 @@ def check_skill_model(slot: str, folder: str | Path) -> PolicyInputs:
     if len(shapes) != 1 or any(c != 3 or h != w for c, h, w in shapes):
         raise LearnedSkillError(f"{where}: the policy's images are {sorted(shapes)} (channels, height, width); the "
                                 f"skill cameras give square RGB images of one size")
+    side = next(iter(shapes))[1]
+    if side > MAX_IMAGE_SIZE:
+        raise LearnedSkillError(f"{where}: the policy's images are {side} pixels a side; the skill cameras render at "
+                                f"most {MAX_IMAGE_SIZE} (the simulator's view size)")
     if inputs.state_size is not None and inputs.state_size != len(JOINTS):
         raise LearnedSkillError(f"{where}: the policy takes a state of {inputs.state_size} values; the arm skills' "
                                 f"is the {len(JOINTS)} joints' positions")

@@ -75,6 +75,7 @@ def test_slot_names_match_in_any_case_and_pick_goes_to_the_slots_policy() -> Non
          ("outputs 2 values", "Go to policy")),
         ("octo", lambda t: _policy(t / "p", cameras=("front",)), ("camera(s) front", "head, wrist")),
         ("RT-1-X", lambda t: _policy(t / "p", state=7), ("state of 7 values",)),
+        ("RT-1-X", lambda t: _policy(t / "p", size=300), ("300 pixels a side", "at most 256")),
         ("RT-1-X", lambda t: _policy(t / "p", env=3), ("environment state of 3 values", "target's box")),
         ("RT-1-X", lambda t: _policy(t / "p", action=7), ("outputs 7 values", "10 joints")),
         ("NoMaD", lambda t: _policy(t / "p", cameras=("head", "goal"), state=3, env=None, action=2), ("not yet",)),
