@@ -365,6 +365,9 @@ def register(app: typer.Typer) -> None:
         if perception != PerceptionMode.OFF:  # the executor grounds through perception's graph (ResolveTarget), as homie run does
             overrides["perception"] = {"builder": perception}
             overrides["executor"] = {"grounder": "perception"}
+            if skills == SkillsMode.PHYSICAL.value:  # and the physical skills plan with perception's objects
+                for name in ("nav_executor", "manip_executor"):
+                    overrides.setdefault(name, {})["perception_service"] = "/perception/perceive_world"
         try:
             # Every other node of the graph is part of the episode: the planner waits for their ready handshake.
             planner_overrides["await_nodes"] = ",".join(n.name for n in graph.nodes if n.name != "planner_node")

@@ -31,7 +31,7 @@ from collections.abc import Sequence
 import numpy as np
 from builtin_interfaces.msg import Duration, Time
 from diagnostic_msgs.msg import KeyValue
-from geometry_msgs.msg import Point, Pose, Quaternion, TransformStamped
+from geometry_msgs.msg import Point, Pose, Quaternion, TransformStamped, Vector3
 from homie_msgs.msg import CameraView as CameraViewMsg
 from homie_msgs.msg import EntityState as EntityStateMsg
 from homie_msgs.msg import Feedback as FeedbackMsg
@@ -323,6 +323,11 @@ def entity_to_msg(entity: EntityState) -> EntityStateMsg:
         has_interior=entity.interior_min is not None and entity.interior_max is not None,
         interior_min=point(entity.interior_min or (0.0, 0.0, 0.0)),
         interior_max=point(entity.interior_max or (0.0, 0.0, 0.0)),
+        has_box=entity.half_extents is not None,
+        half_extents=Vector3(**dict(zip("xyz", map(float, entity.half_extents or (0.0, 0.0, 0.0)), strict=True))),
+        yaw_known=entity.half_extents is not None and entity.yaw is not None,
+        yaw=float(entity.yaw or 0.0),
+        wall_thickness=float(entity.wall_thickness or 0.0),
     )
 
 
@@ -357,6 +362,9 @@ def entity_from_msg(msg: EntityStateMsg) -> EntityState:
         is_filled=_from_tri_state(msg.filled_state),
         interior_min=point_tuple(msg.interior_min) if msg.has_interior else None,
         interior_max=point_tuple(msg.interior_max) if msg.has_interior else None,
+        half_extents=(msg.half_extents.x, msg.half_extents.y, msg.half_extents.z) if msg.has_box else None,
+        yaw=msg.yaw if msg.has_box and msg.yaw_known else None,
+        wall_thickness=msg.wall_thickness if msg.wall_thickness > 0.0 else None,
     )
 
 
@@ -618,7 +626,6 @@ def world_graph_markers(export, seconds: float = 0.0):
 
     Marker ids are stable per node (its index in a sorted id list), and a DELETEALL comes first, so a
     node that left the graph disappears from rviz."""
-    from geometry_msgs.msg import Vector3
     from std_msgs.msg import ColorRGBA
     from visualization_msgs.msg import Marker, MarkerArray
 

@@ -67,16 +67,20 @@ def test_world_state_round_trip_is_exact():
                               room="kitchen", articulated=True, interactive=True, is_open=False, appliance=True, powered_on=True, level=1,
                               functions=("cool",)),
         "apple": EntityState("apple", "apple", EntityKind.OBJECT, (), (1.1, 0.3, 1.0), (1.05, 0.25, 0.95), (1.15, 0.35, 1.05),
-                             room="kitchen", parent="fridge", relation="in", color="red", is_clean=True, is_hot=False),
+                             room="kitchen", parent="fridge", relation="in", color="red", is_clean=True, is_hot=False,
+                             half_extents=(0.04, 0.04, 0.045)),  # round: its own box without a heading
         # PARTNR's containers: filled, empty (an object that holds no liquid, the apple, has None).
         "mug": EntityState("mug", "mug", EntityKind.OBJECT, (), (1.0, 0.2, 1.0), (0.95, 0.15, 0.95), (1.05, 0.25, 1.05),
-                           room="kitchen", is_filled=True),
+                           room="kitchen", is_filled=True, half_extents=(0.05, 0.035, 0.05), yaw=-2.9876543),
         "bowl": EntityState("bowl", "bowl", EntityKind.OBJECT, (), (1.2, 0.2, 1.0), (1.1, 0.1, 0.97), (1.3, 0.3, 1.03),
-                            room="kitchen", is_filled=False),
+                            room="kitchen", is_filled=False, half_extents=(0.1, 0.1, 0.03), yaw=0.0,
+                            wall_thickness=0.006),
     }
     state = WorldState(Pose2D(0.123456789, -2.5, 1.234), 0.3, "apple", entities, "apartment_1", "kitchen")
     back = convert.world_state_from_msg(_wire(convert.world_state_to_msg(state)))
     assert back.entities == state.entities
+    # The objects' own boxes travel (a grasp planner through the graph plans with them): a heading of 0 is a heading.
+    assert (back.entities["bowl"].yaw, back.entities["apple"].yaw, back.entities["fridge"].half_extents) == (0.0, None, None)
     assert (back.held, back.scene, back.robot_room, back.robot_radius) == (state.held, state.scene, state.robot_room, state.robot_radius)
     assert (back.robot.x, back.robot.y) == (state.robot.x, state.robot.y)
     assert back.robot.yaw == pytest.approx(state.robot.yaw, abs=1e-12)

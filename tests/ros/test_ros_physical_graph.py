@@ -90,3 +90,20 @@ def test_the_oracle_episode_goes_through_the_private_actions(episodes):
     # The oracle bridge serves no arm or gripper controller at all.
     topics = _bag_topics(episodes["oracle"] / "bag")
     assert "/arm_controller/follow_joint_trajectory/_action/status" not in topics
+
+
+def test_physical_skills_through_perception_plan_with_perceptions_objects(tmp_path, ros_domain):
+    """``--perception conceptgraph`` with physical skills: the executors plan with the objects perception has built
+    from the views (homie_msgs/PerceiveWorld on /perception/perceive_world), as ``homie run`` does in-process; the
+    episode still succeeds and the grasp is planned from the perceived box."""
+    env = {**graph_environment(ros_domain), "COLUMNS": "200"}
+    out = tmp_path / "perceived"
+    done = subprocess.run([HOMIE, "up", "sim", "--task", TASK, "--skills", "physical", "--perception", "conceptgraph",
+                           "--no-images", "--out", str(out), "--domain-id", str(ros_domain)],
+                          capture_output=True, text=True, env=env, cwd=tmp_path, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    summary = json.loads((out / "record" / "summary.json").read_text())
+    assert summary["success"], summary
+    logs = {p.name: p.read_text(errors="replace") for p in (out / "logs").iterdir()}
+    manip = next(text for name, text in logs.items() if name.startswith("manip_executor"))
+    assert "the skills plan with perception's objects (/perception/perceive_world)" in manip

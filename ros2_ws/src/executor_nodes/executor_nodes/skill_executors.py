@@ -17,7 +17,9 @@ selects a noise profile at most), so ``accept_any_model`` is true by default.
 the core's physical skills themselves (:class:`homiebot.ros.physical_skills.PhysicalSkillRunner`) on the robot's
 standard interfaces (:class:`homiebot.ros.robot_driver.ActionRobotDriver`: ``NavigateToPose``,
 ``FollowJointTrajectory``, ``GripperCommand``, ``/joint_states``, ``/odom``), planning in the world graph of the
-state service (``state_service``, ``/sim/get_world_state`` here) and with the arm's inverse kinematics on the URDF
+state service (``state_service``, ``/sim/get_world_state`` here), its objects replaced by perception's when
+``perception_service`` names one (``/perception/perceive_world``: ``homie up --perception ...`` sets it, as
+``homie run`` plans the physical skills in perception's world), and with the arm's inverse kinematics on the URDF
 latched on ``/robot_description``. ``nav_executor`` runs every Go to; ``manip_executor`` runs Pick, Put and the
 arm's reset (a tuck through the trajectory controller), and still forwards Open, Close and the household skills to
 ``robot_action`` (the simulator's oracle skills: moving a door with the gripper is not built), after tucking the
@@ -35,7 +37,7 @@ from typing import Any
 from action_msgs.msg import GoalStatus
 from homie_msgs.action import Manipulate, Navigate
 from homie_msgs.msg import SkillResult
-from homie_msgs.srv import GetWorldState
+from homie_msgs.srv import GetWorldState, PerceiveWorld
 from rclpy.action import ActionClient, ActionServer
 from rclpy.callback_groups import ReentrantCallbackGroup
 from rclpy.node import Node
@@ -154,6 +156,9 @@ class PhysicalSkills:
 
         self.node = node
         node.declare_parameter("state_service", "/sim/get_world_state")
+        # With perception on: the objects the skills plan with come from perception (homie_msgs/PerceiveWorld on
+        # /perception/perceive_world), as in-process; empty: from the state service.
+        node.declare_parameter("perception_service", "")
         node.declare_parameter("navigate_to_pose_action", DriverInterfaces.navigate)
         node.declare_parameter("arm_trajectory_action", DriverInterfaces.arm_trajectory)
         node.declare_parameter("gripper_action", DriverInterfaces.gripper)
@@ -171,6 +176,9 @@ class PhysicalSkills:
             callback_group=group,
         )
         self._state = node.create_client(GetWorldState, str(param("state_service")), callback_group=group)
+        perception = str(param("perception_service"))
+        self._perceive = node.create_client(PerceiveWorld, perception, callback_group=group) if perception else None
+        self._told_perception = False
         self._description = LatchedText(node, str(param("robot_description_topic")), callback_group=group)
         self._runner: Any = None  # homiebot.ros.physical_skills.PhysicalSkillRunner, built on the first goal
         self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="physical-skill")
@@ -217,7 +225,18 @@ class PhysicalSkills:
         return call_service(self._state, GetWorldState.Request(), self.state_timeout_s).state
 
     def _world(self):
-        return convert.world_state_from_msg(self._world_msg())
+        """The world the skills plan in: the state service's, its objects perception's when perception is on (the
+        skills' result still carries the state service's world: what happened, not what was seen)."""
+        msg = self._world_msg()
+        if self._perceive is not None:
+            answer = call_service(self._perceive, PerceiveWorld.Request(state=msg), self.state_timeout_s)
+            if not answer.ok:
+                raise RuntimeError(f"perception cannot give the skills a world: {answer.error}")
+            msg = answer.state
+            if not self._told_perception:
+                self._told_perception = True
+                self.node.get_logger().info(f"the skills plan with perception's objects ({self._perceive.srv_name})")
+        return convert.world_state_from_msg(msg)
 
     def shutdown(self) -> None:
         self._worker.shutdown(wait=False, cancel_futures=True)

@@ -15,6 +15,9 @@ state is newer than nothing) are fused with the newest state before them. The gr
 (visualization_msgs/MarkerArray) for rviz. ``/perception/resolve_target`` (homie_msgs/ResolveTarget) grounds a
 planner's words against the graph and answers with the simulator instance the chosen node stands for (the
 model's :class:`~homiebot.perception.world_model.GraphGrounder`; nearest instance wins among equals).
+``/perception/perceive_world`` (homie_msgs/PerceiveWorld) gives the physical skills their world through perception:
+the robot-side state they send, with the objects replaced by the graph's (``WorldModel.perceived_state``), as the
+in-process loop plans in it with ``--skills physical --perception ...``.
 """
 
 from __future__ import annotations
@@ -23,7 +26,7 @@ import threading
 
 from homie_msgs.msg import EpisodeStatus, Feedback, MultiView, WorldGraph
 from homie_msgs.msg import WorldState as WorldStateMsg
-from homie_msgs.srv import ResolveTarget
+from homie_msgs.srv import PerceiveWorld, ResolveTarget
 from rclpy.node import Node
 from std_msgs.msg import String
 from visualization_msgs.msg import MarkerArray
@@ -67,6 +70,7 @@ class PerceptionNode(Node):
         self.create_subscription(EpisodeStatus, "/homie/episode_status", self._on_status, EVENTS_QOS)
         self._applied_round = 0
         self.create_service(ResolveTarget, "/perception/resolve_target", self._on_resolve)
+        self.create_service(PerceiveWorld, "/perception/perceive_world", self._on_perceive)
         # Ready (calls.READY_TOPIC) only once the bridge's scene, state and views publishers have matched these
         # subscriptions: an episode the planner starts then cannot run past a perception that hears nothing.
         self._ready = announce_ready(self, lambda: all(sub.get_publisher_count() > 0 for sub in inputs))
@@ -119,6 +123,22 @@ class PerceptionNode(Node):
         self._graph_pub.publish(convert.world_graph_to_msg(export, seconds))
         if self._markers_pub.get_subscription_count() > 0:
             self._markers_pub.publish(convert.world_graph_markers(export, seconds))
+
+    def _on_perceive(self, request: PerceiveWorld.Request, response: PerceiveWorld.Response) -> PerceiveWorld.Response:
+        """The robot-side state with the objects as perception knows them (the physical skills' world through
+        perception, as ``homie run --skills physical --perception ...`` plans in it)."""
+        state = convert.world_state_from_msg(request.state)
+        with self._lock:
+            model = self._model
+            if model is None or self._spec is None or self._spec.name != state.scene:
+                response.ok = False
+                response.error = (f"perception has no world graph of scene {state.scene!r} yet "
+                                  f"(it has {self._spec.name if self._spec else 'no scene'})")
+                return response
+            perceived = model.perceived_state(state)
+        response.ok = True
+        response.state = convert.world_state_to_msg(perceived, convert.time_seconds(request.state.header.stamp))
+        return response
 
     def _on_status(self, msg: EpisodeStatus) -> None:
         """After a successful pick / put / open / close, change the graph from the action's arguments (PARTNR
