@@ -164,10 +164,16 @@ class LearnedArmSkill:
     """An arm policy serving Pick in one slot (module docstring). One instance per run: the policy is loaded once,
     the cameras made again for each new scene's model."""
 
-    def __init__(self, slot: str, folder: str | Path, *, step_budget: int = STEP_BUDGET, threads: int = 1) -> None:
+    def __init__(self, slot: str, folder: str | Path | None, *, step_budget: int = STEP_BUDGET, threads: int = 1,
+                 policy: Any = None) -> None:
         self.slot = slot_name(slot)
-        self.inputs = check_skill_model(self.slot, folder)
-        self.policy = SkillPolicy(folder, threads=threads)
+        if policy is None:
+            assert folder is not None, "a policy folder, or a policy"
+            self.inputs = check_skill_model(self.slot, folder)
+            policy = SkillPolicy(folder, threads=threads)
+        else:  # anything with SkillPolicy's inputs, reset() and act() (a replay of recorded actions in the tests)
+            self.inputs = policy.inputs
+        self.policy = policy
         self.step_budget = step_budget
         self.size = next(iter(self.inputs.images.values()))[1]
         self.cameras = tuple(c for c in ARM_CAMERAS if c in self.inputs.images)

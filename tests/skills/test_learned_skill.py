@@ -115,6 +115,62 @@ def test_skill_model_needs_physical_skills_and_a_known_slot(tmp_path: Path) -> N
     assert "models" not in run_config({"task": "emmoe-012"}).dump()["skills"]  # runs without them dump as before
 
 
+class _Replay:
+    """A stand-in policy that gives a recorded episode's actions in order (SkillPolicy's inputs, reset and act)."""
+
+    def __init__(self, frames: list[dict[str, np.ndarray]], size: int) -> None:
+        from homiebot.skills.learned import PolicyInputs
+
+        self.actions = [np.asarray(f["action"], dtype=float) for f in frames]
+        self.states = [np.asarray(f["observation.state"]) for f in frames]
+        self.inputs = PolicyInputs("replay", {"head": (3, size, size), "wrist": (3, size, size)}, 10, 6, 10, 1)
+        self.seen: list[tuple[np.ndarray, np.ndarray]] = []
+        self.step = 0
+
+    def reset(self) -> None:
+        self.step = 0
+
+    def act(self, images, state, env_state=None):  # type: ignore[no-untyped-def]
+        assert set(images) == {"head", "wrist"} and all(i.shape == (32, 32, 3) for i in images.values())
+        self.seen.append((np.asarray(state), np.asarray(env_state)))
+        action = self.actions[min(self.step, len(self.actions) - 1)]
+        self.step += 1
+        return action
+
+
+@pytest.mark.slow
+def test_the_scripted_picks_recorded_targets_replayed_through_the_slot_pick_the_object_again() -> None:
+    """The serving path's fidelity: the controllers' targets ``homie data skills`` records for a scripted Pick, sent back
+    through the learned skill's command path (setpoint stream at 10 Hz, the grasp helper) from the same start, pick
+    the object again, judged as a learned Pick is; the observations it is given are the recorded ones."""
+    from homiebot.data.skill_datasets import SkillEpisodes
+    from homiebot.skills.learned_skill import LearnedArmSkill
+    from homiebot.skills.physical import PhysicalSkillSet
+    from homiebot.types import SkillStatus
+
+    episodes = SkillEpisodes("pick", size=32)
+    try:
+        seed = 0
+        record, frames = episodes.run(seed)  # the scripted Pick, recorded
+        assert record.success and not record.base_moved and len(frames) > 50
+        replay = _Replay(frames, 32)
+        learned = LearnedArmSkill("RT-1-X", None, policy=replay, step_budget=len(frames) + 20)
+        plan, _spec = episodes.plan(seed)  # the same placement and start again
+        skills = PhysicalSkillSet(episodes.sim, seed=seed, learned={"RT-1-X": learned})
+        episodes._start_pose(skills, plan, np.random.default_rng([seed, 20261130, 1]))
+        result = skills.run(Action.PICK, "RT-1-X", plan.target)
+        assert result.status is SkillStatus.SUCCESS, result.detail
+        assert episodes.sim.state().held == plan.target and skills.driver.held() == plan.target
+        assert learned.last is not None and learned.last.steps < len(frames)  # stopped once held and lifted
+        # Observed as recorded: the joints at the first step, and the target's box (the environment state).
+        first_state, first_env = replay.seen[0]
+        np.testing.assert_allclose(first_state, frames[0]["observation.state"], atol=1e-3)
+        np.testing.assert_allclose(first_env, frames[0]["observation.environment_state"], atol=1e-3)
+        learned.close()
+    finally:
+        episodes.close()
+
+
 # ---------------------------------------------------------------------------------------------- with LeRobot
 
 LEROBOT_REASON = "lerobot is not importable (lerobot[dataset,training]==0.6.1 needs Python >= 3.12: docs/skill-data.md)"

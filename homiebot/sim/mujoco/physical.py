@@ -47,7 +47,9 @@ same simulator place things kinematically (as Habitat's oracle skills do); here 
   with each new one) together with GripperCommand goals. The targets are held for the period (the arm's sent to
   the position actuators as a trajectory's setpoints are, the fingers' moved towards the commanded gap at
   ``finger_speed`` as a gripper goal moves them); the grasp helper attaches as at the end of a closing gripper goal
-  (the fingers commanded closer have stopped, both on one object) and lets go when the command opens the fingers.
+  (both fingers on one object when the fingers commanded closer have stopped, or when the period's goal ends short of
+  its gap) and lets go when the command opens the fingers. Replayed through a stream at 10 Hz, the targets the
+  scripted Pick's controllers sent (as ``homie data skills`` records them) pick the object again.
   A joint farther than ``path_tolerance`` from its target at the end of a period is reported (the caller decides
   when that is a blocked arm); the stream is one goal for the simulator's state and the goal observers.
 
@@ -194,9 +196,18 @@ class SetpointStream:
             self.elapsed += dt
             speed = max(abs(data.qvel[driver._dof[j]]) for j in robot_model.FINGER_JOINTS)
             self._still = self._still + dt if (closing and speed < s.gripper_stall_speed) else 0.0
-            if self._still >= 0.1 and grasp.held is None and grasp.held_leaf is None:
-                # Fingers commanded closer that have stopped: on something, if both touch it (gripper_command).
-                grasp.attach_if_gripped()
+            if self._still >= 0.1:
+                # Fingers commanded closer that have stopped: the gripper goal ends stalled, its position stays in
+                # force (squeezing what they stopped on), and it is a grasp if both touch one object (gripper_command).
+                setpoint = target
+                if grasp.held is None and grasp.held_leaf is None:
+                    grasp.attach_if_gripped()
+        if closing and driver.gap(data) > 2 * target + s.gripper_tolerance and grasp.held is None \
+                and grasp.held_leaf is None and grasp.attach_if_gripped() is not None:
+            # The period's gripper goal ends here, replaced by the next, short of its gap with both fingers on one
+            # object: a grasp, as gripper_command takes one that timed out short (a can's soft contacts yield under
+            # the squeeze, and the fingers creep too fast to count as stalled). Its position stays in force.
+            driver._finger_target = target
         joint, off = driver._worst(data, joints, desired)
         return StreamStep(joint, off, driver._arm_blocker(model, data) if off > s.path_tolerance else None,
                           grasp.held, driver.gap(data), released)
