@@ -135,7 +135,7 @@ def register(app: typer.Typer) -> None:
         workers: int = typer.Option(2, "--workers", help="Worker processes (one simulator each)."),
         noise: str = noise_option(NoiseMode.OFF.value),
         skills: str = skills_option(SkillsMode.ORACLE.value),
-        skill_model: list[str] = skill_model_option(),  # noqa: B008 - typer's idiom, as ModelOptions.options (pyproject)
+        skill_model: list[str] = skill_model_option(),
         split: str = typer.Option("all", "--split", help="all, train or test."),
         tasks: list[str] = typer.Option([], "--tasks", help="Task ids, comma-separated or repeated (default: all)."),
         limit: int = typer.Option(0, "--limit", min=0, help="Only the first N tasks of the selection (0: all); --suite muep takes them in turns over its types and splits."),

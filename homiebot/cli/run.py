@@ -190,7 +190,7 @@ def register(app: typer.Typer) -> None:
         video: bool | None = typer.Option(None, "--video/--no-video", help="Write episode.mp4 (default on)."),
         noise: str | None = noise_option(),
         skills: str | None = skills_option(),
-        skill_model: list[str] = skill_model_option(),  # noqa: B008 - typer's idiom, as ModelOptions.options (pyproject)
+        skill_model: list[str] = skill_model_option(),
         strict_models: bool | None = typer.Option(None, "--strict-models/--lenient-models", help="F1 when the model does not serve the action (default lenient)."),
         base_url: str | None = ModelOptions.base_url(),
         model: str | None = ModelOptions.model(),
