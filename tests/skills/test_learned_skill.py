@@ -138,37 +138,72 @@ class _Replay:
         return action
 
 
+@pytest.fixture(scope="module")
+def scripted_pick():  # type: ignore[no-untyped-def]
+    """Seed 0's scripted Pick recorded as ``homie data skills`` records it (no LeRobot needed), and its simulator."""
+    from homiebot.data.skill_datasets import SkillEpisodes
+
+    episodes = SkillEpisodes("pick", size=32)
+    record, frames = episodes.run(0)
+    assert record.success and not record.base_moved and len(frames) > 50
+    yield episodes, frames
+    episodes.close()
+
+
+def _serve_once(episodes, policy, budget: int):  # type: ignore[no-untyped-def]
+    """Seed 0's placement and start again, then one Pick by ``policy`` in RT-1-X as the executor calls it."""
+    from homiebot.skills.learned_skill import LearnedArmSkill
+    from homiebot.skills.physical import PhysicalSkillSet
+
+    learned = LearnedArmSkill("RT-1-X", None, policy=policy, step_budget=budget)
+    plan, _spec = episodes.plan(0)
+    skills = PhysicalSkillSet(episodes.sim, seed=0, learned={"RT-1-X": learned})
+    episodes._start_pose(skills, plan, np.random.default_rng([0, 20261130, 1]))
+    try:
+        return plan, skills, learned, skills.run(Action.PICK, "RT-1-X", plan.target)
+    finally:
+        learned.close()
+
+
 @pytest.mark.slow
-def test_the_scripted_picks_recorded_targets_replayed_through_the_slot_pick_the_object_again() -> None:
+def test_the_scripted_picks_recorded_targets_replayed_through_the_slot_pick_the_object_again(scripted_pick) -> None:  # type: ignore[no-untyped-def]
     """The serving path's fidelity: the controllers' targets ``homie data skills`` records for a scripted Pick, sent back
     through the learned skill's command path (setpoint stream at 10 Hz, the grasp helper) from the same start, pick
     the object again, judged as a learned Pick is; the observations it is given are the recorded ones."""
-    from homiebot.data.skill_datasets import SkillEpisodes
-    from homiebot.skills.learned_skill import LearnedArmSkill
-    from homiebot.skills.physical import PhysicalSkillSet
     from homiebot.types import SkillStatus
 
-    episodes = SkillEpisodes("pick", size=32)
-    try:
-        seed = 0
-        record, frames = episodes.run(seed)  # the scripted Pick, recorded
-        assert record.success and not record.base_moved and len(frames) > 50
-        replay = _Replay(frames, 32)
-        learned = LearnedArmSkill("RT-1-X", None, policy=replay, step_budget=len(frames) + 20)
-        plan, _spec = episodes.plan(seed)  # the same placement and start again
-        skills = PhysicalSkillSet(episodes.sim, seed=seed, learned={"RT-1-X": learned})
-        episodes._start_pose(skills, plan, np.random.default_rng([seed, 20261130, 1]))
-        result = skills.run(Action.PICK, "RT-1-X", plan.target)
-        assert result.status is SkillStatus.SUCCESS, result.detail
-        assert episodes.sim.state().held == plan.target and skills.driver.held() == plan.target
-        assert learned.last is not None and learned.last.steps < len(frames)  # stopped once held and lifted
-        # Observed as recorded: the joints at the first step, and the target's box (the environment state).
-        first_state, first_env = replay.seen[0]
-        np.testing.assert_allclose(first_state, frames[0]["observation.state"], atol=1e-3)
-        np.testing.assert_allclose(first_env, frames[0]["observation.environment_state"], atol=1e-3)
-        learned.close()
-    finally:
-        episodes.close()
+    episodes, frames = scripted_pick
+    replay = _Replay(frames, 32)
+    plan, skills, learned, result = _serve_once(episodes, replay, len(frames) + 20)
+    assert result.status is SkillStatus.SUCCESS, result.detail
+    assert episodes.sim.state().held == plan.target and skills.driver.held() == plan.target
+    assert learned.last is not None and learned.last.steps < len(frames)  # stopped once held and lifted
+    # Observed as recorded: the joints at the first step, and the target's box (the environment state).
+    first_state, first_env = replay.seen[0]
+    np.testing.assert_allclose(first_state, frames[0]["observation.state"], atol=1e-3)
+    np.testing.assert_allclose(first_env, frames[0]["observation.environment_state"], atol=1e-3)
+
+
+@pytest.mark.slow
+def test_an_arm_the_policy_drives_into_the_counter_stops_as_blocked(scripted_pick) -> None:  # type: ignore[no-untyped-def]
+    """A failure the driver sees: the recorded reach, then the shoulder driven 0.6 rad down into the counter the
+    object stands on: the joint stays off its target longer than the controller's grace time, and the Pick stops there
+    with what blocked it (E1 after the executor's tries), before its budget."""
+    from homiebot.data.skill_datasets import emmoe_code
+    from homiebot.skills.learned_skill import JOINTS
+    from homiebot.types import ErrorCode, SkillStatus
+
+    episodes, frames = scripted_pick
+    replay = _Replay(frames, 32)
+    reach = 55  # the hand at the object, fingers open
+    down = np.zeros(len(JOINTS))
+    down[JOINTS.index("shoulder_lift")] = 0.6
+    replay.actions = [*replay.actions[:reach], *(replay.actions[reach] + down * min(1.0, i / 10) for i in range(100))]
+    _plan, _skills, learned, result = _serve_once(episodes, replay, 100)
+    assert result.status is SkillStatus.EXECUTION_FAILED and emmoe_code(Action.PICK, result) is ErrorCode.E1
+    assert "the arm stopped while the RT-1-X policy reached for" in result.detail, result.detail
+    assert "shoulder_lift was" in result.detail and "(blocked: kitchen_counter" in result.detail, result.detail
+    assert learned.last is not None and reach < learned.last.steps < 100
 
 
 # ---------------------------------------------------------------------------------------------- with LeRobot
