@@ -14,10 +14,11 @@ slots (``NoMaD``, ``PixNav``: the base's velocity, Go to) are refused up front w
 **One execution** (:meth:`LearnedArmSkill.pick`), after the skill set's own checks (the logical refusals, the arm
 tucked through the trajectory controller, as before a scripted Pick):
 
-* the base does not move: the policy starts where Go to left the robot. The data's start poses are Go to's own
-  approach poses (homiebot/data/skill_datasets.py); the scripted Pick's reposition (a turn or a short drive when no
-  grasp reaches from here) is not run first, so a target out of the arm's reach from where the base stands fails
-  the way the policy fails it;
+* where to stand is the scripted Pick's decision (``PhysicalManipulation.pick_stance``): its refusals before the arm
+  moves (an object no grasp fits), and, when no grasp reaches from where Go to left the robot, its turn or short
+  drive to a pose from which one does; the recorded demonstrations start there too (the recorder's frames begin
+  with the arm's first motion, after any such move; 4 of 30 training episodes moved). The base never moves under the
+  policy;
 * every 1/:data:`FPS` s of simulated time: the observation exactly as the recorder takes it
   (:class:`~homiebot.sim.mujoco.skill_observation.SkillObservation`: the same cameras at the policy's image size, the
   same joint state, and the target's box in the base's frame from the world graph the skills plan in, for a policy
@@ -179,6 +180,7 @@ class LearnedArmSkill:
         self.cameras = tuple(c for c in ARM_CAMERAS if c in self.inputs.images)
         self._model: Any = None
         self._observation: SkillObservation | None = None
+        self._moved, self._travelled = "", 0.0  # the current execution's base move before the policy (pick_stance)
         #: The last execution's log.
         self.last: ExecutionLog | None = None
 
@@ -208,10 +210,13 @@ class LearnedArmSkill:
         log = ExecutionLog()
         self.last = log
         started = time.perf_counter()
-        before = skills.world()
-        entity = before.entities.get(obj)
-        if entity is None:
-            return SkillResult(SkillStatus.NOT_FOUND, f"{obj} is not an object in the world graph")
+        self._moved, self._travelled = "", 0.0
+        stance = skills.manipulation.pick_stance(skills.world(), obj)
+        if isinstance(stance, SkillResult):  # refused, or no pose to pick from, as the scripted Pick says
+            log.result = stance
+            return stance
+        before, self._moved, self._travelled = stance
+        entity = before.entities[obj]
         target_box = (tuple(entity.bbox_min), tuple(entity.bbox_max))
         driver = skills.driver
         setup = skills.manipulation.setup
@@ -265,7 +270,7 @@ class LearnedArmSkill:
             return self._finish(skills, log, before, obj, SkillResult(SkillStatus.EXECUTION_FAILED, f"the {self.slot} policy: {err}"))
         steps = f"{log.steps} policy steps, {log.sim_seconds:.1f} s"
         if outcome is None:
-            result = SkillResult(SkillStatus.SUCCESS, f"picked {obj} ({self.slot} policy, {steps})")
+            result = SkillResult(SkillStatus.SUCCESS, f"picked {obj} ({self.slot} policy, {steps}){self._moved}")
         elif outcome[0] == "blocked":
             result = SkillResult(SkillStatus.EXECUTION_FAILED,
                                  f"the arm stopped while the {self.slot} policy reached for {obj}: {outcome[1]} ({steps})")
@@ -297,8 +302,11 @@ class LearnedArmSkill:
         if result.success and skills.driver.held() != obj:
             result = SkillResult(SkillStatus.EXECUTION_FAILED, f"{obj} slipped out of the gripper on the way back "
                                                                f"({self.slot} policy)")
+        if self._moved and not result.success:
+            result = SkillResult(result.status, f"{result.detail}{self._moved}", result.path_length, result.retryable)
         if stuck is not None:
             result = SkillResult(result.status, f"{result.detail}; {stuck}", result.path_length, result.retryable)
+        result = SkillResult(result.status, result.detail, max(result.path_length, self._travelled), result.retryable)
         if not result.success:
             result = manipulation._knocked(result, before, obj)
         log.result = result

@@ -150,15 +150,15 @@ def scripted_pick():  # type: ignore[no-untyped-def]
     episodes.close()
 
 
-def _serve_once(episodes, policy, budget: int):  # type: ignore[no-untyped-def]
-    """Seed 0's placement and start again, then one Pick by ``policy`` in RT-1-X as the executor calls it."""
+def _serve_once(episodes, policy, budget: int, seed: int = 0):  # type: ignore[no-untyped-def]
+    """The seed's placement and start again, then one Pick by ``policy`` in RT-1-X as the executor calls it."""
     from homiebot.skills.learned_skill import LearnedArmSkill
     from homiebot.skills.physical import PhysicalSkillSet
 
     learned = LearnedArmSkill("RT-1-X", None, policy=policy, step_budget=budget)
-    plan, _spec = episodes.plan(0)
-    skills = PhysicalSkillSet(episodes.sim, seed=0, learned={"RT-1-X": learned})
-    episodes._start_pose(skills, plan, np.random.default_rng([0, 20261130, 1]))
+    plan, _spec = episodes.plan(seed)
+    skills = PhysicalSkillSet(episodes.sim, seed=seed, learned={"RT-1-X": learned})
+    episodes._start_pose(skills, plan, np.random.default_rng([seed, 20261130, 1]))
     try:
         return plan, skills, learned, skills.run(Action.PICK, "RT-1-X", plan.target)
     finally:
@@ -182,6 +182,21 @@ def test_the_scripted_picks_recorded_targets_replayed_through_the_slot_pick_the_
     first_state, first_env = replay.seen[0]
     np.testing.assert_allclose(first_state, frames[0]["observation.state"], atol=1e-3)
     np.testing.assert_allclose(first_env, frames[0]["observation.environment_state"], atol=1e-3)
+
+
+@pytest.mark.slow
+def test_where_the_scripted_pick_moves_the_base_first_the_learned_one_does_too(scripted_pick) -> None:  # type: ignore[no-untyped-def]
+    """Seed 5's scripted Pick finds no grasp from the start pose and moves the base 0.38 m first; its recording starts
+    after that move. The learned Pick takes the same stance (the scripted decision), then the policy: the replayed
+    actions pick the object from there."""
+    from homiebot.types import SkillStatus
+
+    episodes, _frames = scripted_pick
+    record, frames = episodes.run(5)
+    assert record.success and record.base_moved
+    _plan, _skills, _learned, result = _serve_once(episodes, _Replay(frames, 32), len(frames) + 20, seed=5)
+    assert result.status is SkillStatus.SUCCESS, result.detail
+    assert "(the base first moved" in result.detail and result.path_length > 0.3, result
 
 
 @pytest.mark.slow
@@ -248,7 +263,8 @@ def test_a_tiny_trained_policy_runs_one_pick_closed_loop_for_its_budget(tmp_path
         assert any(k in result.detail for k in ("grasp missed", "timed out", "arm stopped")), result.detail
         assert emmoe_code(Action.PICK, result) is ErrorCode.E1
         assert log.steps == budget and log.sim_seconds == pytest.approx(budget / FPS, abs=1e-6)
-        assert episodes.sim.state().robot == before  # the base stood still
+        if "the base first" not in result.detail:  # the scripted Pick's stance decides whether it moves
+            assert episodes.sim.state().robot == before
         assert skills.attempts[Action.PICK] == 1
         # Another model's Pick is the scripted one (no policy step).
         learned.last = None

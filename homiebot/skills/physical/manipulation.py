@@ -783,6 +783,33 @@ class PhysicalManipulation:
                                          f"{obj} slipped out of the gripper on the way back{moved}"), world, obj)
         return SkillResult(SkillStatus.SUCCESS, f"picked {obj} ({grasp.kind} grasp){moved}", travelled)
 
+    def pick_stance(self, world: WorldState, obj: str) -> tuple[WorldState, str, float] | SkillResult:
+        """Where :meth:`pick` would act from, without reaching: its refusals before the arm moves (no such object, one
+        no grasp fits, one out of reach from every pose tried before), and the base turned or moved as pick moves it
+        when no grasp reaches from where it stands (:meth:`_reposition`). Returns the world from there, pick's words for
+        the move ("" when none) and the metres the base travelled, or the failure pick would report. A learned Pick
+        (homiebot/skills/learned_skill.py) runs its policy from there, as the recorded demonstrations started there."""
+        entity = world.entities.get(obj)
+        if entity is None or entity.kind is not EntityKind.OBJECT:
+            return _result(SkillStatus.NOT_FOUND, f"{obj} is not an object in the world graph")
+        outline = Outline.of(entity, world.robot)
+        refused = impossible(outline, obj, self.setup.open_width, self.setup.least_width, self.setup.finger_reach)
+        if refused is not None:
+            return SkillResult(SkillStatus.EXECUTION_FAILED, refused, retryable=False)
+        known = self._out_of_reach_everywhere(world, "pick", obj)
+        if known is not None:
+            return known
+        try:
+            try:
+                self._grasp_plan(world, entity, outline)
+                return world, "", 0.0
+            except Unreachable as unreachable:
+                repositioned = self._reposition(world, "pick", obj, unreachable, lambda w: self._grasp_plan(
+                    w, w.entities[obj], Outline.of(w.entities[obj], w.robot)))
+                return repositioned.world, repositioned.moves, repositioned.travelled
+        except Planning as failure:
+            return SkillResult(failure.result.status, failure.result.detail, failure.travelled, failure.result.retryable)
+
     def put(self, world: WorldState, obj: str, place: str) -> SkillResult:
         entity = world.entities.get(obj)
         target = world.entities.get(place)
