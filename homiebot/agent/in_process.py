@@ -99,12 +99,12 @@ class InProcessBackend:
             self._state = self.sim.state()
         return self._state
 
-    def look_at(self, target: tuple[float, float, float]) -> Observation | None:
+    def look_at(self, target: tuple[float, float, float], raise_torso: bool = True) -> Observation | None:
         """The robot's head camera pointed at ``target`` (:class:`homiebot.agent.loop.LooksInto`); None when the
         simulator has no head to point. The clock moves, so the views rendered before are no longer the latest."""
         if not isinstance(self.sim, SupportsHeadLook):
             return None
-        seen = self.sim.look_at(target)
+        seen = self.sim.look_at(target, raise_torso)
         self._views = None
         return seen
 

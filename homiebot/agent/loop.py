@@ -234,8 +234,9 @@ class LooksInto(Protocol):
     """A backend whose robot can point its head camera (:class:`homiebot.sim.base.SupportsHeadLook`): the loop
     looks into the container a Go to or an Open reached (:mod:`homiebot.agent.looks`)."""
 
-    def look_at(self, target: tuple[float, float, float]) -> Observation | None:
-        """The head camera's view of ``target`` (map frame), or None when the robot cannot take it."""
+    def look_at(self, target: tuple[float, float, float], raise_torso: bool = True) -> Observation | None:
+        """The head camera's view of ``target`` (map frame), the torso raised first when asked; None when the robot
+        cannot take it."""
 
 
 @dataclass(frozen=True)
@@ -538,7 +539,7 @@ class EpisodeLoop:
                     if knowledge.perceives:
                         timings["perceive_s"] = time.perf_counter() - t0
                 if knowledge.perceives and executed is not None and feedback.success and executed.grounded is not None:
-                    self._look_into(executed.grounded, state, knowledge, timings)
+                    self._look_into(executed.grounded, state, world.scene, knowledge, timings)
         except _BackendTimeout:
             raise
         except Exception as err:
@@ -553,15 +554,15 @@ class EpisodeLoop:
                 observer.on_partner_round(record, observation, state)
         return True if agent is None else record
 
-    def _look_into(self, grounded: Subtask, state: WorldState, knowledge: WorldKnowledge,
+    def _look_into(self, grounded: Subtask, state: WorldState, scene: SceneSpec | None, knowledge: WorldKnowledge,
                    timings: dict[str, float]) -> None:
         """After a Go to or an Open that reached an open container, the head camera's look into it, fused
         (:mod:`homiebot.agent.looks`); timed as ``look_s``. Nothing when the backend's robot has no head to point."""
-        target = look_target(grounded, state)
+        target = look_target(grounded, state, scene)
         if target is None or not isinstance(self.backend, LooksInto):
             return
         t0 = time.perf_counter()
-        seen = self._call(self.backend.look_at, target)
+        seen = self._call(self.backend.look_at, target.point, target.raise_torso)
         if seen is not None:
             knowledge.glance(seen, state)
         timings["look_s"] = time.perf_counter() - t0

@@ -426,7 +426,7 @@ class ConceptGraphBuilder:
             geo = max(geo, _centroid_similarity(det, track, cfg.min_object_size))
         return _Similarity(voxels, shape, geo, self.label_similarity(det.label.category, track.label))
 
-    def _fuses(self, sim: _Similarity, merge: bool = False) -> bool:
+    def _fuses(self, sim: _Similarity, merge: bool = False, furniture: bool = False) -> bool:
         cfg = self.config
         if sim.geo < cfg.min_geometric:
             return False
@@ -434,7 +434,10 @@ class ConceptGraphBuilder:
         # must not merge two differently labelled things. Between two nodes (the merge pass), each with its own
         # label vote, only coinciding voxels count: boxes are a poor witness there (an opened fridge's box, grown
         # by its swung door, holds the whole fruit-bowl stand beside it, and the stand's node would swallow it).
-        blind = sim.voxels if merge else sim.shape
+        # So too for a furniture detection: furniture stands side by side, and a kitchen counter's view cut by the
+        # image's edge lies against the fridge it abuts (the edge rule and the boxes say 1.0, its voxels 0.02):
+        # fused label-blind, the counter was lost in the fridge's node and the expert, finding no counter, ended.
+        blind = sim.voxels if merge or furniture else sim.shape
         return sim.geo + sim.sem >= cfg.match_threshold or blind >= cfg.geometric_override
 
     def _near(self, det: _Detection, tracks: list[_Track]) -> list[_Track]:
@@ -465,7 +468,8 @@ class ConceptGraphBuilder:
                 best_moved = (sem, track)
         for track in self._near(det, [t for t in same_kind if t.node_id not in self._moved]):
             sim = self._similarity(det, track)
-            if self._fuses(sim) and (best is None or sim.geo + sim.sem > best[0]):
+            furniture = det.label.kind is EntityKind.FURNITURE
+            if self._fuses(sim, furniture=furniture) and (best is None or sim.geo + sim.sem > best[0]):
                 best = (sim.geo + sim.sem, track)
         if best is not None:
             return best[1]

@@ -165,10 +165,10 @@ class SupportsClock(Protocol):
 class SupportsHeadLook(Protocol):
     """A robot that can point a head camera: raise its torso, turn its head towards a point and take one view."""
 
-    def look_at(self, target: tuple[float, float, float]) -> Observation | None:
-        """Raise the torso, point the head camera at ``target`` (map frame, m), take its view, and put the torso
-        and head back as they were; the observation holds that one view (None when nothing renders). The time the
-        joints take is the simulated clock's."""
+    def look_at(self, target: tuple[float, float, float], raise_torso: bool = True) -> Observation | None:
+        """Raise the torso (when ``raise_torso``), point the head camera at ``target`` (map frame, m), take its view,
+        and put the torso and head back as they were; the observation holds that one view (None when nothing
+        renders). The time the joints take is the simulated clock's."""
 
 
 @runtime_checkable

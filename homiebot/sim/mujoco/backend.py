@@ -413,12 +413,13 @@ class MujocoSimulator:
             sim_time=self.sim_time,
         )
 
-    def look_at(self, target: tuple[float, float, float]) -> Observation | None:
+    def look_at(self, target: tuple[float, float, float], raise_torso: bool = True) -> Observation | None:
         """The head camera's view of ``target`` (:class:`homiebot.sim.base.SupportsHeadLook`): the torso goes up
-        to its top, the head pans and tilts to point the camera at ``target`` (:func:`robot.head_angles`), one view
-        is rendered, and the torso and head go back. The joints are written and restored kinematically (the physics'
-        state is left as it was: nothing is stepped), and the clock advances by the time Fetch's joints take at
-        their velocity limits, there and back. None without a renderer, or for the human."""
+        to its top (when ``raise_torso``; else it stays where it is), the head pans and tilts to point the camera
+        at ``target`` (:func:`robot.head_angles`), one view is rendered, and the torso and head go back. The joints
+        are written and restored kinematically (the physics' state is left as it was: nothing is stepped), and the
+        clock advances by the time Fetch's joints take at their velocity limits, there and back. None without a
+        renderer, or for the human."""
         self._require_spec()
         compiled, data = self._compiled, self._data
         assert compiled is not None and data is not None
@@ -430,7 +431,7 @@ class MujocoSimulator:
         joints = ("torso_lift", "head_pan", "head_tilt")
         before = {j: float(data.qpos[q[j]]) for j in joints}
         robot = self._robot
-        torso = robot_model.TORSO_RANGE[1]
+        torso = robot_model.TORSO_RANGE[1] if raise_torso else before["torso_lift"]
         pan, tilt = robot_model.head_angles((robot.x, robot.y, robot.yaw), torso, target)
         for joint, value in zip(joints, (torso, pan, tilt), strict=True):
             data.qpos[q[joint]] = value
