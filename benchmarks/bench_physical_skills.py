@@ -2,7 +2,14 @@
 ``--skills physical`` (noiseless, run 0 of each task), success, every failed skill attempt by cause, episode time and
 the physics' real-time factor.
 
-Run: ``.venv/bin/python -m benchmarks.bench_physical_skills [--split all|train|test] [--limit N] [--out FILE]``
+Run: ``.venv/bin/python -m benchmarks.bench_physical_skills [--split all|train|test] [--limit N] [--out FILE]
+[--articulation oracle|physical|both] [--from FILE]``
+
+``--articulation`` sets how the physical skill set runs Open and Close (``PhysicalSkillSet(articulation=...)``,
+homiebot/skills/physical/articulation.py; the run config and the CLI do not expose it): "oracle" (the default, the
+skill set's default), "physical" (the arm moves the door or drawer), or "both" (each task runs the physical skills
+twice, once each way, after the oracle skills; the rows are then labelled ``physical`` and ``physical+arm``). The
+Open/Close line counts every Open and Close attempt per setting, and its failures by cause.
 
 * SR: episodes whose goal check holds, per setting;
 * causes: each failed attempt of a physical skill, classified from the skill's message (the executor logs each
@@ -24,6 +31,7 @@ Both settings run in this process, one task after the other, so the ratio is mea
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import logging
 import re
@@ -40,6 +48,7 @@ from rich.table import Table
 from homiebot.agent.build import build_episode
 from homiebot.config.run import RunConfig
 from homiebot.skills.physical import PhysicalSkillSet
+from homiebot.skills.physical import skillset as physical_skillset
 from homiebot.tasks.suite import load_suite
 
 #: Failure causes, first match wins (the physical skills' messages: homiebot/skills/physical/*.py).
@@ -91,10 +100,26 @@ class Outcome:
     physics_wall_s: float = 0.0
     failures: list[tuple[str, str, str, str]] = field(default_factory=list)
     subtasks: list[tuple[str, str]] = field(default_factory=list)
+    #: How the physical skill set ran Open and Close ("oracle" or "physical"); "" for the oracle skills.
+    articulation: str = ""
+
+    @property
+    def setting(self) -> str:
+        return "physical+arm" if self.mode == "physical" and self.articulation == "physical" else self.mode
 
 
-def run_one(task: str, mode: str, attempts: _Attempts, render: bool = False) -> Outcome:
+def run_one(task: str, mode: str, attempts: _Attempts, render: bool = False, articulation: str = "oracle") -> Outcome:
     config = RunConfig.model_validate({"task": task, "skills": {"mode": mode}, "simulator": {"render": render}})
+    # The physical skill set reads its default Open/Close setting when it is built (inside the episode's factory).
+    default = physical_skillset.ARTICULATION
+    physical_skillset.ARTICULATION = articulation
+    try:
+        return _run(task, mode, config, attempts, articulation if mode == "physical" else "")
+    finally:
+        physical_skillset.ARTICULATION = default
+
+
+def _run(task: str, mode: str, config: RunConfig, attempts: _Attempts, articulation: str) -> Outcome:
     episode = build_episode(config)
     made = []
     factory = episode.skills
@@ -121,6 +146,7 @@ def run_one(task: str, mode: str, attempts: _Attempts, render: bool = False) -> 
         physics_wall_s=driver.physics_wall_s if driver is not None else 0.0,
         failures=list(attempts.failures),
         subtasks=[(r.subtask_text, r.feedback.code.value) for r in trajectory.rounds],
+        articulation=articulation,
     )
 
 
@@ -131,6 +157,10 @@ def main() -> None:
     parser.add_argument("--tasks", default="", help="comma-separated task ids (default: the suite's)")
     parser.add_argument("--out", type=Path, default=None, help="write every outcome as JSON here")
     parser.add_argument("--render", action="store_true", help="render the four views every round (a user's run)")
+    parser.add_argument("--from", dest="from_file", type=Path, default=None,
+                        help="print the tables of an earlier run's --out file instead of running")
+    parser.add_argument("--articulation", default="oracle", choices=("oracle", "physical", "both"),
+                        help="how the physical skill set runs Open and Close (module docstring)")
     args = parser.parse_args()
     logging.basicConfig(level=logging.WARNING)
     attempts = _Attempts()
@@ -144,29 +174,51 @@ def main() -> None:
         tasks = args.tasks.split(",")
     if args.limit:
         tasks = tasks[: args.limit]
+    if args.from_file is not None:
+        saved = json.loads(args.from_file.read_text())
+        keys = {f.name for f in dataclasses.fields(Outcome)}
+        summarise([Outcome(**{k: v for k, v in o.items() if k in keys}) for o in saved], args.render)
+        return
     outcomes: list[Outcome] = []
+    articulations = ("oracle", "physical") if args.articulation == "both" else (args.articulation,)
     for task in track(tasks, description="episodes"):
-        for mode in ("oracle", "physical"):
-            outcomes.append(run_one(task, mode, attempts, render=args.render))
+        outcomes.append(run_one(task, "oracle", attempts, render=args.render))
+        for articulation in articulations:
+            outcomes.append(run_one(task, "physical", attempts, render=args.render, articulation=articulation))
     if args.out is not None:
         args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.write_text(json.dumps([o.__dict__ for o in outcomes], indent=1))
+        args.out.write_text(json.dumps([{**o.__dict__, "setting": o.setting} for o in outcomes], indent=1))
+    summarise(outcomes, args.render)
 
+
+def summarise(outcomes: list[Outcome], render: bool = False) -> None:
+    """The tables (module docstring) for ``outcomes``."""
+    tasks = list(dict.fromkeys(o.task for o in outcomes))
     console = Console()
-    views = ", views rendered" if args.render else ""
+    views = ", views rendered" if render else ""
     table = Table(title=f"expert on EMMOE-100 ({len(tasks)} tasks, run 0, noiseless{views}): oracle vs physical skills")
     for column in ("skills", "SR", "episode wall median s", "episode wall mean s", "sim s mean", "rounds mean"):
         table.add_column(column, justify="right")
     walls = {}
-    for mode in ("oracle", "physical"):
-        mine = [o for o in outcomes if o.mode == mode]
-        walls[mode] = [o.wall_s for o in mine]
-        table.add_row(mode, f"{100 * sum(o.success for o in mine) / len(mine):.1f}",
-                      f"{statistics.median(walls[mode]):.2f}", f"{statistics.mean(walls[mode]):.2f}",
+    settings = list(dict.fromkeys(o.setting for o in outcomes))
+    for setting in settings:
+        mine = [o for o in outcomes if o.setting == setting]
+        walls[setting] = [o.wall_s for o in mine]
+        table.add_row(setting, f"{100 * sum(o.success for o in mine) / len(mine):.1f}",
+                      f"{statistics.median(walls[setting]):.2f}", f"{statistics.mean(walls[setting]):.2f}",
                       f"{statistics.mean(o.sim_s for o in mine):.1f}", f"{statistics.mean(o.rounds for o in mine):.1f}")
     console.print(table)
-    physical = [o for o in outcomes if o.mode == "physical"]
-    ratio = statistics.mean(walls["physical"]) / statistics.mean(walls["oracle"])
+    for setting in settings:
+        opens = [(o.task, s, code) for o in outcomes if o.setting == setting for (s, code) in o.subtasks
+                 if s.split(" ")[0] in ("Open", "Close") or s.startswith(("[Open", "[Close"))]
+        ok = sum(code == "success" for (_t, _s, code) in opens)
+        failed = Counter(cause_of(status, detail) for o in outcomes if o.setting == setting
+                         for (action, _t, status, detail) in o.failures if action in ("Open", "Close"))
+        console.print(f"{setting}: Open/Close rounds {ok}/{len(opens)} succeeded; failed Open/Close tries by cause: "
+                      f"{dict(failed.most_common())}")
+    arm = "physical+arm" if "physical+arm" in settings and "physical" not in settings else "physical"
+    physical = [o for o in outcomes if o.setting == arm]
+    ratio = statistics.mean(walls[arm]) / statistics.mean(walls["oracle"])
     steps = sum(o.physics_steps for o in physical)
     physics_wall = sum(o.physics_wall_s for o in physical)
     console.print(f"physical / oracle episode wall time (means): x{ratio:.2f}")
