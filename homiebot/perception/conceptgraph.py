@@ -25,7 +25,8 @@ Pipeline per observation (four views):
    have centroids within its radius; two oranges side by side are a diameter apart). Semantic
    similarity is 1 for the same label, else ``label_similarity`` (0 by default). A detection whose geometric
    similarity alone reaches ``geometric_override`` joins the node whatever its label (a misclassification of the
-   same voxels). Otherwise it starts a new node.
+   same voxels; for furniture, which stands side by side, the voxels alone count, not the boxes or the border
+   rule). Otherwise it starts a new node.
 5. **Fusion.** The node's voxel set becomes the union, its label the vote over its detections, its position the
    mean of its voxel centres and its box the extent of the observed points. After each update, nodes that grew
    into each other are merged by the same similarity (ConceptGraphs' periodic merge); the node with more
