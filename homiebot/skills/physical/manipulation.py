@@ -33,7 +33,9 @@ first moves the base to the poses square in front of the opening nearest the obj
 ``interior_max``; a fridge, an opened drawer, a sink) when it has one and is open, else on its top; the spot
 nearest the robot, 8 cm inside the edges and 10 cm from the objects already there. The held object is brought
 2 cm above the surface (its offset from the tool centre read from the world graph's pose of it) from above, released, and the arm retreats up and
-tucks. "Next to" an object puts beside it on that object's receptacle. An object held by its rim is released from
+tucks. The hand holds it rigidly, so an object the Pick took at a slant is released at the slant that sets it down
+the way up it stood, when one reaches (from straight above, a box taken 60 degrees down would land tilted on a
+corner and topple). "Next to" an object puts beside it on that object's receptacle. An object held by its rim is released from
 above only, so that it stands upright, its spot in a sink or drawer far enough in for the hand beside it.
 
 **The base.** When no grasp or release reaches from where the base stands, but the oracle skill would act from there
@@ -109,6 +111,9 @@ PATH_CHECK_STEP = CHECK_STEP
 #: How many grasps (or release approaches), best ranked first, the sampling planner is tried for when the straight
 #: motions to and from every one of them collide: each plan may take the planner's whole budget.
 PLANNED_CANDIDATES = 2
+#: How far (degrees) a release may turn the held object from the way up it stood when the Pick took it and still
+#: count as setting it down as it stood (_upright_first).
+UPRIGHT_TOLERANCE = 10.0
 #: How far (m) past an object's far face the space above the low surface it rests on counts as free (Obstacles.of).
 BEYOND_RESTING = 0.05
 #: How far (m) an object must have moved during a failed Pick for the result to say where it went (_knocked).
@@ -714,9 +719,10 @@ class PhysicalManipulation:
         self._tried_poses: dict[tuple[object, ...], list[Pose2D]] = {}
         # Of those, the ones with no untried pose left: the same skill from one of their poses is refused at once.
         self._exhausted: set[tuple[object, ...]] = set()
-        # The object the last Pick took and its box's points in the tool's frame as the gripper closed on it: the
-        # hand carries it rigidly from there, whatever the world graph's upright pose of it says (_held_points).
-        self._holding: tuple[str, np.ndarray] | None = None
+        # The object the last Pick took, its box's points in the tool's frame as the gripper closed on it and the way
+        # up it stood then (a unit vector, in the tool's frame): the hand carries it rigidly from there, whatever the
+        # world graph's upright pose of it says (_held_points, _up_in_hand).
+        self._holding: tuple[str, np.ndarray, np.ndarray] | None = None
 
     # ------------------------------------------------------------------ skills
 
@@ -772,7 +778,7 @@ class PhysicalManipulation:
             # was planned from) in the frame of the tool as it is now, closed on it.
             tool = self.kinematics.forward(self._current())
             grasped = Outline.of(world.entities[obj], world.robot).sample_points()
-            self._holding = (obj, np.asarray((grasped - tool[:3, 3]) @ tool[:3, :3]))
+            self._holding = (obj, np.asarray((grasped - tool[:3, 3]) @ tool[:3, :3]), tool[:3, :3].T @ (0.0, 0.0, 1.0))
             self._expect(self._move([grasp.lift]), f"lifting {obj}")
             self._expect(self._move(grasp.back), f"carrying {obj}")
         except Planning as failure:
@@ -1120,6 +1126,7 @@ class PhysicalManipulation:
             if inside:  # between a sink's or a drawer's walls, where they leave the hand room first
                 hands = _roomy_first(hands, lambda hand: self._hand_room(world.robot, receptacle, hand_at(hand)))
             releases = [(down, hand) for hand in hands]
+        releases = self._upright_first(releases, self._up_in_hand(held))
         # Releases the arm reaches but the straight motions to or from collide: (the line down, the motion there or
         # None, the motion back or None).
         blocked: list[tuple[list[tuple[float, ...]], list[tuple[float, ...]] | None, list[tuple[float, ...]] | None]] = []
@@ -1380,6 +1387,31 @@ class PhysicalManipulation:
             return self._holding[1].copy()
         tool = self.kinematics.forward(self._current())
         return np.asarray((Outline.of(held, world.robot).sample_points() - tool[:3, 3]) @ tool[:3, :3])
+
+    def _up_in_hand(self, held: EntityState) -> np.ndarray | None:
+        """The way up ``held`` stood when this Pick took it, in the tool's frame (a unit vector); None for an object in
+        the hand from elsewhere (a learned Pick's), whose pose in the hand is not known: the world graph keeps it
+        upright whatever the tool's tilt now (the tuck's)."""
+        if self._holding is not None and self._holding[0] == held.name:
+            return self._holding[2].copy()
+        return None
+
+    def _upright_first(self, releases: list[tuple[np.ndarray, np.ndarray]], up: np.ndarray | None
+                       ) -> list[tuple[np.ndarray, np.ndarray]]:
+        """``releases`` (approach, closing direction) with those that set the held object down the way up it stood
+        (``up``: :meth:`_up_in_hand`; within UPRIGHT_TOLERANCE) first, when the first does not; else (and when ``up``
+        is not known) as they are. The hand holds the object rigidly, so a release turns it as the tool turns from
+        its pose at the grasp: an object taken 60 degrees down and released from straight above comes down tilted
+        30 degrees on a corner and topples (emmoe-056's 21 cm box, off the table's edge); released 60 degrees down it
+        stands as it stood."""
+        if up is None or not releases:
+            return releases
+        level = math.cos(math.radians(UPRIGHT_TOLERANCE))
+        upright = [float((tool_pose((0.0, 0.0, 0.0), *release)[:3, :3] @ up)[2]) >= level for release in releases]
+        if upright[0]:
+            return releases
+        order = sorted(range(len(releases)), key=lambda i: not upright[i])  # stable: in their order otherwise
+        return [releases[i] for i in order]
 
     def _back_to_tuck(self, obstacles: Obstacles, held: np.ndarray | None,
                       via: Sequence[Sequence[float]] = ()) -> str | None:
