@@ -29,9 +29,14 @@ drive there; plan the grasp (a pre-grasp 12 cm out from the handle, then straigh
 IK; open the gripper, go in, close it on the handle, follow the waypoints in one trajectory, open the gripper, back
 out and tuck. When the arm does not reach all the way, the next segment moves the base and grasps again, as a robot
 opens a wide fridge door in two or three pulls (MAX_SEGMENTS). Close is the same, backwards: the door's handle (or
-the drawer's, where the world graph's interior says the tray stands) held and pushed back along the path. A segment
-after the first that fails leaves the skill done when the world graph already says what was asked ("part of the
-way", with why it went no further).
+the drawer's, where the world graph's interior says the tray stands) held and pushed back along the path. The path's
+waypoints are checked against the world graph's boxes (all but the moved piece's own, and what the arm already
+comes near at the grasp) and it ends before the first one the arm would sweep into (a fruit bowl on the counter
+beside a fridge); the next segment comes from another base pose. A segment that fails leaves the skill done when the
+world graph already says what was asked ("part of the way", with why it went no further): it said the opposite
+when the skill began, so the arm moved it. A push on a hinge side no grasp confirmed (a door found open, its side
+guessed) that goes all the way while the world graph says the door did not go along is taken for the wrong side's,
+and the skill starts again on the other side.
 
 On the embedded simulator the grasp of a handle is
 :class:`~homiebot.sim.mujoco.physical.FingerContactAttachment`: a weld between the gripper and the door's or
@@ -107,6 +112,8 @@ REGRASP_OFFSET = 0.08
 PREGRASP = 0.12
 #: Horizontal distance (m) from the base's centre within which the arm is tried on a waypoint.
 REACH_MIN, REACH_MAX = 0.3, 0.85
+#: Horizontal distance (m) from the base's centre within which the grasp is taken from the poses tried first.
+GRASP_REACH = 0.75
 #: Base poses tried per segment, and segments per skill.
 POSES_TRIED = 6
 MAX_SEGMENTS = 4
@@ -114,6 +121,8 @@ MAX_SEGMENTS = 4
 SWEEP_CLEARANCE = 0.06
 #: Seconds per waypoint along the handle's path at least (a slow, steady pull).
 PULL_STEP_TIME = 0.35
+#: How many boxes the arm may already come near at the grasp and still have the path checked against the rest.
+PATH_IGNORED = 4
 
 
 @dataclass(frozen=True)
@@ -321,8 +330,11 @@ class PhysicalArticulation:
             travelled = self._pull(piece, opening, entity)
         except _Failed as failure:
             self._tuck_back()
-            if bool(self.world().entities[target].is_open) == opening and failure.moved:
-                # Far enough for the world graph, not as far as planned: done, and the planner is told how far.
+            if bool(self.world().entities[target].is_open) == opening:
+                # Far enough for the world graph, not as far as planned: done, and the planner is told how far. The
+                # graph said the opposite when the skill began, so the arm moved it, in this segment or an earlier
+                # one (a first push stopped by something at 0.38 rad has shut a fridge door as far as the graph's
+                # half-range threshold tells).
                 return SkillResult(SkillStatus.SUCCESS, f"{'opened' if opening else 'closed'} {target} with the gripper, "
                                    f"part of the way ({failure.detail})", travelled)
             return SkillResult(failure.status, f"{verb} {target} failed: {failure.detail}")
@@ -352,11 +364,16 @@ class PhysicalArticulation:
             start = (remembered[1] if remembered else DOOR_NOMINAL_ANGLE) if not opening else 0.0
             goal, step = (DOOR_OPEN_ANGLE if opening else 0.0), DOOR_STEP
             sides = [remembered[0]] if remembered else self._sides_likely_first(piece, entity)
+            # A side is known once a grasp closed on the door's handle or edge there (or the skill remembers it);
+            # until then a push that moved nothing is taken for the wrong side's (below).
+            confirmed = remembered is not None
             if not opening:
                 # Shut by its free edge, held between the fingers: the handle of a door opened square faces the
                 # side it is hinged on, often a wall.
                 piece = dataclasses.replace(piece, grip="edge")
         done_at = goal - 0.05 * abs(goal - start) if opening else start * CLOSED_FRACTION
+        first_piece, first_start = piece, start
+        wrong: set[int] = set()  # hinge sides a push showed to be wrong
         q = start
         travelled = 0.0
         for segment in range(MAX_SEGMENTS):
@@ -374,7 +391,13 @@ class PhysicalArticulation:
                 # the door's outer face instead.
                 outer = dataclasses.replace(piece, grip="outer")
                 hypotheses += [(outer, side, min(q, DOOR_NOMINAL_ANGLE) + PUSH_LEAD) for side in sides]
+            missed_sides: set[int] = set()
             for variant, side, guess in hypotheses:
+                if variant.grip == "outer" and side in missed_sides and not confirmed:
+                    # The fingers closed on nothing where this side's door would have its edge: the door does not
+                    # hang there, and a push along that side's arc would move air (apartment_7's fridge: the hand
+                    # "closed" it from 1.6 to 0.95 rad on the side its grasps had missed, the door still at 1.6).
+                    continue
                 try:
                     plan = self._segment(variant, guess, goal, step, side)
                 except _Failed as failure:
@@ -382,6 +405,7 @@ class PhysicalArticulation:
                     failure.moved = segment > 0
                     if "grasp missed" in failure.detail:
                         missed.append(failure.detail)
+                        missed_sides.add(side)
                     else:
                         other = failure
                     continue
@@ -401,8 +425,22 @@ class PhysicalArticulation:
                 at = min(reached + DOOR_COAST, DOOR_NOMINAL_ANGLE) if piece.grip == "inner" else reached
                 self._memory[piece.name] = (sides[0], at)
             logger.info("%s: handle moved from %.2f to %.2f (goal %.2f)", piece.name, q, reached, goal)
+            if not piece.drawer and not piece.push:
+                confirmed = True  # the fingers closed on the handle or the edge on this side
             if (opening and reached >= done_at) or (not opening and reached <= done_at):
-                return travelled  # the world graph tells whether the door or drawer went along (_articulate)
+                done = bool(self.world().entities[piece.name].is_open) == opening
+                if done or piece.drawer or confirmed or wrong:
+                    return travelled  # the world graph tells whether the door or drawer went along (_articulate)
+                # The hand went all the way along a push on a side no grasp confirmed and the world graph says the
+                # door did not go along (apartments 5 and 6: a fridge found open at reset, pushed on the side hinged
+                # by its wall): the door hangs the other way. Start again there.
+                wrong.add(sides[0])
+                self._memory.pop(piece.name, None)
+                logger.info("%s: the push on side %d moved nothing the world graph sees; trying the other side",
+                            piece.name, sides[0])
+                sides = [s for s in (1, -1) if s not in wrong]
+                piece, start, q = first_piece, first_start, first_start
+                continue
             if self._slipped:
                 failed = _Failed(SkillStatus.EXECUTION_FAILED,
                                  f"the handle slipped out of the gripper while moving the {'drawer' if piece.drawer else 'door'}")
@@ -535,7 +573,11 @@ class PhysicalArticulation:
             reach[:, i] = clear & (distance >= REACH_MIN) & (distance <= REACH_MAX)
         count = np.argmin(np.hstack([reach, np.zeros((len(grid), 1), dtype=bool)]), axis=1)
         base = self.driver.base_pose()
-        order = np.lexsort((np.hypot(grid[:, 0] - base.x, grid[:, 1] - base.y), -count))
+        # Poses whose grasp (the first target) lies within GRASP_REACH first: one that reaches the most of the path
+        # by distance has the grasp at the edge of REACH_MAX, where no arm configuration takes a door's low free
+        # edge (apartments 5-7's fridges, found open: every pose tried stood 0.8 m from the edge).
+        far = np.linalg.norm(grid - handles[0], axis=1) > GRASP_REACH
+        order = np.lexsort((np.hypot(grid[:, 0] - base.x, grid[:, 1] - base.y), -count, far))
         poses = []
         approach = piece.handle(targets[0], side)[1]
         for i in order:
@@ -573,10 +615,18 @@ class PhysicalArticulation:
             return None
         path: list[tuple[float, ...]] = []
         previous = np.asarray(grasp.positions)
+        along = self._path_obstacles(piece, base, grasp.positions)
         for q in targets[1:]:
             p, a, c = piece.handle(q, side)
             solution = self.kinematics.solve(self._in_base(base, tool_pose(p, a, c)), [previous])
             if not solution.converged or np.max(np.abs(np.asarray(solution.positions) - previous)) > 0.8:
+                break
+            if not self.manipulation._segment_clear(tuple(previous), solution.positions, along):  # noqa: SLF001
+                # The arm would sweep into something the world graph has (emmoe-051's fruit bowl beside the fridge,
+                # which stopped the arm mid-push): the path ends before it, and the next segment comes from another
+                # base pose.
+                logger.debug("%s: the path stops at %.2f, before the arm meets %s", piece.name, q,
+                             self.manipulation._arm_hit(along, solution.positions))  # noqa: SLF001
                 break
             path.append(solution.positions)
             previous = np.asarray(solution.positions)
@@ -698,6 +748,27 @@ class PhysicalArticulation:
                 continue
             extra += [(other.name + "/door", lo, hi) for lo, hi in navigation.door_leaf_slabs(other, front)]
         return dataclasses.replace(obstacles, base=base or obstacles.base, boxes=obstacles.boxes + tuple(extra))
+
+    def _path_obstacles(self, piece: _Piece, base: Pose2D, grasp: Sequence[float]) -> Obstacles:
+        """What the arm must keep clear of along the handle's path, seen from ``base``: the world graph's boxes but
+        the moved piece's own (the hand works at its front) and whatever the arm already comes near at the grasp
+        (a neighbouring counter within the margin of a handle by the piece's side: the path starts there by
+        design); walls likewise. The leaves of other opened doors are left out: where they stand is a guess
+        (:meth:`_obstacles`), and physics stops the arm if one is there."""
+        world = self.world()
+        ignore = {piece.name}
+        obstacles = dataclasses.replace(Obstacles.of(world, ignore), base=base)
+        for _ in range(PATH_IGNORED):
+            touched = self.manipulation._arm_hit(obstacles, grasp)  # noqa: SLF001 (the package's own)
+            if touched is None:
+                break
+            if touched in world.entities:
+                ignore.add(touched)
+                obstacles = dataclasses.replace(Obstacles.of(world, ignore), base=base, rooms=obstacles.rooms)
+            else:  # a wall, or a part of a piece (a drawer's front): the walls stay out of the check
+                ignore.add(touched.split("/")[0])
+                obstacles = dataclasses.replace(Obstacles.of(world, ignore), base=base, rooms=())
+        return obstacles
 
     def _reach(self, goal: Sequence[float], doing: str) -> None:
         """From where the arm is to ``goal`` by a motion clear of the world graph's boxes (Pick's planner), and of
