@@ -211,7 +211,7 @@ def summarise(outcomes: list[Outcome], render: bool = False) -> None:
     for setting in settings:
         opens = [(o.task, s, code) for o in outcomes if o.setting == setting for (s, code) in o.subtasks
                  if s.split(" ")[0] in ("Open", "Close") or s.startswith(("[Open", "[Close"))]
-        ok = sum(code == "success" for (_t, _s, code) in opens)
+        ok = sum(code == "OK" for (_t, _s, code) in opens)  # ErrorCode.OK
         failed = Counter(cause_of(status, detail) for o in outcomes if o.setting == setting
                          for (action, _t, status, detail) in o.failures if action in ("Open", "Close"))
         console.print(f"{setting}: Open/Close rounds {ok}/{len(opens)} succeeded; failed Open/Close tries by cause: "
