@@ -108,15 +108,16 @@ def test_the_handle_path_stops_before_a_box_the_arm_would_sweep_into(sim, monkey
     # apartment_7's fridge: the push that shut its door swept the arm into the fruit bowl on the counter beside it
     # ("the arm stopped while pushing the door ... blocked: fruit_bowl"). The path is now checked against the world
     # graph's boxes (all but the fridge's own) and ends before the first waypoint that would meet one. Here a small
-    # box stands where the hand would be half-way along emmoe-001's fridge door's opening arc.
+    # box stands where the hand would be half-way along emmoe-001's fridge door's closing arc, held by its free edge.
     task = get_task("emmoe-001")
     sim.reset(task.scene, seed=task.seed)
     skills = PhysicalSkillSet(sim, articulation="physical")
     art = skills.articulation
     world = art.world()
-    piece = articulation.piece_of(world, world.entities["fridge"])
-    assert piece is not None
-    targets = art._path(piece, 0.0, articulation.DOOR_OPEN_ANGLE, articulation.DOOR_STEP)
+    model = articulation.piece_of(world, world.entities["fridge"])
+    assert model is not None
+    piece = dataclasses.replace(model, grip="edge")
+    targets = art._path(piece, articulation.DOOR_NOMINAL_ANGLE, 0.0, articulation.DOOR_STEP)
     planned = None
     for pose, count in art._base_poses(world, piece, targets, 1)[: articulation.POSES_TRIED]:
         planned = art._plan(piece, targets[:count], 1, pose)
@@ -220,3 +221,20 @@ def test_a_close_stopped_on_the_way_is_done_when_the_world_graph_says_closed(sim
     closed = skills.run(Action.CLOSE, "oracle", "kitchen_drawer")
     assert closed.success, closed.detail
     assert "part of the way" in closed.detail
+
+
+def test_the_base_poses_tried_first_have_the_grasp_within_reach(sim):
+    # apartment_7's fridge found open, shut by its free edge (low, 0.45 m up): the poses that reach most of the arc
+    # by distance stood 0.8 m from the edge, where no arm configuration takes it, and were all the skill tried. Those
+    # whose grasp lies within GRASP_REACH now come first (here one place, at two headings).
+    task = get_task("emmoe-051")
+    sim.reset(task.scene, seed=task.seed)
+    skills = PhysicalSkillSet(sim, articulation="physical")
+    art = skills.articulation
+    world = art.world()
+    piece = dataclasses.replace(articulation.piece_of(world, world.entities["fridge"]), grip="edge")
+    targets = art._path(piece, articulation.DOOR_NOMINAL_ANGLE, 0.0, articulation.DOOR_STEP)
+    poses = art._base_poses(world, piece, targets, 1)
+    edge = piece.handle(targets[0], 1)[0]
+    first = [math.hypot(p.x - edge[0], p.y - edge[1]) for p, _count in poses[: articulation.POSES_TRIED]]
+    assert first and first[0] <= articulation.GRASP_REACH + 1e-9, first  # before: 0.80 m

@@ -112,7 +112,7 @@ REGRASP_OFFSET = 0.08
 PREGRASP = 0.12
 #: Horizontal distance (m) from the base's centre within which the arm is tried on a waypoint.
 REACH_MIN, REACH_MAX = 0.3, 0.85
-#: Horizontal distance (m) from the base's centre within which the grasp is taken from the poses tried first.
+#: Horizontal distance (m) from the base's centre within which a door's free edge is taken from the poses tried first.
 GRASP_REACH = 0.75
 #: Base poses tried per segment, and segments per skill.
 POSES_TRIED = 6
@@ -576,7 +576,9 @@ class PhysicalArticulation:
         # Poses whose grasp (the first target) lies within GRASP_REACH first: one that reaches the most of the path
         # by distance has the grasp at the edge of REACH_MAX, where no arm configuration takes a door's low free
         # edge (apartments 5-7's fridges, found open: every pose tried stood 0.8 m from the edge).
-        far = np.linalg.norm(grid - handles[0], axis=1) > GRASP_REACH
+        # Only for the free edge: the handle's grasps were found from the old order (first by count), and the new
+        # one left apartment_7's fridge Open without a reachable handle.
+        far = (np.linalg.norm(grid - handles[0], axis=1) > GRASP_REACH) if piece.grip == "edge" else np.zeros(len(grid), bool)
         order = np.lexsort((np.hypot(grid[:, 0] - base.x, grid[:, 1] - base.y), -count, far))
         poses = []
         approach = piece.handle(targets[0], side)[1]
@@ -615,13 +617,16 @@ class PhysicalArticulation:
             return None
         path: list[tuple[float, ...]] = []
         previous = np.asarray(grasp.positions)
-        along = self._path_obstacles(piece, base, grasp.positions)
+        # Checked for the door's free edge and the pushes (where the arm sweeps wide of the door: apartment_7's
+        # fruit bowl); a handle's pull is not, as before (the check emptied apartment_7's fridge Open).
+        along = self._path_obstacles(piece, base, grasp.positions) if piece.grip != "handle" else None
         for q in targets[1:]:
             p, a, c = piece.handle(q, side)
             solution = self.kinematics.solve(self._in_base(base, tool_pose(p, a, c)), [previous])
             if not solution.converged or np.max(np.abs(np.asarray(solution.positions) - previous)) > 0.8:
                 break
-            if not self.manipulation._segment_clear(tuple(previous), solution.positions, along):  # noqa: SLF001
+            if along is not None and not self.manipulation._segment_clear(tuple(previous), solution.positions,  # noqa: SLF001
+                                                                          along):
                 # The arm would sweep into something the world graph has (emmoe-051's fruit bowl beside the fridge,
                 # which stopped the arm mid-push): the path ends before it, and the next segment comes from another
                 # base pose.
