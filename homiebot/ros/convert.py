@@ -123,6 +123,11 @@ def point(values: Sequence[float]) -> Point:
     return Point(x=x, y=y, z=z)
 
 
+def vector(values: Sequence[float]) -> Vector3:
+    x, y, z = (float(v) for v in values)
+    return Vector3(x=x, y=y, z=z)
+
+
 def point_tuple(p: Point) -> tuple[float, float, float]:
     return (p.x, p.y, p.z)
 
@@ -324,7 +329,7 @@ def entity_to_msg(entity: EntityState) -> EntityStateMsg:
         interior_min=point(entity.interior_min or (0.0, 0.0, 0.0)),
         interior_max=point(entity.interior_max or (0.0, 0.0, 0.0)),
         has_box=entity.half_extents is not None,
-        half_extents=Vector3(**dict(zip("xyz", map(float, entity.half_extents or (0.0, 0.0, 0.0)), strict=True))),
+        half_extents=vector(entity.half_extents or (0.0, 0.0, 0.0)),
         yaw_known=entity.half_extents is not None and entity.yaw is not None,
         yaw=float(entity.yaw or 0.0),
         wall_thickness=float(entity.wall_thickness or 0.0),
@@ -644,7 +649,7 @@ def world_graph_markers(export, seconds: float = 0.0):
         box = Marker(header=stamp, ns=f"graph/{node.kind}", id=index, type=Marker.CUBE, action=Marker.ADD)
         box.pose.position = point(centre)
         box.pose.orientation.w = 1.0
-        box.scale = Vector3(x=float(size[0]), y=float(size[1]), z=float(size[2]))
+        box.scale = vector(size)
         box.color = ColorRGBA(r=r, g=g, b=b, a=a)
         label = Marker(header=stamp, ns=f"labels/{node.kind}", id=index, type=Marker.TEXT_VIEW_FACING, action=Marker.ADD)
         label.pose.position = point((centre[0], centre[1], max(hi[2], node.position[2]) + 0.15))

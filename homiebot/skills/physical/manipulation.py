@@ -738,7 +738,9 @@ class PhysicalManipulation:
             return None
         return self._back_to_tuck(Obstacles.of(world, set()), self._held_points(world))
 
-    def pick(self, world: WorldState, obj: str) -> SkillResult:
+    def _pick_refusal(self, world: WorldState, obj: str) -> tuple[EntityState, Outline] | SkillResult:
+        """The object and its outline, or pick's refusal known before the arm moves (no such object, one no grasp
+        fits, one out of reach from every pose tried before)."""
         entity = world.entities.get(obj)
         if entity is None or entity.kind is not EntityKind.OBJECT:
             return _result(SkillStatus.NOT_FOUND, f"{obj} is not an object in the world graph")
@@ -749,16 +751,24 @@ class PhysicalManipulation:
             # from any base pose; another try cannot change that.
             return SkillResult(SkillStatus.EXECUTION_FAILED, refused, retryable=False)
         known = self._out_of_reach_everywhere(world, "pick", obj)
-        if known is not None:
-            return known
+        return known if known is not None else (entity, outline)
+
+    def _grasp_plan_of(self, obj: str) -> Callable[[WorldState], PhysicalManipulation._Grasp]:
+        """The grasp plan of ``obj`` in a world (after a reposition: :meth:`_reposition`)."""
+        return lambda w: self._grasp_plan(w, w.entities[obj], Outline.of(w.entities[obj], w.robot))
+
+    def pick(self, world: WorldState, obj: str) -> SkillResult:
+        checked = self._pick_refusal(world, obj)
+        if isinstance(checked, SkillResult):
+            return checked
+        entity, outline = checked
         moved, travelled = "", 0.0
         self._holding = None
         try:
             try:
                 grasp = self._grasp_plan(world, entity, outline)
             except Unreachable as unreachable:
-                repositioned = self._reposition(world, "pick", obj, unreachable, lambda w: self._grasp_plan(
-                    w, w.entities[obj], Outline.of(w.entities[obj], w.robot)))
+                repositioned = self._reposition(world, "pick", obj, unreachable, self._grasp_plan_of(obj))
                 world, travelled, moved = repositioned.world, repositioned.travelled, repositioned.moves
                 grasp = repositioned.plan
             self._gripper(grasp.open_gap)
@@ -795,23 +805,16 @@ class PhysicalManipulation:
         when no grasp reaches from where it stands (:meth:`_reposition`). Returns the world from there, pick's words for
         the move ("" when none) and the metres the base travelled, or the failure pick would report. A learned Pick
         (homiebot/skills/learned_skill.py) runs its policy from there, as the recorded demonstrations started there."""
-        entity = world.entities.get(obj)
-        if entity is None or entity.kind is not EntityKind.OBJECT:
-            return _result(SkillStatus.NOT_FOUND, f"{obj} is not an object in the world graph")
-        outline = Outline.of(entity, world.robot)
-        refused = impossible(outline, obj, self.setup.open_width, self.setup.least_width, self.setup.finger_reach)
-        if refused is not None:
-            return SkillResult(SkillStatus.EXECUTION_FAILED, refused, retryable=False)
-        known = self._out_of_reach_everywhere(world, "pick", obj)
-        if known is not None:
-            return known
+        checked = self._pick_refusal(world, obj)
+        if isinstance(checked, SkillResult):
+            return checked
+        entity, outline = checked
         try:
             try:
                 self._grasp_plan(world, entity, outline)
                 return world, "", 0.0
             except Unreachable as unreachable:
-                repositioned = self._reposition(world, "pick", obj, unreachable, lambda w: self._grasp_plan(
-                    w, w.entities[obj], Outline.of(w.entities[obj], w.robot)))
+                repositioned = self._reposition(world, "pick", obj, unreachable, self._grasp_plan_of(obj))
                 return repositioned.world, repositioned.moves, repositioned.travelled
         except Planning as failure:
             return SkillResult(failure.result.status, failure.result.detail, failure.travelled, failure.result.retryable)
