@@ -15,15 +15,22 @@ behind hides its seat behind the backrest (emmoe-072's peach). It fuses the obje
 Where to look comes from the map, as the furniture does for the skills (docs/perception.md, "What the skills read"):
 the interior box the semantic map annotates (``EntityState.interior_min`` / ``interior_max``), whether the robot left
 it open, the furniture's box and, with the scene's map, its surfaces' heights; never where an object is.
+
+Through the ROS 2 graph the same look is a robot's joint goals (:func:`look_motion`): the torso up, the head
+pointed, and both back, each a ``control_msgs/FollowJointTrajectory`` goal to the torso and head controllers a
+Fetch has (docs/ros.md, "Looks through the graph"); the perception node fuses the head camera's image.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from typing import NamedTuple
 
+from homiebot.sim.mujoco import robot as robot_model
+from homiebot.sim.robot_driver import JointTrajectory, TrajectoryPoint
 from homiebot.sim.scene import SceneSpec
-from homiebot.types import Action, EntityKind, Subtask, WorldState
+from homiebot.types import Action, EntityKind, Pose2D, Subtask, WorldState
 
 #: The subtasks after which the robot stands at a furniture it may look into.
 LOOK_AFTER = (Action.GO_TO, Action.OPEN)
@@ -71,3 +78,49 @@ def look_target(grounded: Subtask, state: WorldState, scene: SceneSpec | None = 
     c, s = math.cos(spec.pose.yaw), math.sin(spec.pose.yaw)
     point = (spec.pose.x + c * local[0] - s * local[1], spec.pose.y + s * local[0] + c * local[1], top.height)
     return Look(point, high[2] > top.height + RISES_ABOVE)
+
+
+#: The joints a look moves, by the simulator robot's names (``/joint_states``, homiebot/config/robots/sim.yaml): the
+#: torso controller's one joint and the head controller's two (Fetch: ``torso_lift_joint``, ``head_pan_joint``,
+#: ``head_tilt_joint``; docs/robots.md).
+TORSO_JOINT = "torso_lift"
+HEAD_JOINTS = ("head_pan", "head_tilt")
+
+
+class LookMotion(NamedTuple):
+    """A look as joint goals, in the order they are sent: the torso up (None: it stays), the head pointed, the head
+    back, the torso back (None when it did not move)."""
+
+    torso: JointTrajectory | None
+    head: JointTrajectory
+    head_back: JointTrajectory
+    torso_back: JointTrajectory | None
+
+    def goals(self) -> tuple[tuple[str, JointTrajectory], ...]:
+        """(controller, trajectory) in sending order; controller ``torso`` or ``head``."""
+        out = (("torso", self.torso), ("head", self.head), ("head", self.head_back), ("torso", self.torso_back))
+        return tuple((controller, t) for controller, t in out if t is not None)
+
+
+def _move(joints: tuple[str, ...], start: tuple[float, ...], end: tuple[float, ...], speed: float) -> JointTrajectory:
+    """One point at ``end``, reached after the largest joint's travel at ``speed`` (Fetch's URDF velocity limit)."""
+    seconds = max(abs(b - a) for a, b in zip(start, end, strict=True)) / speed
+    return JointTrajectory(joints, (TrajectoryPoint(tuple(float(v) for v in end), seconds),))
+
+
+def look_motion(look: Look, base: Pose2D, joints: Mapping[str, float]) -> LookMotion:
+    """The joint goals that take ``look`` with the simulator's robot standing at ``base`` with ``joints`` (its
+    ``/joint_states``): the torso to the top of its travel first when the look asks for it, then the head's pan and
+    tilt that point its camera at the look's point from that torso height (:func:`robot.head_angles`, what
+    ``MujocoSimulator.look_at`` does in one process), then the head and the torso back where they were.
+
+    Raises:
+        KeyError: ``joints`` lacks the torso or a head joint."""
+    torso_before = float(joints[TORSO_JOINT])
+    head_before = tuple(float(joints[j]) for j in HEAD_JOINTS)
+    torso = robot_model.TORSO_RANGE[1] if look.raise_torso else torso_before
+    pan, tilt = robot_model.head_angles((base.x, base.y, base.yaw), torso, look.point)
+    up = _move((TORSO_JOINT,), (torso_before,), (torso,), robot_model.TORSO_SPEED) if look.raise_torso else None
+    down = _move((TORSO_JOINT,), (torso,), (torso_before,), robot_model.TORSO_SPEED) if look.raise_torso else None
+    return LookMotion(up, _move(HEAD_JOINTS, head_before, (pan, tilt), robot_model.HEAD_SPEED),
+                      _move(HEAD_JOINTS, (pan, tilt), head_before, robot_model.HEAD_SPEED), down)

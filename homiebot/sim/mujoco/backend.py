@@ -452,6 +452,58 @@ class MujocoSimulator:
         return Observation(views=views, instance_names=instance_names, robot_pose=self._robot, held_object=self._held,
                            sim_time=self.sim_time)
 
+    #: The joints the head and torso goals of a look move (the sim bridge's ``/head_controller`` and
+    #: ``/torso_controller``, docs/ros.md "Looks through the graph"), with Fetch's velocity limits.
+    LOOK_JOINTS: dict[str, float] = {"torso_lift": robot_model.TORSO_SPEED, "head_pan": robot_model.HEAD_SPEED,
+                                     "head_tilt": robot_model.HEAD_SPEED}
+
+    def move_look_joints(self, positions: dict[str, float], seconds: float = 0.0) -> dict[str, float]:
+        """Move the torso lift and the head joints to ``positions`` (clamped to their ranges) the way
+        :meth:`look_at` moves them: written kinematically, nothing stepped, the clock advanced by ``seconds`` or by
+        the time the farthest joint takes at its velocity limit, whichever is longer. The positions stay until the
+        next move (the torso's also through the oracle skills' writes); the caller moves them back before a skill
+        runs, as a look does. Returns where the moved joints are.
+
+        Raises:
+            KeyError: a joint other than the torso lift and the head's."""
+        self._require_spec()
+        compiled, data = self._compiled, self._data
+        assert compiled is not None and data is not None
+        ranges = {"torso_lift": robot_model.TORSO_RANGE, "head_pan": robot_model.HEAD_PAN_RANGE,
+                  "head_tilt": robot_model.HEAD_TILT_RANGE}
+        q = compiled.robot_qpos
+        travel = 0.0
+        reached = {}
+        for joint, value in positions.items():
+            speed = self.LOOK_JOINTS[joint]
+            low, high = ranges[joint]
+            target = min(max(float(value), low), high)
+            travel = max(travel, abs(target - float(data.qpos[q[joint]])) / speed)
+            data.qpos[q[joint]] = target
+            reached[joint] = target
+            if joint == "torso_lift":
+                self._torso = target
+        mujoco.mj_kinematics(compiled.model, data)
+        mujoco.mj_camlight(compiled.model, data)
+        self._sim_time += max(float(seconds), travel)
+        return reached
+
+    def head_view(self) -> Observation | None:
+        """The head camera's view where the head and torso are now (one view named :data:`robot.HEAD_CAMERA`, as
+        :meth:`look_at` renders it); None without a renderer, or for the human."""
+        self._require_spec()
+        compiled, data = self._compiled, self._data
+        assert compiled is not None and data is not None
+        if self._renderer is None or self._active == HUMAN_ID:
+            return None
+        model = compiled.model
+        camera = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_CAMERA, robot_model.ROBOT_PREFIX + "cam_" + robot_model.HEAD_CAMERA)
+        groups = {human_model.ROBOT_GROUP: False, human_model.HUMAN_GROUP: True} if compiled.has_human else None
+        views = self._renderer.render(data, {robot_model.HEAD_CAMERA: camera}, groups)
+        instance_names = {i: n for n, i in compiled.instance_ids.items()}
+        return Observation(views=views, instance_names=instance_names, robot_pose=self._robot, held_object=self._held,
+                           sim_time=self.sim_time)
+
     def _camera_ids(self) -> dict[str, int]:
         compiled = self._compiled
         assert compiled is not None
