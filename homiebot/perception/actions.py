@@ -5,6 +5,14 @@ gripper, the opened door may face away), so after a *successful* skill the graph
 arguments alone: pick moves the object to ``held_by`` the agent, put moves it onto/into the place, open/close flip
 ``is_open``. Failed actions change nothing. Both builders call :func:`apply_action`.
 
+The object's box moves with it (:func:`moved_box`), its size kept: on a pick it is centred on the robot's position
+(and travels with it while held), on a put it is set on the middle of the place's top (``on``) or in the middle of the
+place's box (``in``). Until a view shows the object again, that is all the graph knows of where it is; a box left
+where the object was taken from stood for it in the skills' world (emmoe-089: a sponge put in the sink stayed on the
+table there, and the next Put released a bottle on top of the real sponge). Where the object really came to rest only
+a view tells: the look at the place after a Put (:mod:`homiebot.agent.looks`) shows it, and the first sighting of a
+moved object replaces the action's geometry (:class:`homiebot.perception.conceptgraph.ConceptGraphBuilder`).
+
 Put's relation (decided here): ``in`` when the place is a container without a surface, or an open container; ``on``
 otherwise (a closed cabinet with a top, a table, a counter). Image-built furniture knows no interior or surface:
 ``in`` when it is open (the robot opened it to put something inside), ``on`` otherwise. Builders that know the simulator's answer pass
@@ -33,6 +41,16 @@ def place_relation(place: GraphNode) -> Relation:
     if container and (not surface or is_open):
         return Relation.IN
     return Relation.ON
+
+
+def moved_box(node: GraphNode, position: tuple[float, float, float], resting: bool = False) -> tuple[
+        tuple[float, float, float], tuple[float, float, float]]:
+    """``node``'s box, its size kept, moved to ``position``: centred on it, or, when ``resting``, centred on it in x
+    and y with its bottom there (an object set down on a top)."""
+    half = [(b - a) / 2 for a, b in zip(node.bbox_min, node.bbox_max, strict=True)]
+    z = position[2] + half[2] if resting else position[2]
+    return ((position[0] - half[0], position[1] - half[1], z - half[2]),
+            (position[0] + half[0], position[1] + half[1], z + half[2]))
 
 
 def _node_by_name(graph: WorldGraph, name: str, role: str) -> GraphNode:
@@ -68,7 +86,9 @@ def apply_action(
             raise ActionUpdateError(f"cannot pick {node.kind.value} {node.name!r}")
         agent = graph.node(agent_id)
         graph.set_placement(node.id, agent.id, Relation.HELD_BY)
-        graph.update_node(node.id, position=agent.position, states={**node.states, "held": True})
+        low, high = moved_box(node, agent.position)
+        graph.update_node(node.id, position=agent.position, bbox_min=low, bbox_max=high,
+                          states={**node.states, "held": True})
         graph.set_room(node.id, graph.room_of(agent.id))
         return [node.id]
     if act is Action.PUT:
@@ -82,7 +102,8 @@ def apply_action(
         (x0, y0, z0), (x1, y1, z1) = where.bbox_min, where.bbox_max
         # Until the next observation localises it, the object sits at the middle of the top (on) or of the box (in).
         position = ((x0 + x1) / 2, (y0 + y1) / 2, z1 if rel is Relation.ON else (z0 + z1) / 2)
-        graph.update_node(node.id, position=position, states={**node.states, "held": False})
+        low, high = moved_box(node, position, resting=rel is Relation.ON)
+        graph.update_node(node.id, position=position, bbox_min=low, bbox_max=high, states={**node.states, "held": False})
         graph.set_room(node.id, graph.room_of(where.id))
         return [node.id]
     if act in (Action.OPEN, Action.CLOSE):

@@ -57,7 +57,7 @@ from typing import NamedTuple, Protocol
 
 import numpy as np
 
-from homiebot.perception.actions import apply_action
+from homiebot.perception.actions import apply_action, moved_box
 from homiebot.perception.geometry import (
     DEFAULT_MIN_DEPTH,
     Box3,
@@ -635,8 +635,10 @@ class ConceptGraphBuilder:
         for obj in self.graph.nodes(NodeKind.OBJECT):
             place = self.graph.placement(obj.id)
             if place is not None and place[1] is Relation.HELD_BY:
-                # the object travels with the robot: its position is the robot's until it is put down
-                self.graph.update_node(obj.id, position=self.graph.node(ROBOT_ID).position)
+                # the object travels with the robot: its position (and its box) the robot's until it is put down
+                robot = self.graph.node(ROBOT_ID).position
+                low, high = moved_box(obj, robot)
+                self.graph.update_node(obj.id, position=robot, bbox_min=low, bbox_max=high)
                 self.graph.set_room(obj.id, self.graph.room_of(ROBOT_ID))
                 continue
             if obj.id in self._moved:

@@ -174,6 +174,27 @@ def test_action_updates_follow_partnr():
         apply_action(g, "Put", "apple")
 
 
+def test_the_box_follows_the_object_through_pick_and_put():
+    """The box moves with the position, its size kept: a stale box where the object was taken from stood for it in
+    the skills' world (a sponge put in a sink kept its box on the table, and the next Put released onto it)."""
+    g = small_graph()
+    size = [b - a for a, b in zip(g.node("apple").bbox_min, g.node("apple").bbox_max, strict=True)]
+
+    def box():
+        node = g.node("apple")
+        return [pytest.approx(v) for v in (*node.bbox_min, *node.bbox_max)]
+
+    apply_action(g, "Pick", "apple")  # centred on the robot at (2, 2, 0)
+    assert box() == [2.0 - size[0] / 2, 2.0 - size[1] / 2, -size[2] / 2, 2.0 + size[0] / 2, 2.0 + size[1] / 2, size[2] / 2]
+    apply_action(g, "Put", "apple", "sofa")  # on: standing on the middle of the sofa's top (6, 3.5, 0.85)
+    assert box() == [6.0 - size[0] / 2, 3.5 - size[1] / 2, 0.85, 6.0 + size[0] / 2, 3.5 + size[1] / 2, 0.85 + size[2]]
+    apply_action(g, "Pick", "apple")
+    apply_action(g, "Open", "fridge")
+    apply_action(g, "Put", "apple", "fridge")  # in: the middle of the fridge's box (0.55, 0.55, 0.9)
+    assert box() == [0.55 - size[0] / 2, 0.55 - size[1] / 2, 0.9 - size[2] / 2, 0.55 + size[0] / 2, 0.55 + size[1] / 2,
+                     0.9 + size[2] / 2]
+
+
 @pytest.mark.parametrize(
     "affordances, is_open, expected",
     [
