@@ -232,7 +232,10 @@ class EpisodeBackend(Protocol):
 @runtime_checkable
 class LooksInto(Protocol):
     """A backend whose robot can point its head camera (:class:`homiebot.sim.base.SupportsHeadLook`): the loop
-    looks into the container a Go to or an Open reached (:mod:`homiebot.agent.looks`)."""
+    looks into the container a Go to or an Open reached (:mod:`homiebot.agent.looks`) when the episode perceives.
+    A backend whose perception runs elsewhere (the ROS graph's perception node, which fuses the head camera itself)
+    says so with a true ``perception_looks`` attribute: the loop then looks with a knowledge that does not perceive,
+    and ``look_at`` answers None once perception has the view."""
 
     def look_at(self, target: tuple[float, float, float], raise_torso: bool = True) -> Observation | None:
         """The head camera's view of ``target`` (map frame), the torso raised first when asked; None when the robot
@@ -538,7 +541,8 @@ class EpisodeLoop:
                     knowledge.see(world.observation, state)
                     if knowledge.perceives:
                         timings["perceive_s"] = time.perf_counter() - t0
-                if knowledge.perceives and executed is not None and feedback.success and executed.grounded is not None:
+                looks = knowledge.perceives or bool(getattr(self.backend, "perception_looks", False))
+                if looks and executed is not None and feedback.success and executed.grounded is not None:
                     self._look_into(executed.grounded, state, world.scene, knowledge, timings)
         except _BackendTimeout:
             raise

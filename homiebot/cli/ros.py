@@ -365,6 +365,9 @@ def register(app: typer.Typer) -> None:
         if perception != PerceptionMode.OFF:  # the executor grounds through perception's graph (ResolveTarget), as homie run does
             overrides["perception"] = {"builder": perception}
             overrides["executor"] = {"grounder": "perception"}
+            if any(node.name == "sim_bridge" for node in graph.nodes):
+                # Looks on arrival, as homie run takes them with perception (docs/ros.md, "Looks through the graph").
+                planner_overrides["looks"] = True
             if skills == SkillsMode.PHYSICAL.value:  # and the physical skills plan with perception's objects
                 for name in ("nav_executor", "manip_executor"):
                     overrides.setdefault(name, {})["perception_service"] = "/perception/perceive_world"

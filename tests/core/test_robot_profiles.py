@@ -39,7 +39,7 @@ def test_the_builtin_profiles_load():
 
 @pytest.mark.ros  # homiebot.ros.convert imports homie_msgs, built by scripts/setup_ros.sh
 def test_the_sim_profile_names_what_the_bridge_and_the_robot_use():
-    from homiebot.ros import control, convert, nav2
+    from homiebot.ros import control, convert, looks, nav2
     from homiebot.sim.mujoco import robot
     from homiebot.types import VIEW_NAMES
 
@@ -48,7 +48,14 @@ def test_the_sim_profile_names_what_the_bridge_and_the_robot_use():
     # The standard interfaces are served under the names their conversion modules give (the ROS driver's defaults).
     standard = {"navigate_to_pose": ("nav2.NAVIGATE_TO_POSE", nav2.NAVIGATE_TO_POSE),
                 "arm_trajectory": ("control.FOLLOW_JOINT_TRAJECTORY", control.FOLLOW_JOINT_TRAJECTORY),
-                "gripper": ("control.GRIPPER_COMMAND", control.GRIPPER_COMMAND)}
+                "gripper": ("control.GRIPPER_COMMAND", control.GRIPPER_COMMAND),
+                # The look's head, torso and head camera (homiebot.ros.looks).
+                "torso_trajectory": ("looks.TORSO_TRAJECTORY", looks.TORSO_TRAJECTORY),
+                "head_trajectory": ("looks.HEAD_TRAJECTORY", looks.HEAD_TRAJECTORY),
+                "head_image": ("looks.HEAD_IMAGE", looks.HEAD_IMAGE),
+                "head_depth": ("looks.HEAD_DEPTH", looks.HEAD_DEPTH),
+                "head_camera_info": ("looks.HEAD_CAMERA_INFO", looks.HEAD_CAMERA_INFO),
+                "head_views": ("looks.HEAD_VIEWS", looks.HEAD_VIEWS)}
     for role, interface in sim.interfaces.items():
         if role in standard:
             constant, name = standard[role]
@@ -149,3 +156,16 @@ def test_the_watch_says_each_missing_interface_once_then_only_changes():
         "lost; waiting for navigate: action /navigate_to_pose (nav2_msgs/action/NavigateToPose)"]
     # Found at the first look: nothing to say.
     assert InterfaceWatch().update(check(AWAITED[:1], found)) == []
+
+
+def test_the_looks_use_fetchs_head_torso_and_head_camera_names():
+    """The graph's looks (homiebot.ros.looks) go to the controllers and read the camera a Fetch profile names, so the
+    same planner node looks through a Fetch's drivers (docs/robots.md, "Looks")."""
+    from homiebot.ros import looks
+
+    fetch = load_profile("fetch")
+    assert fetch.interfaces["head_trajectory"].name == looks.HEAD_TRAJECTORY
+    assert fetch.interfaces["torso_trajectory"].name == looks.TORSO_TRAJECTORY
+    head = next(camera for camera in fetch.cameras if camera.name == "head")
+    assert (head.image.name, head.camera_info.name) == (looks.HEAD_IMAGE, looks.HEAD_CAMERA_INFO)
+    assert head.depth is not None and head.depth.name == looks.HEAD_DEPTH

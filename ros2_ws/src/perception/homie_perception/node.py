@@ -18,6 +18,12 @@ model's :class:`~homiebot.perception.world_model.GraphGrounder`; nearest instanc
 ``/perception/perceive_world`` (homie_msgs/PerceiveWorld) gives the physical skills their world through perception:
 the robot-side state they send, with the objects replaced by the graph's (``WorldModel.perceived_state``), as the
 in-process loop plans in it with ``--skills physical --perception ...``.
+
+The head camera's looks (``/head_camera/views``, homie_msgs/MultiView of one view, published by the robot when a
+head goal ends; docs/ros.md, "Looks through the graph") are fused as the in-process loop fuses a look: the objects
+only (``WorldModel.look``; the privileged graph takes nothing from them). Every head view is answered with a
+``/perception/world_graph`` stamped with the view's time, changed or not: the planner node waits for it before the
+next round, so that the round's grounding sees what the look saw.
 """
 
 from __future__ import annotations
@@ -37,6 +43,7 @@ from homiebot.perception.world_model import PerceptionConfig, WorldModel
 from homiebot.planner.prompt import split_subtask
 from homiebot.ros import convert
 from homiebot.ros.calls import EVENTS_QOS, LATCHED_QOS, VIEWS_QOS, announce_ready
+from homiebot.ros.looks import HEAD_VIEWS
 from homiebot.ros.spin import spin_node
 from homiebot.sim.scene import SceneSpec
 
@@ -68,6 +75,8 @@ class PerceptionNode(Node):
             self.create_subscription(MultiView, "/homie/views", self._on_views, VIEWS_QOS),
         ]
         self.create_subscription(EpisodeStatus, "/homie/episode_status", self._on_status, EVENTS_QOS)
+        self.create_subscription(MultiView, HEAD_VIEWS, self._on_head_view, VIEWS_QOS)
+        self._head_fused = 0.0  # the time of the newest head view fused: an older one (a late join) is not
         self._applied_round = 0
         self.create_service(ResolveTarget, "/perception/resolve_target", self._on_resolve)
         self.create_service(PerceiveWorld, "/perception/perceive_world", self._on_perceive)
@@ -85,6 +94,7 @@ class PerceptionNode(Node):
             self._waiting_views = None
             self._fused_sequence = 0
             self._applied_round = 0
+            self._head_fused = 0.0
 
     def _on_state(self, msg: WorldStateMsg) -> None:
         state = convert.world_state_from_msg(msg)
@@ -120,6 +130,22 @@ class PerceptionNode(Node):
             model.observe(convert.observation_from_msg(msg), state)
             export = model.graph.to_export()
         seconds = convert.time_seconds(msg.header.stamp)
+        self._graph_pub.publish(convert.world_graph_to_msg(export, seconds))
+        if self._markers_pub.get_subscription_count() > 0:
+            self._markers_pub.publish(convert.world_graph_markers(export, seconds))
+
+    def _on_head_view(self, msg: MultiView) -> None:
+        """A look of the head camera (module docstring): its objects fused, the graph published either way."""
+        seconds = convert.time_seconds(msg.header.stamp)
+        with self._lock:
+            model = self._model
+            if model is None or seconds < self._head_fused:
+                return
+            self._head_fused = seconds
+            added = model.look(convert.observation_from_msg(msg))
+            export = model.graph.to_export()
+        if added:
+            self.get_logger().info(f"head view at t={seconds:.2f} s: {len(added)} object node(s) fused")
         self._graph_pub.publish(convert.world_graph_to_msg(export, seconds))
         if self._markers_pub.get_subscription_count() > 0:
             self._markers_pub.publish(convert.world_graph_markers(export, seconds))

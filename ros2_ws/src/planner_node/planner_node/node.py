@@ -18,6 +18,12 @@ the core loop's lock-step rounds (``homiebot.agent.loop.AgentSlot``): the pair o
 its role's action list, the human's rounds published on ``/human/homie/planner_output`` and
 ``/human/homie/episode_status``, and listed in the result file as ``partner_rounds``.
 
+Looks (``looks``, default false; ``homie up --perception`` sets it): after a Go to or an Open succeeded, the loop
+decides where the head camera looks (:func:`homiebot.agent.looks.look_target`, as in one process) and this node's
+backend takes the look through the robot's head and torso controllers (control_msgs/FollowJointTrajectory on
+``/head_controller`` and ``/torso_controller``), waiting until the perception node has fused the head camera's
+view (:mod:`homiebot.ros.looks`; docs/ros.md, "Looks through the graph").
+
 Tasks come from the parameters (``task`` id or ``instruction`` + ``scene``) or from the latched
 ``/homie/task`` topic (homie_msgs/Task). With ``exit_when_done`` the node exits after one episode with
 status 0 (episode ran; the result says whether it succeeded), 3 (a server did not answer in time) or
@@ -46,6 +52,7 @@ from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
 from rclpy.node import Node
 
 from homiebot.agent.build import build_episode
+from homiebot.agent.looks import LOOK_AFTER, Look
 from homiebot.agent.loop import EpisodeOutcome
 from homiebot.agent.observers import ObserverBase
 from homiebot.agent.recording import MotionFeed
@@ -61,11 +68,12 @@ from homiebot.recovery.stats import summarize, summary_line
 from homiebot.ros import convert
 from homiebot.ros.calls import EVENTS_QOS, LATCHED_QOS, ReadinessWatch, call_action, call_service
 from homiebot.ros.episode import ExecutionOutcome
+from homiebot.ros.looks import HeadLooker, LookFailed
 from homiebot.ros.motion_views import MotionCollector
 from homiebot.ros.spin import ShutdownSignals
 from homiebot.sim.scene import SceneSpec
 from homiebot.tasks.suite import TaskSpec, get_task
-from homiebot.types import Observation, RoundRecord, Subtask, Trajectory, WorldState
+from homiebot.types import Action, Observation, RoundRecord, Subtask, Trajectory, WorldState
 
 EXIT_TIMEOUT = 3
 
@@ -96,6 +104,33 @@ class RosEpisodeBackend:
         self.motion: MotionCollector | None = None
         # Per agent, (round index, state version) of the last subtask sent: the world its round was planned on.
         self._acted_on: dict[int, tuple[int, int]] = {}
+        #: The head's looks for the perception node (PlannerNode's ``looks``), or None: the loop then takes none.
+        self.looker: HeadLooker | None = None
+
+    @property
+    def perception_looks(self) -> bool:
+        """The loop looks on arrival although its own knowledge does not perceive: the perception node fuses the
+        head camera's view (:class:`homiebot.agent.loop.LooksInto`)."""
+        return self.looker is not None
+
+    def look_at(self, target: tuple[float, float, float], raise_torso: bool = True) -> Observation | None:
+        """The look the loop decided (:class:`homiebot.agent.loop.LooksInto`), through the robot's head and torso
+        controllers; None always: the perception node has fused the view when this returns. A look that cannot be
+        taken (a goal refused or aborted) is logged and skipped, as in one process a robot without a head looks
+        nowhere."""
+        port = self._ports[0]
+        if self.looker is None or port.state_msg is None:
+            return None
+        base = convert.pose_to_pose2d(port.state_msg.robot_pose)
+        try:
+            motion = self.looker.look(Look(target, raise_torso), base)
+        except LookFailed as err:
+            self.node.get_logger().warning(f"look at {tuple(round(v, 2) for v in target)} not taken: {err}")
+            return None
+        self.node.get_logger().info(
+            f"looked at {tuple(round(v, 2) for v in target)}: {len(motion.goals())} joint goals"
+            f"{' (torso up)' if raise_torso else ''}")
+        return None
 
     def _received(self, header: Any) -> None:
         self.sim_time = max(self.sim_time, convert.time_seconds(header.stamp))
@@ -194,13 +229,22 @@ class RosEpisodeBackend:
         for other in self._ports.values():  # the world changes now; an aborted goal leaves it unknown
             other.state_msg = None
         result = call_action(port.execute, goal, self.node.execute_timeout_s)
+        feedback = convert.feedback_from_msg(result.feedback)
+        grounded = None
+        if self.looker is not None and agent == 0:
+            self.looker.robot_moved()
+            # The loop looks at the furniture the round reached (a Put's place), by its instance (homiebot.ros.looks).
+            if feedback.success and subtask.target and Action.parse(subtask.action) in LOOK_AFTER:
+                target = self.looker.ground(subtask.target)
+                place = self.looker.ground(subtask.place) if subtask.place else None
+                grounded = Subtask(subtask.action, target, place) if target is not None else None
         after = None
         if result.state.state_sequence > 0:
             port.state_msg = result.state
             self._received(result.state.header)
             after = self._with_agents(agent, convert.world_state_from_msg(result.state))
-        return ExecutionOutcome(convert.feedback_from_msg(result.feedback), float(result.path_length),
-                                {"execute_s": time.perf_counter() - started}, after)
+        return ExecutionOutcome(feedback, float(result.path_length), {"execute_s": time.perf_counter() - started}, after,
+                                grounded)
 
 
 class _AgentPort:
@@ -340,6 +384,8 @@ class PlannerNode(Node):
             ("simulator", "mujoco"),
             ("noise", NoiseMode.OFF.value),
             ("skills", SkillsMode.ORACLE.value),
+            # Looks on arrival through the head and torso controllers, fused by the perception node (module docstring).
+            ("looks", False),
         ):
             self.declare_parameter(name, default)
         role = str(self.param("role"))
@@ -358,6 +404,11 @@ class PlannerNode(Node):
         namespace = ROLE_NAMESPACES[role]
         self.pair = bool(self.param("partner_planner"))
         self.backend = RosEpisodeBackend(self, namespace, ROLE_NAMESPACES["human"] if self.pair else None)
+        if self.param("looks"):
+            if self.pair or role != "robot":
+                raise ValueError("looks: the graph's perception node sees through the robot's cameras only (one agent)")
+            self.backend.looker = HeadLooker(self, goal_timeout_s=self.service_timeout_s,
+                                             fuse_timeout_s=self.service_timeout_s)
         if self.param("record_images") and role == "robot":
             # The record keeps the physical skills' reaching views too, when the bridge publishes them (physical
             # mode with motion_views: homiebot.ros.motion_views).

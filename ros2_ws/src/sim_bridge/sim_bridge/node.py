@@ -35,6 +35,16 @@ and a third-person overview camera) and publishes them before the goal's result,
 camera info (:mod:`homiebot.ros.motion_views`: ``/reach_camera/<camera>/image_raw``, ``.../camera_info``, and what
 happened at each moment on ``/reach_camera/moments``), which the planner node keeps in the episode's record.
 
+**Looks** (both skill settings, the embedded MuJoCo simulator with rendering; docs/ros.md, "Looks through the
+graph"): the head and the torso as Fetch's controllers serve them, ``/head_controller/follow_joint_trajectory``
+(``head_pan``, ``head_tilt``) and ``/torso_controller/follow_joint_trajectory`` (``torso_lift``), both
+control_msgs/FollowJointTrajectory. A goal moves its joints to the last point the way the in-process look does
+(written kinematically, the clock advanced by the goal's duration or the joints' velocity limits;
+``MujocoSimulator.move_look_joints``); the world's version does not change. At the end of every head goal the head
+camera's view is published before the result: ``/head_camera/rgb/image_raw``, ``/head_camera/depth/image`` and
+``/head_camera/rgb/camera_info`` (to their subscribers; Fetch's names), and the view with its pose and segmentation
+as a MultiView of one view on ``/head_camera/views``, which the perception node fuses.
+
 ``/sim/navigate`` and ``/sim/manipulate`` stay, run by the same physical skill set (the executors of a physical
 graph send only Open, Close and the household skills there; the physical skill set backs the base out of a door's
 sweep before an Open, as in-process).
@@ -140,6 +150,11 @@ try:  # ros2_control's actions for physical mode: a ROS 2 install's control_msgs
     from homiebot.ros import control
 except ImportError:  # pragma: no cover - depends on the machine
     control = None  # type: ignore[assignment]
+
+try:  # The head and torso controllers of a look need control_msgs too.
+    from homiebot.ros import looks
+except ImportError:  # pragma: no cover - depends on the machine
+    looks = None  # type: ignore[assignment]
 
 try:  # A ROS 2 install's own tf2_msgs; with the PyPI wheels (no tf2_msgs) the workspace's stand-in,
     # ros2_ws/compat/tf2_msgs (same definitions and type hashes), which scripts/setup_ros.sh builds there.
@@ -267,6 +282,8 @@ class SimBridge(Node):
                 self, control.GripperCommand, control.GRIPPER_COMMAND, self._on_gripper_command,
                 goal_callback=self._accept, callback_group=sim_group,
             )
+
+        self._head_pubs = self._serve_looks(simulator, sim_group)
 
         self._views_pub = self.create_publisher(MultiView, "/homie/views", VIEWS_QOS)
         self._state_pub = self.create_publisher(WorldStateMsg, "/sim/world_state", EVENTS_QOS)
@@ -735,6 +752,62 @@ class SimBridge(Node):
         else:
             goal_handle.abort()
         return control.gripper_result_msg(result)
+
+    # ------------------------------------------------------------------------------------ looks
+
+    def _serve_looks(self, simulator: Simulator, group) -> tuple | None:
+        """The head and torso controllers and the head camera's publishers (module docstring, "Looks"), when the
+        backend moves those joints and control_msgs is importable; None otherwise."""
+        if looks is None or control is None or not hasattr(simulator, "move_look_joints"):
+            return None
+        self._head_server = ActionServer(
+            self, control.FollowJointTrajectory, looks.HEAD_TRAJECTORY,
+            lambda handle: self._on_look_joints(handle, ("head_pan", "head_tilt")), goal_callback=self._accept,
+            callback_group=group)
+        self._torso_server = ActionServer(
+            self, control.FollowJointTrajectory, looks.TORSO_TRAJECTORY,
+            lambda handle: self._on_look_joints(handle, ("torso_lift",)), goal_callback=self._accept,
+            callback_group=group)
+        return (self.create_publisher(MultiView, looks.HEAD_VIEWS, VIEWS_QOS),
+                self.create_publisher(Image, looks.HEAD_IMAGE, SENSOR_QOS),
+                self.create_publisher(Image, looks.HEAD_DEPTH, SENSOR_QOS),
+                self.create_publisher(CameraInfo, looks.HEAD_CAMERA_INFO, SENSOR_QOS))
+
+    def _on_look_joints(self, goal_handle, joints: tuple[str, ...]):
+        """One head or torso goal (module docstring, "Looks"): the joints to the trajectory's last point; after a
+        head goal, the head camera's view."""
+        assert control is not None  # served only with control_msgs
+        try:
+            trajectory = control.trajectory_from_goal(goal_handle.request)
+        except control.TrajectoryGoalError as err:
+            goal_handle.abort()
+            return control.trajectory_result_msg(TrajectoryResult(TrajectoryErrorCode.INVALID_GOAL, str(err)))
+        unknown = sorted(set(trajectory.joint_names) - set(joints))
+        if unknown or not trajectory.points:
+            goal_handle.abort()
+            code = TrajectoryErrorCode.INVALID_JOINTS if unknown else TrajectoryErrorCode.INVALID_GOAL
+            why = f"this controller moves {', '.join(joints)}, not {', '.join(unknown)}" if unknown else "no points"
+            return control.trajectory_result_msg(TrajectoryResult(code, why))
+        desired = dict(zip(trajectory.joint_names, trajectory.points[-1].positions, strict=True))
+        with self._lock:
+            reached = self.sim.move_look_joints(desired, trajectory.duration)  # type: ignore[attr-defined]
+            seconds = self._sim_time()
+            view = self.sim.head_view() if "head_pan" in joints else None  # type: ignore[attr-defined]
+            sequence = self._sequence
+        goal_handle.publish_feedback(control.trajectory_feedback_msg(
+            trajectory.joint_names, desired, reached, seconds, trajectory.duration))
+        if view is not None and self._head_pubs is not None:
+            full = convert.observation_to_msg(view)
+            full.state_sequence = sequence
+            views_pub, image_pub, depth_pub, info_pub = self._head_pubs
+            views_pub.publish(full)
+            for publisher, message in ((image_pub, full.views[0].rgb), (depth_pub, full.views[0].depth)):
+                if publisher.get_subscription_count() > 0:
+                    publisher.publish(message)
+            info_pub.publish(full.views[0].camera_info)  # always: the look's caller waits for it (homiebot.ros.looks)
+        self._publish_clock()
+        goal_handle.succeed()
+        return control.trajectory_result_msg(TrajectoryResult(TrajectoryErrorCode.SUCCESSFUL, ""))
 
     def _publish_robot_state(self) -> None:
         """Physical mode: ``/joint_states`` and ``/odom`` now, to their subscribers (module docstring)."""

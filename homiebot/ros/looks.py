@@ -1,0 +1,207 @@
+"""Looks on arrival through the ROS 2 graph (docs/ros.md, "Looks through the graph"): the robot points its head
+camera through the standard interfaces a Fetch has, and the perception node fuses the head camera's image.
+
+Where to look is the core's decision (:func:`homiebot.agent.looks.look_target`), taken by the one loop the planner
+node runs; how the joints move for it is the core's too (:func:`homiebot.agent.looks.look_motion`). This module
+only sends and reads messages:
+
+* the goals go to ``/torso_controller/follow_joint_trajectory`` and ``/head_controller/follow_joint_trajectory``
+  (control_msgs/FollowJointTrajectory, the names of Fetch's ROS driver, fetchrobotics/docs ``api_overview.rst``);
+  Fetch also has ``head_controller/point_head`` (control_msgs/PointHead), which takes a point and solves the pan and
+  tilt itself, but the workspace's control_msgs stand-in has no PointHead, so the pan and tilt are solved here;
+* the current joints come from ``/joint_states`` (read only from a message received after the round's skill);
+* the head camera's view is published by the robot (the sim bridge) when the head goal ends: per Fetch's names
+  ``/head_camera/rgb/image_raw``, ``/head_camera/depth/image``, ``/head_camera/rgb/camera_info``, and the view with
+  its pose and segmentation as a homie_msgs/MultiView of one view on :data:`HEAD_VIEWS`, which the perception node
+  fuses (objects only, as in one process) and answers with a ``/perception/world_graph`` stamped with the view's
+  time;
+* the furniture the round reached is the instance perception grounds the planner's word to
+  (``/perception/resolve_target``, the service the executor grounded it with: the executor's result does not name
+  it);
+* the look is over when that graph has come (:class:`HeadLooker` waits for it): the next round's grounding then
+  sees what the look saw, as in one process, where the fusion is a call.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Generic, TypeVar
+
+from action_msgs.msg import GoalStatus
+from control_msgs.action import FollowJointTrajectory
+from homie_msgs.msg import WorldGraph
+from homie_msgs.srv import ResolveTarget
+from rclpy.action import ActionClient
+from rclpy.callback_groups import CallbackGroup
+from rclpy.node import Node
+from sensor_msgs.msg import CameraInfo, JointState
+
+from homiebot.agent.looks import Look, LookMotion, look_motion
+from homiebot.ros import control, convert
+from homiebot.ros.calls import LATCHED_QOS, SENSOR_QOS, CallFailed, CallTimeout, call_action_status, call_service
+from homiebot.sim.robot_driver import JointTrajectory, TrajectoryErrorCode
+from homiebot.types import Pose2D
+
+#: Fetch's head and torso controllers (fetchrobotics/docs api_overview.rst; homiebot/config/robots/fetch.yaml).
+HEAD_TRAJECTORY = "/head_controller/follow_joint_trajectory"
+TORSO_TRAJECTORY = "/torso_controller/follow_joint_trajectory"
+#: The head camera's topics (Fetch's names) and the view perception fuses (module docstring).
+HEAD_IMAGE = "/head_camera/rgb/image_raw"
+HEAD_DEPTH = "/head_camera/depth/image"
+HEAD_CAMERA_INFO = "/head_camera/rgb/camera_info"
+HEAD_VIEWS = "/head_camera/views"
+#: The perception node's graph (stamped with the simulated time of what it last fused) and its grounding service.
+WORLD_GRAPH = "/perception/world_graph"
+RESOLVE_TARGET = "/perception/resolve_target"
+T = TypeVar("T")
+#: Stamps are compared after a round trip through builtin_interfaces/Time (nanoseconds).
+STAMP_TOLERANCE_S = 1e-6
+
+
+class LookFailed(RuntimeError):
+    """A look that could not be taken (a joint goal refused or aborted, no joint states): the round goes on."""
+
+
+class _Fresh(Generic[T]):
+    """The latest message of a topic, read only when it came after the last :meth:`stale` (a skill, a goal)."""
+
+    def __init__(self, topic: str) -> None:
+        self.topic = topic
+        self._changed = threading.Condition()
+        self._value: T | None = None
+        self._count = 0
+        self._needed = 1
+
+    def put(self, value: T) -> None:
+        with self._changed:
+            self._value, self._count = value, self._count + 1
+            self._changed.notify_all()
+
+    def stale(self) -> None:
+        with self._changed:
+            self._needed = self._count + 1
+
+    def get(self, timeout_s: float) -> T:
+        with self._changed:
+            if not self._changed.wait_for(lambda: self._count >= self._needed, timeout=max(timeout_s, 0.0)):
+                raise CallTimeout(f"topic {self.topic}: no message within {timeout_s:.1f} s")
+            assert self._value is not None
+            return self._value
+
+
+class _NewestStamp:
+    """The newest header stamp (s) seen on a topic, with a wait for one at least as new as a given time."""
+
+    def __init__(self) -> None:
+        self._changed = threading.Condition()
+        self._newest = -1.0
+
+    def put(self, seconds: float) -> None:
+        with self._changed:
+            self._newest = max(self._newest, seconds)
+            self._changed.notify_all()
+
+    def wait(self, seconds: float, timeout_s: float) -> bool:
+        with self._changed:
+            return self._changed.wait_for(lambda: self._newest >= seconds - STAMP_TOLERANCE_S, timeout=timeout_s)
+
+
+class HeadLooker:
+    """The look's messages for the planner node's backend (module docstring).
+
+    Args:
+        node: the node that owns the clients; its executor spins in another thread while :meth:`look` waits.
+        goal_timeout_s: the deadline of each joint goal; ``fuse_timeout_s``: of perception's graph after the view.
+    """
+
+    def __init__(self, node: Node, goal_timeout_s: float = 30.0, fuse_timeout_s: float = 30.0,
+                 callback_group: CallbackGroup | None = None) -> None:
+        self._clients = {
+            "head": ActionClient(node, FollowJointTrajectory, HEAD_TRAJECTORY, callback_group=callback_group),
+            "torso": ActionClient(node, FollowJointTrajectory, TORSO_TRAJECTORY, callback_group=callback_group),
+        }
+        self.goal_timeout_s = goal_timeout_s
+        self.fuse_timeout_s = fuse_timeout_s
+        self._joints: _Fresh[dict[str, float]] = _Fresh("/joint_states")
+        self._head_info: _Fresh[float] = _Fresh(HEAD_CAMERA_INFO)
+        self._graph = _NewestStamp()
+        node.create_subscription(JointState, "/joint_states", self._on_joints, SENSOR_QOS, callback_group=callback_group)
+        node.create_subscription(CameraInfo, HEAD_CAMERA_INFO, self._on_head_info, SENSOR_QOS,
+                                 callback_group=callback_group)
+        node.create_subscription(WorldGraph, WORLD_GRAPH, self._on_graph, LATCHED_QOS, callback_group=callback_group)
+        self._resolve = node.create_client(ResolveTarget, RESOLVE_TARGET, callback_group=callback_group)
+
+    def ground(self, name: str) -> str | None:
+        """The simulator instance perception grounds ``name`` to (None: it knows none)."""
+        response = call_service(self._resolve, ResolveTarget.Request(name=name), self.goal_timeout_s)
+        return str(response.instance) if response.found else None
+
+    def _on_joints(self, msg: JointState) -> None:
+        self._joints.put({name: float(p) for name, p in zip(msg.name, msg.position, strict=False)})
+
+    def _on_head_info(self, msg: CameraInfo) -> None:
+        self._head_info.put(convert.time_seconds(msg.header.stamp))
+
+    def _on_graph(self, msg: WorldGraph) -> None:
+        self._graph.put(convert.time_seconds(msg.header.stamp))
+
+    def robot_moved(self) -> None:
+        """A skill ran: the joints known so far may be from before it (read the next ``/joint_states``)."""
+        self._joints.stale()
+
+    def look(self, look: Look, base: Pose2D, joints_timeout_s: float = 5.0) -> LookMotion:
+        """Take ``look`` from ``base``: the joint goals of :func:`look_motion` in order, the head camera's view
+        published at the end of the pointing goal, and the wait for perception's graph of it. Returns the motion
+        sent.
+
+        Raises:
+            LookFailed: no joint states, or a goal refused or aborted (the joints are sent back first when the
+                pointing had begun).
+            CallTimeout: a goal or perception's graph did not come in time."""
+        try:
+            joints = self._joints.get(joints_timeout_s)
+        except CallTimeout as err:
+            raise LookFailed(f"no /joint_states after the skill: {err}") from None
+        try:
+            motion = look_motion(look, base, joints)
+        except KeyError as err:
+            raise LookFailed(f"/joint_states has no {err.args[0]}") from None
+        goals = motion.goals()
+        pointing = next(i for i, (controller, _) in enumerate(goals) if controller == "head")
+        try:
+            for index, (controller, trajectory) in enumerate(goals):
+                if index == pointing:
+                    self._head_info.stale()  # the view of this goal, not an earlier one
+                self._send(controller, trajectory, f"{controller} goal {index + 1} of {len(goals)}")
+                if index == pointing:
+                    seen_at = self._head_info.get(self.goal_timeout_s)
+                    if not self._graph.wait(seen_at, self.fuse_timeout_s):
+                        raise CallTimeout(f"{WORLD_GRAPH}: no graph of the head view at t={seen_at:.3f} s "
+                                          f"within {self.fuse_timeout_s:.0f} s")
+        except (LookFailed, CallTimeout, CallFailed):
+            self._put_back(motion)
+            raise
+        return motion
+
+    def _send(self, controller: str, trajectory: JointTrajectory, what: str) -> None:
+        status, result = call_action_status(self._clients[controller], control.trajectory_goal_msg(trajectory),
+                                            self.goal_timeout_s)
+        core = control.trajectory_result_from_msg(result)
+        if status != GoalStatus.STATUS_SUCCEEDED or core.error_code is not TrajectoryErrorCode.SUCCESSFUL:
+            raise LookFailed(f"{what}: status {status}, error {int(core.error_code)} {core.error_string}".rstrip())
+
+    def _put_back(self, motion: LookMotion) -> None:
+        """After a failed look, the head and the torso sent back where they were (best effort: a skill must not
+        start with the torso up)."""
+        for controller, trajectory in (("head", motion.head_back), ("torso", motion.torso_back)):
+            if trajectory is None:
+                continue
+            try:
+                self._send(controller, trajectory, f"{controller} back")
+            except (LookFailed, CallTimeout, CallFailed):
+                pass
+
+    def destroy(self) -> None:
+        for client in self._clients.values():
+            client.destroy()
+
