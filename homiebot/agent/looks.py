@@ -1,5 +1,5 @@
-"""Looking into a container, or at a furniture's top, on arrival: where the head camera points after a Go to or an
-Open.
+"""Looking into a container, or at a furniture's top, on arrival: where the head camera points after a Go to, an
+Open or a Put.
 
 The four first-person views come from fixed cameras 1.10 m high, tilted 15 degrees down
 (:mod:`homiebot.sim.mujoco.robot`). From there a sink's basin and a pulled-out drawer's tray are hidden behind their
@@ -9,8 +9,11 @@ it: it raises its torso (0.386 m of travel: the head camera goes from 1.10 to 1.
 container's inside (:meth:`homiebot.sim.mujoco.backend.MujocoSimulator.look_at`). The loop does that after a
 successful Go to or Open whose target is a furniture with an interior that is open (a sink's basin, an open drawer,
 fridge or cabinet), and after a Go to any other furniture but a closed one, at its top surface: a sofa reached from
-behind hides its seat behind the backrest (emmoe-072's peach). It fuses the objects of that one view
-(:meth:`homiebot.agent.knowledge.WorldKnowledge.glance`).
+behind hides its seat behind the backrest (emmoe-072's peach). After a successful Put it takes the same look at the
+place the object was put on or in: the graph's update from the action alone sets the object on the middle of the
+place (:mod:`homiebot.perception.actions`), and this view, when it shows the object, is how the graph learns where
+it came to rest. It may not show it: emmoe-089's sponge, released against a sink's front wall, stayed hidden from
+the raised head too. It fuses the objects of that one view (:meth:`homiebot.agent.knowledge.WorldKnowledge.glance`).
 
 Where to look comes from the map, as the furniture does for the skills (docs/perception.md, "What the skills read"):
 the interior box the semantic map annotates (``EntityState.interior_min`` / ``interior_max``), whether the robot left
@@ -33,7 +36,7 @@ from homiebot.sim.scene import SceneSpec
 from homiebot.types import Action, EntityKind, Pose2D, Subtask, WorldState
 
 #: The subtasks after which the robot stands at a furniture it may look into.
-LOOK_AFTER = (Action.GO_TO, Action.OPEN)
+LOOK_AFTER = (Action.GO_TO, Action.OPEN, Action.PUT)
 #: Something of a furniture's own rising this much (m) above the surface looked at (a sofa's backrest) may hide it
 #: from the head camera with the torso down.
 RISES_ABOVE = 0.1
@@ -51,23 +54,24 @@ class Look(NamedTuple):
 
 def look_target(grounded: Subtask, state: WorldState, scene: SceneSpec | None = None) -> Look | None:
     """The point the head camera aims at after ``grounded`` (simulator instance names) succeeded (module docstring):
-    the centre of the target furniture's interior when it has one and it is open (articulated ones) or open-topped
-    (a sink); else, after a Go to, the centre of its top surface (the highest of the map's surfaces, else its box's
-    top); None for a closed container, an object, a room, or another action."""
+    the centre of the target furniture's interior (a Put's: its place's) when it has one and it is open (articulated
+    ones) or open-topped (a sink); else, after a Go to or a Put, the centre of its top surface (the highest of the
+    map's surfaces, else its box's top); None for a closed container, an object, a room, or another action."""
     action = Action.parse(grounded.action)
-    if action not in LOOK_AFTER or grounded.target is None:
+    name = grounded.place if action is Action.PUT else grounded.target
+    if action not in LOOK_AFTER or name is None:
         return None
-    furniture = state.entities.get(grounded.target)
+    furniture = state.entities.get(name)
     if furniture is None or furniture.kind is not EntityKind.FURNITURE:
         return None
     if furniture.articulated and not furniture.is_open:
         return None
-    spec = next((f for f in scene.furniture if f.name == grounded.target), None) if scene is not None else None
+    spec = next((f for f in scene.furniture if f.name == name), None) if scene is not None else None
     if furniture.interior_min is not None and furniture.interior_max is not None:
         low, high = furniture.interior_min, furniture.interior_max
         door = spec is not None and spec.articulation is not None and spec.articulation.kind == "hinged"
         return Look(((low[0] + high[0]) / 2, (low[1] + high[1]) / 2, (low[2] + high[2]) / 2), not door)
-    if action is not Action.GO_TO:
+    if action is Action.OPEN:
         return None
     low, high = furniture.bbox_min, furniture.bbox_max
     if spec is None or not spec.surfaces:

@@ -113,6 +113,10 @@ def test_the_look_is_of_open_containers_and_surfaces_from_the_map(sim):
     assert look_target(Subtask("Go to", "bowl_2"), state) is None  # an object, not a container
     assert look_target(Subtask("Go to", "kitchen"), state) is None
     assert look_target(Subtask("Pick", "sink"), state) is None
+    # after a Put, at its place (how the graph learns where the object came to rest): into the sink, at a top
+    assert look_target(Subtask("Put", "bowl_2", "sink"), state) == target
+    assert look_target(Subtask("Put", "bowl_2", "brown_table"), state) == look_target(Subtask("Go to", "brown_table"), state)
+    assert look_target(Subtask("Put", "bowl_2", "kitchen_drawer"), state) is None  # closed
     table = state.entities["brown_table"]  # no interior: its top
     top = look_target(Subtask("Go to", "brown_table"), state)
     assert top is not None and not top.raise_torso  # a bare surface: the head tilts, the torso stays down
