@@ -238,3 +238,77 @@ def test_the_base_poses_tried_first_have_the_grasp_within_reach(sim):
     edge = piece.handle(targets[0], 1)[0]
     first = [math.hypot(p.x - edge[0], p.y - edge[1]) for p, _count in poses[: articulation.POSES_TRIED]]
     assert first and first[0] <= articulation.GRASP_REACH + 1e-9, first  # before: 0.80 m
+
+
+def _stubbed_segments(monkeypatch, outcome):
+    """Every segment the skill would carry out answered by ``outcome(grip, side)`` (a (reached, travel) pair, or a
+    _Failed raised); returns the record of (grip, side) asked for. The arm and the base do not move."""
+    asked: list[tuple[str, int]] = []
+
+    def stub(self, piece, q, goal, step, side):
+        asked.append((piece.grip, side))
+        return outcome(piece.grip, side)
+
+    monkeypatch.setattr(articulation.PhysicalArticulation, "_segment", stub)
+    return asked
+
+
+def _unreachable(grip, side):
+    raise articulation._Failed(SkillStatus.EXECUTION_FAILED, "unreachable pose: (stub)")
+
+
+def test_a_close_no_pose_reaches_fails_at_once_and_is_not_retried_until_something_changes(sim, monkeypatch):
+    # apartment_5's fridge, found open square by its wall: no base pose or arm configuration takes its free edge, and
+    # the expert asks for the Close round after round; each round ran the executor's three tries of the whole search
+    # (about 50 s each on a loaded machine), 20 rounds. A try that found nothing and changed nothing is now not retried
+    # (SkillResult.retryable False: the executor's E1 at once), and the same request in the same situation fails at
+    # once; once something around the door changes, the search runs again.
+    skills = _at(sim, "emmoe-001", "fridge")
+    assert sim.open("fridge").success
+    asked = _stubbed_segments(monkeypatch, _unreachable)
+    first = skills.run(Action.CLOSE, "oracle", "fridge")
+    assert first.status is SkillStatus.EXECUTION_FAILED and "unreachable pose" in first.detail
+    assert not first.retryable
+    searched = len(asked)
+    assert searched > 0
+    again = skills.run(Action.CLOSE, "oracle", "fridge")
+    assert not again.success and not again.retryable
+    assert "nothing around it has changed" in again.detail
+    assert len(asked) == searched  # no search this time
+    # Something near the fridge moved (a box put down 1 m in front of it): the skill searches again.
+    art = skills.articulation
+    world = art.world()
+    face = articulation.piece_of(world, world.entities["fridge"]).face
+    template = next(e for e in world.entities.values() if e.kind is EntityKind.OBJECT)
+    at = (float(face[0]), float(face[1]) - 1.0, 0.4)
+    box = dataclasses.replace(template, name="test_box", position=at, parent=None, relation=None, held=False,
+                              bbox_min=tuple(v - 0.05 for v in at), bbox_max=tuple(v + 0.05 for v in at))
+    real = art.world
+    monkeypatch.setattr(art, "world", lambda: dataclasses.replace(real(), entities={**real().entities, "test_box": box}))
+    skills.run(Action.CLOSE, "oracle", "fridge")
+    assert len(asked) > searched
+
+
+def test_a_hinge_side_a_push_showed_wrong_is_not_pushed_again(sim, monkeypatch):
+    # A door found open, its hinge side guessed wrong (-1 here; emmoe-001's fridge hangs on side 1): the closed hand
+    # sweeps along that side's arc through air (a drive and a slow sweep of the arm), the world graph says still open,
+    # and the skill turns to the other side, where nothing reaches the door either. A later try (after something
+    # changed) skipped nothing: it pushed air on side -1 again. The side is now remembered as not the hinge's.
+    monkeypatch.setattr(articulation.PhysicalArticulation, "_sides_likely_first", lambda self, piece, entity: [-1, 1])
+
+    def outcome(grip, side):
+        if grip == "outer" and side == -1:
+            return 0.0, 0.0  # all the way along that arc, meeting nothing
+        return _unreachable(grip, side)
+
+    asked = _stubbed_segments(monkeypatch, outcome)
+    skills = _at(sim, "emmoe-001", "fridge")
+    assert sim.open("fridge").success
+    first = skills.run(Action.CLOSE, "oracle", "fridge")
+    assert not first.success
+    assert asked.count(("outer", -1)) == 1
+    vars(skills.articulation).get("_hopeless", {}).clear()  # as after a change around the fridge
+    second = skills.run(Action.CLOSE, "oracle", "fridge")
+    assert not second.success
+    assert asked.count(("outer", -1)) == 1, asked
+    assert ("edge", 1) in asked[asked.index(("outer", -1)) + 1:]

@@ -50,6 +50,11 @@ reaches the handle (``unreachable pose``), the gripper closed on nothing at eith
 handle left the hand on the way (``slipped out of the gripper``), the arm stopped against something (``the arm
 stopped ... blocked: ...``), the base could not get to a pose (``no path``), or the door or drawer did not get far
 enough (``moved ... only to ...``).
+
+**Failing fast.** A try that found no base pose or arm configuration for any hold, and left the world graph round the
+piece and the skill's memory of the door as they were, is not worth another: its result says so
+(``SkillResult.retryable`` False, the executor's E1 at once), and the same request in the same situation fails at once
+(:meth:`PhysicalArticulation._situation`). A hinge side a push showed wrong is not pushed again.
 """
 
 from __future__ import annotations
@@ -123,6 +128,10 @@ SWEEP_CLEARANCE = 0.06
 PULL_STEP_TIME = 0.35
 #: How many boxes the arm may already come near at the grasp and still have the path checked against the rest.
 PATH_IGNORED = 4
+#: What counts as "around" a piece for a hopeless try (m from its front's middle), and the rounding (m) of the world
+#: graph's boxes when the skill tells whether anything there has changed since.
+AROUND = 2.5
+SITUATION_ROUNDING = 0.02
 
 
 @dataclass(frozen=True)
@@ -298,6 +307,12 @@ class PhysicalArticulation:
         self._slipped = False  # whether the last pull's gripper closed on nothing at its end
         # drawer -> its front panel's thickness, read from the world graph while it was closed.
         self._panels: dict[str, float] = {}
+        # door -> hinge sides a push showed wrong (it went all the way along that side's arc and the world graph
+        # said the door did not go along); kept across tries, as the hinge does not move.
+        self._not_hinged: dict[str, set[int]] = {}
+        # (piece, opening) -> (the situation, the failure) of a try that found no base pose or arm configuration
+        # and left everything as it was (_situation): the same request in the same situation fails at once.
+        self._hopeless: dict[tuple[str, bool], tuple[tuple[object, ...], str]] = {}
 
     # ------------------------------------------------------------------ skills
 
@@ -322,6 +337,13 @@ class PhysicalArticulation:
             axis = int(np.argmax(np.abs(piece.out)))
             inner = entity.interior_max[axis] if piece.out[axis] > 0 else entity.interior_min[axis]
             self._panels[target] = max(0.0, float((piece.face[axis] - inner) * piece.out[axis]))
+        situation = self._situation(world, piece)
+        known = self._hopeless.get((target, opening))
+        if known is not None and known[0] == situation:
+            # Fail fast: the last try found no base pose or arm configuration, and nothing it depends on has
+            # changed since (the planner may ask again round after round: emmoe-020's fridge, 13 minutes).
+            return SkillResult(SkillStatus.EXECUTION_FAILED, f"{verb} {target} failed: {known[1]} (as the last try "
+                               "found; nothing around it has changed since)", retryable=False)
         moving = getattr(self.driver, "articulating", None)
         if isinstance(moving, set):
             moving.add(target)
@@ -330,13 +352,20 @@ class PhysicalArticulation:
             travelled = self._pull(piece, opening, entity)
         except _Failed as failure:
             self._tuck_back()
-            if bool(self.world().entities[target].is_open) == opening:
+            after = self.world()
+            if bool(after.entities[target].is_open) == opening:
                 # Far enough for the world graph, not as far as planned: done, and the planner is told how far. The
                 # graph said the opposite when the skill began, so the arm moved it, in this segment or an earlier
                 # one (a first push stopped by something at 0.38 rad has shut a fridge door as far as the graph's
                 # half-range threshold tells).
                 return SkillResult(SkillStatus.SUCCESS, f"{'opened' if opening else 'closed'} {target} with the gripper, "
                                    f"part of the way ({failure.detail})", travelled)
+            if failure.detail.startswith("unreachable pose") and self._situation(after, piece) == situation:
+                # No base pose or arm configuration for any hold tried, and the try moved nothing the skill goes by:
+                # the search is deterministic in what it reads, so another try finds the same. Not retried (the
+                # executor's E1 at once), and remembered until something around the piece changes.
+                self._hopeless[(target, opening)] = (situation, failure.detail)
+                return SkillResult(failure.status, f"{verb} {target} failed: {failure.detail}", retryable=False)
             return SkillResult(failure.status, f"{verb} {target} failed: {failure.detail}")
         finally:
             if isinstance(moving, set):
@@ -363,7 +392,9 @@ class PhysicalArticulation:
             remembered = self._memory.get(piece.name)
             start = (remembered[1] if remembered else DOOR_NOMINAL_ANGLE) if not opening else 0.0
             goal, step = (DOOR_OPEN_ANGLE if opening else 0.0), DOOR_STEP
-            sides = [remembered[0]] if remembered else self._sides_likely_first(piece, entity)
+            shown = self._not_hinged.get(piece.name, set())
+            sides = [remembered[0]] if remembered else [s for s in self._sides_likely_first(piece, entity)
+                                                         if s not in shown]
             # A side is known once a grasp closed on the door's handle or edge there (or the skill remembers it);
             # until then a push that moved nothing is taken for the wrong side's (below).
             confirmed = remembered is not None
@@ -373,7 +404,7 @@ class PhysicalArticulation:
                 piece = dataclasses.replace(piece, grip="edge")
         done_at = goal - 0.05 * abs(goal - start) if opening else start * CLOSED_FRACTION
         first_piece, first_start = piece, start
-        wrong: set[int] = set()  # hinge sides a push showed to be wrong
+        wrong: set[int] = set()  # hinge sides a push showed to be wrong in this try
         q = start
         travelled = 0.0
         for segment in range(MAX_SEGMENTS):
@@ -436,6 +467,10 @@ class PhysicalArticulation:
                 # by its wall): the door hangs the other way. Start again there.
                 wrong.add(sides[0])
                 self._memory.pop(piece.name, None)
+                # Kept for later tries (a wrong side's push costs a drive and a slow sweep of the arm each time), unless
+                # both sides have been shown wrong: then something else was off, and both are tried again later.
+                both = self._not_hinged.setdefault(piece.name, set()) | {sides[0]}
+                self._not_hinged[piece.name] = both if len(both) < 2 else set()
                 logger.info("%s: the push on side %d moved nothing the world graph sees; trying the other side",
                             piece.name, sides[0])
                 sides = [s for s in (1, -1) if s not in wrong]
@@ -470,6 +505,23 @@ class PhysicalArticulation:
         inner = entity.interior_max[axis] if piece.out[axis] > 0 else entity.interior_min[axis]
         panel = self._panels.get(piece.name, DRAWER_PANEL)
         return max(0.0, float((inner - piece.face[axis]) * piece.out[axis]) + panel)
+
+    def _situation(self, world: WorldState, piece: _Piece) -> tuple[object, ...]:
+        """What a try's search for base poses and arm configurations reads, for telling whether a failed one would
+        fail again: the world graph's boxes and open states within AROUND of the piece's front (rounded to
+        SITUATION_ROUNDING), what the hand holds, and where the skill remembers the door (its hinge side and angle).
+        Left out: where the base stands (the poses tried come from a grid round the handle, whatever the start) and
+        the hinge sides a push showed wrong (a later try only skips what would again push air)."""
+        boxes = []
+        for entity in world.entities.values():
+            lo, hi = np.array(entity.bbox_min[:2], dtype=float), np.array(entity.bbox_max[:2], dtype=float)
+            if np.linalg.norm(np.maximum(np.maximum(lo - piece.face, piece.face - hi), 0.0)) > AROUND:
+                continue
+            corners = np.round(np.array([*entity.bbox_min, *entity.bbox_max], dtype=float) / SITUATION_ROUNDING)
+            boxes.append((entity.name, tuple(int(v) for v in corners), entity.is_open))
+        remembered = self._memory.get(piece.name)
+        return (tuple(sorted(boxes, key=lambda b: b[0])), world.held,
+                None if remembered is None else (remembered[0], round(remembered[1], 2)))
 
     @staticmethod
     def _door_at(piece: _Piece, q: float) -> float:
