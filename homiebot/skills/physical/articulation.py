@@ -52,7 +52,7 @@ stopped ... blocked: ...``), the base could not get to a pose (``no path``), or 
 enough (``moved ... only to ...``).
 
 **Failing fast.** A try that found no base pose or arm configuration for any hold, and left the world graph round the
-piece and the skill's memory of the door as they were, is not worth another: its result says so
+piece, the skill's memory of the door and the base as they were, is not worth another: its result says so
 (``SkillResult.retryable`` False, the executor's E1 at once), and the same request in the same situation fails at once
 (:meth:`PhysicalArticulation._situation`). A hinge side a push showed wrong is not pushed again.
 """
@@ -132,6 +132,9 @@ PATH_IGNORED = 4
 #: graph's boxes when the skill tells whether anything there has changed since.
 AROUND = 2.5
 SITUATION_ROUNDING = 0.02
+#: The same for the base's place (m) and heading (rad).
+BASE_ROUNDING = 0.05
+YAW_ROUNDING = 0.1
 
 
 @dataclass(frozen=True)
@@ -509,9 +512,11 @@ class PhysicalArticulation:
     def _situation(self, world: WorldState, piece: _Piece) -> tuple[object, ...]:
         """What a try's search for base poses and arm configurations reads, for telling whether a failed one would
         fail again: the world graph's boxes and open states within AROUND of the piece's front (rounded to
-        SITUATION_ROUNDING), what the hand holds, and where the skill remembers the door (its hinge side and angle).
-        Left out: where the base stands (the poses tried come from a grid round the handle, whatever the start) and
-        the hinge sides a push showed wrong (a later try only skips what would again push air)."""
+        SITUATION_ROUNDING), what the hand holds, where the skill remembers the door (its hinge side and angle), and
+        where the base stands (BASE_ROUNDING, YAW_ROUNDING: it orders the base poses tried and the hinge sides). A
+        try that moved the base or the door is not the same situation at its end, so it stays worth another (at
+        0cd735d emmoe-001's fridge Close found no pose twice and closed the door on the executor's third try). Left
+        out: the hinge sides a push showed wrong (a later try only skips what would again push air)."""
         boxes = []
         for entity in world.entities.values():
             lo, hi = np.array(entity.bbox_min[:2], dtype=float), np.array(entity.bbox_max[:2], dtype=float)
@@ -520,8 +525,10 @@ class PhysicalArticulation:
             corners = np.round(np.array([*entity.bbox_min, *entity.bbox_max], dtype=float) / SITUATION_ROUNDING)
             boxes.append((entity.name, tuple(int(v) for v in corners), entity.is_open))
         remembered = self._memory.get(piece.name)
+        base = self.driver.base_pose()
         return (tuple(sorted(boxes, key=lambda b: b[0])), world.held,
-                None if remembered is None else (remembered[0], round(remembered[1], 2)))
+                None if remembered is None else (remembered[0], round(remembered[1], 2)),
+                (round(base.x / BASE_ROUNDING), round(base.y / BASE_ROUNDING), round(base.yaw / YAW_ROUNDING)))
 
     @staticmethod
     def _door_at(piece: _Piece, q: float) -> float:
