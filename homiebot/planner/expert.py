@@ -38,6 +38,17 @@ Decisions (tested in ``tests/planner/test_expert.py``):
   [0.1 m, 2 m] right after a successful Go to it (the simulator may stop a little farther away).
 * After the same subtask fails twice in a row with E1, the object is set aside for another candidate when
   there is one.
+* **Bounded repeats.** The identical subtask failing again and again is retried a bounded number of times, then
+  replaced (:func:`repeat_limit`: three rounds in a row for an E code, whose three tries each a noisy skill may fail
+  by chance; two for any other code, which a retry from the same state meets again). The first time, the expert
+  takes a detour and then tries once more: a Go to an object goes where the world state says it is (its receptacle,
+  else its room), a Pick, Open or Close goes to its target afresh, a Put to its place, a Go to furniture to its room.
+  When the subtask fails as often again after its detour, the expert gives its target up (marked lost, as after a
+  search): another instance is chosen, a held object is put down elsewhere, or, with nothing else to do, it ends. A
+  Put answered L2 ("the hand is empty") while the state shows the object in the hand (a physical Pick that reported
+  a failure but left the object held) is not retried at all: the executor's inventory and the hand disagree, no
+  Pick or Put can succeed (the inventory refuses the Put, the hand the Pick), and the expert finishes what needs no
+  hand. An episode in which nothing fails is planned exactly as before (``tests/planner/test_expert_suite.py``).
 * After an F2 on a name (a perception that has not seen it yet), the expert goes to where it can be
   seen: the object's receptacle, after a second F2 its room, then tries again; an F2 after that marks the
   instance lost (no longer chosen; with nothing else to do the expert ends). With the default alias
@@ -79,7 +90,7 @@ from homiebot.tasks.goals import (
     matches_category,
     select,
 )
-from homiebot.types import Action, EntityKind, EntityState, Subtask, WorldState
+from homiebot.types import Action, EntityKind, EntityState, ErrorCode, Subtask, WorldState
 
 log = logging.getLogger(__name__)
 
@@ -88,6 +99,12 @@ NAV_ROOM_MODEL = "NoMaD"  # rooms and large furniture (EMMOE table E2)
 NAV_OBJECT_MODEL = "PixNav"  # small objects
 ARTICULATION_MODEL = "octo"
 GRASP_MODEL = "RT-1-X"
+
+
+def repeat_limit(code: ErrorCode | None) -> int:
+    """How many rounds in a row the identical subtask may fail with ``code`` before the expert replaces it (module
+    docstring, "Bounded repeats"): 3 for an E code (and an unknown one), 2 for any other."""
+    return 3 if code is None or code.family == "E" else 2
 
 
 @dataclass(frozen=True)
@@ -121,6 +138,12 @@ class _Memory:
     spoken: dict[str, str] = field(default_factory=dict)  # the last subtask's spoken names -> instances
     looked_at: set[str] = field(default_factory=set)  # places reached by a Go to since the last Open
     lost: set[str] = field(default_factory=set)  # searched everywhere, still not found: no longer chosen
+    repeated: Subtask | None = None  # the subtask that failed in the last rounds, in a row (instance names)
+    repeats: int = 0  # how many rounds in a row ``repeated`` failed
+    detoured: set[Subtask] = field(default_factory=set)  # subtasks whose detour was taken (the next limit: give up)
+    detour: Subtask | None = None  # the subtask whose detour is due this round
+    given_up: set[str] = field(default_factory=set)  # lost after failing past a detour: lost even when seen
+    hand_unusable: bool = False  # no Put or Pick can succeed any more (module docstring, "Bounded repeats")
 
 
 def _closed(entity: EntityState) -> bool:
@@ -221,6 +244,7 @@ class ExpertPlanner(Planner):
             memory.looked_at.add(memory.last.target)  # the views from there are in the graph now
         elif not failed and Action.parse(memory.last.action) is Action.OPEN:
             memory.looked_at.clear()  # what the opened furniture held can be seen now, from wherever
+        self._count_repeats(request, failed)
         if failed and "too difficult" in request.feedback:
             memory.failures_in_a_row += 1
             if memory.failures_in_a_row >= 2 and memory.committed is not None:
@@ -230,13 +254,67 @@ class ExpertPlanner(Planner):
         elif not failed:
             memory.failures_in_a_row = 0
 
+    def _count_repeats(self, request: PlanRequest, failed: bool) -> None:
+        """Count the identical subtask's failures in a row, and at :func:`repeat_limit` replace it: a detour the
+        first time, giving its target up after that (module docstring, "Bounded repeats")."""
+        memory = self._memory
+        last = memory.last
+        assert last is not None
+        code = request.last_error
+        if not failed or request.feedback.endswith(F2_SUFFIX) or last.target is None:
+            memory.repeated, memory.repeats = None, 0  # a success, or an F2 (the search after it is its own rule)
+            return
+        state = request.world_state
+        if code is ErrorCode.L2 and state is not None and state.held is not None and state.held == last.target:
+            log.debug("expert: the state shows %s in the hand, the executor an empty hand", state.held)
+            memory.hand_unusable = True
+            return
+        memory.repeats = memory.repeats + 1 if last == memory.repeated else 1
+        memory.repeated = last
+        if memory.repeats < repeat_limit(code):
+            return
+        memory.repeated, memory.repeats = None, 0
+        if last not in memory.detoured:
+            memory.detoured.add(last)
+            memory.detour = last
+            return
+        log.debug("expert: %s failed again after its detour; giving up %s", last.text(), last.target)
+        if Action.parse(last.action) is Action.PUT and last.target in memory.given_up:
+            memory.hand_unusable = True  # put down neither where it belongs nor anywhere else
+        memory.given_up.add(last.target)
+        self._lose(last.target)
+
+    def _detour(self, state: WorldState, failing: Subtask) -> Decision | None:
+        """The detour after ``failing`` reached its repeat limit: where to go before trying again (module docstring);
+        None when there is nowhere else to go from (the subtask is then tried once more)."""
+        action = Action.parse(failing.action)
+        name = failing.place if action is Action.PUT else failing.target
+        if name is None or name not in state.entities:
+            return None
+        entity = state.entities[name]
+        if action is Action.GO_TO:
+            spots = [s for s in (entity.parent, entity.room) if s and s != name and s in state.entities]
+            spots = [s for s in spots if not self._unseen(s)]
+            if not spots:
+                return None
+            spot = spots[0]
+            model = NAV_OBJECT_MODEL if state.entities[spot].kind is EntityKind.OBJECT else NAV_ROOM_MODEL
+            return Decision(Subtask("Go to", spot), model,
+                            f"since I cant get to the {name} from here, I should go to {_article_name(spot)} where "
+                            f"it is and try again from there")
+        kind = entity.kind
+        model = NAV_OBJECT_MODEL if kind is EntityKind.OBJECT else NAV_ROOM_MODEL
+        return Decision(Subtask("Go to", name), model,
+                        f"since I failed to {_phrase(failing)} again and again, I should go to "
+                        f"{_article_name(name)} again and try from a new position")
+
     def _update_lost(self, state: WorldState) -> None:
         """With perception's names: an instance is lost while perception has not seen it although the robot has
         been to every place it can be seen from; found again as soon as perception sees it."""
         if not self._names.with_perception:
             return
         memory = self._memory
-        memory.lost -= self._names.seen()
+        memory.lost -= self._names.seen() - memory.given_up
         for name in state.entities:
             if name in memory.lost or not self._unseen(name):
                 continue
@@ -325,7 +403,16 @@ class ExpertPlanner(Planner):
         held = state.held
         moves = self._pending_moves(goal, initial, state, scene)
 
+        if memory.detour is not None:
+            failing, memory.detour = memory.detour, None
+            detour = self._detour(state, failing)
+            if detour is not None:
+                return detour
+
         # --- holding something: deliver it, or make the hand free
+        if held is not None and memory.hand_unusable:
+            # The executor's inventory says the hand is empty: no Put can succeed, nor a Pick (module docstring).
+            return self._finish(goal, initial, state, scene, rounds_left)
         if held is not None:
             move = next((m for m in moves if m.obj == held), None)
             if move is None and self._wanted_in_hand(goal, initial, state, held) and not self._hand_work_left(
@@ -428,7 +515,7 @@ class ExpertPlanner(Planner):
         for cond in goal.all:
             if isinstance(cond, RobotIn) and not condition_holds(cond, initial, state):
                 room = self._room_named(state, cond.room)
-                if room is not None:
+                if room is not None and room not in self._memory.given_up:
                     return self._go_to(state, room, "as my task asks me to be there")
         unmet = [c for c in goal.all if not condition_holds(c, initial, state, self._memory.seen_open)]
         impossible = [c.furniture for c in unmet if isinstance(c, PoweredOff)]

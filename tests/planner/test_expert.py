@@ -186,3 +186,81 @@ def test_distinct_kinds_are_met_with_one_object_per_category(sim):
     picked = [r.output.subtask.target for r in traj.rounds if r.output.subtask and r.output.subtask.action == "Pick"]
     assert len(picked) == 2
     assert len({e.category for e in in_sink}) == 3
+
+
+class ScriptedFailures(SkillRunnerBase):
+    """The embedded oracle skills, but the given actions on a target fail (EXECUTION_FAILED: E1 after three tries) for
+    their first ``times`` attempts; with ``keep_held``, a failed Pick leaves the object in the hand all the same (a
+    physical Pick that judged its grasp lost while the simulator still held the object, emmoe-050)."""
+
+    def __init__(self, sim, actions: set, target: str, times: int = 10**6, keep_held: bool = False) -> None:
+        from homiebot.executor.executor import SimulatorSkills
+
+        self.sim, self.inner = sim, SimulatorSkills(sim)
+        self.actions, self.target, self.left, self.keep_held = actions, target, times, keep_held
+
+    def run(self, action, model, target, place=None):
+        from homiebot.types import SkillResult, SkillStatus
+
+        if action in self.actions and target == self.target and self.left > 0:
+            self.left -= 1
+            if self.keep_held and self.sim.state().held is None:
+                self.inner.run(action, model, target, place)
+            return SkillResult(SkillStatus.EXECUTION_FAILED, "scripted failure")
+        return self.inner.run(action, model, target, place)
+
+
+def _failing(runner):
+    return lambda s, scene_seed: runner
+
+
+def _longest_repeat(traj) -> int:
+    """The most rounds in a row with the identical failed subtask."""
+    best = run_length = 0
+    previous = None
+    for r in traj.rounds:
+        failed = r.feedback.code is not ErrorCode.OK
+        run_length = run_length + 1 if failed and r.subtask_text == previous else (1 if failed else 0)
+        previous = r.subtask_text if failed else None
+        best = max(best, run_length)
+    return best
+
+
+def test_a_go_to_that_keeps_failing_is_replaced_by_a_go_to_where_the_object_is(sim):
+    """emmoe-038 through perception: [Go to, cracker_box_2] E1 until the round limit. Now three in a row, then a Go to
+    where the world state says it is (its receptacle), from where it is within reach."""
+    runner = ScriptedFailures(sim, {Action.GO_TO}, "apple")
+    traj, texts = run(sim, GOALS["holding the apple"], skills=_failing(runner))
+    assert traj.error is None and traj.ended and traj.goal_satisfied
+    assert texts == ["[Go to, apple]"] * 3 + ["[Go to, kitchen_counter]", "[Pick, apple]", "[End]"]
+
+
+def test_an_object_that_keeps_failing_after_its_detour_is_given_up(sim):
+    runner = ScriptedFailures(sim, {Action.GO_TO, Action.PICK}, "apple")
+    traj, texts = run(sim, GOALS["holding the apple"], skills=_failing(runner))
+    assert traj.error is None and traj.ended and not traj.goal_satisfied
+    assert _longest_repeat(traj) == 3 and texts[-1] == "[End]" and len(texts) < 20
+    assert "[Go to, kitchen_counter]" in texts  # the detour of the Go to
+
+
+def test_a_pick_that_keeps_failing_is_tried_again_from_a_fresh_go_to(sim):
+    """emmoe-050: after three failed Picks of the one candidate the expert goes to it again, then picks."""
+    runner = ScriptedFailures(sim, {Action.PICK}, "apple", times=9)  # three rounds of three tries
+    traj, texts = run(sim, GOALS["holding the apple"], skills=_failing(runner))
+    assert traj.goal_satisfied and traj.ended
+    first = texts.index("[Pick, apple]")
+    assert texts[first:first + 5] == ["[Pick, apple]"] * 3 + ["[Go to, apple]", "[Pick, apple]"]
+    assert traj.rounds[first + 4].feedback.code is ErrorCode.OK
+
+
+def test_an_object_held_after_a_failed_pick_ends_the_hand_work_instead_of_puts_forever(sim):
+    """emmoe-050 through perception: the Pick reported E1 with the bowl still in the hand, so the executor's inventory
+    was empty and every [Put, bowl, sink] was L2 until the round limit. One L2, then what needs no hand, then End."""
+    goal = [{"type": "placed", "object": "apple", "relation": "on", "receptacle": "sofa"},
+            {"type": "robot_in", "room": "kitchen"}]
+    runner = ScriptedFailures(sim, {Action.PICK}, "apple", times=3, keep_held=True)
+    traj, texts = run(sim, goal, skills=_failing(runner))
+    assert sim.state().held == "apple"
+    codes = [r.feedback.code for r in traj.rounds]
+    assert codes.count(ErrorCode.L2) == 1 and traj.ended and len(texts) < 20
+    assert texts[codes.index(ErrorCode.L2) + 1:] in (["[End]"], ["[Go to, kitchen]", "[End]"])
