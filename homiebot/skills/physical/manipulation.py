@@ -794,10 +794,27 @@ class PhysicalManipulation:
         except Planning as failure:
             self._gripper(self.setup.open_gap)
             return self._knocked(self._after_failure(failure, world, None, moved, travelled), world, obj)
-        if self._gap() <= self.setup.closed_gap + GRIPPED_GAP:
+        holding = self._holding_now()
+        if holding != obj:
+            if holding is not None:
+                self._gripper(self.setup.open_gap)  # something else came along: let it go, as the failure says
             return self._knocked(_result(SkillStatus.EXECUTION_FAILED,
                                          f"{obj} slipped out of the gripper on the way back{moved}"), world, obj)
         return SkillResult(SkillStatus.SUCCESS, f"picked {obj} ({grasp.kind} grasp){moved}", travelled)
+
+    def _holding_now(self) -> str | None:
+        """What the hand holds at the end of a Pick. The driver's grasp, where it tells (the simulator's
+        ``PhysicalDriver.held``: the one answer the executor's checks, the state and the next skills read too), else
+        the fingers' gap: closed to within GRIPPED_GAP of shut, nothing (the object the Pick took otherwise). The
+        gap alone is wrong on a thin wall: emmoe-050's bowl, taken by its 2 cm rim, was carried in the grasp while the
+        fingers closed to 0.3 mm, and a Pick reported failed with the bowl in the hand left the executor's inventory
+        empty, every Put refused (L2) and every Pick too (the hand is full)."""
+        held = getattr(self.driver, "held", None)
+        if callable(held):
+            answer = held()
+            return answer if isinstance(answer, str) else None
+        holding = self._holding[0] if self._holding is not None else None
+        return holding if self._gap() > self.setup.closed_gap + GRIPPED_GAP else None
 
     def pick_stance(self, world: WorldState, obj: str) -> tuple[WorldState, str, float] | SkillResult:
         """Where :meth:`pick` would act from, without reaching: its refusals before the arm moves (no such object, one
