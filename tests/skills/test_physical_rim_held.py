@@ -16,6 +16,7 @@ from homiebot.skills.physical.manipulation import PhysicalManipulation
 from homiebot.tasks.suite import get_task
 from homiebot.types import Action
 
+
 def test_emmoe_050s_bowl_held_by_the_grasp_with_the_fingers_shut_is_picked(sim, monkeypatch):
     task = get_task("emmoe-050")
     sim.reset(task.scene, seed=task.seed)
