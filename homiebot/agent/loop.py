@@ -513,7 +513,8 @@ class EpisodeLoop:
             timings.update(executed.timings)
         # A round records its grounding only where the planner's names are perception's own (a world graph):
         # otherwise they are the simulator's and the subtask says it already.
-        grounded = executed.grounded if executed is not None and knowledge.perceives else None
+        speaks_perception = knowledge.perceives or bool(getattr(knowledge, "perception_names", False))
+        grounded = executed.grounded if executed is not None and speaks_perception else None
         record = self._append_round(session, request.instruction, output, feedback, inventory_before,
                                     path_length, timings, grounded, agent)
         record.world_description = request.world_description  # an input of the round, for the record
@@ -823,7 +824,10 @@ def run_over_backend(
     spec = EpisodeSpec(instruction, scene, scene_seed, task.id if task is not None else None,
                        task.goal if task is not None else None, seed,
                        task.evaluation if task is not None else None)
-    loop = EpisodeLoop(backend, planner, spec, config, observers=watchers, on_output=on_output,
+    # A backend whose perception runs elsewhere may bring the knowledge that speaks for it (the ROS 2 planner node's
+    # perception names: homiebot.ros.perceived_names); else the views' segmentation.
+    knowledge = getattr(backend, "knowledge_factory", None) or segmentation_knowledge
+    loop = EpisodeLoop(backend, planner, spec, config, knowledge=knowledge, observers=watchers, on_output=on_output,
                        always_observe=always_observe, partner=partner)
     if recording is not None:
         recording.begin(loop.trajectory)

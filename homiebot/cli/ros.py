@@ -368,6 +368,8 @@ def register(app: typer.Typer) -> None:
             if any(node.name == "sim_bridge" for node in graph.nodes):
                 # Looks on arrival, as homie run takes them with perception (docs/ros.md, "Looks through the graph").
                 planner_overrides["looks"] = True
+            # A privileged planner speaks perception's names, as in one process (docs/ros.md, "Looks through the graph").
+            planner_overrides["perceived_names"] = True
             if skills == SkillsMode.PHYSICAL.value:  # and the physical skills plan with perception's objects
                 for name in ("nav_executor", "manip_executor"):
                     overrides.setdefault(name, {})["perception_service"] = "/perception/perceive_world"

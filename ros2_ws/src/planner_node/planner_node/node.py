@@ -24,6 +24,11 @@ backend takes the look through the robot's head and torso controllers (control_m
 ``/head_controller`` and ``/torso_controller``), waiting until the perception node has fused the head camera's
 view (:mod:`homiebot.ros.looks`; docs/ros.md, "Looks through the graph").
 
+Perception's names (``perceived_names``, default false; ``homie up --perception`` sets it): a privileged planner
+(the expert) is told the perception node's names of the instances it knows (``bowl_1`` for the bowl perception
+found first, whatever the simulator calls it), as in one process (:mod:`homiebot.ros.perceived_names`), so that the
+executor's grounding through perception finds what the planner names.
+
 Tasks come from the parameters (``task`` id or ``instruction`` + ``scene``) or from the latched
 ``/homie/task`` topic (homie_msgs/Task). With ``exit_when_done`` the node exits after one episode with
 status 0 (episode ran; the result says whether it succeeded), 3 (a server did not answer in time) or
@@ -52,6 +57,7 @@ from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
 from rclpy.node import Node
 
 from homiebot.agent.build import build_episode
+from homiebot.agent.knowledge import KnowledgeFactory, WorldKnowledge
 from homiebot.agent.looks import LOOK_AFTER, Look
 from homiebot.agent.loop import EpisodeOutcome
 from homiebot.agent.observers import ObserverBase
@@ -70,6 +76,7 @@ from homiebot.ros.calls import EVENTS_QOS, LATCHED_QOS, ReadinessWatch, call_act
 from homiebot.ros.episode import ExecutionOutcome
 from homiebot.ros.looks import HeadLooker, LookFailed
 from homiebot.ros.motion_views import MotionCollector
+from homiebot.ros.perceived_names import PerceivedNames, PerceivedNamesKnowledge
 from homiebot.ros.spin import ShutdownSignals
 from homiebot.sim.scene import SceneSpec
 from homiebot.tasks.suite import TaskSpec, get_task
@@ -106,6 +113,22 @@ class RosEpisodeBackend:
         self._acted_on: dict[int, tuple[int, int]] = {}
         #: The head's looks for the perception node (PlannerNode's ``looks``), or None: the loop then takes none.
         self.looker: HeadLooker | None = None
+        #: The perception node's names for a privileged planner (PlannerNode's ``perceived_names``), or None.
+        self.perceived: PerceivedNames | None = None
+        self.views_time: float | None = None  # the stamp of the robot's newest views (s)
+
+    @property
+    def knowledge_factory(self) -> KnowledgeFactory | None:
+        """What the loop knows of the world when the graph has a perception node: perception's names for a
+        privileged planner, as in one process (:mod:`homiebot.ros.perceived_names`); None: the views' segmentation."""
+        names = self.perceived
+        if names is None:
+            return None
+
+        def knowledge(scene: SceneSpec | None, initial: WorldState) -> WorldKnowledge:
+            return PerceivedNamesKnowledge(names, lambda: self.views_time)
+
+        return knowledge
 
     @property
     def perception_looks(self) -> bool:
@@ -164,6 +187,9 @@ class RosEpisodeBackend:
             self.motion.clear()
         for port in self._ports.values():
             port.state_msg, port.views = None, None
+        self.views_time = None
+        if self.perceived is not None:  # the last episode's graph names nothing of this one
+            self.perceived.reset()
         response = call_service(self._reset, ResetEpisode.Request(scene=scene, seed=seed), self.node.service_timeout_s)
         if not response.success:
             raise RuntimeError(response.message)
@@ -194,6 +220,8 @@ class RosEpisodeBackend:
             request = RenderViews.Request(include_depth=False, include_segmentation=segmentation)
             views = call_service(port.render, request, self.node.service_timeout_s).views
             self._received(views.header)
+            if agent == 0:
+                self.views_time = convert.time_seconds(views.header.stamp)
             value = convert.observation_from_msg(views) if segmentation else convert.multiview_images(views)
             port.views = ((views.state_sequence, segmentation), value)
         return port.views[1]
@@ -226,18 +254,15 @@ class RosEpisodeBackend:
         )
         self._acted_on[agent] = (round_index, goal.state.state_sequence)
         started = time.perf_counter()
+        # Before the goal, as the executor grounds them: after a Pick or a Put the object's node is where the hand
+        # took it, and its name may ground elsewhere until perception has seen it again.
+        grounded = self._grounded(subtask) if agent == 0 else None
         for other in self._ports.values():  # the world changes now; an aborted goal leaves it unknown
             other.state_msg = None
         result = call_action(port.execute, goal, self.node.execute_timeout_s)
         feedback = convert.feedback_from_msg(result.feedback)
-        grounded = None
         if self.looker is not None and agent == 0:
             self.looker.robot_moved()
-            # The loop looks at the furniture the round reached (a Put's place), by its instance (homiebot.ros.looks).
-            if feedback.success and subtask.target and Action.parse(subtask.action) in LOOK_AFTER:
-                target = self.looker.ground(subtask.target)
-                place = self.looker.ground(subtask.place) if subtask.place else None
-                grounded = Subtask(subtask.action, target, place) if target is not None else None
         after = None
         if result.state.state_sequence > 0:
             port.state_msg = result.state
@@ -245,6 +270,22 @@ class RosEpisodeBackend:
             after = self._with_agents(agent, convert.world_state_from_msg(result.state))
         return ExecutionOutcome(feedback, float(result.path_length), {"execute_s": time.perf_counter() - started}, after,
                                 grounded)
+
+
+    def _grounded(self, subtask: Subtask) -> Subtask | None:
+        """The round's subtask in simulator instances, as perception grounds the planner's words (the executor's
+        result does not name them; asked before the goal, as the executor asks): for the loop's look at the
+        furniture a Go to, an Open or a Put reached (homiebot.ros.looks), and, when the planner speaks perception's
+        names, for every round with a target (the record's grounding, which the EMMOE judge reads)."""
+        if not subtask.target or (self.looker is None and self.perceived is None):
+            return None
+        if self.perceived is None and Action.parse(subtask.action) not in LOOK_AFTER:
+            return None
+        ground = self.perceived.ground if self.perceived is not None else self.looker.ground  # type: ignore[union-attr]
+        target = ground(subtask.target)
+        if target is None:
+            return None
+        return Subtask(subtask.action, target, ground(subtask.place) if subtask.place else None)
 
 
 class _AgentPort:
@@ -386,6 +427,8 @@ class PlannerNode(Node):
             ("skills", SkillsMode.ORACLE.value),
             # Looks on arrival through the head and torso controllers, fused by the perception node (module docstring).
             ("looks", False),
+            # A privileged planner speaks the perception node's names (module docstring).
+            ("perceived_names", False),
         ):
             self.declare_parameter(name, default)
         role = str(self.param("role"))
@@ -409,6 +452,10 @@ class PlannerNode(Node):
                 raise ValueError("looks: the graph's perception node sees through the robot's cameras only (one agent)")
             self.backend.looker = HeadLooker(self, goal_timeout_s=self.service_timeout_s,
                                              fuse_timeout_s=self.service_timeout_s)
+        if self.param("perceived_names"):
+            if self.pair or role != "robot":
+                raise ValueError("perceived_names: the graph's perception node sees through the robot's cameras only")
+            self.backend.perceived = PerceivedNames(self, timeout_s=self.service_timeout_s)
         if self.param("record_images") and role == "robot":
             # The record keeps the physical skills' reaching views too, when the bridge publishes them (physical
             # mode with motion_views: homiebot.ros.motion_views).
