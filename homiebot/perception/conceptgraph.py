@@ -41,6 +41,12 @@ Pipeline per observation (four views):
 A detection of the held object's label within ``held_radius`` of the robot is the object in the gripper
 (PARTNR's "whether object-is-being-held-by-agent" check) and is not turned into a new node.
 
+8. **Let go.** When the hand has let go of the object the graph says it holds without a Put that placed it (a Put
+   that dropped it: EMMOE's E2, "the object is missing"), :meth:`ConceptGraphBuilder.let_go` makes it held by no one,
+   on nothing: where it fell only a view can tell, so until one shows it the node is :attr:`~ConceptGraphBuilder.
+   unplaced` and a detection of its label within ``held_radius`` of where the hand let go takes its geometry. Left
+   held, its label was taken for the object in the gripper near the robot, and the fallen object was never seen.
+
 Besides the voxel set, an object node keeps the points of the latest observation that showed it and where the camera
 stood then (:meth:`ConceptGraphBuilder.seen_points`): a grasp completes the object from them with its model
 (:mod:`homiebot.perception.object_fit`). The latest view, not the union: a nudged object's old voxels stay in the
@@ -326,6 +332,7 @@ class ConceptGraphBuilder:
         self._tracks: dict[str, _Track] = {}
         # node id -> (min, max) corner of the region an action moved the node into, until it is detected again
         self._moved: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+        self._unplaced: set[str] = set()  # let go of, not seen since (let_go)
         self._next_id = 0
         self._name_counts: Counter = Counter()
         self._centres: dict[str, tuple[np.ndarray, np.ndarray]] = {}
@@ -547,6 +554,7 @@ class ConceptGraphBuilder:
         if track.node_id in self._moved:
             # The first sight after an action replaces the stale geometry.
             del self._moved[track.node_id]
+            self._unplaced.discard(track.node_id)
             track.keys = det.keys.copy()
             track.box_min, track.box_max = det.box_min.copy(), det.box_max.copy()
         else:
@@ -677,13 +685,39 @@ class ConceptGraphBuilder:
                 else:
                     # Held: the gripper check keeps detections from creating a duplicate; nothing to fuse with.
                     region = (np.full(3, np.inf), np.full(3, -np.inf))
-                self._moved[node_id] = region
-                track = self._tracks.get(node_id)
-                if track is not None:
-                    track.keys = np.empty(0, dtype=np.int64)
-                    track.seen, track.seen_from, track.seen_in = np.empty((0, 3)), np.empty((0, 3)), -1
-                    track.seen_occluded, track.clear = False, None
+                self._moved_to(node_id, region)
         return changed
+
+    def _moved_to(self, node_id: str, region: tuple[np.ndarray, np.ndarray]) -> None:
+        """Forget ``node_id``'s stale geometry; its next detection of its label inside ``region`` replaces it."""
+        self._moved[node_id] = region
+        self._unplaced.discard(node_id)
+        track = self._tracks.get(node_id)
+        if track is not None:
+            track.keys = np.empty(0, dtype=np.int64)
+            track.seen, track.seen_from, track.seen_in = np.empty((0, 3)), np.empty((0, 3)), -1
+            track.seen_occluded, track.clear = False, None
+
+    def let_go(self, node_id: str) -> None:
+        """The hand let go of ``node_id`` without a Put that placed it (module docstring, "Let go"): held by no one,
+        on nothing, its box centred on the robot's position, and :attr:`unplaced` until a detection of its label
+        within ``held_radius`` of there takes its geometry."""
+        node = self.graph.node(node_id)
+        robot = self.graph.node(ROBOT_ID).position
+        self.graph.set_placement(node_id, None, None)
+        low, high = moved_box(node, robot)
+        self.graph.update_node(node_id, position=robot, bbox_min=low, bbox_max=high,
+                               states={**node.states, "held": False})
+        self.graph.set_room(node_id, self.graph.room_of(ROBOT_ID))
+        reach = self.config.held_radius
+        self._moved_to(node_id, (np.array([robot[0] - reach, robot[1] - reach, -np.inf]),
+                                 np.array([robot[0] + reach, robot[1] + reach, np.inf])))
+        self._unplaced.add(node_id)
+
+    @property
+    def unplaced(self) -> frozenset[str]:
+        """Nodes the hand let go of (:meth:`let_go`) that no view has shown since: where they are is not known."""
+        return frozenset(self._unplaced)
 
     @property
     def track_count(self) -> int:

@@ -114,6 +114,11 @@ class WorldModel:
         if self._privileged is not None:
             return self._privileged.update(observation, state)
         assert isinstance(self._builder, ConceptGraphBuilder)
+        if state.held is None:
+            # The hand is empty (the robot's own joints tell) while the graph says it holds something: a Put dropped
+            # it (E2). Where it fell, this observation may tell (ConceptGraphBuilder.let_go).
+            for node in self.graph.held_by(ROBOT_ID):
+                self._builder.let_go(node.id)
         return self._builder.update(observation)
 
     def node_for_instance(self, instance: str, state: WorldState) -> GraphNode | None:
@@ -204,9 +209,10 @@ class WorldModel:
         """
         names: dict[str, str] = {}
         best: dict[str, float] = {}
+        unplaced = self._builder.unplaced if isinstance(self._builder, ConceptGraphBuilder) else frozenset()
         for node in self.graph.nodes():
-            if node.kind is NodeKind.AGENT:
-                continue
+            if node.kind is NodeKind.AGENT or node.id in unplaced:
+                continue  # an object the hand let go of is not known to be anywhere until a view shows it
             instance = self.instance_of(node, state)
             entity = state.entities.get(instance) if instance is not None else None
             if instance is None or entity is None:

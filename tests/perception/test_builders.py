@@ -191,6 +191,26 @@ def test_conceptgraph_action_updates_and_redetection(scene):
     assert builder.graph.room_of(can.id) == "living_room"
 
 
+@pytest.mark.slow
+def test_conceptgraph_an_object_the_hand_let_go_of_is_found_where_it_fell(scene):
+    """A Put that dropped the object (E2): the graph kept it held by the robot, so a detection of its label near the
+    robot was taken for the object in the gripper and the fallen can was never seen (emmoe-038's cracker box)."""
+    builder = cg_builder(scene)
+    builder.update(observe(scene.boxes, 2.0, 2.0, math.pi / 2))
+    can = next(n for n in builder.graph.nodes(NodeKind.OBJECT) if n.category == "tomato_soup_can")
+    builder.apply_action("Pick", can.name)
+    without_can = [b for b in scene.boxes if b.name != "red_can"]
+    builder.let_go(can.id)
+    node = builder.graph.node(can.id)
+    assert builder.graph.placement(can.id) is None and node.states["held"] is False
+    assert builder.unplaced == {can.id}  # not known to be anywhere
+    fallen = without_can + [SynthBox(10, "red_can", (2.85, 1.96, 0.0), (2.92, 2.03, 0.12))]  # on the floor, 0.9 m away
+    builder.update(observe(fallen, 2.0, 2.0, math.pi / 2))
+    cans = [n for n in builder.graph.nodes(NodeKind.OBJECT) if n.category == "tomato_soup_can"]
+    assert [c.id for c in cans] == [can.id]  # fused with the node let go of, not a new one
+    assert math.dist(cans[0].position[:2], (2.885, 1.995)) < 0.05 and builder.unplaced == frozenset()
+
+
 def test_label_confusion_is_seeded_and_stays_within_the_kind(scene, observations):
     def labels(seed):
         labeler = PanopticStandInLabeler(scene.vocabulary, scene.category_of, confusion=0.5, seed=seed)
