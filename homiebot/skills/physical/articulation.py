@@ -113,6 +113,9 @@ LEAF_PIECE = 0.1
 EDGE_INSET = 0.03
 #: How far (rad) to either side of the hand's estimate a missed re-grasp of a door's handle tries.
 REGRASP_OFFSET = 0.08
+#: How far (rad) a door pulled by its handle stands short of where the hand says when it lets go (emmoe-014's 0.9 m
+#: cabinet door: the hand said 0.645 and 1.483 rad, the joint stood at 0.603 and 1.431; the arm gives under the pull).
+PULL_LAG = 0.04
 #: The pre-grasp's distance out from the handle along the approach (m), and the retreat's after letting go.
 PREGRASP = 0.12
 #: Horizontal distance (m) from the base's centre within which the arm is tried on a waypoint.
@@ -408,6 +411,7 @@ class PhysicalArticulation:
         done_at = goal - 0.05 * abs(goal - start) if opening else start * CLOSED_FRACTION
         first_piece, first_start = piece, start
         wrong: set[int] = set()  # hinge sides a push showed to be wrong in this try
+        last_grip = ""  # how the hand held the door in the last segment carried out
         q = start
         travelled = 0.0
         for segment in range(MAX_SEGMENTS):
@@ -425,6 +429,15 @@ class PhysicalArticulation:
                 # the door's outer face instead.
                 outer = dataclasses.replace(piece, grip="outer")
                 hypotheses += [(outer, side, min(q, DOOR_NOMINAL_ANGLE) + PUSH_LEAD) for side in sides]
+            if opening and piece.grip == "inner" and confirmed:
+                # Where the closed hand finds no way in behind the door (a low cabinet's, pulled to 0.6-0.9 rad: the
+                # wedge between its door and its front faces away from every base pose), the handle, which the door
+                # turns towards the room as it opens, is taken again where the hand left it and pulled on. A door
+                # pulled by its handle stands PULL_LAG short of where the hand says.
+                door = self._memory.get(piece.name, (0, q + PUSH_LEAD))[1] - (PULL_LAG if last_grip == "handle" else 0.0)
+                handle = dataclasses.replace(piece, grip="handle")
+                hypotheses += [(handle, side, guess) for side in sides
+                               for guess in (door, door + REGRASP_OFFSET, door - REGRASP_OFFSET)]
             missed_sides: set[int] = set()
             for variant, side, guess in hypotheses:
                 if variant.grip == "outer" and side in missed_sides and not confirmed:
@@ -454,6 +467,7 @@ class PhysicalArticulation:
                 raise failed
             reached, moved = plan
             travelled += moved
+            last_grip = piece.grip
             if not piece.drawer:
                 # A door pushed open swings on a little once the hand stops (measured: from 1.45 to 1.54-1.56 rad).
                 at = min(reached + DOOR_COAST, DOOR_NOMINAL_ANGLE) if piece.grip == "inner" else reached
