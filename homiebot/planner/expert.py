@@ -43,8 +43,10 @@ Decisions (tested in ``tests/planner/test_expert.py``):
   by chance; two for any other code, which a retry from the same state meets again). The first time, the expert
   takes a detour and then tries once more: a Go to an object goes where the world state says it is (its receptacle,
   else its room), a Pick, Open or Close goes to its target afresh, a Put to its place, a Go to furniture to its room.
-  When the subtask fails as often again after its detour, the expert gives its target up (marked lost, as after a
-  search): another instance is chosen, a held object is put down elsewhere, or, with nothing else to do, it ends. A
+  When the subtask fails as often again after its detour, a Put's object is put down on a free surface and taken
+  again (another grasp: it was the held object that met the place), and the Put tried again; any other subtask, and
+  that Put failing as often once more, has its target given up (marked lost, as after a search): another instance
+  is chosen, a held object is put down elsewhere, or, with nothing else to do, the expert ends. A
   Put answered L2 ("the hand is empty") while the state shows the object in the hand (a physical Pick that reported
   a failure but left the object held) is not retried at all: the executor's inventory and the hand disagree, no
   Pick or Put can succeed (the inventory refuses the Put, the hand the Pick), and the expert finishes what needs no
@@ -143,6 +145,8 @@ class _Memory:
     detoured: set[Subtask] = field(default_factory=set)  # subtasks whose detour was taken (the next limit: give up)
     detour: Subtask | None = None  # the subtask whose detour is due this round
     given_up: set[str] = field(default_factory=set)  # lost after failing past a detour: lost even when seen
+    regrasp: set[str] = field(default_factory=set)  # held objects to put down elsewhere and take again
+    regrasped: set[Subtask] = field(default_factory=set)  # Puts whose object was put down and taken again for them
     hand_unusable: bool = False  # no Put or Pick can succeed any more (module docstring, "Bounded repeats")
 
 
@@ -278,8 +282,15 @@ class ExpertPlanner(Planner):
             memory.detoured.add(last)
             memory.detour = last
             return
+        put = Action.parse(last.action) is Action.PUT
+        if put and state is not None and state.held == last.target and last not in memory.regrasped:
+            # Taken another way the object may go in (it is the held object that touches the place): put it down
+            # elsewhere and take it again, then try the Put once more.
+            memory.regrasped.add(last)
+            memory.regrasp.add(last.target)
+            return
         log.debug("expert: %s failed again after its detour; giving up %s", last.text(), last.target)
-        if Action.parse(last.action) is Action.PUT and last.target in memory.given_up:
+        if put and last.target in memory.given_up:
             memory.hand_unusable = True  # put down neither where it belongs nor anywhere else
         memory.given_up.add(last.target)
         self._lose(last.target)
@@ -413,6 +424,16 @@ class ExpertPlanner(Planner):
         if held is not None and memory.hand_unusable:
             # The executor's inventory says the hand is empty: no Put can succeed, nor a Pick (module docstring).
             return self._finish(goal, initial, state, scene, rounds_left)
+        if held is None:
+            memory.regrasp.clear()  # put down (or dropped): the next Pick is the fresh grasp
+        elif held in memory.regrasp:
+            move = next((m for m in moves if m.obj == held), None)
+            spot = self._parking_spot(held, goal, initial, state, scene, avoid=move.receptacle if move else None)
+            if spot is not None:
+                put = Decision(Subtask("Put", held, spot), GRASP_MODEL,
+                               f"since I cant put the {held} down the way I hold it, I should put it "
+                               f"{self._preposition(spot, scene)} {_article_name(spot)} and take it again")
+                return self._approach(state, spot, put, f"to put the {held} down")
         if held is not None:
             move = next((m for m in moves if m.obj == held), None)
             if move is None and self._wanted_in_hand(goal, initial, state, held) and not self._hand_work_left(

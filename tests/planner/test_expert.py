@@ -193,16 +193,17 @@ class ScriptedFailures(SkillRunnerBase):
     their first ``times`` attempts; with ``keep_held``, a failed Pick leaves the object in the hand all the same (a
     physical Pick that judged its grasp lost while the simulator still held the object, emmoe-050)."""
 
-    def __init__(self, sim, actions: set, target: str, times: int = 10**6, keep_held: bool = False) -> None:
+    def __init__(self, sim, actions: set, target: str, times: int = 10**6, keep_held: bool = False,
+                 place: str | None = None) -> None:
         from homiebot.executor.executor import SimulatorSkills
 
         self.sim, self.inner = sim, SimulatorSkills(sim)
-        self.actions, self.target, self.left, self.keep_held = actions, target, times, keep_held
+        self.actions, self.target, self.left, self.keep_held, self.place = actions, target, times, keep_held, place
 
     def run(self, action, model, target, place=None):
         from homiebot.types import SkillResult, SkillStatus
 
-        if action in self.actions and target == self.target and self.left > 0:
+        if action in self.actions and target == self.target and self.place in (None, place) and self.left > 0:
             self.left -= 1
             if self.keep_held and self.sim.state().held is None:
                 self.inner.run(action, model, target, place)
@@ -264,3 +265,18 @@ def test_an_object_held_after_a_failed_pick_ends_the_hand_work_instead_of_puts_f
     codes = [r.feedback.code for r in traj.rounds]
     assert codes.count(ErrorCode.L2) == 1 and traj.ended and len(texts) < 20
     assert texts[codes.index(ErrorCode.L2) + 1:] in (["[End]"], ["[Go to, kitchen]", "[End]"])
+
+
+def test_a_put_that_keeps_failing_after_its_detour_is_tried_again_with_a_fresh_grasp(sim):
+    """emmoe-089: the held bottle met the sink's wall on every try. After its detour the object is put down elsewhere,
+    taken again, and put where it belongs."""
+    goal = [{"type": "placed", "object": "apple", "relation": "on", "receptacle": "sofa"}]
+    runner = ScriptedFailures(sim, {Action.PUT}, "apple", times=18, place="sofa")  # six rounds of three tries
+    traj, texts = run(sim, goal, skills=_failing(runner))
+    assert traj.goal_satisfied and traj.ended and len(texts) < 20
+    first = texts.index("[Put, apple, sofa]")
+    assert texts[first:first + 7] == ["[Put, apple, sofa]"] * 3 + ["[Go to, sofa]"] + ["[Put, apple, sofa]"] * 3
+    rest = texts[first + 7:]
+    parked = next(t for t in rest if t.startswith("[Put, apple, "))
+    assert parked != "[Put, apple, sofa]" and rest.index(parked) < rest.index("[Pick, apple]")
+    assert texts[-2:] == ["[Put, apple, sofa]", "[End]"]
