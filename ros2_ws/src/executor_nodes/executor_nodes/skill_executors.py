@@ -26,6 +26,11 @@ arm's reset (a tuck through the trajectory controller), and still forwards Open,
 arm itself when the goal asks for a reset first. So Go to, Pick and Put never reach the simulator's private
 actions. The blocking skill runs in one worker thread while the goal's execute callback awaits it, as the
 executor node does.
+
+**Learned skills** (parameter ``learned_skills``: ``SLOT=ACTION`` pairs, comma-separated; ``homie up --skill-model``
+sets it): a Pick whose model names a slot that holds a policy is forwarded to that slot's policy node
+(executor_nodes/policy_node.py) on ``ACTION`` (homie_msgs/Manipulate), which runs the policy through the standard
+interfaces and answers with the outcome; every other goal is served as above (docs/skills.md).
 """
 
 from __future__ import annotations
@@ -67,6 +72,7 @@ class SkillExecutorNode(Node):
         # launch/config/graph_pair.yaml; a parameter, as action names are not remapped by --ros-args -r here).
         self.declare_parameter("action", action)
         self.declare_parameter("skills", ORACLE_SKILLS)
+        self.declare_parameter("learned_skills", "")
         action = str(self.get_parameter("action").value)
         self.action_type = action_type
         self._robot = ActionClient(self, action_type, self.get_parameter("robot_action").value)
@@ -76,6 +82,8 @@ class SkillExecutorNode(Node):
             self.physical = PhysicalSkills(self)
         elif mode != ORACLE_SKILLS:
             raise ValueError(f"skills {mode!r}: use {ORACLE_SKILLS} or {PHYSICAL_SKILLS}")
+        learned = learned_skills(str(self.get_parameter("learned_skills").value)) if action_type is Manipulate else {}
+        self._learned = {slot.lower(): (name, ActionClient(self, action_type, name)) for slot, name in learned.items()}
         self._server = ActionServer(self, action_type, action, self._execute)
         self.get_logger().info(f"{name} ready on {action} ({mode} skills): models {', '.join(self.served_models)}")
         self._ready = announce_ready(self)  # its action server exists: the planner may start (calls.READY_TOPIC)
@@ -95,6 +103,9 @@ class SkillExecutorNode(Node):
                     detail=f"model {goal.model!r} is not run by {self.get_name()} (runs {', '.join(self.served_models)})",
                 )
             )
+        learned = self._learned.get(goal.model.strip().lower()) if getattr(goal, "operation", None) == Manipulate.Goal.PICK else None
+        if learned is not None:  # the slot's policy node runs it (module docstring, "Learned skills")
+            return await self._forward(goal_handle, goal, *learned)
         if self.physical is not None:
             run = self.physical.handles(goal)
             if run is not None:
@@ -117,15 +128,16 @@ class SkillExecutorNode(Node):
                 goal.reset_arm_first = False
         return await self._forward(goal_handle, goal)
 
-    async def _forward(self, goal_handle, goal):
+    async def _forward(self, goal_handle, goal, name: str = "", client: ActionClient | None = None):
         # The caller (the executor) holds the deadline; a robot side that never answers leaves this goal
         # pending, which costs nothing here because the callback only awaits.
         # Blocking is fine here: goals are served one at a time, and discovery runs in DDS's own threads.
-        if not self._robot.server_is_ready() and not self._robot.wait_for_server(timeout_sec=30.0):
-            self.get_logger().error(f"{self.get_parameter('robot_action').value} is not available")
+        client = client or self._robot
+        if not client.server_is_ready() and not client.wait_for_server(timeout_sec=30.0):
+            self.get_logger().error(f"{name or self.get_parameter('robot_action').value} is not available")
             goal_handle.abort()
             return self.action_type.Result()
-        handle = await self._robot.send_goal_async(goal, feedback_callback=lambda f: goal_handle.publish_feedback(f.feedback))
+        handle = await client.send_goal_async(goal, feedback_callback=lambda f: goal_handle.publish_feedback(f.feedback))
         if not handle.accepted:
             self.get_logger().error(f"{goal}: rejected by the robot side")
             goal_handle.abort()
@@ -141,6 +153,17 @@ class SkillExecutorNode(Node):
         if self.physical is not None:
             self.physical.shutdown()
         super().destroy_node()
+
+
+def learned_skills(text: str) -> dict[str, str]:
+    """``SLOT=ACTION`` pairs, comma-separated (the ``learned_skills`` parameter), as slot -> action name."""
+    pairs = {}
+    for item in filter(None, (part.strip() for part in text.split(","))):
+        slot, sep, action = item.partition("=")
+        if not sep or not slot.strip() or not action.strip():
+            raise ValueError(f"learned_skills {item!r}: give SLOT=ACTION")
+        pairs[slot.strip()] = action.strip()
+    return pairs
 
 
 #: One physical skill on the runner, in the worker thread.
@@ -159,6 +182,11 @@ class PhysicalSkills:
         # With perception on: the objects the skills plan with come from perception (homie_msgs/PerceiveWorld on
         # /perception/perceive_world), as in-process; empty: from the state service.
         node.declare_parameter("perception_service", "")
+        # With perception's image-built graph: a look before each read of the world after the robot moved (the four
+        # views fused objects-only, homiebot.ros.looks.SkillLooker), as in-process; the robot takes them on
+        # look_views_service.
+        node.declare_parameter("skill_looks", False)
+        node.declare_parameter("look_views_service", "/sim/look_views")
         node.declare_parameter("navigate_to_pose_action", DriverInterfaces.navigate)
         node.declare_parameter("arm_trajectory_action", DriverInterfaces.arm_trajectory)
         node.declare_parameter("gripper_action", DriverInterfaces.gripper)
@@ -179,6 +207,12 @@ class PhysicalSkills:
         perception = str(param("perception_service"))
         self._perceive = node.create_client(PerceiveWorld, perception, callback_group=group) if perception else None
         self._told_perception = False
+        self._looker = None
+        if self._perceive is not None and bool(param("skill_looks")):
+            from homiebot.ros.looks import SkillLooker
+
+            self._looker = SkillLooker(node, str(param("look_views_service")), self.state_timeout_s,
+                                       callback_group=group)
         self._description = LatchedText(node, str(param("robot_description_topic")), callback_group=group)
         self._runner: Any = None  # homiebot.ros.physical_skills.PhysicalSkillRunner, built on the first goal
         self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="physical-skill")
@@ -228,6 +262,8 @@ class PhysicalSkills:
         """The world the skills plan in: the state service's, its objects perception's when perception is on (the
         skills' result still carries the state service's world: what happened, not what was seen)."""
         msg = self._world_msg()
+        if self._looker is not None:
+            self._looker.look_if_due(msg)  # the objects from where the robot stands now, first
         if self._perceive is not None:
             answer = call_service(self._perceive, PerceiveWorld.Request(state=msg), self.state_timeout_s)
             if not answer.ok:

@@ -29,6 +29,20 @@ standard interfaces from that driver:
   odometry publish them: the physical skills' ROS driver reads the joints and the base only from messages sent
   after a goal ended (:mod:`homiebot.ros.robot_driver`).
 
+**Streamed targets** (physical mode; :mod:`homiebot.ros.policy_skill`): the arm controller's topic interface,
+``/arm_controller/joint_trajectory`` (trajectory_msgs/JointTrajectory, as ros2_control's JointTrajectoryController
+takes it), for a closed-loop policy (the policy node, ``homie up --skill-model``). Each message names the torso, the arm
+joints and optionally the two fingers (their sum is the gripper's commanded gap); each point is held from the previous
+point's time to its own, and physics advances by exactly that much (the bridge's physics clock: between messages the
+simulated time stands still, so a policy that thinks for 30 ms of wall time loses no simulated time). The targets go
+to :meth:`~homiebot.sim.mujoco.physical.PhysicalDriver.setpoint_stream`, one stream from the first message until any
+other goal, service call or reset (or an empty trajectory, which stops the arm where it is); while it is open the
+published clock, ``/joint_states`` and the stamps are the stream's (its start plus the physics it ran). A point at
+time 0 opens the stream and runs no physics. At the end of every message the bridge publishes ``/joint_states`` and,
+with ``skill_camera_size`` > 0 (``homie up --skill-model`` sets the policy's size), the policy's cameras
+(homiebot/sim/mujoco/skill_cameras.py: ``head`` and ``wrist``) on ``/skill_camera/<camera>/image_raw`` and
+``.../camera_info``, stamped with that moment, to their subscribers.
+
 With ``motion_views`` (default off; ``homie up --images`` sets it) the bridge also renders the physical skills'
 reaching views at the end of every arm and gripper goal (:mod:`homiebot.sim.mujoco.motion_views`: the head camera
 and a third-person overview camera) and publishes them before the goal's result, as camera images with their
@@ -43,7 +57,10 @@ control_msgs/FollowJointTrajectory. A goal moves its joints to the last point th
 ``MujocoSimulator.move_look_joints``); the world's version does not change. At the end of every head goal the head
 camera's view is published before the result: ``/head_camera/rgb/image_raw``, ``/head_camera/depth/image`` and
 ``/head_camera/rgb/camera_info`` (to their subscribers; Fetch's names), and the view with its pose and segmentation
-as a MultiView of one view on ``/head_camera/views``, which the perception node fuses.
+as a MultiView of one view on ``/head_camera/views``, which the perception node fuses. ``/sim/look_views``
+(homie_msgs/RenderViews) takes the four views for the physical skills' look before they read the world: rendered as
+``/sim/render_views`` renders them, and published whole on ``/perception/look_views`` (which the perception node
+fuses objects-only), not on ``/homie/views``.
 
 ``/sim/navigate`` and ``/sim/manipulate`` stay, run by the same physical skill set (the executors of a physical
 graph send only Open, Close and the household skills there; the physical skill set backs the base out of a door's
@@ -228,6 +245,7 @@ class SimBridge(Node):
         self.declare_parameter("skills", ORACLE_SKILLS)
         self.declare_parameter("state_rate_hz", 30.0)
         self.declare_parameter("motion_views", False)
+        self.declare_parameter("skill_camera_size", 0)
 
         if simulator is None:
             backend = self.get_parameter("simulator").value
@@ -250,6 +268,13 @@ class SimBridge(Node):
         self._loaded = False
         self._cached: tuple[int, Observation] | None = None
         self._published_state_sequence = -1
+        # Streamed targets (module docstring): the open stream, its context manager and the clock at its start.
+        self._stream = None
+        self._stream_context = None
+        self._stream_started = 0.0
+        self._skill_cameras = None  # SkillCameras of the loaded model, made on the first streamed message
+        self._skill_camera_size = int(self.get_parameter("skill_camera_size").value)
+        self._skill_camera_pubs: dict[str, tuple] = {}
 
         # The node is spun by a single-threaded executor (see main); the lock guards the simulator against
         # a caller that spins it differently (tests that embed the node).
@@ -282,6 +307,7 @@ class SimBridge(Node):
                 self, control.GripperCommand, control.GRIPPER_COMMAND, self._on_gripper_command,
                 goal_callback=self._accept, callback_group=sim_group,
             )
+            self._serve_streamed_targets(sim_group)
 
         self._head_pubs = self._serve_looks(simulator, sim_group)
 
@@ -436,6 +462,7 @@ class SimBridge(Node):
     def _reset(self, scene: str, seed: int) -> tuple[WorldStateMsg, str]:
         """Load ``scene``; publish its description, first state and clock; return the state and the description."""
         with self._lock:
+            self._close_stream()
             observation = self.sim.reset(scene, seed=seed)
             if self._motion_pubs is not None:  # the reaching views are on (_motion_publishers)
                 self.sim.motion_views.take()  # type: ignore[attr-defined]  # nothing of the last episode
@@ -458,16 +485,19 @@ class SimBridge(Node):
 
     def _state(self):
         with self._lock:
+            self._close_stream()
             return self._sequence, self.sim.state()
 
     def _observe(self) -> tuple[int, Observation]:
         with self._lock:
+            self._close_stream()
             if self._cached is None or self._cached[0] != self._sequence:
                 self._cached = (self._sequence, self.sim.observe())
             return self._cached
 
     def _skill(self, reset_arm_first: bool, call, sim: Simulator | None = None) -> SkillResult:
         with self._lock:
+            self._close_stream()
             if reset_arm_first:
                 (sim or self.sim).reset_arm()
             try:
@@ -493,6 +523,8 @@ class SimBridge(Node):
 
     def _sim_time(self) -> float:
         """The simulator's clock now (a backend with :class:`SupportsClock`), else that of the last views."""
+        if self._stream is not None:  # the physics clock of the open stream (module docstring, "Streamed targets")
+            return self._stream_started + float(self._stream.elapsed)
         if self._clock_source is not None:
             return float(self._clock_source.sim_time)
         cached = self._cached
@@ -768,10 +800,24 @@ class SimBridge(Node):
             self, control.FollowJointTrajectory, looks.TORSO_TRAJECTORY,
             lambda handle: self._on_look_joints(handle, ("torso_lift",)), goal_callback=self._accept,
             callback_group=group)
+        self._look_views_pub = self.create_publisher(MultiView, looks.LOOK_VIEWS, VIEWS_QOS)
+        self.create_service(RenderViews, looks.LOOK_VIEWS_SERVICE, self._on_look_views, callback_group=group)
         return (self.create_publisher(MultiView, looks.HEAD_VIEWS, VIEWS_QOS),
                 self.create_publisher(Image, looks.HEAD_IMAGE, SENSOR_QOS),
                 self.create_publisher(Image, looks.HEAD_DEPTH, SENSOR_QOS),
                 self.create_publisher(CameraInfo, looks.HEAD_CAMERA_INFO, SENSOR_QOS))
+
+    def _on_look_views(self, request: RenderViews.Request, response: RenderViews.Response) -> RenderViews.Response:
+        """The four views for a skill's look (module docstring, "Looks"): published on ``/perception/look_views``
+        before the answer."""
+        if not self._loaded:
+            return response
+        sequence, observation = self._observe()
+        full = convert.observation_to_msg(observation)
+        full.state_sequence = sequence
+        self._look_views_pub.publish(full)
+        response.views = _requested_views(full, request)
+        return response
 
     def _on_look_joints(self, goal_handle, joints: tuple[str, ...]):
         """One head or torso goal (module docstring, "Looks"): the joints to the trajectory's last point; after a
@@ -808,6 +854,105 @@ class SimBridge(Node):
         self._publish_clock()
         goal_handle.succeed()
         return control.trajectory_result_msg(TrajectoryResult(TrajectoryErrorCode.SUCCESSFUL, ""))
+
+    # ------------------------------------------------------------------------------------ streamed targets
+
+    def _serve_streamed_targets(self, group) -> None:
+        """Physical mode: the arm controller's topic interface and the skill cameras' publishers (module docstring,
+        "Streamed targets")."""
+        from trajectory_msgs.msg import JointTrajectory
+
+        from homiebot.ros import policy_skill
+
+        self.create_subscription(JointTrajectory, policy_skill.STREAM_TOPIC, self._on_streamed_targets,
+                                 policy_skill.STREAM_QOS, callback_group=group)
+        if self._skill_camera_size > 0:
+            self._skill_camera_pubs = {
+                camera: (self.create_publisher(Image, policy_skill.image_topic(camera), SENSOR_QOS),
+                         self.create_publisher(CameraInfo, policy_skill.info_topic(camera), SENSOR_QOS))
+                for camera in policy_skill.ARM_CAMERAS}
+
+    def _on_streamed_targets(self, msg) -> None:
+        """Streamed targets (module docstring): the message's points held in turn, physics advanced by their times;
+        then ``/joint_states`` and the skill cameras at the end. A message the arm cannot take is logged and dropped,
+        as a JointTrajectoryController drops it."""
+        from homiebot.ros import policy_skill
+        from homiebot.sim.mujoco import robot as robot_model
+
+        if not self._loaded:
+            self.get_logger().warning("streamed targets before any scene was loaded: dropped")
+            return
+        driver = self._driver()
+        fingers = tuple(robot_model.FINGER_JOINTS)
+        try:
+            points = policy_skill.stream_points(msg)
+            unknown = sorted({j for positions, _ in points for j in positions} - set(driver.joint_names) - set(fingers))
+            if unknown:
+                raise ValueError(f"joints {unknown} are neither the arm's {list(driver.joint_names)} nor the fingers")
+        except ValueError as err:
+            self.get_logger().warning(f"streamed targets dropped: {err}")
+            return
+        images, fovy = None, 0.0
+        with self._lock:
+            if not points:  # an empty trajectory: the arm stops where it is (the position actuators hold)
+                self._close_stream()
+                return
+            stream = self._open_stream(driver)
+            try:
+                for positions, seconds in points:
+                    arm = {j: v for j, v in positions.items() if j not in fingers}
+                    given = [positions[f] for f in fingers if f in positions]
+                    # Without both fingers the gripper keeps its setpoint (where the fingers are, before any).
+                    gap = sum(given) if len(given) == len(fingers) else policy_skill.gripper_setpoint(driver, stream)
+                    if seconds > 0:
+                        stream.send(arm, gap, seconds)
+            except Exception as err:  # noqa: BLE001 - the simulator stopped (MuJoCo's FatalError): end the stream, say it
+                self.get_logger().error(f"streamed targets: {err}")
+                self._close_stream()
+                return
+            now = self._sim_time()
+            pose = self.sim.base_pose()  # type: ignore[attr-defined]  # MujocoSimulator (physical mode)
+            joints = dict(self.sim.joint_positions())  # type: ignore[attr-defined]
+            wanted = tuple(c for c, (image_pub, _) in self._skill_camera_pubs.items()
+                           if image_pub.get_subscription_count() > 0)
+            if wanted:
+                try:
+                    images, fovy = self._render_skill_cameras(stream, wanted)
+                except Exception as err:  # noqa: BLE001 - a renderer that cannot start: said, the joints still go out
+                    self.get_logger().error(f"the skill cameras cannot render: {err}")
+        self._joints_pub.publish(self._joint_state(pose, joints, now))
+        if images:
+            for camera, (image, info) in policy_skill.camera_msgs(images, fovy, now).items():
+                image_pub, info_pub = self._skill_camera_pubs[camera]
+                image_pub.publish(image)
+                info_pub.publish(info)
+
+    def _open_stream(self, driver):
+        """The open setpoint stream, opened now when none is (called holding the lock)."""
+        if self._stream is None:
+            self._stream_started = self._sim_time()
+            self._stream_context = driver.setpoint_stream("streamed targets (/arm_controller/joint_trajectory)")
+            self._stream = self._stream_context.__enter__()
+        return self._stream
+
+    def _close_stream(self) -> None:
+        """End the open stream, if any (called holding the lock): physics written back to the simulator's state,
+        its clock advanced by what the stream ran, a new world version."""
+        context, self._stream, self._stream_context = self._stream_context, None, None
+        if context is not None:
+            context.__exit__(None, None, None)
+            self._sequence += 1
+
+    def _render_skill_cameras(self, stream, cameras: tuple[str, ...]):
+        """The skill cameras' images of the stream's physics now, and their vertical field of view (degrees)."""
+        from homiebot.ros import policy_skill
+        from homiebot.sim.mujoco.skill_cameras import SkillCameras
+
+        if self._skill_cameras is None or self._skill_cameras.model is not stream.model:
+            if self._skill_cameras is not None:
+                self._skill_cameras.close()
+            self._skill_cameras = SkillCameras(stream.model, self._skill_camera_size)
+        return self._skill_cameras.render(stream.data, cameras), policy_skill.head_fovy(stream.model)
 
     def _publish_robot_state(self) -> None:
         """Physical mode: ``/joint_states`` and ``/odom`` now, to their subscribers (module docstring)."""
@@ -879,6 +1024,7 @@ class SimBridge(Node):
 
     def _agent_state(self, agent: int):
         with self._lock:
+            self._close_stream()
             return self._sequence, self._agent_sim(agent).state()
 
     def _serve_human(self, group) -> None:
@@ -906,6 +1052,7 @@ class SimBridge(Node):
         are synced. Nothing in the world moved, so its version stays (views cached before keep their stamp)."""
         if self._loaded:
             with self._lock:
+                self._close_stream()
                 self.sim.sync_clocks()
             response.state = self._state_msg(*self._state())
             self._publish_clock()
