@@ -26,7 +26,16 @@ import typer
 
 from homiebot.cli.failures import EXIT_ENVIRONMENT, EXIT_INTERRUPTED, check_output
 from homiebot.cli.failures import report as _fail
-from homiebot.cli.options import ModelOptions, RecoveryOptions, deprecated, hidden, out_option, skills_option
+from homiebot.cli.options import (
+    ModelOptions,
+    RecoveryOptions,
+    deprecated,
+    hidden,
+    out_option,
+    parse_skill_models,
+    skill_model_option,
+    skills_option,
+)
 from homiebot.config import PerceptionMode, SkillsMode, choices, decode_mode, perception_mode
 from homiebot.ros.shm import DEFAULT_MIN_AGE_S, DEFAULT_SHM_DIR
 
@@ -161,6 +170,43 @@ def _serves_human(graph: Any) -> bool:
     return any(node.name == "sim_bridge" and bool(node.parameters.get("human")) for node in graph.nodes)
 
 
+def _policy_image_size(models: dict[str, str]) -> int:
+    """The side of the images the ``--skill-model`` policies take (one size: the bridge renders the skill cameras once),
+    each folder checked as ``homie run`` checks it; 0 without any."""
+    from homiebot.skills.learned_skill import check_skill_model
+
+    sizes = {slot: next(iter(check_skill_model(slot, folder).images.values()))[1] for slot, folder in models.items()}
+    if len(set(sizes.values())) > 1:
+        raise ValueError(f"--skill-model: the policies take images of different sizes ({sizes}); the graph's skill "
+                         f"cameras render one size")
+    return next(iter(sizes.values()), 0)
+
+
+def _policy_slug(slot: str) -> str:
+    return slot.lower().replace("-", "_")
+
+
+def _policy_action(slot: str) -> str:
+    """The Manipulate action a slot's policy node serves (executor_nodes/policy_node.py's default)."""
+    return f"/skill_policy/{_policy_slug(slot)}/manipulate"
+
+
+def _with_policy_nodes(graph: Any, models: dict[str, str]) -> Any:
+    """``graph`` with a policy node per ``--skill-model`` slot (``skill_policy_<slot>``), after the manipulation
+    executor (docs/skills.md, "The policy as its own ROS 2 node")."""
+    if not models:
+        return graph
+    from homiebot.ros.supervisor import GraphSpec, NodeSpec
+
+    added = [NodeSpec(name=f"skill_policy_{_policy_slug(slot)}", package="executor_nodes", executable="skill_policy",
+                      module="executor_nodes.policy_node", remaps=[f"__node:=skill_policy_{_policy_slug(slot)}"],
+                      parameters={"model": slot, "policy": folder, "action": _policy_action(slot)})
+             for slot, folder in models.items()]
+    names = [node.name for node in graph.nodes]
+    at = names.index("manip_executor") + 1 if "manip_executor" in names else len(names) - 1
+    return GraphSpec(nodes=[*graph.nodes[:at], *added, *graph.nodes[at:]])
+
+
 def register(app: typer.Typer) -> None:
     """Add ``homie up``, ``homie bag`` and ``homie ros``."""
     up_app = typer.Typer(help="Bring up the HomieBot ROS 2 graph (the same graph as `ros2 launch homie sim.launch.py`).",
@@ -184,6 +230,7 @@ def register(app: typer.Typer) -> None:
         seed: int = typer.Option(0, "--seed", help="Run index: the scene seed is the task's seed + this."),
         noise: str | None = typer.Option(None, "--noise", help="Skill execution noise of the sim bridge: off, emmoe (EMMOE table 4) or a preset name (default: config/homie.yaml, noiseless)."),
         skills: str | None = skills_option(),
+        skill_model: list[str] = skill_model_option(),
         out: Path | None = typer.Option(None, "--out", "-o", help="Run directory (node logs, result.json, bag). Default runs/up-<time>."),
         params: Path | None = typer.Option(None, "--params", help="Node parameters (default launch/config/homie.yaml)."),
         graph_file: Path | None = typer.Option(None, "--graph", help="Node processes (default launch/config/graph.yaml)."),
@@ -232,6 +279,11 @@ def register(app: typer.Typer) -> None:
                 raise _fail(str(err)) from None
         if skills is not None and skills not in {m.value for m in SkillsMode}:
             raise _fail(f"--skills {skills!r}: use {choices(SkillsMode)}")
+        try:  # each policy in its own node (docs/skills.md); its folder checked here, loaded by the node
+            skill_models = parse_skill_models(skill_model, skills)
+            policy_size = _policy_image_size(skill_models)
+        except ValueError as err:
+            raise _fail(str(err)) from None
         if task_id:
             try:
                 get_task(task_id)
@@ -281,6 +333,7 @@ def register(app: typer.Typer) -> None:
         two_agents = partner_planner is not None or mode is not None
         try:  # a bad graph or parameter file is bad input, said before anything starts
             graph = load_graph(graph_file or (PAIR_GRAPH if two_agents else DEFAULT_GRAPH))
+            graph = _with_policy_nodes(graph, skill_models)
             node_params = check_params_file(params or DEFAULT_PARAMS, graph)
         except GraphConfigError as err:
             raise _fail(str(err)) from None
@@ -358,6 +411,10 @@ def register(app: typer.Typer) -> None:
             for name in ("sim_bridge", "nav_executor", "manip_executor", "planner_node"):
                 if any(node.name == name for node in graph.nodes):
                     overrides.setdefault(name, {})["skills"] = skills
+        if skill_models:  # the bridge publishes the policy's cameras; the manipulation executor forwards its Picks
+            overrides.setdefault("sim_bridge", {})["skill_camera_size"] = policy_size
+            overrides.setdefault("manip_executor", {})["learned_skills"] = ",".join(
+                f"{slot}={_policy_action(slot)}" for slot in skill_models)
         if images and any(node.name == "sim_bridge" for node in graph.nodes):
             # The physical skills' reaching views go into the record with the views (docs/robots.md); the bridge
             # renders them only in physical mode.
@@ -373,6 +430,8 @@ def register(app: typer.Typer) -> None:
             if skills == SkillsMode.PHYSICAL.value:  # and the physical skills plan with perception's objects
                 for name in ("nav_executor", "manip_executor"):
                     overrides.setdefault(name, {})["perception_service"] = "/perception/perceive_world"
+                    # ... and look before each read of it, as homie run does with the image-built graph.
+                    overrides[name]["skill_looks"] = perception == PerceptionMode.CONCEPTGRAPH.value
         try:
             # Every other node of the graph is part of the episode: the planner waits for their ready handshake.
             planner_overrides["await_nodes"] = ",".join(n.name for n in graph.nodes if n.name != "planner_node")

@@ -54,3 +54,47 @@ def test_homie_up_sim_refuses_a_wrong_skills_value_before_anything_starts(tmp_pa
     assert result.exit_code == 2
     assert "--skills 'physic': use oracle or physical" in result.output
     assert not out.exists()
+
+
+def _stand_in_policy(root: Path, size: int = 32) -> Path:
+    """What the check of a LeRobot policy folder reads (config.json, model.safetensors): an arm policy."""
+    root.mkdir(parents=True)
+    inputs = {f"observation.images.{c}": {"type": "VISUAL", "shape": [3, size, size]} for c in ("head", "wrist")}
+    inputs["observation.state"] = {"type": "STATE", "shape": [10]}
+    config = {"type": "act", "n_action_steps": 5, "input_features": inputs,
+              "output_features": {"action": {"type": "ACTION", "shape": [10]}}}
+    (root / "config.json").write_text(json.dumps(config))
+    (root / "model.safetensors").write_bytes(b"")
+    return root
+
+
+def test_homie_up_sim_skill_model_is_checked_before_anything_starts_and_adds_a_policy_node(tmp_path: Path):
+    """``homie up sim --skill-model`` refuses as ``homie run`` does (one line, exit 2, nothing written), and puts one
+    policy node per slot into the graph after the manipulation executor, which forwards the slot's Picks to it
+    (docs/skills.md, "The policy as its own ROS 2 node")."""
+    from homiebot.cli.ros import _policy_image_size, _with_policy_nodes
+    from homiebot.ros.supervisor import DEFAULT_GRAPH, load_graph
+
+    policy = _stand_in_policy(tmp_path / "policy")
+    out = tmp_path / "up"
+    for args, words in ((["--skill-model", f"RT-1-X={policy}"], "--skill-model needs --skills physical"),
+                        (["--skills", "physical", "--skill-model", f"gpt={policy}"], "unknown model slot 'gpt'"),
+                        (["--skills", "physical", "--skill-model", f"NoMaD={policy}"], "not yet implemented"),
+                        (["--skills", "physical", "--skill-model", f"RT-1-X={tmp_path / 'none'}"], "is not a folder")):
+        result = CliRunner().invoke(build_app(), ["up", "sim", "--task", TASK, *args, "--out", str(out)])
+        assert result.exit_code == 2, result.output
+        assert words in result.output and len([ln for ln in result.stderr.splitlines() if ln.strip()]) == 1, result.output
+        assert not out.exists()
+    other = _stand_in_policy(tmp_path / "other", size=64)
+    try:
+        _policy_image_size({"RT-1-X": str(policy), "octo": str(other)})
+        raise AssertionError("two sizes were taken")
+    except ValueError as err:
+        assert "different sizes" in str(err)
+    assert _policy_image_size({"RT-1-X": str(policy)}) == 32
+    graph = _with_policy_nodes(load_graph(DEFAULT_GRAPH), {"RT-1-X": str(policy)})
+    names = [node.name for node in graph.nodes]
+    assert names[names.index("manip_executor") + 1] == "skill_policy_rt_1_x"
+    node = graph.node("skill_policy_rt_1_x")
+    assert node.module == "executor_nodes.policy_node" and "__node:=skill_policy_rt_1_x" in node.remaps
+    assert node.parameters == {"model": "RT-1-X", "policy": str(policy), "action": "/skill_policy/rt_1_x/manipulate"}

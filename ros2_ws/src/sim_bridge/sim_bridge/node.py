@@ -37,11 +37,11 @@ point's time to its own, and physics advances by exactly that much (the bridge's
 simulated time stands still, so a policy that thinks for 30 ms of wall time loses no simulated time). The targets go
 to :meth:`~homiebot.sim.mujoco.physical.PhysicalDriver.setpoint_stream`, one stream from the first message until any
 other goal, service call or reset (or an empty trajectory, which stops the arm where it is); while it is open the
-published clock, ``/joint_states`` and the stamps are the stream's (its start plus the physics it ran). A point at
-time 0 opens the stream and runs no physics. At the end of every message the bridge publishes ``/joint_states`` and,
-with ``skill_camera_size`` > 0 (``homie up --skill-model`` sets the policy's size), the policy's cameras
-(homiebot/sim/mujoco/skill_cameras.py: ``head`` and ``wrist``) on ``/skill_camera/<camera>/image_raw`` and
-``.../camera_info``, stamped with that moment, to their subscribers.
+published clock (``/clock`` after every message), ``/joint_states`` and the stamps are the stream's (its start
+plus the physics it ran). A point at time 0 opens the stream and runs no physics. At the end of every message the
+bridge publishes ``/joint_states`` and, with ``skill_camera_size`` > 0 (``homie up --skill-model`` sets the policy's
+size), the policy's cameras (homiebot/sim/mujoco/skill_cameras.py: ``head`` and ``wrist``) on
+``/skill_camera/<camera>/image_raw`` and ``.../camera_info``, stamped with that moment, to their subscribers.
 
 With ``motion_views`` (default off; ``homie up --images`` sets it) the bridge also renders the physical skills'
 reaching views at the end of every arm and gripper goal (:mod:`homiebot.sim.mujoco.motion_views`: the head camera
@@ -921,6 +921,7 @@ class SimBridge(Node):
                 except Exception as err:  # noqa: BLE001 - a renderer that cannot start: said, the joints still go out
                     self.get_logger().error(f"the skill cameras cannot render: {err}")
         self._joints_pub.publish(self._joint_state(pose, joints, now))
+        self._clock_pub.publish(Clock(clock=convert.time_msg(now)))  # rviz and tf2 on use_sim_time follow the stream
         if images:
             for camera, (image, info) in policy_skill.camera_msgs(images, fovy, now).items():
                 image_pub, info_pub = self._skill_camera_pubs[camera]
