@@ -354,6 +354,10 @@ class SkillResult:
     # bowl too wide for the gripper, with a rim too thin to hold): the same try again fails the same way, so the
     # executor does not spend its further tries on it (homiebot/executor/executor.py).
     retryable: bool = True
+    # A Put's: where the object's centre was when the hand let go of it (map frame, m), as the arm's own joints and
+    # the grasp tell; None when the skill does not know (the oracle's). Perception places the object there until a
+    # view shows it (homiebot/perception/actions.py).
+    released_at: tuple[float, float, float] | None = None
 
     @property
     def success(self) -> bool:

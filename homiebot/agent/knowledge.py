@@ -40,7 +40,9 @@ carry its description.
     def observe(self, observation: Observation, state: WorldState) -> Any: ...
 
     def record_action(self, action: Any, target: str | None, place: str | None = None,
-                      state: WorldState | None = None) -> Any: ...
+                      state: WorldState | None = None, released_at: tuple[float, float, float] | None = None) -> Any:
+        """Update after a successful action; ``released_at``: where a Put's hand let go of the object, passed only
+        when known (:meth:`PerceptionKnowledge.after_success`)."""
 
     def describe(self) -> str: ...
 
@@ -72,8 +74,10 @@ class WorldKnowledge(Protocol):
     def see(self, observation: Observation, state: WorldState) -> None:
         """Fuse the views the loop just fetched (the state is the privileged one at that instant)."""
 
-    def after_success(self, grounded: Subtask, state: WorldState) -> None:
-        """A subtask succeeded, grounded to simulator instances; ``state`` is the world after it."""
+    def after_success(self, grounded: Subtask, state: WorldState,
+                      released_at: tuple[float, float, float] | None = None) -> None:
+        """A subtask succeeded, grounded to simulator instances; ``state`` is the world after it; ``released_at``,
+        a Put's, where the hand let go of the object when the skill knows (``SkillResult.released_at``)."""
 
     def glance(self, observation: Observation, state: WorldState) -> None:
         """Fuse a look into a container (the head camera's view, :func:`homiebot.agent.looks.look_target`): the
@@ -100,7 +104,8 @@ class SegmentationKnowledge:
     def see(self, observation: Observation, state: WorldState) -> None:
         self._seen.update(observation.visible_instances(VISIBLE_MIN_PIXELS))
 
-    def after_success(self, grounded: Subtask, state: WorldState) -> None:
+    def after_success(self, grounded: Subtask, state: WorldState,
+                      released_at: tuple[float, float, float] | None = None) -> None:
         """Segmentation learns nothing from an action."""
 
     def glance(self, observation: Observation, state: WorldState) -> None:
@@ -127,10 +132,14 @@ class PerceptionKnowledge:
     def see(self, observation: Observation, state: WorldState) -> None:
         self.hook.observe(observation, state)
 
-    def after_success(self, grounded: Subtask, state: WorldState) -> None:
+    def after_success(self, grounded: Subtask, state: WorldState,
+                      released_at: tuple[float, float, float] | None = None) -> None:
         action = Action.parse(grounded.action)
-        self.hook.record_action(action if action is not None else grounded.action, grounded.target, grounded.place,
-                                state)
+        what = action if action is not None else grounded.action
+        if released_at is None:
+            self.hook.record_action(what, grounded.target, grounded.place, state)
+        else:
+            self.hook.record_action(what, grounded.target, grounded.place, state, released_at=released_at)
 
     def glance(self, observation: Observation, state: WorldState) -> None:
         """The hook's objects-only look where it has one (:meth:`homiebot.perception.world_model.WorldModel.look`),

@@ -196,6 +196,8 @@ class ExecutionOutcome:
     state_after: WorldState | None = None
     #: The subtask in simulator instance names as the executor grounded it (None: not grounded here).
     grounded: Subtask | None = None
+    #: A successful Put's: where the hand let go of the object (SkillResult.released_at; None: not known).
+    released_at: tuple[float, float, float] | None = None
 
 
 class EpisodeBackend(Protocol):
@@ -531,7 +533,7 @@ class EpisodeLoop:
                 if agent in (None, 0):
                     self._last_state = state
                 if feedback.success and executed.grounded is not None:
-                    knowledge.after_success(executed.grounded, state)
+                    knowledge.after_success(executed.grounded, state, executed.released_at)
             world.opened |= open_furniture(state)
             if config.render and not session.done and agent is None:
                 t0 = time.perf_counter()

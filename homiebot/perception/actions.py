@@ -6,12 +6,15 @@ arguments alone: pick moves the object to ``held_by`` the agent, put moves it on
 ``is_open``. Failed actions change nothing. Both builders call :func:`apply_action`.
 
 The object's box moves with it (:func:`moved_box`), its size kept: on a pick it is centred on the robot's position
-(and travels with it while held), on a put it is set on the middle of the place's top (``on``) or in the middle of the
-place's box (``in``). Until a view shows the object again, that is all the graph knows of where it is; a box left
-where the object was taken from stood for it in the skills' world (emmoe-089: a sponge put in the sink stayed on the
-table there, and the next Put released a bottle on top of the real sponge). Where the object really came to rest only
-a view tells: the look at the place after a Put (:mod:`homiebot.agent.looks`) shows it, and the first sighting of a
-moved object replaces the action's geometry (:class:`homiebot.perception.conceptgraph.ConceptGraphBuilder`).
+(and travels with it while held); on a put it is centred where the hand let go of it when the skill says
+(``released_at``: a physical Put knows it from the arm's joints and the grasp, as a robot does), else set on the
+middle of the place's top (``on``) or in the middle of the place's box (``in``). Until a view shows the object again,
+that is all the graph knows of where it is; a box left where the object was taken from stood for it in the skills'
+world (emmoe-089: a sponge put in the sink stayed on the table there, and the next Put released a bottle on top of
+the real sponge; with the middle of the sink instead, the next Put failed six rounds in a row, the held bottle
+against the sink's wall). Where the object came to rest after it left the hand only a view tells: the look at the place after a
+Put (:mod:`homiebot.agent.looks`) shows it when nothing hides it, and the first sighting of a moved object replaces
+the action's geometry (:class:`homiebot.perception.conceptgraph.ConceptGraphBuilder`).
 
 Put's relation (decided here): ``in`` when the place is a container without a surface, or an open container; ``on``
 otherwise (a closed cabinet with a top, a table, a counter). Image-built furniture knows no interior or surface:
@@ -68,10 +71,13 @@ def apply_action(
     *,
     agent_id: str = ROBOT_ID,
     relation: Relation | None = None,
+    released_at: tuple[float, float, float] | None = None,
 ) -> list[str]:
     """Apply a successful action's effect; returns the ids of the nodes it changed.
 
     ``target`` / ``place`` are node ids or names (what the planner wrote, already grounded to the graph).
+    ``released_at``: where a Put's hand let go of the object (its centre, map frame), when the skill knows it: the
+    object is placed there, its box centred on it, rather than on the middle of the place.
     """
     act = action if isinstance(action, Action) else Action.parse(action)
     if act is None:
@@ -100,9 +106,14 @@ def apply_action(
         rel = relation or place_relation(where)
         graph.set_placement(node.id, where.id, rel)
         (x0, y0, z0), (x1, y1, z1) = where.bbox_min, where.bbox_max
-        # Until the next observation localises it, the object sits at the middle of the top (on) or of the box (in).
-        position = ((x0 + x1) / 2, (y0 + y1) / 2, z1 if rel is Relation.ON else (z0 + z1) / 2)
-        low, high = moved_box(node, position, resting=rel is Relation.ON)
+        # Until the next observation localises it, the object sits where the hand let go of it, else at the middle of
+        # the top (on) or of the box (in).
+        if released_at is not None:
+            position = released_at
+            low, high = moved_box(node, position)
+        else:
+            position = ((x0 + x1) / 2, (y0 + y1) / 2, z1 if rel is Relation.ON else (z0 + z1) / 2)
+            low, high = moved_box(node, position, resting=rel is Relation.ON)
         graph.update_node(node.id, position=position, bbox_min=low, bbox_max=high, states={**node.states, "held": False})
         graph.set_room(node.id, graph.room_of(where.id))
         return [node.id]

@@ -671,9 +671,11 @@ class ConceptGraphBuilder:
         return cached[1]
 
     # ------------------------------------------------------------------ actions
-    def apply_action(self, action: Action | str, target: str | None, place: str | None = None) -> list[str]:
-        """Deterministic update after a successful action; ``target`` / ``place`` are graph node names or ids."""
-        changed = apply_action(self.graph, action, target, place)
+    def apply_action(self, action: Action | str, target: str | None, place: str | None = None,
+                     released_at: tuple[float, float, float] | None = None) -> list[str]:
+        """Deterministic update after a successful action; ``target`` / ``place`` are graph node names or ids;
+        ``released_at`` as :func:`homiebot.perception.actions.apply_action`'s."""
+        changed = apply_action(self.graph, action, target, place, released_at=released_at)
         act = action if isinstance(action, Action) else Action.parse(action)
         if act in (Action.PICK, Action.PUT):
             for node_id in changed:

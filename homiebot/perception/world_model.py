@@ -145,8 +145,11 @@ class WorldModel:
         return nearest if math.dist(nearest.position, entity.position) <= 1.0 else None
 
     def record_action(self, action: Action | str, target: str | None, place: str | None = None,
-                      state: WorldState | None = None) -> list[str]:
-        """Deterministic update after a *successful* action with simulator instance names (module docstring)."""
+                      state: WorldState | None = None,
+                      released_at: tuple[float, float, float] | None = None) -> list[str]:
+        """Deterministic update after a *successful* action with simulator instance names (module docstring);
+        ``released_at``: where a Put's hand let go of the object (its centre, map frame), when the skill knows; the
+        image-built graph places it there instead of on the middle of the place (:func:`apply_action`)."""
         act = action if isinstance(action, Action) else Action.parse(action)
         if act in (None, Action.GO_TO, Action.END) or target is None:
             return []
@@ -167,7 +170,8 @@ class WorldModel:
             log.debug("image-built graph: %s %s/%s not in the graph; no update", act.value, target, place)
             return []
         assert isinstance(self._builder, ConceptGraphBuilder)
-        return self._builder.apply_action(act, node.id, where.id if where is not None else None)
+        return self._builder.apply_action(act, node.id, where.id if where is not None else None,
+                                          released_at=released_at if act is Action.PUT else None)
 
     def remember_grounding(self, instance: str, node_id: str) -> None:
         """Note that ``instance`` was grounded through ``node_id`` (the node an action on it updates)."""

@@ -195,6 +195,17 @@ def test_the_box_follows_the_object_through_pick_and_put():
                      0.9 + size[2] / 2]
 
 
+def test_a_put_places_the_object_where_the_hand_let_go_when_the_skill_knows():
+    g = small_graph()
+    size = [b - a for a, b in zip(g.node("apple").bbox_min, g.node("apple").bbox_max, strict=True)]
+    apply_action(g, "Pick", "apple")
+    apply_action(g, "Put", "apple", "sofa", released_at=(5.3, 3.2, 0.9))  # near the sofa's end, not its middle
+    node = g.node("apple")
+    assert g.placement("apple") == ("sofa", Relation.ON) and node.position == (5.3, 3.2, 0.9)
+    assert [pytest.approx(v) for v in (*node.bbox_min, *node.bbox_max)] == [
+        5.3 - size[0] / 2, 3.2 - size[1] / 2, 0.9 - size[2] / 2, 5.3 + size[0] / 2, 3.2 + size[1] / 2, 0.9 + size[2] / 2]
+
+
 @pytest.mark.parametrize(
     "affordances, is_open, expected",
     [

@@ -26,3 +26,18 @@ def test_emmoe_050s_bowl_held_by_the_grasp_with_the_fingers_shut_is_picked(sim, 
     picked = skills.run(Action.PICK, "oracle", "bowl_1")
     assert skills.driver.held() == "bowl_1" and sim.state().held == "bowl_1"
     assert picked.success, picked.detail  # was: "bowl_1 slipped out of the gripper on the way back"
+
+
+def test_a_physical_put_says_where_the_hand_let_go(sim):
+    """The released point (SkillResult.released_at) is where the object then rests, within the fall from the
+    release height; the image-built graph places it there (emmoe-089's sponge against the sink's front wall)."""
+    task = get_task("emmoe-089")
+    sim.reset(task.scene, seed=task.seed)
+    skills = PhysicalSkillSet(sim)
+    assert skills.run(Action.PICK, "oracle", "sponge").success
+    assert skills.run(Action.GO_TO, "oracle", "sink").success
+    put = skills.run(Action.PUT, "oracle", "sponge", "sink")
+    assert put.success and put.released_at is not None, put.detail
+    rest = sim.state().entities["sponge"].position
+    assert abs(put.released_at[0] - rest[0]) < 0.03 and abs(put.released_at[1] - rest[1]) < 0.03
+    assert 0.0 <= put.released_at[2] - rest[2] < 0.05

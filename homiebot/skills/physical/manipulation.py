@@ -309,6 +309,10 @@ def sim_arm_setup() -> ArmSetup:
     )
 
 
+def _point(v: np.ndarray) -> tuple[float, float, float]:
+    return float(v[0]), float(v[1]), float(v[2])
+
+
 def _result(status: SkillStatus, detail: str) -> SkillResult:
     return SkillResult(status=status, detail=detail)
 
@@ -861,7 +865,8 @@ class PhysicalManipulation:
             self._expect(self._move(release.back), f"retreating from {place}")
         except Planning as failure:
             return self._after_failure(failure, world, held_points, moved, travelled)
-        return SkillResult(SkillStatus.SUCCESS, f"released {obj} {release.relation} {place}{moved}", travelled)
+        return SkillResult(SkillStatus.SUCCESS, f"released {obj} {release.relation} {place}{moved}", travelled,
+                           released_at=release.centre)
 
     # ------------------------------------------------------------------ plans
 
@@ -885,6 +890,7 @@ class PhysicalManipulation:
         reach: list[tuple[float, ...]]
         lower: list[tuple[float, ...]]
         back: list[tuple[float, ...]]  # up again, then to the tuck
+        centre: tuple[float, float, float] = (0.0, 0.0, 0.0)  # the object's centre where the hand lets go (map frame)
 
     def _grasp_plan(self, world: WorldState, entity: EntityState, outline: Outline) -> PhysicalManipulation._Grasp:
         centre = outline.centre
@@ -1180,7 +1186,7 @@ class PhysicalManipulation:
             logger.debug("release of %s %s %s from %s: straight motion there %s, back %s", held.name, relation,
                          receptacle.name, np.round(approach, 2), reach is not None, back is not None)
             if reach is not None and back is not None:
-                return self._Release(relation, reach, line[1:], list(reversed(line[:-1])) + back)
+                return self._Release(relation, reach, line[1:], list(reversed(line[:-1])) + back, _point(centre))
             blocked.append((line, reach, back))
         if not blocked:
             raise Unreachable(f"unreachable pose: no arm configuration reaches {relation} {receptacle.name} from here")
@@ -1197,7 +1203,7 @@ class PhysicalManipulation:
                 else self._plan(line[0], tuple(self._tuck), obstacles, settings=budget))
             if there.waypoints is not None and away.waypoints is not None:
                 return self._Release(relation, list(there.waypoints), line[1:],
-                                     list(reversed(line[:-1])) + list(away.waypoints))
+                                     list(reversed(line[:-1])) + list(away.waypoints), _point(centre))
             detail = away.failure
         raise Unreachable(f"unreachable pose: no collision-free arm motion reaches {relation} {receptacle.name} "
                           f"from here: {detail}")

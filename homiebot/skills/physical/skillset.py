@@ -210,7 +210,7 @@ class PhysicalSkillSet(SkillSet):
         receptacle = target.parent if target.kind.value == "object" else place
         if entity.parent == receptacle:
             return SkillResult(SkillStatus.SUCCESS, f"put {obj} {entity.relation} {receptacle}{base_moves(released.detail)}",
-                               released.path_length)
+                               released.path_length, released_at=released.released_at)
         where = f"on {entity.parent}" if entity.parent else f"at ({entity.position[0]:.2f}, {entity.position[1]:.2f}, {entity.position[2]:.2f})"
         return SkillResult(SkillStatus.DROPPED, f"{released.detail}, but {obj} did not stay there: it came to rest {where}",
                            released.path_length)
