@@ -50,7 +50,7 @@ from homiebot.sim.mujoco.skill_observation import JOINTS
 from homiebot.skills.learned import PolicyInputs, SkillPolicyError
 from homiebot.skills.learned_skill import ARM_CAMERAS
 from homiebot.skills.learned_stream import ArmFrame, StreamLimits, StreamOutcome, gap, run_policy
-from homiebot.types import SkillResult, SkillStatus
+from homiebot.types import Pose2D, SkillResult, SkillStatus
 
 #: JointTrajectoryController's topic interface of the arm's controller (module docstring).
 STREAM_TOPIC = "/arm_controller/joint_trajectory"
@@ -131,6 +131,18 @@ def head_fovy(model: Any) -> float:
     return float(model.cam_fovy[camera])
 
 
+def stream_base_pose(stream: Any) -> Pose2D:
+    """The base's pose in a setpoint stream's physics (its planar joints; the simulator's state has it only once the
+    stream has ended)."""
+    import mujoco
+
+    from homiebot.sim.mujoco import robot as robot_model
+
+    x, y, yaw = (float(stream.data.qpos[stream.model.jnt_qposadr[mujoco.mj_name2id(
+        stream.model, mujoco.mjtObj.mjOBJ_JOINT, robot_model.ROBOT_PREFIX + joint)]]) for joint in robot_model.BASE_JOINTS)
+    return Pose2D(x, y, yaw)
+
+
 def gripper_setpoint(driver: Any, stream: Any) -> float:
     """The gripper's commanded gap (m) on the sim bridge's physical driver: the last command's, else where the fingers
     are (a message that names no fingers keeps it)."""
@@ -159,7 +171,7 @@ class TopicArmStream:
         self._infos: dict[str, CameraInfo] = {}
         self._joints: tuple[float, dict[str, float]] | None = None
         self._joint_count = 0
-        self._base: Any = None
+        self._base: tuple[float, Pose2D] | None = None
         self._last = 0.0
         #: Commands published and frames received (what the graph test reads).
         self.sent = 0
@@ -214,7 +226,8 @@ class TopicArmStream:
             images = [self._images.get(c) for c in self.cameras]
             if any(i is None or i[0] < after for i in images) or self._joints is None or self._base is None:
                 return False
-            return self._joints[0] >= max(i[0] for i in images if i is not None)
+            taken = max(i[0] for i in images if i is not None)
+            return self._joints[0] >= taken and self._base[0] >= taken
 
         with self._changed:
             if not self._changed.wait_for(ready, timeout=self.timeout_s):
@@ -224,7 +237,8 @@ class TopicArmStream:
             images = {c: self._images[c][1] for c in self.cameras}
             stamp = max(self._images[c][0] for c in self.cameras)
             assert self._joints is not None
-            joints, base = dict(self._joints[1]), self._base
+            assert self._base is not None
+            joints, base = dict(self._joints[1]), self._base[1]
         for camera, image in images.items():
             if image.shape != (self.size, self.size, 3):
                 raise StreamError(f"the {camera} camera gives {image.shape[1]} x {image.shape[0]} images; the policy "
@@ -242,7 +256,7 @@ class TopicArmStream:
 
     def _on_odom(self, msg: Odometry) -> None:
         with self._changed:
-            self._base = convert.pose_to_pose2d(msg.pose.pose)
+            self._base = (convert.time_seconds(msg.header.stamp), convert.pose_to_pose2d(msg.pose.pose))
             self._changed.notify_all()
 
     def _on_image(self, camera: str, msg: Image) -> None:

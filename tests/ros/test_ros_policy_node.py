@@ -12,6 +12,11 @@ executor answered E1 with EMMOE's message; the simulator's private skill actions
 
 Task emmoe-009 (apartment_2, "search a blue can for me"): Go to the blue can, then Pick it; the planner's rounds are
 capped at 3 and the policy's budget at 5 steps to keep the run short.
+
+Same behaviour in both wirings (DESIGN, principle 5): from the same start (the scene's seed, Go to the blue can), one
+learned Pick in process (``LearnedArmSkill`` on the physics) and one through the graph (the sim bridge a process of
+its own, the executors and the policy node here) give the policy the same observations (joints, target box, every
+pixel of both cameras), so it takes the same actions, and end with the same message.
 """
 
 from __future__ import annotations
@@ -19,8 +24,10 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
+import numpy as np
 import pytest
 import yaml
 
@@ -108,3 +115,88 @@ def test_the_policy_node_runs_the_pick_through_the_standard_interfaces_and_the_e
     assert len(outcomes) == tries, outcomes
     assert all(("timed out: the RT-1-X policy" in line or "the arm stopped while the RT-1-X policy" in line
                 or "grasp missed" in line) for line in outcomes), outcomes
+
+
+class _Seen:
+    """The policy, with what it was given and what it answered at every step."""
+
+    def __init__(self, policy) -> None:  # type: ignore[no-untyped-def]
+        self.policy, self.inputs, self.steps = policy, policy.inputs, []  # type: ignore[var-annotated]
+
+    def reset(self) -> None:
+        self.policy.reset()
+
+    def act(self, images, state, env_state=None):  # type: ignore[no-untyped-def]
+        action = self.policy.act(images, state, env_state)
+        self.steps.append(({c: np.array(i) for c, i in images.items()}, np.array(state), np.array(env_state), action))
+        return action
+
+
+def test_one_learned_pick_through_the_graph_is_the_in_process_one(policy: Path, ros_domain: int) -> None:
+    from homiebot.sim.mujoco.backend import MujocoSimulator
+    from homiebot.skills.learned import SkillPolicy
+    from homiebot.skills.learned_skill import LearnedArmSkill
+    from homiebot.skills.physical import PhysicalSkillSet
+    from homiebot.tasks.suite import get_task
+    from homiebot.types import Action
+
+    task, budget = get_task(TASK), 6
+    sim = MujocoSimulator()
+    sim.reset(task.scene, seed=task.seed)
+    alone = _Seen(SkillPolicy(policy))
+    learned = LearnedArmSkill("RT-1-X", None, policy=alone, step_budget=budget)
+    skills = PhysicalSkillSet(sim, seed=task.seed, learned={"RT-1-X": learned})
+    sim.use_physical_arm()
+    try:
+        assert skills.run(Action.GO_TO, "PixNav", "blue_can").success
+        sim.reset_arm()  # as the executor does before a try
+        in_process = skills.run(Action.PICK, "RT-1-X", "blue_can")
+    finally:
+        learned.close()
+        sim.shutdown()
+
+    import rclpy
+    from homie_msgs.action import Manipulate, Navigate
+    from rclpy.action import ActionClient
+    from rclpy.executors import MultiThreadedExecutor
+
+    from homiebot.ros.calls import call_action
+
+    # The bridge renders in its own process (its OpenGL context belongs to the thread that spins it).
+    bridge = subprocess.Popen([sys.executable, "-m", "sim_bridge.node", "--ros-args", "-p", "skills:=physical", "-p",
+                               f"scene:={task.scene}", "-p", f"seed:={task.seed}", "-p", "skill_camera_size:=32",
+                               "-p", "publish_camera_topics:=false", "-p", "prerender:=false"],
+                              env=graph_environment(ros_domain))
+    rclpy.init(args=["--ros-args", "-p", "skills:=physical", "-p", f"policy:={policy}", "-p", "model:=RT-1-X",
+                     "-p", f"step_budget:={budget}", "-p", f"learned_skills:=RT-1-X={POLICY_ACTION}"])
+    executor = MultiThreadedExecutor(num_threads=4)
+    try:
+        from executor_nodes.policy_node import PolicyNode
+        from executor_nodes.skill_executors import SkillExecutorNode
+
+        nav = SkillExecutorNode("nav_executor", Navigate, "/navigate", "/sim/navigate", ["oracle"])
+        manip = SkillExecutorNode("manip_executor", Manipulate, "/manipulate", "/sim/manipulate", ["oracle"])
+        node = PolicyNode()
+        graph = node.learned.policy = _Seen(node.learned.policy)
+        client = rclpy.create_node("policy_fidelity_client")
+        for each in (nav, manip, node, client):
+            executor.add_node(each)
+        threading.Thread(target=executor.spin, daemon=True).start()
+        went = call_action(ActionClient(client, Navigate, "/navigate"), Navigate.Goal(target="blue_can", model="PixNav"), 300)
+        assert went.result.status == 0, went.result.detail
+        picked = call_action(ActionClient(client, Manipulate, "/manipulate"), Manipulate.Goal(
+            operation=Manipulate.Goal.PICK, object="blue_can", model="RT-1-X", reset_arm_first=True), 300)
+    finally:
+        executor.shutdown()
+        rclpy.try_shutdown()
+        bridge.terminate()
+        bridge.wait(30)
+
+    assert len(alone.steps) == len(graph.steps) == budget
+    for step, (a, b) in enumerate(zip(alone.steps, graph.steps, strict=True)):
+        for camera in ("head", "wrist"):
+            assert np.array_equal(a[0][camera], b[0][camera]), (step, camera)
+        np.testing.assert_allclose(b[1], a[1], atol=1e-6, err_msg=f"joints at step {step}")
+        np.testing.assert_allclose(b[2], a[2], atol=1e-6, err_msg=f"target box at step {step}")
+        np.testing.assert_allclose(b[3], a[3], atol=1e-5, err_msg=f"action at step {step}")
+    assert picked.result.detail == in_process.detail, (picked.result.detail, in_process.detail)

@@ -37,11 +37,12 @@ point's time to its own, and physics advances by exactly that much (the bridge's
 simulated time stands still, so a policy that thinks for 30 ms of wall time loses no simulated time). The targets go
 to :meth:`~homiebot.sim.mujoco.physical.PhysicalDriver.setpoint_stream`, one stream from the first message until any
 other goal, service call or reset (or an empty trajectory, which stops the arm where it is); while it is open the
-published clock (``/clock`` after every message), ``/joint_states`` and the stamps are the stream's (its start
-plus the physics it ran). A point at time 0 opens the stream and runs no physics. At the end of every message the
-bridge publishes ``/joint_states`` and, with ``skill_camera_size`` > 0 (``homie up --skill-model`` sets the policy's
-size), the policy's cameras (homiebot/sim/mujoco/skill_cameras.py: ``head`` and ``wrist``) on
-``/skill_camera/<camera>/image_raw`` and ``.../camera_info``, stamped with that moment, to their subscribers.
+published clock (``/clock`` after every message), ``/joint_states``, ``/odom`` and the stamps are the stream's (its
+start plus the physics it ran; the base as physics has it: the arm's motion moves it a little). A point at time 0
+opens the stream and runs no physics. At the end of every message the bridge publishes ``/joint_states``, ``/odom``
+and, with ``skill_camera_size`` > 0 (``homie up --skill-model`` sets the policy's size), the policy's cameras
+(homiebot/sim/mujoco/skill_cameras.py: ``head`` and ``wrist``) on ``/skill_camera/<camera>/image_raw`` and
+``.../camera_info``, stamped with that moment, to their subscribers.
 
 With ``motion_views`` (default off; ``homie up --images`` sets it) the bridge also renders the physical skills'
 reaching views at the end of every arm and gripper goal (:mod:`homiebot.sim.mujoco.motion_views`: the head camera
@@ -911,7 +912,7 @@ class SimBridge(Node):
                 self._close_stream()
                 return
             now = self._sim_time()
-            pose = self.sim.base_pose()  # type: ignore[attr-defined]  # MujocoSimulator (physical mode)
+            pose = self._base_pose_now()
             joints = dict(self.sim.joint_positions())  # type: ignore[attr-defined]
             wanted = tuple(c for c, (image_pub, _) in self._skill_camera_pubs.items()
                            if image_pub.get_subscription_count() > 0)
@@ -921,6 +922,7 @@ class SimBridge(Node):
                 except Exception as err:  # noqa: BLE001 - a renderer that cannot start: said, the joints still go out
                     self.get_logger().error(f"the skill cameras cannot render: {err}")
         self._joints_pub.publish(self._joint_state(pose, joints, now))
+        self._publish_odom(pose, now)
         self._clock_pub.publish(Clock(clock=convert.time_msg(now)))  # rviz and tf2 on use_sim_time follow the stream
         if images:
             for camera, (image, info) in policy_skill.camera_msgs(images, fovy, now).items():
@@ -963,14 +965,26 @@ class SimBridge(Node):
             return
         sim = self.sim
         with self._lock:
-            pose, seconds = sim.base_pose(), self._sim_time()  # type: ignore[attr-defined]  # MujocoSimulator
+            pose, seconds = self._base_pose_now(), self._sim_time()
             reported = dict(sim.joint_positions()) if joints_wanted else None  # type: ignore[attr-defined]
         if joints_wanted:
             self._joints_pub.publish(self._joint_state(pose, reported, seconds))
         if odom_wanted:
-            odom = Odometry(header=convert.header(seconds, convert.ODOM_FRAME), child_frame_id=convert.BASE_FRAME)
-            odom.pose.pose = convert.pose2d_to_pose(pose)
-            self._odom_pub.publish(odom)
+            self._publish_odom(pose, seconds)
+
+    def _publish_odom(self, pose: Pose2D, seconds: float) -> None:
+        odom = Odometry(header=convert.header(seconds, convert.ODOM_FRAME), child_frame_id=convert.BASE_FRAME)
+        odom.pose.pose = convert.pose2d_to_pose(pose)
+        self._odom_pub.publish(odom)
+
+    def _base_pose_now(self) -> Pose2D:
+        """The base's pose (called holding the lock): while a stream is open, where physics has it (the arm's motion
+        moves the base a little, as the stream writes back at its end), else the simulator's."""
+        if self._stream is not None:
+            from homiebot.ros import policy_skill
+
+            return policy_skill.stream_base_pose(self._stream)
+        return self.sim.base_pose()  # type: ignore[attr-defined]  # MujocoSimulator (physical mode)
 
     def _state_after_skill(self, agent: int = 0) -> WorldStateMsg:
         """The state a skill left, for its result (``agent``'s view of it); the robot's view is published (and
