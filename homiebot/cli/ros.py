@@ -428,7 +428,9 @@ def register(app: typer.Typer) -> None:
             # A privileged planner speaks perception's names, as in one process (docs/ros.md, "Looks through the graph").
             planner_overrides["perceived_names"] = True
             if skills == SkillsMode.PHYSICAL.value:  # and the physical skills plan with perception's objects
-                for name in ("nav_executor", "manip_executor"):
+                # (a policy node's stance and target box too, as the in-process slot reads the skills' world)
+                policy_nodes = [node.name for node in graph.nodes if node.module == "executor_nodes.policy_node"]
+                for name in ("nav_executor", "manip_executor", *policy_nodes):
                     overrides.setdefault(name, {})["perception_service"] = "/perception/perceive_world"
                     # ... and look before each read of it, as homie run does with the image-built graph.
                     overrides[name]["skill_looks"] = perception == PerceptionMode.CONCEPTGRAPH.value
