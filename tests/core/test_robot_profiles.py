@@ -55,7 +55,8 @@ def test_the_sim_profile_names_what_the_bridge_and_the_robot_use():
                 "head_image": ("looks.HEAD_IMAGE", looks.HEAD_IMAGE),
                 "head_depth": ("looks.HEAD_DEPTH", looks.HEAD_DEPTH),
                 "head_camera_info": ("looks.HEAD_CAMERA_INFO", looks.HEAD_CAMERA_INFO),
-                "head_views": ("looks.HEAD_VIEWS", looks.HEAD_VIEWS)}
+                "head_views": ("looks.HEAD_VIEWS", looks.HEAD_VIEWS),
+                "look_views": ("looks.LOOK_VIEWS_SERVICE", looks.LOOK_VIEWS_SERVICE)}
     for role, interface in sim.interfaces.items():
         if role in standard:
             constant, name = standard[role]

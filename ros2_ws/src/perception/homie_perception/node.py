@@ -19,11 +19,14 @@ model's :class:`~homiebot.perception.world_model.GraphGrounder`; nearest instanc
 the robot-side state they send, with the objects replaced by the graph's (``WorldModel.perceived_state``), as the
 in-process loop plans in it with ``--skills physical --perception ...``.
 
-The head camera's looks (``/head_camera/views``, homie_msgs/MultiView of one view, published by the robot when a
-head goal ends; docs/ros.md, "Looks through the graph") are fused as the in-process loop fuses a look: the objects
-only (``WorldModel.look``; the privileged graph takes nothing from them). Every head view is answered with a
-``/perception/world_graph`` stamped with the view's time, changed or not: the planner node waits for it before the
-next round, so that the round's grounding sees what the look saw.
+Looks (``/perception/look_views``, homie_msgs/MultiView; docs/ros.md, "Looks through the graph"): the head camera's
+view a look on arrival took (one view, handed over by the planner node), and the four views the physical skills look
+with before they read the world (taken by the robot on a skill executor's request), are fused as the in-process
+loop fuses a look: the objects only (``WorldModel.look``; the privileged graph takes nothing from
+them), and not at all when views of that time were already fused (the round's own views, an earlier look: one
+process looks only when time passed since it last observed). Each is answered with a ``/perception/world_graph``
+stamped with the views' time, changed or not: the planner node and the skill executors wait for it, so that what
+comes next (the round's grounding, the skill's world) sees what the look saw.
 """
 
 from __future__ import annotations
@@ -43,7 +46,7 @@ from homiebot.perception.world_model import PerceptionConfig, WorldModel
 from homiebot.planner.prompt import split_subtask
 from homiebot.ros import convert
 from homiebot.ros.calls import EVENTS_QOS, LATCHED_QOS, VIEWS_QOS, announce_ready
-from homiebot.ros.looks import HEAD_VIEWS
+from homiebot.ros.looks import LOOK_VIEWS
 from homiebot.ros.spin import spin_node
 from homiebot.sim.scene import SceneSpec
 
@@ -75,8 +78,8 @@ class PerceptionNode(Node):
             self.create_subscription(MultiView, "/homie/views", self._on_views, VIEWS_QOS),
         ]
         self.create_subscription(EpisodeStatus, "/homie/episode_status", self._on_status, EVENTS_QOS)
-        self.create_subscription(MultiView, HEAD_VIEWS, self._on_head_view, VIEWS_QOS)
-        self._head_fused = 0.0  # the time of the newest head view fused: an older one (a late join) is not
+        self.create_subscription(MultiView, LOOK_VIEWS, self._on_look, VIEWS_QOS)
+        self._observed_at = -1.0  # the time of the newest views fused (four views or a look)
         self._applied_round = 0
         self.create_service(ResolveTarget, "/perception/resolve_target", self._on_resolve)
         self.create_service(PerceiveWorld, "/perception/perceive_world", self._on_perceive)
@@ -94,7 +97,7 @@ class PerceptionNode(Node):
             self._waiting_views = None
             self._fused_sequence = 0
             self._applied_round = 0
-            self._head_fused = 0.0
+            self._observed_at = -1.0
 
     def _on_state(self, msg: WorldStateMsg) -> None:
         state = convert.world_state_from_msg(msg)
@@ -127,6 +130,7 @@ class PerceptionNode(Node):
             if model is None or state is None or msg.state_sequence < self._fused_sequence:
                 return
             self._fused_sequence = msg.state_sequence
+            self._observed_at = max(self._observed_at, convert.time_seconds(msg.header.stamp))
             model.observe(convert.observation_from_msg(msg), state)
             export = model.graph.to_export()
         seconds = convert.time_seconds(msg.header.stamp)
@@ -134,18 +138,22 @@ class PerceptionNode(Node):
         if self._markers_pub.get_subscription_count() > 0:
             self._markers_pub.publish(convert.world_graph_markers(export, seconds))
 
-    def _on_head_view(self, msg: MultiView) -> None:
-        """A look of the head camera (module docstring): its objects fused, the graph published either way."""
+    def _on_look(self, msg: MultiView) -> None:
+        """A look (module docstring): its objects fused unless views of its time were, the graph published either
+        way."""
         seconds = convert.time_seconds(msg.header.stamp)
         with self._lock:
             model = self._model
-            if model is None or seconds < self._head_fused:
+            if model is None:
                 return
-            self._head_fused = seconds
-            added = model.look(convert.observation_from_msg(msg))
+            added = None
+            if abs(seconds - self._observed_at) > 1e-6:
+                self._observed_at = max(self._observed_at, seconds)
+                added = model.look(convert.observation_from_msg(msg))
             export = model.graph.to_export()
         if added:
-            self.get_logger().info(f"head view at t={seconds:.2f} s: {len(added)} object node(s) fused")
+            what = "head view" if len(msg.views) == 1 else "look"
+            self.get_logger().info(f"{what} at t={seconds:.2f} s: {len(added)} object node(s) fused")
         self._graph_pub.publish(convert.world_graph_to_msg(export, seconds))
         if self._markers_pub.get_subscription_count() > 0:
             self._markers_pub.publish(convert.world_graph_markers(export, seconds))

@@ -58,7 +58,8 @@ control_msgs/FollowJointTrajectory. A goal moves its joints to the last point th
 ``MujocoSimulator.move_look_joints``); the world's version does not change. At the end of every head goal the head
 camera's view is published before the result: ``/head_camera/rgb/image_raw``, ``/head_camera/depth/image`` and
 ``/head_camera/rgb/camera_info`` (to their subscribers; Fetch's names), and the view with its pose and segmentation
-as a MultiView of one view on ``/head_camera/views``, which the perception node fuses. ``/sim/look_views``
+as a MultiView of one view on ``/head_camera/views``; the look hands the frame it took to the perception node
+(``homiebot.ros.looks``). ``/sim/look_views``
 (homie_msgs/RenderViews) takes the four views for the physical skills' look before they read the world: rendered as
 ``/sim/render_views`` renders them, and published whole on ``/perception/look_views`` (which the perception node
 fuses objects-only), not on ``/homie/views``.
@@ -848,10 +849,10 @@ class SimBridge(Node):
             full.state_sequence = sequence
             views_pub, image_pub, depth_pub, info_pub = self._head_pubs
             views_pub.publish(full)
-            for publisher, message in ((image_pub, full.views[0].rgb), (depth_pub, full.views[0].depth)):
+            for publisher, message in ((image_pub, full.views[0].rgb), (depth_pub, full.views[0].depth),
+                                       (info_pub, full.views[0].camera_info)):
                 if publisher.get_subscription_count() > 0:
                     publisher.publish(message)
-            info_pub.publish(full.views[0].camera_info)  # always: the look's caller waits for it (homiebot.ros.looks)
         self._publish_clock()
         goal_handle.succeed()
         return control.trajectory_result_msg(TrajectoryResult(TrajectoryErrorCode.SUCCESSFUL, ""))
