@@ -412,6 +412,7 @@ def register(app: typer.Typer) -> None:
                 if any(node.name == name for node in graph.nodes):
                     overrides.setdefault(name, {})["skills"] = skills
         if skill_models:  # the bridge publishes the policy's cameras; the manipulation executor forwards its Picks
+            planner_overrides["skill_models"] = json.dumps(skill_models)  # the record's skills.models
             overrides.setdefault("sim_bridge", {})["skill_camera_size"] = policy_size
             overrides.setdefault("manip_executor", {})["learned_skills"] = ",".join(
                 f"{slot}={_policy_action(slot)}" for slot in skill_models)

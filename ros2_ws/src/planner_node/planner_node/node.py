@@ -425,6 +425,9 @@ class PlannerNode(Node):
             ("simulator", "mujoco"),
             ("noise", NoiseMode.OFF.value),
             ("skills", SkillsMode.ORACLE.value),
+            # The learned policies in model slots (JSON: slot -> folder; homie up --skill-model), served by the
+            # policy nodes: the record's skills.models, as homie run's.
+            ("skill_models", "{}"),
             # Looks on arrival through the head and torso controllers, fused by the perception node (module docstring).
             ("looks", False),
             # A privileged planner speaks the perception node's names (module docstring).
@@ -560,7 +563,8 @@ class PlannerNode(Node):
             "planner": setting.model_dump(mode="json"),
             "simulator": {"backend": str(self.param("simulator")), "render": bool(self.param("render")),
                           "human": self.pair},
-            "skills": {"noise": str(self.param("noise")), "mode": str(self.param("skills"))},
+            "skills": {"noise": str(self.param("noise")), "mode": str(self.param("skills")),
+                       "models": json.loads(str(self.param("skill_models")) or "{}")},
             "recording": {"images": bool(self.param("record_images")), "video": False},
             "partner": partner,
         })
