@@ -91,10 +91,6 @@ DOOR_NOMINAL_ANGLE = 1.6
 DOOR_OPEN_ANGLE = 1.45
 #: How far (rad) a door pushed open swings on after the hand stops.
 DOOR_COAST = 0.1
-#: How far (rad) a door pulled on by its handle again is turned: near where a pushed one comes to rest (1.54-1.56),
-#: short of its 1.6 rad stop (emmoe-014's cabinet door: pulled towards 1.52 it stood at 1.51; towards 1.55 the hand lost
-#: the handle on the way and left it at 1.35; to 1.45, at 1.43, where it blocked the base's way to the Put).
-DOOR_REGRASP_ANGLE = 1.52
 #: How far an Open pulls a drawer: this fraction of its interior's depth.
 DRAWER_PULL_FRACTION = 0.85
 #: A drawer's front panel's thickness (m) when the skill has not seen the drawer closed (the library's are 4 cm).
@@ -450,10 +446,11 @@ class PhysicalArticulation:
                     # "closed" it from 1.6 to 0.95 rad on the side its grasps had missed, the door still at 1.6).
                     continue
                 try:
-                    # A door pulled on by its handle again goes as far as a pushed one comes to rest (the push
-                    # coasts on; the held handle does not): navigation and the Pick reckon with a door at its end.
-                    aim = DOOR_REGRASP_ANGLE if opening and not piece.drawer and variant.grip != piece.grip else goal
-                    plan = self._segment(variant, guess, aim, step, side)
+                    # (A door pulled on by its handle again goes to DOOR_OPEN_ANGLE like a push. Towards 1.52 rad,
+                    # emmoe-014's cabinet door stood at 1.51 and its base still met it on the way to the Put, and
+                    # emmoe-032's cabinet door found no pose for its Close any more; towards 1.55 the hand lost the
+                    # handle at 1.35.)
+                    plan = self._segment(variant, guess, goal, step, side)
                 except _Failed as failure:
                     # Another hypothesis (the other hinge side, another angle) may still work.
                     failure.moved = segment > 0
