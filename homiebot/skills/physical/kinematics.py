@@ -85,6 +85,8 @@ class ArmKinematics:
         self._segment_from = np.array([a for a, _ in segments], dtype=int)
         self._segment_to = np.array([b for _, b in segments], dtype=int)
         self._tcp = self.model.site(TCP_SITE).id
+        # _link_points' layouts by the segments' step counts.
+        self._layouts: dict[tuple[bytes, float], tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
         #: The link each of link_points' points lies on, by segment: a segment runs along its parent body's link
         #: (from that link's origin to its child's), and the tool centre is on the tip link.
         self.point_links: tuple[str, ...] = (*(self.model.body(a).name for a, _ in segments), tip_link)
@@ -115,16 +117,81 @@ class ArmKinematics:
         data = self._data
         data.qpos[:] = q
         mujoco.mj_kinematics(self.model, data)
+        return self._link_points(data.xpos, data.site_xpos[self._tcp], spacing)
+
+    def _link_points(self, xpos: np.ndarray, tcp: np.ndarray, spacing: float) -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`labelled_link_points` from the bodies' positions ``xpos`` and the tool centre ``tcp`` of one
+        configuration."""
         # Vectorised (the motion planner calls this for every configuration it tests): segment i gets steps_i + 1
         # evenly spaced points, its two ends included, the segments in body order.
-        a, b = data.xpos[self._segment_from], data.xpos[self._segment_to]
+        a, b = xpos[self._segment_from], xpos[self._segment_to]
         # (A link exactly a whole number of spacings long gets that number, not one more from rounding.)
         steps = np.maximum(1, np.ceil(np.linalg.norm(b - a, axis=1) / spacing - 1e-9).astype(int))
-        segment = np.repeat(np.arange(len(steps)), steps + 1)
-        starts = np.cumsum(steps + 1) - (steps + 1)
-        fraction = (np.arange(len(segment)) - starts[segment]) / steps[segment]
-        points = a[segment] + (b - a)[segment] * fraction[:, None]
-        return np.vstack([points, data.site_xpos[self._tcp]]), np.append(segment, len(steps))
+        segment, fraction, labels = self._layout(steps, spacing)
+        points = a[segment] + (b - a)[segment] * fraction
+        return np.vstack([points, tcp]), labels
+
+    def _layout(self, steps: np.ndarray, spacing: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Which segment each of :meth:`_link_points`' points lies on and how far along it (a column), and the
+        labels of all its points (the tool centre's last), for the segments' step counts ``steps``: they change
+        only with the prismatic torso's lift, so they are kept rather than recomputed every call."""
+        key = (steps.tobytes(), spacing)
+        layout = self._layouts.get(key)
+        if layout is None:
+            segment = np.repeat(np.arange(len(steps)), steps + 1)
+            starts = np.cumsum(steps + 1) - (steps + 1)
+            fraction = (np.arange(len(segment)) - starts[segment]) / steps[segment]
+            layout = (segment, fraction[:, None], np.append(segment, len(steps)))
+            for array in layout:
+                array.setflags(write=False)
+            if len(self._layouts) < 64:
+                self._layouts[key] = layout
+        return layout
+
+    def posed_points(self, qs: Sequence[Sequence[float]], tool: Sequence[np.ndarray] = (),
+                     spacing: float = 0.05) -> tuple[np.ndarray, np.ndarray, list[np.ndarray]]:
+        """What :meth:`labelled_link_points` and :meth:`tool_points` (of each of ``tool``'s point sets) give at each
+        configuration of ``qs``, the same numbers, all configurations' together: the link points and their links,
+        and each tool point set's points (one configuration's after another's). A collision check of a straight motion tests several
+        configurations, each with the hand's outline and a held object's points: here from one forward-kinematics
+        pass per configuration and one array computation for them all."""
+        data, model = self._data, self.model
+        count = len(qs)
+        if count == 1:  # labelled_link_points and tool_points from one pass
+            data.qpos[:] = qs[0]
+            mujoco.mj_kinematics(model, data)
+            points, labels = self._link_points(data.xpos, data.site_xpos[self._tcp], spacing)
+            frame, origin = data.site_xmat[self._tcp].reshape(3, 3), data.site_xpos[self._tcp]
+            return points, labels, [np.asarray(p, dtype=float) @ frame.T + origin for p in tool]
+        xpos = np.empty((count, model.nbody, 3))
+        tcp = np.empty((count, 3))
+        frames = np.empty((count, 3, 3))
+        for i, q in enumerate(qs):
+            data.qpos[:] = q
+            mujoco.mj_kinematics(model, data)
+            xpos[i] = data.xpos
+            tcp[i] = data.site_xpos[self._tcp]
+            frames[i] = data.site_xmat[self._tcp].reshape(3, 3)
+        a, b = xpos[:, self._segment_from], xpos[:, self._segment_to]
+        steps = np.maximum(1, np.ceil(np.linalg.norm(b - a, axis=2) / spacing - 1e-9).astype(int))
+        # The configurations by their segments' step counts (the torso's lift changes one along a motion), each
+        # group's points computed at once: its configurations' in their order, the groups in the order they first
+        # come (a check does not depend on the order of its points).
+        groups: dict[bytes, list[int]] = {}
+        for i, row in enumerate(steps):
+            groups.setdefault(row.tobytes(), []).append(i)
+        parts, part_labels = [], []
+        for members in groups.values():
+            segment, fraction, labels = self._layout(steps[members[0]], spacing)
+            rows = members if len(members) < count else slice(None)
+            a_, b_ = a[rows], b[rows]
+            links = a_[:, segment] + (b_ - a_)[:, segment] * fraction
+            parts.append(np.concatenate([links, tcp[rows][:, None]], axis=1).reshape(-1, 3))
+            part_labels.append(np.tile(labels, len(members)))
+        points = parts[0] if len(parts) == 1 else np.vstack(parts)
+        labels = part_labels[0] if len(parts) == 1 else np.concatenate(part_labels)
+        placed = [np.vstack([np.asarray(p, dtype=float) @ frames[i].T + tcp[i] for i in range(count)]) for p in tool]
+        return points, labels, placed
 
     def tool_points(self, q: Sequence[float], points: np.ndarray) -> np.ndarray:
         """``points`` (N x 3, the tool's frame) in the base frame at joint positions ``q``: where something the

@@ -450,27 +450,37 @@ class Obstacles:
         """The first box a point (base frame) is within its margin of, or None: ``margins`` (m) one per point (the
         hand keeps a smaller one than the arm's thicker links), else ``margin`` for every point."""
         c, s = math.cos(self.base.yaw), math.sin(self.base.yaw)
-        world = np.column_stack([self.base.x + c * points[:, 0] - s * points[:, 1],
-                                 self.base.y + s * points[:, 0] + c * points[:, 1], points[:, 2]])
+        # The points' world coordinates as three rows (x, y, z): each row's bounds and comparisons run over
+        # contiguous memory (a collision check of a straight motion tests several hundred points at once).
+        world = np.empty((3, len(points)))
+        world[0] = self.base.x + c * points[:, 0] - s * points[:, 1]
+        world[1] = self.base.y + s * points[:, 0] + c * points[:, 1]
+        world[2] = points[:, 2]
         lo, hi, cavity_lo, cavity_hi = self._arrays
-        margin = np.full((len(world), 1, 1), self.margin) if margins is None else np.asarray(
-            margins, dtype=float).reshape(-1, 1, 1)
-        widest = float(margin.max()) if len(margin) else self.margin
+        margin = np.full((1, len(points), 1), self.margin) if margins is None else np.asarray(
+            margins, dtype=float).reshape(1, -1, 1)
+        widest = float(margin.max()) if margin.size else self.margin
         # Only the boxes that overlap the points' bounds can hold one; all points against those at once.
-        near = np.flatnonzero(np.all((hi + widest > world.min(axis=0)) & (lo - widest < world.max(axis=0)), axis=1))
+        least, most = world.min(axis=1), world.max(axis=1)
+        near = np.flatnonzero(np.all((hi + widest > least) & (lo - widest < most), axis=1))
         if len(near):
-            points_ = world[:, None, :]  # N x 1 x 3 against the near boxes' n x 3
-            inside = np.all((points_ > lo[near] - margin) & (points_ < hi[near] + margin), axis=2) & ~np.all(
-                (points_ > cavity_lo[near] + margin) & (points_ < cavity_hi[near] - margin), axis=2)
+            points_ = world[:, :, None]  # 3 x N x 1 against the near boxes' 3 x 1 x n
+            low, high = lo[near].T[:, None, :], hi[near].T[:, None, :]
+            inside = np.all((points_ > low - margin) & (points_ < high + margin), axis=0) & ~np.all(
+                (points_ > cavity_lo[near].T[:, None, :] + margin) & (points_ < cavity_hi[near].T[:, None, :] - margin),
+                axis=0)
             touched = inside.any(axis=0)
             if touched.any():  # the first in the boxes' order, as a loop over them finds
                 return self._names[int(near[np.argmax(touched)])]
         if self.rooms:
             # Half a wall (the scene library's are 0.1 m thick) plus the links' radius inside some room's box.
             inset = WALL_HALF_THICKNESS + 0.02  # the hand reaches to a counter's back edge
-            clear = np.zeros(len(world), dtype=bool)
+            if any(least[0] > x0 + inset and most[0] < x1 - inset and least[1] > y0 + inset and most[1] < y1 - inset
+                   for x0, y0, x1, y1 in self.rooms):
+                return None  # the points' bounds inside one room: every point is
+            clear = np.zeros(len(points), dtype=bool)
             for x0, y0, x1, y1 in self.rooms:
-                clear |= (world[:, 0] > x0 + inset) & (world[:, 0] < x1 - inset) & (world[:, 1] > y0 + inset) & (world[:, 1] < y1 - inset)
+                clear |= (world[0] > x0 + inset) & (world[0] < x1 - inset) & (world[1] > y0 + inset) & (world[1] < y1 - inset)
             if not clear.all():
                 return "a wall"
         return None
@@ -691,6 +701,32 @@ class _Repositioned(Generic[_PlanT]):
     world: WorldState
     travelled: float
     moves: str
+
+
+class _Clearance:
+    """PhysicalManipulation._clear's check: called with a configuration, whether the arm there keeps clear of
+    ``obstacles`` (and the held object's points of ``held`` within HELD_MARGIN of them); :meth:`many` answers the
+    same for several configurations at once (motion.segment_clear tests a straight motion's with it): one test of
+    all their points against the boxes instead of one per configuration."""
+
+    def __init__(self, manipulation: PhysicalManipulation, obstacles: Obstacles, held: np.ndarray | None) -> None:
+        self._manipulation = manipulation
+        self._obstacles = obstacles
+        self._tight = dataclasses.replace(obstacles, margin=HELD_MARGIN)
+        self._held = held
+        outline = manipulation._hand_outline  # noqa: SLF001 (the module's own)
+        self._tool = tuple(p for p in (outline, held) if p is not None)
+
+    def __call__(self, q: Sequence[float]) -> bool:
+        return self.many((q,))
+
+    def many(self, qs: Sequence[Sequence[float]]) -> bool:
+        """Whether every configuration of ``qs`` is clear."""
+        manipulation = self._manipulation
+        posed = manipulation.kinematics.posed_points(qs, self._tool)
+        if self._obstacles.hit(*manipulation._arm_points(self._obstacles, posed)) is not None:  # noqa: SLF001
+            return False
+        return self._held is None or self._tight.hit(posed[2][-1]) is None
 
 
 class PhysicalManipulation:
@@ -1508,27 +1544,28 @@ class PhysicalManipulation:
         joints = self.driver.joint_positions()
         return tuple(float(joints.get(j, 0.0)) for j in self.kinematics.joints)
 
-    def _clear(self, obstacles: Obstacles, held: np.ndarray | None = None) -> Callable[[Sequence[float]], bool]:
+    def _clear(self, obstacles: Obstacles, held: np.ndarray | None = None) -> _Clearance:
         """Whether the arm at ``q`` keeps clear of ``obstacles``, and the object it holds (``held``: its points in
         the tool's frame) within HELD_MARGIN of them."""
-        tight = dataclasses.replace(obstacles, margin=HELD_MARGIN)
-
-        def clear(q: Sequence[float]) -> bool:
-            if self._arm_hit(obstacles, q) is not None:
-                return False
-            return held is None or tight.hit(self.kinematics.tool_points(q, held)) is None
-
-        return clear
+        return _Clearance(self, obstacles, held)
 
     def _arm_hit(self, obstacles: Obstacles, q: Sequence[float]) -> str | None:
         """The first box (or "a wall") the arm at ``q`` comes within its margin of: the links within
         ``obstacles.margin``, the hand's links and outline (ArmSetup.hand_outline) within ``hand_margin``."""
-        points, links = self.kinematics.labelled_link_points(q)
+        tool = () if self._hand_outline is None else (self._hand_outline,)
+        return obstacles.hit(*self._arm_points(obstacles, self.kinematics.posed_points((q,), tool)))
+
+    def _arm_points(self, obstacles: Obstacles, posed: tuple[np.ndarray, np.ndarray, list[np.ndarray]]
+                    ) -> tuple[np.ndarray, np.ndarray]:
+        """The points :meth:`_arm_hit` tests and their margins, of one or more configurations (ArmKinematics.
+        posed_points, the hand's outline first among its tool point sets). Which box a point hits first does not
+        depend on the points' order (Obstacles.hit)."""
+        points, links, tool = posed
         margins = np.where(self._hand_point_links[links], self.setup.hand_margin, obstacles.margin)
         if self._hand_outline is not None:
-            points = np.vstack([points, self.kinematics.tool_points(q, self._hand_outline)])
-            margins = np.concatenate([margins, np.full(len(self._hand_outline), self.setup.hand_margin)])
-        return obstacles.hit(points, margins)
+            points = np.vstack([points, tool[0]])
+            margins = np.concatenate([margins, np.full(len(tool[0]), self.setup.hand_margin)])
+        return points, margins
 
     def _carry_back(self, lifted: Sequence[float], obstacles: Obstacles, held: np.ndarray,
                     rise_to: float | None = None) -> list[tuple[float, ...]] | None:
