@@ -21,6 +21,8 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 TCP_SITE = "tcp"
+#: How many IK descents an ArmKinematics remembers (ArmKinematics._descend).
+DESCENTS_KEPT = 4096
 
 
 @dataclass(frozen=True)
@@ -85,6 +87,8 @@ class ArmKinematics:
         self._segment_from = np.array([a for a, _ in segments], dtype=int)
         self._segment_to = np.array([b for _, b in segments], dtype=int)
         self._tcp = self.model.site(TCP_SITE).id
+        # _descend's answers, by what they depend on.
+        self._descents: dict[tuple[object, ...], tuple[tuple[float, ...], float, float, bool]] = {}
         # _link_points' layouts by the segments' step counts.
         self._layouts: dict[tuple[bytes, float], tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
         #: The link each of link_points' points lies on, by segment: a segment runs along its parent body's link
@@ -213,25 +217,48 @@ class ArmKinematics:
         """Joint positions that put the tool at ``target`` (4x4, base frame); the best attempt when none
         converges (``converged`` False: the pose is out of reach). ``acceptable`` rejects a converged solution
         (one in collision) and moves on to the next seed."""
-        configuration, task, posture = self._configuration, self._task, self._posture
-        task.set_target(mink.SE3.from_matrix(np.asarray(target, dtype=float)))
+        matrix = np.asarray(target, dtype=float)
         best: IKSolution | None = None
         refused = False
         for seed in seeds:
-            configuration.update(np.clip(np.asarray(seed, dtype=float), self.lower, self.upper))
-            posture.set_target_from_configuration(configuration)
-            for _ in range(iterations):
-                velocity = mink.solve_ik(configuration, [task, posture], 0.05, "daqp", damping=1e-3, limits=self._limits)
-                configuration.integrate_inplace(velocity, 0.05)
-                error = task.compute_error(configuration)
-                position_error, orientation_error = float(np.linalg.norm(error[:3])), float(np.linalg.norm(error[3:]))
-                if position_error <= position_tolerance and orientation_error <= orientation_tolerance:
-                    solution = tuple(float(v) for v in configuration.q)
-                    if acceptable is None or acceptable(solution):
-                        return IKSolution(solution, position_error, orientation_error, True)
-                    refused = True
-                    break
+            positions, position_error, orientation_error, reached = self._descend(
+                matrix, np.clip(np.asarray(seed, dtype=float), self.lower, self.upper), position_tolerance,
+                orientation_tolerance, iterations)
+            if reached:
+                if acceptable is None or acceptable(positions):
+                    return IKSolution(positions, position_error, orientation_error, True)
+                refused = True
             if best is None or position_error < best.position_error:
-                best = IKSolution(tuple(float(v) for v in configuration.q), position_error, orientation_error, False)
+                best = IKSolution(positions, position_error, orientation_error, False)
         assert best is not None, "solve needs at least one seed"
         return dataclasses.replace(best, refused=refused) if refused else best
+
+    def _descend(self, target: np.ndarray, seed: np.ndarray, position_tolerance: float, orientation_tolerance: float,
+                 iterations: int) -> tuple[tuple[float, ...], float, float, bool]:
+        """mink's differential IK from ``seed`` towards ``target``: where it ended, its position and orientation
+        errors, and whether it reached the tolerances (it stops there). A function of its arguments alone, so
+        the answers are kept: a skill plans the same line or lift again from the same state (a Pick's plan before
+        and after the base turned back, a retry after a failure), and every answer took up to ``iterations``
+        QPs."""
+        key = (target.tobytes(), seed.tobytes(), position_tolerance, orientation_tolerance, iterations)
+        known = self._descents.get(key)
+        if known is not None:
+            return known
+        configuration, task, posture = self._configuration, self._task, self._posture
+        task.set_target(mink.SE3.from_matrix(target))
+        configuration.update(seed)
+        posture.set_target_from_configuration(configuration)
+        reached = False
+        for _ in range(iterations):
+            velocity = mink.solve_ik(configuration, [task, posture], 0.05, "daqp", damping=1e-3, limits=self._limits)
+            configuration.integrate_inplace(velocity, 0.05)
+            error = task.compute_error(configuration)
+            position_error, orientation_error = float(np.linalg.norm(error[:3])), float(np.linalg.norm(error[3:]))
+            if position_error <= position_tolerance and orientation_error <= orientation_tolerance:
+                reached = True
+                break
+        answer = (tuple(float(v) for v in configuration.q), position_error, orientation_error, reached)
+        if len(self._descents) >= DESCENTS_KEPT:
+            del self._descents[next(iter(self._descents))]  # the oldest
+        self._descents[key] = answer
+        return answer
