@@ -524,6 +524,7 @@ class PhysicalDriver:
             self._robot_geoms = {g for g in range(model.ngeom) if model.body_rootid[model.geom_bodyid[g]] == base}
             self._names = {v: k for k, v in compiled.instance_ids.items()}
             self._qpos = dict(compiled.robot_qpos)
+            self._joint_indices: dict[tuple[str, ...], tuple[np.ndarray, np.ndarray]] = {}
             self._dof = {j: int(model.jnt_dofadr[mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_JOINT, robot_model.ROBOT_PREFIX + j)])
                          for j in self._qpos}
         assert self._grasp is not None
@@ -724,11 +725,22 @@ class PhysicalDriver:
     # ------------------------------------------------------------------ internals
 
     def _command(self, data: mujoco.MjData, joints: tuple[str, ...], desired: np.ndarray) -> None:
-        for joint, value in zip(joints, desired, strict=True):
-            data.ctrl[self._actuators[joint]] = value
+        if len(joints) != len(desired):
+            raise ValueError(f"{len(desired)} positions for the {len(joints)} joints {joints}")
+        data.ctrl[self._indices(joints)[0]] = desired
 
     def _tracking_error(self, data: mujoco.MjData, joints: tuple[str, ...], desired: np.ndarray) -> np.ndarray:
-        return np.array([data.qpos[self._qpos[j]] for j in joints]) - desired
+        return data.qpos[self._indices(joints)[1]] - desired
+
+    def _indices(self, joints: tuple[str, ...]) -> tuple[np.ndarray, np.ndarray]:
+        """The actuators and the qpos addresses of ``joints`` (in their order), kept per joint tuple: a trajectory
+        writes its setpoints and reads its joints every physics step."""
+        indices = self._joint_indices.get(joints)
+        if indices is None:
+            indices = (np.array([self._actuators[j] for j in joints], dtype=int),
+                       np.array([self._qpos[j] for j in joints], dtype=int))
+            self._joint_indices[joints] = indices
+        return indices
 
     def _worst(self, data: mujoco.MjData, joints: tuple[str, ...], desired: np.ndarray) -> tuple[str, float]:
         """The joint farthest from ``desired`` and by how much."""
