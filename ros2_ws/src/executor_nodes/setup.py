@@ -24,6 +24,7 @@ setup(
             "nav_executor = executor_nodes.nav_executor:nav_main",
             "manip_executor = executor_nodes.manip_executor:manip_main",
             "robot_interfaces = executor_nodes.robot_interfaces:main",
+            "skill_policy = executor_nodes.policy_node:main",
         ],
     },
 )
