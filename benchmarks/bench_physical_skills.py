@@ -17,7 +17,9 @@ Open/Close line counts every Open and Close attempt per setting, and its failure
   arm blocked (the trajectory controller's tolerance, with what it touched; or no clear motion back to the tuck),
   grasp missed, object slipped or did not stay where it was put (dropped), no path for the base, the base stopped
   while a Pick or Put moved it closer, other;
-* episode wall time: median and mean per setting and their ratio (the target: physical at most 3x oracle);
+* episode wall time: median and mean per setting and their ratio (the target: physical at most 3x oracle), and the
+  ratio of the episodes' mean CPU time (the process's, ``time.process_time``), which other jobs on a shared machine
+  inflate less;
 * real-time factor: simulated seconds of physics over the wall seconds spent in ``mj_step`` (one core; target at
   least 10x).
 
@@ -102,6 +104,8 @@ class Outcome:
     subtasks: list[tuple[str, str]] = field(default_factory=list)
     #: How the physical skill set ran Open and Close ("oracle" or "physical"); "" for the oracle skills.
     articulation: str = ""
+    #: The process's CPU time over the episode (s): steadier than the wall time on a shared machine (0: not measured).
+    cpu_s: float = 0.0
 
     @property
     def setting(self) -> str:
@@ -132,13 +136,13 @@ def _run(task: str, mode: str, config: RunConfig, attempts: _Attempts, articulat
 
     episode.skills = keep
     attempts.failures = []
-    started = time.perf_counter()
+    started, cpu = time.perf_counter(), time.process_time()
     try:
         trajectory = episode.run()
         sim_s = float(episode.simulator.sim_time)  # type: ignore[attr-defined]
     finally:
         episode.close()
-    wall = time.perf_counter() - started
+    wall, cpu = time.perf_counter() - started, time.process_time() - cpu
     driver = made[0].driver if made and isinstance(made[0], PhysicalSkillSet) else None
     return Outcome(
         task, mode, bool(trajectory.goal_satisfied), len(trajectory.rounds), wall, sim_s,
@@ -147,6 +151,7 @@ def _run(task: str, mode: str, config: RunConfig, attempts: _Attempts, articulat
         failures=list(attempts.failures),
         subtasks=[(r.subtask_text, r.feedback.code.value) for r in trajectory.rounds],
         articulation=articulation,
+        cpu_s=cpu,
     )
 
 
@@ -219,9 +224,14 @@ def summarise(outcomes: list[Outcome], render: bool = False) -> None:
     arm = "physical+arm" if "physical+arm" in settings and "physical" not in settings else "physical"
     physical = [o for o in outcomes if o.setting == arm]
     ratio = statistics.mean(walls[arm]) / statistics.mean(walls["oracle"])
+    oracle_cpu = [o.cpu_s for o in outcomes if o.setting == "oracle"]
     steps = sum(o.physics_steps for o in physical)
     physics_wall = sum(o.physics_wall_s for o in physical)
     console.print(f"physical / oracle episode wall time (means): x{ratio:.2f}")
+    if all(o.cpu_s > 0 for o in physical) and oracle_cpu and all(c > 0 for c in oracle_cpu):
+        # The process's CPU time: what another job on the machine's cores does not inflate as much as the wall time.
+        console.print(f"physical / oracle episode CPU time (means): x{statistics.mean(o.cpu_s for o in physical) / statistics.mean(oracle_cpu):.2f} "
+                      f"({statistics.mean(o.cpu_s for o in physical):.2f} s / {statistics.mean(oracle_cpu):.2f} s)")
     if physics_wall > 0:
         console.print(f"physics: {steps} steps of 5 ms = {steps * 0.005:.0f} s simulated in {physics_wall:.1f} s of mj_step: "
                       f"real-time factor x{steps * 0.005 / physics_wall:.0f}")
