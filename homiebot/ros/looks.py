@@ -37,7 +37,6 @@ it has already fused (the round's own views, a head look's), as one process skip
 from __future__ import annotations
 
 import threading
-from typing import Generic, TypeVar
 
 from action_msgs.msg import GoalStatus
 from control_msgs.action import FollowJointTrajectory
@@ -60,6 +59,7 @@ from homiebot.ros.calls import (
     call_action_status,
     call_service,
 )
+from homiebot.ros.robot_driver import LatestMessage
 from homiebot.sim.robot_driver import JointTrajectory, TrajectoryErrorCode
 from homiebot.types import Pose2D
 
@@ -78,40 +78,12 @@ LOOK_VIEWS_SERVICE = "/sim/look_views"
 #: The perception node's graph (stamped with the simulated time of what it last fused) and its grounding service.
 WORLD_GRAPH = "/perception/world_graph"
 RESOLVE_TARGET = "/perception/resolve_target"
-T = TypeVar("T")
 #: Stamps are compared after a round trip through builtin_interfaces/Time (nanoseconds).
 STAMP_TOLERANCE_S = 1e-6
 
 
 class LookFailed(RuntimeError):
     """A look that could not be taken (a joint goal refused or aborted, no joint states): the round goes on."""
-
-
-class _Fresh(Generic[T]):
-    """The latest message of a topic, read only when it came after the last :meth:`stale` (a skill, a goal)."""
-
-    def __init__(self, topic: str) -> None:
-        self.topic = topic
-        self._changed = threading.Condition()
-        self._value: T | None = None
-        self._count = 0
-        self._needed = 1
-
-    def put(self, value: T) -> None:
-        with self._changed:
-            self._value, self._count = value, self._count + 1
-            self._changed.notify_all()
-
-    def stale(self) -> None:
-        with self._changed:
-            self._needed = self._count + 1
-
-    def get(self, timeout_s: float) -> T:
-        with self._changed:
-            if not self._changed.wait_for(lambda: self._count >= self._needed, timeout=max(timeout_s, 0.0)):
-                raise CallTimeout(f"topic {self.topic}: no message within {timeout_s:.1f} s")
-            assert self._value is not None
-            return self._value
 
 
 class NewestStamp:
@@ -147,8 +119,8 @@ class HeadLooker:
         }
         self.goal_timeout_s = goal_timeout_s
         self.fuse_timeout_s = fuse_timeout_s
-        self._joints: _Fresh[dict[str, float]] = _Fresh("/joint_states")
-        self._head_view: _Fresh[MultiView] = _Fresh(HEAD_VIEWS)
+        self._joints: LatestMessage[dict[str, float]] = LatestMessage("/joint_states")
+        self._head_view: LatestMessage[MultiView] = LatestMessage(HEAD_VIEWS)
         self._looks = node.create_publisher(MultiView, LOOK_VIEWS, VIEWS_QOS)
         self._graph = NewestStamp()
         node.create_subscription(JointState, "/joint_states", self._on_joints, SENSOR_QOS, callback_group=callback_group)

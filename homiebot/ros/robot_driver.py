@@ -78,7 +78,7 @@ class DriverTimeouts:
     state_s: float = 5.0
 
 
-class _Latest(Generic[T]):
+class LatestMessage(Generic[T]):
     """The latest message of a topic, with a count of the messages received, so that a reader can wait for one
     received after a given moment (see the module docstring)."""
 
@@ -127,8 +127,8 @@ class ActionRobotDriver:
         self._navigate = ActionClient(node, NavigateToPose, names.navigate, callback_group=callback_group)
         self._trajectory = ActionClient(node, FollowJointTrajectory, names.arm_trajectory, callback_group=callback_group)
         self._gripper = ActionClient(node, GripperCommand, names.gripper, callback_group=callback_group)
-        self._joints: _Latest[dict[str, float]] = _Latest(names.joint_states)
-        self._odom: _Latest[Pose2D] = _Latest(names.odom)
+        self._joints: LatestMessage[dict[str, float]] = LatestMessage(names.joint_states)
+        self._odom: LatestMessage[Pose2D] = LatestMessage(names.odom)
         self._odom_track: list[Pose2D] | None = None  # the /odom poses of the NavigateToPose goal running
         self._subscriptions = [
             node.create_subscription(JointState, names.joint_states, self._on_joint_states, SENSOR_QOS,
@@ -201,7 +201,7 @@ class LatchedText:
     from the start so that a reader in another thread waits for it without touching the node's entities."""
 
     def __init__(self, node: Node, topic: str, callback_group: CallbackGroup | None = None) -> None:
-        self._latest: _Latest[str] = _Latest(topic)
+        self._latest: LatestMessage[str] = LatestMessage(topic)
         self._subscription = node.create_subscription(String, topic, self._on_text, LATCHED_QOS,
                                                       callback_group=callback_group)
 

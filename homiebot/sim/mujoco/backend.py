@@ -426,7 +426,6 @@ class MujocoSimulator:
         if self._renderer is None or self._active == HUMAN_ID:
             return None
         model = compiled.model
-        camera = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_CAMERA, robot_model.ROBOT_PREFIX + "cam_" + robot_model.HEAD_CAMERA)
         q = compiled.robot_qpos
         joints = ("torso_lift", "head_pan", "head_tilt")
         before = {j: float(data.qpos[q[j]]) for j in joints}
@@ -437,9 +436,8 @@ class MujocoSimulator:
             data.qpos[q[joint]] = value
         mujoco.mj_kinematics(model, data)
         mujoco.mj_camlight(model, data)
-        groups = {human_model.ROBOT_GROUP: False, human_model.HUMAN_GROUP: True} if compiled.has_human else None
         try:
-            views = self._renderer.render(data, {robot_model.HEAD_CAMERA: camera}, groups)
+            views = self._render_head()
         finally:
             for joint, value in before.items():
                 data.qpos[q[joint]] = value
@@ -448,9 +446,7 @@ class MujocoSimulator:
         seconds = 2 * max(abs(torso - before["torso_lift"]) / robot_model.TORSO_SPEED,
                           max(abs(pan - before["head_pan"]), abs(tilt - before["head_tilt"])) / robot_model.HEAD_SPEED)
         self._sim_time += seconds
-        instance_names = {i: n for n, i in compiled.instance_ids.items()}
-        return Observation(views=views, instance_names=instance_names, robot_pose=self._robot, held_object=self._held,
-                           sim_time=self.sim_time)
+        return self._head_observation(views)
 
     #: The joints the head and torso goals of a look move (the sim bridge's ``/head_controller`` and
     #: ``/torso_controller``, docs/ros.md "Looks through the graph"), with Fetch's velocity limits.
@@ -492,14 +488,22 @@ class MujocoSimulator:
         """The head camera's view where the head and torso are now (one view named :data:`robot.HEAD_CAMERA`, as
         :meth:`look_at` renders it); None without a renderer, or for the human."""
         self._require_spec()
-        compiled, data = self._compiled, self._data
-        assert compiled is not None and data is not None
         if self._renderer is None or self._active == HUMAN_ID:
             return None
-        model = compiled.model
-        camera = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_CAMERA, robot_model.ROBOT_PREFIX + "cam_" + robot_model.HEAD_CAMERA)
+        return self._head_observation(self._render_head())
+
+    def _render_head(self) -> dict[str, CameraView]:
+        """The head camera's one view where the head and torso are now (the human's meshes hidden from it)."""
+        compiled, data, renderer = self._compiled, self._data, self._renderer
+        assert compiled is not None and data is not None and renderer is not None
+        camera = mujoco.mj_name2id(compiled.model, mujoco.mjtObj.mjOBJ_CAMERA,
+                                   robot_model.ROBOT_PREFIX + "cam_" + robot_model.HEAD_CAMERA)
         groups = {human_model.ROBOT_GROUP: False, human_model.HUMAN_GROUP: True} if compiled.has_human else None
-        views = self._renderer.render(data, {robot_model.HEAD_CAMERA: camera}, groups)
+        return renderer.render(data, {robot_model.HEAD_CAMERA: camera}, groups)
+
+    def _head_observation(self, views: dict[str, CameraView]) -> Observation:
+        compiled = self._compiled
+        assert compiled is not None
         instance_names = {i: n for n, i in compiled.instance_ids.items()}
         return Observation(views=views, instance_names=instance_names, robot_pose=self._robot, held_object=self._held,
                            sim_time=self.sim_time)
