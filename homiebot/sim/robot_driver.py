@@ -109,6 +109,39 @@ class GripperResult:
     reached_goal: bool
 
 
+@dataclass(frozen=True)
+class BaseMotion:
+    """What one base velocity command did (geometry_msgs/Twist on ``/cmd_vel``, held for a control period): how far
+    the base drove (m) and turned (rad), and what stopped it, when something did. A real base's collision monitor
+    (Nav2's ``collision_monitor``, or a bumper) stops it before a contact; ``blocker`` names the thing the base would
+    have touched, and the base stays where it stopped."""
+
+    travelled: float
+    turned: float
+    blocker: str | None = None
+
+    @property
+    def blocked(self) -> bool:
+        return self.blocker is not None
+
+
+class SupportsBaseVelocity(Protocol):
+    """A base driven by velocity commands (``/cmd_vel``, geometry_msgs/Twist's ``linear.x`` and ``angular.z`` for a
+    planar base), as a learned Go to drives it (homiebot/skills/learned_goto.py), and reporting where it is."""
+
+    def base_velocity(self, linear_x: float, angular_z: float, seconds: float,
+                      tolerated: str | None = None) -> BaseMotion:
+        """Hold the twist for ``seconds`` (clamped to the base's speed limits); ``tolerated``: a thing the base may
+        keep touching (what it touched when the motion started, so that it can leave it)."""
+        ...
+
+    def base_contact(self) -> str | None:
+        """What the base touches now, or None."""
+        ...
+
+    def base_pose(self) -> Pose2D: ...
+
+
 class RobotDriver(Protocol):
     """The robot side of the physical skills (module docstring): one call is one goal, answered when it ends."""
 

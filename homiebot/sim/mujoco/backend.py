@@ -73,7 +73,7 @@ from homiebot.sim.mujoco.geometry import (
 from homiebot.sim.mujoco.navigation import RESOLUTION, OccupancyGrid, build_grid
 from homiebot.sim.mujoco.placement import Spot, footprint_radius, half_height, object_box, sample_spot
 from homiebot.sim.mujoco.urdf import RobotKinematics
-from homiebot.sim.robot_driver import NavErrorCode, NavigateResult
+from homiebot.sim.robot_driver import BaseMotion, NavErrorCode, NavigateResult
 from homiebot.sim.scene import FurnitureSpec, ObjectSpec, SceneError, SceneSpec, load_scene
 from homiebot.types import (
     VIEW_NAMES,
@@ -104,6 +104,8 @@ MIN_REACH = NEAR_THRESHOLD_M
 STANDOFF = (0.25, 0.85)
 #: Step of the path follower's collision checks, metres.
 FOLLOW_STEP = 0.05
+#: The largest turn between two collision checks of a base velocity command (rad; MujocoSimulator.base_velocity).
+BASE_TURN_STEP = 0.1
 DRIVE_SPEED = 0.6  # m/s, for sim_time
 TURN_SPEED = 1.0  # rad/s, for sim_time
 MANIPULATION_TIME = 4.0  # s per pick/put/open/close, for sim_time
@@ -990,6 +992,83 @@ class MujocoSimulator:
         connected to the start is ``NO_VALID_PATH``; a base stopped by a collision on the way is
         ``FAILED_TO_MAKE_PROGRESS`` and stays where it stopped. ``error_msg`` says where and what.
         """
+        planned = self._plan_to_pose(goal)
+        if isinstance(planned, NavigateResult):
+            return planned
+        goal_xy = (float(goal.x), float(goal.y))
+        where = f"({goal_xy[0]:.2f}, {goal_xy[1]:.2f})"
+        travelled, blocker = self._follow(planned)
+        if blocker is not None:
+            here = self._robot
+            return NavigateResult(
+                False,
+                NavErrorCode.FAILED_TO_MAKE_PROGRESS,
+                f"the base was blocked by {blocker} at ({here.x:.2f}, {here.y:.2f}), "
+                f"{math.hypot(goal_xy[0] - here.x, goal_xy[1] - here.y):.2f} m short of goal {where}",
+                travelled,
+            )
+        yaw = wrap_angle(float(goal.yaw))
+        self._sim_time += abs(wrap_angle(yaw - self._robot.yaw)) / TURN_SPEED
+        self._robot = Pose2D(self._robot.x, self._robot.y, yaw)  # the follower's last step ended on the goal
+        self._sync()
+        return NavigateResult(True, NavErrorCode.NONE, "", travelled)
+
+    def base_velocity(self, linear_x: float, angular_z: float, seconds: float,
+                      tolerated: str | None = None) -> BaseMotion:
+        """A base velocity command (``/cmd_vel``: geometry_msgs/Twist's ``linear.x``, m/s, and ``angular.z``, rad/s)
+        held for ``seconds`` of simulated time: the active agent's base moves on the arc they describe, kinematically,
+        as :meth:`navigate_to_pose`'s follower moves it, with the same collision check (the base's MuJoCo contacts)
+        every :data:`FOLLOW_STEP` of driving or :data:`BASE_TURN_STEP` of turning, and stops before a contact with
+        anything but ``tolerated`` (what it touched when the motion began, so that it can back out of it), as a
+        collision monitor stops a real base. The speeds are clamped to the follower's (:data:`DRIVE_SPEED`,
+        :data:`TURN_SPEED`); the clock advances by ``seconds`` whether or not the base was stopped."""
+        self._require_spec()
+        v = float(np.clip(linear_x, -DRIVE_SPEED, DRIVE_SPEED))
+        w = float(np.clip(angular_z, -TURN_SPEED, TURN_SPEED))
+        seconds = max(float(seconds), 0.0)
+        steps = max(math.ceil(abs(v) * seconds / FOLLOW_STEP), math.ceil(abs(w) * seconds / BASE_TURN_STEP), 1)
+        dt = seconds / steps
+        travelled = turned = 0.0
+        blocker: str | None = None
+        if v != 0.0 or w != 0.0:
+            for _ in range(steps):
+                before = self._robot
+                mid = before.yaw + w * dt / 2  # the arc's chord points along the mean heading
+                self._robot = Pose2D(before.x + v * dt * math.cos(mid), before.y + v * dt * math.sin(mid),
+                                     wrap_angle(before.yaw + w * dt))
+                self._write_base()
+                touched = self._base_in_collision()
+                if touched is not None and touched != tolerated:
+                    self._robot = before
+                    blocker = touched
+                    break
+                travelled += abs(v) * dt
+                turned += abs(w) * dt
+            if travelled > 0.0:
+                self._path.append((self._robot.x, self._robot.y))
+        self._sim_time += seconds
+        self._sync()
+        return BaseMotion(travelled, turned, blocker)
+
+    def base_contact(self) -> str | None:
+        """What the active agent's base touches now (a wall, a piece of furniture, an object), or None."""
+        self._require_spec()
+        self._write_base()
+        return self._base_in_collision()
+
+    def compute_path_to_pose(self, goal: Pose2D) -> NavigateResult:
+        """Nav2's ``ComputePathToPose`` on this world: whether :meth:`navigate_to_pose` would find a path from the
+        active agent's base to ``goal`` (the same grid, the same codes: ``GOAL_OCCUPIED``, ``START_OCCUPIED``,
+        ``NO_VALID_PATH``), without moving anything. ``distance_travelled`` is the planned path's length."""
+        planned = self._plan_to_pose(goal)
+        if isinstance(planned, NavigateResult):
+            return planned
+        length = sum(math.hypot(bx - ax, by - ay) for (ax, ay), (bx, by) in itertools.pairwise(planned))
+        return NavigateResult(True, NavErrorCode.NONE, "", length)
+
+    def _plan_to_pose(self, goal: Pose2D) -> list[tuple[float, float]] | NavigateResult:
+        """The path :meth:`navigate_to_pose` follows to ``goal`` (the base's position first, the goal's last), or the
+        planner's failure."""
         self._require_spec()
         grid = self._grid()
         start_xy = (self._robot.x, self._robot.y)
@@ -1027,21 +1106,7 @@ class MujocoSimulator:
         # End on the goal itself, not its cell's centre (up to half a cell away): a skill chose the pose for a
         # standoff measured in centimetres.
         points[-1] = goal_xy
-        travelled, blocker = self._follow(grid.shortcut(points))
-        if blocker is not None:
-            here = self._robot
-            return NavigateResult(
-                False,
-                NavErrorCode.FAILED_TO_MAKE_PROGRESS,
-                f"the base was blocked by {blocker} at ({here.x:.2f}, {here.y:.2f}), "
-                f"{math.hypot(goal_xy[0] - here.x, goal_xy[1] - here.y):.2f} m short of goal {where}",
-                travelled,
-            )
-        yaw = wrap_angle(float(goal.yaw))
-        self._sim_time += abs(wrap_angle(yaw - self._robot.yaw)) / TURN_SPEED
-        self._robot = Pose2D(self._robot.x, self._robot.y, yaw)  # the follower's last step ended on the goal
-        self._sync()
-        return NavigateResult(True, NavErrorCode.NONE, "", travelled)
+        return grid.shortcut(points)
 
     def _occupant(self, xy: tuple[float, float]) -> str:
         """What keeps the base (with the grid's inflation) off ``xy``: a piece of furniture, an open door, an object

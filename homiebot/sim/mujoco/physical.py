@@ -72,6 +72,7 @@ import numpy as np
 
 from homiebot.sim.mujoco import robot as robot_model
 from homiebot.sim.robot_driver import (
+    BaseMotion,
     GripperResult,
     JointTrajectory,
     NavigateResult,
@@ -561,6 +562,19 @@ class PhysicalDriver:
 
     def navigate_to_pose(self, goal: Pose2D) -> NavigateResult:
         return self._sim.navigate_to_pose(goal)
+
+    def compute_path_to_pose(self, goal: Pose2D) -> NavigateResult:
+        """Nav2's ComputePathToPose: whether NavigateToPose would find a path to ``goal`` (nothing moves)."""
+        return self._sim.compute_path_to_pose(goal)
+
+    def base_velocity(self, linear_x: float, angular_z: float, seconds: float,
+                      tolerated: str | None = None) -> BaseMotion:
+        """``/cmd_vel`` held for ``seconds`` (:class:`~homiebot.sim.robot_driver.SupportsBaseVelocity`): the base is
+        kinematic here, as under NavigateToPose (no physics step; the arm stays tucked)."""
+        return self._sim.base_velocity(linear_x, angular_z, seconds, tolerated)
+
+    def base_contact(self) -> str | None:
+        return self._sim.base_contact()
 
     def follow_joint_trajectory(self, trajectory: JointTrajectory) -> TrajectoryResult:
         unknown = [j for j in trajectory.joint_names if j not in self.joint_names]
