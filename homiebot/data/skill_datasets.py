@@ -81,17 +81,23 @@ import numpy as np
 
 from homiebot.sim.mujoco import robot as robot_model
 
-# The frame's definition, shared with the learned skill that serves a policy trained on these data (FPS, JOINTS: the
-# state's and the action's names, TARGET_STATE and target_state: the environment state; module docstring).
-from homiebot.sim.mujoco.skill_observation import ENV_STATE_KEY as ENV_STATE
+# The frame's definition, shared with the learned skills that serve a policy trained on these data (FPS, JOINTS: the
+# state's and the action's names, TARGET_STATE and target_state: the environment state; Go to's BASE_VELOCITY,
+# GOAL_STATE, goal_in_base and head_at; module docstring).
 from homiebot.sim.mujoco.skill_observation import (
+    BASE_VELOCITY,
     FPS,
+    GOAL_STATE,
     JOINTS,
     TARGET_STATE,
     SkillObservation,
+    base_qpos,
+    goal_in_base,
+    head_at,
     physics_steps_per_frame,
     target_state,  # noqa: F401 - the recorder's name for it, kept (tests, callers)
 )
+from homiebot.sim.mujoco.skill_observation import ENV_STATE_KEY as ENV_STATE
 from homiebot.types import Action, EntityKind, ErrorCode, Pose2D, SkillResult, SkillStatus, WorldState
 
 #: The skills this recorder runs, by the name ``homie data skills --skill`` takes.
@@ -101,10 +107,6 @@ DEFAULT_SIZE = 96
 #: Seeds from this one on are evaluation seeds, below it training seeds (module docstring, "Held-out placements").
 EVAL_SEED_BASE = 1_000_000
 SPLITS = ("train", "eval")
-#: Go to's action: the base's velocity in its own frame (geometry_msgs/Twist's fields a planar base uses: m/s, rad/s),
-#: and its observation.state: the goal pose in the base's frame now (m, m, rad).
-BASE_VELOCITY: tuple[str, ...] = ("linear_x", "angular_z")
-GOAL_STATE: tuple[str, ...] = ("goal_x", "goal_y", "goal_yaw")
 #: The robot type written into the data set's metadata.
 ROBOT_TYPE = "homiebot_fetch_class"
 #: The file of per-episode metadata, relative to the data set's root.
@@ -525,8 +527,7 @@ class SkillEpisodes:
         model = compiled.model
         self._bind_cameras_model(model)
         cameras = self._cameras
-        base = np.array([model.jnt_qposadr[mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_JOINT, robot_model.ROBOT_PREFIX + j)]
-                         for j in robot_model.BASE_JOINTS])
+        base = base_qpos(model)
         path = _motion_path(motions)
         if not path:
             return []
@@ -535,10 +536,7 @@ class SkillEpisodes:
         saved = data.qpos.copy()
 
         def view(pose: Pose2D) -> np.ndarray:
-            data.qpos[base] = (pose.x, pose.y, pose.yaw)
-            mujoco.mj_kinematics(model, data)
-            mujoco.mj_camlight(model, data)
-            return cameras.render(data, ("head",))["head"]
+            return head_at(cameras, model, data, base, pose)
 
         frames: list[dict[str, np.ndarray]] = []
         try:
@@ -556,7 +554,7 @@ class SkillEpisodes:
                 frames.append({
                     "observation.images.head": view(pose),
                     "observation.images.goal": goal_image,
-                    "observation.state": np.array(_relative(pose, goal), dtype=np.float32),
+                    "observation.state": np.array(goal_in_base(pose, goal), dtype=np.float32),
                     "action": np.array(velocity, dtype=np.float32),
                 })
         finally:
@@ -650,13 +648,6 @@ def _pose_at(pieces: list[tuple[Pose2D, float, float]], durations: list[float], 
     pose, length, turn = pieces[-1]
     heading = pose.yaw + turn
     return Pose2D(pose.x + length * math.cos(heading), pose.y + length * math.sin(heading), heading)
-
-
-def _relative(pose: Pose2D, goal: Pose2D) -> tuple[float, float, float]:
-    """``goal`` in the frame of a base at ``pose`` (x ahead, y left, yaw)."""
-    dx, dy = goal.x - pose.x, goal.y - pose.y
-    c, s = math.cos(pose.yaw), math.sin(pose.yaw)
-    return c * dx + s * dy, -s * dx + c * dy, math.remainder(goal.yaw - pose.yaw, 2 * math.pi)
 
 
 class _Skip(Exception):

@@ -213,8 +213,9 @@ def test_the_target_box_is_given_in_the_base_frame() -> None:
 
 
 def test_go_to_motion_is_replayed_as_the_follower_drives_it() -> None:
-    from homiebot.data.skill_datasets import _motion_path, _pose_at, _relative
+    from homiebot.data.skill_datasets import _motion_path, _pose_at
     from homiebot.sim.mujoco.backend import DRIVE_SPEED, TURN_SPEED
+    from homiebot.sim.mujoco.skill_observation import goal_in_base as _relative
     from homiebot.types import Pose2D
 
     # From (0, 0) facing +x: corners (1, 0) then (1, 1), the goal faces -x there.

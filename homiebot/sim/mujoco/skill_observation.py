@@ -11,6 +11,13 @@ them (homiebot/skills/learned_skill.py) share, so that a served policy is observ
 * ``action``: the position targets the controllers send now (``data.ctrl`` of the same joints' actuators: the
   trajectory controller's setpoint for the torso and arm, the gripper controller's for each finger).
 
+Go to's frame (the base's skill; :func:`head_at`, :func:`goal_in_base`): the head camera with the base at its pose
+then, ``observation.images.goal`` the head camera with the base at the goal pose (image-goal navigation, as PixNav
+and NoMaD take a goal: Cai et al. 2023, "Bridging Zero-shot Object Navigation and Foundation Models through
+Pixel-Guided Navigation Skill"; Sridhar et al. 2023, "NoMaD: Goal Masked Diffusion Policies for Navigation and
+Exploration"), ``observation.state`` the goal pose in the base's frame (:data:`GOAL_STATE`), and ``action`` the base's
+velocity (:data:`BASE_VELOCITY`).
+
 Frames are taken :data:`FPS` times per second of simulated time.
 """
 
@@ -24,6 +31,7 @@ import mujoco
 import numpy as np
 
 from homiebot.sim.mujoco import robot as robot_model
+from homiebot.types import Pose2D
 
 #: Frames (control steps) per second of simulated time.
 FPS = 10
@@ -32,6 +40,12 @@ JOINTS: tuple[str, ...] = ("torso_lift", *robot_model.ARM_JOINTS, *robot_model.F
 #: observation.environment_state of the arm's skills: the target's axis-aligned box in the base's frame (centre, m;
 #: extent along the base's axes, m), module docstring.
 TARGET_STATE: tuple[str, ...] = ("target_x", "target_y", "target_z", "target_size_x", "target_size_y", "target_size_z")
+#: Go to's action: the base's velocity in its own frame (geometry_msgs/Twist's fields a planar base uses: m/s, rad/s),
+#: and its observation.state: the goal pose in the base's frame now (m, m, rad).
+BASE_VELOCITY: tuple[str, ...] = ("linear_x", "angular_z")
+GOAL_STATE: tuple[str, ...] = ("goal_x", "goal_y", "goal_yaw")
+#: Go to's cameras: the head camera where the base is, and where the goal pose would put it.
+GO_TO_CAMERAS: tuple[str, ...] = ("head", "goal")
 #: The keys of one frame.
 IMAGE_KEY = "observation.images.{}"
 STATE_KEY = "observation.state"
@@ -53,6 +67,29 @@ def target_state(box_min: Sequence[float], box_max: Sequence[float], base_x: flo
     extent_x = abs(c) * size[0] + abs(s) * size[1]
     extent_y = abs(s) * size[0] + abs(c) * size[1]
     return np.array([c * dx + s * dy, -s * dx + c * dy, centre[2], extent_x, extent_y, size[2]], dtype=np.float32)
+
+
+def goal_in_base(pose: Pose2D, goal: Pose2D) -> tuple[float, float, float]:
+    """``goal`` in the frame of a base at ``pose`` (x ahead, y left, yaw): Go to's ``observation.state``."""
+    dx, dy = goal.x - pose.x, goal.y - pose.y
+    c, s = math.cos(pose.yaw), math.sin(pose.yaw)
+    return c * dx + s * dy, -s * dx + c * dy, math.remainder(goal.yaw - pose.yaw, 2 * math.pi)
+
+
+def base_qpos(model: mujoco.MjModel) -> np.ndarray:
+    """The qpos addresses of the robot's planar base joints (x, y, yaw)."""
+    return np.array([model.jnt_qposadr[mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_JOINT, robot_model.ROBOT_PREFIX + j)]
+                     for j in robot_model.BASE_JOINTS])
+
+
+def head_at(cameras: Any, model: mujoco.MjModel, data: mujoco.MjData, base: np.ndarray, pose: Pose2D) -> np.ndarray:
+    """The head camera's image with the base put at ``pose`` (``base``: :func:`base_qpos`): Go to's
+    ``observation.images.head`` at the base's pose, and ``observation.images.goal`` at the goal's. It writes the base's
+    qpos and the kinematics: the caller puts the base back (and calls ``mj_forward``) when done."""
+    data.qpos[base] = (pose.x, pose.y, pose.yaw)
+    mujoco.mj_kinematics(model, data)
+    mujoco.mj_camlight(model, data)
+    return np.asarray(cameras.render(data, ("head",))["head"])
 
 
 def physics_steps_per_frame(model: mujoco.MjModel) -> int:
