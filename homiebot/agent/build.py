@@ -61,7 +61,7 @@ from homiebot.sim.scene import SceneSpec
 from homiebot.tasks.suite import TaskError, TaskSpec, get_task, task_actions
 
 if TYPE_CHECKING:
-    from homiebot.skills.learned_skill import LearnedArmSkill
+    from homiebot.skills.learned_skill import LearnedSkill
 from homiebot.types import Trajectory, WorldState
 
 #: A skill layer per episode, seeded with the episode's scene seed (what makes noisy episodes repeatable).
@@ -236,7 +236,7 @@ def skills_factory(config: SkillsConfig) -> SkillsFactory:
         from homiebot.skills.physical import PhysicalSkillSet
 
         # Learned policies in model slots (--skill-model): loaded once, for every episode this factory makes.
-        learned: dict[str, LearnedArmSkill] = {}
+        learned: dict[str, LearnedSkill] = {}
 
         def physical(sim: Simulator, scene_seed: int) -> SkillRunner:
             if config.models and not learned:

@@ -8,8 +8,10 @@ names that slot; every other action, and every other slot, stays scripted.
 
 **Which actions.** A policy of the arm's action space (the joints' position targets: :data:`JOINTS`) serves Pick in the
 manipulation slots (``RT-1-X``, ``octo``; EMMOE table E2 gives RT-1-X picking). Open and Close share the action space
-and are recorded by ``homie data skills``, but their serving is not written yet: they stay scripted. The navigation
-slots (``NoMaD``, ``PixNav``: the base's velocity, Go to) are refused up front with a "not yet" line.
+and are recorded by ``homie data skills``, but their serving is not written yet: they stay scripted. A policy of the
+base's action space (its velocity, :data:`~homiebot.sim.mujoco.skill_observation.BASE_VELOCITY`) serves Go to in the
+navigation slots (``NoMaD``, ``PixNav``): :mod:`homiebot.skills.learned_goto`. A policy of one action space in a slot
+of the other is refused up front, in one line.
 
 **One execution** (:meth:`LearnedArmSkill.pick`), after the skill set's own checks (the logical refusals, the arm
 tucked through the trajectory controller, as before a scripted Pick):
@@ -44,9 +46,17 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
-from homiebot.sim.mujoco.skill_observation import FPS, JOINTS, TARGET_STATE, SkillObservation
+from homiebot.sim.mujoco.skill_observation import (
+    BASE_VELOCITY,
+    FPS,
+    GO_TO_CAMERAS,
+    GOAL_STATE,
+    JOINTS,
+    TARGET_STATE,
+    SkillObservation,
+)
 from homiebot.skills.learned import PolicyInputs, SkillPolicy, SkillPolicyError, read_inputs
 from homiebot.skills.physical.manipulation import GRIPPED_GAP
 from homiebot.skills.skillset import MANIPULATION_MODELS, NAVIGATION_MODELS
@@ -88,8 +98,9 @@ def slot_name(name: str) -> str:
 
 def check_skill_model(slot: str, folder: str | Path) -> PolicyInputs:
     """Refuse a policy folder that cannot fill ``slot`` (read from its ``config.json``; no LeRobot needed): not a
-    LeRobot policy, a navigation slot (not yet), or inputs and outputs that are not the arm skills' (the recorder's
-    cameras at one square size, the joint state, the target's box, the joints' targets)."""
+    LeRobot policy, or inputs and outputs that are not the slot's skills' (for the manipulation slots the arm's: the
+    recorder's head and wrist cameras at one square size, the joint state, the target's box, the joints' targets; for
+    the navigation slots Go to's: :func:`check_go_to_inputs`)."""
     slot = slot_name(slot)
     try:
         inputs = read_inputs(folder)
@@ -97,19 +108,49 @@ def check_skill_model(slot: str, folder: str | Path) -> PolicyInputs:
         raise LearnedSkillError(f"--skill-model {slot}: {err}") from None
     where = f"--skill-model {slot}={folder}"
     if slot in NAVIGATION_MODELS:
-        raise LearnedSkillError(
-            f"{where}: serving a Go to policy (the base's velocity, {slot}'s slot) is not yet implemented; "
-            f"the manipulation slots {' and '.join(MANIPULATION_MODELS)} take an arm policy")
+        return check_go_to_inputs(where, inputs)
     if inputs.action_size != len(JOINTS):
-        base = " (the base's velocity: a Go to policy)" if inputs.action_size == 2 else ""
+        base = (f" (the base's velocity: a Go to policy, for {' or '.join(NAVIGATION_MODELS)})"
+                if inputs.action_size == len(BASE_VELOCITY) else "")
         raise LearnedSkillError(f"{where}: the policy outputs {inputs.action_size} values{base}; an arm skill's action is "
                                 f"the {len(JOINTS)} joints' targets ({', '.join(JOINTS)})")
+    _check_images(where, inputs, ARM_CAMERAS, "the arm skills'")
+    if inputs.state_size is not None and inputs.state_size != len(JOINTS):
+        raise LearnedSkillError(f"{where}: the policy takes a state of {inputs.state_size} values; the arm skills' "
+                                f"is the {len(JOINTS)} joints' positions")
+    if inputs.env_state_size is not None and inputs.env_state_size != len(TARGET_STATE):
+        raise LearnedSkillError(f"{where}: the policy takes an environment state of {inputs.env_state_size} values; "
+                                f"the arm skills' is the target's box ({len(TARGET_STATE)} values)")
+    return inputs
+
+
+def check_go_to_inputs(where: str, inputs: PolicyInputs) -> PolicyInputs:
+    """Refuse a policy that cannot serve Go to in a navigation slot (``where``: the option, for the line): its action
+    must be the base's velocity (:data:`BASE_VELOCITY`), its cameras ``head`` and/or ``goal`` (square RGB of one size),
+    its state, if any, the goal pose in the base's frame (:data:`GOAL_STATE`), and it takes no environment state."""
+    if inputs.action_size != len(BASE_VELOCITY):
+        arm = (f" (the {len(JOINTS)} joints' targets: an arm policy, for {' or '.join(MANIPULATION_MODELS)})"
+               if inputs.action_size == len(JOINTS) else "")
+        raise LearnedSkillError(f"{where}: the policy outputs {inputs.action_size} values{arm}; a Go to policy's action "
+                                f"is the base's velocity ({', '.join(BASE_VELOCITY)})")
+    _check_images(where, inputs, GO_TO_CAMERAS, "Go to's")
+    if inputs.state_size is not None and inputs.state_size != len(GOAL_STATE):
+        raise LearnedSkillError(f"{where}: the policy takes a state of {inputs.state_size} values; Go to's is the goal "
+                                f"pose in the base's frame ({', '.join(GOAL_STATE)})")
+    if inputs.env_state_size is not None:
+        raise LearnedSkillError(f"{where}: the policy takes an environment state of {inputs.env_state_size} values; "
+                                f"Go to has none (its goal is the goal image and the goal pose)")
+    return inputs
+
+
+def _check_images(where: str, inputs: PolicyInputs, cameras: tuple[str, ...], whose: str) -> None:
+    """The policy's cameras are among ``cameras`` and of one square RGB size the skill cameras render."""
     if not inputs.images:
-        raise LearnedSkillError(f"{where}: the policy takes no camera; the arm skills' are {', '.join(ARM_CAMERAS)}")
-    other = sorted(set(inputs.images) - set(ARM_CAMERAS))
+        raise LearnedSkillError(f"{where}: the policy takes no camera; {whose} are {', '.join(cameras)}")
+    other = sorted(set(inputs.images) - set(cameras))
     if other:
-        raise LearnedSkillError(f"{where}: the policy takes camera(s) {', '.join(other)}; the arm skills' cameras are "
-                                f"{', '.join(ARM_CAMERAS)}")
+        raise LearnedSkillError(f"{where}: the policy takes camera(s) {', '.join(other)}; {whose} cameras are "
+                                f"{', '.join(cameras)}")
     shapes = set(inputs.images.values())
     if len(shapes) != 1 or any(c != 3 or h != w for c, h, w in shapes):
         raise LearnedSkillError(f"{where}: the policy's images are {sorted(shapes)} (channels, height, width); the "
@@ -118,13 +159,6 @@ def check_skill_model(slot: str, folder: str | Path) -> PolicyInputs:
     if side > MAX_IMAGE_SIZE:
         raise LearnedSkillError(f"{where}: the policy's images are {side} pixels a side; the skill cameras render at "
                                 f"most {MAX_IMAGE_SIZE} (the simulator's view size)")
-    if inputs.state_size is not None and inputs.state_size != len(JOINTS):
-        raise LearnedSkillError(f"{where}: the policy takes a state of {inputs.state_size} values; the arm skills' "
-                                f"is the {len(JOINTS)} joints' positions")
-    if inputs.env_state_size is not None and inputs.env_state_size != len(TARGET_STATE):
-        raise LearnedSkillError(f"{where}: the policy takes an environment state of {inputs.env_state_size} values; "
-                                f"the arm skills' is the target's box ({len(TARGET_STATE)} values)")
-    return inputs
 
 
 #: Policy folders LeRobot has loaded in this process, with their weights' modification time (checked once).
@@ -187,6 +221,10 @@ class LearnedArmSkill:
     @property
     def actions(self) -> frozenset[Action]:
         return ARM_ACTIONS
+
+    def run(self, skills: PhysicalSkillSet, action: Action, target: str) -> SkillResult:
+        assert action is Action.PICK, action
+        return self.pick(skills, target)
 
     def close(self) -> None:
         if self._observation is not None:
@@ -315,12 +353,36 @@ class LearnedArmSkill:
         return result
 
 
-def load_learned_skills(models: Mapping[str, str], *, step_budget: int = STEP_BUDGET) -> dict[str, LearnedArmSkill]:
-    """The learned skills of ``models`` (slot -> policy folder), by EMMOE's slot name."""
-    return {slot_name(slot): LearnedArmSkill(slot, folder, step_budget=step_budget) for slot, folder in models.items()}
+class LearnedSkill(Protocol):
+    """A policy in a slot: :class:`LearnedArmSkill` (Pick), :class:`~homiebot.skills.learned_goto.LearnedGoTo` (Go to)."""
+
+    slot: str
+    last: ExecutionLog | None
+
+    @property
+    def actions(self) -> frozenset[Action]: ...
+
+    def run(self, skills: PhysicalSkillSet, action: Action, target: str) -> SkillResult: ...
+
+    def close(self) -> None: ...
 
 
-def serving(learned: Mapping[str, LearnedArmSkill], model: str, action: Action) -> LearnedArmSkill | None:
+def load_learned_skills(models: Mapping[str, str], *, step_budget: int | None = None) -> dict[str, LearnedSkill]:
+    """The learned skills of ``models`` (slot -> policy folder), by EMMOE's slot name: a Go to policy for a navigation
+    slot, an arm policy for a manipulation slot; ``step_budget`` None: each skill's own."""
+    from homiebot.skills.learned_goto import GO_TO_STEP_BUDGET, LearnedGoTo
+
+    skills: dict[str, LearnedSkill] = {}
+    for name, folder in models.items():
+        slot = slot_name(name)
+        if slot in NAVIGATION_MODELS:
+            skills[slot] = LearnedGoTo(slot, folder, step_budget=step_budget or GO_TO_STEP_BUDGET)
+        else:
+            skills[slot] = LearnedArmSkill(slot, folder, step_budget=step_budget or STEP_BUDGET)
+    return skills
+
+
+def serving(learned: Mapping[str, LearnedSkill], model: str, action: Action) -> LearnedSkill | None:
     """The learned skill that runs ``action`` when the planner names ``model``, or None (scripted)."""
     skill = learned.get(SLOTS.get(model.strip().lower(), ""))
     return skill if skill is not None and action in skill.actions else None
@@ -333,7 +395,9 @@ __all__ = [
     "STEP_BUDGET",
     "ExecutionLog",
     "LearnedArmSkill",
+    "LearnedSkill",
     "LearnedSkillError",
+    "check_go_to_inputs",
     "check_skill_model",
     "check_skill_models",
     "load_learned_skills",

@@ -68,6 +68,18 @@ def _stand_in_policy(root: Path, size: int = 32) -> Path:
     return root
 
 
+def _stand_in_go_to(root: Path) -> Path:
+    """The same for a Go to policy (head and goal cameras, the goal pose, the base's velocity)."""
+    root.mkdir(parents=True)
+    inputs = {f"observation.images.{c}": {"type": "VISUAL", "shape": [3, 32, 32]} for c in ("head", "goal")}
+    inputs["observation.state"] = {"type": "STATE", "shape": [3]}
+    config = {"type": "act", "n_action_steps": 5, "input_features": inputs,
+              "output_features": {"action": {"type": "ACTION", "shape": [2]}}}
+    (root / "config.json").write_text(json.dumps(config))
+    (root / "model.safetensors").write_bytes(b"")
+    return root
+
+
 def test_homie_up_sim_skill_model_is_checked_before_anything_starts_and_adds_a_policy_node(tmp_path: Path):
     """``homie up sim --skill-model`` refuses as ``homie run`` does (one line, exit 2, nothing written), and puts one
     policy node per slot into the graph after the manipulation executor, which forwards the slot's Picks to it
@@ -79,7 +91,9 @@ def test_homie_up_sim_skill_model_is_checked_before_anything_starts_and_adds_a_p
     out = tmp_path / "up"
     for args, words in ((["--skill-model", f"RT-1-X={policy}"], "--skill-model needs --skills physical"),
                         (["--skills", "physical", "--skill-model", f"gpt={policy}"], "unknown model slot 'gpt'"),
-                        (["--skills", "physical", "--skill-model", f"NoMaD={policy}"], "not yet implemented"),
+                        (["--skills", "physical", "--skill-model", f"NoMaD={policy}"], "outputs 10 values"),
+                        (["--skills", "physical", "--skill-model", f"NoMaD={_stand_in_go_to(tmp_path / 'go_to')}"],
+                         "not yet implemented"),
                         (["--skills", "physical", "--skill-model", f"RT-1-X={tmp_path / 'none'}"], "is not a folder")):
         result = CliRunner().invoke(build_app(), ["up", "sim", "--task", TASK, *args, "--out", str(out)])
         assert result.exit_code == 2, result.output

@@ -78,7 +78,7 @@ def test_slot_names_match_in_any_case_and_pick_goes_to_the_slots_policy() -> Non
         ("RT-1-X", lambda t: _policy(t / "p", size=300), ("300 pixels a side", "at most 256")),
         ("RT-1-X", lambda t: _policy(t / "p", env=3), ("environment state of 3 values", "target's box")),
         ("RT-1-X", lambda t: _policy(t / "p", action=7), ("outputs 7 values", "10 joints")),
-        ("NoMaD", lambda t: _policy(t / "p", cameras=("head", "goal"), state=3, env=None, action=2), ("not yet",)),
+        ("NoMaD", lambda t: _policy(t / "p"), ("outputs 10 values", "an arm policy")),  # tests/skills/test_learned_goto.py
     ],
 )
 def test_a_policy_that_cannot_serve_is_refused_in_one_line_before_any_episode(tmp_path: Path, slot, make, words) -> None:  # type: ignore[no-untyped-def]

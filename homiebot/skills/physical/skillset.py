@@ -12,10 +12,10 @@ Open and Close (``articulation="physical"``): the door or drawer is moved by the
 skill, which sets the joint to its end at once, the base first moved clear of the door's sweep. The household
 actions (Turn on, Heat, ...) run the simulator's oracle skill (docs/robots.md, "Physical skills").
 
-Learned policies (``learned``: slot name -> :class:`~homiebot.skills.learned_skill.LearnedArmSkill`, from
+Learned policies (``learned``: slot name -> :class:`~homiebot.skills.learned_skill.LearnedSkill`, from
 ``--skill-model``): an action the planner sends with a slot that holds a policy serving that action (Pick, in
-``RT-1-X`` or ``octo``) runs the policy closed-loop after the same checks and tuck; everything else stays scripted
-(homiebot/skills/learned_skill.py).
+``RT-1-X`` or ``octo``; Go to, in ``NoMaD`` or ``PixNav``) runs the policy closed-loop after the same checks and tuck;
+everything else stays scripted (homiebot/skills/learned_skill.py, homiebot/skills/learned_goto.py).
 
 The executor calls ``sim.reset_arm()`` before every try (EMMOE's retry from a known pose); on the oracle arm it
 snaps the arm to its stow pose. Here the arm is the physics', so the skill set tells the simulator to leave it
@@ -41,7 +41,7 @@ from homiebot.skills.skillset import DEFAULT_SKILLS, PerceivedWorld, Skill, Skil
 from homiebot.types import Action, SkillResult, SkillStatus, WorldState
 
 if TYPE_CHECKING:
-    from homiebot.skills.learned_skill import LearnedArmSkill
+    from homiebot.skills.learned_skill import LearnedSkill
 
 logger = logging.getLogger(__name__)
 
@@ -86,7 +86,7 @@ class PhysicalSkillSet(SkillSet):
         strict_models: bool = False,
         arm: ArmSetup | None = None,
         articulation: str | None = None,
-        learned: Mapping[str, LearnedArmSkill] | None = None,
+        learned: Mapping[str, LearnedSkill] | None = None,
     ) -> None:
         super().__init__(sim, noise=noise, seed=seed, skills=skills, strict_models=strict_models)
         self.learned = dict(learned or {})
@@ -156,6 +156,12 @@ class PhysicalSkillSet(SkillSet):
         stuck = self.manipulation.tuck_if_needed(self.world())
         if stuck is not None:
             return SkillResult(SkillStatus.EXECUTION_FAILED, f"{stuck}, before {action.value}")
+        if action in (Action.GO_TO, Action.PICK):
+            from homiebot.skills.learned_skill import serving
+
+            policy = serving(self.learned, self._model_name, action)
+            if policy is not None:
+                return policy.run(self, action, target)
         if action is Action.GO_TO:
             return navigation.go_to(self.driver, self.world(), target, max_attempts=MAX_GOALS,
                                     object_gaps=MANIPULATION_GAPS)
@@ -164,11 +170,6 @@ class PhysicalSkillSet(SkillSet):
         if action is Action.CLOSE:
             return self.articulation.close(target)
         if action is Action.PICK:
-            from homiebot.skills.learned_skill import serving
-
-            policy = serving(self.learned, self._model_name, action)
-            if policy is not None:
-                return policy.pick(self, target)
             return self.manipulation.pick(self.world(), target)
         assert place is not None, "the executor always gives Put a place"
         result = self.manipulation.put(self.world(), target, place)
