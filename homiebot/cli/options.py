@@ -96,8 +96,9 @@ def skill_model_option() -> Any:
     return typer.Option(
         [], "--skill-model", metavar="MODEL=DIR",
         help="A learned policy in a low-level model's slot: MODEL one of RT-1-X, octo, NoMaD, PixNav (any case), DIR a "
-             "LeRobot policy folder (homie train skill's OUT/policy, or your own with the same inputs); the Pick the "
-             "planner sends with that model runs it closed-loop. Repeatable; needs --skills physical (docs/skills.md).",
+             "LeRobot policy folder (homie train skill's OUT/policy, or your own with the same inputs); the Pick (RT-1-X, "
+             "octo) or Go to (NoMaD, PixNav) the planner sends with that model runs it closed-loop. Repeatable; needs "
+             "--skills physical (docs/skills.md).",
     )
 
 
