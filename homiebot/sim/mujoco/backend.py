@@ -113,6 +113,9 @@ MANIPULATION_TIME = 4.0  # s per pick/put/open/close, for sim_time
 #: stands at this fraction of its range or more (absorb_physics): a door opened this far (73 degrees of 92) leaves
 #: its opening free for the arm, a drawer pulled out this far (22 of 45 cm) shows most of its tray.
 OPEN_FRACTION = 0.5
+#: A door or drawer stands in the base's way from this fraction of its range (a door a physical Open or Close left
+#: part of the way: closed to the world graph, but out of its piece).
+PROTRUDING = 0.1
 _LAMP_OFF = tuple(float(v) for v in LAMP_OFF_RGBA.split())
 #: Objects lower than this (centre height) count as lying on the floor: obstacles for the base.
 FLOOR_OBJECT_HEIGHT = 0.3
@@ -1119,8 +1122,7 @@ class MujocoSimulator:
         for f in spec.furniture:
             if furniture_rect(f).contains(point, margin=reach)[0]:
                 return f"the {f.name}"
-        for rect, f in zip(self._door_rects(), [f for f in spec.furniture if f.articulation is not None
-                                                and self._open.get(f.name, False) and f.interior is not None], strict=True):
+        for rect, (f, _value) in zip(self._door_rects(), self._protruding(), strict=True):
             if rect.contains(point, margin=reach)[0]:
                 return f"the open {f.name}"
         for name, obj in self._objects.items():
@@ -1213,7 +1215,8 @@ class MujocoSimulator:
 
     def _grid(self) -> OccupancyGrid:
         spec = self._require_spec()
-        doors = tuple(sorted(n for n, o in self._open.items() if o))
+        # Where each door and drawer stands now (a physical Open may leave one short of its end, or part open).
+        doors = tuple((f.name, round(v, 2)) for f, v in self._protruding())
         discs = []
         for name, obj in self._objects.items():
             if obj.world is not None and obj.world[2] < FLOOR_OBJECT_HEIGHT and name != self._held:
@@ -1231,21 +1234,37 @@ class MujocoSimulator:
             self._grids[key] = grid
         return grid
 
-    def _door_rects(self) -> list[OrientedRect]:
-        """Footprints of open doors and pulled-out drawers (obstacles for the base, drawn on the map)."""
+    def _protruding(self) -> list[tuple[FurnitureSpec, float]]:
+        """The doors and drawers that stand out of their piece now, with their joint (rad or m): every open one,
+        and one a physical Open or Close left part of the way (closed to the world graph, but there)."""
         spec = self._require_spec()
-        rects = []
+        out = []
         for f in spec.furniture:
             art = f.articulation
-            if art is None or not self._open.get(f.name, False) or f.interior is None:
+            if art is None or f.interior is None:
                 continue
+            value = self.articulation_value(f.name)
+            if self._open.get(f.name, False) or value > PROTRUDING * art.range:
+                out.append((f, value))
+        return out
+
+    def _door_rects(self) -> list[OrientedRect]:
+        """Footprints of the doors and drawers that stand out (:meth:`_protruding`), where they stand: at their
+        end when the oracle opened them, where physics left them after a physical Open or Close (a real robot's
+        costmap sees the door where it is: an arm-opened cabinet door 0.17 rad short of its stop stood in the
+        path that the one at its stop left free, docs/results/physical-articulation-2026-11-30.md). Obstacles
+        for the base, drawn on the map."""
+        rects = []
+        for f, value in self._protruding():
+            art = f.articulation
+            assert art is not None and f.interior is not None
             sx, sy = f.size[0], f.size[1]
             hx, hy = sx / 2, sy / 2
             thick = max(0.02, f.interior.min[1] + hy)
             if art.kind == "sliding":
-                rects.append(local_rect(f.pose, -hx, -hy - art.range, hx, -hy + thick))
+                rects.append(local_rect(f.pose, -hx, -hy - value, hx, -hy + thick))
             else:
-                angle = art.range
+                angle = value
                 sign = -1.0 if art.hinge_side == "left" else 1.0
                 hinge = np.array([sign * hx, -hy])
                 direction = np.array([-sign * math.cos(angle), -math.sin(angle)])
@@ -1552,6 +1571,17 @@ class MujocoSimulator:
         if art is None or art.kind != "sliding":
             return 0.0
         return self.articulation_value(furniture.name)
+
+    def adopt_physics_base(self) -> None:
+        """The robot's base pose from physics (a whole-body trajectory moved it under physics:
+        ``PhysicalDriver.follow_whole_body_trajectory``), and its travelled path; call before :meth:`absorb_physics`,
+        which writes the base back where this simulator has it."""
+        compiled, data = self.physics_handles()
+        q = compiled.robot_qpos
+        pose = Pose2D(float(data.qpos[q["base_x"]]), float(data.qpos[q["base_y"]]), wrap_angle(float(data.qpos[q["base_yaw"]])))
+        with self.acting(ROBOT_ID):
+            self._robot = pose
+            self._path.append((pose.x, pose.y))
 
     def absorb_physics(self, held: str | None, seconds: float, articulations: Iterable[str] = ()) -> None:
         """Adopt what stepped physics did as this simulator's state (the physical driver calls it after each goal).
