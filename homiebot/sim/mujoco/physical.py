@@ -577,10 +577,29 @@ class PhysicalDriver:
         return self._sim.base_contact()
 
     def follow_joint_trajectory(self, trajectory: JointTrajectory) -> TrajectoryResult:
-        unknown = [j for j in trajectory.joint_names if j not in self.joint_names]
+        return self._follow_trajectory(trajectory, self.joint_names)
+
+    @property
+    def whole_body_joint_names(self) -> tuple[str, ...]:
+        """The joints a whole-body trajectory may name (:meth:`follow_whole_body_trajectory`): the base's planar
+        joints, then :attr:`joint_names`."""
+        return (*robot_model.BASE_JOINTS, *self.joint_names)
+
+    def follow_whole_body_trajectory(self, trajectory: JointTrajectory) -> TrajectoryResult:
+        """FollowJointTrajectory over the base's planar joints as well (``base_x``, ``base_y``: the map frame, m;
+        ``base_yaw``, rad), with the torso and the arm: the base and the arm moved together, as MoveIt plans a
+        mobile manipulator's base as a planar joint beside its arm (moveit.picknik.ai, "Planning for
+        differential-drive mobile base and an arm") and a whole-body controller follows it. Under physics like the
+        arm's trajectories: the base's servos track the path, what the hand holds (a door by its edge) goes along
+        only as physics lets it, and a base that meets something breaks the path tolerance, which says what blocked
+        it. Where physics leaves the base is the simulator's base pose afterwards."""
+        return self._follow_trajectory(trajectory, self.whole_body_joint_names)
+
+    def _follow_trajectory(self, trajectory: JointTrajectory, allowed: tuple[str, ...]) -> TrajectoryResult:
+        unknown = [j for j in trajectory.joint_names if j not in allowed]
         if unknown or len(set(trajectory.joint_names)) != len(trajectory.joint_names):
             return TrajectoryResult(TrajectoryErrorCode.INVALID_JOINTS,
-                                    f"joints {unknown or trajectory.joint_names} are not this arm's {list(self.joint_names)}")
+                                    f"joints {unknown or trajectory.joint_names} are not this arm's {list(allowed)}")
         times = [p.time_from_start for p in trajectory.points]
         if not trajectory.points or any(len(p.positions) != len(trajectory.joint_names) for p in trajectory.points) \
                 or any(b <= a for a, b in zip([0.0, *times], times, strict=False)):
@@ -592,6 +611,10 @@ class PhysicalDriver:
         start = np.array([data.qpos[self._qpos[j]] for j in joints])
         knots_t = np.array([0.0, *times])
         knots_q = np.vstack([start, *[np.asarray(p.positions, dtype=float) for p in trajectory.points]])
+        base = [i for i, j in enumerate(joints) if j in robot_model.BASE_JOINTS]
+        if "base_yaw" in joints:
+            # The heading the short way round from where the base stands (its hinge joint is unbounded).
+            knots_q[:, joints.index("base_yaw")] = np.unwrap(knots_q[:, joints.index("base_yaw")])
         dt = model.opt.timestep
         steps = math.ceil(trajectory.duration / dt)
         # Where every joint should be at every step, sampled once (per step and joint it cost 1 s of a 3 s episode).
@@ -631,6 +654,8 @@ class PhysicalDriver:
                     f"(blocked: {self._arm_blocker(model, data) or 'unknown'})")
         else:
             self._hold(data)  # stop where it is, as a controller does on abort
+        if base:
+            self._sim.adopt_physics_base()
         self._finish(elapsed)
         self._goal_ended(GoalEnd("arm", "arm at its goal" if result.succeeded else f"arm stopped: {result.error_string}",
                                  result.succeeded))

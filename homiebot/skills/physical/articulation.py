@@ -55,6 +55,18 @@ enough (``moved ... only to ...``).
 piece, the skill's memory of the door and the base as they were, is not worth another: its result says so
 (``SkillResult.retryable`` False, the executor's E1 at once), and the same request in the same situation fails at once
 (:meth:`PhysicalArticulation._situation`). A hinge side a push showed wrong is not pushed again.
+
+**The whole-body pull.** A door found open square by a wall with furniture before its free edge (apartment_5's
+fridge, the oven 0.1 m beyond the edge) can be shut only by pulling that edge, and the arm takes it from one place
+only, where the turning door meets the base after 0.08 rad (docs/results/physical-articulation-2026-11-30.md). Where
+the driver moves the base and the arm together (``follow_whole_body_trajectory``: the base's planar joints in the
+same trajectory as the arm's, under physics), a Close by the free edge whose plain pull falls short plans the base
+along too (:meth:`PhysicalArticulation._whole_body_path`): every BODY_STEP of the door's arc, the smallest move of the
+base that keeps it where the world graph says it fits and clear of where the door will stand next, with an arm
+configuration near the last that keeps the hand on the edge, the arm clear of the graph's boxes. The edge is taken
+just above the handle (BODY_EDGE_HEIGHT) from a 6 cm pre-grasp. Once the fingers have closed, the path is planned
+again from where they hold the door, turned about the hinge with it. A motion stopped on the way that turned the door
+counts as a segment, and the edge is taken again from where the base stands.
 """
 
 from __future__ import annotations
@@ -68,8 +80,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from homiebot.sim.robot_driver import (
+    JointTrajectory,
     RobotDriver,
     TrajectoryErrorCode,
+    TrajectoryPoint,
     TrajectoryResult,
 )
 from homiebot.skills.physical import navigation
@@ -118,6 +132,21 @@ REGRASP_OFFSET = 0.08
 PULL_LAG = 0.04
 #: The pre-grasp's distance out from the handle along the approach (m), and the retreat's after letting go.
 PREGRASP = 0.12
+#: The whole-body pull (:meth:`PhysicalArticulation._whole_body_path`): waypoints every this many rad; the base's
+#: moves tried between two (m, and rad of heading); how many waypoints ahead the base keeps clear of the door; the
+#: largest change of an arm joint between two waypoints (rad); the base's speed (m/s) and turn rate (rad/s).
+BODY_STEP = 0.05
+BODY_MOVES = (0.0, 0.04, -0.04, 0.08)
+BODY_TURNS = (0.0, -0.1, 0.1, -0.2, 0.2)
+BODY_LOOKAHEAD = 2
+BODY_JUMP = 0.5
+BODY_SPEED, BODY_TURN_RATE = 0.1, 0.3
+#: Where the whole-body pull takes the edge: just above the handle (the library's span 0.35-0.65 of the door's
+#: height), as a fraction of the door's height, with the pre-grasp this far (m) out along the approach (apartment_5's
+#: fridge by its wall: the 12 cm pre-grasp of the other holds is out of the arm's reach beyond the edge there, and
+#: the low edge's meets the oven).
+BODY_EDGE_HEIGHT = 0.7
+BODY_PREGRASP = 0.06
 #: Horizontal distance (m) from the base's centre within which the arm is tried on a waypoint.
 REACH_MIN, REACH_MAX = 0.3, 0.85
 #: Horizontal distance (m) from the base's centre within which a door's free edge is taken from the poses tried first.
@@ -157,6 +186,8 @@ class _Piece:
     #: Where the hand takes a door (module docstring): "handle"; "edge", the fingers closed across its free edge;
     #: "inner", the closed hand's finger tips pushing its inner face PUSH_RADIUS from the hinge (opening on).
     grip: str = "handle"
+    #: Where the fingers take the free edge (m), when not :meth:`edge_height`'s choice (the whole-body pull).
+    edge_z: float | None = None
 
     @property
     def push(self) -> bool:
@@ -217,9 +248,15 @@ class _Piece:
                           np.array([*corners.max(axis=0), self.z0 + self.height])))
         return tuple(boxes)
 
+    def hinge(self, side: int) -> np.ndarray:
+        """The hinge's place (x, y) for hinge side ``side``."""
+        return self.face - side * self.along * self.width / 2
+
     def edge_height(self) -> float:
         """Where the fingers take a door's free edge: above or below its handle (a third to two thirds of its
         height), whichever is nearer 0.8 m."""
+        if self.edge_z is not None:
+            return self.edge_z
         low, high = self.z0 + 0.25 * self.height, self.z0 + 0.78 * self.height
         return low if abs(low - 0.8) <= abs(high - 0.8) else high
 
@@ -251,6 +288,16 @@ class _Piece:
         hinge = self.face - free * self.width / 2
         leaf = math.cos(q) * free + math.sin(q) * self.out
         return np.array([hinge + r * leaf for r in np.linspace(0.0, self.width, 10)])
+
+
+def _turned(pose: np.ndarray, about: np.ndarray, angle: float) -> np.ndarray:
+    """``pose`` (4x4, world frame) turned by ``angle`` (rad, counter-clockwise seen from above) about the upright axis
+    through ``about`` (x, y)."""
+    c, s = math.cos(angle), math.sin(angle)
+    turn = np.eye(4)
+    turn[:2, :2] = np.array([[c, -s], [s, c]])
+    turn[:2, 3] = about - turn[:2, :2] @ about
+    return turn @ pose
 
 
 def piece_of(world: WorldState, entity: EntityState) -> _Piece | None:
@@ -311,6 +358,7 @@ class PhysicalArticulation:
         self._leaf: tuple[tuple[str, np.ndarray, np.ndarray], ...] = ()  # _reach's extra boxes
         self._moving: _Piece | None = None
         self._slipped = False  # whether the last pull's gripper closed on nothing at its end
+        self._carried = False  # whether the last segment was a whole-body pull
         # drawer -> its front panel's thickness, read from the world graph while it was closed.
         self._panels: dict[str, float] = {}
         # door -> hinge sides a push showed wrong (it went all the way along that side's arc and the world graph
@@ -389,6 +437,7 @@ class PhysicalArticulation:
 
     def _pull(self, piece: _Piece, opening: bool, entity: EntityState) -> float:
         """Hold the handle and move it along its path to the goal, in segments (module docstring)."""
+        self._carried = False
         if piece.drawer:
             pulled = DRAWER_PULL_FRACTION * piece.depth
             start, goal = (0.0, pulled) if opening else (self._drawer_out(piece, entity), 0.0)
@@ -508,7 +557,11 @@ class PhysicalArticulation:
                               f"the {'drawer' if piece.drawer else 'door'} moved only to {reached:.2f} {unit} "
                               f"(wanted {goal:.2f}): blocked, or the arm reaches no further from any pose")
             q = reached
-            if not piece.drawer and not piece.push:
+            if self._carried:
+                # The whole-body pull stopped short: its edge is taken again where the hand let it go (the door stays
+                # where the hand leaves it: no spring), from where the base now stands.
+                start = q
+            elif not piece.drawer and not piece.push:
                 # On from here by pushing the door's inner face (opening) or its outer face (closing) with the closed
                 # hand (module docstring): no handle or edge to find again where the door may have swung on.
                 piece = dataclasses.replace(piece, grip="inner" if opening else "outer")
@@ -589,8 +642,28 @@ class PhysicalArticulation:
                           f"its handle at {q:.2f}")
         travelled = 0.0
         last_failure = None
-        for pose, count in candidates[:POSES_TRIED]:
-            plan = self._plan(piece, targets[:count], side, pose)
+        body = piece.grip == "edge" and hasattr(self.driver, "follow_whole_body_trajectory")
+        # The whole-body pull is tried from every pose (it costs IK alone until one is found): the poses from which
+        # it goes on are those nearest the door, ranked last for a plain pull, which they take least far.
+        for index, (pose, count) in enumerate(candidates if body else candidates[:POSES_TRIED]):
+            plan = self._plan(piece, targets[:count], side, pose) if index < POSES_TRIED else None
+            carried: list[tuple[Pose2D, tuple[float, ...]]] = []
+            held = piece
+            if body and (plan is None or len(plan[2]) < len(targets) - 1):
+                # The door's free edge held while the base moves too (module docstring, "The whole-body pull"): from
+                # the one place where the arm takes a fridge's edge by a wall, the door meets the base after 0.08 rad.
+                high = dataclasses.replace(piece, edge_z=piece.z0 + BODY_EDGE_HEIGHT * piece.height)
+                grasped = self._grasp_plan(high, targets[0], side, pose, BODY_PREGRASP)
+                if grasped is not None:
+                    carried = self._whole_body_path(high, targets, side, pose, grasped[1])
+                    # Taken where it turns the door on by a waypoint of the plain pull's (DOOR_STEP) or more.
+                    plain = targets[len(plan[2])] if plan is not None else targets[0]
+                    body_end = self._path(piece, targets[0], targets[-1], BODY_STEP)[len(carried)]
+                    if carried and abs(body_end - targets[0]) >= abs(plain - targets[0]) + DOOR_STEP - 1e-9:
+                        plan = (grasped[0], grasped[1], [])
+                        held = high
+                    else:
+                        carried = []
             if plan is None:
                 last_failure = "unreachable pose: no arm configuration reaches the handle from the poses tried"
                 continue
@@ -607,7 +680,10 @@ class PhysicalArticulation:
             pregrasp, grasp, path = plan
             self._leaf = piece.leaf_boxes(self._door_at(piece, q), side)
             self._moving = piece
+            self._carried = bool(carried)
             try:
+                if carried:
+                    return self._execute_whole_body(held, side, pregrasp, grasp, carried, targets), travelled
                 return self._execute(piece, side, pregrasp, grasp, path), travelled
             finally:
                 self._leaf = ()
@@ -678,25 +754,15 @@ class PhysicalArticulation:
               base: Pose2D) -> tuple[tuple[float, ...], tuple[float, ...], list[tuple[float, ...]]] | None:
         """IK for the pre-grasp, the grasp and the waypoints from ``base``; the path is cut where IK stops reaching;
         None when the grasp itself is out of reach."""
-        position, approach, across = piece.handle(targets[0], side)
-        grasp_pose = self._in_base(base, tool_pose(position, approach, across))
-        seeds = self._seeds(grasp_pose)
-        grasp = self.kinematics.solve(grasp_pose, seeds)
-        if not grasp.converged:
+        grasped = self._grasp_plan(piece, targets[0], side, base)
+        if grasped is None:
             return None
-        pre = self._in_base(base, tool_pose(position - PREGRASP * approach, approach, across))
-        # The pre-grasp clear of the world graph's boxes and of the door (seen from that base pose), so that the
-        # arm's checked motion can get there.
-        seen = self._obstacles(piece, piece.leaf_boxes(self._door_at(piece, targets[0]), side), base)
-        clear = self.manipulation._clear(seen)  # noqa: SLF001 (the package's own)
-        pregrasp = self.kinematics.solve(pre, [np.asarray(grasp.positions), *seeds], acceptable=clear)
-        if not pregrasp.converged:
-            return None
+        pregrasp, grasp = grasped
         path: list[tuple[float, ...]] = []
-        previous = np.asarray(grasp.positions)
+        previous = np.asarray(grasp)
         # Checked for the door's free edge and the pushes (where the arm sweeps wide of the door: apartment_7's
         # fruit bowl); a handle's pull is not, as before (the check emptied apartment_7's fridge Open).
-        along = self._path_obstacles(piece, base, grasp.positions) if piece.grip != "handle" else None
+        along = self._path_obstacles(piece, base, grasp) if piece.grip != "handle" else None
         for q in targets[1:]:
             p, a, c = piece.handle(q, side)
             solution = self.kinematics.solve(self._in_base(base, tool_pose(p, a, c)), [previous])
@@ -714,7 +780,142 @@ class PhysicalArticulation:
             previous = np.asarray(solution.positions)
         if not path:
             return None
-        return pregrasp.positions, grasp.positions, path
+        return pregrasp, grasp, path
+
+    def _grasp_plan(self, piece: _Piece, q: float, side: int, base: Pose2D,
+                    back: float = PREGRASP) -> tuple[tuple[float, ...], tuple[float, ...]] | None:
+        """IK for the pre-grasp (``back`` out along the approach) and the grasp at joint ``q`` from ``base``; None
+        when either is out of reach."""
+        position, approach, across = piece.handle(q, side)
+        grasp_pose = self._in_base(base, tool_pose(position, approach, across))
+        seeds = self._seeds(grasp_pose)
+        grasp = self.kinematics.solve(grasp_pose, seeds)
+        if not grasp.converged:
+            return None
+        pre = self._in_base(base, tool_pose(position - back * approach, approach, across))
+        # The pre-grasp clear of the world graph's boxes and of the door (seen from that base pose), so that the
+        # arm's checked motion can get there.
+        seen = self._obstacles(piece, piece.leaf_boxes(self._door_at(piece, q), side), base)
+        clear = self.manipulation._clear(seen)  # noqa: SLF001 (the package's own)
+        pregrasp = self.kinematics.solve(pre, [np.asarray(grasp.positions), *seeds], acceptable=clear)
+        if not pregrasp.converged:
+            return None
+        return pregrasp.positions, grasp.positions
+
+    # ------------------------------------------------------------------ the whole-body pull
+
+    def _whole_body_path(self, piece: _Piece, targets: Sequence[float], side: int, base: Pose2D,
+                         grasp: Sequence[float], held: np.ndarray | None = None) -> list[tuple[Pose2D, tuple[float, ...]]]:
+        """Base poses and arm configurations that keep the hand on the door's free edge along ``targets`` (the
+        first is the grasp's, from ``base``) at BODY_STEP, the base moving by as little as it can (BODY_MOVES,
+        BODY_TURNS) to stay where the world graph says it fits and clear of where the door will be BODY_LOOKAHEAD
+        waypoints on; the arm clear of the world graph's boxes but the door's own piece. Greedy: it ends at the first
+        waypoint with no such pose (empty when that is the first).
+
+        ``held``: the tool's pose (world frame, 4x4) holding the door at ``targets[0]``; the hand's path is then that
+        pose turned about the hinge (the grasp, welded where the fingers closed, turns with the door exactly so),
+        else the model's edge (:meth:`_Piece.handle`)."""
+        world = self.world()
+        around = navigation._Surroundings(world, piece.name)  # noqa: SLF001 (the package's own helper)
+        radius = world.robot_radius
+        entity = world.entities[piece.name]
+        lo, hi = np.array(entity.bbox_min[:2]), np.array(entity.bbox_max[:2])
+        leaves = [(a[:2], b[:2]) for _name, a, b in self._other_leaves(world, piece)]
+        start, goal = targets[0], targets[-1]
+        angles = self._path(piece, start, goal, BODY_STEP)
+        along = self._path_obstacles(piece, base, grasp)
+
+        def fits(pose: Pose2D, qs: Sequence[float]) -> bool:
+            xy = np.array([pose.x, pose.y])
+            if not around.allowed(xy[None, :])[0]:
+                return False
+            if np.linalg.norm(np.maximum(np.maximum(lo - xy, xy - hi), 0.0)) < radius + navigation.CLEARANCE:
+                return False
+            if any(np.linalg.norm(np.maximum(np.maximum(a - xy, xy - b), 0.0)) < radius + navigation.CLEARANCE
+                   for a, b in leaves):
+                return False
+            return all(np.min(np.linalg.norm(piece.covers(v, side) - xy, axis=1)) >= radius + SWEEP_CLEARANCE for v in qs)
+
+        path: list[tuple[Pose2D, tuple[float, ...]]] = []
+        here, previous = base, np.asarray(grasp)
+        for k, angle in enumerate(angles[1:], 1):
+            ahead = angles[k: k + BODY_LOOKAHEAD + 1]
+            moves = sorted(((dx, dy, dyaw) for dx in BODY_MOVES for dy in BODY_MOVES for dyaw in BODY_TURNS),
+                           key=lambda m: math.hypot(m[0], m[1]) + 0.2 * abs(m[2]))
+            if held is None:
+                target = tool_pose(*piece.handle(angle, side))
+            else:
+                target = _turned(held, piece.hinge(side), -side * (angle - start))
+            found = None
+            for dx, dy, dyaw in moves:
+                pose = Pose2D(here.x + dx, here.y + dy, here.yaw + dyaw)
+                if not fits(pose, ahead):
+                    continue
+                solution = self.kinematics.solve(self._in_base(pose, target), [previous])
+                if not solution.converged or np.max(np.abs(np.asarray(solution.positions) - previous)) > BODY_JUMP:
+                    continue
+                if self.manipulation._arm_hit(dataclasses.replace(along, base=pose), solution.positions) is not None:  # noqa: SLF001
+                    continue
+                found = (pose, solution.positions)
+                break
+            if found is None:
+                logger.debug("%s: the whole-body pull stops at %.2f (no base pose and arm configuration on)",
+                             piece.name, angle)
+                break
+            path.append(found)
+            here, previous = found[0], np.asarray(found[1])
+        return path
+
+    def _execute_whole_body(self, piece: _Piece, side: int, pregrasp: Sequence[float], grasp: Sequence[float],
+                            path: Sequence[tuple[Pose2D, tuple[float, ...]]], targets: Sequence[float]) -> float:
+        """Grasp the door's free edge, move the base and the arm along ``path`` (planned for ``targets``) in one
+        whole-body trajectory, let go, back out and tuck; returns the hand's estimate of the joint. A motion stopped
+        on the way (a path tolerance broken) that turned the door by DOOR_STEP or more counts as a segment: the next
+        one takes the edge again from there."""
+        self.driver.gripper_command(self.setup.open_gap, self.setup.max_effort)
+        self._reach(pregrasp, f"reaching for the {piece.name}'s door edge")
+        self._expect(self._move(self._line(pregrasp, grasp)), f"reaching for the {piece.name}'s door edge")
+        closed = self.driver.gripper_command(self.setup.closed_gap, self.setup.max_effort)
+        if closed.position <= self.setup.closed_gap + 0.004:
+            self._back_out(pregrasp)
+            raise _Failed(SkillStatus.EXECUTION_FAILED, "grasp missed: the gripper closed on nothing where the door's edge was expected")
+        start = self.driver.base_pose()
+        # Re-planned from where the fingers closed (a little off the planned grasp: the arm's tracking, the door's
+        # play), the hand's path turned about the hinge with the door, so that the weld does not strain against it.
+        to_base = self._in_base(start, np.eye(4))
+        held = np.linalg.inv(to_base) @ self.kinematics.forward(self._current())
+        again = self._whole_body_path(piece, targets, side, start, self._current(), held=held)
+        if len(again) >= len(path) // 2:
+            path = again
+        previous_base = np.array([start.x, start.y, start.yaw])
+        previous_arm: Sequence[float] = self._current()
+        t = 0.0
+        points = []
+        for pose, q in path:
+            here = np.array([pose.x, pose.y, pose.yaw])
+            step = max(float(np.hypot(*(here[:2] - previous_base[:2]))) / BODY_SPEED,
+                       abs(here[2] - previous_base[2]) / BODY_TURN_RATE,
+                       self.manipulation._duration(previous_arm, q), PULL_STEP_TIME)  # noqa: SLF001
+            t += step
+            points.append(TrajectoryPoint((*(float(v) for v in here), *(float(v) for v in q)), t))
+            previous_base, previous_arm = here, q
+        names = ("base_x", "base_y", "base_yaw", *self.kinematics.joints)
+        result = self.driver.follow_whole_body_trajectory(JointTrajectory(names, tuple(points)))  # type: ignore[attr-defined]
+        q_hand = piece.joint_from_tool(self._tool_world(), side)
+        self._leaf = piece.leaf_boxes(q_hand, side)
+        logger.info("%s: pulled by its edge with the base along (%s); the hand says %.3f, the base at (%.2f, %.2f)",
+                    piece.name, result.error_string or "ok", q_hand, self.driver.base_pose().x, self.driver.base_pose().y)
+        still = self.driver.gripper_command(self.setup.closed_gap, self.setup.max_effort)
+        slipped = still.position <= self.setup.closed_gap + 0.004
+        self.driver.gripper_command(self.setup.open_gap, self.setup.max_effort)
+        self._approach = []  # the way in was from where the base stood before
+        self._back_out(None)
+        if not result.succeeded and result.error_code is not TrajectoryErrorCode.GOAL_TOLERANCE_VIOLATED \
+                and abs(q_hand - targets[0]) < DOOR_STEP:
+            raise _Failed(SkillStatus.EXECUTION_FAILED,
+                          f"the arm and base stopped while moving the door (at {q_hand:.2f}): {result.error_string}")
+        self._slipped = slipped
+        return q_hand
 
     def _execute(self, piece: _Piece, side: int, pregrasp: Sequence[float], grasp: Sequence[float],
                  path: Sequence[Sequence[float]]) -> float:
@@ -818,7 +1019,13 @@ class PhysicalArticulation:
         its opening: navigation.door_leaf_slabs; emmoe-020's oven stands open beside its fridge)."""
         world = self.world()
         obstacles = Obstacles.of(world, set())
-        extra = list(leaf)
+        extra = list(leaf) + self._other_leaves(world, piece)
+        return dataclasses.replace(obstacles, base=base or obstacles.base, boxes=obstacles.boxes + tuple(extra))
+
+    @staticmethod
+    def _other_leaves(world: WorldState, piece: _Piece | None) -> list[tuple[str, np.ndarray, np.ndarray]]:
+        """Where the leaf of every opened door but ``piece``'s may stand (navigation.door_leaf_slabs)."""
+        extra = []
         for other in world.entities.values():
             if other.kind is not EntityKind.FURNITURE or not other.articulated or not other.is_open:
                 continue
@@ -829,7 +1036,7 @@ class PhysicalArticulation:
             if model is None or model.drawer or front is None:
                 continue
             extra += [(other.name + "/door", lo, hi) for lo, hi in navigation.door_leaf_slabs(other, front)]
-        return dataclasses.replace(obstacles, base=base or obstacles.base, boxes=obstacles.boxes + tuple(extra))
+        return extra
 
     def _path_obstacles(self, piece: _Piece, base: Pose2D, grasp: Sequence[float]) -> Obstacles:
         """What the arm must keep clear of along the handle's path, seen from ``base``: the world graph's boxes but
