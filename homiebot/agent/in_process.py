@@ -132,9 +132,8 @@ class InProcessBackend:
         grounded = None
         if report.action is not None and report.target is not None:
             grounded = Subtask(subtask.action, report.target, report.place)
-        released = report.results[-1].released_at if report.results and report.feedback.success else None
         return ExecutionOutcome(report.feedback, report.path_length, dict(report.timings), grounded=grounded,
-                                released_at=released)
+                                released_at=report.released_at)
 
     def _make_executor(self) -> Executor:
         skills = self.skills

@@ -178,6 +178,12 @@ class ExecutionReport:
     def path_length(self) -> float:
         return sum(r.path_length for r in self.results)
 
+    @property
+    def released_at(self) -> tuple[float, float, float] | None:
+        """A successful Put's: where the hand let go of the object (the last try's ``SkillResult.released_at``);
+        None when the subtask failed or the skill does not know."""
+        return self.results[-1].released_at if self.results and self.feedback.success else None
+
 
 class _Fail(Exception):
     """Internal: a pre-check failed with this code and message."""

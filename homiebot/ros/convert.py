@@ -10,6 +10,8 @@ Decisions:
 * **Optional strings** (``Subtask.target``, ``EntityState.room`` ...) travel as ``""`` for ``None``; a
   ``Subtask`` carries ``has_target`` / ``has_place`` flags because a planner may write an empty target
   (``[Go to, ]``), which the executor must see as empty, not as absent.
+* **Optional points** (a Put's ``released_at``) travel as a ``geometry_msgs/Point`` beside a ``has_...`` flag, in
+  the style of ``has_target``: the origin is a point, not "unknown".
 * **Error codes** are the ``Feedback`` constants (``OK=0``, ``L1=1`` ... ``E2=10``) in the order of
   :class:`~homiebot.types.ErrorCode`; the EMMOE message text travels unchanged beside the code.
 * **Images** use the REP 118 encodings ``rgb8`` (colour), ``32FC1`` (depth in metres), ``32SC1`` (instance
@@ -264,7 +266,9 @@ _SKILL_STATUS_BY_VALUE: dict[int, SkillStatus] = {v: k for k, v in SKILL_STATUS_
 
 
 def skill_result_to_msg(result: SkillResult) -> SkillResultMsg:
-    return SkillResultMsg(status=SKILL_STATUS_VALUES[result.status], detail=result.detail, path_length=float(result.path_length))
+    msg = SkillResultMsg(status=SKILL_STATUS_VALUES[result.status], detail=result.detail, path_length=float(result.path_length))
+    msg.has_released_at, msg.released_at = released_at_to_msg(result.released_at)
+    return msg
 
 
 def skill_result_from_msg(msg: SkillResultMsg) -> SkillResult:
@@ -272,7 +276,21 @@ def skill_result_from_msg(msg: SkillResultMsg) -> SkillResult:
         status = _SKILL_STATUS_BY_VALUE[int(msg.status)]
     except KeyError:
         raise ConversionError(f"unknown skill status {msg.status}") from None
-    return SkillResult(status=status, detail=msg.detail, path_length=msg.path_length)
+    return SkillResult(status=status, detail=msg.detail, path_length=msg.path_length,
+                       released_at=released_at_from_msg(msg.has_released_at, msg.released_at))
+
+
+def released_at_to_msg(released_at: Sequence[float] | None) -> tuple[bool, Point]:
+    """A Put's release point (``SkillResult.released_at``) as the messages' pair (``has_released_at``,
+    ``released_at``): ``(False, origin)`` when the skill does not know it, since a point has no "absent"."""
+    if released_at is None:
+        return False, Point()
+    return True, point(released_at)
+
+
+def released_at_from_msg(known: bool, released_at: Point) -> tuple[float, float, float] | None:
+    """The inverse of :func:`released_at_to_msg`: None when ``known`` is false."""
+    return point_tuple(released_at) if known else None
 
 
 def task_msg(task_id: str, instruction: str, scene: str, seed: int, max_rounds: int = 0, seconds: float = 0.0) -> TaskMsg:

@@ -12,10 +12,9 @@ instance's position in the state wins (as in one process). The table is rebuilt 
 **When.** In one process the round's views are fused before the planner is asked. Here the perception node fuses
 them when the bridge publishes them, beside the planner's round, so the names wait for a graph stamped at least at
 the views' time (the perception node stamps the graph of fused views with their time). A graph the perception
-node publishes after an action (``/homie/episode_status``) carries the state's time, which is the views' too; the
-views are published first, so their graph normally comes first, but the order across the two inputs is not
-guaranteed: the names can then be those of the graph before the views (the planner sees the objects one round
-later).
+node publishes after an action (``/perception/apply_action``, or ``/homie/episode_status`` without it) carries the
+time of the newest views it had fused, not the state's, which the views after the action share: it is never taken
+for the graph of those views (docs/ros.md, "Actions into the world graph").
 """
 
 from __future__ import annotations

@@ -14,7 +14,9 @@ here too, from the world graph:
 * Pick and Put are refused before acting for the logical reasons the simulator's oracle precheck gives (hand full,
   hand empty, another object in the hand, an object inside a closed container), so that the executor's error
   codes mean the same under both settings; the executor's own checks (L1-L4, D1/D2) run before these;
-* after a Put, the world graph says whether the object stayed on or in the place (else ``DROPPED``, EMMOE's E2).
+* after a Put, the world graph says whether the object stayed on or in the place (else ``DROPPED``, EMMOE's E2); a
+  successful Put reports where the hand let go (``SkillResult.released_at``), which travels to perception
+  (docs/ros.md, "Actions into the world graph").
 
 Execution noise (the sim bridge's ``noise`` parameter) is not sampled on these skills: they fail only for what
 happened.
@@ -47,11 +49,18 @@ class PhysicalSkillRunner:
         world: the world graph now (a blocking state query).
         urdf: the robot's description (``/robot_description``), for the arm's inverse kinematics.
         setup: the arm's setup (the embedded robot's: :func:`homiebot.skills.physical.manipulation.sim_arm_setup`).
+        outcome: the world graph a Put's outcome is read from (default ``world``): the state query's, what happened,
+            when ``world`` is perception's (what was seen). After the release and before the Put's result, perception
+            still has the object in the hand (it hears of the Put with the result), where the hand is empty now; one
+            process reads the outcome from the simulator's state too
+            (:meth:`homiebot.skills.physical.skillset.PhysicalSkillSet._check_put`).
     """
 
-    def __init__(self, driver: RobotDriver, world: Callable[[], WorldState], urdf: str, setup: ArmSetup) -> None:
+    def __init__(self, driver: RobotDriver, world: Callable[[], WorldState], urdf: str, setup: ArmSetup,
+                 outcome: Callable[[], WorldState] | None = None) -> None:
         self.driver = driver
         self.world = world
+        self.outcome = outcome or world
         kinematics = ArmKinematics(urdf, setup.chain, setup.tip_link, setup.tcp_offset)
         # world: read again after a Pick or Put moved the base, and for the checks of the arm's way back to the tuck.
         self.manipulation = PhysicalManipulation(driver, kinematics, setup, world=world)
@@ -91,7 +100,7 @@ class PhysicalSkillRunner:
         released = self.manipulation.put(self.world(), obj, place)  # the graph after the tuck (the held object moved)
         if not released.success:
             return released
-        return put_outcome(self.world(), obj, place, released)
+        return put_outcome(self.outcome(), obj, place, released)
 
 
 def pick_refusal(world: WorldState, obj: str) -> SkillResult | None:
@@ -130,7 +139,7 @@ def put_outcome(world: WorldState, obj: str, place: str, released: SkillResult) 
     receptacle = target.parent if target.kind is EntityKind.OBJECT else place
     if entity.parent == receptacle:
         return SkillResult(SkillStatus.SUCCESS, f"put {obj} {entity.relation} {receptacle}{base_moves(released.detail)}",
-                           released.path_length)
+                           released.path_length, released_at=released.released_at)
     x, y, z = entity.position
     where = f"on {entity.parent}" if entity.parent else f"at ({x:.2f}, {y:.2f}, {z:.2f})"
     return SkillResult(SkillStatus.DROPPED, f"{released.detail}, but {obj} did not stay there: it came to rest {where}",

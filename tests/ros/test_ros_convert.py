@@ -44,6 +44,42 @@ def test_feedback_codes_and_messages_round_trip():
         convert.feedback_from_msg(FeedbackMsg(code=99))
 
 
+def test_skill_result_carries_the_release_point_or_says_it_is_unknown():
+    """A Put's release point (SkillResult.released_at) crosses the skill action and the subtask's result; a skill that
+    does not know it (the oracle's) sends has_released_at false, and the origin is a point, not "unknown"."""
+    from homie_msgs.action import ExecuteSubtask
+
+    from homiebot.ros import convert
+    from homiebot.types import SkillResult, SkillStatus
+
+    put = SkillResult(SkillStatus.SUCCESS, "released sponge_1 in sink", 0.25, released_at=(5.125, -0.5, 0.9375))
+    assert convert.skill_result_from_msg(_wire(convert.skill_result_to_msg(put))) == put
+    for unknown in (SkillResult(SkillStatus.SUCCESS, "put", 0.0), SkillResult(SkillStatus.DROPPED, "fell", 1.0)):
+        msg = _wire(convert.skill_result_to_msg(unknown))
+        assert not msg.has_released_at and convert.skill_result_from_msg(msg).released_at is None
+    origin = SkillResult(SkillStatus.SUCCESS, "at the origin", released_at=(0.0, 0.0, 0.0))
+    assert convert.skill_result_from_msg(_wire(convert.skill_result_to_msg(origin))).released_at == (0.0, 0.0, 0.0)
+    result = ExecuteSubtask.Result()
+    result.has_released_at, result.released_at = convert.released_at_to_msg(put.released_at)
+    back = _wire(result)
+    assert convert.released_at_from_msg(back.has_released_at, back.released_at) == put.released_at
+
+
+def test_apply_action_request_names_the_grounded_subtask_its_round_state_and_release_point():
+    from homiebot.ros import convert
+    from homiebot.ros.perception_actions import apply_action_request
+    from homiebot.types import Pose2D, Subtask, WorldState
+
+    state = convert.world_state_to_msg(WorldState(Pose2D(1.0, 2.0, 0.5), 0.3, None, {}, "apartment_3", "kitchen"), 12.5)
+    request = _wire(apply_action_request(Subtask("Put", "sponge", "sink"), 7, state, (3.25, 1.5, 0.875)))
+    assert convert.subtask_from_msg(request.subtask) == Subtask("Put", "sponge", "sink")
+    assert request.round_index == 7 and request.state.scene == "apartment_3"
+    assert convert.time_seconds(request.state.header.stamp) == 12.5
+    assert convert.released_at_from_msg(request.has_released_at, request.released_at) == (3.25, 1.5, 0.875)
+    pick = _wire(apply_action_request(Subtask("Pick", "sponge"), 6, state, None))
+    assert not pick.has_released_at and convert.subtask_from_msg(pick.subtask) == Subtask("Pick", "sponge")
+
+
 def test_planner_output_round_trip():
     from homiebot.ros import convert
     from homiebot.types import PlannerOutput, Subtask

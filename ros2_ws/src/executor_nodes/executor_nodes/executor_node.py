@@ -8,8 +8,9 @@ results carry the state after each skill; the sim bridge is asked for the state 
 none) and runs skills with :class:`homiebot.ros.remote.RemoteSkills`, which knows the skill layer's model
 table: a goal carries the model the in-process skill layer would run (a serving one when the planner's
 listed model does not serve the action). The result carries the state after the subtask, so the planner
-need not ask for it. A subtask the checks reject is a *succeeded* goal whose result carries the error
-code; a goal is aborted only when the graph itself fails (a skill server that does not answer).
+need not ask for it, and a successful Put's release point (``released_at``), which the planner hands to
+perception. A subtask the checks reject is a *succeeded* goal whose result carries the error code; a goal is
+aborted only when the graph itself fails (a skill server that does not answer).
 
 Threads: the node spins a single-threaded executor; each goal's blocking core call runs in one worker
 thread while the goal's (asynchronous) execute callback awaits it, so the responses the worker waits for are
@@ -185,9 +186,13 @@ class ExecutorNode(Node):
             goal_handle.abort()
             return ExecuteSubtask.Result()
         goal_handle.succeed()
-        return ExecuteSubtask.Result(
+        result = ExecuteSubtask.Result(
             feedback=convert.feedback_to_msg(report.feedback), path_length=float(report.path_length), state=state
         )
+        # A successful Put's release point, from the manipulation executor's SkillResult (docs/ros.md, "Actions
+        # into the world graph").
+        result.has_released_at, result.released_at = convert.released_at_to_msg(report.released_at)
+        return result
 
     def _with_agents(self, state: WorldState) -> WorldState:
         """``state`` (this agent's view) with both agents listed, as the in-process simulator lists them."""

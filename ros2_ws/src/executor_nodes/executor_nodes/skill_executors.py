@@ -252,7 +252,9 @@ class PhysicalSkills:
             from homiebot.skills.physical.manipulation import sim_arm_setup
 
             urdf = self._description.get(self.state_timeout_s)
-            self._runner = PhysicalSkillRunner(self.driver, self._world, urdf, sim_arm_setup())
+            # A Put's outcome from the state service (what happened), whatever the skills plan in.
+            self._runner = PhysicalSkillRunner(self.driver, self._world, urdf, sim_arm_setup(),
+                                               outcome=lambda: convert.world_state_from_msg(self._world_msg()))
         return self._runner
 
     def _world_msg(self):

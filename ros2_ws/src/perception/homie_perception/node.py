@@ -27,6 +27,18 @@ them), and not at all when views of that time were already fused (the round's ow
 process looks only when time passed since it last observed). Each is answered with a ``/perception/world_graph``
 stamped with the views' time, changed or not: the planner node and the skill executors wait for it, so that what
 comes next (the round's grounding, the skill's world) sees what the look saw.
+
+Actions (``/perception/apply_action``, homie_msgs/ApplyAction; docs/ros.md, "Actions into the world graph"): after a
+successful Pick, Put, Open or Close the graph changes from the action's arguments (PARTNR A.7.1: the next views may
+not show the result, an object put into a drawer that was then closed), and it must change before the views after the
+action are fused: the object in the hand, seen by them, is the picked node held, not a new object. The planner node
+calls the service with the subtask in instance names, the state after it and a Put's release point
+(``released_at``: the image-built graph places the object there, not on the middle of the place) as soon as the
+executor has answered, before it asks for the next views, as one process calls ``WorldModel.record_action`` before it
+observes. Without that call (a planner node without ``looks`` and ``perceived_names``) the round's
+``/homie/episode_status`` still applies the action, grounding the planner's words through the graph, but only when it
+comes, after the views; a round is applied once, whichever comes first. Either way the changed graph is stamped with
+the time of the newest views fused, not the state's, which the next views share.
 """
 
 from __future__ import annotations
@@ -35,7 +47,7 @@ import threading
 
 from homie_msgs.msg import EpisodeStatus, Feedback, MultiView, WorldGraph
 from homie_msgs.msg import WorldState as WorldStateMsg
-from homie_msgs.srv import PerceiveWorld, ResolveTarget
+from homie_msgs.srv import ApplyAction, PerceiveWorld, ResolveTarget
 from rclpy.node import Node
 from std_msgs.msg import String
 from visualization_msgs.msg import MarkerArray
@@ -47,6 +59,7 @@ from homiebot.planner.prompt import split_subtask
 from homiebot.ros import convert
 from homiebot.ros.calls import EVENTS_QOS, LATCHED_QOS, VIEWS_QOS, announce_ready
 from homiebot.ros.looks import LOOK_VIEWS
+from homiebot.ros.perception_actions import APPLY_ACTION
 from homiebot.ros.spin import spin_node
 from homiebot.sim.scene import SceneSpec
 
@@ -66,7 +79,7 @@ class PerceptionNode(Node):
         self._model: WorldModel | None = None
         self._states: dict[int, object] = {}
         self._latest_state = None
-        self._latest_seconds = 0.0  # simulated time of the newest state: the stamp of graphs made from it
+        self._latest_seconds = 0.0  # simulated time of the newest state: the stamp of ResolveTarget's poses
         self._latest_sequence = 0
         self._waiting_views: MultiView | None = None  # views that arrived before their state
         self._fused_sequence = 0
@@ -83,6 +96,7 @@ class PerceptionNode(Node):
         self._applied_round = 0
         self.create_service(ResolveTarget, "/perception/resolve_target", self._on_resolve)
         self.create_service(PerceiveWorld, "/perception/perceive_world", self._on_perceive)
+        self.create_service(ApplyAction, APPLY_ACTION, self._on_apply)
         # Ready (calls.READY_TOPIC) only once the bridge's scene, state and views publishers have matched these
         # subscriptions: an episode the planner starts then cannot run past a perception that hears nothing.
         self._ready = announce_ready(self, lambda: all(sub.get_publisher_count() > 0 for sub in inputs))
@@ -174,14 +188,49 @@ class PerceptionNode(Node):
         response.state = convert.world_state_to_msg(perceived, convert.time_seconds(request.state.header.stamp))
         return response
 
+    def _on_apply(self, request: ApplyAction.Request, response: ApplyAction.Response) -> ApplyAction.Response:
+        """A successful subtask from the planner node, in instance names, before the views after it (module
+        docstring, "Actions"): the graph changed as one process changes it right after the execution."""
+        subtask = convert.subtask_from_msg(request.subtask)
+        state = convert.world_state_from_msg(request.state)
+        released = convert.released_at_from_msg(request.has_released_at, request.released_at)
+        with self._lock:
+            model = self._model
+            if model is None or self._spec is None or self._spec.name != state.scene:
+                response.applied = False
+                response.error = (f"perception has no world graph of scene {state.scene!r} yet "
+                                  f"(it has {self._spec.name if self._spec else 'no scene'})")
+                return response
+            response.applied = True
+            if int(request.round_index) <= self._applied_round:  # asked again after a lost answer: applied once
+                return response
+            self._applied_round = int(request.round_index)
+            try:
+                changed = model.record_action(subtask.action, subtask.target, subtask.place, state, released_at=released)
+            except ActionUpdateError as err:  # an object perception has not seen yet: the views will bring it
+                self.get_logger().debug(f"round {request.round_index} {subtask.text()}: graph not updated ({err})")
+                changed = []
+            export = model.graph.to_export() if changed else None
+            seconds = self._graph_seconds()
+            names = [model.graph.node(node_id).name for node_id in changed]
+        response.changed = names
+        if released is not None and names:
+            where = ", ".join(f"{v:.4f}" for v in released)
+            self.get_logger().info(f"round {request.round_index} {subtask.text()}: {names[0]} placed where the hand "
+                                   f"let go, ({where})")
+        if export is not None:
+            self._publish_graph(export, seconds)
+        return response
+
     def _on_status(self, msg: EpisodeStatus) -> None:
-        """After a successful pick / put / open / close, change the graph from the action's arguments (PARTNR
-        A.7.1): the next views may not show the result (an object put into a drawer that was then closed)."""
+        """After a successful pick / put / open / close that the planner node did not hand over itself
+        (:meth:`_on_apply`), change the graph from the round's status: the planner's words grounded through the graph
+        (module docstring, "Actions")."""
         if msg.round_index <= self._applied_round or msg.last_feedback.code != Feedback.OK or not msg.last_subtask:
             return
         subtask = split_subtask(msg.last_subtask)
         with self._lock:
-            model, state, seconds = self._model, self._latest_state, self._latest_seconds
+            model, state = self._model, self._latest_state
             if model is None or state is None:
                 return
             self._applied_round = msg.round_index
@@ -195,11 +244,20 @@ class PerceptionNode(Node):
                 self.get_logger().debug(f"round {msg.round_index} {msg.last_subtask}: graph not updated ({err})")
                 return
             export = model.graph.to_export() if changed else None
+            seconds = self._graph_seconds()
         if export is not None:
-            # The state's simulated time, as for graphs from views: one time base on every topic.
-            self._graph_pub.publish(convert.world_graph_to_msg(export, seconds))
-            if self._markers_pub.get_subscription_count() > 0:
-                self._markers_pub.publish(convert.world_graph_markers(export, seconds))
+            self._publish_graph(export, seconds)
+
+    def _graph_seconds(self) -> float:
+        """The stamp of a graph an action changed: the time of the newest views fused (called holding the lock). Not
+        the state's time, which the views after the action share: a node waiting for the graph of those views
+        (:class:`homiebot.ros.perceived_names.PerceivedNames`) must not take this one for it."""
+        return max(self._observed_at, 0.0)
+
+    def _publish_graph(self, export, seconds: float) -> None:
+        self._graph_pub.publish(convert.world_graph_to_msg(export, seconds))
+        if self._markers_pub.get_subscription_count() > 0:
+            self._markers_pub.publish(convert.world_graph_markers(export, seconds))
 
     def _on_resolve(self, request: ResolveTarget.Request, response: ResolveTarget.Response) -> ResolveTarget.Response:
         with self._lock:

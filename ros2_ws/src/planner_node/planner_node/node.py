@@ -29,6 +29,12 @@ Perception's names (``perceived_names``, default false; ``homie up --perception`
 found first, whatever the simulator calls it), as in one process (:mod:`homiebot.ros.perceived_names`), so that the
 executor's grounding through perception finds what the planner names.
 
+Actions into perception (with ``looks`` or ``perceived_names``, i.e. a perception node in the graph): each successful
+subtask, in the instance names perception grounded it to, with the state after it and a Put's release point
+(``released_at`` of the executor's result), goes to the perception node's ``/perception/apply_action`` as soon as the
+executor has answered, before the loop asks for the next views, as one process records an action before it observes
+(:mod:`homiebot.ros.perception_actions`; docs/ros.md, "Actions into the world graph").
+
 Tasks come from the parameters (``task`` id or ``instruction`` + ``scene``) or from the latched
 ``/homie/task`` topic (homie_msgs/Task). With ``exit_when_done`` the node exits after one episode with
 status 0 (episode ran; the result says whether it succeeded), 3 (a server did not answer in time) or
@@ -77,6 +83,7 @@ from homiebot.ros.episode import ExecutionOutcome
 from homiebot.ros.looks import HeadLooker, LookFailed
 from homiebot.ros.motion_views import MotionCollector
 from homiebot.ros.perceived_names import PerceivedNames, PerceivedNamesKnowledge
+from homiebot.ros.perception_actions import ActionHandover
 from homiebot.ros.spin import ShutdownSignals
 from homiebot.sim.scene import SceneSpec
 from homiebot.tasks.suite import TaskSpec, get_task
@@ -115,6 +122,9 @@ class RosEpisodeBackend:
         self.looker: HeadLooker | None = None
         #: The perception node's names for a privileged planner (PlannerNode's ``perceived_names``), or None.
         self.perceived: PerceivedNames | None = None
+        #: Successful subtasks handed to the perception node before the next views (PlannerNode's ``looks`` or
+        #: ``perceived_names``: the graph has a perception node), or None: perception reads the round's status.
+        self.actions: ActionHandover | None = None
         self.views_time: float | None = None  # the stamp of the robot's newest views (s)
 
     @property
@@ -260,6 +270,7 @@ class RosEpisodeBackend:
         for other in self._ports.values():  # the world changes now; an aborted goal leaves it unknown
             other.state_msg = None
         result = call_action(port.execute, goal, self.node.execute_timeout_s)
+        timings = {"execute_s": time.perf_counter() - started}
         feedback = convert.feedback_from_msg(result.feedback)
         if self.looker is not None and agent == 0:
             self.looker.robot_moved()
@@ -268,18 +279,23 @@ class RosEpisodeBackend:
             port.state_msg = result.state
             self._received(result.state.header)
             after = self._with_agents(agent, convert.world_state_from_msg(result.state))
-        return ExecutionOutcome(feedback, float(result.path_length), {"execute_s": time.perf_counter() - started}, after,
-                                grounded)
-
+        # A successful Put's release point (the skill's SkillResult.released_at), for the world graph.
+        released = convert.released_at_from_msg(result.has_released_at, result.released_at) if feedback.success else None
+        if self.actions is not None and feedback.success and grounded is not None and after is not None:
+            # Perception changes its graph now, before the loop asks for the views after the subtask, as one process
+            # records the action before it observes (homiebot.ros.perception_actions).
+            self.actions.apply(grounded, round_index, result.state, released)
+        return ExecutionOutcome(feedback, float(result.path_length), timings, after, grounded, released_at=released)
 
     def _grounded(self, subtask: Subtask) -> Subtask | None:
         """The round's subtask in simulator instances, as perception grounds the planner's words (the executor's
         result does not name them; asked before the goal, as the executor asks): for the loop's look at the
-        furniture a Go to, an Open or a Put reached (homiebot.ros.looks), and, when the planner speaks perception's
-        names, for every round with a target (the record's grounding, which the EMMOE judge reads)."""
+        furniture a Go to, an Open or a Put reached (homiebot.ros.looks), and, for every round with a target, when the
+        planner speaks perception's names (the record's grounding, which the EMMOE judge reads) or when the backend
+        hands successful subtasks to perception (homiebot.ros.perception_actions)."""
         if not subtask.target or (self.looker is None and self.perceived is None):
             return None
-        if self.perceived is None and Action.parse(subtask.action) not in LOOK_AFTER:
+        if self.perceived is None and self.actions is None and Action.parse(subtask.action) not in LOOK_AFTER:
             return None
         ground = self.perceived.ground if self.perceived is not None else self.looker.ground  # type: ignore[union-attr]
         target = ground(subtask.target)
@@ -459,6 +475,8 @@ class PlannerNode(Node):
             if self.pair or role != "robot":
                 raise ValueError("perceived_names: the graph's perception node sees through the robot's cameras only")
             self.backend.perceived = PerceivedNames(self, timeout_s=self.service_timeout_s)
+        if self.param("looks") or self.param("perceived_names"):  # the graph has a perception node (module docstring)
+            self.backend.actions = ActionHandover(self, timeout_s=self.service_timeout_s)
         if self.param("record_images") and role == "robot":
             # The record keeps the physical skills' reaching views too, when the bridge publishes them (physical
             # mode with motion_views: homiebot.ros.motion_views).
