@@ -248,7 +248,8 @@ def skills_factory(config: SkillsConfig) -> SkillsFactory:
                 except (LearnedSkillError, SkillPolicyError) as err:
                     raise EpisodeBuildError(str(err)) from None
             try:
-                return PhysicalSkillSet(sim, noise=preset, seed=scene_seed, learned=learned)
+                return PhysicalSkillSet(sim, noise=preset, seed=scene_seed, learned=learned,
+                                        articulation=config.articulation.value if config.articulation else None)
             except TypeError as err:
                 raise EpisodeBuildError(str(err)) from None
 

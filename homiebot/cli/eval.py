@@ -15,10 +15,12 @@ from homiebot.cli.failures import EXIT_ENVIRONMENT, EXIT_INTERRUPTED, check_outp
 from homiebot.cli.options import (
     ModelOptions,
     RecoveryOptions,
+    articulation_option,
     deprecated,
     hidden,
     noise_option,
     out_option,
+    parse_articulation,
     parse_skill_models,
     partner_planner_option,
     perception_option,
@@ -136,6 +138,7 @@ def register(app: typer.Typer) -> None:
         noise: str = noise_option(NoiseMode.OFF.value),
         skills: str = skills_option(SkillsMode.ORACLE.value),
         skill_model: list[str] = skill_model_option(),
+        articulation: str | None = articulation_option(),
         split: str = typer.Option("all", "--split", help="all, train or test."),
         tasks: list[str] = typer.Option([], "--tasks", help="Task ids, comma-separated or repeated (default: all)."),
         limit: int = typer.Option(0, "--limit", min=0, help="Only the first N tasks of the selection (0: all); --suite muep takes them in turns over its types and splits."),
@@ -185,7 +188,8 @@ def register(app: typer.Typer) -> None:
             refused = {"--images": images, "--video": video, "--backend": backend != "local",
                        "--observe": observe is not None, "--recovery": recovery is not None,
                        "--adapter": adapter is not None, "--limit": limit != 0, "--stratified": stratified != 0,
-                       "--skills": skills != SkillsMode.ORACLE, "--skill-model": bool(skill_model)}
+                       "--skills": skills != SkillsMode.ORACLE, "--skill-model": bool(skill_model),
+                       "--articulation": articulation is not None}
             check_output(out)
             try:
                 outcome = cli_run(out, agents=agents, suite=suite, mode=mode, planner_robot=planner or "expert",
@@ -217,6 +221,7 @@ def register(app: typer.Typer) -> None:
             eval_muep(out, planner, observe, split, _task_list(tasks), _parse_options(planner_option), limit, {
                 "--runs": runs != 3, "--workers": workers != 2, "--noise": noise != NoiseMode.OFF, "--max-rounds": max_rounds != MAX_ROUNDS,
                 "--skills": skills != SkillsMode.ORACLE, "--skill-model": bool(skill_model), "--stratified": stratified != 0,
+                "--articulation": articulation is not None,
                 "--perception": perception != PerceptionMode.OFF, "--images": images, "--video": video,
                 "--backend": backend != "local", "--address": address is not None,
                 "--model-actors": model_actors != 1, "--model-gpus": model_gpus != 0.0,
@@ -232,6 +237,7 @@ def register(app: typer.Typer) -> None:
 
         try:
             skill_models = parse_skill_models(skill_model, skills)
+            parse_articulation(articulation, skills)
         except ValueError as err:
             raise report(str(err)) from None
         check_output(out)
@@ -255,6 +261,7 @@ def register(app: typer.Typer) -> None:
                 noise=noise,
                 skills=skills,
                 skill_models=skill_models,
+                articulation=articulation,
                 max_rounds=max_rounds,
                 perception=perception,
                 # The options as given (a default left alone does not name a bundled model: react's smollm2).

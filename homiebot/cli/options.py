@@ -25,7 +25,7 @@ from typing import Any, TypeVar
 
 import typer
 
-from homiebot.config import DecodeMode, NoiseMode, PerceptionMode, SkillsMode, choices
+from homiebot.config import ArticulationMode, DecodeMode, NoiseMode, PerceptionMode, SkillsMode, choices
 
 log = logging.getLogger(__name__)
 
@@ -90,6 +90,27 @@ def skills_option(default: str | None = None) -> Any:
         help=f"How the skills act: {choices(SkillsMode)} (oracle: the simulator places things; physical: NavigateToPose, "
              "FollowJointTrajectory and GripperCommand under physics, docs/robots.md; default oracle).",
     )
+
+
+def articulation_option() -> Any:
+    return typer.Option(
+        None, "--articulation",
+        help=f"How --skills physical opens and closes doors and drawers: {choices(ArticulationMode)} (physical: the arm "
+             "pulls or pushes the door by its handle or edge under physics; oracle: the simulator sets the joint to its "
+             "end; default physical, docs/robots.md).",
+    )
+
+
+def parse_articulation(articulation: str | None, skills: str | None) -> str | None:
+    """``--articulation``'s value, checked (ValueError with one line: an unknown value, or given without ``--skills
+    physical``; ``skills``: the mode the run will have)."""
+    if articulation is None:
+        return None
+    if articulation not in {m.value for m in ArticulationMode}:
+        raise ValueError(f"--articulation {articulation!r}: use {choices(ArticulationMode)}")
+    if skills != SkillsMode.PHYSICAL.value:
+        raise ValueError("--articulation needs --skills physical (the oracle skills' Open and Close set the joint)")
+    return articulation
 
 
 def skill_model_option() -> Any:

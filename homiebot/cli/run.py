@@ -19,9 +19,11 @@ from homiebot.cli.failures import report as _fail
 from homiebot.cli.options import (
     ModelOptions,
     RecoveryOptions,
+    articulation_option,
     deprecated,
     hidden,
     noise_option,
+    parse_articulation,
     parse_skill_models,
     perception_option,
     simulator_option,
@@ -191,6 +193,7 @@ def register(app: typer.Typer) -> None:
         noise: str | None = noise_option(),
         skills: str | None = skills_option(),
         skill_model: list[str] = skill_model_option(),
+        articulation: str | None = articulation_option(),
         strict_models: bool | None = typer.Option(None, "--strict-models/--lenient-models", help="F1 when the model does not serve the action (default lenient)."),
         base_url: str | None = ModelOptions.base_url(),
         model: str | None = ModelOptions.model(),
@@ -260,6 +263,7 @@ def register(app: typer.Typer) -> None:
             raise _fail(f"--skills {skills!r}: use {choices(SkillsMode)}")
         try:
             skill_models = parse_skill_models(skill_model, skills or dict(held.get("skills") or {}).get("mode"))
+            parse_articulation(articulation, skills or dict(held.get("skills") or {}).get("mode"))
         except ValueError as err:
             raise _fail(str(err)) from None
         if noise is not None:
@@ -284,7 +288,7 @@ def register(app: typer.Typer) -> None:
         held.update(_given(scene=scene, seed=seed, max_rounds=max_rounds))
         sections = {
             "simulator": _given(backend=simulator, render=render),
-            "skills": _given(noise=noise, mode=skills, models=skill_models or None),
+            "skills": _given(noise=noise, mode=skills, models=skill_models or None, articulation=articulation),
             "executor": _given(strict_models=strict_models),
             "perception": _given(mode=perception, describe_world=describe_world),
             "recording": _given(video=video, report=report),

@@ -57,6 +57,14 @@ class SkillsMode(Choice):
     PHYSICAL = "physical"  # NavigateToPose, FollowJointTrajectory and GripperCommand goals under physics
 
 
+class ArticulationMode(Choice):
+    """How the physical skills open and close doors and drawers (``--articulation``; docs/robots.md "Physical
+    skills: Open and Close through the arm")."""
+
+    ORACLE = "oracle"  # the simulator sets the door's or drawer's joint to its end
+    PHYSICAL = "physical"  # the arm moves the door or drawer by its handle or edge, under physics
+
+
 class PerceptionMode(Choice):
     """What the planner's world knowledge comes from (``--perception``; :mod:`homiebot.perception`)."""
 

@@ -34,6 +34,7 @@ from homiebot.config import (
     MAX_ROUNDS,
     MAX_TRIES,
     NEAR_THRESHOLD_M,
+    ArticulationMode,
     NoiseMode,
     PerceptionMode,
     SkillsMode,
@@ -76,10 +77,13 @@ class SkillsConfig(_Section):
     execution noise ``off`` or EMMOE table 4's (``emmoe``); the presets' own names (``noiseless``,
     ``emmoe_table4``) are taken too. ``models``: learned policies in model slots (slot -> LeRobot policy folder,
     ``--skill-model``; homiebot/skills/learned_skill.py), the slot names EMMOE's whatever case they are given in;
-    they need the physical skills."""
+    they need the physical skills. ``articulation``: how the physical skills open and close doors and drawers
+    (``--articulation``), None the skill set's default (``homiebot.skills.physical.skillset.ARTICULATION``); left out
+    of the dump when not given."""
 
     mode: SkillsMode = SkillsMode.ORACLE
     noise: NoiseMode = NoiseMode.OFF
+    articulation: ArticulationMode | None = Field(None, exclude_if=lambda value: value is None)
     # Left out of the dump when empty: the records and eval.json of runs without learned skills stay as they were.
     models: dict[str, str] = Field(default_factory=dict, exclude_if=lambda models: not models)
 
@@ -101,6 +105,8 @@ class SkillsConfig(_Section):
     def _learned_needs_physical(self) -> SkillsConfig:
         if self.models and self.mode != SkillsMode.PHYSICAL:
             raise ValueError(f"learned skill models need the physical skills (mode {SkillsMode.PHYSICAL.value})")
+        if self.articulation is not None and self.mode != SkillsMode.PHYSICAL:
+            raise ValueError(f"articulation is a setting of the physical skills (mode {SkillsMode.PHYSICAL.value})")
         return self
 
     @field_validator("noise", mode="before")

@@ -20,7 +20,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, SerializeAsAny, field_validator, model_validator
 
-from homiebot.config import MAX_ROUNDS, NoiseMode, PerceptionMode, SkillsMode
+from homiebot.config import MAX_ROUNDS, ArticulationMode, NoiseMode, PerceptionMode, SkillsMode
 from homiebot.config.planners import ExpertPlannerConfig, PlannerConfig, planner_config, planner_config_from
 from homiebot.config.run import (
     RUN_KEY,
@@ -72,6 +72,9 @@ class EvalSettings(BaseModel):
     # Learned policies in model slots (slot -> LeRobot policy folder; homie eval --skill-model), with the physical
     # skills only; the PLWSR reference episodes keep the scripted ones.
     skill_models: dict[str, str] = Field(default_factory=dict, exclude_if=lambda models: not models)
+    # How the physical skills open and close doors and drawers (homie eval --articulation); None, left out of the
+    # dump: the skill set's default.
+    articulation: ArticulationMode | None = Field(None, exclude_if=lambda value: value is None)
     max_rounds: int = Field(MAX_ROUNDS, ge=1)
     backend: str = "mujoco"
     # The episodes' world graph (homiebot.perception): "off" grounds through the scene's names (EMMOE); with a
@@ -149,7 +152,8 @@ class EvalSettings(BaseModel):
             planner=self.planner,
             max_rounds=self.max_rounds,
             simulator=SimulatorConfig(backend=self.backend, render=images or video or self.reads_views),
-            skills=SkillsConfig(mode=self.skills, noise=self.noise, models=self.skill_models),
+            skills=SkillsConfig(mode=self.skills, noise=self.noise, models=self.skill_models,
+                                articulation=self.articulation),
             perception=PerceptionChoice(mode=self.perception, describe_world=self.perception != PerceptionMode.OFF),
             recording=RecordingConfig(images=images, video=video, report=False),
         )
