@@ -6,8 +6,9 @@ Run: ``.venv/bin/python -m benchmarks.bench_physical_skills [--split all|train|t
 [--articulation oracle|physical|both] [--from FILE]``
 
 ``--articulation`` sets how the physical skill set runs Open and Close (``PhysicalSkillSet(articulation=...)``,
-homiebot/skills/physical/articulation.py; the run config and the CLI do not expose it): "oracle" (the default, the
-skill set's default), "physical" (the arm moves the door or drawer), or "both" (each task runs the physical skills
+homiebot/skills/physical/articulation.py; ``--articulation`` of homie run and homie eval): "oracle" (this benchmark's
+default, so that its ``physical`` rows stay comparable with earlier ones; the skill set's default is "physical"),
+"physical" (the arm moves the door or drawer), or "both" (each task runs the physical skills
 twice, once each way, after the oracle skills; the rows are then labelled ``physical`` and ``physical+arm``). The
 Open/Close line counts every Open and Close attempt per setting, and its failures by cause.
 

@@ -78,9 +78,11 @@ def test_the_pick_and_the_put_keep_frames_of_the_arm_reaching_from_both_cameras(
         # The arm moves between the moments: the overview frames differ.
         first, last = (np.asarray(Image.open(record / m["views"]["overview"]), dtype=float) for m in (taken[0], taken[-1]))
         assert np.abs(first - last).mean() > 1.0
-    # Only the physical skills' arm and gripper goals render: the Go to's and the oracle Open/Close take none but the
-    # tuck from the start pose (the arm starts stowed, not tucked).
-    assert set(moments) <= {_round_of(record, "Go to"), pick, put}
+    # Only the physical skills' arm and gripper goals render: the Go to's takes none but the tuck from the start pose
+    # (the arm starts stowed, not tucked); the arm's Open and Close (the default articulation) take their own.
+    opened, closed = _round_of(record, "Open"), _round_of(record, "Close")
+    assert set(moments) <= {_round_of(record, "Go to"), pick, put, opened, closed}
+    assert opened in moments and closed in moments
     assert len(calls) == sum(len(v) for v in moments.values())
     assert json.loads((record / "summary.json").read_text())["files"]["reaching"] == MOTION_FILE
     assert sim.motion_views is None  # switched off again after the episode

@@ -28,11 +28,12 @@ def _at(sim, task_id: str, piece: str) -> PhysicalSkillSet:
     return skills
 
 
-def test_the_default_is_the_oracle_and_an_unknown_setting_is_refused(sim):
+def test_the_default_is_the_arm_and_an_unknown_setting_is_refused(sim):
     task = get_task("emmoe-005")
     sim.reset(task.scene, seed=task.seed)
-    assert ARTICULATION == "oracle"
-    assert PhysicalSkillSet(sim).articulation_mode == "oracle"
+    assert ARTICULATION == "physical"
+    assert PhysicalSkillSet(sim).articulation_mode == "physical"
+    assert PhysicalSkillSet(sim, articulation="oracle").articulation_mode == "oracle"
     with pytest.raises(ValueError, match="articulation"):
         PhysicalSkillSet(sim, articulation="teleport")
 

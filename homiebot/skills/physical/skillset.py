@@ -7,9 +7,10 @@ FollowJointTrajectory and GripperCommand goals planned with inverse kinematics o
 (:mod:`.manipulation`). On the embedded simulator the driver is
 :class:`~homiebot.sim.mujoco.physical.PhysicalDriver`: the arm moves under physics and objects are dynamic.
 
-Open and Close (``articulation="physical"``): the door or drawer is moved by the arm, its handle held in the gripper
-(:mod:`.articulation`); with ``articulation="oracle"`` (ARTICULATION, the default) they run the simulator's oracle
-skill, which sets the joint to its end at once, the base first moved clear of the door's sweep. The household
+Open and Close (``articulation="physical"``, ARTICULATION, the default): the door or drawer is moved by the arm, its
+handle or free edge held in the gripper (:mod:`.articulation`); with ``articulation="oracle"`` (``--articulation
+oracle``) they run the simulator's oracle skill, which sets the joint to its end at once, the base first moved clear
+of the door's sweep. The household
 actions (Turn on, Heat, ...) run the simulator's oracle skill (docs/robots.md, "Physical skills").
 
 Learned policies (``learned``: slot name -> :class:`~homiebot.skills.learned_skill.LearnedSkill`, from
@@ -57,8 +58,10 @@ MAX_GOALS = 10
 #: How far an opening door or drawer may sweep at most (m): a furniture's larger side, capped here.
 MAX_SWEEP_M = 0.9
 #: How Open and Close run by default: "oracle" (the simulator sets the joint) or "physical" (the arm moves the door
-#: or drawer, :mod:`.articulation`). Measured on the EMMOE-100 tasks with an Open or Close: docs/robots.md.
-ARTICULATION = "oracle"
+#: or drawer, :mod:`.articulation`). The arm's since it lost no episode against the oracle's on 12 EMMOE-100 tasks
+#: that open or close something (docs/results/physical-articulation-2026-11-30.md, last section); a run config's
+#: ``skills.articulation`` (``--articulation``) chooses per run.
+ARTICULATION = "physical"
 ARTICULATIONS = ("oracle", "physical")
 #: The base's radius plus how far the tucked arm reaches beyond it, and a margin (m).
 TUCKED_REACH_M = 0.40
