@@ -2,7 +2,10 @@
 Go to from the same start: outcome, EMMOE code, steps, and the wall time of a control step.
 
 Run: ``PYTHONPATH=. HF_HUB_OFFLINE=1 OMP_NUM_THREADS=1 MUJOCO_GL=egl .venv/bin/python -m benchmarks.bench_learned_goto
---policy RUN/policy [--seeds 1000000,1000001] [--budget 600] [--slot NoMaD] [--no-scripted] [--json OUT.json]``
+--policy RUN/policy [--seeds 1000000,1000001] [--budget 600] [--slot NoMaD] [--no-scripted] [--json OUT.json]``, or
+``--replay DATA`` instead of ``--policy``: each seed's recorded velocities from a ``homie data skills --skill go_to``
+data set (of those seeds) sent through the slot in the policy's place, the command path's own ceiling (a policy that
+reproduced the demonstrations exactly would do this well).
 
 Each seed is set up as ``homie data skills --skill go_to`` sets up its episode (homiebot/data/skill_datasets.py: the
 task and scene the seed draws, the Go to target, the arm tucked, the base driven to a jittered start pose near another
@@ -29,7 +32,9 @@ from pathlib import Path
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--policy", type=Path, required=True)
+    source = parser.add_mutually_exclusive_group(required=True)
+    source.add_argument("--policy", type=Path)
+    source.add_argument("--replay", type=Path, help="a go_to data set: its recorded velocities in the policy's place")
     parser.add_argument("--seeds", default="1000000,1000001,1000002")
     parser.add_argument("--budget", type=int, default=None, help="control steps (default: the skill's, 600)")
     parser.add_argument("--slot", default="NoMaD")
@@ -45,7 +50,8 @@ def main(argv: list[str] | None = None) -> int:
     from homiebot.types import Action
 
     t0 = time.perf_counter()
-    learned = LearnedGoTo(args.slot, args.policy, step_budget=args.budget or GO_TO_STEP_BUDGET)
+    replay = _Replay(args.replay) if args.replay is not None else None
+    learned = LearnedGoTo(args.slot, args.policy, step_budget=args.budget or GO_TO_STEP_BUDGET, policy=replay)
     load_s = time.perf_counter() - t0
     runner = SkillEpisodes("go_to", learned.size or DEFAULT_SIZE)
     rows = []
@@ -59,6 +65,8 @@ def main(argv: list[str] | None = None) -> int:
 
     try:
         for seed in (int(s) for s in args.seeds.split(",")):
+            if replay is not None:
+                replay.episode(seed)
             plan, skills, pose = start(seed)
             started = time.perf_counter()
             result = skills.run(Action.GO_TO, learned.slot, plan.target)
@@ -92,7 +100,7 @@ def main(argv: list[str] | None = None) -> int:
         learned.close()
         runner.close()
     summary: dict[str, object] = {
-        "policy": str(args.policy), "slot": learned.slot, "budget": learned.step_budget, "load_s": round(load_s, 2),
+        "policy": str(args.policy or f"replay of {args.replay}"), "slot": learned.slot, "budget": learned.step_budget, "load_s": round(load_s, 2),
         "seeds": len(rows), "successes": sum(r["status"] == "success" for r in rows),
         "step_ms_median": round(float(np.median(step_ms)), 1) if step_ms else None,
         "step_ms_p90": round(float(np.percentile(step_ms, 90)), 1) if step_ms else None,
@@ -108,6 +116,45 @@ def main(argv: list[str] | None = None) -> int:
     if args.json is not None:
         args.json.write_text(json.dumps(summary, indent=1))
     return 0
+
+
+class _Replay:
+    """A data set's recorded velocities, one episode at a time, with SkillPolicy's inputs, reset and act."""
+
+    def __init__(self, root: Path) -> None:
+        import glob
+
+        import pyarrow.parquet as pq
+
+        from homiebot.skills.learned import PolicyInputs
+
+        info = json.loads((root / "meta" / "info.json").read_text())
+        side = int(info["features"]["observation.images.head"]["shape"][0])
+        self.inputs = PolicyInputs("replay", {"head": (3, side, side), "goal": (3, side, side)}, 3, None, 2, 1)
+        self.seeds = {int(e["seed"]): int(e["episode_index"]) for e in
+                      (json.loads(line) for line in (root / "meta" / "homiebot_episodes.jsonl").read_text().splitlines())}
+        self.actions: dict[int, list[list[float]]] = {}
+        for name in sorted(glob.glob(str(root / "data" / "*" / "*.parquet"))):
+            table = pq.read_table(name, columns=["episode_index", "action"]).to_pydict()
+            for episode, action in zip(table["episode_index"], table["action"], strict=True):
+                self.actions.setdefault(int(episode), []).append(action)
+        self.current: list[list[float]] = []
+        self.step = 0
+
+    def episode(self, seed: int) -> None:
+        if seed not in self.seeds:
+            raise SystemExit(f"--replay: the data set has no episode of seed {seed}")
+        self.current = self.actions[self.seeds[seed]]
+
+    def reset(self) -> None:
+        self.step = 0
+
+    def act(self, images, state, env_state=None):  # type: ignore[no-untyped-def]
+        import numpy as np
+
+        action = self.current[min(self.step, len(self.current) - 1)]
+        self.step += 1
+        return np.asarray(action, dtype=float)
 
 
 if __name__ == "__main__":
