@@ -49,7 +49,7 @@ from homiebot.agent.loop import (
     run_over_backend,
 )
 from homiebot.agent.observers import EpisodeObserver
-from homiebot.config import PerceptionMode, SkillsMode
+from homiebot.config import ArticulationMode, PerceptionMode, SkillsMode
 from homiebot.config.run import RunConfig, SimulatorConfig, SkillsConfig
 from homiebot.data.record import EpisodeRecorder
 from homiebot.executor.executor import ExecutorConfig, SkillRunner
@@ -225,6 +225,18 @@ def build_simulator(config: SimulatorConfig) -> Simulator:
     return make_simulator(config.backend)
 
 
+def resolved_skills(config: SkillsConfig) -> SkillsConfig:
+    """``config`` with the physical skills' Open/Close setting as the skill set will use it: the given one, or the
+    skill set's default (``homiebot.skills.physical.skillset.ARTICULATION``, read now) when none was given. The
+    record and ``eval.json`` keep this, so that a run started before the default changed is told apart from one
+    after (docs/results/physical-articulation-2026-11-30.md). The oracle skills have no such setting."""
+    if config.mode != SkillsMode.PHYSICAL or config.articulation is not None:
+        return config
+    from homiebot.skills.physical import skillset
+
+    return config.model_copy(update={"articulation": ArticulationMode(skillset.ARTICULATION)})
+
+
 def skills_factory(config: SkillsConfig) -> SkillsFactory:
     """Oracle or physical skills (``config.mode``) with the configured noise preset, seeded per episode with its
     scene seed."""
@@ -352,6 +364,10 @@ def build_episode(
         raise EpisodeBuildError(f"perception {config.perception.mode} runs in this process; over a graph backend "
                                 "the graph's perception node serves it")
     task = check_episode(config, task, planner)
+    if backend is None:
+        # The skill set is made here: the record keeps the Open/Close setting it runs with (the graph's bridge
+        # makes its own).
+        config = config.model_copy(update={"skills": resolved_skills(config.skills)})
     if recorder is None and out is not None:
         images = config.recording.images if config.recording.images is not None else config.simulator.render
         recorder = EpisodeRecorder(out, images=images, video=config.recording.video and config.simulator.render)

@@ -285,6 +285,7 @@ def register(app: typer.Typer) -> None:
                 address=address,
                 model_actors=model_actors,
                 model_gpus=model_gpus,
+                articulation_given=articulation is not None,
             )
         except KeyboardInterrupt:
             # The workers ignore Ctrl-C and are ended by the pool; finished episodes are kept.

@@ -78,8 +78,9 @@ class SkillsConfig(_Section):
     ``emmoe_table4``) are taken too. ``models``: learned policies in model slots (slot -> LeRobot policy folder,
     ``--skill-model``; homiebot/skills/learned_skill.py), the slot names EMMOE's whatever case they are given in;
     they need the physical skills. ``articulation``: how the physical skills open and close doors and drawers
-    (``--articulation``), None the skill set's default (``homiebot.skills.physical.skillset.ARTICULATION``); left out
-    of the dump when not given."""
+    (``--articulation``), None the skill set's default (``homiebot.skills.physical.skillset.ARTICULATION``), which
+    :func:`homiebot.agent.build.build_episode` fills in when it makes the physical skills, so that a record keeps
+    the setting they ran with; left out of the dump while None (the oracle skills, a graph's episodes)."""
 
     mode: SkillsMode = SkillsMode.ORACLE
     noise: NoiseMode = NoiseMode.OFF

@@ -72,8 +72,10 @@ class EvalSettings(BaseModel):
     # Learned policies in model slots (slot -> LeRobot policy folder; homie eval --skill-model), with the physical
     # skills only; the PLWSR reference episodes keep the scripted ones.
     skill_models: dict[str, str] = Field(default_factory=dict, exclude_if=lambda models: not models)
-    # How the physical skills open and close doors and drawers (homie eval --articulation); None, left out of the
-    # dump: the skill set's default.
+    # How the physical skills open and close doors and drawers (homie eval --articulation): with the physical skills
+    # always the setting they run with, the skill set's default when none was given (_articulation_resolved), so
+    # that a resume after the default changed is refused (prepare_manifest); None, left out of the dump, with the
+    # oracle skills.
     articulation: ArticulationMode | None = Field(None, exclude_if=lambda value: value is None)
     max_rounds: int = Field(MAX_ROUNDS, ge=1)
     backend: str = "mujoco"
@@ -102,6 +104,19 @@ class EvalSettings(BaseModel):
             options["base"] = {"name": options.pop("base"), **dict(options.pop("base_options", None) or {})}
         data["planner"] = planner_config(name, options)
         return data
+
+    @model_validator(mode="before")
+    @classmethod
+    def _articulation_resolved(cls, data: object) -> object:
+        """The physical skills without ``articulation``: the skill set's default now
+        (:func:`homiebot.agent.build.resolved_skills`)."""
+        if not isinstance(data, Mapping) or data.get("articulation") is not None:
+            return data
+        if str(data.get("skills", SkillsMode.ORACLE)) != SkillsMode.PHYSICAL.value:
+            return data
+        from homiebot.agent.build import resolved_skills
+
+        return {**data, "articulation": resolved_skills(SkillsConfig(mode=SkillsMode.PHYSICAL)).articulation}
 
     @field_validator("planner", mode="before")
     @classmethod
@@ -318,31 +333,54 @@ def load_manifest(out_dir: Path) -> dict[str, Any]:
         ) from None
 
 
+def _has_episodes(out_dir: Path) -> bool:
+    """Whether any episode of the evaluation in ``out_dir`` has finished (its record's summary written)."""
+    root = out_dir / EPISODES_DIR
+    return root.is_dir() and any(is_finished(run) for task in root.iterdir() if task.is_dir() for run in task.iterdir())
+
+
 def prepare_manifest(
-    out_dir: Path, settings: EvalSettings, tasks: Sequence[TaskSpec], *, images: bool = False, video: bool = False
+    out_dir: Path, settings: EvalSettings, tasks: Sequence[TaskSpec], *, images: bool = False, video: bool = False,
+    articulation_given: bool = False,
 ) -> dict[str, Any]:
     """Create ``eval.json`` or check it against this run's setting; add newly selected tasks to it.
 
     ``images`` and ``video``: what this command's records keep (not pinned: a resume may keep more or less). The
     ``run`` section is the run configuration this command's episodes are built from
     (:meth:`EvalSettings.run_config`); a resume that keeps other views replaces it, since each record's
-    ``summary.json`` holds the one it ran with."""
+    ``summary.json`` holds the one it ran with.
+
+    The physical skills' Open/Close setting (``articulation``) is pinned as they run it, the default resolved. A
+    directory started before it was pinned so (physical skills, no ``articulation`` in ``eval.json``) ran with the
+    default of its day, the simulator's before 2026-11-30 and the arm's since: with finished episodes it resumes
+    only when the command names the setting (``articulation_given``: ``homie eval --articulation``), which is then
+    pinned; without any, it takes this run's."""
     task_json = {t.id: t.model_dump(mode="json", by_alias=True) for t in tasks}
     path = out_dir / EVAL_FILE
     if path.exists():
         manifest = load_manifest(out_dir)
         pinned = manifest.get("settings", {})
+        wanted = settings.model_dump(mode="json")
+        adopted = False
+        if (isinstance(pinned, dict) and pinned.get("skills") == SkillsMode.PHYSICAL.value
+                and pinned.get("articulation") is None and wanted.get("articulation") is not None):
+            if _has_episodes(out_dir) and not articulation_given:
+                raise EvalError(
+                    f"{out_dir} holds physical-skill episodes that do not record how Open and Close ran (started "
+                    "before eval.json pinned it; the default was the simulator's until 2026-11-30, the arm's since): "
+                    "resume with --articulation oracle or --articulation physical as they ran, or use another --out")
+            pinned = manifest["settings"] = {**pinned, "articulation": wanted["articulation"]}
+            adopted = True
         with contextlib.suppress(ValueError):
             # Settings added since the directory was started take their defaults (what those episodes ran with).
             pinned = EvalSettings.model_validate(pinned).model_dump(mode="json")
-        wanted = settings.model_dump(mode="json")
         if pinned != wanted:
-            diff = ", ".join(
-                f"{k}: {pinned.get(k)!r} there, {wanted.get(k)!r} now"
-                for k in sorted(set(pinned) | set(wanted))
-                if pinned.get(k) != wanted.get(k)
-            )
-            raise EvalError(f"{out_dir} holds an evaluation with another setting ({diff}); use another --out")
+            differing = [k for k in sorted(set(pinned) | set(wanted)) if pinned.get(k) != wanted.get(k)]
+            diff = ", ".join(f"{k}: {pinned.get(k)!r} there, {wanted.get(k)!r} now" for k in differing)
+            hint = "use another --out"
+            if differing == ["articulation"] and pinned.get("articulation") is not None:
+                hint = f"resume it with --articulation {pinned['articulation']}, or use another --out"
+            raise EvalError(f"{out_dir} holds an evaluation with another setting ({diff}); {hint}")
         for task_id, spec in task_json.items():
             old = manifest["tasks"].get(task_id)
             if old is not None and old != spec:
@@ -350,7 +388,7 @@ def prepare_manifest(
                     f"task {task_id} changed since {out_dir} was started (instruction, keypaths or goal); "
                     "use another --out to evaluate the new version"
                 )
-        changed = any(t not in manifest["tasks"] for t in task_json)
+        changed = adopted or any(t not in manifest["tasks"] for t in task_json)
     else:
         manifest = {"format_version": 1, "settings": settings.model_dump(mode="json"), "tasks": {}, "names": {}}
         changed = True

@@ -161,6 +161,7 @@ def run_evaluation(
     address: str | None = None,
     model_actors: int = 1,
     model_gpus: float = 0.0,
+    articulation_given: bool = False,
 ) -> EvalOutcome:
     """Run (or resume) an evaluation into ``out_dir`` and write its report. See the module docstring.
 
@@ -168,7 +169,9 @@ def run_evaluation(
     machine or on the cluster at ``address``: :mod:`homiebot.eval.ray_backend`); both read and write the same
     directory layout, so either resumes the other's run. On Ray a planner that holds a model shares
     ``model_actors`` copies of it (0: one per worker), each declaring ``model_gpus`` GPUs
-    (:mod:`homiebot.eval.ray_models`).
+    (:mod:`homiebot.eval.ray_models`). ``articulation_given``: the command named the physical skills' Open/Close
+    setting (``--articulation``), so a directory that does not record it resumes with it
+    (:func:`~homiebot.eval.manifest.prepare_manifest`).
 
     Every argument is checked before anything touches ``out_dir``: a refused command leaves no trace.
     """
@@ -191,7 +194,8 @@ def run_evaluation(
     failed_start: WorkerSetupError | None = None
     with eval_lock(out):
         try:
-            manifest = prepare_manifest(out, settings, tasks, images=images, video=video)
+            manifest = prepare_manifest(out, settings, tasks, images=images, video=video,
+                                        articulation_given=articulation_given)
         except BaseException:
             _remove_created(out, created, existing)  # nothing of this run may stay behind (a full disk, Ctrl-C)
             raise

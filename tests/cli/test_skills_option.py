@@ -10,6 +10,7 @@ from pathlib import Path
 from typer.testing import CliRunner
 
 from homiebot.cli import build_app
+from homiebot.skills.physical import skillset
 
 TASK = "emmoe-084"
 
@@ -21,7 +22,8 @@ def test_homie_run_skills_physical_completes_and_keeps_the_setting(tmp_path: Pat
     assert result.exit_code == 0, result.output
     summary = json.loads((out / "summary.json").read_text())
     assert summary["success"] is True
-    assert summary["run"]["skills"] == {"mode": "physical", "noise": "off"}
+    # With the Open/Close setting the skill set used (its default: none was given).
+    assert summary["run"]["skills"] == {"mode": "physical", "noise": "off", "articulation": skillset.ARTICULATION}
 
 
 def test_a_wrong_skills_value_is_one_line_and_writes_nothing(tmp_path: Path):
