@@ -92,9 +92,10 @@ def test_a_handle_not_where_it_is_expected_is_a_grasp_missed_and_nothing_moves(s
 
 
 def test_what_lies_in_a_drawer_rides_out_with_its_tray(sim):
-    # emmoe-021's bowl_2 lies in apartment_4's kitchen drawer. Pulled out by the arm, the tray carries it (it may lag a
-    # little on the tray's floor): the world graph has it in the drawer, moved about as far as the tray. (The
-    # simulator once stored it relative to the tray before the pull, and wrote it a second tray's length out.)
+    # emmoe-021's bowl_2 lies in apartment_4's kitchen drawer. Pulled out by the arm, the tray carries it: the world
+    # graph has it in the drawer, moved as far as the tray. (The simulator once stored it relative to the tray before
+    # the pull, and wrote it a second tray's length out; and while the cabinet's floor was level with the tray's, it
+    # held the bowl back until the tray's back wall pushed it, 8 cm short: tests/sim/test_drawer_tray.py.)
     skills = _at(sim, "emmoe-021", "kitchen_drawer")
     before = sim.state().entities["bowl_2"].position
     assert skills.run(Action.OPEN, "oracle", "kitchen_drawer").success
@@ -102,7 +103,7 @@ def test_what_lies_in_a_drawer_rides_out_with_its_tray(sim):
     bowl = sim.state().entities["bowl_2"]
     assert (bowl.parent, bowl.relation) == ("kitchen_drawer", "in")
     moved = math.dist(before[:2], bowl.position[:2])
-    assert abs(moved - slide) < 0.15, (moved, slide)
+    assert abs(moved - slide) < 0.02, (moved, slide)
 
 
 def test_the_handle_path_stops_before_a_box_the_arm_would_sweep_into(sim, monkeypatch):

@@ -38,6 +38,9 @@ from homiebot.sim.scene import FurnitureSpec, ObjectSpec, SceneSpec, rgba
 
 #: Thickness of panels (sides, backs, shelves, doors) of furniture built from boxes, metres.
 PANEL = 0.025
+#: A drawer's tray: its walls' and floor's thickness (m), and the gap (m) between its floor and the cabinet's below.
+DRAWER_WALL = 0.012
+DRAWER_GAP = 0.004
 #: A lamp's shade when off and when on (the simulator switches between them).
 LAMP_OFF_RGBA = "0.5 0.48 0.45 1"
 LAMP_ON_RGBA = (1.0, 0.95, 0.7, 1.0)
@@ -144,17 +147,23 @@ def _furniture_geoms(f: FurnitureSpec, g: _GeomWriter, color: str) -> None:
     kind = _shape_kind(f)
     if kind == "container":
         lo, hi = f.interior.min, f.interior.max  # type: ignore[union-attr]
-        g.box((-hx, -hy, 0), (hx, hy, lo[2]), color)  # bottom
+        # The cabinet's floor; under a drawer it lies below the tray (_articulated_body), so that what is in the
+        # drawer rests on the tray alone, as a drawer box runs on its slides clear of the carcass. Level with the
+        # tray's floor, it held a bowl back by friction while the tray slid out under it, until the tray's back
+        # wall pushed it (docs/results/physical-articulation-2026-11-30.md, "The drawer's bowl").
+        drawer = f.articulation is not None and f.articulation.kind == "sliding"
+        floor = lo[2] - DRAWER_WALL - DRAWER_GAP if drawer else lo[2]
+        g.box((-hx, -hy, 0), (hx, hy, floor), color)  # bottom
         g.box((-hx, -hy, hi[2]), (hx, hy, sz), color)  # top
-        g.box((-hx, lo[1], lo[2]), (lo[0], hy, hi[2]), color)  # left side
-        g.box((hi[0], lo[1], lo[2]), (hx, hy, hi[2]), color)  # right side
-        g.box((lo[0], hi[1], lo[2]), (hi[0], hy, hi[2]), color)  # back
+        g.box((-hx, lo[1], floor), (lo[0], hy, hi[2]), color)  # left side
+        g.box((hi[0], lo[1], floor), (hx, hy, hi[2]), color)  # right side
+        g.box((lo[0], hi[1], floor), (hi[0], hy, hi[2]), color)  # back
         if f.articulation is None:
             g.box((-hx, -hy, lo[2]), (hx, lo[1], hi[2]), color)  # fixed front (a sink's apron)
         else:
             # The sides reach the front plane; the door or drawer front closes the opening.
-            g.box((-hx, -hy, lo[2]), (lo[0], lo[1], hi[2]), color)
-            g.box((hi[0], -hy, lo[2]), (hx, lo[1], hi[2]), color)
+            g.box((-hx, -hy, floor), (lo[0], lo[1], hi[2]), color)
+            g.box((hi[0], -hy, floor), (hx, lo[1], hi[2]), color)
         # Lower the inside floor a touch darker so that interiors read as interiors.
         dim = _shade(color, 0.8)
         g.box((lo[0], lo[1], lo[2] - 0.004), (hi[0], hi[1], lo[2]), dim, 'contype="0" conaffinity="0"')
@@ -240,7 +249,7 @@ def _articulated_body(f: FurnitureSpec, owner: dict[str, str | None], color: str
         pos = _fmt(hinge_x, -hy, 0.0)
     else:
         # A drawer: a tray around the interior with a front panel covering the front face; it slides out (-y).
-        wall = 0.012
+        wall = DRAWER_WALL
         g.box((-hx, 0.0, 0.0), (hx, thick, sz), color)  # front panel (local y measured from the front plane)
         depth_lo, depth_hi = thick, hi[1] + hy
         g.box((lo[0], depth_lo, lo[2] - wall), (hi[0], depth_hi, lo[2]), color)  # tray bottom
