@@ -33,8 +33,9 @@ Go to):
 pose's position and :data:`YAW_TOLERANCE` of its heading, the defaults of Nav2's goal checker (``SimpleGoalChecker``:
 ``xy_goal_tolerance`` and ``yaw_goal_tolerance`` 0.25; the scripted Go to's NavigateToPose ends on the goal exactly
 here, and on a real robot ends within these); the policy is stopped there. The failures are the scripted Go to's for a
-base that did not arrive, ``EXECUTION_FAILED`` (EMMOE E1 once the executor's tries are spent): the base stopped before
-a collision (what it would have touched, where, how far from the goal), the policy holding the base still for
+base that did not arrive, ``EXECUTION_FAILED`` (EMMOE E1 once the executor's tries are spent): the base held before a
+contact for :data:`BLOCKED_STEPS` commands in a row (what it would have touched, where, how far from the goal; a
+command stopped short once is only cut, and the next may turn away), the policy holding the base still for
 :data:`STILL_STEPS` steps short of the goal, or the step budget spent (how far from the goal it ended).
 """
 
@@ -69,6 +70,11 @@ YAW_TOLERANCE = 0.25
 #: goal end the execution (the policy has stopped where it thinks the goal is: 1 s).
 STILL_SPEED = 0.01
 STILL_STEPS = 10
+#: Commands in a row that the collision check stopped short (the base held before a contact) after which the base
+#: counts as blocked (1 s): a base stopped by its collision monitor may still turn away, as the arm stopped by a
+#: contact has its trajectory controller's grace time (learned_skill.py); Nav2's progress checker likewise fails a
+#: goal only after a time without progress.
+BLOCKED_STEPS = 10
 
 
 def reached(pose: Pose2D, goal: Pose2D) -> bool:
@@ -183,7 +189,7 @@ class LearnedGoTo:
         tolerated = driver.base_contact()  # what the base touches where it starts, it may leave (module docstring)
         self.policy.reset()
         travelled = 0.0
-        still = 0
+        still = blocked = 0
         outcome, blocker = "budget", ""
         try:
             for step in range(self.step_budget):
@@ -206,8 +212,9 @@ class LearnedGoTo:
                 log.steps = step + 1
                 log.sim_seconds += period
                 travelled += motion.travelled
-                if motion.blocker is not None:
-                    outcome, blocker = "blocked", motion.blocker
+                blocked = blocked + 1 if motion.blocker is not None else 0
+                if blocked >= BLOCKED_STEPS:
+                    outcome, blocker = "blocked", str(motion.blocker)
                     break
                 if tolerated is not None and driver.base_contact() != tolerated:
                     tolerated = None  # left it: from here on every contact stops the base
@@ -262,6 +269,7 @@ class LearnedGoTo:
 
 
 __all__ = [
+    "BLOCKED_STEPS",
     "GO_TO_STEP_BUDGET",
     "STILL_STEPS",
     "XY_TOLERANCE",

@@ -164,15 +164,24 @@ def test_the_scripted_go_tos_recorded_velocities_replayed_through_the_slot_reach
 
 def test_a_base_the_policy_drives_into_furniture_stops_there_as_blocked(scripted_go_to) -> None:  # type: ignore[no-untyped-def]
     """Full speed ahead from the start pose (which faces a piece of furniture): the base stops before the contact, as a
-    collision monitor stops it, and the Go to fails with what it would have touched (E1 after the executor's tries)."""
+    collision monitor stops it; held there for 1 s it counts as blocked, and the Go to fails with what it would have
+    touched (E1 after the executor's tries). A command cut short once is not a failure: turning away goes on."""
     from homiebot.data.skill_datasets import emmoe_code
+    from homiebot.skills.learned_goto import BLOCKED_STEPS
     from homiebot.types import ErrorCode, SkillStatus
 
     episodes, _frames = scripted_go_to
-    _plan, _skills, learned, result = _serve_once(episodes, _Replay([np.array([0.6, 0.0])]), 200)
+    ahead = np.array([0.6, 0.0])
+    _plan, _skills, learned, result = _serve_once(episodes, _Replay([ahead]), 200)
     assert result.status is SkillStatus.EXECUTION_FAILED and emmoe_code(Action.GO_TO, result) is ErrorCode.E1
     assert "the NoMaD policy drove it into" in result.detail and "short of goal" in result.detail, result.detail
-    assert learned.last is not None and learned.last.steps < 200
+    log = learned.last
+    assert log is not None and BLOCKED_STEPS <= log.steps < 200
+    # Into the furniture until blocked but one step, then turning in place: no failure yet at the budget.
+    touch = log.steps - BLOCKED_STEPS + 1
+    actions = [ahead] * (touch + BLOCKED_STEPS - 2) + [np.array([0.0, 1.0])] * 10
+    _plan, _skills, learned, result = _serve_once(episodes, _Replay(actions), len(actions))
+    assert result.detail.startswith("timed out: the NoMaD policy"), result.detail
 
 
 def test_a_policy_that_holds_the_base_still_short_of_the_goal_ends_the_go_to(scripted_go_to) -> None:  # type: ignore[no-untyped-def]
