@@ -1,4 +1,4 @@
-"""``--skills physical`` in the ROS graph: Go to, Pick and Put of the core's physical skills
+"""``--skills physical`` in the ROS graph: Go to, Pick, Put, Open and Close of the core's physical skills
 (:mod:`homiebot.skills.physical`) run by the navigation and manipulation executor nodes on
 :class:`~homiebot.ros.robot_driver.ActionRobotDriver`, so that the graph moves the robot only through the standard
 interfaces (NavigateToPose, FollowJointTrajectory, GripperCommand) and reads it only through ``/joint_states`` and
@@ -14,6 +14,12 @@ here too, from the world graph:
 * Pick and Put are refused before acting for the logical reasons the simulator's oracle precheck gives (hand full,
   hand empty, another object in the hand, an object inside a closed container), so that the executor's error
   codes mean the same under both settings; the executor's own checks (L1-L4, D1/D2) run before these;
+* Open and Close are the core's arm articulation (:class:`homiebot.skills.physical.articulation.PhysicalArticulation`)
+  on the same driver: it reads the world graph's ``is_open`` and box of the piece and estimates the door's angle or
+  the drawer's slide from where the hand is (forward kinematics on ``/joint_states`` and ``/odom``), never a joint
+  value a robot does not publish. The whole-body pull (the base's joints in the arm's trajectory) has no standard
+  interface; :class:`~homiebot.ros.robot_driver.ActionRobotDriver` does not offer it, so a Close by a door's free
+  edge whose plain pull falls short fails here where one process can carry the base along (docs/robots.md);
 * after a Put, the world graph says whether the object stayed on or in the place (else ``DROPPED``, EMMOE's E2); a
   successful Put reports where the hand let go (``SkillResult.released_at``), which travels to perception
   (docs/ros.md, "Actions into the world graph").
@@ -29,6 +35,7 @@ from collections.abc import Callable
 
 from homiebot.sim.robot_driver import RobotDriver
 from homiebot.skills.physical import navigation
+from homiebot.skills.physical.articulation import PhysicalArticulation
 from homiebot.skills.physical.kinematics import ArmKinematics
 from homiebot.skills.physical.manipulation import ArmSetup, PhysicalManipulation, base_moves
 from homiebot.types import EntityKind, SkillResult, SkillStatus, WorldState
@@ -64,6 +71,8 @@ class PhysicalSkillRunner:
         kinematics = ArmKinematics(urdf, setup.chain, setup.tip_link, setup.tcp_offset)
         # world: read again after a Pick or Put moved the base, and for the checks of the arm's way back to the tuck.
         self.manipulation = PhysicalManipulation(driver, kinematics, setup, world=world)
+        # Keeps what its hand did (a door's hinge side, where it let the door go) across skills, as in one process.
+        self.articulation = PhysicalArticulation(driver, kinematics, setup, world=world, manipulation=self.manipulation)
 
     def tuck(self) -> SkillResult:
         """Fold the arm through the trajectory controller, by a motion checked against the world graph; a failure
@@ -101,6 +110,35 @@ class PhysicalSkillRunner:
         if not released.success:
             return released
         return put_outcome(self.outcome(), obj, place, released)
+
+    def open(self, target: str) -> SkillResult:
+        return self._articulate(target, opening=True)
+
+    def close(self, target: str) -> SkillResult:
+        return self._articulate(target, opening=False)
+
+    def _articulate(self, target: str, opening: bool) -> SkillResult:
+        verb = "Open" if opening else "Close"
+        refusal = articulate_refusal(self.world(), target, opening)
+        if refusal is not None:
+            return refusal
+        tucked = self.tuck()
+        if not tucked.success:
+            return SkillResult(tucked.status, f"{tucked.detail} before {verb}")
+        return self.articulation.open(target) if opening else self.articulation.close(target)
+
+
+def articulate_refusal(world: WorldState, target: str, opening: bool) -> SkillResult | None:
+    """The oracle precheck's refusals of an Open or Close that the world graph can tell (the hand full, not a piece
+    with a door or drawer), or None; the articulation answers a piece already as asked."""
+    entity = world.entities.get(target)
+    if entity is None:
+        return SkillResult(SkillStatus.NOT_FOUND, f"{target} is not in the world graph")
+    if world.held is not None:
+        return SkillResult(SkillStatus.HAND_FULL, f"the hand is full (holding {world.held})")
+    if entity.kind is not EntityKind.FURNITURE or not entity.articulated or not entity.interactive:
+        return SkillResult(SkillStatus.NOT_INTERACTIVE, f"{target} is not interactive: it cannot be {'opened' if opening else 'closed'}")
+    return None
 
 
 def pick_refusal(world: WorldState, obj: str) -> SkillResult | None:

@@ -20,11 +20,12 @@ standard interfaces (:class:`homiebot.ros.robot_driver.ActionRobotDriver`: ``Nav
 state service (``state_service``, ``/sim/get_world_state`` here), its objects replaced by perception's when
 ``perception_service`` names one (``/perception/perceive_world``: ``homie up --perception ...`` sets it, as
 ``homie run`` plans the physical skills in perception's world), and with the arm's inverse kinematics on the URDF
-latched on ``/robot_description``. ``nav_executor`` runs every Go to; ``manip_executor`` runs Pick, Put and the
-arm's reset (a tuck through the trajectory controller), and still forwards Open, Close and the household skills to
-``robot_action`` (the simulator's oracle skills: moving a door with the gripper is not built), after tucking the
-arm itself when the goal asks for a reset first. So Go to, Pick and Put never reach the simulator's private
-actions. The blocking skill runs in one worker thread while the goal's execute callback awaits it, as the
+latched on ``/robot_description``. ``nav_executor`` runs every Go to; ``manip_executor`` runs Pick, Put, Open, Close
+(the core's arm articulation, parameter ``articulation: physical``, the in-process default) and the arm's reset (a
+tuck through the trajectory controller), and still forwards the household skills to ``robot_action`` (the
+simulator's oracle skills), and Open and Close with ``articulation: oracle`` (the simulator sets the joint), after
+tucking the arm itself when the goal asks for a reset first. So Go to, Pick, Put, Open and Close never reach the
+simulator's private actions. The blocking skill runs in one worker thread while the goal's execute callback awaits it, as the
 executor node does.
 
 **Learned skills** (parameter ``learned_skills``: ``SLOT=ACTION`` pairs, comma-separated; ``homie up --skill-model``
@@ -193,6 +194,9 @@ class PhysicalSkills:
         node.declare_parameter("robot_description_topic", "/robot_description")
         node.declare_parameter("goal_timeout_s", DriverTimeouts.goal_s)
         node.declare_parameter("state_timeout_s", 10.0)
+        # How Open and Close run (homiebot.skills.physical.skillset.ARTICULATIONS): "physical", the arm (the core's
+        # default), or "oracle", forwarded to robot_action.
+        node.declare_parameter("articulation", PHYSICAL_SKILLS)
         param = lambda name: node.get_parameter(name).value  # noqa: E731 - local shorthand
         group = ReentrantCallbackGroup()
         self.state_timeout_s = float(param("state_timeout_s"))
@@ -216,9 +220,14 @@ class PhysicalSkills:
         self._description = LatchedText(node, str(param("robot_description_topic")), callback_group=group)
         self._runner: Any = None  # homiebot.ros.physical_skills.PhysicalSkillRunner, built on the first goal
         self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="physical-skill")
+        articulation = str(param("articulation"))
+        if articulation not in (ORACLE_SKILLS, PHYSICAL_SKILLS):
+            raise ValueError(f"articulation {articulation!r}: use {ORACLE_SKILLS} or {PHYSICAL_SKILLS}")
+        self.articulation = articulation == PHYSICAL_SKILLS
 
     def handles(self, goal) -> SkillCall | None:
-        """The physical skill for a goal, or None when the goal is forwarded (Open, Close, household skills)."""
+        """The physical skill for a goal, or None when the goal is forwarded (household skills; Open and Close with
+        ``articulation: oracle``)."""
         if isinstance(goal, Navigate.Goal):
             return lambda runner: runner.go_to(goal.target)
         operations: dict[int, SkillCall] = {
@@ -226,7 +235,10 @@ class PhysicalSkills:
             Manipulate.Goal.PUT: lambda runner: runner.put(goal.object, goal.place),
             Manipulate.Goal.RESET_ARM: lambda runner: runner.tuck(),
         }
-        # Pick and Put start with a tuck anyway: a goal's reset-first asks for nothing more.
+        if self.articulation:
+            operations[Manipulate.Goal.OPEN] = lambda runner: runner.open(goal.object)
+            operations[Manipulate.Goal.CLOSE] = lambda runner: runner.close(goal.object)
+        # Each starts with a tuck anyway: a goal's reset-first asks for nothing more.
         return operations.get(goal.operation)
 
     async def run(self, call: SkillCall):

@@ -24,6 +24,9 @@ standard interfaces from that driver:
 * ``/gripper_controller/gripper_cmd`` (control_msgs/GripperCommand): the gap between the fingers in metres; a
   goal that reached its gap or stalled on an object succeeds (GripperActionController with ``allow_stalling``),
   one that did neither is aborted;
+* in both, every door and drawer of the scene may be held by its handle and moves under physics as the arm pulls or
+  pushes it, its joint then the simulator's state (``is_open`` in the world state): the Open and Close of a physical
+  graph's executor are these goals (:mod:`homiebot.ros.physical_skills`), which name no door;
 * ``/navigate_to_pose`` through the same driver;
 * ``/joint_states`` and ``/odom`` at ``state_rate_hz`` (to subscribers), as a robot's joint_state_broadcaster and
   odometry publish them: the physical skills' ROS driver reads the joints and the base only from messages sent
@@ -65,8 +68,8 @@ as a MultiView of one view on ``/head_camera/views``; the look hands the frame i
 fuses objects-only), not on ``/homie/views``.
 
 ``/sim/navigate`` and ``/sim/manipulate`` stay, run by the same physical skill set (the executors of a physical
-graph send only Open, Close and the household skills there; the physical skill set backs the base out of a door's
-sweep before an Open, as in-process).
+graph send only the household skills there, and Open and Close with their ``articulation: oracle``; the physical
+skill set backs the base out of a door's sweep before such an Open, as in-process).
 
 Skills run through the skill layer, :class:`homiebot.skills.SkillSet`, built at every reset with the reset's
 seed and the ``noise`` parameter's preset (``noiseless`` by default; ``emmoe_table4`` or its alias ``emmoe``:
@@ -126,6 +129,8 @@ them next.
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
+from typing import TypeVar
 
 import numpy as np
 from geometry_msgs.msg import PoseStamped
@@ -159,6 +164,8 @@ from homiebot.sim.base import (
 from homiebot.sim.robot_driver import NavErrorCode, NavigateResult, RobotDriver, TrajectoryErrorCode, TrajectoryResult
 from homiebot.skills import SkillSet, UnservedModelError, preset_name
 from homiebot.types import VIEW_NAMES, Action, Observation, Pose2D, SkillResult, SkillStatus
+
+T = TypeVar("T")
 
 try:  # A ROS 2 install's nav2_msgs, else the workspace's stand-in (ros2_ws/compat/nav2_msgs, docs/robots.md).
     from homiebot.ros import nav2
@@ -459,6 +466,23 @@ class SimBridge(Node):
         assert driver is not None, "physical goals are served only in physical mode, after a reset"
         return driver
 
+    def _any_handle(self, driver: RobotDriver, goal: Callable[[], T]) -> T:
+        """Run an arm or gripper goal of the standard interfaces with every door and drawer of the scene holdable, as
+        a robot's gripper closes on whatever handle it meets (module docstring, "Physical mode"): the physical
+        driver's ``articulating`` (the pieces its fingers may hold and whose joints physics moves) widened for the
+        goal. The in-process Open and Close name only the piece they move; through the graph the skill's client says
+        nothing of the door, so the robot's side cannot be told."""
+        moving = getattr(driver, "articulating", None)
+        if not isinstance(moving, set):
+            return goal()
+        spec = self.sim.scene_spec()
+        before = set(moving)
+        moving.update(f.name for f in spec.furniture if f.articulation is not None and f.interactive)
+        try:
+            return goal()
+        finally:
+            moving.intersection_update(before)
+
     # ------------------------------------------------------------------------------------ simulator calls
 
     def _reset(self, scene: str, seed: int) -> tuple[WorldStateMsg, str]:
@@ -756,7 +780,7 @@ class SimBridge(Node):
         except control.TrajectoryGoalError as err:
             goal_handle.abort()
             return control.trajectory_result_msg(TrajectoryResult(TrajectoryErrorCode.INVALID_GOAL, str(err)))
-        result = self._skill(False, lambda: driver.follow_joint_trajectory(trajectory))
+        result = self._skill(False, lambda: self._any_handle(driver, lambda: driver.follow_joint_trajectory(trajectory)))
         self._publish_motion()
         if trajectory.points and result.error_code not in (TrajectoryErrorCode.INVALID_GOAL, TrajectoryErrorCode.INVALID_JOINTS):
             with self._lock:
@@ -777,7 +801,7 @@ class SimBridge(Node):
         assert control is not None  # the server exists only in physical mode
         driver = self._driver()
         position, max_effort = control.gripper_goal(goal_handle.request)
-        result = self._skill(False, lambda: driver.gripper_command(position, max_effort))
+        result = self._skill(False, lambda: self._any_handle(driver, lambda: driver.gripper_command(position, max_effort)))
         self._publish_motion()
         goal_handle.publish_feedback(control.gripper_feedback_msg(result))
         self._state_after_skill()
