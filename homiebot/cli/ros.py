@@ -29,9 +29,11 @@ from homiebot.cli.failures import report as _fail
 from homiebot.cli.options import (
     ModelOptions,
     RecoveryOptions,
+    articulation_option,
     deprecated,
     hidden,
     out_option,
+    parse_articulation,
     parse_skill_models,
     skill_model_option,
     skills_option,
@@ -235,6 +237,7 @@ def register(app: typer.Typer) -> None:
         seed: int = typer.Option(0, "--seed", help="Run index: the scene seed is the task's seed + this."),
         noise: str | None = typer.Option(None, "--noise", help="Skill execution noise of the sim bridge: off, emmoe (EMMOE table 4) or a preset name (default: config/homie.yaml, noiseless)."),
         skills: str | None = skills_option(),
+        articulation: str | None = articulation_option(),
         skill_model: list[str] = skill_model_option(),
         out: Path | None = typer.Option(None, "--out", "-o", help="Run directory (node logs, result.json, bag). Default runs/up-<time>."),
         params: Path | None = typer.Option(None, "--params", help="Node parameters (default launch/config/homie.yaml)."),
@@ -285,6 +288,7 @@ def register(app: typer.Typer) -> None:
         if skills is not None and skills not in {m.value for m in SkillsMode}:
             raise _fail(f"--skills {skills!r}: use {choices(SkillsMode)}")
         try:  # each policy in its own node (docs/skills.md); its folder checked here, loaded by the node
+            parse_articulation(articulation, skills)  # as homie run and homie eval refuse it (docs/robots.md)
             skill_models = parse_skill_models(skill_model, skills)
             policy_size = _policy_image_size(skill_models)
         except ValueError as err:
@@ -416,6 +420,12 @@ def register(app: typer.Typer) -> None:
             for name in ("sim_bridge", "nav_executor", "manip_executor", "planner_node"):
                 if any(node.name == name for node in graph.nodes):
                     overrides.setdefault(name, {})["skills"] = skills
+        if articulation is not None:  # how Open and Close run: the manipulation executor's skill servers (physical)
+            # or the bridge's /sim/manipulate (oracle), whose skill set takes it too; the planner node records it
+            # (docs/robots.md, "Physical skills through the ROS graph").
+            for name in ("sim_bridge", "manip_executor", "planner_node"):
+                if any(node.name == name for node in graph.nodes):
+                    overrides.setdefault(name, {})["articulation"] = articulation
         if skill_models:  # the bridge publishes the policy's cameras; the manipulation executor forwards its Picks
             planner_overrides["skill_models"] = json.dumps(skill_models)  # the record's skills.models
             overrides.setdefault("sim_bridge", {})["skill_camera_size"] = policy_size

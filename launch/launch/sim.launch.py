@@ -11,6 +11,8 @@ Arguments (give only the ones you change; ``name:=`` with an empty value is refu
   skills        oracle or physical: the sim bridge serves the arm and gripper controllers under physics and the
                 navigation and manipulation executors run Go to, Pick and Put through NavigateToPose,
                 FollowJointTrajectory and GripperCommand (docs/robots.md); default: config/homie.yaml's (oracle)
+  articulation  with skills:=physical, how Open and Close run: physical (the manipulation executor's arm, the
+                default) or oracle (the sim bridge's skill set sets the joint); homie up sim --articulation
   use_sim_time  false (default) or true, passed to every node of the graph: their messages are stamped in
                 simulated time either way (docs/ros.md, "Time"); true also moves the nodes' own clocks (rosout,
                 timers) onto /clock, which only advances when a skill runs
@@ -57,6 +59,7 @@ ARGUMENTS = {
     "seed": ("0", "Run index: the scene seed is the task's seed + this."),
     "noise": ("default", "Skill execution noise preset of the sim bridge (noiseless, emmoe_table4 or emmoe); default: config/homie.yaml's."),
     "skills": ("default", "oracle or physical (the standard interfaces under physics); default: config/homie.yaml's."),
+    "articulation": ("default", "With skills:=physical: physical (the arm opens and closes doors and drawers) or oracle (the simulator sets the joint)."),
     "use_sim_time": ("false", "Every node's use_sim_time parameter (their stamps are simulated time either way)."),
     "rviz": ("true", "Start rviz2 with the HomieBot layout when rviz2 is installed."),
     "partner_planner": ("none", "The human partner's planner; given, the two-agent graph (config/graph_pair.yaml)."),
@@ -69,6 +72,8 @@ UNSET = ("", "none", "default")
 #: The skill settings (homiebot.config.SkillsMode) and the nodes that take the ``skills`` parameter.
 SKILLS = ("oracle", "physical")
 SKILLS_NODES = ("sim_bridge", "nav_executor", "manip_executor")
+#: The nodes that take the ``articulation`` parameter (docs/robots.md, "Physical skills through the ROS graph").
+ARTICULATION_NODES = ("sim_bridge", "manip_executor", "planner_node")
 RESTART_DELAY_S = 0.5
 
 
@@ -167,6 +172,14 @@ def _graph(context, *_args, **_kwargs):
             raise RuntimeError(f"skills:={arg('skills')}: use {' or '.join(SKILLS)}")
         for node in (*SKILLS_NODES, "planner_node"):  # the planner node names it in the record's configuration
             overrides.setdefault(node, {})["skills"] = skills
+    articulation = arg("articulation").lower()
+    if articulation not in UNSET:  # checked as homie up sim --articulation checks it (homiebot.cli.options)
+        if articulation not in SKILLS:
+            raise RuntimeError(f"articulation:={arg('articulation')}: use {' or '.join(SKILLS)}")
+        if skills != "physical":
+            raise RuntimeError("articulation:= needs skills:=physical (the oracle skills' Open and Close set the joint)")
+        for node in ARTICULATION_NODES:
+            overrides.setdefault(node, {})["articulation"] = articulation
 
     def make_node(spec: dict) -> Node:
         # A graph's own parameters and remappings (graph_pair.yaml's human executors); the node's name is the

@@ -179,6 +179,24 @@ def test_skills_physical_reaches_the_bridge_and_both_skill_executors(monkeypatch
         launch_file._graph(FakeContext(_arguments(launch_file, skills="physics", rviz="false")))
 
 
+def test_articulation_reaches_the_bridge_the_manipulation_executor_and_the_planner(monkeypatch, tmp_path) -> None:
+    """articulation:= (with skills:=physical, as homie up sim --articulation) sets the sim bridge's skill set, the
+    manipulation executor's Open and Close and the planner node's record (docs/robots.md); unset, no node gets it;
+    without skills:=physical or with a wrong value nothing starts."""
+    launch_file = _load_launch_file(monkeypatch, _share(tmp_path), GRAPH_PACKAGES)
+    actions = launch_file._graph(FakeContext(_arguments(launch_file, skills="physical", articulation="oracle",
+                                                        rviz="false")))
+    nodes = {a.kwargs["name"]: a.kwargs["parameters"][-1] for a in actions if isinstance(a, FakeNode)}
+    assert {name for name, overrides in nodes.items() if overrides.get("articulation") == "oracle"} == {
+        "sim_bridge", "manip_executor", "planner_node"}
+    actions = launch_file._graph(FakeContext(_arguments(launch_file, skills="physical", rviz="false")))
+    assert not any("articulation" in a.kwargs["parameters"][-1] for a in actions if isinstance(a, FakeNode))
+    with pytest.raises(RuntimeError, match="articulation:= needs skills:=physical"):
+        launch_file._graph(FakeContext(_arguments(launch_file, articulation="physical", rviz="false")))
+    with pytest.raises(RuntimeError, match="articulation:=arm: use oracle or physical"):
+        launch_file._graph(FakeContext(_arguments(launch_file, skills="physical", articulation="arm", rviz="false")))
+
+
 def test_a_missing_package_starts_nothing(monkeypatch, tmp_path) -> None:
     launch_file = _load_launch_file(monkeypatch, _share(tmp_path), GRAPH_PACKAGES - {"homie_perception"})
     with pytest.raises(RuntimeError, match="homie_perception"):

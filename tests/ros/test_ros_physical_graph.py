@@ -91,6 +91,8 @@ def test_physical_skills_use_only_the_standard_interfaces(episodes):
     summary = json.loads((run / "record" / "summary.json").read_text())
     assert summary["success"]
     assert summary["run"]["skills"]["mode"] == "physical"  # the record names the skills the graph ran with
+    assert summary["run"]["skills"]["articulation"] == "physical"  # ... and the Open/Close default, as homie run's
+    assert "Open and Close by articulation 'physical'" in (run / "logs" / "sim_bridge.log").read_text()
     goals = action_goals(run / "bag")
     topics = _bag_topics(run / "bag")
     for action in STANDARD + PRIVATE:
@@ -127,6 +129,34 @@ def test_the_oracle_episode_goes_through_the_private_actions(episodes):
     # The oracle bridge serves no arm or gripper controller at all.
     topics = _bag_topics(episodes["oracle"] / "bag")
     assert "/arm_controller/follow_joint_trajectory/_action/status" not in topics
+
+
+def test_articulation_oracle_sends_open_and_close_to_the_bridges_skill_set(tmp_path, ros_domain):
+    """``homie up sim --skills physical --articulation oracle``: the manipulation executor forwards Open and Close to
+    /sim/manipulate, where the bridge's skill set (its ``articulation`` parameter) sets the joint; Go to, Pick and Put
+    stay on the standard interfaces, and the record names the setting (docs/robots.md)."""
+    from homiebot.ros.bag import action_goals
+
+    env = {**graph_environment(ros_domain), "COLUMNS": "200"}
+    out = tmp_path / "oracle_articulation"
+    done = subprocess.run([HOMIE, "up", "sim", "--task", TASK, "--skills", "physical", "--articulation", "oracle",
+                           "--record", "--no-images", "--out", str(out), "--domain-id", str(ros_domain)],
+                          capture_output=True, text=True, env=env, cwd=tmp_path, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    summary = json.loads((out / "record" / "summary.json").read_text())
+    assert summary["success"]
+    assert summary["run"]["skills"]["articulation"] == "oracle"
+    # The bridge's skill set, which runs the forwarded Open and Close, took the setting too.
+    assert "Open and Close by articulation 'oracle'" in (out / "logs" / "sim_bridge.log").read_text()
+    goals = action_goals(out / "bag")
+    assert len(goals.get("/sim/manipulate", ())) == 2  # the Open and the Close, nothing else
+    assert not goals.get("/sim/navigate")
+    assert len(goals.get("/gripper_controller/gripper_cmd", ())) >= 3  # the Pick's and the Put's
+    spans = _goal_spans(out / "bag")
+    manipulate = sorted(spans["/manipulate"])
+    for skill, (start, end) in (("Open", manipulate[0]), ("Close", manipulate[-1])):
+        inside = [s for s, _e in spans.get("/gripper_controller/gripper_cmd", ()) if start <= s <= end]
+        assert not inside, f"the {skill} sent {len(inside)} gripper goal(s): the arm moved the drawer"
 
 
 def test_physical_skills_through_perception_plan_with_perceptions_objects(tmp_path, ros_domain):

@@ -85,7 +85,8 @@ def test_the_policy_node_runs_the_pick_through_the_standard_interfaces_and_the_e
     from homiebot.ros.bag import action_goals, bag_info
 
     summary = json.loads((episode / "record" / "summary.json").read_text())
-    assert summary["run"]["skills"] == {"mode": "physical", "noise": "off", "models": {"RT-1-X": str(policy)}}
+    assert summary["run"]["skills"] == {"mode": "physical", "noise": "off", "models": {"RT-1-X": str(policy)},
+                                        "articulation": "physical"}  # the Open/Close default, as homie run's record
     rounds = [json.loads(line) for line in (episode / "record" / "rounds.jsonl").read_text().splitlines()]
     picks = [r for r in rounds if r["subtask_text"] == "[Pick, blue_can]"]
     assert picks, [(r["subtask_text"], r["feedback"]) for r in rounds]

@@ -62,7 +62,7 @@ from rclpy.duration import Duration
 from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
 from rclpy.node import Node
 
-from homiebot.agent.build import build_episode
+from homiebot.agent.build import build_episode, resolved_skills
 from homiebot.agent.knowledge import KnowledgeFactory, WorldKnowledge
 from homiebot.agent.looks import LOOK_AFTER, Look
 from homiebot.agent.loop import EpisodeOutcome
@@ -441,6 +441,9 @@ class PlannerNode(Node):
             ("simulator", "mujoco"),
             ("noise", NoiseMode.OFF.value),
             ("skills", SkillsMode.ORACLE.value),
+            # How the physical skills open and close doors and drawers (homie up --articulation, docs/robots.md); ""
+            # the skill set's default, which the record names as homie run's does.
+            ("articulation", ""),
             # The learned policies in model slots (JSON: slot -> folder; homie up --skill-model), served by the
             # policy nodes: the record's skills.models, as homie run's.
             ("skill_models", "{}"),
@@ -582,10 +585,14 @@ class PlannerNode(Node):
             "simulator": {"backend": str(self.param("simulator")), "render": bool(self.param("render")),
                           "human": self.pair},
             "skills": {"noise": str(self.param("noise")), "mode": str(self.param("skills")),
-                       "models": json.loads(str(self.param("skill_models")) or "{}")},
+                       "models": json.loads(str(self.param("skill_models")) or "{}"),
+                       "articulation": str(self.param("articulation")) or None},
             "recording": {"images": bool(self.param("record_images")), "video": False},
             "partner": partner,
         })
+        # The physical skills' Open/Close setting as the graph runs it: the given one, else the skill set's default
+        # (the bridge's and the manipulation executor's), as homie run's record names it (docs/robots.md).
+        config = config.model_copy(update={"skills": resolved_skills(config.skills)})
         scene_seed = (spec.seed if spec is not None else 0) + int(task.seed)
         self.get_logger().info(f"episode {task.task_id or '(free text)'}: {task.instruction!r} in {task.scene} (seed {scene_seed})")
         record_dir = Path(self.param("record_dir")) if self.param("record_dir") else None

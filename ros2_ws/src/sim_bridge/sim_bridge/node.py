@@ -69,7 +69,9 @@ fuses objects-only), not on ``/homie/views``.
 
 ``/sim/navigate`` and ``/sim/manipulate`` stay, run by the same physical skill set (the executors of a physical
 graph send only the household skills there, and Open and Close with their ``articulation: oracle``; the physical
-skill set backs the base out of a door's sweep before such an Open, as in-process).
+skill set backs the base out of a door's sweep before such an Open, as in-process). The bridge's own parameter
+``articulation`` (``oracle`` or ``physical``; empty, the default: the skill set's default) is the skill set's
+setting for them; ``homie up sim --articulation`` sets it with the manipulation executor's.
 
 Skills run through the skill layer, :class:`homiebot.skills.SkillSet`, built at every reset with the reset's
 seed and the ``noise`` parameter's preset (``noiseless`` by default; ``emmoe_table4`` or its alias ``emmoe``:
@@ -252,6 +254,9 @@ class SimBridge(Node):
         self.declare_parameter("noise", "noiseless")
         self.declare_parameter("human", False)
         self.declare_parameter("skills", ORACLE_SKILLS)
+        # How the physical skill set opens and closes doors and drawers (its /sim/manipulate goals; homie up
+        # --articulation, docs/robots.md): "" its default (homiebot.skills.physical.skillset.ARTICULATION).
+        self.declare_parameter("articulation", "")
         self.declare_parameter("state_rate_hz", 30.0)
         self.declare_parameter("motion_views", False)
         self.declare_parameter("skill_camera_size", 0)
@@ -266,6 +271,9 @@ class SimBridge(Node):
             simulator = make_simulator(backend, **options)
         self.sim = simulator
         self.physical = self._skills_mode(simulator)
+        self.articulation = str(self.get_parameter("articulation").value) or None
+        if self.articulation not in (None, ORACLE_SKILLS, PHYSICAL_SKILLS):
+            raise ValueError(f"articulation {self.articulation!r}: use {ORACLE_SKILLS} or {PHYSICAL_SKILLS}")
         # The agents this bridge serves: 0 the robot, and the human (1) when the simulator has one.
         self.agents: tuple[int, ...] = simulator.agent_ids if isinstance(simulator, SupportsAgents) else (0,)
         self._agent_skills: dict[int, SkillSet] = {}  # the partner's skill layer, built at every reset
@@ -381,7 +389,13 @@ class SimBridge(Node):
         state_rate = float(self.get_parameter("state_rate_hz").value)
         if self.physical and state_rate > 0:
             self.create_timer(1.0 / state_rate, self._publish_robot_state, callback_group=sim_group)
-        self.get_logger().info(f"simulator {self.sim.name!r} ready (tf2_msgs {'found' if TFMessage else 'absent: no /tf'})")
+        physical = ""
+        if self.physical:  # the skill set's Open/Close setting, as it will be made at each reset
+            from homiebot.skills.physical.skillset import ARTICULATION
+
+            physical = f"; physical skills, Open and Close by articulation {self.articulation or ARTICULATION!r}"
+        self.get_logger().info(f"simulator {self.sim.name!r} ready (tf2_msgs {'found' if TFMessage else 'absent: no /tf'})"
+                               + physical)
         self._ready = announce_ready(self)  # services and publishers exist: the planner may start (calls.READY_TOPIC)
 
     def _camera_publishers(self, namespace: str) -> dict[str, tuple]:
@@ -456,7 +470,7 @@ class SimBridge(Node):
             return SkillSet(self.sim, noise=self.noise, seed=seed)
         from homiebot.skills.physical import PhysicalSkillSet
 
-        skills = PhysicalSkillSet(self.sim, noise=self.noise, seed=seed)
+        skills = PhysicalSkillSet(self.sim, noise=self.noise, seed=seed, articulation=self.articulation)
         self.sim.use_physical_arm()  # type: ignore[attr-defined]  # MujocoSimulator (checked by _skills_mode)
         return skills
 
