@@ -50,8 +50,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from homiebot.sim.mujoco.skill_observation import FPS, GO_TO_CAMERAS, base_qpos, goal_in_base, head_at
-from homiebot.skills.learned import SkillPolicy, SkillPolicyError
-from homiebot.skills.learned_skill import ExecutionLog, check_skill_model, slot_name
+from homiebot.skills.learned import SkillPolicyError
+from homiebot.skills.learned_skill import ExecutionLog, slot_name, slot_policy
 from homiebot.types import Action, EntityKind, Pose2D, SkillResult, SkillStatus, WorldState
 
 if TYPE_CHECKING:
@@ -90,13 +90,7 @@ class LearnedGoTo:
     def __init__(self, slot: str, folder: str | Path | None, *, step_budget: int = GO_TO_STEP_BUDGET, threads: int = 1,
                  policy: Any = None) -> None:
         self.slot = slot_name(slot)
-        if policy is None:
-            assert folder is not None, "a policy folder, or a policy"
-            self.inputs = check_skill_model(self.slot, folder)
-            policy = SkillPolicy(folder, threads=threads)
-        else:  # anything with SkillPolicy's inputs, reset() and act() (a replay of recorded actions in the tests)
-            self.inputs = policy.inputs
-        self.policy = policy
+        self.inputs, self.policy = slot_policy(self.slot, folder, threads=threads, policy=policy)
         self.step_budget = step_budget
         self.size = next(iter(self.inputs.images.values()))[1]
         self.cameras = tuple(c for c in GO_TO_CAMERAS if c in self.inputs.images)

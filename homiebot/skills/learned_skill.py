@@ -182,6 +182,18 @@ def check_skill_models(models: Mapping[str, str]) -> dict[str, PolicyInputs]:
     return checked
 
 
+def slot_policy(slot: str, folder: str | Path | None, *, threads: int = 1,
+                policy: Any = None) -> tuple[PolicyInputs, Any]:
+    """The inputs and the loaded policy of a learned skill in ``slot``: the folder checked for the slot
+    (:func:`check_skill_model`) and loaded, or ``policy`` as given (anything with SkillPolicy's ``inputs``, ``reset()``
+    and ``act()``: a replay of recorded actions in the tests)."""
+    if policy is not None:
+        return policy.inputs, policy
+    assert folder is not None, "a policy folder, or a policy"
+    inputs = check_skill_model(slot, folder)
+    return inputs, SkillPolicy(folder, threads=threads)
+
+
 @dataclass
 class ExecutionLog:
     """What one learned execution did (for tests, benchmarks and the log line)."""
@@ -202,13 +214,7 @@ class LearnedArmSkill:
     def __init__(self, slot: str, folder: str | Path | None, *, step_budget: int = STEP_BUDGET, threads: int = 1,
                  policy: Any = None) -> None:
         self.slot = slot_name(slot)
-        if policy is None:
-            assert folder is not None, "a policy folder, or a policy"
-            self.inputs = check_skill_model(self.slot, folder)
-            policy = SkillPolicy(folder, threads=threads)
-        else:  # anything with SkillPolicy's inputs, reset() and act() (a replay of recorded actions in the tests)
-            self.inputs = policy.inputs
-        self.policy = policy
+        self.inputs, self.policy = slot_policy(self.slot, folder, threads=threads, policy=policy)
         self.step_budget = step_budget
         self.size = next(iter(self.inputs.images.values()))[1]
         self.cameras = tuple(c for c in ARM_CAMERAS if c in self.inputs.images)

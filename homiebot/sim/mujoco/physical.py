@@ -499,6 +499,20 @@ class PhysicalDriver:
         #: observer must not change ``data``.
         self.step_observers: list[Callable[[mujoco.MjModel, mujoco.MjData], None]] = []
 
+    @contextmanager
+    def every_handle_holdable(self) -> Iterator[None]:
+        """For the goals run inside: every interactive door and drawer of the scene may be held by its handle and
+        moves under physics (:attr:`articulating` widened, then narrowed back), as a robot's gripper closes on
+        whatever handle it meets. The in-process Open and Close name the piece they move; a skill through the ROS
+        graph's standard interfaces cannot (sim_bridge's trajectory and gripper servers)."""
+        before = set(self.articulating)
+        self.articulating.update(f.name for f in self._sim.scene_spec().furniture
+                                 if f.articulation is not None and f.interactive)
+        try:
+            yield
+        finally:
+            self.articulating.intersection_update(before)
+
     # ------------------------------------------------------------------ set-up
 
     def _bind(self) -> tuple[mujoco.MjModel, mujoco.MjData]:

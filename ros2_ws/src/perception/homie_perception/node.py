@@ -148,9 +148,7 @@ class PerceptionNode(Node):
             model.observe(convert.observation_from_msg(msg), state)
             export = model.graph.to_export()
         seconds = convert.time_seconds(msg.header.stamp)
-        self._graph_pub.publish(convert.world_graph_to_msg(export, seconds))
-        if self._markers_pub.get_subscription_count() > 0:
-            self._markers_pub.publish(convert.world_graph_markers(export, seconds))
+        self._publish_graph(export, seconds)
 
     def _on_look(self, msg: MultiView) -> None:
         """A look (module docstring): its objects fused unless views of its time were, the graph published either
@@ -168,9 +166,7 @@ class PerceptionNode(Node):
         if added:
             what = "head view" if len(msg.views) == 1 else "look"
             self.get_logger().info(f"{what} at t={seconds:.2f} s: {len(added)} object node(s) fused")
-        self._graph_pub.publish(convert.world_graph_to_msg(export, seconds))
-        if self._markers_pub.get_subscription_count() > 0:
-            self._markers_pub.publish(convert.world_graph_markers(export, seconds))
+        self._publish_graph(export, seconds)
 
     def _on_perceive(self, request: PerceiveWorld.Request, response: PerceiveWorld.Response) -> PerceiveWorld.Response:
         """The robot-side state with the objects as perception knows them (the physical skills' world through
@@ -178,11 +174,11 @@ class PerceptionNode(Node):
         state = convert.world_state_from_msg(request.state)
         with self._lock:
             model = self._model
-            if model is None or self._spec is None or self._spec.name != state.scene:
-                response.ok = False
-                response.error = (f"perception has no world graph of scene {state.scene!r} yet "
-                                  f"(it has {self._spec.name if self._spec else 'no scene'})")
+            error = self._no_graph_of(state.scene)
+            if error:
+                response.ok, response.error = False, error
                 return response
+            assert model is not None  # a graph of the scene (above)
             perceived = model.perceived_state(state)
         response.ok = True
         response.state = convert.world_state_to_msg(perceived, convert.time_seconds(request.state.header.stamp))
@@ -196,11 +192,11 @@ class PerceptionNode(Node):
         released = convert.released_at_from_msg(request.has_released_at, request.released_at)
         with self._lock:
             model = self._model
-            if model is None or self._spec is None or self._spec.name != state.scene:
-                response.applied = False
-                response.error = (f"perception has no world graph of scene {state.scene!r} yet "
-                                  f"(it has {self._spec.name if self._spec else 'no scene'})")
+            error = self._no_graph_of(state.scene)
+            if error:
+                response.applied, response.error = False, error
                 return response
+            assert model is not None  # a graph of the scene (above)
             response.applied = True
             if int(request.round_index) <= self._applied_round:  # asked again after a lost answer: applied once
                 return response
@@ -247,6 +243,13 @@ class PerceptionNode(Node):
             seconds = self._graph_seconds()
         if export is not None:
             self._publish_graph(export, seconds)
+
+    def _no_graph_of(self, scene: str) -> str:
+        """Why perception cannot answer for ``scene`` (called holding the lock), or "" when its graph is that
+        scene's."""
+        if self._model is not None and self._spec is not None and self._spec.name == scene:
+            return ""
+        return f"perception has no world graph of scene {scene!r} yet (it has {self._spec.name if self._spec else 'no scene'})"
 
     def _graph_seconds(self) -> float:
         """The stamp of a graph an action changed: the time of the newest views fused (called holding the lock). Not

@@ -481,21 +481,15 @@ class SimBridge(Node):
         return driver
 
     def _any_handle(self, driver: RobotDriver, goal: Callable[[], T]) -> T:
-        """Run an arm or gripper goal of the standard interfaces with every door and drawer of the scene holdable, as
-        a robot's gripper closes on whatever handle it meets (module docstring, "Physical mode"): the physical
-        driver's ``articulating`` (the pieces its fingers may hold and whose joints physics moves) widened for the
-        goal. The in-process Open and Close name only the piece they move; through the graph the skill's client says
-        nothing of the door, so the robot's side cannot be told."""
-        moving = getattr(driver, "articulating", None)
-        if not isinstance(moving, set):
+        """Run an arm or gripper goal of the standard interfaces with every door and drawer of the scene holdable
+        (module docstring, "Physical mode"; :meth:`PhysicalDriver.every_handle_holdable`): through the graph the
+        skill's client says nothing of the door, so the robot's side cannot be told which one moves."""
+        from homiebot.sim.mujoco.physical import PhysicalDriver
+
+        if not isinstance(driver, PhysicalDriver):
             return goal()
-        spec = self.sim.scene_spec()
-        before = set(moving)
-        moving.update(f.name for f in spec.furniture if f.articulation is not None and f.interactive)
-        try:
+        with driver.every_handle_holdable():
             return goal()
-        finally:
-            moving.intersection_update(before)
 
     # ------------------------------------------------------------------------------------ simulator calls
 
