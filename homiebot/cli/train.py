@@ -40,7 +40,7 @@ class _Piece:
 
 def _train(
     stage: Literal["sft", "dpo"],
-    data: Path,
+    data: list[Path],
     model: Path,
     out: Path,
     preset: str,
@@ -76,7 +76,8 @@ def _train(
             val_limit=piece.val_limit,
             sft_weight=piece.sft_weight,
         )
-        check_data(data)
+        for one in data:
+            check_data(one)
         if piece.val is not None:
             check_data(piece.val)
         result = train(
@@ -114,7 +115,12 @@ def register(app: typer.Typer) -> None:
     )
     app.add_typer(train_app, name="train")
 
-    data_option = typer.Option(..., "--data", help="A data set folder from homie data build (or its parquet file).")
+    data_option = typer.Option(
+        ...,
+        "--data",
+        help="A data set folder from homie data build or homie data corrections (or its parquet file); repeatable: "
+        "the sets are concatenated (one form: episodes or single rounds).",
+    )
     model_option = typer.Option(..., "--model", help="A transformers model folder (homie train base writes one).")
     out_option = typer.Option(..., "--out", "-o", help="Output folder: the adapter, checkpoints/, training.json.")
     preset_option = typer.Option(
@@ -149,7 +155,7 @@ def register(app: typer.Typer) -> None:
 
     @train_app.command("sft")
     def sft_command(
-        data: Path = data_option,
+        data: list[Path] = data_option,
         model: Path = model_option,
         out: Path = out_option,
         preset: str = preset_option,
@@ -209,7 +215,7 @@ def register(app: typer.Typer) -> None:
 
     @train_app.command("dpo")
     def dpo_command(
-        data: Path = data_option,
+        data: list[Path] = data_option,
         model: Path = model_option,
         out: Path = out_option,
         preset: str = preset_option,

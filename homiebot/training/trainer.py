@@ -42,6 +42,7 @@ from __future__ import annotations
 import json
 import logging
 import time
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
@@ -334,9 +335,26 @@ def _data_file(data: Path) -> Path:
     return path
 
 
-def load_rows(data: Path, stage: Stage) -> Any:
+def load_rows(data: Path | Sequence[Path], stage: Stage) -> Any:
     """The data set of ``homie data build`` as a ``datasets.Dataset`` with only the columns the stage trains on
-    (text models: the images column is left out)."""
+    (text models: the images column is left out). Several data sets (e.g. DAgger's corrections from noisy and
+    noiseless play) are concatenated in the order given; they must be of one form (episodes or single rounds)."""
+    from datasets import concatenate_datasets
+
+    paths = [data] if isinstance(data, (str, Path)) else list(data)
+    if not paths:
+        raise TrainingError("no data set given")
+    parts = [_load_one(Path(p), stage) for p in paths]
+    forms = {tuple(part.column_names) for part in parts}
+    if len(forms) > 1:
+        raise TrainingError(
+            f"{', '.join(str(p) for p in paths)}: the data sets are of different forms ({' / '.join(sorted(map(str, forms)))}); "
+            "give episode sets (homie data build sft --episodes, homie data corrections) or round sets, not both"
+        )
+    return parts[0] if len(parts) == 1 else concatenate_datasets(parts)
+
+
+def _load_one(data: Path, stage: Stage) -> Any:
     from datasets import load_dataset
 
     path = _data_file(data)
@@ -428,7 +446,7 @@ def _peft_config(preset: Preset) -> Any:
 
 def train(
     stage: Stage,
-    data: str | Path,
+    data: str | Path | Sequence[str | Path],
     model: str | Path,
     out: str | Path,
     preset: Preset,
@@ -485,13 +503,14 @@ def train(
     if stop is not None and stop.max_memory_gb is not None and stop.max_memory_gb <= 0:
         raise TrainingError(f"--max-memory must be more than 0 GB, got {stop.max_memory_gb}")
     target = _check_out(Path(out), resume)
-    dataset = load_rows(Path(data), stage)
+    sources = (str(data),) if isinstance(data, (str, Path)) else tuple(str(d) for d in data)
+    dataset = load_rows([Path(d) for d in sources], stage)
     if len(dataset) == 0:
-        raise TrainingError(f"{data}: the data set is empty")
+        raise TrainingError(f"{', '.join(sources)}: the data set is empty")
     if val_data is not None:
         load_rows(Path(val_data), "sft")  # refused here, before any process starts
     _check_model_folder(model)
-    job = _Job(stage, str(data), str(model), str(target), preset, max_steps, resume, ref_model, progress,
+    job = _Job(stage, sources, str(model), str(target), preset, max_steps, resume, ref_model, progress,
                None if val_data is None else str(val_data), stop or StopRule(),
                None if init_adapter is None else str(Path(init_adapter).expanduser().absolute()))
     first_step = _checkpoint_step(target) if resume else 0
@@ -545,7 +564,7 @@ class _Job:
     """One training run's arguments, as handed to each process."""
 
     stage: Stage
-    data: str
+    data: tuple[str, ...]  # one data set or several, concatenated in this order
     model: str
     out: str
     preset: Preset
@@ -789,7 +808,7 @@ def _run(job: _Job, trl_version: str) -> TrainResult:
 
     stage, preset, target = job.stage, job.preset, Path(job.out)
     log.info(apply_allocator_settings())  # before the model's buffers exist (homiebot/training/allocator.py)
-    dataset = load_rows(Path(job.data), stage)
+    dataset = load_rows([Path(d) for d in job.data], stage)
     network, tokenizer = _load_model(job.model, preset)
     peft_config = _peft_config(preset)
     if job.init_adapter is not None:
@@ -809,7 +828,7 @@ def _run(job: _Job, trl_version: str) -> TrainResult:
         processed, _, dropped = tokenized_sft(dataset, tokenizer, preset.max_length)
         if len(processed) == 0:
             raise TrainingError(
-                f"no sample of {job.data} fits in max_length={preset.max_length} tokens with an answer; "
+                f"no sample of {', '.join(job.data)} fits in max_length={preset.max_length} tokens with an answer; "
                 "raise --max-length or drop the system turn"
             )
         sft_config = trl.SFTConfig(**args, completion_only_loss=True, packing=False)
@@ -846,7 +865,7 @@ def _run(job: _Job, trl_version: str) -> TrainResult:
         dropped = len(dataset) - kept
     if kept == 0:
         raise TrainingError(
-            f"no sample of {job.data} fits in max_length={preset.max_length} tokens with its answer "
+            f"no sample of {', '.join(job.data)} fits in max_length={preset.max_length} tokens with its answer "
             "(trl drops samples whose answer is cut off); raise --max-length or drop the system turn"
         )
     if dropped and main:
@@ -898,7 +917,7 @@ def _run(job: _Job, trl_version: str) -> TrainResult:
     record = {
         "stage": stage,
         "preset": asdict(preset),
-        "data": job.data,
+        "data": job.data[0] if len(job.data) == 1 else list(job.data),
         "val_data": job.val_data,
         "model": job.model,
         "ref_model": None if job.ref_model is None else str(job.ref_model),

@@ -263,3 +263,30 @@ def test_offline_scores_on_held_out_data(setup):
     }
     with pytest.raises(TrainingError, match="give an SFT data set"):
         evaluate_offline(root / "model")
+
+
+def test_several_data_sets_train_as_one_and_mixed_forms_are_refused(setup, tmp_path):
+    """``homie train sft --data A --data B``: the sets are concatenated (DAgger's noisy and noiseless corrections);
+    an episode set beside a single-round set is refused in one line before a model loads."""
+    from typer.testing import CliRunner
+
+    from homiebot.cli import build_app
+    from homiebot.training.trainer import load_rows
+
+    root = setup
+    one = load_rows(root / "sft", "sft")
+    both = load_rows([root / "sft", root / "sft"], "sft")
+    assert len(both) == 2 * len(one) and both.column_names == one.column_names
+    args = ["train", "sft", "--data", str(root / "sft"), "--data", str(root / "sft"), "--model", str(root / "model")]
+    result = CliRunner().invoke(build_app(), [*args, "--out", str(tmp_path / "o"), "--max-steps", "1"])
+    assert result.exit_code == 0, result.output
+    record = json.loads((tmp_path / "o" / "training.json").read_text())
+    assert record["data"] == [str(root / "sft"), str(root / "sft")] and record["samples"] == len(both)
+
+    chat = [{"role": "user", "content": "task"}, {"role": "assistant", "content": "[End]"}]
+    write_dataset([{"id": "ep-0", "messages": chat, "answer_loss": [True]}], tmp_path / "ep" / DATA_FILE)
+    with pytest.raises(TrainingError, match="different forms"):
+        load_rows([root / "sft", tmp_path / "ep"], "sft")
+    mixed = CliRunner().invoke(build_app(), [*args[:4], "--data", str(tmp_path / "ep"), *args[6:], "--out", str(tmp_path / "m")])
+    assert mixed.exit_code != 0 and "different forms" in mixed.output
+    assert not (tmp_path / "m").exists() or not any((tmp_path / "m").iterdir())
