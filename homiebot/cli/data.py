@@ -326,6 +326,15 @@ def register(app: typer.Typer) -> None:
         video: bool = typer.Option(
             False, "--video/--no-video", help="Store the cameras as MP4 video (AV1) instead of PNG images (the default)."
         ),
+        cameras: str = typer.Option(
+            None, "--cameras",
+            help="The arm skills' cameras, comma-separated: head, wrist (default both), e.g. --cameras wrist.",
+        ),
+        mark_target: bool = typer.Option(
+            False, "--mark-target/--no-mark-target",
+            help="Tint the skill's target in each camera's image (from the simulator's segmentation; the images are "
+                 "then <camera>_marked).",
+        ),
     ) -> None:
         """Run a physical skill over varied placements, objects and scenes; write a LeRobot data set (one episode per
         execution: camera images, joint states, joint targets, task text, success; failures marked)."""
@@ -335,6 +344,7 @@ def register(app: typer.Typer) -> None:
             SkillDataError,
             check_out,
             first_seed_of,
+            image_names,
             record_skill_dataset,
             require_lerobot,
             seed_problem,
@@ -346,6 +356,11 @@ def register(app: typer.Typer) -> None:
             fail(f"--count must be positive, got {episodes}")
         try:
             first_seed_of(split)
+        except SkillDataError as err:
+            fail(str(err))
+        chosen = None if cameras is None else tuple(c.strip() for c in cameras.split(",") if c.strip())
+        try:
+            image_names(skill, chosen, mark_target)
         except SkillDataError as err:
             fail(str(err))
         problem = seed_problem(first_seed, split) if first_seed is not None else None
@@ -371,7 +386,7 @@ def register(app: typer.Typer) -> None:
 
         try:
             summary = record_skill_dataset(skill, episodes, out, split=split, first_seed=first_seed, size=size,
-                                           video=video, progress=progress)
+                                           video=video, progress=progress, cameras=chosen, mark_target=mark_target)
         except SkillDataError as err:
             fail(str(err))
         for line in summary.lines():

@@ -175,11 +175,13 @@ def _serves_human(graph: Any) -> bool:
 def _policy_image_size(models: dict[str, str]) -> int:
     """The side of the images the ``--skill-model`` policies take (one size: the bridge renders the skill cameras once),
     each folder checked as ``homie run`` checks it; 0 without any."""
-    from homiebot.skills.learned_skill import check_skill_model
+    from homiebot.skills.learned_skill import check_graph_serves, check_skill_model
     from homiebot.skills.skillset import NAVIGATION_MODELS
 
     sizes = {slot: next(iter(check_skill_model(slot, folder).images.values()))[1] for slot, folder in models.items()}
-    for slot in models:
+    for slot, folder in models.items():
+        if slot not in NAVIGATION_MODELS:
+            check_graph_serves(slot, folder)  # no image with the target marked: the bridge publishes plain cameras
         if slot in NAVIGATION_MODELS:
             raise ValueError(f"--skill-model {slot}: a Go to policy is served in process (homie run, homie eval); "
                              f"serving it through the ROS 2 graph (a policy node on /cmd_vel) is not yet implemented")

@@ -6,7 +6,10 @@ time while the arm moves under physics, and written with LeRobot's own writer (`
 ``add_frame``, ``save_episode``, ``finalize``): nothing of the format is written here. Per frame:
 
 * ``observation.images.head`` and ``observation.images.wrist``: the robot's head camera and a camera on its gripper
-  (:mod:`homiebot.sim.mujoco.skill_cameras`), ``size`` x ``size`` RGB;
+  (:mod:`homiebot.sim.mujoco.skill_cameras`), ``size`` x ``size`` RGB; or those of ``cameras`` only (``--cameras
+  wrist``); with ``mark_target`` (``--mark-target``) each as ``observation.images.<camera>_marked`` instead, the skill's
+  target tinted in the image (from the simulator's segmentation of it: skill_cameras, "The target marked"), and the
+  share of frames in which the target was in view in each (``target_visible``) in the episode's metadata;
 * ``observation.state``: the joints' positions, :data:`JOINTS` (torso lift, the seven arm joints, the two fingers);
 * ``observation.environment_state``: which thing the skill is for, as a robot knows it before it reaches: the
   target's box (centre and size, :data:`TARGET_STATE`) in the base's frame at that frame, from where the world graph
@@ -87,6 +90,7 @@ from homiebot.sim.mujoco import robot as robot_model
 from homiebot.sim.mujoco.skill_observation import (
     BASE_VELOCITY,
     FPS,
+    GO_TO_CAMERAS,
     GOAL_STATE,
     JOINTS,
     TARGET_STATE,
@@ -185,13 +189,32 @@ def emmoe_code(action: Action, result: SkillResult) -> ErrorCode:
     return ErrorCode.E1
 
 
-def features(size: int, video: bool, skill: str = "pick") -> dict[str, dict[str, Any]]:
-    """The data set's features (LeRobot's ``features`` argument): the arm's for Pick, Open and Close, the base's for
-    Go to (module docstring)."""
-    from homiebot.sim.mujoco.skill_cameras import CAMERAS
+def image_names(skill: str, cameras: Sequence[str] | None = None, mark_target: bool = False) -> tuple[str, ...]:
+    """The images a ``skill`` data set holds: Go to's head and goal cameras; for the arm's skills ``cameras`` (of
+    :data:`~homiebot.sim.mujoco.skill_cameras.CAMERAS`, in that order; None: all), each ``<camera>_marked`` with
+    ``mark_target`` (module docstring). :class:`SkillDataError` for a choice that is not there."""
+    from homiebot.sim.mujoco.skill_cameras import CAMERAS, marked
 
+    if skill == "go_to":
+        if cameras is not None or mark_target:
+            raise SkillDataError("--cameras and --mark-target are the arm skills' (pick, open, close); go_to records "
+                                 "the head camera and the goal image")
+        return GO_TO_CAMERAS
+    chosen = CAMERAS if cameras is None else tuple(cameras)
+    unknown = [c for c in chosen if c not in CAMERAS]
+    if unknown or not chosen or len(set(chosen)) != len(chosen):
+        raise SkillDataError(f"--cameras {','.join(chosen) or '(none)'}: give one or more of {', '.join(CAMERAS)}, "
+                             f"each once")
+    ordered = tuple(c for c in CAMERAS if c in chosen)
+    return tuple(marked(c) for c in ordered) if mark_target else ordered
+
+
+def features(size: int, video: bool, skill: str = "pick",
+             cameras: Sequence[str] | None = None) -> dict[str, dict[str, Any]]:
+    """The data set's features (LeRobot's ``features`` argument): the arm's for Pick, Open and Close, the base's for
+    Go to (module docstring); ``cameras``: the images' names (:func:`image_names`; None: the skill's default)."""
     visual = "video" if video else "image"
-    cameras = ("head", "goal") if skill == "go_to" else CAMERAS
+    cameras = image_names(skill) if cameras is None else tuple(cameras)
     state, action = (GOAL_STATE, BASE_VELOCITY) if skill == "go_to" else (JOINTS, JOINTS)
     spec: dict[str, dict[str, Any]] = {
         f"observation.images.{cam}": {"dtype": visual, "shape": (size, size, 3), "names": ["height", "width", "channels"]}
@@ -242,6 +265,8 @@ class EpisodeRecord:
     base_moved: bool = False
     base_jumps: list[int] = field(default_factory=list)
     frames: int = 0
+    #: Per marked image, the share of the frames in which some pixel is the target's (module docstring).
+    target_visible: dict[str, float] = field(default_factory=dict)
     sim_seconds: float = 0.0
     wall_seconds: float = 0.0
     episode_index: int | None = None  # None: skipped
@@ -252,10 +277,17 @@ class _FrameRecorder:
     """A PhysicalDriver step observer: every ``every`` physics steps, one frame (the cameras, the joints, the target's
     box and the commands: :class:`~homiebot.sim.mujoco.skill_observation.SkillObservation`)."""
 
-    def __init__(self, cameras: Any, model: Any, every: int) -> None:
+    def __init__(self, cameras: Any, model: Any, every: int, names: tuple[str, ...] | None = None) -> None:
         import mujoco
 
+        from homiebot.sim.mujoco.skill_cameras import CAMERAS
+
         self.cameras = cameras
+        self.names = CAMERAS if names is None else names  # the images of a frame (image_names)
+        self.model = model
+        self._marks: frozenset[int] | None = None
+        #: Per marked image, the frames in which the target was in view.
+        self.visible: dict[str, int] = {}
         self.observation = SkillObservation(cameras, model)
         self.every = every
         self.active = False
@@ -268,10 +300,17 @@ class _FrameRecorder:
         self._last_base: np.ndarray | None = None
         self._target: tuple[tuple[float, float, float], tuple[float, float, float]] | None = None
 
-    def start(self, target_box: tuple[tuple[float, float, float], tuple[float, float, float]]) -> None:
-        """Record from now on; ``target_box``: the target's box (world frame) when the skill starts."""
+    def start(self, target_box: tuple[tuple[float, float, float], tuple[float, float, float]],
+              target: str | None = None) -> None:
+        """Record from now on; ``target_box``: the target's box (world frame) when the skill starts; ``target``: its
+        name, whose geoms a marked image tints."""
+        from homiebot.sim.mujoco.skill_cameras import object_geoms, unmarked
+
         self.active, self.steps, self.frames, self.base_jumps, self._last_base = True, 0, [], [], None
         self._target = target_box
+        marking = [n for n in self.names if unmarked(n)[1]]
+        self._marks = object_geoms(self.model, target) if marking and target is not None else None
+        self.visible = dict.fromkeys(marking, 0)
 
     def __call__(self, model: Any, data: Any) -> None:
         if not self.active:
@@ -282,7 +321,10 @@ class _FrameRecorder:
                                                 or abs(math.remainder(base[2] - self._last_base[2], 2 * math.pi)) > 0.01):
                 self.base_jumps.append(len(self.frames))
             self._last_base = base
-            frame = self.observation.observe(data, self._target)
+            frame = self.observation.observe(data, self._target, self.names, self._marks)
+            for name, pixels in self.cameras.target_pixels.items():
+                if name in self.visible and pixels > 0:
+                    self.visible[name] += 1
             if self._target is None:
                 frame[ENV_STATE] = np.zeros(len(TARGET_STATE), np.float32)
             frame["action"] = self.observation.command(data)
@@ -339,9 +381,11 @@ def _spec_with(spec: Any, piece: str, is_open: bool) -> Any:
 class SkillEpisodes:
     """Plans, sets up and runs one skill's episodes on one simulator (no LeRobot here: the writer is the caller's)."""
 
-    def __init__(self, skill: str, size: int = DEFAULT_SIZE) -> None:
+    def __init__(self, skill: str, size: int = DEFAULT_SIZE, images: tuple[str, ...] | None = None) -> None:
+        """``images``: the arm skills' image names (:func:`image_names`; None: both cameras, plain)."""
         if skill not in SKILLS:
             raise SkillDataError(f"unknown skill {skill!r}; use one of {', '.join(SKILLS)}")
+        self.images = image_names(skill) if images is None else images
         from homiebot.sim.mujoco.backend import MujocoSimulator
         from homiebot.tasks.suite import load_suite
 
@@ -460,7 +504,7 @@ class SkillEpisodes:
         recorder = self._bind_cameras(skills)
         sim_start = self.sim.sim_time
         box = self.sim.state().entities[plan.target]
-        recorder.start((box.bbox_min, box.bbox_max))
+        recorder.start((box.bbox_min, box.bbox_max), plan.target)
         try:
             result = skills.run(self.action, "oracle", plan.target)
         except mujoco.FatalError as err:  # the simulator gave up mid-skill: this seed is lost, the next resets it
@@ -477,6 +521,7 @@ class SkillEpisodes:
         record.success = result.success and self._holds(plan)
         record.emmoe_code = emmoe_code(self.action, result).value
         record.frames = len(recorder.frames)
+        record.target_visible = {n: round(k / max(1, len(recorder.frames)), 3) for n, k in recorder.visible.items()}
         record.base_jumps = list(recorder.base_jumps)
         record.sim_seconds = round(self.sim.sim_time - sim_start, 3)
         record.wall_seconds = round(time.perf_counter() - started, 3)
@@ -570,7 +615,8 @@ class SkillEpisodes:
                 self._cameras.close()
             self._cameras = SkillCameras(model, self.size)
             self._model = model
-            self._recorder = _FrameRecorder(self._cameras, model, physics_steps_per_frame(model))
+            self._recorder = _FrameRecorder(self._cameras, model, physics_steps_per_frame(model),
+                                            None if self.skill == "go_to" else self.images)
 
     def _holds(self, plan: EpisodePlan) -> bool:
         """The outcome as the world says it (the skill's own verdict is checked against it)."""
@@ -684,6 +730,13 @@ class Summary:
         if ran:
             lines.append(f"the scripted skill succeeded on {ok} of {len(done) + len(ran)} seeds it ran on "
                          f"({100.0 * ok / (len(done) + len(ran)):.1f} %; {len(ran)} ended before the arm moved, not recorded)")
+        seen: dict[str, list[float]] = {}
+        for r in done:
+            for name, share in r.target_visible.items():
+                seen.setdefault(name, []).append(share * r.frames)
+        if seen and frames:
+            lines.append("the target in view: " + ", ".join(
+                f"{name} in {100.0 * sum(v) / frames:.1f} % of the frames" for name, v in seen.items()))
         codes: dict[str, int] = {}
         for r in done:
             if not r.success:
@@ -712,12 +765,16 @@ def record_skill_dataset(
     size: int = DEFAULT_SIZE,
     video: bool = False,
     progress: Callable[[EpisodeRecord], None] | None = None,
+    cameras: Sequence[str] | None = None,
+    mark_target: bool = False,
 ) -> Summary:
     """Record ``episodes`` episodes of ``skill`` from ``split``'s seeds (from ``first_seed``, default the split's
     first) into a new LeRobot data set at ``out`` (module docstring). ``video``: MP4 (LeRobot's default, AV1) instead of
-    PNG images in the parquet files. ``progress`` is called with each seed's record (skipped ones too)."""
+    PNG images in the parquet files. ``progress`` is called with each seed's record (skipped ones too). ``cameras``
+    and ``mark_target``: the arm skills' images (:func:`image_names`)."""
     if skill not in SKILLS:
         raise SkillDataError(f"unknown skill {skill!r}; use one of {', '.join(SKILLS)}")
+    images = image_names(skill, cameras, mark_target)
     if episodes <= 0:
         raise SkillDataError(f"--count must be positive, not {episodes}")
     if size <= 0 or size > 256:
@@ -745,7 +802,7 @@ def record_skill_dataset(
     chatty.setLevel(max(level, logging.WARNING))
     try:
         with SuppressProgressBars():
-            _record(LeRobotDataset, summary, root, skill, episodes, split, seed, size, video, progress)
+            _record(LeRobotDataset, summary, root, skill, episodes, split, seed, size, video, progress, images)
         if target.exists():
             target.rmdir()  # empty (check_out)
         os.replace(root, target)
@@ -762,12 +819,14 @@ def record_skill_dataset(
 
 
 def _record(LeRobotDataset: Any, summary: Summary, root: Path, skill: str, episodes: int, split: str, seed: int,
-            size: int, video: bool, progress: Callable[[EpisodeRecord], None] | None) -> None:
+            size: int, video: bool, progress: Callable[[EpisodeRecord], None] | None,
+            names: tuple[str, ...] | None = None) -> None:
     # video_backend: how this handle would decode; PyAV, which LeRobot also encodes with (torchcodec, its other
     # choice, needs an FFmpeg this Debian does not have, and its probe prints a traceback).
-    dataset = LeRobotDataset.create(repo_id=f"homiebot/{skill}", fps=FPS, features=features(size, video, skill), root=root,
-                                    robot_type=ROBOT_TYPE, use_videos=video, video_backend="pyav")
-    runner = SkillEpisodes(skill, size)
+    names = image_names(skill) if names is None else names
+    dataset = LeRobotDataset.create(repo_id=f"homiebot/{skill}", fps=FPS, features=features(size, video, skill, names),
+                                    root=root, robot_type=ROBOT_TYPE, use_videos=video, video_backend="pyav")
+    runner = SkillEpisodes(skill, size, names)
     try:
         budget = SEED_BUDGET * episodes + 10
         tried = 0

@@ -29,6 +29,13 @@ tucked through the trajectory controller, as before a scripted Pick):
   trajectory's, the two fingers' as the gripper's commanded gap);
 * it stops on success, when the step budget is spent, or when the arm is blocked.
 
+**What the policy is fed** is read from its folder's ``config.json`` (its input features), never assumed: the
+images it names, each a camera plain (``head``, ``wrist``) or with the target marked (``head_marked``,
+``wrist_marked``: the target's pixels tinted from the simulator's segmentation of it, as ``homie data skills
+--mark-target`` records them; homiebot/sim/mujoco/skill_cameras.py), at its size; the joint state; the target's box
+where it takes one. Images of other names, or of several sizes, are refused in one line. The ROS 2 graph's policy node
+serves plain cameras only (:func:`check_graph_serves`): the bridge publishes no target mask.
+
 **Outcome, from the physics, never from the policy.** Success is what the scripted Pick's is: the target held by the
 grasp helper (which holds an object only while both fingers touch it) and lifted :data:`LIFT_M` above where it
 stood; the arm is then brought back to the tuck by the scripted skills' checked motion, and the object must still be
@@ -48,6 +55,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
+from homiebot.sim.mujoco.skill_cameras import IMAGE_NAMES, unmarked
 from homiebot.sim.mujoco.skill_observation import (
     BASE_VELOCITY,
     FPS,
@@ -114,13 +122,31 @@ def check_skill_model(slot: str, folder: str | Path) -> PolicyInputs:
                 if inputs.action_size == len(BASE_VELOCITY) else "")
         raise LearnedSkillError(f"{where}: the policy outputs {inputs.action_size} values{base}; an arm skill's action is "
                                 f"the {len(JOINTS)} joints' targets ({', '.join(JOINTS)})")
-    _check_images(where, inputs, ARM_CAMERAS, "the arm skills'")
+    _check_images(where, inputs, IMAGE_NAMES, "the arm skills'")
     if inputs.state_size is not None and inputs.state_size != len(JOINTS):
         raise LearnedSkillError(f"{where}: the policy takes a state of {inputs.state_size} values; the arm skills' "
                                 f"is the {len(JOINTS)} joints' positions")
     if inputs.env_state_size is not None and inputs.env_state_size != len(TARGET_STATE):
         raise LearnedSkillError(f"{where}: the policy takes an environment state of {inputs.env_state_size} values; "
                                 f"the arm skills' is the target's box ({len(TARGET_STATE)} values)")
+    return inputs
+
+
+def marked_images(inputs: PolicyInputs) -> tuple[str, ...]:
+    """The images of the policy with the target marked in them (``wrist_marked``; module docstring)."""
+    return tuple(name for name in inputs.images if unmarked(name)[1])
+
+
+def check_graph_serves(slot: str, folder: str | Path) -> PolicyInputs:
+    """:func:`check_skill_model`, and refuse a policy the ROS 2 graph's policy node cannot feed: one that takes an image
+    with the target marked (the sim bridge publishes the skill cameras' plain images; a target mask from perception is
+    not wired to them)."""
+    inputs = check_skill_model(slot, folder)
+    marks = marked_images(inputs)
+    if marks:
+        raise LearnedSkillError(f"--skill-model {slot_name(slot)}={folder}: the policy takes {', '.join(marks)} (the "
+                                f"target marked in the image); the ROS 2 graph publishes plain skill cameras only: "
+                                f"serve it in process (homie run, homie eval)")
     return inputs
 
 
@@ -217,7 +243,9 @@ class LearnedArmSkill:
         self.inputs, self.policy = slot_policy(self.slot, folder, threads=threads, policy=policy)
         self.step_budget = step_budget
         self.size = next(iter(self.inputs.images.values()))[1]
-        self.cameras = tuple(c for c in ARM_CAMERAS if c in self.inputs.images)
+        # The policy's own images (its config.json), in the recorder's order: plain and marked cameras.
+        self.cameras = tuple(c for c in IMAGE_NAMES if c in self.inputs.images)
+        self.marks = bool(marked_images(self.inputs))
         self._model: Any = None
         self._observation: SkillObservation | None = None
         self._moved, self._travelled = "", 0.0  # the current execution's base move before the policy (pick_stance)
@@ -270,6 +298,14 @@ class LearnedArmSkill:
         except Exception as err:  # noqa: BLE001 - a renderer that cannot start is the environment's, said in one line
             return SkillResult(SkillStatus.EXECUTION_FAILED, f"the {self.slot} policy's cameras cannot render: {err}")
         takes_target = self.inputs.env_state_size is not None
+        marks = None
+        if self.marks:
+            from homiebot.sim.mujoco.skill_cameras import object_geoms
+
+            try:
+                marks = object_geoms(compiled.model, obj)
+            except ValueError as err:
+                return SkillResult(SkillStatus.EXECUTION_FAILED, f"the {self.slot} policy's target mark: {err}")
         period = 1.0 / FPS
         self.policy.reset()
         outcome: tuple[str, str] | None = None  # (kind, detail) of a failure; None: success
@@ -280,7 +316,7 @@ class LearnedArmSkill:
                 outcome = ("budget", "")
                 for step in range(self.step_budget):
                     t0 = time.perf_counter()
-                    frame = observer.observe(stream.data, target_box if takes_target else None, self.cameras)
+                    frame = observer.observe(stream.data, target_box if takes_target else None, self.cameras, marks)
                     t1 = time.perf_counter()
                     images = {cam: frame[f"observation.images.{cam}"] for cam in self.cameras}
                     action = self.policy.act(images, frame["observation.state"],
@@ -404,6 +440,7 @@ __all__ = [
     "LearnedSkill",
     "LearnedSkillError",
     "check_go_to_inputs",
+    "check_graph_serves",
     "check_skill_model",
     "check_skill_models",
     "load_learned_skills",

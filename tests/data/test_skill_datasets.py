@@ -86,6 +86,9 @@ def _one_error_line(done, code: int, *words: str) -> None:  # type: ignore[no-un
         (["--skill", "pick", "-n", "1", "--split", "test"], ("unknown split 'test'",)),
         (["--skill", "pick", "-n", "1", "--first-seed", str(EVAL_SEED_BASE)], ("--first-seed: seed 1000000 is an evaluation seed",)),
         (["--skill", "pick", "-n", "1", "--split", "eval", "--first-seed", "3"], ("--first-seed: seed 3 is a training seed",)),
+        (["--skill", "pick", "-n", "1", "--cameras", "front"], ("--cameras front", "head, wrist")),
+        (["--skill", "pick", "-n", "1", "--cameras", "wrist,wrist"], ("--cameras wrist,wrist", "each once")),
+        (["--skill", "go_to", "-n", "1", "--mark-target"], ("the arm skills'", "go_to records")),
     ],
 )
 def test_bad_options_are_refused_before_anything_is_written(tmp_path: Path, args: list[str], words: tuple[str, ...]) -> None:
@@ -286,3 +289,70 @@ def test_a_seed_on_which_the_simulator_stops_is_skipped_and_the_next_one_runs(mo
         assert not second.skipped and second.success and len(frames) == second.frames >= 20
     finally:
         episodes.close()
+
+
+def test_the_recipes_images_are_named_by_camera_and_mark() -> None:
+    from homiebot.data.skill_datasets import features, image_names
+
+    assert image_names("pick") == ("head", "wrist")
+    assert image_names("pick", ["wrist", "head"]) == ("head", "wrist")  # the recorder's order
+    assert image_names("pick", ["wrist"], mark_target=True) == ("wrist_marked",)
+    assert image_names("go_to") == ("head", "goal")
+    spec = features(64, False, "pick", image_names("pick", ["wrist"], True))
+    assert [k for k in spec if k.startswith("observation.images.")] == ["observation.images.wrist_marked"]
+    assert spec["observation.images.wrist_marked"]["shape"] == (64, 64, 3) and ENV_STATE in spec
+
+
+def test_the_marked_image_is_the_plain_one_with_the_targets_pixels_tinted() -> None:
+    """The wrist camera's marked image differs from its plain image exactly at the target's pixels (the segmentation
+    render's), each moved half way to the mark's colour; another object's geoms mark other pixels; a marked image
+    without the target's geoms is refused."""
+    from homiebot.sim.mujoco.skill_cameras import MARK_ALPHA, MARK_RGB, SkillCameras, object_geoms
+
+    episodes = skill_datasets.SkillEpisodes("pick", size=32)
+    try:
+        plan, _spec = episodes.plan(0)
+        compiled, data = episodes.sim.physics_handles()
+        model = compiled.model
+        cameras = SkillCameras(model, 32)
+        try:
+            # The head camera sees the target from the start pose (the wrist camera looks at the counter's edge).
+            skills = PhysicalSkillSet(episodes.sim, seed=0)
+            episodes._start_pose(skills, plan, np.random.default_rng([0, 20261130, 1]))
+            target = object_geoms(model, plan.target)
+            assert target
+            images = cameras.render(data, ("head", "head_marked"), target)
+            assert list(images) == ["head", "head_marked"]
+            changed = np.any(images["head"] != images["head_marked"], axis=2)
+            assert 0 < int(changed.sum()) <= cameras.target_pixels["head_marked"] < 32 * 32 // 4
+            plain = images["head"][changed].astype(float)
+            want = plain * (1 - MARK_ALPHA) + np.array(MARK_RGB, dtype=float) * MARK_ALPHA
+            assert np.abs(images["head_marked"][changed].astype(float) - want).max() <= 1.0
+            assert not np.array_equal(cameras.render(data, ("head_marked",), frozenset())["head_marked"],
+                                      images["head_marked"])  # nothing to mark: the plain image
+            with pytest.raises(ValueError, match="needs the target's geoms"):
+                cameras.render(data, ("wrist_marked",))
+        finally:
+            cameras.close()
+    finally:
+        episodes.close()
+
+
+@pytest.mark.slow
+def test_one_marked_wrist_camera_is_recorded_as_asked_and_read_back(tmp_path: Path) -> None:
+    """``--cameras wrist --mark-target``: the data set holds the one image ``wrist_marked`` at the size asked, beside
+    the joints and the target's box; each episode's metadata says in what share of its frames the target was seen."""
+    LeRobotDataset = _lerobot_dataset()
+    out = tmp_path / "pick"
+    done = _invoke("--skill", "pick", "-n", "1", "--cameras", "wrist", "--size", "32", "--mark-target", "--out", str(out))
+    assert done.exit_code == 0, done.output
+    assert "the target in view: wrist_marked in" in done.stdout
+    record = json.loads((out / EPISODES_FILE).read_text().splitlines()[0])
+    assert set(record["target_visible"]) == {"wrist_marked"} and 0.2 < record["target_visible"]["wrist_marked"] <= 1.0
+    dataset = LeRobotDataset("homiebot/pick", root=out, video_backend="pyav")
+    images = sorted(k for k in dataset.meta.features if k.startswith("observation.images."))
+    assert images == ["observation.images.wrist_marked"]
+    last = dataset[record["frames"] - 1]  # the object in the hand, in the wrist camera's view: tinted
+    rgb = last["observation.images.wrist_marked"].numpy().transpose(1, 2, 0)
+    assert rgb.shape == (32, 32, 3) and tuple(last[ENV_STATE].shape) == (6,)
+    assert np.any((rgb[..., 0] > 0.5) & (rgb[..., 2] > 0.5) & (rgb[..., 1] < 0.5))  # magenta-ish pixels

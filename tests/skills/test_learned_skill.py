@@ -74,6 +74,7 @@ def test_slot_names_match_in_any_case_and_pick_goes_to_the_slots_policy() -> Non
         ("RT-1-X", lambda t: _policy(t / "p", cameras=("head", "goal"), state=3, env=None, action=2),
          ("outputs 2 values", "Go to policy")),
         ("octo", lambda t: _policy(t / "p", cameras=("front",)), ("camera(s) front", "head, wrist")),
+        ("RT-1-X", lambda t: _policy(t / "p", cameras=("wrist_masked",), size=64), ("camera(s) wrist_masked", "wrist_marked")),
         ("RT-1-X", lambda t: _policy(t / "p", state=7), ("state of 7 values",)),
         ("RT-1-X", lambda t: _policy(t / "p", size=300), ("300 pixels a side", "at most 256")),
         ("RT-1-X", lambda t: _policy(t / "p", env=3), ("environment state of 3 values", "target's box")),
@@ -90,6 +91,22 @@ def test_a_policy_that_cannot_serve_is_refused_in_one_line_before_any_episode(tm
     done = _run("--out", str(out), "--skills", "physical", "--skill-model", f"{slot.lower()}={folder}")
     _one_error_line(done, "--skill-model", *words)
     assert not out.exists()
+
+
+def test_the_policys_own_config_says_which_cameras_it_is_fed_and_whether_the_target_is_marked(tmp_path: Path) -> None:
+    """The one-camera recipe (``homie data skills --cameras wrist --size 64 --mark-target``) serves in process with
+    exactly its config's images; the ROS 2 graph, whose skill cameras are plain, refuses it in one line."""
+    from homiebot.skills.learned_skill import check_graph_serves
+
+    folder = _policy(tmp_path / "p", cameras=("wrist_marked",), size=64)
+    assert set(check_skill_model("RT-1-X", folder).images) == {"wrist_marked"}
+    with pytest.raises(LearnedSkillError, match="takes wrist_marked .* plain skill cameras only"):
+        check_graph_serves("RT-1-X", folder)
+    assert set(check_graph_serves("RT-1-X", _policy(tmp_path / "plain", cameras=("wrist",))).images) == {"wrist"}
+    done = CliRunner().invoke(build_app(), ["up", "sim", "--task", "emmoe-012", "--skills", "physical", "--skill-model",
+                                            f"RT-1-X={folder}", "--out", str(tmp_path / "up")])
+    _one_error_line(done, "wrist_marked", "plain skill cameras only")
+    assert not (tmp_path / "up").exists()
 
 
 def test_skill_model_needs_physical_skills_and_a_known_slot(tmp_path: Path) -> None:
@@ -227,28 +244,45 @@ LEROBOT_REASON = "lerobot is not importable (lerobot[dataset,training]==0.6.1 ne
 
 
 @pytest.mark.slow
-def test_a_tiny_trained_policy_runs_one_pick_closed_loop_for_its_budget(tmp_path: Path) -> None:
+@pytest.mark.parametrize(("cameras", "mark", "images"), [(None, False, ("head", "wrist")),
+                                                         (("wrist",), True, ("wrist_marked",))],
+                         ids=["head-wrist", "wrist-marked"])
+def test_a_tiny_trained_policy_runs_one_pick_closed_loop_for_its_budget(tmp_path: Path, cameras, mark, images) -> None:  # type: ignore[no-untyped-def]
+    """Both recipes: the two plain cameras, and the one wrist camera with the target marked (``--cameras wrist
+    --mark-target``), each fed exactly the images its config names."""
     try:
         import lerobot.policies.act.modeling_act  # noqa: F401
     except ImportError:
         pytest.skip(LEROBOT_REASON)
     from homiebot.data.skill_datasets import EVAL_SEED_BASE, SkillEpisodes, emmoe_code, record_skill_dataset
     from homiebot.sim.mujoco.skill_observation import FPS
+    from homiebot.skills.learned import SkillPolicy
     from homiebot.skills.learned_skill import LearnedArmSkill
     from homiebot.skills.physical import PhysicalSkillSet
     from homiebot.types import ErrorCode, SkillStatus
 
     data = tmp_path / "pick"
-    record_skill_dataset("pick", 1, data, size=32)
+    record_skill_dataset("pick", 1, data, size=32, cameras=cameras, mark_target=mark)
     run = tmp_path / "run"
     done = CliRunner().invoke(build_app(), ["train", "skill", "--data", str(data), "--preset", "tiny", "--max-steps", "2",
                                             "--batch-size", "2", "--out", str(run)])
     assert done.exit_code == 0, done.output
     policy = run / "policy"
-    assert check_skill_model("RT-1-X", policy).env_state_size == 6  # the target's box is among its inputs
+    inputs = check_skill_model("RT-1-X", policy)
+    assert inputs.env_state_size == 6  # the target's box is among its inputs
+    assert tuple(inputs.images) == images
 
     budget = 6
     learned = LearnedArmSkill("rt-1-x", policy, step_budget=budget)
+    assert learned.cameras == images and learned.marks is mark
+    fed: list[tuple[str, ...]] = []
+    act = SkillPolicy.act
+
+    def spied(self, given, state=None, env_state=None):  # type: ignore[no-untyped-def]
+        fed.append(tuple(given))
+        return act(self, given, state, env_state)
+
+    learned.policy.act = spied.__get__(learned.policy)  # type: ignore[method-assign]
     episodes = SkillEpisodes("pick", size=32)
     try:
         seed = EVAL_SEED_BASE  # a held-out placement
@@ -263,6 +297,7 @@ def test_a_tiny_trained_policy_runs_one_pick_closed_loop_for_its_budget(tmp_path
         assert any(k in result.detail for k in ("grasp missed", "timed out", "arm stopped")), result.detail
         assert emmoe_code(Action.PICK, result) is ErrorCode.E1
         assert log.steps == budget and log.sim_seconds == pytest.approx(budget / FPS, abs=1e-6)
+        assert fed == [images] * budget  # exactly the images the policy was trained on
         if "the base first" not in result.detail:  # the scripted Pick's stance decides whether it moves
             assert episodes.sim.state().robot == before
         assert skills.attempts[Action.PICK] == 1

@@ -15,6 +15,14 @@ simulator's MuJoCo data as it is mid-goal (the arm moving under physics), RGB on
 The robot's body is hidden as in the first-person views (geom group 3), the fingers (group 1) and a held object show.
 One offscreen GL context per instance; its images are at most the compiled model's offscreen buffer (the simulator's
 view size, 256 by default).
+
+**The target marked** (``<camera>_marked``, :func:`marked`): the same camera's image with the skill's target object
+tinted, so that a policy sees which of the objects in view to take (ACT takes no task text). Which pixels are the
+target's comes from MuJoCo's own segmentation render of the same view (``mjRND_SEGMENT`` with ``mjRND_IDCOLOR``: one
+more render pass; the segment colour names the scene geom, which names the model's geom): every pixel of a geom of the
+target's body (:func:`target_geoms`) is blended :data:`MARK_ALPHA` of the way to :data:`MARK_RGB`. Where the target is
+out of view or hidden behind something, nothing is marked, as a detector would find nothing. On a real robot the
+perception stack's detection mask (or box) of the target in that camera's image supplies the same pixels.
 """
 
 from __future__ import annotations
@@ -30,6 +38,12 @@ from homiebot.sim.mujoco.rendering import RendererUnavailable
 
 #: The cameras, in the order a data set lists them.
 CAMERAS: tuple[str, ...] = ("head", "wrist")
+#: A camera's name with the target marked in its image (module docstring, "The target marked").
+MARK_SUFFIX = "_marked"
+#: The colour the target's pixels are blended towards (magenta: rare among the scenes' objects and furniture), and how
+#: far (0: not at all, 1: all the way).
+MARK_RGB = (255, 0, 255)
+MARK_ALPHA = 0.5
 #: The first-person view the head camera is.
 HEAD_VIEW = "front"
 #: The wrist camera's pose in the gripper link's frame (x along the fingers, z up when the wrist is level): position
@@ -40,6 +54,41 @@ WRIST_MOUNT = ((-0.02, 0.0, 0.08), math.radians(30.0))
 WRIST_NEAR = 0.01
 #: The extents of an ``mjvGLCamera``'s frustum at its near plane (the far plane stays).
 FRUSTUM = ("frustum_near", "frustum_center", "frustum_width", "frustum_bottom", "frustum_top")
+
+
+def marked(camera: str) -> str:
+    """The name of ``camera``'s image with the target marked (``wrist`` -> ``wrist_marked``)."""
+    return camera + MARK_SUFFIX
+
+
+def unmarked(name: str) -> tuple[str, bool]:
+    """The camera an image name is of, and whether the target is marked in it (``wrist_marked`` -> (wrist, True))."""
+    if name.endswith(MARK_SUFFIX):
+        return name[: -len(MARK_SUFFIX)], True
+    return name, False
+
+
+#: Every image name the skill cameras give: each camera, plain and marked.
+IMAGE_NAMES: tuple[str, ...] = (*CAMERAS, *(marked(c) for c in CAMERAS))
+
+
+def target_geoms(model: mujoco.MjModel, body: int) -> frozenset[int]:
+    """The geoms of ``body`` and of every body below it: what the target object looks like to the camera."""
+    inside = {body}
+    for b in range(body + 1, model.nbody):  # MuJoCo numbers a body after its parent
+        if int(model.body_parentid[b]) in inside:
+            inside.add(b)
+    return frozenset(int(g) for g in range(model.ngeom) if int(model.geom_bodyid[g]) in inside)
+
+
+def object_geoms(model: mujoco.MjModel, name: str) -> frozenset[int]:
+    """:func:`target_geoms` of the scene's object or piece of furniture ``name`` (its body ``object/<name>`` or
+    ``furniture/<name>``, homiebot/sim/mujoco/compiler.py); ValueError when there is none."""
+    for kind in ("object/", "furniture/"):
+        body = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_BODY, kind + name)
+        if body >= 0:
+            return target_geoms(model, body)
+    raise ValueError(f"the scene has no object or furniture {name!r} to mark")
 
 
 class SkillCameras:
@@ -74,6 +123,9 @@ class SkillCameras:
         self._camera.fixedcamid = self._head
         self._rect = mujoco.MjrRect(0, 0, size, size)
         self._rgb = np.empty((size, size, 3), dtype=np.uint8)
+        self._ids = np.empty((size, size, 3), dtype=np.uint8)
+        #: The target's pixels in each marked image of the last :meth:`render` (a visibility measure).
+        self.target_pixels: dict[str, int] = {}
         position, tilt = WRIST_MOUNT
         self._mount_pos = np.asarray(position, dtype=float)
         # The optical axis and the image's up in the gripper's frame.
@@ -85,10 +137,18 @@ class SkillCameras:
         rot = data.xmat[self._gripper].reshape(3, 3)
         return data.xpos[self._gripper] + rot @ self._mount_pos, rot @ self._mount_forward, rot @ self._mount_up
 
-    def render(self, data: mujoco.MjData, names: tuple[str, ...] = CAMERAS) -> dict[str, np.ndarray]:
-        """One image per camera of ``names`` (of :data:`CAMERAS`; ``size`` x ``size`` x 3, uint8) of ``data`` as it
-        is."""
+    def render(self, data: mujoco.MjData, names: tuple[str, ...] = CAMERAS,
+               target: frozenset[int] | None = None) -> dict[str, np.ndarray]:
+        """One image per name of ``names`` (of :data:`IMAGE_NAMES`; ``size`` x ``size`` x 3, uint8) of ``data`` as it
+        is. A marked name (``wrist_marked``) needs ``target``, the target's geoms (:func:`object_geoms`), and costs a
+        segmentation pass of its camera (module docstring); a camera asked for plain and marked is rendered once."""
         assert self._context is not None, "closed"
+        unknown = set(names) - set(IMAGE_NAMES)
+        if unknown:
+            raise ValueError(f"no camera {sorted(unknown)}; the cameras are {', '.join(IMAGE_NAMES)}")
+        wanted = {unmarked(n) for n in names}
+        if target is None and any(mark for _, mark in wanted):
+            raise ValueError(f"{', '.join(n for n in names if unmarked(n)[1])}: a marked image needs the target's geoms")
         self._gl.make_current()
         scene = self._scene
         mujoco.mjv_updateScene(self.model, data, self._option, None, self._camera, mujoco.mjtCatBit.mjCAT_ALL, scene)
@@ -98,11 +158,13 @@ class SkillCameras:
         head = scene.camera[0]
         scale = WRIST_NEAR / head.frustum_near
         frustum = {key: getattr(head, key) * scale for key in FRUSTUM}
+        lut = self._target_lookup(target) if target is not None else None
         images: dict[str, np.ndarray] = {}
-        unknown = set(names) - set(CAMERAS)
-        if unknown:
-            raise ValueError(f"no camera {sorted(unknown)}; the cameras are {CAMERAS}")
-        for name in names:
+        self.target_pixels = {}
+        for name in CAMERAS:
+            plain, mark = (name, False) in wanted, (name, True) in wanted
+            if not (plain or mark):
+                continue
             if name == "head":
                 mujoco.mjv_updateCamera(self.model, data, self._camera, scene)
                 pos = data.cam_xpos[self._head].copy()
@@ -120,8 +182,46 @@ class SkillCameras:
                 light.dir[:] = forward
             mujoco.mjr_render(self._rect, scene, self._context)
             mujoco.mjr_readPixels(self._rgb, None, self._rect, self._context)
-            images[name] = self._rgb[::-1].copy()
-        return images
+            rgb = self._rgb[::-1].copy()
+            if plain:
+                images[name] = rgb
+            if mark:
+                assert lut is not None
+                mask = self._segment(lut)
+                self.target_pixels[marked(name)] = int(mask.sum())
+                tinted = rgb.copy()
+                tinted[mask] = np.round(rgb[mask] * (1.0 - MARK_ALPHA)
+                                        + np.asarray(MARK_RGB, dtype=float) * MARK_ALPHA).astype(np.uint8)
+                images[marked(name)] = tinted
+        return {n: images[n] for n in names}
+
+    def _target_lookup(self, target: frozenset[int]) -> np.ndarray:
+        """Segment colour (the scene geom's ``segid`` + 1; 0 the background) -> whether it is one of ``target``'s
+        geoms, for the scene as ``mjv_updateScene`` last built it."""
+        scene = self._scene
+        lut = np.zeros(scene.ngeom + 2, dtype=bool)
+        geom_type = mujoco.mjtObj.mjOBJ_GEOM
+        for k in range(scene.ngeom):
+            geom = scene.geoms[k]
+            if geom.objtype == geom_type and geom.segid >= 0 and int(geom.objid) in target:
+                lut[geom.segid + 1] = True
+        return lut
+
+    def _segment(self, lut: np.ndarray) -> np.ndarray:
+        """The segmentation pass of the camera set up now: which pixels are the target's (``lut``:
+        :meth:`_target_lookup`)."""
+        flags = self._scene.flags
+        flags[mujoco.mjtRndFlag.mjRND_SEGMENT] = 1
+        flags[mujoco.mjtRndFlag.mjRND_IDCOLOR] = 1
+        try:
+            mujoco.mjr_render(self._rect, self._scene, self._context)
+            mujoco.mjr_readPixels(self._ids, None, self._rect, self._context)
+        finally:
+            flags[mujoco.mjtRndFlag.mjRND_SEGMENT] = 0
+            flags[mujoco.mjtRndFlag.mjRND_IDCOLOR] = 0
+        ids = self._ids[::-1].astype(np.int32)
+        segment = ids[..., 0] | (ids[..., 1] << 8) | (ids[..., 2] << 16)
+        return np.asarray(lut[np.minimum(segment, lut.size - 1)])
 
     def close(self) -> None:
         if getattr(self, "_context", None) is not None:

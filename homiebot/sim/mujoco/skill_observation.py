@@ -3,7 +3,8 @@ recorder of skill data sets (homiebot/data/skill_datasets.py) and the learned sk
 them (homiebot/skills/learned_skill.py) share, so that a served policy is observed exactly as its data was recorded.
 
 * ``observation.images.<camera>``: :class:`~homiebot.sim.mujoco.skill_cameras.SkillCameras`' images (the head camera
-  and the wrist camera, ``size`` x ``size`` RGB);
+  and the wrist camera, ``size`` x ``size`` RGB; ``<camera>_marked``: the same with the skill's target tinted, from
+  the simulator's segmentation of it, the perception stack's mask on a real robot);
 * ``observation.state``: the positions of :data:`JOINTS` (the torso lift, the seven arm joints, the two fingers);
 * ``observation.environment_state``: which thing the skill is for, as the robot knows it before it reaches: the
   target's box (centre and extent, :data:`TARGET_STATE`) in the base's frame at that frame (:func:`target_state`),
@@ -111,10 +112,11 @@ class SkillObservation:
         self.ctrl = np.array([by_joint[j] for j in joint_ids])
 
     def observe(self, data: mujoco.MjData, target: Box | None = None,
-                cameras: tuple[str, ...] | None = None) -> dict[str, np.ndarray]:
-        """The cameras' images (all, or ``cameras``), the joints' positions and, with ``target`` (its world box when
-        the skill started), the target's box in the base's frame now (``observation.*`` keys)."""
-        images = self.cameras.render(data) if cameras is None else self.cameras.render(data, cameras)
+                cameras: tuple[str, ...] | None = None, marks: frozenset[int] | None = None) -> dict[str, np.ndarray]:
+        """The cameras' images (all, or ``cameras``: plain, or ``<camera>_marked`` with the geoms ``marks`` of the
+        target marked, homiebot/sim/mujoco/skill_cameras.py), the joints' positions and, with ``target`` (its world box
+        when the skill started), the target's box in the base's frame now (``observation.*`` keys)."""
+        images = self.cameras.render(data) if cameras is None else self.cameras.render(data, cameras, marks)
         frame = {**{IMAGE_KEY.format(cam): image for cam, image in images.items()},
                  STATE_KEY: data.qpos[self.qpos].astype(np.float32)}
         if target is not None:
