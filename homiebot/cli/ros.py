@@ -182,9 +182,6 @@ def _policy_image_size(models: dict[str, str]) -> int:
     for slot, folder in models.items():
         if slot not in NAVIGATION_MODELS:
             check_graph_serves(slot, folder)  # no image with the target marked: the bridge publishes plain cameras
-        if slot in NAVIGATION_MODELS:
-            raise ValueError(f"--skill-model {slot}: a Go to policy is served in process (homie run, homie eval); "
-                             f"serving it through the ROS 2 graph (a policy node on /cmd_vel) is not yet implemented")
     if len(set(sizes.values())) > 1:
         raise ValueError(f"--skill-model: the policies take images of different sizes ({sizes}); the graph's skill "
                          f"cameras render one size")
@@ -195,9 +192,16 @@ def _policy_slug(slot: str) -> str:
     return slot.lower().replace("-", "_")
 
 
+def _navigation_slot(slot: str) -> bool:
+    from homiebot.skills.skillset import NAVIGATION_MODELS
+
+    return slot in NAVIGATION_MODELS
+
+
 def _policy_action(slot: str) -> str:
-    """The Manipulate action a slot's policy node serves (executor_nodes/policy_node.py's default)."""
-    return f"/skill_policy/{_policy_slug(slot)}/manipulate"
+    """The action a slot's policy node serves (executor_nodes/policy_node.py's default): Navigate for a navigation slot
+    (a Go to policy), else Manipulate."""
+    return f"/skill_policy/{_policy_slug(slot)}/{'navigate' if _navigation_slot(slot) else 'manipulate'}"
 
 
 def _with_policy_nodes(graph: Any, models: dict[str, str]) -> Any:
@@ -428,11 +432,14 @@ def register(app: typer.Typer) -> None:
             for name in ("sim_bridge", "manip_executor", "planner_node"):
                 if any(node.name == name for node in graph.nodes):
                     overrides.setdefault(name, {})["articulation"] = articulation
-        if skill_models:  # the bridge publishes the policy's cameras; the manipulation executor forwards its Picks
+        if skill_models:  # the bridge publishes the policy's cameras; the executors forward the slots' Picks and Go tos
             planner_overrides["skill_models"] = json.dumps(skill_models)  # the record's skills.models
             overrides.setdefault("sim_bridge", {})["skill_camera_size"] = policy_size
-            overrides.setdefault("manip_executor", {})["learned_skills"] = ",".join(
-                f"{slot}={_policy_action(slot)}" for slot in skill_models)
+            for executor, navigation in (("manip_executor", False), ("nav_executor", True)):
+                slots = [slot for slot in skill_models if _navigation_slot(slot) == navigation]
+                if slots:
+                    overrides.setdefault(executor, {})["learned_skills"] = ",".join(
+                        f"{slot}={_policy_action(slot)}" for slot in slots)
         if images and any(node.name == "sim_bridge" for node in graph.nodes):
             # The physical skills' reaching views go into the record with the views (docs/robots.md); the bridge
             # renders them only in physical mode.

@@ -44,12 +44,16 @@ from __future__ import annotations
 import logging
 import math
 import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
+from homiebot.sim.mujoco.backend import DRIVE_SPEED, TURN_SPEED
 from homiebot.sim.mujoco.skill_observation import FPS, GO_TO_CAMERAS, base_qpos, goal_in_base, head_at
+from homiebot.sim.robot_driver import NavigateResult
 from homiebot.skills.learned import SkillPolicyError
 from homiebot.skills.learned_skill import ExecutionLog, slot_name, slot_policy
 from homiebot.types import Action, EntityKind, Pose2D, SkillResult, SkillStatus, WorldState
@@ -81,6 +85,209 @@ def reached(pose: Pose2D, goal: Pose2D) -> bool:
     """Whether ``pose`` is within the goal checker's tolerances of ``goal`` (module docstring)."""
     return (math.hypot(goal.x - pose.x, goal.y - pose.y) <= XY_TOLERANCE
             and abs(math.remainder(goal.yaw - pose.yaw, 2 * math.pi)) <= YAW_TOLERANCE)
+
+
+def go_to_refusal(world: WorldState, target: str) -> SkillResult | None:
+    """The scripted Go to's answers before the base moves (module docstring): a target not in the world graph
+    (``NOT_FOUND``), an object already held or a room the robot is in (success at once); None: drive."""
+    entity = world.entities.get(target)
+    if entity is None:
+        return SkillResult(SkillStatus.NOT_FOUND, f"{target} is not in the world graph")
+    if entity.kind is EntityKind.OBJECT and world.held == target:
+        return SkillResult(SkillStatus.SUCCESS, f"already holding {target}")
+    if entity.kind is EntityKind.ROOM and world.robot_room == target:
+        return SkillResult(SkillStatus.SUCCESS, f"already in {target}")
+    return None
+
+
+def goal_pose(world: WorldState, target: str,
+              plan: Callable[[Pose2D], NavigateResult] | None = None) -> Pose2D | SkillResult:
+    """The pose a learned Go to drives to (module docstring): the first of the scripted Go to's poses near ``target``
+    (at most as many as it sends) to which ``plan`` (Nav2's ComputePathToPose: nothing moves) finds a path, or the
+    NO_PATH result. Without ``plan`` (a robot that serves no ComputePathToPose: the ROS graph here) the first pose, which
+    the world graph says is free; the base then finds out on the way whether it can get there."""
+    from homiebot.sim.robot_driver import NavErrorCode
+    from homiebot.skills.physical import navigation
+    from homiebot.skills.physical.skillset import MANIPULATION_GAPS, MAX_GOALS
+
+    poses = navigation.approach_poses(world, target, object_gaps=MANIPULATION_GAPS)
+    if not poses:
+        return SkillResult(SkillStatus.NO_PATH, f"no free pose near {target} in the world graph: every pose around "
+                                                f"it overlaps furniture or a wall")
+    if plan is None:
+        return poses[0]
+    failures = []
+    for pose in poses[:MAX_GOALS]:
+        planned = plan(pose)
+        if planned.succeeded:
+            return pose
+        failures.append(planned)
+        if planned.error_code not in (NavErrorCode.GOAL_OCCUPIED, NavErrorCode.NO_VALID_PATH,
+                                      NavErrorCode.PLAN_TIMEOUT):
+            return SkillResult(SkillStatus.NO_PATH, f"the base could not reach a pose near {target}: "
+                                                    f"{navigation._code_words(planned.error_code)}: {planned.error_msg}")
+    return SkillResult(SkillStatus.NO_PATH, f"no collision-free path to a pose near {target}: "
+                                            f"{navigation._summary(failures)} (last: {failures[-1].error_msg})")
+
+
+def go_to_result(slot: str, world: WorldState, target: str, goal: Pose2D, outcome: str, end: Pose2D, steps: int,
+                 sim_seconds: float, travelled: float, step_budget: int, blocker: str | None = None) -> SkillResult:
+    """One learned Go to's result from how its loop ended (``outcome``: ``""`` reached, ``blocked``, ``still`` or
+    ``budget``) and where the base ended (module docstring). ``blocker``: what the base would have touched, where the
+    robot says it (the embedded simulator's collision check); a robot that only reports its pose does not."""
+    off = math.hypot(goal.x - end.x, goal.y - end.y)
+    turn = abs(math.remainder(goal.yaw - end.yaw, 2 * math.pi))
+    taken = f"{steps} policy steps, {sim_seconds:.1f} s"
+    where = f"({goal.x:.2f}, {goal.y:.2f})"
+    failed = SkillStatus.EXECUTION_FAILED
+    if not outcome:
+        entity = world.entities[target]
+        if entity.kind is EntityKind.ROOM:
+            return SkillResult(SkillStatus.SUCCESS, f"reached {target} ({slot} policy, {taken})", travelled)
+        from dataclasses import replace
+
+        reach = replace(world, robot=end).reach_distance(target)
+        return SkillResult(SkillStatus.SUCCESS, f"reached {target} ({reach:.2f} m away; {slot} policy, {taken})",
+                           travelled)
+    if outcome == "blocked":
+        into = f"into {blocker}" if blocker else "against something that stopped it short"
+        return SkillResult(failed, f"the base could not reach a pose near {target}: the {slot} policy drove it {into} "
+                                   f"at ({end.x:.2f}, {end.y:.2f}), {off:.2f} m short of goal {where} ({taken})",
+                           travelled)
+    if outcome == "still":
+        return SkillResult(failed, f"the {slot} policy stopped the base {off:.2f} m and {turn:.2f} rad from the pose "
+                                   f"near {target} (goal {where}; within {XY_TOLERANCE} m and {YAW_TOLERANCE} rad is "
+                                   f"arrived) ({taken})", travelled)
+    return SkillResult(failed, f"timed out: the {slot} policy did not bring the base to the pose near {target} in its "
+                               f"budget of {step_budget} steps: it ended {off:.2f} m and {turn:.2f} rad from goal "
+                               f"{where} ({taken})", travelled)
+
+
+# ------------------------------------------------------------------------------------ over a robot's interfaces
+
+
+@dataclass(frozen=True)
+class BaseFrame:
+    """What the robot reports at one moment, for a base policy: its clock (s), the policy's camera images (``H x W x
+    3`` uint8 RGB: ``head``) and the base's pose (odometry)."""
+
+    stamp: float
+    images: Mapping[str, np.ndarray]
+    pose: Pose2D
+
+
+class BaseStream(Protocol):
+    """A base that takes velocity commands (``/cmd_vel``) and reports its camera and pose after each
+    (:mod:`homiebot.ros.policy_goto` over ROS 2)."""
+
+    def start(self, goal: Pose2D) -> tuple[np.ndarray | None, BaseFrame]:
+        """Begin a run to ``goal``: the goal image (None when the policy takes none) and the frame now."""
+        ...
+
+    def send(self, linear_x: float, angular_z: float, seconds: float) -> BaseFrame:
+        """Hold the twist for ``seconds``; the frame at the end."""
+        ...
+
+
+@dataclass(frozen=True)
+class BaseLimits:
+    """When a base policy's loop over a robot's interfaces stops (:func:`run_base_policy`), and the base's speed
+    limits (the embedded base's: the path follower's), which say how far a command should have taken it."""
+
+    step_budget: int = GO_TO_STEP_BUDGET
+    blocked_steps: int = BLOCKED_STEPS
+    still_steps: int = STILL_STEPS
+    still_speed: float = STILL_SPEED
+    max_linear: float = DRIVE_SPEED
+    max_angular: float = TURN_SPEED
+    #: A command counts as stopped short when the base covered less than this share of the distance or the turn it
+    #: asked for (the embedded collision check stops a base after at most half of a period's motion).
+    short_share: float = 0.9
+    #: Motion below this (m, rad) is not checked (a near-zero command).
+    least_motion: float = 1e-4
+
+
+@dataclass
+class BaseOutcome:
+    """How one run of :func:`run_base_policy` ended: ``kind`` (``""`` reached, ``blocked``, ``still``, ``budget``),
+    the steps, the robot's seconds from the first frame to the last, where the base ended, how far it drove (m, along
+    the reported poses), and the wall time spent in the policy and waiting for the robot."""
+
+    kind: str = "budget"
+    steps: int = 0
+    seconds: float = 0.0
+    end: Pose2D | None = None
+    travelled: float = 0.0
+    policy_seconds: float = 0.0
+    robot_seconds: float = 0.0
+    commands: list[tuple[float, float]] = field(default_factory=list)
+
+
+def stopped_short(linear_x: float, angular_z: float, seconds: float, before: Pose2D, after: Pose2D,
+                  limits: BaseLimits | None = None) -> bool:
+    """Whether a command held for ``seconds`` left the base short of where it should have taken it, from the poses
+    before and after (what odometry reports: a robot's collision monitor or bumper stops the base and says nothing on
+    ``/cmd_vel``). The command is clamped to the base's speeds; the straight line it should have covered is the chord
+    of its arc."""
+    limits = limits or BaseLimits()
+    v = min(abs(linear_x), limits.max_linear)
+    w = min(abs(angular_z), limits.max_angular)
+    half_turn = w * seconds / 2
+    chord = v * seconds * (math.sin(half_turn) / half_turn if half_turn > 1e-9 else 1.0)
+    turn = w * seconds
+    moved = math.hypot(after.x - before.x, after.y - before.y)
+    turned = abs(math.remainder(after.yaw - before.yaw, 2 * math.pi))
+    return ((chord > limits.least_motion and moved < limits.short_share * chord)
+            or (turn > limits.least_motion and turned < limits.short_share * turn))
+
+
+def run_base_policy(policy: Any, stream: BaseStream, cameras: Sequence[str], goal: Pose2D, takes_state: bool,
+                    limits: BaseLimits | None = None) -> BaseOutcome:
+    """Run ``policy`` (``reset()``, ``act(images, state)`` as :class:`~homiebot.skills.learned.SkillPolicy`) closed-loop
+    on ``stream`` towards ``goal`` until it stops, step for step as :meth:`LearnedGoTo.go_to` runs on the simulator
+    (the same observation, tolerances and stopping rules), judged from the frames alone: a command
+    :func:`stopped_short` counts towards ``blocked``."""
+    limits = limits or BaseLimits()
+    period = 1.0 / FPS
+    policy.reset()
+    outcome = BaseOutcome()
+    started = time.perf_counter()
+    goal_image, frame = stream.start(goal)
+    outcome.robot_seconds += time.perf_counter() - started
+    first = frame.stamp
+    still = blocked = 0
+    for step in range(limits.step_budget):
+        if reached(frame.pose, goal):
+            outcome.kind = ""
+            break
+        t0 = time.perf_counter()
+        images = {"goal": goal_image} if goal_image is not None and "goal" in cameras else {}
+        if "head" in cameras:
+            images["head"] = frame.images["head"]
+        state = np.array(goal_in_base(frame.pose, goal), dtype=np.float32) if takes_state else None
+        action = np.asarray(policy.act(images, state), dtype=float).reshape(-1)
+        linear, angular = float(action[0]), float(action[1])
+        outcome.commands.append((linear, angular))
+        t1 = time.perf_counter()
+        before = frame.pose
+        frame = stream.send(linear, angular, period)
+        outcome.policy_seconds += t1 - t0
+        outcome.robot_seconds += time.perf_counter() - t1
+        outcome.steps, outcome.seconds = step + 1, frame.stamp - first
+        outcome.travelled += math.hypot(frame.pose.x - before.x, frame.pose.y - before.y)
+        blocked = blocked + 1 if stopped_short(linear, angular, period, before, frame.pose, limits) else 0
+        if blocked >= limits.blocked_steps:
+            outcome.kind = "blocked"
+            break
+        still = still + 1 if abs(linear) < limits.still_speed and abs(angular) < limits.still_speed else 0
+        if still >= limits.still_steps:
+            outcome.kind = "still"
+            break
+    else:
+        if reached(frame.pose, goal):
+            outcome.kind = ""
+    outcome.end = frame.pose
+    return outcome
 
 
 class LearnedGoTo:
@@ -125,26 +332,7 @@ class LearnedGoTo:
 
     def goal_pose(self, skills: PhysicalSkillSet, world: WorldState, target: str) -> Pose2D | SkillResult:
         """The pose the scripted Go to would drive to (module docstring), or its NO_PATH result."""
-        from homiebot.sim.robot_driver import NavErrorCode
-        from homiebot.skills.physical import navigation
-        from homiebot.skills.physical.skillset import MANIPULATION_GAPS, MAX_GOALS
-
-        poses = navigation.approach_poses(world, target, object_gaps=MANIPULATION_GAPS)
-        if not poses:
-            return SkillResult(SkillStatus.NO_PATH, f"no free pose near {target} in the world graph: every pose around "
-                                                    f"it overlaps furniture or a wall")
-        failures = []
-        for pose in poses[:MAX_GOALS]:
-            planned = skills.driver.compute_path_to_pose(pose)
-            if planned.succeeded:
-                return pose
-            failures.append(planned)
-            if planned.error_code not in (NavErrorCode.GOAL_OCCUPIED, NavErrorCode.NO_VALID_PATH,
-                                          NavErrorCode.PLAN_TIMEOUT):
-                return SkillResult(SkillStatus.NO_PATH, f"the base could not reach a pose near {target}: "
-                                                        f"{navigation._code_words(planned.error_code)}: {planned.error_msg}")
-        return SkillResult(SkillStatus.NO_PATH, f"no collision-free path to a pose near {target}: "
-                                                f"{navigation._summary(failures)} (last: {failures[-1].error_msg})")
+        return goal_pose(world, target, skills.driver.compute_path_to_pose)
 
     def go_to(self, skills: PhysicalSkillSet, target: str) -> SkillResult:
         """One learned Go to ``target`` on the skill set's robot (module docstring)."""
@@ -154,13 +342,9 @@ class LearnedGoTo:
         self.last, self.goal = log, None
         started = time.perf_counter()
         world = skills.world()
-        entity = world.entities.get(target)
-        if entity is None:
-            return self._done(log, SkillResult(SkillStatus.NOT_FOUND, f"{target} is not in the world graph"))
-        if entity.kind is EntityKind.OBJECT and world.held == target:
-            return self._done(log, SkillResult(SkillStatus.SUCCESS, f"already holding {target}"))
-        if entity.kind is EntityKind.ROOM and world.robot_room == target:
-            return self._done(log, SkillResult(SkillStatus.SUCCESS, f"already in {target}"))
+        refused = go_to_refusal(world, target)
+        if refused is not None:
+            return self._done(log, refused)
         goal = self.goal_pose(skills, world, target)
         if isinstance(goal, SkillResult):
             return self._done(log, goal)
@@ -223,34 +407,8 @@ class LearnedGoTo:
             return self._done(log, SkillResult(SkillStatus.EXECUTION_FAILED, f"the {self.slot} policy: {err}", travelled),
                               started)
         end = driver.base_pose()
-        off = math.hypot(goal.x - end.x, goal.y - end.y)
-        turn = abs(math.remainder(goal.yaw - end.yaw, 2 * math.pi))
-        steps = f"{log.steps} policy steps, {log.sim_seconds:.1f} s"
-        where = f"({goal.x:.2f}, {goal.y:.2f})"
-        if not outcome:
-            if entity.kind is EntityKind.ROOM:
-                detail = f"reached {target} ({self.slot} policy, {steps})"
-            else:
-                from dataclasses import replace
-
-                reach = replace(world, robot=end).reach_distance(target)
-                detail = f"reached {target} ({reach:.2f} m away; {self.slot} policy, {steps})"
-            result = SkillResult(SkillStatus.SUCCESS, detail, travelled)
-        elif outcome == "blocked":
-            result = SkillResult(SkillStatus.EXECUTION_FAILED,
-                                 f"the base could not reach a pose near {target}: the {self.slot} policy drove it into "
-                                 f"{blocker} at ({end.x:.2f}, {end.y:.2f}), {off:.2f} m short of goal {where} ({steps})",
-                                 travelled)
-        elif outcome == "still":
-            result = SkillResult(SkillStatus.EXECUTION_FAILED,
-                                 f"the {self.slot} policy stopped the base {off:.2f} m and {turn:.2f} rad from the pose "
-                                 f"near {target} (goal {where}; within {XY_TOLERANCE} m and {YAW_TOLERANCE} rad is "
-                                 f"arrived) ({steps})", travelled)
-        else:
-            result = SkillResult(SkillStatus.EXECUTION_FAILED,
-                                 f"timed out: the {self.slot} policy did not bring the base to the pose near {target} in "
-                                 f"its budget of {self.step_budget} steps: it ended {off:.2f} m and {turn:.2f} rad from "
-                                 f"goal {where} ({steps})", travelled)
+        result = go_to_result(self.slot, world, target, goal, outcome, end, log.steps, log.sim_seconds, travelled,
+                              self.step_budget, blocker)
         return self._done(log, result, started)
 
     def _done(self, log: ExecutionLog, result: SkillResult, started: float | None = None) -> SkillResult:
@@ -264,10 +422,19 @@ class LearnedGoTo:
 
 __all__ = [
     "BLOCKED_STEPS",
+    "BaseFrame",
+    "BaseLimits",
+    "BaseOutcome",
+    "BaseStream",
     "GO_TO_STEP_BUDGET",
     "STILL_STEPS",
     "XY_TOLERANCE",
     "YAW_TOLERANCE",
     "LearnedGoTo",
+    "go_to_refusal",
+    "go_to_result",
+    "goal_pose",
     "reached",
+    "run_base_policy",
+    "stopped_short",
 ]

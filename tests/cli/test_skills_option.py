@@ -94,8 +94,6 @@ def test_homie_up_sim_skill_model_is_checked_before_anything_starts_and_adds_a_p
     for args, words in ((["--skill-model", f"RT-1-X={policy}"], "--skill-model needs --skills physical"),
                         (["--skills", "physical", "--skill-model", f"gpt={policy}"], "unknown model slot 'gpt'"),
                         (["--skills", "physical", "--skill-model", f"NoMaD={policy}"], "outputs 10 values"),
-                        (["--skills", "physical", "--skill-model", f"NoMaD={_stand_in_go_to(tmp_path / 'go_to')}"],
-                         "not yet implemented"),
                         (["--skills", "physical", "--skill-model", f"RT-1-X={tmp_path / 'none'}"], "is not a folder")):
         result = CliRunner().invoke(build_app(), ["up", "sim", "--task", TASK, *args, "--out", str(out)])
         assert result.exit_code == 2, result.output
@@ -114,3 +112,9 @@ def test_homie_up_sim_skill_model_is_checked_before_anything_starts_and_adds_a_p
     node = graph.node("skill_policy_rt_1_x")
     assert node.module == "executor_nodes.policy_node" and "__node:=skill_policy_rt_1_x" in node.remaps
     assert node.parameters == {"model": "RT-1-X", "policy": str(policy), "action": "/skill_policy/rt_1_x/manipulate"}
+    # A Go to policy gets a node of its own too, serving Navigate (docs/skills.md, "A Go to policy in the graph").
+    go_to = _stand_in_go_to(tmp_path / "go_to")
+    assert _policy_image_size({"NoMaD": str(go_to), "RT-1-X": str(policy)}) == 32
+    graph = _with_policy_nodes(load_graph(DEFAULT_GRAPH), {"NoMaD": str(go_to)})
+    assert graph.node("skill_policy_nomad").parameters == {"model": "NoMaD", "policy": str(go_to),
+                                                           "action": "/skill_policy/nomad/navigate"}

@@ -1,5 +1,6 @@
 """skill_policy: a learned policy in a low-level model's slot, as a node of its own (docs/skills.md, "The policy as its
-own ROS 2 node"; ``homie up sim --skills physical --skill-model RT-1-X=DIR`` starts one per slot).
+own ROS 2 node"; ``homie up sim --skills physical --skill-model RT-1-X=DIR`` starts one per slot, and so does
+``--skill-model NoMaD=DIR`` for a Go to policy: "A Go to policy in the graph").
 
 It loads the LeRobot policy folder with the core's loader (:class:`homiebot.skills.learned.SkillPolicy`, after the
 same checks as in-process: :func:`homiebot.skills.learned_skill.check_skill_model`) and serves homie_msgs/Manipulate
@@ -12,15 +13,24 @@ closed loop on ``/joint_states``, ``/odom``, the skill cameras (``/skill_camera/
 from the joints and the world graph, with EMMOE's codes given by the executor (E1 once its tries are spent). Other
 operations are answered ``EXECUTION_FAILED`` (the policy serves Pick only).
 
-Parameters: ``model`` (the slot, any case), ``policy`` (the folder), ``action``, ``step_budget`` (300: 30 s of the
-robot's clock), ``threads`` (torch's, 1), ``frame_timeout_s`` (10), and the physical skills' (``state_service``,
+A policy in a navigation slot (``NoMaD``, ``PixNav``: a Go to policy, the base's velocity) serves homie_msgs/Navigate
+instead, on ``action`` (default ``/skill_policy/<slot>/navigate``), to which the navigation executor forwards a Go to
+that names the slot: :class:`homiebot.ros.policy_goto.InterfaceGoTo`, the scripted Go to's refusals and the arm's tuck,
+then the policy's closed loop on ``/odom``, the head camera (``/skill_camera/head/image_raw``), the goal photo
+(asked for on ``/skill_camera/goal/pose``) and ``/cmd_vel`` (geometry_msgs/Twist), the outcome from odometry.
+
+Parameters: ``model`` (the slot, any case), ``policy`` (the folder), ``action``, ``step_budget`` (300 for Pick, 30 s
+of the robot's clock; 600 for Go to, 60 s; 0: the skill's), ``threads`` (torch's, 1), ``frame_timeout_s`` (10), and the
+physical skills' (``state_service``,
 ``perception_service``, the interfaces' names, ``goal_timeout_s``, ``state_timeout_s``; see
 :mod:`executor_nodes.skill_executors`). A folder that cannot serve stops the node with the reason.
 """
 
 from __future__ import annotations
 
-from homie_msgs.action import Manipulate
+from typing import Any
+
+from homie_msgs.action import Manipulate, Navigate
 from homie_msgs.msg import SkillResult
 from rclpy.action import ActionServer
 from rclpy.node import Node
@@ -31,23 +41,27 @@ from homiebot.ros.spin import spin_node
 
 
 def default_action(slot: str) -> str:
-    """``/skill_policy/<slot>/manipulate`` (the slot in lower case, ``-`` as ``_``: a ROS name's characters)."""
-    return f"/skill_policy/{slot.lower().replace('-', '_')}/manipulate"
+    """``/skill_policy/<slot>/manipulate``, for a navigation slot ``/skill_policy/<slot>/navigate`` (the slot in lower
+    case, ``-`` as ``_``: a ROS name's characters)."""
+    from homiebot.skills.learned_skill import slot_name
+    from homiebot.skills.skillset import NAVIGATION_MODELS
+
+    kind = "navigate" if slot_name(slot) in NAVIGATION_MODELS else "manipulate"
+    return f"/skill_policy/{slot.lower().replace('-', '_')}/{kind}"
 
 
 class PolicyNode(Node):
     def __init__(self) -> None:
         super().__init__("skill_policy")
         from executor_nodes.skill_executors import PhysicalSkills
-        from homiebot.ros.policy_skill import InterfacePick, TopicArmStream
         from homiebot.skills.learned import SkillPolicy
-        from homiebot.skills.learned_skill import STEP_BUDGET, check_skill_model, slot_name
-        from homiebot.skills.learned_stream import StreamLimits
+        from homiebot.skills.learned_skill import check_skill_model, slot_name
+        from homiebot.skills.skillset import NAVIGATION_MODELS
 
         self.declare_parameter("model", "RT-1-X")
         self.declare_parameter("policy", "")
         self.declare_parameter("action", "")
-        self.declare_parameter("step_budget", STEP_BUDGET)
+        self.declare_parameter("step_budget", 0)
         self.declare_parameter("threads", 1)
         self.declare_parameter("frame_timeout_s", 10.0)
         param = lambda name: self.get_parameter(name).value  # noqa: E731 - local shorthand
@@ -57,13 +71,31 @@ class PolicyNode(Node):
         policy = SkillPolicy(folder, threads=int(param("threads")))
         self.physical = PhysicalSkills(self)
         size = next(iter(inputs.images.values()))[1]
-        stream = TopicArmStream(self, [c for c in ("head", "wrist") if c in inputs.images], size,
-                                timeout_s=float(param("frame_timeout_s")))
-        self.learned = InterfacePick(self.slot, policy, inputs, stream, StreamLimits(step_budget=int(param("step_budget"))))
+        budget = int(param("step_budget"))
         action = str(param("action")) or default_action(self.slot)
-        self._server = ActionServer(self, Manipulate, action, self._execute)
-        self.get_logger().info(f"{self.slot} policy ({inputs.policy_type}, {folder}) ready on {action}: Pick, "
-                               f"cameras {', '.join(stream.cameras)} at {size} px, budget {param('step_budget')} steps")
+        self.learned: Any
+        if self.slot in NAVIGATION_MODELS:  # a Go to policy: Navigate, the base on /cmd_vel
+            from homiebot.ros.policy_goto import InterfaceGoTo, TopicBaseStream
+            from homiebot.skills.learned_goto import GO_TO_STEP_BUDGET, BaseLimits
+
+            base = TopicBaseStream(self, [c for c in ("head", "goal") if c in inputs.images], size,
+                                   timeout_s=float(param("frame_timeout_s")))
+            self.learned = InterfaceGoTo(self.slot, policy, inputs, base, BaseLimits(step_budget=budget or GO_TO_STEP_BUDGET))
+            self._server = ActionServer(self, Navigate, action, self._execute_go_to)
+            serves, cameras = "Go to", base.cameras
+        else:
+            from homiebot.ros.policy_skill import InterfacePick, TopicArmStream
+            from homiebot.skills.learned_skill import STEP_BUDGET
+            from homiebot.skills.learned_stream import StreamLimits
+
+            stream = TopicArmStream(self, [c for c in ("head", "wrist") if c in inputs.images], size,
+                                    timeout_s=float(param("frame_timeout_s")))
+            self.learned = InterfacePick(self.slot, policy, inputs, stream, StreamLimits(step_budget=budget or STEP_BUDGET))
+            self._server = ActionServer(self, Manipulate, action, self._execute)
+            serves, cameras = "Pick", stream.cameras
+        self.get_logger().info(f"{self.slot} policy ({inputs.policy_type}, {folder}) ready on {action}: {serves}, "
+                               f"cameras {', '.join(cameras)} at {size} px, budget "
+                               f"{self.learned.limits.step_budget} steps")
         self._ready = announce_ready(self)
 
     async def _execute(self, goal_handle):
@@ -83,6 +115,20 @@ class PolicyNode(Node):
             self.get_logger().info(line)
         goal_handle.succeed()
         return Manipulate.Result(result=convert.skill_result_to_msg(result), state=state)
+
+    async def _execute_go_to(self, goal_handle):
+        goal = goal_handle.request
+        try:
+            result, state = await self.physical.run(lambda runner: self.learned.go_to(runner, goal.target))
+        except Exception as err:  # the graph failed (a server or topic that does not answer): abort, as the executors do
+            self.get_logger().error(f"{self.get_name()}: {err}")
+            goal_handle.abort()
+            return Navigate.Result()
+        line = self.learned.log_line()
+        if line:
+            self.get_logger().info(line)
+        goal_handle.succeed()
+        return Navigate.Result(result=convert.skill_result_to_msg(result), state=state)
 
     def destroy_node(self) -> None:
         self.physical.shutdown()

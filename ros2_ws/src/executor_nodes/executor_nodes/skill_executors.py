@@ -29,9 +29,11 @@ simulator's private actions. The blocking skill runs in one worker thread while 
 executor node does.
 
 **Learned skills** (parameter ``learned_skills``: ``SLOT=ACTION`` pairs, comma-separated; ``homie up --skill-model``
-sets it): a Pick whose model names a slot that holds a policy is forwarded to that slot's policy node
-(executor_nodes/policy_node.py) on ``ACTION`` (homie_msgs/Manipulate), which runs the policy through the standard
-interfaces and answers with the outcome; every other goal is served as above (docs/skills.md).
+sets it): a Pick whose model names a slot that holds a policy is forwarded by ``manip_executor`` to that slot's policy
+node (executor_nodes/policy_node.py) on ``ACTION`` (homie_msgs/Manipulate), and a Go to whose model names one
+(``NoMaD``, ``PixNav``) by ``nav_executor`` on its ``ACTION`` (homie_msgs/Navigate); the node runs the policy through
+the standard interfaces and answers with the outcome (each executor takes the pairs of its own kind of slot); every
+other goal is served as above (docs/skills.md).
 """
 
 from __future__ import annotations
@@ -83,7 +85,9 @@ class SkillExecutorNode(Node):
             self.physical = PhysicalSkills(self)
         elif mode != ORACLE_SKILLS:
             raise ValueError(f"skills {mode!r}: use {ORACLE_SKILLS} or {PHYSICAL_SKILLS}")
-        learned = learned_skills(str(self.get_parameter("learned_skills").value)) if action_type is Manipulate else {}
+        # The slots of this executor's kind: navigation slots' Go tos (Navigate), the others' Picks (Manipulate).
+        learned = {slot: name for slot, name in learned_skills(str(self.get_parameter("learned_skills").value)).items()
+                   if _navigation_slot(slot) == (action_type is Navigate)}
         self._learned = {slot.lower(): (name, ActionClient(self, action_type, name)) for slot, name in learned.items()}
         self._server = ActionServer(self, action_type, action, self._execute)
         self.get_logger().info(f"{name} ready on {action} ({mode} skills): models {', '.join(self.served_models)}")
@@ -104,7 +108,9 @@ class SkillExecutorNode(Node):
                     detail=f"model {goal.model!r} is not run by {self.get_name()} (runs {', '.join(self.served_models)})",
                 )
             )
-        learned = self._learned.get(goal.model.strip().lower()) if getattr(goal, "operation", None) == Manipulate.Goal.PICK else None
+        # A Pick, or a Go to, whose model names a slot with a policy (module docstring, "Learned skills").
+        forwards = isinstance(goal, Navigate.Goal) or getattr(goal, "operation", None) == Manipulate.Goal.PICK
+        learned = self._learned.get(goal.model.strip().lower()) if forwards else None
         if learned is not None:  # the slot's policy node runs it (module docstring, "Learned skills")
             return await self._forward(goal_handle, goal, *learned)
         if self.physical is not None:
@@ -165,6 +171,14 @@ def learned_skills(text: str) -> dict[str, str]:
             raise ValueError(f"learned_skills {item!r}: give SLOT=ACTION")
         pairs[slot.strip()] = action.strip()
     return pairs
+
+
+def _navigation_slot(slot: str) -> bool:
+    """Whether ``slot`` (any case) is a navigation model's (``NoMaD``, ``PixNav``); an unknown slot stops the node."""
+    from homiebot.skills.learned_skill import slot_name
+    from homiebot.skills.skillset import NAVIGATION_MODELS
+
+    return slot_name(slot) in NAVIGATION_MODELS
 
 
 #: One physical skill on the runner, in the worker thread.

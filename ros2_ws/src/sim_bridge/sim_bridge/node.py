@@ -47,6 +47,19 @@ and, with ``skill_camera_size`` > 0 (``homie up --skill-model`` sets the policy'
 (homiebot/sim/mujoco/skill_cameras.py: ``head`` and ``wrist``) on ``/skill_camera/<camera>/image_raw`` and
 ``.../camera_info``, stamped with that moment, to their subscribers.
 
+**Base velocity** (physical mode; :mod:`homiebot.ros.policy_goto`): ``/cmd_vel`` (geometry_msgs/Twist), the base
+controller's velocity command, for a closed-loop Go to policy (the policy node of a navigation slot, ``homie up
+--skill-model NoMaD=DIR``). Each message's ``linear.x`` and ``angular.z`` are held for one control period
+(``cmd_vel_period_s``, 0.1 s: the policy's 10 Hz) of simulated time, and the clock stands still between messages, as
+for streamed targets; the base moves as :meth:`~homiebot.sim.mujoco.physical.PhysicalDriver.base_velocity` moves it
+(clamped to the base's speeds, stopped before a contact as a collision monitor stops a base: what the base touched at
+the first message of a run it may leave). A real base controller holds a twist until the next one or its timeout. After
+every message the bridge publishes ``/joint_states``, ``/odom``, ``/clock`` and, with ``skill_camera_size`` > 0, the
+head camera on ``/skill_camera/head/image_raw`` (``camera_info`` beside it), stamped with the moment. The goal photo
+of an image-goal policy: a geometry_msgs/PoseStamped (``map`` frame) on ``/skill_camera/goal/pose`` is answered with
+the head camera rendered with the base at that pose on ``/skill_camera/goal/image_raw`` (and ``camera_info``), stamped
+with the request's stamp; then the head camera and ``/odom`` as they are now (the run's first frame). Nothing moves.
+
 With ``motion_views`` (default off; ``homie up --images`` sets it) the bridge also renders the physical skills'
 reaching views at the end of every arm and gripper goal (:mod:`homiebot.sim.mujoco.motion_views`: the head camera
 and a third-person overview camera) and publishes them before the goal's result, as camera images with their
@@ -260,6 +273,7 @@ class SimBridge(Node):
         self.declare_parameter("state_rate_hz", 30.0)
         self.declare_parameter("motion_views", False)
         self.declare_parameter("skill_camera_size", 0)
+        self.declare_parameter("cmd_vel_period_s", 0.1)
 
         if simulator is None:
             backend = self.get_parameter("simulator").value
@@ -292,6 +306,11 @@ class SimBridge(Node):
         self._skill_cameras = None  # SkillCameras of the loaded model, made on the first streamed message
         self._skill_camera_size = int(self.get_parameter("skill_camera_size").value)
         self._skill_camera_pubs: dict[str, tuple] = {}
+        # Base velocity (module docstring): what the base may keep touching in the current run of /cmd_vel messages
+        # (None: nothing), and whether a run is open (any other call ends it, as it ends a stream).
+        self._cmd_vel_period = float(self.get_parameter("cmd_vel_period_s").value)
+        self._cmd_vel_open = False
+        self._cmd_vel_tolerated: str | None = None
 
         # The node is spun by a single-threaded executor (see main); the lock guards the simulator against
         # a caller that spins it differently (tests that embed the node).
@@ -900,11 +919,19 @@ class SimBridge(Node):
 
         self.create_subscription(JointTrajectory, policy_skill.STREAM_TOPIC, self._on_streamed_targets,
                                  policy_skill.STREAM_QOS, callback_group=group)
+        from geometry_msgs.msg import Twist
+
+        from homiebot.ros import policy_goto
+
+        self.create_subscription(Twist, policy_goto.CMD_VEL, self._on_cmd_vel, policy_skill.STREAM_QOS,
+                                 callback_group=group)
         if self._skill_camera_size > 0:
             self._skill_camera_pubs = {
                 camera: (self.create_publisher(Image, policy_skill.image_topic(camera), SENSOR_QOS),
                          self.create_publisher(CameraInfo, policy_skill.info_topic(camera), SENSOR_QOS))
-                for camera in policy_skill.ARM_CAMERAS}
+                for camera in (*policy_skill.ARM_CAMERAS, policy_goto.GOAL_CAMERA)}
+            self.create_subscription(PoseStamped, policy_goto.GOAL_REQUEST_TOPIC, self._on_goal_photo, LATCHED_QOS,
+                                     callback_group=group)
 
     def _on_streamed_targets(self, msg) -> None:
         """Streamed targets (module docstring): the message's points held in turn, physics advanced by their times;
@@ -948,7 +975,7 @@ class SimBridge(Node):
             pose = self._base_pose_now()
             joints = dict(self.sim.joint_positions())  # type: ignore[attr-defined]
             wanted = tuple(c for c, (image_pub, _) in self._skill_camera_pubs.items()
-                           if image_pub.get_subscription_count() > 0)
+                           if c != "goal" and image_pub.get_subscription_count() > 0)
             if wanted:
                 try:
                     images, fovy = self._render_skill_cameras(stream, wanted)
@@ -973,7 +1000,8 @@ class SimBridge(Node):
 
     def _close_stream(self) -> None:
         """End the open stream, if any (called holding the lock): physics written back to the simulator's state,
-        its clock advanced by what the stream ran, a new world version."""
+        its clock advanced by what the stream ran, a new world version. A run of ``/cmd_vel`` messages ends too."""
+        self._cmd_vel_open = False
         context, self._stream, self._stream_context = self._stream_context, None, None
         if context is not None:
             context.__exit__(None, None, None)
@@ -982,13 +1010,103 @@ class SimBridge(Node):
     def _render_skill_cameras(self, stream, cameras: tuple[str, ...]):
         """The skill cameras' images of the stream's physics now, and their vertical field of view (degrees)."""
         from homiebot.ros import policy_skill
+
+        return self._skill_camera_set(stream.model).render(stream.data, cameras), policy_skill.head_fovy(stream.model)
+
+    def _skill_camera_set(self, model):
+        """The skill cameras of ``model`` (made again for a new scene's model)."""
         from homiebot.sim.mujoco.skill_cameras import SkillCameras
 
-        if self._skill_cameras is None or self._skill_cameras.model is not stream.model:
+        if self._skill_cameras is None or self._skill_cameras.model is not model:
             if self._skill_cameras is not None:
                 self._skill_cameras.close()
-            self._skill_cameras = SkillCameras(stream.model, self._skill_camera_size)
-        return self._skill_cameras.render(stream.data, cameras), policy_skill.head_fovy(stream.model)
+            self._skill_cameras = SkillCameras(model, self._skill_camera_size)
+        return self._skill_cameras
+
+    # ------------------------------------------------------------------------------------ base velocity
+
+    def _on_cmd_vel(self, msg) -> None:
+        """Base velocity (module docstring): the twist held for one period, then the robot's state and head camera."""
+        if not self._loaded:
+            self.get_logger().warning("/cmd_vel before any scene was loaded: dropped")
+            return
+        driver = self._driver()
+        with self._lock:
+            if self._stream is not None:
+                self._close_stream()
+            if not self._cmd_vel_open:  # a new run: what the base touches now, it may leave
+                self._cmd_vel_tolerated = driver.base_contact()
+                self._cmd_vel_open = True
+            driver.base_velocity(float(msg.linear.x), float(msg.angular.z), self._cmd_vel_period,
+                                 self._cmd_vel_tolerated)
+            if self._cmd_vel_tolerated is not None and driver.base_contact() != self._cmd_vel_tolerated:
+                self._cmd_vel_tolerated = None  # left it: from here on every contact stops the base
+            self._sequence += 1
+        self._publish_base_frame()
+
+    def _on_goal_photo(self, msg: PoseStamped) -> None:
+        """The goal photo (module docstring): the head camera with the base at the requested pose, stamped with the
+        request's stamp; then the run's first frame."""
+        if not self._loaded:
+            self.get_logger().warning("goal photo asked for before any scene was loaded: dropped")
+            return
+        from homiebot.ros import policy_goto, policy_skill
+
+        image_pub, info_pub = self._skill_camera_pubs[policy_goto.GOAL_CAMERA]
+        goal = convert.pose_to_pose2d(msg.pose)
+        try:
+            with self._lock:
+                self._close_stream()
+                image, fovy = self._render_head_at(goal)
+        except Exception as err:  # noqa: BLE001 - a renderer that cannot start: said, nothing answered
+            self.get_logger().error(f"the goal photo cannot render: {err}")
+            return
+        photo, info = policy_skill.camera_msgs({policy_goto.GOAL_CAMERA: image}, fovy, 0.0)[policy_goto.GOAL_CAMERA]
+        photo.header.stamp = info.header.stamp = msg.header.stamp
+        image_pub.publish(photo)
+        info_pub.publish(info)
+        self._publish_base_frame()
+
+    def _render_head_at(self, pose: Pose2D | None):
+        """The head skill camera with the base at ``pose`` (None: where it is), as the in-process Go to renders it
+        (``skill_observation.head_at``), the base put back afterwards; and the camera's field of view (called holding
+        the lock)."""
+        import mujoco
+
+        from homiebot.ros import policy_skill
+        from homiebot.sim.mujoco.skill_observation import base_qpos, head_at
+
+        compiled, data = self.sim.physics_handles()  # type: ignore[attr-defined]  # MujocoSimulator (physical mode)
+        model = compiled.model
+        base = base_qpos(model)
+        here = self.sim.base_pose()  # type: ignore[attr-defined]  # MujocoSimulator (physical mode)
+        image = np.asarray(head_at(self._skill_camera_set(model), model, data, base, pose or here))
+        if pose is not None:
+            data.qpos[base] = (here.x, here.y, here.yaw)
+            mujoco.mj_forward(model, data)
+        return image, policy_skill.head_fovy(model)
+
+    def _publish_base_frame(self) -> None:
+        """``/joint_states``, ``/odom``, ``/clock`` and the head camera (to its subscribers) as the robot is now."""
+        from homiebot.ros import policy_skill
+
+        head = self._skill_camera_pubs.get("head")
+        image = None
+        with self._lock:
+            now, pose = self._sim_time(), self._base_pose_now()
+            joints = dict(self.sim.joint_positions())  # type: ignore[attr-defined]
+            if head is not None and head[0].get_subscription_count() > 0:
+                try:
+                    image, fovy = self._render_head_at(None)
+                except Exception as err:  # noqa: BLE001 - a renderer that cannot start: said, the state still goes out
+                    self.get_logger().error(f"the head camera cannot render: {err}")
+        self._joints_pub.publish(self._joint_state(pose, joints, now))
+        self._publish_odom(pose, now)
+        self._clock_pub.publish(Clock(clock=convert.time_msg(now)))
+        if image is not None and head is not None:
+            msg, info = policy_skill.camera_msgs({"head": image}, fovy, now)["head"]
+            head[0].publish(msg)
+            head[1].publish(info)
 
     def _publish_robot_state(self) -> None:
         """Physical mode: ``/joint_states`` and ``/odom`` now, to their subscribers (module docstring)."""
