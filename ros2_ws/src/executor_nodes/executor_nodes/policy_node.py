@@ -20,8 +20,9 @@ then the policy's closed loop on ``/odom``, the head camera (``/skill_camera/hea
 (asked for on ``/skill_camera/goal/pose``) and ``/cmd_vel`` (geometry_msgs/Twist), the outcome from odometry.
 
 Parameters: ``model`` (the slot, any case), ``policy`` (the folder), ``action``, ``step_budget`` (300 for Pick, 30 s
-of the robot's clock; 600 for Go to, 60 s; 0: the skill's), ``threads`` (torch's, 1), ``frame_timeout_s`` (10), and the
-physical skills' (``state_service``,
+of the robot's clock; 600 for Go to, 60 s; 0: the skill's), ``threads`` (torch's, 1), ``frame_timeout_s`` (10); for
+Go to the base's ``max_linear_speed`` (0.6 m/s) and ``max_angular_speed`` (1 rad/s) and ``short_share`` (0.9: a twist
+the base covered less of counts towards blocked); and the physical skills' (``state_service``,
 ``perception_service``, the interfaces' names, ``goal_timeout_s``, ``state_timeout_s``; see
 :mod:`executor_nodes.skill_executors`). A folder that cannot serve stops the node with the reason.
 """
@@ -78,9 +79,17 @@ class PolicyNode(Node):
             from homiebot.ros.policy_goto import InterfaceGoTo, TopicBaseStream
             from homiebot.skills.learned_goto import GO_TO_STEP_BUDGET, BaseLimits
 
+            # What a twist should move the base by: its speed limits, and the share of that below which a command
+            # counts as stopped short (learned_goto.stopped_short; a robot with acceleration limits may need less).
+            defaults = BaseLimits()
+            self.declare_parameter("max_linear_speed", defaults.max_linear)
+            self.declare_parameter("max_angular_speed", defaults.max_angular)
+            self.declare_parameter("short_share", defaults.short_share)
             base = TopicBaseStream(self, [c for c in ("head", "goal") if c in inputs.images], size,
                                    timeout_s=float(param("frame_timeout_s")))
-            self.learned = InterfaceGoTo(self.slot, policy, inputs, base, BaseLimits(step_budget=budget or GO_TO_STEP_BUDGET))
+            limits = BaseLimits(step_budget=budget or GO_TO_STEP_BUDGET, max_linear=float(param("max_linear_speed")),
+                                max_angular=float(param("max_angular_speed")), short_share=float(param("short_share")))
+            self.learned = InterfaceGoTo(self.slot, policy, inputs, base, limits)
             self._server = ActionServer(self, Navigate, action, self._execute_go_to)
             serves, cameras = "Go to", base.cameras
         else:
