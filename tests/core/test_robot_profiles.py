@@ -39,7 +39,7 @@ def test_the_builtin_profiles_load():
 
 @pytest.mark.ros  # homiebot.ros.convert imports homie_msgs, built by scripts/setup_ros.sh
 def test_the_sim_profile_names_what_the_bridge_and_the_robot_use():
-    from homiebot.ros import control, convert, looks, nav2
+    from homiebot.ros import control, convert, looks, nav2, policy_goto
     from homiebot.sim.mujoco import robot
     from homiebot.types import VIEW_NAMES
 
@@ -49,6 +49,8 @@ def test_the_sim_profile_names_what_the_bridge_and_the_robot_use():
     standard = {"navigate_to_pose": ("nav2.NAVIGATE_TO_POSE", nav2.NAVIGATE_TO_POSE),
                 "arm_trajectory": ("control.FOLLOW_JOINT_TRAJECTORY", control.FOLLOW_JOINT_TRAJECTORY),
                 "gripper": ("control.GRIPPER_COMMAND", control.GRIPPER_COMMAND),
+                # A learned Go to's base command (homiebot.ros.policy_goto).
+                "cmd_vel": ("policy_goto.CMD_VEL", policy_goto.CMD_VEL),
                 # The look's head, torso and head camera (homiebot.ros.looks).
                 "torso_trajectory": ("looks.TORSO_TRAJECTORY", looks.TORSO_TRAJECTORY),
                 "head_trajectory": ("looks.HEAD_TRAJECTORY", looks.HEAD_TRAJECTORY),
