@@ -56,7 +56,7 @@ class PolicyNode(Node):
         super().__init__("skill_policy")
         from executor_nodes.skill_executors import PhysicalSkills
         from homiebot.skills.learned import SkillPolicy
-        from homiebot.skills.learned_skill import check_skill_model, slot_name
+        from homiebot.skills.learned_skill import check_graph_serves, check_skill_model, slot_name
         from homiebot.skills.skillset import NAVIGATION_MODELS
 
         self.declare_parameter("model", "RT-1-X")
@@ -68,7 +68,9 @@ class PolicyNode(Node):
         param = lambda name: self.get_parameter(name).value  # noqa: E731 - local shorthand
         self.slot = slot_name(str(param("model")))
         folder = str(param("policy"))
-        inputs = check_skill_model(self.slot, folder)
+        # An arm policy must take plain cameras: the bridge publishes no image with the target marked.
+        check = check_skill_model if self.slot in NAVIGATION_MODELS else check_graph_serves
+        inputs = check(self.slot, folder)
         policy = SkillPolicy(folder, threads=int(param("threads")))
         self.physical = PhysicalSkills(self)
         size = next(iter(inputs.images.values()))[1]
