@@ -441,7 +441,7 @@ def collect(
         seen_excluded=excluded,
     )
     if kind == "sft":
-        _check_sft(sft_all, options, stats)
+        _check_sft(sft_all, options, stats, chats)
     stats.seconds = time.perf_counter() - started
     return Built(sft_all, pairs_all, stats, chats), loaded.episodes
 
@@ -497,9 +497,21 @@ def repeat_rare_replans(
     return out, added
 
 
-def _check_sft(sft: Sequence[tuple[int, Step]], options: BuildOptions, stats: BuildStats) -> None:
-    """The data check's figures (homiebot.training.data_check) of the SFT samples, into ``stats``."""
-    from homiebot.training.data_check import Sample, find_ambiguities, load_tokenizer, sample_mix, token_lengths
+def _check_sft(
+    sft: Sequence[tuple[int, Step]], options: BuildOptions, stats: BuildStats,
+    chats: Sequence[tuple[int, EpisodeChat]] = (),
+) -> None:
+    """The data check's figures (homiebot.training.data_check) of the SFT samples, into ``stats``. With episode
+    chats the ambiguity is the chats' (each learned answer after the chat before it, what the model reads), not
+    the rounds' single-turn prompts."""
+    from homiebot.training.data_check import (
+        Sample,
+        find_ambiguities,
+        load_tokenizer,
+        sample_mix,
+        samples_from_episode_rows,
+        token_lengths,
+    )
 
     samples = [
         Sample(
@@ -509,7 +521,11 @@ def _check_sft(sft: Sequence[tuple[int, Step]], options: BuildOptions, stats: Bu
         )
         for _, step in sft
     ]
-    stats.ambiguity = asdict(find_ambiguities(samples))
+    if options.episodes:
+        rows = [{"id": c.id, "messages": c.messages, "answer_loss": c.answer_loss} for _, c in chats]
+        stats.ambiguity = asdict(find_ambiguities(samples_from_episode_rows(rows)))
+    else:
+        stats.ambiguity = asdict(find_ambiguities(samples))
     stats.mix = sample_mix(samples, {step.id: step.after_error for _, step in sft if step.after_error})
     if options.tokenizer:
         stats.tokens = asdict(token_lengths(samples, load_tokenizer(options.tokenizer), options.tokenizer))

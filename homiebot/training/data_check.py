@@ -13,6 +13,12 @@
 
 ``homie data build sft`` writes these into ``stats.json`` (tokens with ``--tokenizer``); ``homie data check
 --from DIR`` computes them for a built data set (its ``data/train.parquet``).
+
+**Episode data sets** (``--episodes``: one growing chat per episode): a learned answer's prompt is the chat up to
+its user turn, every earlier turn included (:func:`samples_from_episode_rows`), which is what the model reads
+there. Checking the round's own single-turn prompt instead would check a prompt the model never sees (EMMOE
+appendix D's, without the world description): its "ambiguous" prompts are ones the chat decides (what is within
+reach, what the robot did), and the chat's own ambiguities would go unseen.
 """
 
 from __future__ import annotations
@@ -222,6 +228,24 @@ def samples_from_rows(rows: Iterable[Mapping[str, Any]]) -> tuple[list[Sample], 
     return out, replans
 
 
+def samples_from_episode_rows(rows: Iterable[Mapping[str, Any]]) -> list[Sample]:
+    """Episode rows (``messages``, ``answer_loss``: one flag per assistant turn) as one sample per learned answer:
+    its prompt is the chat before it (module docstring), its id the episode's with ``_a<turn>`` (the assistant
+    turn's index from 0, i.e. the round less one)."""
+    out = []
+    for row in rows:
+        messages = [(str(m["role"]), str(m["content"])) for m in row["messages"]]
+        flags = [bool(f) for f in row["answer_loss"]]
+        turn = 0
+        for index, (role, text) in enumerate(messages):
+            if role != "assistant":
+                continue
+            if turn < len(flags) and flags[turn]:
+                out.append(Sample(f"{row['id']}_a{turn}", tuple(messages[:index]), text))
+            turn += 1
+    return out
+
+
 def read_sft_dataset(folder: Path) -> tuple[list[Sample], dict[str, str]]:
     """The samples of a built SFT data set (its ``data/train.parquet``) and the re-plan codes by sample id."""
     from homiebot.training.build import DATA_FILE
@@ -234,6 +258,9 @@ def read_sft_dataset(folder: Path) -> tuple[list[Sample], dict[str, str]]:
     except ImportError:
         raise TrainingDataError("reading the data set needs pyarrow: pip install -e '.[train]'") from None
     rows = pq.read_table(str(data)).to_pylist()
+    if rows and "messages" in rows[0] and "answer_loss" in rows[0]:
+        # Episode rows keep no per-round error codes: the re-plan mix is the build's (stats.json).
+        return samples_from_episode_rows(rows), {}
     if rows and "completion" not in rows[0]:
         raise TrainingDataError(f"{data}: not an SFT data set (no completion column)")
     return samples_from_rows(rows)

@@ -17,7 +17,13 @@ from homiebot.planner.text_planning import CHANGED_PREFIX
 from homiebot.tasks.suite import load_suite
 from homiebot.training.build import BuildOptions, collect, write_dataset
 from homiebot.training.collect import EVALUATION_RUNS, check_seeds, collect_episodes, evaluation_seeds
-from homiebot.training.data_check import Sample, find_ambiguities, percentile, sample_mix
+from homiebot.training.data_check import (
+    Sample,
+    find_ambiguities,
+    percentile,
+    sample_mix,
+    samples_from_episode_rows,
+)
 from homiebot.training.episodes import TEXT_PROMPTS_FILE, TrainingDataError
 
 TASK = "emmoe-001"
@@ -77,6 +83,37 @@ def test_homie_data_check_reports_a_planted_ambiguity(tmp_path):
     assert "re-plans after: L4 1" in result.output
     missing = CliRunner().invoke(build_app(), ["data", "check", "--from", str(tmp_path / "none"), "--no-tokens"])
     assert missing.exit_code == 2 and "error:" in missing.output and "homie data build sft" in missing.output
+
+
+def _episode(episode_id: str, turns: list[tuple[str, str]], learned: list[bool]) -> dict:
+    messages = [{"role": r, "content": t} for r, t in turns]
+    return {"id": episode_id, "variant": 0, "messages": messages, "answer_loss": learned}
+
+
+def test_an_episode_sets_answers_are_checked_after_the_chat_before_them(tmp_path):
+    """In the episode form a learned answer's prompt is the whole chat before it: two episodes that agree up to
+    a turn and then answer differently are one ambiguity; the same last user turn after different chats is not;
+    answers that are context only are not samples."""
+    world = "Task: t\nRobot: in kitchen; within reach: fridge"
+    rows = [
+        _episode("a", [("user", world), ("assistant", "Subtask: [Open, fridge]"), ("user", "Inventory: None"),
+                       ("assistant", "Subtask: [Pick, apple]")], [True, True]),
+        _episode("b", [("user", world), ("assistant", "Subtask: [Open, fridge]"), ("user", "Inventory: None"),
+                       ("assistant", "Subtask: [Go to, apple]")], [True, True]),
+        # The same second user turn after another first answer (context only here): another prompt.
+        _episode("c", [("user", world), ("assistant", "Subtask: [Put, apple, fridge]"), ("user", "Inventory: None"),
+                       ("assistant", "Subtask: [Pick, apple]")], [False, True]),
+    ]
+    samples = samples_from_episode_rows(rows)
+    assert [s.id for s in samples] == ["a_a0", "a_a1", "b_a0", "b_a1", "c_a1"]
+    assert samples[1].messages[-1] == ("user", "Inventory: None") and len(samples[1].messages) == 3
+    report = find_ambiguities(samples)
+    assert report.distinct_prompts == 3  # the first turn; a's and b's second; c's second
+    assert (report.ambiguous_decision_prompts, report.ambiguous_decision_samples) == (1, 2)
+    write_dataset(rows, tmp_path / "ep" / "data" / "train.parquet")
+    result = CliRunner().invoke(build_app(), ["data", "check", "--from", str(tmp_path / "ep"), "--no-tokens"])
+    assert result.exit_code == 0, result.output
+    assert "5 samples" in result.output and "different decisions: 1 (2 samples)" in result.output
 
 
 def test_a_collection_on_an_evaluation_seed_is_refused_before_anything_is_written(tmp_path):

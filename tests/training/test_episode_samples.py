@@ -100,6 +100,9 @@ def test_a_failed_round_stays_in_the_chat_but_is_not_learned(tmp_path):
     assert failed > 0
     assert sum(f.count(False) for _, f in ((c.id, c.answer_loss) for _, c in built.chats)) == failed
     assert sum(sum(c.answer_loss) for _, c in built.chats) == len(single.sft)  # the same answers are learned
+    # The ambiguity check reads each learned answer after its chat, what the model reads (data_check).
+    assert built.stats.ambiguity["samples"] == len(single.sft)
+    assert built.stats.ambiguity["ambiguous_decision_prompts"] == 0
 
 
 def test_spans_cover_the_learned_answers_and_their_end_token(tmp_path):
