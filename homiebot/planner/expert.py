@@ -36,6 +36,11 @@ Decisions (tested in ``tests/planner/test_expert.py``):
   in ``request.scene``. Parking and dump spots are non-articulated surfaces.
 * A target counts as within reach when its reach distance lies in [0.1 m, ``interact_range_m``], or in
   [0.1 m, 2 m] right after a successful Go to it (the simulator may stop a little farther away).
+* Where it chooses among candidates it holds equally good (the objects of a move with the same key, which opened
+  furniture to close first, near which surface to put an object down), the last tie-break is the name.
+  :meth:`ExpertPlanner.equally_good` lists the answers of every such tie-break (each candidate named first in
+  turn): the subtasks the expert would accept as equally good in a round, which an offline score may accept
+  beside the exact answer (:mod:`homiebot.training.offline_eval`).
 * After the same subtask fails twice in a row with E1, the object is set aside for another candidate when
   there is one.
 * **Bounded repeats.** The identical subtask failing again and again is retried a bounded number of times, then
@@ -66,6 +71,7 @@ Decisions (tested in ``tests/planner/test_expert.py``):
 
 from __future__ import annotations
 
+import copy
 import logging
 from collections import Counter
 from collections.abc import Iterable, Sequence
@@ -182,6 +188,8 @@ class ExpertPlanner(Planner):
         self._memory = _Memory()
         self._articulated: dict[str, bool] = {}
         self._names = SpokenNames()  # this round's request.perceived_names
+        #: Among candidates held equally good, the name chosen first (None: by name alone); :meth:`equally_good`.
+        self._preferred: str | None = None
 
     # ------------------------------------------------------------------------------------ Planner API
 
@@ -221,6 +229,28 @@ class ExpertPlanner(Planner):
             for name, said in ((n, self._names.say(state, n)) for n in (decision.subtask.target, decision.subtask.place) if n)
         }
         return format_output(analysis, memory.last_spoken, decision.model)
+
+    def equally_good(self, request: PlanRequest) -> list[Subtask]:
+        """The subtasks this expert answers in ``request``'s round under each tie-break among candidates it holds
+        equally good (module docstring): its own answer first, then, once each, the answers when one name of the
+        state is preferred among its equals. The expert's memory is not changed (each answer is a copy's), so
+        :meth:`plan` may follow with the same request. Subtasks are written as :meth:`plan` writes them (the
+        spoken names)."""
+        state = request.world_state
+        names: list[str | None] = [None, *sorted(state.entities)] if state is not None else [None]
+        found: list[Subtask] = []
+        for name in names:
+            twin = copy.deepcopy(self)
+            twin._preferred = name
+            # The expert's own decision, without what a subclass adds on top (an injected error).
+            subtask = parse_output(ExpertPlanner.plan(twin, request)).subtask
+            if subtask is not None and subtask not in found:
+                found.append(subtask)
+        return found
+
+    def _tie(self, name: str) -> tuple[bool, str]:
+        """The last sort key among equals: the preferred name first, then by name (:meth:`equally_good`)."""
+        return name != self._preferred, name
 
     def _unseen(self, name: str) -> bool:
         return self._names.unseen(name)
@@ -511,9 +541,12 @@ class ExpertPlanner(Planner):
                     return self._close(state, cond.furniture, "as my task asks for it to be closed")
             if self.close_opened:
                 opened = sorted(
-                    n
-                    for n, e in ents.items()
-                    if e.is_open and initial.entities[n].is_open is False and n not in wanted_open and e.interactive
+                    (
+                        n
+                        for n, e in ents.items()
+                        if e.is_open and initial.entities[n].is_open is False and n not in wanted_open and e.interactive
+                    ),
+                    key=self._tie,
                 )
                 if opened:
                     name = opened[0]
@@ -527,7 +560,7 @@ class ExpertPlanner(Planner):
                         if n not in self._memory.set_aside and n not in self._memory.lost
                     ]
                     if candidates:
-                        obj = min(candidates, key=lambda n: (self._robot_nearness(state, n), n))
+                        obj = min(candidates, key=lambda n: (self._robot_nearness(state, n), self._tie(n)))
                         source = ents[obj].parent
                         if source is not None and _closed(ents[source]) and ents[source].interactive:
                             return self._open(state, source, f"because the {obj} is inside it")
@@ -590,7 +623,8 @@ class ExpertPlanner(Planner):
                 e = ents[n]
                 parent = ents.get(e.parent) if e.parent else None
                 in_closed = parent is not None and _closed(parent)
-                return (n != state.held, n in memory.set_aside, in_closed, self._move_nearness(state, n, dest), n)
+                return (n != state.held, n in memory.set_aside, in_closed, self._move_nearness(state, n, dest),
+                        self._tie(n))
 
             return sorted(names, key=key)
 
@@ -626,18 +660,21 @@ class ExpertPlanner(Planner):
                         add(obj, cond.relation, cond.receptacle)
                 elif len(placed) > cond.equals:
                     surplus = [n for n in placed if n not in claimed]
-                    for obj in sorted(surplus)[: len(placed) - cond.equals]:
+                    for obj in sorted(surplus, key=self._tie)[: len(placed) - cond.equals]:
                         dest = self._destination_elsewhere(obj, cond.receptacle, goal, initial, state, scene)
                         if dest is not None:
                             add(obj, dest[0], dest[1])
             elif isinstance(cond, Cleared):
                 left = sorted(
-                    n
-                    for n, e in ents.items()
-                    if e.kind is EntityKind.OBJECT
-                    and e.parent == cond.receptacle
-                    and n not in memory.lost
-                    and not any(_category_match(e, c) for c in cond.except_)
+                    (
+                        n
+                        for n, e in ents.items()
+                        if e.kind is EntityKind.OBJECT
+                        and e.parent == cond.receptacle
+                        and n not in memory.lost
+                        and not any(_category_match(e, c) for c in cond.except_)
+                    ),
+                    key=self._tie,
                 )
                 for obj in left:
                     if obj in claimed:
@@ -722,7 +759,7 @@ class ExpertPlanner(Planner):
             candidates,
             key=lambda n: (
                 (state.entities[n].position[0] - anchor[0]) ** 2 + (state.entities[n].position[1] - anchor[1]) ** 2,
-                n,
+                self._tie(n),
             ),
         )
 
@@ -743,7 +780,9 @@ class ExpertPlanner(Planner):
             and not _closed(state.entities[origin])
         ):
             return origin
-        near = avoid if avoid is not None else min(surfaces, key=lambda n: (self._robot_nearness(state, n), n), default=None)
+        near = avoid if avoid is not None else min(
+            surfaces, key=lambda n: (self._robot_nearness(state, n), self._tie(n)), default=None
+        )
         if near is None:
             return None
         exclude = {avoid} if avoid else set()

@@ -12,7 +12,10 @@ fresh_text_chat`: the task, the world at the start, the history, what changed an
 instruction), built from the request by that mode's own function and its per-episode transcript, so that ``homie
 data build --text-observation`` trains on the prompt the planner sends, and the round's world description as it
 is now (``world``: what ``--episodes`` replays the growing chat with). ``text_world.txt`` keeps the first
-round's world description (what older builds read).
+round's world description (what older builds read). With ``equally_good``, ``equally_good.jsonl`` keeps for every
+round the subtasks the expert holds equally good there (:meth:`homiebot.planner.expert.ExpertPlanner.equally_good`:
+its own answer first), which the offline accuracy may accept beside the exact answer
+(:mod:`homiebot.training.offline_eval`).
 
 **Seeds the evaluation never plays.** An evaluation plays run ``r`` of a task on the scene seed
 ``task.seed + r`` (:mod:`homiebot.eval.runner`); :func:`evaluation_seeds` reserves the first
@@ -42,6 +45,9 @@ if TYPE_CHECKING:
     from homiebot.tasks.suite import TaskSpec
 
 PLANNERS = ("expert", "perturbed-expert")
+
+#: Per round, the subtasks the expert holds equally good (``equally_good=True``; module docstring).
+EQUALLY_GOOD_FILE = "equally_good.jsonl"
 
 #: Runs of every task whose seeds are the evaluation's: ``homie eval --runs`` up to this many (its default is 3,
 #: the targets are measured over 3).
@@ -102,10 +108,13 @@ def text_round_prompt(request: PlanRequest, transcript: TextTranscript) -> list[
 
 class TextWorldRecorder(Planner):
     """Plans with ``inner``; keeps the text mode's world description of the episode's first round, and the text
-    mode's chat (:func:`text_round_prompt`) and world description of every round."""
+    mode's chat (:func:`text_round_prompt`) and world description of every round; with ``equally_good``, the
+    subtasks ``inner`` (an expert) holds equally good in every round, asked before it plans."""
 
-    def __init__(self, inner: Planner) -> None:
+    def __init__(self, inner: Planner, equally_good: bool = False) -> None:
         self.inner = inner
+        self.record_ties = equally_good
+        self.ties: list[dict[str, object]] = []
         self.name = inner.name
         self.privileged = inner.privileged
         self.accepts_free_text = inner.accepts_free_text
@@ -116,6 +125,7 @@ class TextWorldRecorder(Planner):
     def reset(self, task: str, seed: int = 0) -> None:
         self.prefix = None
         self.prompts = []
+        self.ties = []
         self.transcript = TextTranscript()
         self.inner.reset(task, seed)
 
@@ -125,6 +135,11 @@ class TextWorldRecorder(Planner):
         messages = text_round_prompt(request, self.transcript)
         world = self.transcript.world_text(_unprivileged(request))
         self.prompts.append({"round": request.round_index, "messages": messages, "world": world})
+        if self.record_ties:
+            equally_good = getattr(self.inner, "equally_good", None)
+            if equally_good is None:
+                raise TrainingDataError(f"planner {self.inner.name!r} cannot say which subtasks it holds equally good")
+            self.ties.append({"round": request.round_index, "subtasks": [s.text() for s in equally_good(request)]})
         return self.inner.plan(request)
 
     def close(self) -> None:
@@ -182,10 +197,12 @@ def collect_episodes(
     images: bool = False,
     suite: str = "emmoe100",
     noise: str = "off",
+    equally_good: bool = False,
 ) -> CollectSummary:
     """Record the episodes (module docstring). ``noise``: a skill noise preset (``off``, ``emmoe``: EMMOE table 4's
     per-try failures, seeded by the scene seed as in an evaluation), so that execution errors (E1, E2) and the
-    expert's re-plans after them are in the data too."""
+    expert's re-plans after them are in the data too. ``equally_good``: also record, per round, the subtasks the
+    expert holds equally good (``equally_good.jsonl``; the episodes are the same as without it)."""
     from homiebot.agent.build import build_episode, build_simulator
     from homiebot.config.planners import PerturbedExpertConfig, PromptBoundExpertConfig
     from homiebot.config.run import RecordingConfig, RunConfig, SimulatorConfig, SkillsConfig
@@ -257,13 +274,16 @@ def collect_episodes(
                     summary.skipped += 1
                     continue
                 agent = expert_for_data(expert)
-                describer = TextWorldRecorder(agent)
+                describer = TextWorldRecorder(agent, equally_good=equally_good)
                 config = setting.model_copy(update={"task": task.id, "seed": seed_offset + run})
                 trajectory = build_episode(config, out=record, task=task, simulator=sim, planner=describer).run()
                 if describer.prefix is not None:
                     (record / TEXT_WORLD_FILE).write_text(describer.prefix, encoding="utf-8")
                 lines = (json.dumps(p, ensure_ascii=False) + "\n" for p in describer.prompts)
                 (record / TEXT_PROMPTS_FILE).write_text("".join(lines), encoding="utf-8")
+                if equally_good:
+                    ties = (json.dumps(t, ensure_ascii=False) + "\n" for t in describer.ties)
+                    (record / EQUALLY_GOOD_FILE).write_text("".join(ties), encoding="utf-8")
                 summary.episodes += 1
                 summary.succeeded += int(bool(trajectory.ended and trajectory.goal_satisfied))
                 summary.rounds += len(trajectory.rounds)

@@ -15,6 +15,15 @@ SR and TP (``homie eval``) are the figures that count and need far more CPU time
 **Next-subtask accuracy** (:func:`next_subtask_accuracy`; ``homie train sft --val DATA`` reports it during
 training, ``homie train eval --sft DATA`` after): the model answers each held-out round greedily, free (no
 grammar), and its ``Subtask: [..]`` must equal the expert's in action and names; action-only accuracy beside it.
+
+**Equally good** (a second figure, never instead of the exact one): where the expert chose among candidates it
+holds equally good (which object of a move first, which opened furniture to close first; ties it breaks by name,
+:meth:`homiebot.planner.expert.ExpertPlanner.equally_good`), any of their answers counts. The exact figure counts
+a model that carries the other apple first as wrong, though the expert would have done the same had the names
+sorted the other way. EMMOE scores its planner only online (SR, TP, SER...), and PARTNR's training check is the
+exact match, so this definition is the project's: *the model's subtask is one of the expert's answers under
+some tie-break of its own equals in that state*. The sets come from the collection replayed with
+``collect_episodes(..., equally_good=True)`` (``equally_good.jsonl`` per episode; :func:`read_equally_good`).
 """
 
 from __future__ import annotations
@@ -24,7 +33,7 @@ import math
 import re
 import time
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -153,6 +162,8 @@ class SubtaskAccuracy:
     nll_sum: float = 0.0  # answer tokens' negative log-likelihood, teacher-forced
     nll_tokens: int = 0
     seconds: float = 0.0
+    # With ``equally_good`` sets: answers equal to one of the expert's equally good subtasks (exact ones included).
+    equally_good_right: int = 0
 
     @property
     def subtask_accuracy(self) -> float:
@@ -165,6 +176,10 @@ class SubtaskAccuracy:
     @property
     def answer_nll(self) -> float:
         return self.nll_sum / self.nll_tokens if self.nll_tokens else math.nan
+
+    @property
+    def equally_good_accuracy(self) -> float:
+        return self.equally_good_right / self.answers if self.answers else math.nan
 
     def lines(self) -> list[str]:
         return [
@@ -199,9 +214,62 @@ def scored(result: SubtaskAccuracy) -> ScoredAnswers:
     )
 
 
+@dataclass(frozen=True)
+class AnswerRecord:
+    """One scored answer of :func:`next_subtask_accuracy` (with ``records=``): where it is, the expert's answer
+    and the model's greedy one, as text, so that a miss can be read back beside its prompt."""
+
+    chat: int  # index of the chat in the ``chats`` given
+    answer: int  # index of the learned answer within that chat
+    expected: str  # the expert's answer (its tokens decoded)
+    got: str  # the model's greedy answer, up to its complete Subtask line
+    subtask_right: bool
+    action_right: bool
+    equally_good_right: bool = False  # one of the expert's equally good subtasks (with ``equally_good`` sets)
+
+
 def _subtask_of(text: str) -> Subtask | None:
     match = _SUBTASK_LINE.search(text)
     return None if match is None else split_subtask(match.group(1))
+
+
+def equally_good_match(got: Subtask | None, expected: Subtask | None, equally_good: Sequence[Subtask]) -> bool:
+    """Whether ``got`` is the expert's answer ``expected`` or one of the subtasks it holds equally good there
+    (compared as :func:`_same` compares: the action case-blind, the names as written)."""
+    if got is None:
+        return False
+    return any(_same(got, other)[0] for other in ([expected] if expected is not None else []) + list(equally_good))
+
+
+def read_equally_good(record: Path) -> dict[int, list[Subtask]]:
+    """An episode record's equally good subtasks per round (``equally_good.jsonl`` of a collection made with
+    ``equally_good=True``; an empty mapping without the file)."""
+    from homiebot.training.collect import EQUALLY_GOOD_FILE
+
+    path = Path(record) / EQUALLY_GOOD_FILE
+    if not path.is_file():
+        return {}
+    out: dict[int, list[Subtask]] = {}
+    for line in path.read_text(encoding="utf-8").splitlines():
+        if line.strip():
+            item = json.loads(line)
+            out[int(item["round"])] = [split_subtask(t.strip()[1:-1]) for t in item["subtasks"]]
+    return out
+
+
+def rescore_equally_good(
+    records: Sequence[AnswerRecord], equally_good: Mapping[tuple[int, int], Sequence[Subtask]]
+) -> list[AnswerRecord]:
+    """``records`` (of :func:`next_subtask_accuracy`) scored again against the expert's equally good subtasks,
+    keyed by (chat, answer); an answer without a set counts only when exact."""
+    from dataclasses import replace
+
+    out = []
+    for record in records:
+        accepted = equally_good.get((record.chat, record.answer), ())
+        right = record.subtask_right or equally_good_match(_subtask_of(record.got), _subtask_of(record.expected), accepted)
+        out.append(replace(record, equally_good_right=right))
+    return out
 
 
 def _same(a: Subtask, b: Subtask) -> tuple[bool, bool]:
@@ -217,6 +285,8 @@ def next_subtask_accuracy(
     *,
     max_new_tokens: int = 80,
     bf16: bool = False,
+    records: list[AnswerRecord] | None = None,
+    equally_good: Sequence[Sequence[Sequence[Subtask]]] | None = None,
 ) -> SubtaskAccuracy:
     """For every learned answer of ``chats``: the model's greedy answer after the chat so far (the expert's earlier
     answers in it, as the planner's own would be), its Subtask compared with the expert's, and the expert answer's
@@ -225,7 +295,11 @@ def next_subtask_accuracy(
     One pass per chat with a key/value cache: each user turn is fed once, the answer is generated from the cache
     until its Subtask line is complete (or the end-of-turn token, or ``max_new_tokens``), the cache is cut back
     and the expert's answer fed instead. An episode therefore costs its tokens once plus the generated ones, not
-    a full prefill per round (2,000 tokens of prompt per late round otherwise)."""
+    a full prefill per round (2,000 tokens of prompt per late round otherwise).
+
+    ``records``: a list that receives an :class:`AnswerRecord` per answer, in order (the counts are unchanged).
+    ``equally_good``: per chat, per learned answer, the subtasks the expert holds equally good there (module
+    docstring); the answers among them are counted in ``equally_good_right``, beside the exact count."""
     import torch
     from transformers import DynamicCache
 
@@ -240,13 +314,13 @@ def next_subtask_accuracy(
     autocast = torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16)
     try:
         with torch.inference_mode(), autocast:
-            for chat in chats:
+            for chat_index, chat in enumerate(chats):
                 ids = chat.input_ids
                 cache = DynamicCache()
                 fed = 0  # tokens in the cache
                 previous: tuple[int, int] | None = None
                 last_logits: Any = None
-                for start, end in chat.answers:
+                for answer_index, (start, end) in enumerate(chat.answers):
                     chunk = torch.tensor([ids[fed:start]])
                     # Logits: the previous answer's tokens after its first (scored below) and this prompt's last.
                     keep = list(range(previous[1] - previous[0] - 1)) if previous else []
@@ -260,7 +334,8 @@ def next_subtask_accuracy(
                     if previous is not None:
                         _add_nll(result, torch.cat([last_logits[None], logits[:-1]]), ids[previous[0] : previous[1]])
                     last_logits = logits[-1]
-                    expected = _subtask_of(tokenizer.decode(ids[start:end]))
+                    expected_text = tokenizer.decode(ids[start:end])
+                    expected = _subtask_of(expected_text)
                     answer = _greedy(model, tokenizer, {key: cache}, last_logits, eos, max_new_tokens)
                     extra = cache.get_seq_length() - start
                     if extra > 0:  # back to the prompt (a negative count: tokens to remove, in every transformers 5)
@@ -268,12 +343,20 @@ def next_subtask_accuracy(
                     fed, previous = start, (start, end)
                     result.answers += 1
                     got = _subtask_of(answer)
+                    whole = action = False
                     if got is None or expected is None:
                         result.unparsed += got is None
-                        continue
-                    whole, action = _same(got, expected)
-                    result.subtask_right += whole
-                    result.action_right += action
+                    else:
+                        whole, action = _same(got, expected)
+                        result.subtask_right += whole
+                        result.action_right += action
+                    accepted = equally_good[chat_index][answer_index] if equally_good is not None else ()
+                    good = whole or equally_good_match(got, expected, accepted)
+                    result.equally_good_right += good
+                    if records is not None:
+                        records.append(
+                            AnswerRecord(chat_index, answer_index, expected_text, answer, whole, action, good)
+                        )
                 if previous is not None:  # the last answer's NLL
                     chunk = torch.tensor([ids[previous[0] : previous[1] - 1]])
                     logits = model(input_ids=chunk, **{key: cache}, use_cache=True).logits[0].float()
@@ -282,6 +365,25 @@ def next_subtask_accuracy(
         model.train(was_training)
     result.seconds = time.perf_counter() - started
     return result
+
+
+def validation_sample(chats: Sequence[TokenizedChat], limit: int | None) -> list[int]:
+    """The indices of the chats a validation scores: those with answers, shuffled with seed 0, whole chats until
+    ``limit`` answers are reached (all with None), so that every validation of a run, and a later look at its
+    answers, scores the same ones (``homie train sft --val``; ``--val-limit``)."""
+    import random
+
+    order = [i for i, chat in enumerate(chats) if chat.answers]
+    random.Random(0).shuffle(order)
+    if limit is None:
+        return order
+    picked, answers = [], 0
+    for index in order:
+        if answers >= limit:
+            break
+        picked.append(index)
+        answers += len(chats[index].answers)
+    return picked
 
 
 def _add_nll(result: SubtaskAccuracy, logits: Any, targets: Sequence[int]) -> None:

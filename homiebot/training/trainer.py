@@ -786,21 +786,12 @@ def _validation(val_chats: list[TokenizedChat], tokenizer: Any, preset: Preset) 
 
 def _val_chats(val_data: str, tokenizer: Any, preset: Preset) -> list[TokenizedChat]:
     """The validation set's chats, a fixed sample of ``preset.val_limit`` answers' worth (whole chats, shuffled
-    with seed 0 so that every evaluation and every piece of a run scores the same ones)."""
-    import random
+    with seed 0 so that every evaluation and every piece of a run scores the same ones;
+    :func:`~homiebot.training.offline_eval.validation_sample`)."""
+    from homiebot.training.offline_eval import validation_sample
 
     chats = tokenize_rows(load_rows(Path(val_data), "sft"), tokenizer)
-    chats = [c for c in chats if c.answers]
-    random.Random(0).shuffle(chats)
-    if preset.val_limit is None:
-        return chats
-    picked, answers = [], 0
-    for chat in chats:
-        if answers >= preset.val_limit:
-            break
-        picked.append(chat)
-        answers += len(chat.answers)
-    return picked
+    return [chats[i] for i in validation_sample(chats, preset.val_limit)]
 
 
 def _run(job: _Job, trl_version: str) -> TrainResult:

@@ -18,6 +18,7 @@ from homiebot.training.collect import collect_episodes  # noqa: E402
 from homiebot.training.progress import METRICS_FILE, StopRule, append_metrics, read_metrics  # noqa: E402
 from homiebot.training.tiny import write_tiny_chat_model  # noqa: E402
 from homiebot.training.trainer import CHECKPOINTS, TrainingError, preset_for, train  # noqa: E402
+from homiebot.types import Subtask  # noqa: E402
 
 pytestmark = pytest.mark.models
 
@@ -210,7 +211,8 @@ class FakeScriptedLM:
 def test_next_subtask_accuracy_scores_the_answers_a_scripted_model_gives(setup):
     from transformers import AutoTokenizer
 
-    from homiebot.training.offline_eval import next_subtask_accuracy
+    from homiebot.planner.prompt import split_subtask
+    from homiebot.training.offline_eval import next_subtask_accuracy, rescore_equally_good
     from homiebot.training.sequences import tokenize_chat
 
     tokenizer = AutoTokenizer.from_pretrained(str(setup / "model"))
@@ -238,6 +240,39 @@ def test_next_subtask_accuracy_scores_the_answers_a_scripted_model_gives(setup):
     assert result.nll_tokens == chat.answer_tokens
     assert result.answer_nll == pytest.approx(40.0 / chat.answer_tokens, rel=1e-3)
     assert model.training is False
+    assert result.equally_good_right == 2  # no equally good sets: the exact answers alone
+
+    # Per-answer records, and the second figure: the missed answer counts when the expert holds it equally good.
+    records: list = []
+    again = next_subtask_accuracy(model, tokenizer, [chat], records=records)
+    assert again.subtask_right == 2 and [(r.chat, r.answer) for r in records] == [(0, 0), (0, 1), (0, 2)]
+    assert [r.subtask_right for r in records] == [True, False, True]
+    assert "[Go to, fridge]" in records[0].got and "[Open, fridge]" in records[1].expected
+    line = records[1].got.split("Subtask:", 1)[1].strip()
+    missed = split_subtask(line[1 : line.index("]")])
+    assert missed.action != "Open"
+    ties = [[], [Subtask("Open", "fridge"), missed], []]
+    scored = next_subtask_accuracy(model, tokenizer, [chat], equally_good=[ties])
+    assert (scored.subtask_right, scored.equally_good_right, scored.answers) == (2, 3, 3)
+    assert scored.equally_good_accuracy == 1.0
+    rescored = rescore_equally_good(records, {(0, 1): ties[1]})
+    assert [r.equally_good_right for r in rescored] == [True, True, True]
+    assert [r.equally_good_right for r in rescore_equally_good(records, {})] == [True, False, True]
+
+
+def test_equally_good_sets_are_read_from_a_collection_and_matched_as_the_exact_figure_matches(tmp_path):
+    from homiebot.training.collect import EQUALLY_GOOD_FILE
+    from homiebot.training.offline_eval import equally_good_match, read_equally_good
+
+    lines = [{"round": 1, "subtasks": ["[Go to, apple_1]", "[Go to, apple_2]"]}, {"round": 2, "subtasks": ["[End]"]}]
+    (tmp_path / EQUALLY_GOOD_FILE).write_text("".join(json.dumps(x) + "\n" for x in lines))
+    ties = read_equally_good(tmp_path)
+    assert ties == {1: [Subtask("Go to", "apple_1"), Subtask("Go to", "apple_2")], 2: [Subtask("End")]}
+    assert read_equally_good(tmp_path / "none") == {}
+    assert equally_good_match(Subtask("go to", "apple_2"), Subtask("Go to", "apple_1"), ties[1])  # action case-blind
+    assert equally_good_match(Subtask("Go to", "apple_1"), Subtask("Go to", "apple_1"), [])
+    assert not equally_good_match(Subtask("Pick", "apple_2"), Subtask("Go to", "apple_1"), ties[1])
+    assert not equally_good_match(None, Subtask("Go to", "apple_1"), ties[1])
 
 
 @pytest.mark.slow
