@@ -246,6 +246,11 @@ def register(app: typer.Typer) -> None:
         noise: str = typer.Option(
             "off", "--noise", help="Skill execution noise: off or emmoe (EMMOE table 4; E1/E2 failures and re-plans)."
         ),
+        equally_good: bool = typer.Option(
+            False, "--equally-good/--no-equally-good",
+            help="Also record, per round, the subtasks the expert holds equally good (equally_good.jsonl), which "
+            "benchmarks/offline_accuracy.py accepts beside the exact answer.",
+        ),
     ) -> None:
         """Record expert episodes of EMMOE-100 as training data, in this process (one simulator)."""
         from homiebot.training.collect import collect_episodes
@@ -262,6 +267,7 @@ def register(app: typer.Typer) -> None:
                 task_ids=tasks.split(",") if tasks else None,
                 images=images,
                 noise=noise,
+                equally_good=equally_good,
             )
         except (TrainingDataError, ValueError) as err:
             fail(str(err))

@@ -88,7 +88,13 @@ def test_a_collection_records_the_equally_good_subtasks_of_every_round(tmp_path)
     from homiebot.training.offline_eval import read_equally_good
 
     collect_episodes(tmp_path / "plain", planner="expert", task_ids=["emmoe-001"], seed_offset=10)
-    collect_episodes(tmp_path / "ties", planner="expert", task_ids=["emmoe-001"], seed_offset=10, equally_good=True)
+    from typer.testing import CliRunner
+
+    from homiebot.cli import build_app
+
+    result = CliRunner().invoke(build_app(), ["data", "collect", "--out", str(tmp_path / "ties"), "--planner", "expert",
+                                              "--tasks", "emmoe-001", "--seed-offset", "10", "--equally-good"])
+    assert result.exit_code == 0, result.output
     plain, record = tmp_path / "plain" / "episodes" / "emmoe-001" / "run0", tmp_path / "ties" / "episodes" / "emmoe-001" / "run0"
     assert not (plain / EQUALLY_GOOD_FILE).exists()
     rounds = [json.loads(x) for x in (record / "rounds.jsonl").read_text().splitlines() if x.strip()]
