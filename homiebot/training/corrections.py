@@ -237,8 +237,12 @@ def collect_corrections(
         noise_preset = preset_name(noise, "--noise")
     except ValueError as err:
         raise TrainingDataError(str(err)) from None
-    replay_rows = _replay_rows(Path(replay), replay_episodes) if replay is not None and replay_episodes else []
     student_config = HFPlannerConfig(model=model, constrained=True)
+    replay_rows = (
+        _replay_rows(Path(replay), replay_episodes, student_config.compact_turns)
+        if replay is not None and replay_episodes
+        else []
+    )
     if student_config.answer_format is not AnswerFormat.SUBTASK or not student_config.include_history:
         raise TrainingDataError(
             f"model {model!r}: the corrections are for a student trained on the growing chat with subtask-only "
@@ -337,10 +341,12 @@ def _claim(manifest: Path, settings: dict[str, Any]) -> None:
         staged.unlink(missing_ok=True)
 
 
-def _replay_rows(data: Path, count: int) -> list[dict[str, Any]]:
+def _replay_rows(data: Path, count: int, compact_turns: bool) -> list[dict[str, Any]]:
     """``count`` episode rows of an SFT episode set (``homie data build sft --episodes``), chosen with a fixed
-    seed so that a rerun builds the same set."""
-    from homiebot.training.build import DATA_FILE
+    seed so that a rerun builds the same set. The set must be in the student's chat form: replaying compact turns
+    to a student that reads the full turns (or the other way) would teach it a second prompt format, so the build
+    options the set records (``stats.json``) are checked first."""
+    from homiebot.training.build import DATA_FILE, STATS_FILE
 
     try:
         import pyarrow.parquet as pq
@@ -349,6 +355,16 @@ def _replay_rows(data: Path, count: int) -> list[dict[str, Any]]:
     path = data.expanduser() / DATA_FILE if data.is_dir() else data.expanduser()
     if not path.is_file():
         raise TrainingDataError(f"--replay {data}: no data set (expected {DATA_FILE} from homie data build)")
+    stats = data.expanduser() / STATS_FILE if data.is_dir() else None
+    if stats is not None and stats.is_file():
+        options = json.loads(stats.read_text(encoding="utf-8")).get("options", {})
+        if bool(options.get("compact_turns", False)) != compact_turns:
+            built = "compact" if options.get("compact_turns") else "full"
+            wanted = "compact" if compact_turns else "full"
+            raise TrainingDataError(
+                f"--replay {data}: built with {built} chat turns, but the student reads {wanted} turns "
+                f"(rebuild it with homie data build sft --episodes{' --compact-turns' if compact_turns else ''})"
+            )
     table = pq.read_table(str(path))
     if "messages" not in table.column_names or "answer_loss" not in table.column_names:
         raise TrainingDataError(f"--replay {data}: not an episode data set (homie data build sft --episodes)")

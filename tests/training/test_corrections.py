@@ -65,6 +65,18 @@ def test_evaluation_seeds_and_bad_options_are_refused_before_anything_is_written
     assert not any((tmp_path / n).exists() for n in "abcd")
 
 
+def test_a_replay_set_in_another_chat_form_is_refused(tmp_path):
+    """Replaying compact-turn episodes to the shipped student (full turns) would teach it a second prompt format."""
+    from homiebot.training.build import DATA_FILE, STATS_FILE, write_dataset
+
+    chat = [{"role": "user", "content": "task"}, {"role": "assistant", "content": "Subtask: [End]"}]
+    write_dataset([{"id": "ep-0", "messages": chat, "answer_loss": [True]}], tmp_path / "compact" / DATA_FILE)
+    (tmp_path / "compact" / STATS_FILE).write_text(json.dumps({"options": {"episodes": True, "compact_turns": True}}))
+    with pytest.raises(TrainingDataError, match="compact chat turns, but the student reads full turns"):
+        collect_corrections(tmp_path / "out", task_ids=["emmoe-001"], replay=tmp_path / "compact", replay_episodes=1)
+    assert not (tmp_path / "out").exists()
+
+
 @pytest.mark.models
 @pytest.mark.slow
 def test_the_shipped_student_plays_with_noise_and_the_expert_labels_its_states(tmp_path):
