@@ -233,7 +233,10 @@ def register(app: typer.Typer) -> None:
             "--planner",
             help="expert or perturbed-expert (decision errors injected, then re-planned).",
         ),
-        split: str = typer.Option("train", "--split", help="train, test or all."),
+        suite: str = typer.Option(
+            "emmoe", "--suite", help="Task suite: emmoe (EMMOE-100's goal expert) or partnr (the PARTNR expert)."
+        ),
+        split: str = typer.Option("train", "--split", help="train, validation, test or all."),
         runs: int = typer.Option(
             1, "--runs", help="Episodes per task (run r uses seed task.seed + r + --seed-offset)."
         ),
@@ -252,7 +255,7 @@ def register(app: typer.Typer) -> None:
             "benchmarks/offline_accuracy.py accepts beside the exact answer.",
         ),
     ) -> None:
-        """Record expert episodes of EMMOE-100 as training data, in this process (one simulator)."""
+        """Record expert episodes of EMMOE-100 or the PARTNR-style suite as training data, in this process."""
         from homiebot.training.collect import collect_episodes
         from homiebot.training.episodes import TrainingDataError
 
@@ -267,6 +270,7 @@ def register(app: typer.Typer) -> None:
                 task_ids=tasks.split(",") if tasks else None,
                 images=images,
                 noise=noise,
+                suite=suite,
                 equally_good=equally_good,
             )
         except (TrainingDataError, ValueError) as err:

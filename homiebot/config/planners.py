@@ -205,6 +205,9 @@ class HFPlannerConfig(PlannerConfig):
     # llama.cpp, greedy under a grammar: the text the grammar forces is not decoded token by token
     # (homiebot.planner.text_lm.TextModelConfig.jump_forward).
     jump_forward: bool = True
+    # With jump-forward: single-choice tokens taken with the forced text, its given-back token drafted
+    # (homiebot.planner.text_lm.TextModelConfig.forced_lookahead).
+    forced_lookahead: bool = True
     weights: Literal["q8_0", "bundled"] = "q8_0"
     flash_attention: bool = False
     prompt_log: str | None = None
@@ -213,6 +216,9 @@ class HFPlannerConfig(PlannerConfig):
     # trained on it (homie data build sft --episodes --compact-turns).
     compact_turns: bool = False
     answer_format: AnswerFormat = AnswerFormat.ANALYSIS
+    # With constrained, in the text mode: each argument takes only names of its kind (a Pick an object, an Open an
+    # articulated furniture, ...; homiebot.planner.partnr_world.text_mode_grammar), not any name of the world.
+    typed_grammar: bool = False
     # generate: the answer is decoded (constrained or free); likelihood: SayCan-style, the grammar's subtasks
     # ranked by the model's likelihood (homiebot.planner.likelihood; the subtask-only format, llama.cpp).
     decision: Literal["generate", "likelihood"] = "generate"

@@ -802,7 +802,7 @@ class HFPlanner(Planner):
             config.decode, config.share_prefix, config.sdpa_gqa, config.batched_vision)
         runtime, prefix_reuse, lookup_tokens, weights = (
             config.runtime, config.prefix_reuse, config.lookup_tokens, config.weights)
-        jump_forward = config.jump_forward
+        jump_forward, forced_lookahead = config.jump_forward, config.forced_lookahead
         flash_attention, prompt_log, system_turn = config.flash_attention, config.prompt_log, config.system_turn
         answer_format, decision = config.answer_format, config.decision
         bundled = bundled_model(model)
@@ -855,6 +855,7 @@ class HFPlanner(Planner):
                     prefix_reuse=prefix_reuse,
                     lookup_tokens=lookup_tokens,
                     jump_forward=jump_forward,
+                    forced_lookahead=forced_lookahead,
                     weights=weights,
                     flash_attention=flash_attention,
                 )
@@ -874,6 +875,7 @@ class HFPlanner(Planner):
                 prefix_reuse=prefix_reuse,
                 lookup_tokens=lookup_tokens,
                 jump_forward=jump_forward,
+                forced_lookahead=forced_lookahead,
                 flash_attention=flash_attention,
             )
         elif text_folder and runtime == "llama_cpp":
@@ -884,6 +886,7 @@ class HFPlanner(Planner):
                 prefix_reuse=prefix_reuse,
                 lookup_tokens=lookup_tokens,
                 jump_forward=jump_forward,
+                forced_lookahead=forced_lookahead,
                 weights=weights,
                 flash_attention=flash_attention,
             )
@@ -913,6 +916,9 @@ class HFPlanner(Planner):
         # perception gives its planners the state (homiebot.planner.text_planning); images serve a VLM instead.
         self.reads_state = type(self).reads_state or self.engine.text_only
         self.constrained = constrained
+        if config.typed_grammar and decision == "likelihood":
+            raise ValueError("typed_grammar applies to decision=generate (likelihood ranks the untyped grammar's subtasks)")
+        self.typed_grammar = config.typed_grammar
         self.answer_format = answer_format
         self.decision = decision
         if decision == "likelihood":
@@ -977,7 +983,15 @@ class HFPlanner(Planner):
         return self.engine.text_only
 
     def grammar_for(self, request: PlanRequest) -> str:
-        """The EBNF grammar of one request's answer (:meth:`constraint_for`)."""
+        """The EBNF grammar of one request's answer (:meth:`constraint_for`); with ``typed_grammar``, in the text mode
+        on a state it describes itself, the typed one (:func:`homiebot.planner.partnr_world.text_mode_grammar`)."""
+        if (self.typed_grammar and self.text_mode and request.world_state is not None
+                and not request.world_description):
+            from homiebot.planner.partnr_world import text_mode_grammar
+
+            return text_mode_grammar(request.world_state, request.actions, request.models,
+                                     max_new_tokens=self.max_new_tokens, analysis_max_chars=self.analysis_max_chars,
+                                     answer_format=self.answer_format).text
         return self.constraint_for(request).grammar()
 
     def constraint_for(self, request: PlanRequest) -> AnswerConstraint:

@@ -82,8 +82,9 @@ class PartnrWorld:
     held: str | None = None
 
     @classmethod
-    def from_state(cls, state: WorldState, explored_rooms: Iterable[str]) -> PartnrWorld:
-        """The description of ``state`` for a robot that has been in ``explored_rooms`` (plus the room it is in)."""
+    def from_state(cls, state: WorldState, explored_rooms: Iterable[str], *, observe_all: bool = False) -> PartnrWorld:
+        """The description of ``state`` for a robot that has been in ``explored_rooms`` (plus the room it is in);
+        ``observe_all``: every object observed (the text planning mode's world, which lists them all)."""
         entities = state.entities
         rooms = tuple(sorted(e.name for e in entities.values() if e.kind is EntityKind.ROOM))
         explored = set(explored_rooms) | ({state.robot_room} if state.robot_room else set())
@@ -93,7 +94,7 @@ class PartnrWorld:
             if entity.kind is not EntityKind.OBJECT:
                 continue
             held = entity.held or entity.name == state.held
-            if not held and _room_of(entity, entities) not in explored:
+            if not held and not observe_all and _room_of(entity, entities) not in explored:
                 continue
             parent = entity.parent if entity.parent in furniture else None
             objects[entity.name] = ObservedObject(parent, _room_of(entity, entities), held, entity.is_clean)
@@ -164,7 +165,8 @@ def typed_arguments(world: PartnrWorld, actions: Sequence[str]) -> dict[str, tup
 
     Go to: rooms, furniture, observed objects. Pick: observed objects the robot does not hold. Put: the held
     object, then a furniture or another observed object. Open / Close: articulated furniture. Turn on / off:
-    appliances and lamps. Clean / Heat / Cool: the held object, then a furniture with that function. End: none.
+    appliances and lamps. Clean / Heat / Cool: the held object, then a furniture with that function. Fill: the held
+    object, then a furniture with a faucet. Pour: the held object, then another observed object. End: none.
     An action left without a possible argument (Put with empty hands) is left out; an action this module does not
     know takes any described name, once or twice (the untyped grammar's rule)."""
     observed = [n for n, o in world.objects.items() if not o.held]
@@ -185,6 +187,10 @@ def typed_arguments(world: PartnrWorld, actions: Sequence[str]) -> dict[str, tup
             if spec.needs_place:
                 if action is Action.PUT:
                     places = [*furniture, *observed]
+                elif action is Action.FILL:  # at a faucet (the skill's rule: a furniture that cleans)
+                    places = list(world.faucets)
+                elif action is Action.POUR:  # into another container (the skill checks which objects hold water)
+                    places = observed
                 else:
                     wanted = action.value.lower()
                     places = [n for n, functions in world.functions.items() if wanted in functions]
@@ -269,6 +275,23 @@ def typed_grammar(
         ]
     )
     return TypedGrammar(text, arguments)
+
+
+def text_mode_grammar(
+    state: WorldState,
+    actions: Sequence[str],
+    models: Sequence[str],
+    *,
+    max_new_tokens: int,
+    analysis_max_chars: int | None = None,
+    answer_format: AnswerFormat = AnswerFormat.ANALYSIS,
+) -> TypedGrammar:
+    """The typed grammar for the hf planner's text mode (``--planner hf -p typed_grammar=true``): the arguments typed
+    as :func:`typed_arguments` types them, over every entity of ``state``, since the text mode's world description
+    (:func:`homiebot.planner.text_planning.describe_world`) lists every object from the start."""
+    world = PartnrWorld.from_state(state, (), observe_all=True)
+    return typed_grammar(world, actions, models, max_new_tokens=max_new_tokens,
+                         analysis_max_chars=analysis_max_chars, answer_format=answer_format)
 
 
 class PartnrWorldHFPlanner(HFPlanner):

@@ -20,8 +20,16 @@ its own answer first), which the offline accuracy may accept beside the exact an
 **Seeds the evaluation never plays.** An evaluation plays run ``r`` of a task on the scene seed
 ``task.seed + r`` (:mod:`homiebot.eval.runner`); :func:`evaluation_seeds` reserves the first
 :data:`EVALUATION_RUNS` runs of every task of the suite, and a collection whose scene seeds meet one of them
-is refused before anything is written (:func:`check_seeds`). The suite's task seeds are 37 apart, so
-``--seed-offset 10 --runs 10`` (training) and ``--seed-offset 20 --runs 3`` (validation) fit between them.
+is refused before anything is written (:func:`check_seeds`). The reserved seeds are those of every built-in suite
+(:data:`RESERVED_SUITES`: an apartment on one seed starts from the same placement whichever suite's task plays
+it). EMMOE-100's task seeds are 37 apart, so ``--seed-offset 10 --runs 10`` (training) and ``--seed-offset 20
+--runs 3`` (validation) fit between them; the PARTNR-style suite's are consecutive within an apartment, so its
+collections go past them all (``--seed-offset 3000``: seeds from 10000; docs/training.md).
+
+**The suite's expert.** EMMOE-100's episodes are the goal expert's (``expert``: the prompt-bound expert,
+``perturbed-expert``: with injected decision errors); the PARTNR-style suite's are the PARTNR expert's
+(:class:`homiebot.planner.partnr_expert.PartnrExpertPlanner`, which plans from the task's evaluation function and
+switches, cleans and fills: ``--planner expert``), as ``homie eval --suite partnr`` plays them.
 """
 
 from __future__ import annotations
@@ -45,6 +53,11 @@ if TYPE_CHECKING:
     from homiebot.tasks.suite import TaskSpec
 
 PLANNERS = ("expert", "perturbed-expert")
+
+#: The suites whose evaluation seeds no collection may use (an evaluation of either plays ``task.seed + r``).
+RESERVED_SUITES = ("emmoe100", "partnr")
+#: The suite whose expert is the PARTNR expert (the collection's ``--planner expert`` there).
+PARTNR_SUITE = "partnr"
 
 #: Per round, the subtasks the expert holds equally good (``equally_good=True``; module docstring).
 EQUALLY_GOOD_FILE = "equally_good.jsonl"
@@ -155,14 +168,27 @@ def evaluation_seeds(suite: str = "emmoe100", runs: int = EVALUATION_RUNS) -> fr
     return frozenset(t.seed + r for t in load_suite(suite).tasks for r in range(runs))
 
 
+def reserved_seeds(suite: str = "emmoe100", runs: int = EVALUATION_RUNS) -> dict[int, str]:
+    """Scene seed -> the suite whose evaluation plays it: ``suite``'s and every :data:`RESERVED_SUITES` one's
+    (``suite``'s named where two share a seed)."""
+    from homiebot.tasks.suite import resolve_suite
+
+    own = resolve_suite(suite)
+    reserved: dict[int, str] = {}
+    for name in (*[s for s in RESERVED_SUITES if s != own], own):
+        reserved.update(dict.fromkeys(evaluation_seeds(name, runs), name))
+    return reserved
+
+
 def check_seeds(
     tasks: Sequence[TaskSpec], seed_offset: int, runs: int, suite: str = "emmoe100", runs_option: str = "--runs"
 ) -> None:
-    """Refuse a collection whose scene seeds (``task.seed + seed_offset + r``) include an evaluation's.
-    ``runs_option``: the command's name for ``runs`` in the message (DAgger's is ``--iterations``)."""
+    """Refuse a collection whose scene seeds (``task.seed + seed_offset + r``) include an evaluation's, of ``suite``
+    or of another built-in suite (:func:`reserved_seeds`). ``runs_option``: the command's name for ``runs`` in the
+    message (DAgger's is ``--iterations``)."""
     from homiebot.tasks.suite import load_suite
 
-    reserved = evaluation_seeds(suite)
+    reserved = reserved_seeds(suite)
     clashes = sorted(
         (task.id, task.seed + seed_offset + r)
         for task in tasks
@@ -171,17 +197,20 @@ def check_seeds(
     )
     if clashes:
         shown = ", ".join(f"{task} seed {seed}" for task, seed in clashes[:3])
+        suites = sorted({reserved[seed] for _, seed in clashes})
         seeds = sorted({t.seed for t in load_suite(suite).tasks})
         gap = min((b - a for a, b in zip(seeds, seeds[1:], strict=False)), default=0)
-        hint = (
-            f"--seed-offset {EVALUATION_RUNS} to {gap - runs} fit (the task seeds are {gap} apart)"
-            if gap - runs >= EVALUATION_RUNS
-            else f"choose another --seed-offset or fewer {runs_option}"
-        )
+        past = max(reserved) + 1 - min(t.seed for t in tasks)  # the first offset past every reserved seed
+        if gap - runs >= EVALUATION_RUNS:
+            hint = f"--seed-offset {EVALUATION_RUNS} to {gap - runs} fit (the task seeds are {gap} apart)"
+        elif past > 0:
+            hint = f"--seed-offset {past} or more fits (past every evaluation's seeds)"
+        else:
+            hint = f"choose another --seed-offset or fewer {runs_option}"
         raise TrainingDataError(
             f"--seed-offset {seed_offset} {runs_option} {runs} would collect on {len(clashes)} scene seed(s) that the "
-            f"{suite} evaluation plays ({shown}{', ...' if len(clashes) > 3 else ''}; runs 0-{EVALUATION_RUNS - 1} "
-            f"of every task are reserved): {hint}"
+            f"{' and '.join(suites)} evaluation plays ({shown}{', ...' if len(clashes) > 3 else ''}; runs "
+            f"0-{EVALUATION_RUNS - 1} of every task are reserved): {hint}"
         )
 
 
@@ -204,15 +233,28 @@ def collect_episodes(
     expert's re-plans after them are in the data too. ``equally_good``: also record, per round, the subtasks the
     expert holds equally good (``equally_good.jsonl``; the episodes are the same as without it)."""
     from homiebot.agent.build import build_episode, build_simulator
-    from homiebot.config.planners import PerturbedExpertConfig, PromptBoundExpertConfig
+    from homiebot.config.planners import PartnrExpertPlannerConfig, PerturbedExpertConfig, PromptBoundExpertConfig
     from homiebot.config.run import RecordingConfig, RunConfig, SimulatorConfig, SkillsConfig
     from homiebot.data.record import SUMMARY_FILE
+    from homiebot.planner.partnr_expert import PartnrExpertPlanner
     from homiebot.planner.perturbed import expert_for_data
     from homiebot.skills.noise import preset_name
-    from homiebot.tasks.suite import load_suite
+    from homiebot.tasks.suite import TaskError, load_suite, resolve_suite
 
     if planner not in PLANNERS:
         raise TrainingDataError(f"unknown --planner {planner!r} for data collection; use {' or '.join(PLANNERS)}")
+    try:
+        partnr = resolve_suite(suite) == PARTNR_SUITE
+        load_suite(suite)
+    except TaskError as err:
+        raise TrainingDataError(str(err)) from None
+    if partnr and planner != "expert":
+        # The perturbed expert injects its errors into the goal expert's plan, which is not how this suite's
+        # tasks are played (switching, cleaning, ordering): its re-plans come from --noise emmoe instead.
+        raise TrainingDataError(
+            f"--planner {planner} plays EMMOE-100's goals; the PARTNR-style suite's episodes are its expert's "
+            "(--planner expert; --noise emmoe for re-plans after execution errors)"
+        )
     if runs < 1:
         raise TrainingDataError(f"--runs must be >= 1, got {runs}")
     if split not in ("train", "test", "validation", "all"):
@@ -232,7 +274,13 @@ def collect_episodes(
     if not 0.0 <= inject <= 1.0:
         raise TrainingDataError(f"--inject must be a probability in [0, 1], got {inject}")
     # Each record's run configuration (summary.json's "run") names the training expert it was collected with.
-    expert = PerturbedExpertConfig(inject=inject) if planner == "perturbed-expert" else PromptBoundExpertConfig()
+    expert: PerturbedExpertConfig | PromptBoundExpertConfig | PartnrExpertPlannerConfig
+    if partnr:
+        expert = PartnrExpertPlannerConfig()
+    elif planner == "perturbed-expert":
+        expert = PerturbedExpertConfig(inject=inject)
+    else:
+        expert = PromptBoundExpertConfig()
     setting = RunConfig(
         planner=expert,
         simulator=SimulatorConfig(render=images),
@@ -273,7 +321,7 @@ def collect_episodes(
                 if (record / SUMMARY_FILE).is_file():
                     summary.skipped += 1
                     continue
-                agent = expert_for_data(expert)
+                agent = PartnrExpertPlanner() if isinstance(expert, PartnrExpertPlannerConfig) else expert_for_data(expert)
                 describer = TextWorldRecorder(agent, equally_good=equally_good)
                 config = setting.model_copy(update={"task": task.id, "seed": seed_offset + run})
                 trajectory = build_episode(config, out=record, task=task, simulator=sim, planner=describer).run()
