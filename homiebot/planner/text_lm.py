@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import ctypes
 import dataclasses
+import functools
 import importlib.util
 import logging
 import os
@@ -119,6 +120,13 @@ class TextModelConfig:
     #: that ends the answer is not evaluated at all (the next round's prompt holds it). False: every answer token
     #: is chosen and evaluated on its own (and ``lookup_tokens`` applies).
     jump_forward: bool = True
+    #: With jump-forward only: the two cuts of its evaluations (:class:`_JumpForward`, "Lookahead"). A token that the
+    #: grammar leaves as the only choice is taken with the forced text instead of being chosen after an evaluation of
+    #: its own, and the forced text's last token, which jump-forward gives back to be chosen, is evaluated with the text
+    #: as a draft and kept when the model chooses it. The same answers with fewer evaluations (2.4 instead of 4.2 after
+    #: the prompt's in a round of the shipped model, docs/results/planning-round-2026-11-30.md). False: jump-forward as
+    #: first shipped (2026-11-29), for comparisons.
+    forced_lookahead: bool = True
     #: llama.cpp only: how the weights are encoded for the kernels. ``"q8_0"``: the bundled file re-encoded
     #: once to 8-bit blocks (:func:`homiebot.planner.models.q8_0_copy`, kept in the user's cache), the default;
     #: ``"bundled"``: the file as shipped (4-bit Q4_1 for SmolLM2). Every Q4_1 weight is a 16-level value of
@@ -240,6 +248,7 @@ class _LlamaCppBackend:
         self.drafted = self.accepted = 0
         #: None: not made yet; False: off (the option, or xgrammar missing).
         self._jump: _JumpForward | None | Literal[False] = None if config.jump_forward else False
+        self.forced_lookahead = config.forced_lookahead
         #: Tokens the grammar forced in the last greedy call, and how many single evaluations it made.
         self.forced = self.evaluations = 0
 
@@ -336,6 +345,30 @@ class _LlamaCppBackend:
             np.ctypeslib.as_array(lib.llama_get_logits_ith(llm._ctx.ctx, i), shape=(self.n_vocab,))
             for i in range(len(tokens))
         ]
+
+    def _eval_last(self, tokens: list[int], rows: int) -> list[np.ndarray]:
+        """Evaluate ``tokens`` after the cached ones as ``Llama.eval`` does (the same batches of ``n_batch``) and
+        return copies of the logits after each of the last ``rows`` of them (only those rows are computed by the
+        output layer; :meth:`_eval_rows` computes every row's)."""
+        llm, lib = self.llm, self._llama_cpp
+        llm._ctx.kv_cache_seq_rm(-1, llm.n_tokens, -1)
+        out: list[np.ndarray] = []
+        first_wanted = len(tokens) - rows
+        for start in range(0, len(tokens), llm.n_batch):
+            batch = tokens[start : start + llm.n_batch]
+            n_past = llm.n_tokens
+            llm._batch.set_batch(batch=batch, n_past=n_past, logits_all=False)
+            wanted = [i for i in range(len(batch)) if start + i >= first_wanted]
+            for i in wanted:
+                llm._batch.batch.logits[i] = True
+            llm._ctx.decode(llm._batch)
+            out += [
+                np.ctypeslib.as_array(lib.llama_get_logits_ith(llm._ctx.ctx, i), shape=(self.n_vocab,)).copy()
+                for i in wanted
+            ]
+            llm.input_ids[n_past : n_past + len(batch)] = batch
+            llm.n_tokens += len(batch)
+        return out
 
     @staticmethod
     def _lookup(context: np.ndarray, length: int, count: int, ngram: int = 3) -> list[int]:
@@ -474,6 +507,12 @@ class _LlamaCppBackend:
         pending (the prompt's new tokens in the first step; the last chosen token and the forced ones after it)
         in one batch, and chooses the best allowed token from the logits after it. When the forced text ends the
         answer (only a stop token may follow), the loop returns without evaluating it.
+
+        With ``forced_lookahead`` (:class:`_JumpForward`, "Lookahead") the forced tokens include those the grammar
+        leaves as the only choice, and the forced text's last token, given back to be chosen, is evaluated with the
+        batch as a draft: the logits of the row before it choose the next token, and when that is the draft, the
+        draft's own row gives the logits of the choice after it, with no evaluation of its own (a refused draft is
+        cut from the cache again).
         """
         llm = self.llm
         matcher = jump.matcher(grammar)
@@ -482,25 +521,45 @@ class _LlamaCppBackend:
         tokens: list[int] = []
         self.drafted = self.accepted = self.forced = self.evaluations = 0
         first = True
+        ready: np.ndarray | None = None  # the logits after the cached sequence, when a kept draft's row gave them
         while True:
-            forced, complete = jump.forced(matcher)
+            forced, complete, draft = jump.forced(matcher, lookahead=self.forced_lookahead)
             self.forced += len(forced)
             tokens += forced
             if complete or len(tokens) >= max_new_tokens:
                 return tokens[:max_new_tokens], complete and len(tokens) <= max_new_tokens
-            started = time.process_time()
-            llm.eval(pending + forced)
-            self.evaluations += 1
-            if first:
-                self.prompt_cpu_seconds = time.process_time() - started
-                first = False
-            token = jump.best_allowed(matcher, self._last_logits())
+            pending += forced
+            after_draft: np.ndarray | None = None
+            if pending or ready is None:
+                started = time.process_time()
+                if draft is not None:
+                    logits, after_draft = self._eval_last([*pending, draft], 2)
+                    self.drafted += 1
+                else:
+                    llm.eval(pending)
+                    logits = self._last_logits()
+                self.evaluations += 1
+                if first:
+                    self.prompt_cpu_seconds = time.process_time() - started
+                    first = False
+                pending = []
+            else:
+                logits = ready
+            ready = None
+            token = jump.best_allowed(matcher, logits)
+            kept = after_draft is not None and token == draft
+            if after_draft is not None and not kept:
+                llm.n_tokens -= 1  # the refused draft leaves the cache (the next evaluation overwrites it)
             if self._stops(token):
                 return tokens, True
             tokens.append(token)
             if len(tokens) >= max_new_tokens:
                 return tokens, False
-            pending = [token]
+            if kept:
+                self.accepted += 1
+                ready = after_draft  # the draft is in the cache: its row's logits choose the next token
+            else:
+                pending = [token]
 
     def decode(
         self, prompt: list[int], grammar: str | None, max_new_tokens: int, reuse: bool, sampling: Sampling
@@ -546,6 +605,23 @@ class _JumpForward:
     back to the grammar and chosen normally unless the text ends the answer: that token could merge with the text
     after it (``, `` then ``kitchen`` is ``,`` and `` kitchen``, not ``, `` and ``kitchen``). A token the grammar
     refuses ends the forced run there.
+
+    **Lookahead** (``TextModelConfig.forced_lookahead``, on by default). Two evaluations of a round are cut without
+    changing which token is chosen:
+
+    * A token that the grammar then leaves as the only choice is taken with the forced text. xgrammar's forced text
+      stops where targets part (``_`` after `` red`` when ``red_box_1`` and ``red_can`` are both allowed) and its
+      last token is given back; when that token is still the only one allowed, greedy decoding could only choose
+      it, so it is not evaluated on its own first.
+    * The given-back token before a real choice is evaluated with the forced text as a draft (the technique of
+      speculative decoding, Leviathan et al. 2023, "Fast Inference from Transformers via Speculative Decoding",
+      with the tokenizer's own split as the draft model): the row before it chooses the next token, and when the
+      choice is the draft (`` [`` after ``Subtask:``, ``box`` after ``red_``), the draft's row already holds the
+      logits of the choice after it. A refused draft is cut from the cache. Not drafted: a token whose text ends
+      in whitespace (`` `` after ``Go to,``: the model writes `` kitchen``).
+
+    A one-token evaluation of SmolLM2-135M costs about as much as a batch of three (the weights are read once per
+    evaluation), so each cut saves most of an evaluation (docs/results/planning-round-2026-11-30.md).
     """
 
     def __init__(self, backend: _LlamaCppBackend) -> None:
@@ -573,22 +649,51 @@ class _JumpForward:
         matcher.fill_next_token_bitmask(self._bitmask)
         return np.unpackbits(self._bits, bitorder="little")[: self.n_vocab].astype(bool)
 
-    def forced(self, matcher: Any) -> tuple[list[int], bool]:
-        """The tokens the grammar forces next, accepted into ``matcher``; and whether the answer is complete
-        after them (only a stop token may follow)."""
-        text = matcher.find_jump_forward_string()
+    def forced(self, matcher: Any, lookahead: bool = False) -> tuple[list[int], bool, int | None]:
+        """The tokens the grammar forces next, accepted into ``matcher``; whether the answer is complete after them
+        (only a stop token may follow); and, with ``lookahead``, a draft of the next token (not accepted) or None.
+
+        Without ``lookahead``: the forced text's tokens, less the last one unless the text ends the answer (it is
+        given back to be chosen). With it (class docstring, "Lookahead"): a token that is then the only one the
+        grammar allows is taken too, and the forced text after it, until a real choice remains; the given-back
+        token before that choice is the draft, unless its text ends in whitespace."""
         tokens: list[int] = []
-        for token in self._backend.tokenize(text) if text else []:
-            if not matcher.accept_token(token):
-                break
-            tokens.append(token)
-        allowed = self._allowed(matcher)
-        stops = int(allowed[self.stop_ids].sum())
-        complete = stops > 0 and int(allowed.sum()) == stops
-        if tokens and not complete:
-            matcher.rollback(1)
-            tokens.pop()
-        return tokens, complete
+        while True:
+            text = matcher.find_jump_forward_string()
+            run: list[int] = []
+            for token in self._backend.tokenize(text) if text else []:
+                if not matcher.accept_token(token):
+                    break
+                run.append(token)
+            allowed = self._allowed(matcher)
+            stops = int(allowed[self.stop_ids].sum())
+            if stops > 0 and int(allowed.sum()) == stops:
+                return tokens + run, True, None
+            given_back = None
+            if run:
+                matcher.rollback(1)
+                given_back = run.pop()
+            tokens += run
+            if not lookahead:
+                return tokens, False, None
+            if given_back is not None:
+                allowed = self._allowed(matcher)
+            choices = np.flatnonzero(allowed)
+            if len(choices) == 1 and not self._backend._stops(int(choices[0])):
+                only = int(choices[0])
+                if not matcher.accept_token(only):
+                    raise RuntimeError(f"the grammar refused token {only}, the only one its mask allowed")
+                tokens.append(only)
+                continue
+            if given_back is not None and self._draftable(given_back):
+                return tokens, False, given_back
+            return tokens, False, None
+
+    def _draftable(self, token: int) -> bool:
+        """Whether a given-back token is worth drafting: its text does not end in whitespace (a byte-level BPE
+        vocabulary joins a space to the word after it, so ``" "`` before a name is almost never the model's token)."""
+        text = self._backend.detokenize([token])
+        return bool(text) and not text[-1].isspace()
 
     def best_allowed(self, matcher: Any, logits: np.ndarray) -> int:
         """The highest-logit token the grammar allows, accepted into ``matcher`` (a stop token is not)."""
@@ -688,14 +793,19 @@ class _TransformersBackend:
         return tokens, reused, stopped
 
 
-def _render(template: str, messages: Sequence[ChatMessage]) -> str:
-    """The prompt text through the model's own chat template (jinja2 in a sandbox, as transformers renders it)."""
+@functools.lru_cache(maxsize=8)
+def _compiled_template(template: str) -> Any:
+    """A chat template compiled once (jinja2 in a sandbox, as transformers renders it; transformers caches it too)."""
     from jinja2.sandbox import ImmutableSandboxedEnvironment
 
-    environment = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True)
-    return environment.from_string(template).render(
+    return ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True).from_string(template)
+
+
+def _render(template: str, messages: Sequence[ChatMessage]) -> str:
+    """The prompt text through the model's own chat template."""
+    return str(_compiled_template(template).render(
         messages=[{"role": m.role, "content": m.text} for m in messages], add_generation_prompt=True
-    )
+    ))
 
 
 class TextLanguageModel:
