@@ -24,7 +24,11 @@ Usage::
     python -m benchmarks.bench_shipped                                  # emmoe-001, 20 rounds
     python -m benchmarks.bench_shipped --tasks emmoe-001,emmoe-024 --fresh-cache --json out.json
 
-Prints the median and p90 of the rounds' CPU and wall seconds, the median answer tokens, and per task SR and rounds.
+Prints the median and p90 of the rounds' CPU and wall seconds, the median answer tokens, the split of a round (the new
+prompt tokens' evaluation, llama.cpp's own timing, and the rest: the answer's evaluations, the grammar, the chat's
+rendering), and per task SR and rounds. With ``--versus`` it also prints the median of the rounds' own ratios (the
+same rounds are played by both configurations when they are teacher-forced), steadier than the medians' ratio on a
+machine whose load changes between the two configurations' turns.
 """
 
 from __future__ import annotations
@@ -112,6 +116,10 @@ class _Timed:
         #: llama.cpp runtime's own split, TextLanguageModel.last_stats).
         self.new_tokens: list[int] = []
         self.prompt_cpu_s: list[float] = []
+        #: Per round, the evaluations after the prompt's (the answer's steps) and the CPU seconds of the rest of the
+        #: round (the round less the prompt's evaluation: the answer's steps, the grammar, the chat's rendering).
+        self.answer_evaluations: list[int] = []
+        self.rest_cpu_s: list[float] = []
         plan = self.planner.plan
 
         def timed(request: Any) -> str:
@@ -125,6 +133,10 @@ class _Timed:
             if stats is not None and stats.prompt_cpu_seconds is not None:
                 self.new_tokens.append(stats.prompt_tokens - stats.reused_tokens)
                 self.prompt_cpu_s.append(stats.prompt_cpu_seconds)
+                self.rest_cpu_s.append(self.cpu_s[-1] - stats.prompt_cpu_seconds)
+                backend = getattr(self.planner.engine, "backend", None)
+                if isinstance(getattr(backend, "evaluations", None), int):
+                    self.answer_evaluations.append(backend.evaluations - 1)
             return str(answer)
 
         self.planner.plan = timed  # the loop calls plan(); plan_batch is not used for one episode at a time
@@ -173,6 +185,9 @@ def _figures(one: _Timed, teacher_forced: bool) -> dict[str, Any]:
         "median_answer_tokens": statistics.median(one.tokens) if one.tokens else None,
         "median_new_prompt_tokens": statistics.median(one.new_tokens) if one.new_tokens else None,
         "median_prompt_cpu_s": round(statistics.median(one.prompt_cpu_s), 3) if one.prompt_cpu_s else None,
+        "median_rest_cpu_s": round(statistics.median(one.rest_cpu_s), 3) if one.rest_cpu_s else None,
+        "mean_answer_evaluations": (round(statistics.mean(one.answer_evaluations), 2)
+                                    if one.answer_evaluations else None),
         "agreed_with_expert": one.player.agreed if teacher_forced else None,
         "tasks": one.tasks,
     }  # fmt: skip
@@ -206,6 +221,14 @@ def main() -> None:
     if len(played) > 1:
         figures["versus"] = {"options": configs[1], **_figures(played[1], args.teacher_forced),
                              "same_answers": played[0].answers == played[1].answers}
+        if len(played[0].cpu_s) == len(played[1].cpu_s):
+            # The same rounds in both (teacher-forced, or the same answers): each round's ratio, then their median,
+            # which a load that changes between the two configurations' turns moves less than the medians' ratio.
+            figures["versus"]["median_paired_ratio"] = round(statistics.median(
+                v / b for b, v in zip(played[0].cpu_s, played[1].cpu_s, strict=True)), 3)
+            if len(played[0].rest_cpu_s) == len(played[1].rest_cpu_s) == len(played[0].cpu_s):
+                figures["versus"]["median_paired_rest_ratio"] = round(statistics.median(
+                    v / b for b, v in zip(played[0].rest_cpu_s, played[1].rest_cpu_s, strict=True)), 3)
     for label, row in [("", figures), ("versus ", figures.get("versus"))]:
         if row is None:
             continue
@@ -213,7 +236,8 @@ def main() -> None:
               f"{row['median_cpu_s']} s CPU (p90 {row['p90_cpu_s']}), {row['median_wall_s']} s wall "
               f"(p90 {row['p90_wall_s']}); first round {row['first_round_cpu_s']} s CPU; median answer "
               f"{row['median_answer_tokens']} tokens; the new prompt tokens: median {row['median_new_prompt_tokens']}, "
-              f"evaluated in {row['median_prompt_cpu_s']} s CPU")
+              f"evaluated in {row['median_prompt_cpu_s']} s CPU; the rest of the round (the answer's steps) median "
+              f"{row['median_rest_cpu_s']} s CPU, {row['mean_answer_evaluations']} evaluations after the prompt's (mean)")
         if args.teacher_forced:
             print(f"  teacher-forced by the expert: the model chose the expert's subtask in {row['agreed_with_expert']} "
                   f"of {row['rounds']} rounds")
@@ -223,6 +247,9 @@ def main() -> None:
         versus = figures["versus"]
         print(f"versus / base, median CPU per round: {versus['median_cpu_s'] / figures['median_cpu_s']:.3f}; "
               f"the same answers in every round: {versus['same_answers']}")
+        if "median_paired_ratio" in versus:
+            print(f"versus / base, the median of the rounds' own ratios: {versus['median_paired_ratio']:.3f} "
+                  f"(the rest of the round, after the prompt's evaluation: {versus.get('median_paired_rest_ratio')})")
     print(f"load average {figures['load_average']:.1f}")
     if args.json is not None:
         args.json.write_text(json.dumps(figures, indent=2) + "\n", encoding="utf-8")

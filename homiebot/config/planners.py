@@ -205,9 +205,9 @@ class HFPlannerConfig(PlannerConfig):
     # llama.cpp, greedy under a grammar: the text the grammar forces is not decoded token by token
     # (homiebot.planner.text_lm.TextModelConfig.jump_forward).
     jump_forward: bool = True
-    # With jump-forward: single-choice tokens taken with the forced text, its given-back token drafted
-    # (homiebot.planner.text_lm.TextModelConfig.forced_lookahead).
-    forced_lookahead: bool = True
+    # With jump-forward: single-choice tokens taken with the forced text, its given-back token drafted; fewer
+    # evaluations, but near ties may turn (homiebot.planner.text_lm.TextModelConfig.forced_lookahead).
+    forced_lookahead: bool = False
     weights: Literal["q8_0", "bundled"] = "q8_0"
     flash_attention: bool = False
     prompt_log: str | None = None

@@ -120,13 +120,14 @@ class TextModelConfig:
     #: that ends the answer is not evaluated at all (the next round's prompt holds it). False: every answer token
     #: is chosen and evaluated on its own (and ``lookup_tokens`` applies).
     jump_forward: bool = True
-    #: With jump-forward only: the two cuts of its evaluations (:class:`_JumpForward`, "Lookahead"). A token that the
+    #: With jump-forward only: two cuts of its evaluations (:class:`_JumpForward`, "Lookahead"). A token that the
     #: grammar leaves as the only choice is taken with the forced text instead of being chosen after an evaluation of
     #: its own, and the forced text's last token, which jump-forward gives back to be chosen, is evaluated with the text
-    #: as a draft and kept when the model chooses it. The same answers with fewer evaluations (2.4 instead of 4.2 after
-    #: the prompt's in a round of the shipped model, docs/results/planning-round-2026-11-30.md). False: jump-forward as
-    #: first shipped (2026-11-29), for comparisons.
-    forced_lookahead: bool = True
+    #: as a draft and kept when the model chooses it: 2.4 evaluations after the prompt's in a round of the shipped
+    #: model instead of 3.9, the round about 5 % cheaper. Off by default: it evaluates some tokens in other batches
+    #: than before, llama.cpp rounds a one-token evaluation differently from a batch, and a near tie can then go the
+    #: other way (1 of 79 rounds of 10 noiseless EMMOE tasks; docs/results/planning-round-2026-11-30.md).
+    forced_lookahead: bool = False
     #: llama.cpp only: how the weights are encoded for the kernels. ``"q8_0"``: the bundled file re-encoded
     #: once to 8-bit blocks (:func:`homiebot.planner.models.q8_0_copy`, kept in the user's cache), the default;
     #: ``"bundled"``: the file as shipped (4-bit Q4_1 for SmolLM2). Every Q4_1 weight is a 16-level value of
@@ -606,8 +607,8 @@ class _JumpForward:
     after it (``, `` then ``kitchen`` is ``,`` and `` kitchen``, not ``, `` and ``kitchen``). A token the grammar
     refuses ends the forced run there.
 
-    **Lookahead** (``TextModelConfig.forced_lookahead``, on by default). Two evaluations of a round are cut without
-    changing which token is chosen:
+    **Lookahead** (``TextModelConfig.forced_lookahead``, off by default). Two kinds of evaluation are cut; each
+    choice is still the greedy one under the grammar, but from logits computed in another batch:
 
     * A token that the grammar then leaves as the only choice is taken with the forced text. xgrammar's forced text
       stops where targets part (``_`` after `` red`` when ``red_box_1`` and ``red_can`` are both allowed) and its
@@ -621,7 +622,10 @@ class _JumpForward:
       in whitespace (`` `` after ``Go to,``: the model writes `` kitchen``).
 
     A one-token evaluation of SmolLM2-135M costs about as much as a batch of three (the weights are read once per
-    evaluation), so each cut saves most of an evaluation (docs/results/planning-round-2026-11-30.md).
+    evaluation), so each cut saves most of an evaluation. But llama.cpp's one-token path rounds differently from its
+    batch path (up to 0.54 in a logit measured), so a token evaluated in the prompt's batch instead of alone can turn
+    a near tie: the shipped model's answers were the same in 47 teacher-forced rounds and differed in 1 of 79 rounds
+    of 10 noiseless EMMOE tasks (docs/results/planning-round-2026-11-30.md). Hence off by default.
     """
 
     def __init__(self, backend: _LlamaCppBackend) -> None:
