@@ -255,10 +255,31 @@ def register(app: typer.Typer) -> None:
             "benchmarks/offline_accuracy.py accepts beside the exact answer.",
         ),
     ) -> None:
-        """Record expert episodes of EMMOE-100 or the PARTNR-style suite as training data, in this process."""
+        """Record expert episodes of EMMOE-100, the PARTNR-style suite or the MuEP-style suite as training data."""
+        from homiebot.tasks.suite import MUEP_SUITE, TaskError, resolve_suite
         from homiebot.training.collect import collect_episodes
         from homiebot.training.episodes import TrainingDataError
 
+        try:
+            if resolve_suite(suite) == MUEP_SUITE:  # the text expert in the text world (homiebot.eval.muep_collect)
+                from homiebot.eval.muep_collect import CollectionError, collect_muep
+
+                emmoe_only = {"--planner perturbed-expert": planner != "expert", "--inject": inject != 0.04,
+                              "--images": images, "--noise": noise != "off", "--equally-good": equally_good}
+                refused = [name for name, given in emmoe_only.items() if given]
+                if refused:
+                    fail(f"--suite muep records the text expert's episodes (--planner expert); "
+                         f"{', '.join(refused)} {'is' if len(refused) == 1 else 'are'} not for it")
+                try:
+                    muep = collect_muep(out, split=split, runs=runs,
+                                        seed_offset=seed_offset, task_ids=tasks.split(",") if tasks else None)
+                except CollectionError as err:
+                    fail(str(err))
+                for line in muep.lines():
+                    typer.echo(line)
+                return
+        except TaskError as err:
+            fail(str(err))
         try:
             summary = collect_episodes(
                 out,

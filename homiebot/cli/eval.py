@@ -226,8 +226,7 @@ def register(app: typer.Typer) -> None:
                 "--backend": backend != "local", "--address": address is not None,
                 "--model-actors": model_actors != 1, "--model-gpus": model_gpus != 0.0,
                 "--recovery": recovery is not None or recovery_stages is not None or recovery_search is not None,
-                **{f"--{key.replace('_', '-')}": True for key in named},
-            })
+            }, named)
             return
         if observe is not None:
             raise report("--observe is an option of --suite muep (EMMOE's planners are given the four views)")

@@ -33,12 +33,15 @@ def eval_muep(
     options: dict[str, object],
     limit: int,
     ignored: dict[str, bool],
+    named: dict[str, object] | None = None,
 ) -> None:
     """``homie eval --suite muep``: the MuEP-style suite through :func:`homiebot.eval.muep_run.run_suite`
-    (MuEP's text protocol and table, not EMMOE's loop). ``planner``: expert, random or smollm2; planner
+    (MuEP's text protocol and table, not EMMOE's loop). ``planner``: expert, random, smollm2 or hf; planner
     options ``engine`` (sim or alfworld) and ``phrasing``; ``split``: all, seen or unseen; ``ignored``: the
     EMMOE options the user set away from their defaults (refused: they mean nothing here); ``limit``: the first N
-    tasks of the balanced order (0: all)."""
+    tasks of the balanced order (0: all). ``named``: the model options given by name (``--model``, ``--adapter``,
+    ``--constrained``): with ``--planner hf`` they and the other ``-p`` options load its model
+    (:mod:`homiebot.eval.muep_chat`); with another planner they are refused."""
     from homiebot.eval.muep_run import balanced_order, check_run, run_alfworld_data, run_suite
     from homiebot.eval.muep_suite import SUITE_PATH, load_suite
     from homiebot.sim.scene import SceneError
@@ -49,6 +52,14 @@ def eval_muep(
     if set_options:
         verb = "is not an option" if len(set_options) == 1 else "are not options"
         raise _fail(f"{', '.join(set_options)} {verb} of --suite muep (docs/muep.md)")
+    named = dict(named or {})
+    agent_options: dict[str, object] = {}
+    if planner == "hf":  # the model's options: by name and every -p that is not the runner's
+        agent_options = {**{k: v for k, v in options.items() if k not in MUEP_OPTIONS}, **named}
+        options = {k: v for k, v in options.items() if k in MUEP_OPTIONS}
+    elif named:
+        flags = ", ".join(f"--{key.replace('_', '-')}" for key in sorted(named))
+        raise _fail(f"{flags}: options of --planner hf on --suite muep (docs/muep.md)")
     unknown = sorted(set(options) - set(MUEP_OPTIONS))
     if unknown:
         raise _fail(f"unknown planner option(s) for --suite muep: {', '.join(unknown)} (known: {', '.join(MUEP_OPTIONS)})")
@@ -84,7 +95,7 @@ def eval_muep(
             tasks = [t for t in tasks if t.id in set(task_ids)]
         tasks = tasks[: limit or None]  # --limit: the first N, in turns over the types and splits
         check_output(out)
-        run_suite(tasks, planner, engine, out, phrasing, observe=observe or "text")
+        run_suite(tasks, planner, engine, out, phrasing, observe=observe or "text", agent_options=agent_options)
     except (SceneError, FileNotFoundError, AlfworldUnavailable, ValueError) as err:
         raise _fail(str(err)) from None
     except KeyboardInterrupt:

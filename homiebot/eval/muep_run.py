@@ -16,9 +16,10 @@ from __future__ import annotations
 import json
 import logging
 import time
-from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Any
 
 from homiebot.eval.muep import Convention, MuepEpisode, RepetitionStop, format_table, muep_table
 from homiebot.eval.muep_suite import (
@@ -36,7 +37,9 @@ from homiebot.textworld.world import NOTHING_HAPPENS, Phrasing
 log = logging.getLogger(__name__)
 
 ENGINES: tuple[str, ...] = ("sim", "alfworld")
-AGENTS: tuple[str, ...] = ("expert", "random", "smollm2")  # smollm2: text mode, the simulator's text world only
+#: smollm2: the bundled model in MuEP's text mode; hf: the text planner's model (--model) in the episode chat form
+#: (homiebot.eval.muep_chat). Both play the simulator's text world only.
+AGENTS: tuple[str, ...] = ("expert", "random", "smollm2", "hf")
 EPISODES_FILE = "episodes.jsonl"
 
 
@@ -49,6 +52,7 @@ class EpisodeRecord:
     transcript: tuple[tuple[str, str], ...]
     seconds: float
     observe: str = Observe.TEXT.value  # what the agent was given (text, images, both)
+    options: dict[str, Any] = field(default_factory=dict)  # the hf agent's model options (--model, --adapter, -p)
 
     def to_json(self) -> str:
         return json.dumps(asdict(self))
@@ -66,6 +70,7 @@ class EpisodeRecord:
             tuple(tuple(t) for t in data["transcript"]),
             data["seconds"],
             data.get("observe", Observe.TEXT.value),  # records written before the modes were text
+            data.get("options", {}),
         )
 
 
@@ -78,13 +83,20 @@ def check_run(agent: str, engine: str, observe: Observe | str = Observe.TEXT) ->
     mode = observe.value if isinstance(observe, Observe) else observe
     if mode not in {o.value for o in Observe}:
         raise ValueError(f"unknown observation mode {mode!r}; choose {', '.join(o.value for o in Observe)}")
-    if engine == "alfworld" and agent == "smollm2":
-        raise ValueError("the smollm2 agent plays the simulator's text world only (--engine sim)")
+    if engine == "alfworld" and agent in ("smollm2", "hf"):
+        raise ValueError(f"the {agent} agent plays the simulator's text world only (--engine sim)")
+    if agent == "hf" and mode != Observe.TEXT.value:
+        raise ValueError("the hf agent reads the text observation only (--observe text)")
     if engine == "alfworld" and mode != Observe.TEXT.value:
         raise ValueError(f"ALFWorld's engine has no images: --observe {mode} needs --engine sim")
 
 
-def _sim_agent(name: str) -> TextAgent:
+def _sim_agent(name: str, options: Mapping[str, Any] | None = None) -> TextAgent:
+    """The agent ``name``; ``options``: the hf agent's (its model's, :meth:`ChatTextAgent.from_options`)."""
+    if name == "hf":
+        from homiebot.eval.muep_chat import ChatTextAgent
+
+        return ChatTextAgent.from_options(options or {})
     if name == "expert":
         return TextExpert()
     if name == "random":
@@ -104,16 +116,19 @@ def run_suite(
     phrasing: Phrasing | str = Phrasing.ALFWORLD,
     sim: Simulator | None = None,
     observe: Observe | str = Observe.TEXT,
+    agent_options: Mapping[str, Any] | None = None,
 ) -> list[EpisodeRecord]:
     """Play every task; ``out_dir`` receives ``episodes.jsonl``, ``report.md`` (and ``games/`` for ALFWorld).
     ``observe``: what the agent is given on ``sim`` (the images modes render the four views every step).
+    ``agent_options``: the hf agent's model options (each record keeps them; a resumed run must give the same).
 
     A directory that already holds episodes of the same agent, engine, phrasing and mode is resumed: its
     tasks are not played again and the report covers them all (a run cut short is completed by the same
     command); episodes of other settings are refused (ValueError), before anything is played."""
     check_run(agent, engine, observe)
     phrasing, observe = Phrasing(phrasing), Observe(observe)
-    previous = _previous_records(out_dir, engine, agent, phrasing.value, observe.value)
+    options = {k: (str(v) if isinstance(v, Path) else v) for k, v in sorted((agent_options or {}).items())}
+    previous = _previous_records(out_dir, engine, agent, phrasing.value, observe.value, options)
     done = {r.episode.task_id for r in previous}
     if done:
         log.info(
@@ -127,7 +142,7 @@ def run_suite(
         sim = MujocoSimulator(render=observe.with_images)
     out_dir.mkdir(parents=True, exist_ok=True)
     records: list[EpisodeRecord] = list(previous)
-    text_agent = _sim_agent(agent) if engine == "sim" and tasks else None  # one model for every episode
+    text_agent = _sim_agent(agent, options) if engine == "sim" and tasks else None  # one model for every episode
     try:
         with (out_dir / EPISODES_FILE).open("a") as sink:
             for task in tasks:
@@ -138,7 +153,9 @@ def run_suite(
                 else:
                     episode, transcript = play_alfworld(sim, task, agent, out_dir / "games" / task.id, phrasing)
                 seconds = time.perf_counter() - started
-                record = EpisodeRecord(episode, engine, agent, phrasing.value, transcript, seconds, observe.value)
+                record = EpisodeRecord(
+                    episode, engine, agent, phrasing.value, transcript, seconds, observe.value, options
+                )
                 sink.write(record.to_json() + "\n")
                 sink.flush()  # a run cut short keeps what it played
                 records.append(record)
@@ -152,8 +169,11 @@ def run_suite(
     return records
 
 
-def _previous_records(out_dir: Path, engine: str, agent: str, phrasing: str, observe: str) -> list[EpisodeRecord]:
-    """The episodes ``out_dir`` already holds; ValueError when they were played with other settings."""
+def _previous_records(
+    out_dir: Path, engine: str, agent: str, phrasing: str, observe: str, options: Mapping[str, Any] | None = None
+) -> list[EpisodeRecord]:
+    """The episodes ``out_dir`` already holds; ValueError when they were played with other settings (the hf
+    agent's model options included)."""
     if not (out_dir / EPISODES_FILE).exists():
         return []
     records = load_records(out_dir)
@@ -162,6 +182,11 @@ def _previous_records(out_dir: Path, engine: str, agent: str, phrasing: str, obs
             raise ValueError(
                 f"{out_dir} holds episodes of {record.agent} on {record.engine} ({record.phrasing} phrasing, observing "
                 f"{record.observe}); give another --out to run {agent} on {engine} ({phrasing}, observing {observe})"
+            )
+        if options is not None and record.options != dict(options):
+            raise ValueError(
+                f"{out_dir} holds episodes of {record.agent} with the options {record.options}; give another --out to "
+                f"run it with {dict(options)}"
             )
     return records
 

@@ -640,8 +640,18 @@ def build(
     options: BuildOptions | None = None,
     rewriter: Rewriter | None = None,
 ) -> BuildStats:
-    """Build the ``kind`` data set from the records under ``runs`` into ``out`` (see the module docstring)."""
+    """Build the ``kind`` data set from the records under ``runs`` into ``out`` (see the module docstring). MuEP
+    collections (``homie data collect --suite muep``) build their own episode set
+    (:func:`homiebot.training.muep_data.build_muep`)."""
+    from homiebot.training.muep_data import build_muep, is_muep_collection
+
     options = options or BuildOptions()
+    muep = [is_muep_collection(run) for run in runs]
+    if any(muep):
+        if not all(muep):
+            raise TrainingDataError("MuEP collections and EMMOE records build different sets: build each on its own "
+                                    "and give both to homie train sft --data A --data B")
+        return build_muep(runs, out, kind, options)
     target = check_out_dir(Path(out))
     built, episodes = collect(runs, kind, options, rewriter)
     started = time.perf_counter()

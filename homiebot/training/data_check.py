@@ -113,6 +113,9 @@ def find_ambiguities(samples: Iterable[Sample], max_examples: int = MAX_EXAMPLES
 
 
 _ACTION = re.compile(r"Subtask:\s*\[([^,\]]*)")
+#: An ALFWorld command's verb: the answers of the MuEP-style suite's sets (homiebot.training.muep_data) have no
+#: Subtask line.
+_COMMAND = re.compile(r"\A(go to|take|move|put|open|close|heat|cool|clean|use|examine|look|inventory)\b")
 
 
 def sample_mix(samples: Iterable[Sample], replans_after: Mapping[str, str] | None = None) -> dict[str, dict[str, int]]:
@@ -121,7 +124,8 @@ def sample_mix(samples: Iterable[Sample], replans_after: Mapping[str, str] | Non
     actions: Counter[str] = Counter()
     for sample in samples:
         match = _ACTION.search(sample.answer)
-        actions[match.group(1).strip() if match else "unparsed"] += 1
+        command = None if match else _COMMAND.match(sample.answer.strip())
+        actions[match.group(1).strip() if match else command.group(1) if command else "unparsed"] += 1
     codes = Counter((replans_after or {}).values())
     return {"actions": dict(actions.most_common()), "replans_after": dict(sorted(codes.items()))}
 
