@@ -79,6 +79,10 @@ def eval_muep(
         return
     try:
         check_run(planner, engine, observe or "text")
+        if planner == "hf":  # the model is there, before anything is written
+            from homiebot.eval.muep_chat import ChatTextAgent
+
+            ChatTextAgent.preflight(agent_options)
     except ValueError as err:
         raise _fail(str(err)) from None
     if phrasing not in {p.value for p in Phrasing}:

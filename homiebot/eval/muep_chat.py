@@ -49,6 +49,17 @@ class ChatTextAgent:
         self.messages: list[ChatMessage] = []
         self._answered = False
 
+    @staticmethod
+    def preflight(options: Mapping[str, Any]) -> None:
+        """Refuse options that cannot load a model (ValueError, one line), without loading it: before a run writes
+        anything."""
+        from homiebot.planner.hf_backend import HFPlanner
+
+        model_options = {k: v for k, v in options.items() if k not in AGENT_OPTIONS}
+        if "model" not in model_options:
+            raise ValueError("--planner hf needs --model: a shipped or bundled model's name, or a trained folder")
+        HFPlanner.preflight(model_options)
+
     @classmethod
     def from_options(cls, options: Mapping[str, Any]) -> ChatTextAgent:
         """Load the model as ``homie run --planner hf`` does, from its options (``model``, ``adapter``,
@@ -58,9 +69,7 @@ class ChatTextAgent:
 
         own = {k: v for k, v in options.items() if k in AGENT_OPTIONS}
         model_options = {k: v for k, v in options.items() if k not in AGENT_OPTIONS}
-        if "model" not in model_options:
-            raise ValueError("--planner hf needs --model: a shipped or bundled model's name, or a trained folder")
-        HFPlanner.preflight(model_options)
+        cls.preflight(options)
         planner = HFPlanner(**model_options)
         if not planner.engine.text_only:
             planner.close()

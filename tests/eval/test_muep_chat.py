@@ -98,6 +98,9 @@ def test_the_command_line_refuses_model_options_off_hf_and_emmoe_options_in_the_
                                   "--out", str(tmp_path / "a")])
     assert refused.exit_code == 2 and "--model: options of --planner hf" in refused.output
     assert not (tmp_path / "a").exists()
+    for args, message in [([], "needs --model"), (["--model", str(tmp_path / "none")], "none")]:
+        nothing = runner.invoke(app, ["eval", "--suite", "muep", "--planner", "hf", *args, "--out", str(tmp_path / "h")])
+        assert nothing.exit_code == 2 and message in nothing.output and not (tmp_path / "h").exists(), nothing.output
     collect = runner.invoke(app, ["data", "collect", "--suite", "muep", "--out", str(tmp_path / "b")])
     assert collect.exit_code == 2 and "--planner perturbed-expert" in collect.output  # the default is EMMOE's
     seeds = runner.invoke(app, ["data", "collect", "--suite", "muep", "--planner", "expert", "--seed-offset", "5",
