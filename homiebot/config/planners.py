@@ -116,6 +116,14 @@ class PartnrExpertPlannerConfig(PlannerConfig):
     name: Literal["partnr_expert"] = "partnr_expert"
 
 
+class PromptBoundPartnrExpertConfig(PartnrExpertPlannerConfig):
+    """The PARTNR-style suite's training-data expert
+    (:class:`homiebot.planner.partnr_expert.PromptBoundPartnrExpertPlanner`): an OR-list's object chosen by what the
+    text prompt shows, not the nearest."""
+
+    name: Literal["prompt-bound-partnr-expert"] = "prompt-bound-partnr-expert"  # type: ignore[assignment]  # narrower
+
+
 class ScriptedPlannerConfig(PlannerConfig):
     """Answers from a script (:class:`homiebot.planner.scripted.ScriptedPlanner`)."""
 
@@ -335,6 +343,7 @@ BUILTIN_PLANNER_CONFIGS: Mapping[str, type[PlannerConfig]] = {
         PromptBoundExpertConfig,
         PerturbedExpertConfig,
         PartnrExpertPlannerConfig,
+        PromptBoundPartnrExpertConfig,
         ScriptedPlannerConfig,
         RandomPlannerConfig,
         OpenAIPlannerConfig,

@@ -17,6 +17,11 @@ temporal DAG's order, dependency heads first) that is not done:
 
 A proposition is done when it holds now (or, outside the terminal-satisfaction constraint, has held once).
 The expert ends when every proposition is done. It answers in EMMOE's format like the goal expert.
+
+:class:`PromptBoundPartnrExpertPlanner` (``prompt-bound-partnr-expert``, the training data's: ``homie data collect
+--suite partnr``) chooses the object of an OR-list ("one of the apples") by what the text mode's prompt shows, one
+within reach first, then by name, instead of the nearest, whose distance no prompt states (docs/training.md,
+"Determinable prompts"). The evaluation's expert keeps the nearest.
 """
 
 from __future__ import annotations
@@ -72,6 +77,9 @@ class PartnrExpertPlanner(Planner):
     name = "partnr_expert"
     privileged = True
     accepts_free_text = False
+
+    #: Choose an OR-list's object by what the text prompt shows (module docstring), not by distance.
+    prompt_bound = False
 
     def __init__(self) -> None:
         self._memory = _Memory()
@@ -291,7 +299,10 @@ class PartnrExpertPlanner(Planner):
     def _pick(self, state: WorldState, objects: list[str], want: str) -> PlannedStep:
         if state.held is not None and state.held not in objects:
             return self._set_down(state, want)
-        candidates = sorted(objects, key=lambda o: (state.reach_distance(o), o))
+        if self.prompt_bound:
+            candidates = sorted(objects, key=lambda o: (not self._reachable(state, o), o))
+        else:
+            candidates = sorted(objects, key=lambda o: (state.reach_distance(o), o))
         obj = candidates[0]
         container = state.entities[obj].parent
         if container is not None and state.entities[obj].relation == "in" and state.entities[container].is_open is False:
@@ -324,3 +335,11 @@ class PartnrExpertPlanner(Planner):
             if options:
                 return min(options, key=lambda n: (state.reach_distance(n), n))
         return None
+
+
+class PromptBoundPartnrExpertPlanner(PartnrExpertPlanner):
+    """The PARTNR expert as the training data's expert (module docstring): an OR-list's object within reach first,
+    then by name."""
+
+    name = "prompt-bound-partnr-expert"
+    prompt_bound = True

@@ -46,6 +46,7 @@ _PLANNERS: dict[str, str] = {
     # The training data's experts (homie data collect; docs/training.md): a collected record names them.
     "prompt-bound-expert": "homiebot.planner.perturbed:PromptBoundExpertPlanner",
     "perturbed-expert": "homiebot.planner.perturbed:PerturbedExpertPlanner",
+    "prompt-bound-partnr-expert": "homiebot.planner.partnr_expert:PromptBoundPartnrExpertPlanner",
 }
 
 

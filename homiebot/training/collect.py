@@ -29,7 +29,9 @@ collections go past them all (``--seed-offset 3000``: seeds from 10000; docs/tra
 **The suite's expert.** EMMOE-100's episodes are the goal expert's (``expert``: the prompt-bound expert,
 ``perturbed-expert``: with injected decision errors); the PARTNR-style suite's are the PARTNR expert's
 (:class:`homiebot.planner.partnr_expert.PartnrExpertPlanner`, which plans from the task's evaluation function and
-switches, cleans and fills: ``--planner expert``), as ``homie eval --suite partnr`` plays them.
+switches, cleans and fills: ``--planner expert``), as ``homie eval --suite partnr`` plays them, except that it
+chooses an OR-list's object by what the prompt shows (``prompt-bound-partnr-expert`` in the records:
+:class:`~homiebot.planner.partnr_expert.PromptBoundPartnrExpertPlanner`).
 """
 
 from __future__ import annotations
@@ -233,10 +235,10 @@ def collect_episodes(
     expert's re-plans after them are in the data too. ``equally_good``: also record, per round, the subtasks the
     expert holds equally good (``equally_good.jsonl``; the episodes are the same as without it)."""
     from homiebot.agent.build import build_episode, build_simulator
-    from homiebot.config.planners import PartnrExpertPlannerConfig, PerturbedExpertConfig, PromptBoundExpertConfig
+    from homiebot.config.planners import PerturbedExpertConfig, PromptBoundExpertConfig, PromptBoundPartnrExpertConfig
     from homiebot.config.run import RecordingConfig, RunConfig, SimulatorConfig, SkillsConfig
     from homiebot.data.record import SUMMARY_FILE
-    from homiebot.planner.partnr_expert import PartnrExpertPlanner
+    from homiebot.planner.partnr_expert import PromptBoundPartnrExpertPlanner
     from homiebot.planner.perturbed import expert_for_data
     from homiebot.skills.noise import preset_name
     from homiebot.tasks.suite import TaskError, load_suite, resolve_suite
@@ -274,9 +276,9 @@ def collect_episodes(
     if not 0.0 <= inject <= 1.0:
         raise TrainingDataError(f"--inject must be a probability in [0, 1], got {inject}")
     # Each record's run configuration (summary.json's "run") names the training expert it was collected with.
-    expert: PerturbedExpertConfig | PromptBoundExpertConfig | PartnrExpertPlannerConfig
+    expert: PerturbedExpertConfig | PromptBoundExpertConfig | PromptBoundPartnrExpertConfig
     if partnr:
-        expert = PartnrExpertPlannerConfig()
+        expert = PromptBoundPartnrExpertConfig()
     elif planner == "perturbed-expert":
         expert = PerturbedExpertConfig(inject=inject)
     else:
@@ -321,7 +323,8 @@ def collect_episodes(
                 if (record / SUMMARY_FILE).is_file():
                     summary.skipped += 1
                     continue
-                agent = PartnrExpertPlanner() if isinstance(expert, PartnrExpertPlannerConfig) else expert_for_data(expert)
+                agent = (PromptBoundPartnrExpertPlanner() if isinstance(expert, PromptBoundPartnrExpertConfig)
+                         else expert_for_data(expert))
                 describer = TextWorldRecorder(agent, equally_good=equally_good)
                 config = setting.model_copy(update={"task": task.id, "seed": seed_offset + run})
                 trajectory = build_episode(config, out=record, task=task, simulator=sim, planner=describer).run()

@@ -46,7 +46,7 @@ def _constructor(cls: type) -> inspect.Signature:
 
 def test_every_builtin_planner_has_a_configuration_class() -> None:
     builtins = {"expert", "partnr_expert", "scripted", "openai", "hf", "hf_partnr", "random", "recovery", "react",
-                "prompt-bound-expert", "perturbed-expert"}
+                "prompt-bound-expert", "perturbed-expert", "prompt-bound-partnr-expert"}
     assert builtins <= set(available_planners())
     assert set(BUILTIN_PLANNER_CONFIGS) == builtins
 

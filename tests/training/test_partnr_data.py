@@ -5,6 +5,7 @@ every answer the expert gave, so that a model trained on the data can be decoded
 
 from __future__ import annotations
 
+import json
 from dataclasses import replace
 
 import pytest
@@ -153,3 +154,23 @@ def test_the_text_modes_typed_grammar_admits_every_expert_answer(compiler, task_
     for wrong in ("Subtask: [Pick, living_room]\nModel: RT-1-X", "Subtask: [Turn on, sofa]\nModel: octo",
                   "Subtask: [Put, mug, sofa]\nModel: RT-1-X"):
         assert not _accepts(compiler, first, wrong), wrong
+
+
+def test_the_data_expert_chooses_an_or_lists_object_by_what_the_prompt_shows(tmp_path):
+    """"Put one of the apples on the brown table" on three seeds: the evaluation's expert walks to the nearest apple
+    (apple_1 twice, apple_2 once, from one and the same first prompt: the distance is in no prompt); the data's expert
+    (``prompt_bound``) to one within reach, else the first by name, so the same prompt gets the same answer."""
+    from homiebot.training.data_check import find_ambiguities, samples_from_episode_rows
+
+    out = tmp_path / "collected"
+    summary = collect_episodes(out, planner="expert", suite="partnr", task_ids=["partnr-2-002"], runs=3,
+                               seed_offset=SEED_OFFSET)
+    assert summary.succeeded == 3
+    record = json.loads((out / "episodes" / "partnr-2-002" / "run0" / "summary.json").read_text())
+    assert record["run"]["planner"] == {"name": "prompt-bound-partnr-expert"}  # homie run --config repeats it
+    options = BuildOptions(split="all", rewrites=0, system_prompt=False, episodes=True, thoughtless=True)
+    built, _ = collect([out], "sft", options)
+    firsts = {c.messages[1]["content"] for _, c in built.chats}
+    assert firsts == {"Subtask: [Go to, apple_1]\nModel: PixNav"}
+    rows = [{"id": c.id, "messages": c.messages, "answer_loss": c.answer_loss} for _, c in built.chats]
+    assert find_ambiguities(samples_from_episode_rows(rows)).ambiguous_decision_prompts == 0
