@@ -81,3 +81,16 @@ def atomic_write_text(path: str | os.PathLike[str], text: str) -> Path:
 def atomic_write_json(path: str | os.PathLike[str], data: Any, *, indent: int | None = 2, sort_keys: bool = False) -> Path:
     """:func:`atomic_write_text` of ``data`` as JSON (with a final newline)."""
     return atomic_write_text(path, json.dumps(data, indent=indent, sort_keys=sort_keys) + "\n")
+
+
+def read_json_lines(path: str | os.PathLike[str], what: str = "a JSON object") -> list[Any]:
+    """Every non-blank line of a JSON-lines file, parsed; a line that is not JSON raises ``ValueError`` naming
+    ``path:line`` and ``what`` the line should have been."""
+    out = []
+    for number, line in enumerate(Path(path).read_text(encoding="utf-8").splitlines(), start=1):
+        if line.strip():
+            try:
+                out.append(json.loads(line))
+            except ValueError:
+                raise ValueError(f"{path}:{number}: not {what}") from None
+    return out

@@ -35,6 +35,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from homiebot.files import read_json_lines
+
 if TYPE_CHECKING:
     from homiebot.eval.muep_suite import AlfredTask, TextAgent
     from homiebot.sim.base import Simulator
@@ -254,11 +256,7 @@ def read_records(root: Path) -> list[dict[str, Any]]:
     path = root / EPISODES_FILE
     if not path.is_file():
         return []
-    out = []
-    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
-        if line.strip():
-            try:
-                out.append(json.loads(line))
-            except ValueError:
-                raise CollectionError(f"{path}:{number}: not an episode record") from None
-    return out
+    try:
+        return read_json_lines(path, "an episode record")
+    except ValueError as err:
+        raise CollectionError(str(err)) from None

@@ -20,6 +20,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from homiebot.files import read_json_lines
 from homiebot.training.episodes import TrainingDataError
 
 if TYPE_CHECKING:
@@ -47,14 +48,10 @@ def read_episodes(root: Path) -> list[dict[str, Any]]:
     path = root / EPISODES_FILE
     if not path.is_file():
         raise TrainingDataError(f"{root}: no {EPISODES_FILE} (collect it with homie data collect --suite muep)")
-    out = []
-    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
-        if line.strip():
-            try:
-                out.append(json.loads(line))
-            except ValueError:
-                raise TrainingDataError(f"{path}:{number}: not an episode record") from None
-    return out
+    try:
+        return read_json_lines(path, "an episode record")
+    except ValueError as err:
+        raise TrainingDataError(str(err)) from None
 
 
 def command_verb(command: str) -> str:

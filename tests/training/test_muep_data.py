@@ -95,3 +95,22 @@ def test_command_verbs() -> None:
     answers = ["go to sofa 1", "Subtask: [Pick, apple]\nModel: M3", "dance"]
     mix = sample_mix(Sample(str(i), (), a) for i, a in enumerate(answers))  # homie data check's action mix
     assert mix["actions"] == {"go to": 1, "Pick": 1, "unparsed": 1}
+
+
+def test_a_damaged_episodes_file_is_one_line_naming_its_place(tmp_path) -> None:
+    """The collection and the build read ``episodes.jsonl`` through one reader: a line that is not JSON is refused
+    with its file and line number, in each one's own error."""
+    from homiebot.eval.muep_collect import read_records
+    from homiebot.training.episodes import TrainingDataError
+    from homiebot.training.muep_data import read_episodes
+
+    assert read_records(tmp_path) == []
+    with pytest.raises(TrainingDataError, match="no episodes.jsonl"):
+        read_episodes(tmp_path)
+    (tmp_path / "episodes.jsonl").write_text('{"task": "a"}\n\n{"task": \n', encoding="utf-8")
+    with pytest.raises(CollectionError, match=r"episodes.jsonl:3: not an episode record"):
+        read_records(tmp_path)
+    with pytest.raises(TrainingDataError, match=r"episodes.jsonl:3: not an episode record"):
+        read_episodes(tmp_path)
+    (tmp_path / "episodes.jsonl").write_text('{"task": "a"}\n\n{"task": "b"}\n', encoding="utf-8")
+    assert [r["task"] for r in read_records(tmp_path)] == [r["task"] for r in read_episodes(tmp_path)] == ["a", "b"]

@@ -115,31 +115,25 @@ class PolicyNode(Node):
             goal_handle.succeed()
             return Manipulate.Result(result=SkillResult(
                 status=SkillResult.EXECUTION_FAILED, detail=f"the {self.slot} policy serves Pick only"))
-        try:
-            result, state = await self.physical.run(lambda runner: self.learned.pick(runner, goal.object))
-        except Exception as err:  # the graph failed (a server or topic that does not answer): abort, as the executors do
-            self.get_logger().error(f"{self.get_name()}: {err}")
-            goal_handle.abort()
-            return Manipulate.Result()
-        line = self.learned.log_line()
-        if line:
-            self.get_logger().info(line)
-        goal_handle.succeed()
-        return Manipulate.Result(result=convert.skill_result_to_msg(result), state=state)
+        return await self._serve(goal_handle, lambda runner: self.learned.pick(runner, goal.object), Manipulate.Result)
 
     async def _execute_go_to(self, goal_handle):
         goal = goal_handle.request
+        return await self._serve(goal_handle, lambda runner: self.learned.go_to(runner, goal.target), Navigate.Result)
+
+    async def _serve(self, goal_handle, skill, result_type):
+        """Run the policy's ``skill`` on the robot's interfaces and answer the goal with its result and state."""
         try:
-            result, state = await self.physical.run(lambda runner: self.learned.go_to(runner, goal.target))
+            result, state = await self.physical.run(skill)
         except Exception as err:  # the graph failed (a server or topic that does not answer): abort, as the executors do
             self.get_logger().error(f"{self.get_name()}: {err}")
             goal_handle.abort()
-            return Navigate.Result()
+            return result_type()
         line = self.learned.log_line()
         if line:
             self.get_logger().info(line)
         goal_handle.succeed()
-        return Navigate.Result(result=convert.skill_result_to_msg(result), state=state)
+        return result_type(result=convert.skill_result_to_msg(result), state=state)
 
     def destroy_node(self) -> None:
         self.physical.shutdown()
