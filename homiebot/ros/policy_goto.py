@@ -17,6 +17,14 @@ then publishes the head camera and ``/odom`` as they are now: the run's first fr
 start of a run (as the time-0 point starts an arm stream, :mod:`homiebot.ros.policy_skill`). On a robot, the goal
 photo comes with the task (NoMaD's topological map holds its images); whatever serves it answers the same request.
 
+**The run's end**: however a run ends (arrived, blocked, held still, budget spent, its goal cancelled, the policy or
+the robot failing), :meth:`TopicBaseStream.stop` sends one zero Twist on :data:`CMD_VEL`
+(:func:`homiebot.skills.learned_goto.run_base_policy`'s ``finally``), as Nav2's controller server and teleop nodes
+do when their goal ends: a base controller holds a twist until the next one or its own timeout. The sim bridge
+takes a zero twist as the end of the run and spends no simulated time on it, so a policy whose action is exactly
+zero mid-run is not served there (the frame it waits for never comes: a precise :class:`CallTimeout`); a robot
+holds such a twist for the period as any other.
+
 **One frame**: the head camera stamped at or after the moment asked for, and the pose from ``/odom`` stamped no
 earlier. On the sim bridge a Twist moves the base by exactly one period and no more (the simulated clock stands still
 between commands), so a frame is the state at the period's end; on a robot it is the latest state after the period.
@@ -32,7 +40,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -110,8 +118,9 @@ class TopicBaseStream:
         self._base: tuple[float, Pose2D] | None = None
         self._odom_count = 0
         self._last = 0.0
-        #: Commands published and frames received (what the graph test reads).
+        #: Commands published, zero twists that ended runs, and frames received (what the graph test reads).
         self.sent = 0
+        self.stops = 0
         self.frames = 0
         group = callback_group
         self._subscriptions = [
@@ -151,7 +160,18 @@ class TopicBaseStream:
     def send(self, linear_x: float, angular_z: float, seconds: float) -> BaseFrame:
         self._publisher.publish(twist_msg(linear_x, angular_z))
         self.sent += 1
-        return self._frame(self._last + seconds / 2)  # the period's end (half a period: the stamps' rounding)
+        try:
+            return self._frame(self._last + seconds / 2)  # the period's end (half a period: the stamps' rounding)
+        except CallTimeout as err:
+            if linear_x == 0.0 and angular_z == 0.0:  # the one command the sim bridge answers without a period
+                raise CallTimeout(f"{err}; the policy sent an exact zero twist, which the sim bridge takes as the end "
+                                  f"of the run (its clock does not advance)") from None
+            raise
+
+    def stop(self) -> None:
+        """The run's end (module docstring, "The run's end"): one zero twist; no frame is waited for."""
+        self._publisher.publish(twist_msg(0.0, 0.0))
+        self.stops += 1
 
     # ------------------------------------------------------------------ internals
 
@@ -223,7 +243,9 @@ class InterfaceGoTo:
         self.executions = 0
         self._log = ""
 
-    def go_to(self, runner: PhysicalSkillRunner, target: str) -> SkillResult:
+    def go_to(self, runner: PhysicalSkillRunner, target: str, cancelled: Callable[[], bool] | None = None) -> SkillResult:
+        """One Go to ``target``; ``cancelled``, asked before every policy step: its goal was cancelled (the run ends,
+        the base stopped)."""
         started = time.perf_counter()
         self.last, self.goal, self._log = None, None, ""
         refused = go_to_refusal(runner.world(), target)
@@ -240,7 +262,7 @@ class InterfaceGoTo:
         self.executions += 1
         try:
             outcome = run_base_policy(self.policy, self.stream, self.cameras, goal, self.inputs.state_size is not None,
-                                      self.limits)
+                                      self.limits, cancelled)
         except (CallTimeout, StreamError, SkillPolicyError, KeyError) as err:
             return SkillResult(SkillStatus.EXECUTION_FAILED, f"the {self.slot} policy could not run: {err}")
         self.last = outcome

@@ -37,6 +37,14 @@ base that did not arrive, ``EXECUTION_FAILED`` (EMMOE E1 once the executor's tri
 contact for :data:`BLOCKED_STEPS` commands in a row (what it would have touched, where, how far from the goal; a
 command stopped short once is only cut, and the next may turn away), the policy holding the base still for
 :data:`STILL_STEPS` steps short of the goal, or the step budget spent (how far from the goal it ended).
+
+**Ending at rest.** A base controller holds the last ``/cmd_vel`` twist until the next one or its own timeout, so a
+run over a robot's interfaces (:func:`run_base_policy`, the graph's policy node) ends, however it ends, with one zero
+twist (:meth:`BaseStream.stop`), as Nav2's controller server and teleop nodes stop a base when their goal ends. The
+embedded base here holds nothing: each command moves it for one period and no further
+(:meth:`~homiebot.sim.robot_driver.SupportsBaseVelocity.base_velocity`), so :meth:`LearnedGoTo.go_to` ends at rest
+without one, and neither wiring spends simulated time on the stop (the sim bridge takes the zero twist as the end of
+the run: ros2_ws/src/sim_bridge/sim_bridge/node.py, "Base velocity").
 """
 
 from __future__ import annotations
@@ -132,8 +140,8 @@ def goal_pose(world: WorldState, target: str,
 
 def go_to_result(slot: str, world: WorldState, target: str, goal: Pose2D, outcome: str, end: Pose2D, steps: int,
                  sim_seconds: float, travelled: float, step_budget: int, blocker: str | None = None) -> SkillResult:
-    """One learned Go to's result from how its loop ended (``outcome``: ``""`` reached, ``blocked``, ``still`` or
-    ``budget``) and where the base ended (module docstring). ``blocker``: what the base would have touched, where the
+    """One learned Go to's result from how its loop ended (``outcome``: ``""`` reached, ``blocked``, ``still``,
+    ``budget`` or ``cancelled``, its goal cancelled over ROS) and where the base ended (module docstring). ``blocker``: what the base would have touched, where the
     robot says it (the embedded simulator's collision check); a robot that only reports its pose does not."""
     off = math.hypot(goal.x - end.x, goal.y - end.y)
     turn = abs(math.remainder(goal.yaw - end.yaw, 2 * math.pi))
@@ -154,6 +162,9 @@ def go_to_result(slot: str, world: WorldState, target: str, goal: Pose2D, outcom
         return SkillResult(failed, f"the base could not reach a pose near {target}: the {slot} policy drove it {into} "
                                    f"at ({end.x:.2f}, {end.y:.2f}), {off:.2f} m short of goal {where} ({taken})",
                            travelled)
+    if outcome == "cancelled":
+        return SkillResult(failed, f"cancelled: the {slot} policy's Go to {target} was stopped {off:.2f} m and "
+                                   f"{turn:.2f} rad from goal {where} ({taken})", travelled)
     if outcome == "still":
         return SkillResult(failed, f"the {slot} policy stopped the base {off:.2f} m and {turn:.2f} rad from the pose "
                                    f"near {target} (goal {where}; within {XY_TOLERANCE} m and {YAW_TOLERANCE} rad is "
@@ -188,6 +199,12 @@ class BaseStream(Protocol):
         """Hold the twist for ``seconds``; the frame at the end."""
         ...
 
+    def stop(self) -> None:
+        """End the run with the base at rest: one zero twist, as Nav2's controller server and teleop nodes send one
+        when a goal ends (a base controller otherwise holds the last twist until its own timeout). Waits for
+        nothing."""
+        ...
+
 
 @dataclass(frozen=True)
 class BaseLimits:
@@ -209,7 +226,8 @@ class BaseLimits:
 
 @dataclass
 class BaseOutcome:
-    """How one run of :func:`run_base_policy` ended: ``kind`` (``""`` reached, ``blocked``, ``still``, ``budget``),
+    """How one run of :func:`run_base_policy` ended: ``kind`` (``""`` reached, ``blocked``, ``still``, ``budget``,
+    ``cancelled``),
     the steps, the robot's seconds from the first frame to the last, where the base ended, how far it drove (m, along
     the reported poses), and the wall time spent in the policy and waiting for the robot."""
 
@@ -242,23 +260,45 @@ def stopped_short(linear_x: float, angular_z: float, seconds: float, before: Pos
 
 
 def run_base_policy(policy: Any, stream: BaseStream, cameras: Sequence[str], goal: Pose2D, takes_state: bool,
-                    limits: BaseLimits | None = None) -> BaseOutcome:
+                    limits: BaseLimits | None = None, cancelled: Callable[[], bool] | None = None) -> BaseOutcome:
     """Run ``policy`` (``reset()``, ``act(images, state)`` as :class:`~homiebot.skills.learned.SkillPolicy`) closed-loop
     on ``stream`` towards ``goal`` until it stops, step for step as :meth:`LearnedGoTo.go_to` runs on the simulator
     (the same observation, tolerances and stopping rules), judged from the frames alone: a command
-    :func:`stopped_short` counts towards ``blocked``."""
+    :func:`stopped_short` counts towards ``blocked``. ``cancelled``, asked before every step: the run's goal was
+    cancelled (``kind`` ``cancelled``).
+
+    However the run ends (arrived, blocked, held still, budget spent, cancelled, or an exception from the policy or the
+    robot), it ends with exactly one :meth:`BaseStream.stop`: the base is left at rest, never on the policy's last
+    twist."""
     limits = limits or BaseLimits()
-    period = 1.0 / FPS
     policy.reset()
     outcome = BaseOutcome()
+    try:
+        _drive(policy, stream, cameras, goal, takes_state, limits, cancelled, outcome)
+    finally:
+        try:
+            stream.stop()
+        except Exception:  # noqa: BLE001 - a stop that cannot go out must not hide how the run ended; said loudly
+            logger.exception("the base could not be told to stop at the end of the Go to policy's run")
+    return outcome
+
+
+def _drive(policy: Any, stream: BaseStream, cameras: Sequence[str], goal: Pose2D, takes_state: bool,
+           limits: BaseLimits, cancelled: Callable[[], bool] | None, outcome: BaseOutcome) -> None:
+    """:func:`run_base_policy`'s loop, filling ``outcome``."""
+    period = 1.0 / FPS
     started = time.perf_counter()
     goal_image, frame = stream.start(goal)
     outcome.robot_seconds += time.perf_counter() - started
     first = frame.stamp
     still = blocked = 0
+    outcome.end = frame.pose
     for step in range(limits.step_budget):
         if reached(frame.pose, goal):
             outcome.kind = ""
+            break
+        if cancelled is not None and cancelled():
+            outcome.kind = "cancelled"
             break
         t0 = time.perf_counter()
         images = {"goal": goal_image} if goal_image is not None and "goal" in cameras else {}
@@ -274,6 +314,7 @@ def run_base_policy(policy: Any, stream: BaseStream, cameras: Sequence[str], goa
         outcome.policy_seconds += t1 - t0
         outcome.robot_seconds += time.perf_counter() - t1
         outcome.steps, outcome.seconds = step + 1, frame.stamp - first
+        outcome.end = frame.pose
         outcome.travelled += math.hypot(frame.pose.x - before.x, frame.pose.y - before.y)
         blocked = blocked + 1 if stopped_short(linear, angular, period, before, frame.pose, limits) else 0
         if blocked >= limits.blocked_steps:
@@ -286,8 +327,6 @@ def run_base_policy(policy: Any, stream: BaseStream, cameras: Sequence[str], goa
     else:
         if reached(frame.pose, goal):
             outcome.kind = ""
-    outcome.end = frame.pose
-    return outcome
 
 
 class LearnedGoTo:

@@ -28,6 +28,7 @@ import json
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 
 import numpy as np
@@ -84,7 +85,7 @@ def episode(policy: Path, tmp_path_factory: pytest.TempPathFactory, ros_domain: 
 
 
 def test_the_policy_node_drives_the_go_to_on_cmd_vel_and_the_executor_answers_e1(episode: Path, policy: Path) -> None:
-    from homiebot.ros.bag import action_goals, bag_info
+    from homiebot.ros.bag import action_goals, bag_info, read_messages
 
     summary = json.loads((episode / "record" / "summary.json").read_text())
     assert summary["run"]["skills"]["models"] == {"PixNav": str(policy)}
@@ -102,11 +103,26 @@ def test_the_policy_node_drives_the_go_to_on_cmd_vel_and_the_executor_answers_e1
     tries = TRIES * len(go_tos)
     assert len(goals.get(POLICY_ACTION, ())) == tries  # every try of the executor's went to the policy node
     twists = counts.get("/cmd_vel", 0)
-    assert tries <= twists <= BUDGET * tries, counts  # one twist a policy step
-    # Per try one goal photo, and one head frame to start with and one after every twist.
+    assert tries <= twists - tries <= BUDGET * tries, counts  # one twist a policy step, and one stop a try
+    # Per try one goal photo, and one head frame to start with and one after every twist, the stop's included.
     assert counts.get("/skill_camera/goal/pose", 0) == tries, counts
     assert counts.get("/skill_camera/goal/image_raw", 0) == tries, counts
     assert counts.get("/skill_camera/head/image_raw", 0) == twists + tries, counts
+    # Every try (its goal photo's request to the next one's) ends with exactly one zero twist: the base stopped.
+    from geometry_msgs.msg import PoseStamped, Twist
+    from rclpy.serialization import deserialize_message
+
+    runs: list[list[tuple[float, float]]] = []
+    for message in read_messages(episode / "bag", ["/cmd_vel", "/skill_camera/goal/pose"]):
+        if message.topic == "/skill_camera/goal/pose":
+            deserialize_message(message.data, PoseStamped)
+            runs.append([])
+        else:
+            twist = deserialize_message(message.data, Twist)
+            runs[-1].append((twist.linear.x, twist.angular.z))
+    assert len(runs) == tries, runs
+    for run in runs:  # the tiny policy's actions are never exactly zero: the one zero twist is the stop
+        assert len(run) >= 2 and run[-1] == (0.0, 0.0) and (0.0, 0.0) not in run[:-1], run
     # The base moved only on /cmd_vel: nothing went to the simulator's private Go to nor to NavigateToPose.
     for other in ("/sim/navigate", "/navigate_to_pose"):
         assert f"{other}/_action/status" in counts and not goals.get(other), other
@@ -153,16 +169,22 @@ def test_one_learned_go_to_through_the_graph_is_the_in_process_one(policy: Path,
         sim.reset_arm()  # as the executor does before a try
         in_process = skills.run(Action.GO_TO, "PixNav", "blue_can")
         end_in_process = sim.base_pose()
+        clock_in_process = sim.sim_time
     finally:
         learned.close()
         sim.shutdown()
 
     import rclpy
+    from geometry_msgs.msg import Twist
     from homie_msgs.action import Navigate
+    from homie_msgs.srv import GetWorldState
     from rclpy.action import ActionClient
     from rclpy.executors import MultiThreadedExecutor
+    from sensor_msgs.msg import Image
 
-    from homiebot.ros.calls import call_action
+    from homiebot.ros import convert
+    from homiebot.ros.calls import SENSOR_QOS, call_action, call_service
+    from homiebot.ros.policy_skill import STREAM_QOS
 
     # The bridge renders in its own process (its OpenGL context belongs to the thread that spins it).
     bridge = subprocess.Popen([sys.executable, "-m", "sim_bridge.node", "--ros-args", "-p", "skills:=physical", "-p",
@@ -180,12 +202,26 @@ def test_one_learned_go_to_through_the_graph_is_the_in_process_one(policy: Path,
         node = PolicyNode()
         graph = node.learned.policy = _Seen(node.learned.policy)
         client = rclpy.create_node("policy_goto_fidelity_client")
+        commands: list[tuple[float, float]] = []
+        heads: list[float] = []
+        client.create_subscription(Twist, "/cmd_vel", lambda m: commands.append((m.linear.x, m.angular.z)), STREAM_QOS)
+        client.create_subscription(Image, "/skill_camera/head/image_raw",
+                                   lambda m: heads.append(convert.time_seconds(m.header.stamp)), SENSOR_QOS)
+        state = client.create_client(GetWorldState, "/sim/get_world_state")
         for each in (nav, node, client):
             executor.add_node(each)
         threading.Thread(target=executor.spin, daemon=True).start()
         went = call_action(ActionClient(client, Navigate, "/navigate"),
                            Navigate.Goal(target="blue_can", model="PixNav", reset_arm_first=True), 300)
-        twists = node.learned.stream.sent
+        twists, stops = node.learned.stream.sent, node.learned.stream.stops
+        end_clock = convert.time_seconds(went.state.header.stamp)
+        # The bridge answers the stop with the state as it is: a second frame stamped when the last period ended.
+        deadline = time.monotonic() + 20
+        while heads.count(end_clock) < 2 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        after_stop = call_service(state, GetWorldState.Request(), 30).state
+        told, frames = list(commands), list(heads)
+        cancelled = _cancel_a_go_to(node, client, commands)
     finally:
         executor.shutdown()
         rclpy.try_shutdown()
@@ -201,3 +237,59 @@ def test_one_learned_go_to_through_the_graph_is_the_in_process_one(policy: Path,
     assert went.result.detail == in_process.detail, (went.result.detail, in_process.detail)
     end = went.state.robot_pose
     assert abs(end.position.x - end_in_process.x) < 1e-6 and abs(end.position.y - end_in_process.y) < 1e-6
+    # The run ended with one zero twist, which the bridge took as a stop: no period, the clock and the base where the
+    # in-process Go to left them (the embedded base holds no command and ends at rest without a stop).
+    assert stops == 1 and told[-1] == (0.0, 0.0) and told.count((0.0, 0.0)) == 1, told
+    assert end_clock == pytest.approx(clock_in_process, abs=1e-6), (end_clock, clock_in_process)
+    assert frames.count(end_clock) == 2 and max(frames) == end_clock, frames
+    assert convert.time_seconds(after_stop.header.stamp) == pytest.approx(clock_in_process, abs=1e-6)
+    assert after_stop.robot_pose == went.state.robot_pose
+    status, detail, sent, told = cancelled  # a Go to cancelled over ROS: answered canceled, the base stopped
+    assert status == "canceled" and detail.startswith("cancelled: the PixNav policy's Go to blue_can was stopped"), (
+        status, detail)
+    assert 3 <= sent < 600 and told[-1] == (0.0, 0.0) and told.count((0.0, 0.0)) == 1, told
+
+
+class _Turn:
+    """A policy that turns the base on the spot (never still, never stopped short): it runs until cancelled."""
+
+    def __init__(self, policy) -> None:  # type: ignore[no-untyped-def]
+        self.inputs = policy.inputs
+
+    def reset(self) -> None: ...
+
+    def act(self, images, state, env_state=None):  # type: ignore[no-untyped-def]
+        return np.array([0.0, 0.5])
+
+
+def _cancel_a_go_to(node, client, commands):  # type: ignore[no-untyped-def]
+    """A Go to sent straight to the policy node with a budget of 600 steps, cancelled after its third twist: its
+    status, its result's message, the twists it sent and what /cmd_vel carried from its start."""
+    from action_msgs.msg import GoalStatus
+    from homie_msgs.action import Navigate
+    from rclpy.action import ActionClient
+
+    from homiebot.skills.learned_goto import BaseLimits
+
+    node.learned.policy, node.learned.limits = _Turn(node.learned.policy), BaseLimits(step_budget=600)
+    stream, start = node.learned.stream, len(commands)
+    sent = stream.sent
+    action = ActionClient(client, Navigate, POLICY_ACTION)
+    assert action.wait_for_server(timeout_sec=30)
+    accepted = action.send_goal_async(Navigate.Goal(target="blue_can", model="PixNav"))
+    deadline = time.monotonic() + 120
+    while not accepted.done() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    handle = accepted.result()
+    while stream.sent < sent + 3 and time.monotonic() < deadline:
+        time.sleep(0.005)
+    handle.cancel_goal_async()
+    result = handle.get_result_async()
+    while not result.done() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    time.sleep(0.5)  # the stop's delivery to this node's subscription
+    names = {GoalStatus.STATUS_CANCELED: "canceled", GoalStatus.STATUS_SUCCEEDED: "succeeded",
+             GoalStatus.STATUS_ABORTED: "aborted"}
+    answer = result.result()
+    return (names.get(answer.status, str(answer.status)), answer.result.result.detail, stream.sent - sent,
+            commands[start:])

@@ -55,6 +55,8 @@ class _Plane:
     def __init__(self, start: Pose2D, wall: float = 10.0) -> None:
         self.pose, self.wall, self.clock, self.sent = start, wall, 0.0, 0
         self.goal_asked: Pose2D | None = None
+        #: What the base was told, in order: the twists and the stops (``None``).
+        self.told: list[tuple[float, float] | None] = []
 
     def _frame(self) -> BaseFrame:
         return BaseFrame(self.clock, {"head": np.zeros((8, 8, 3), np.uint8)}, self.pose)
@@ -63,8 +65,12 @@ class _Plane:
         self.goal_asked = goal
         return np.full((8, 8, 3), 7, np.uint8), self._frame()
 
+    def stop(self) -> None:
+        self.told.append(None)
+
     def send(self, linear_x: float, angular_z: float, seconds: float) -> BaseFrame:
         self.sent += 1
+        self.told.append((linear_x, angular_z))
         v, w = float(np.clip(linear_x, -0.6, 0.6)), float(np.clip(angular_z, -1.0, 1.0))
         mid = self.pose.yaw + w * seconds / 2
         ahead = Pose2D(self.pose.x + v * seconds * math.cos(mid), self.pose.y + v * seconds * math.sin(mid),
@@ -146,6 +152,80 @@ def test_a_base_held_still_ends_the_loop_and_the_budget_ends_it_too() -> None:
     assert outcome.kind == "" and outcome.steps == 0
 
 
+def _ends_with_one_stop(plane: _Plane) -> None:
+    assert plane.told and plane.told[-1] is None and plane.told.count(None) == 1, plane.told
+
+
+def test_every_run_ends_with_exactly_one_stop_however_it_ends(caplog) -> None:  # type: ignore[no-untyped-def]
+    """A base controller holds the last twist: the loop stops the base once at the end of every run, arrived, blocked,
+    still, out of budget, cancelled, already there, or raising (the policy's error, the robot's silence)."""
+    from homiebot.skills.learned import SkillPolicyError
+
+    goal = Pose2D(3.0, 0.0, 0.0)
+    ends = {
+        "": (_Steer(), _Plane(Pose2D(0.0, 0.0, 0.0)), Pose2D(2.0, 1.0, 1.5)),
+        "blocked": (_Replay([np.array([0.6, 0.0])]), _Plane(Pose2D(0.0, 0.0, 0.0), wall=0.5), goal),
+        "still": (_Replay([np.zeros(2)]), _Plane(Pose2D(0.0, 0.0, 0.0)), goal),
+        "budget": (_Replay([np.array([0.0, 0.5])]), _Plane(Pose2D(0.0, 0.0, 0.0)), goal),
+    }
+    for kind, (policy, plane, to) in ends.items():
+        outcome = run_base_policy(policy, plane, ("head", "goal"), to, True, BaseLimits(step_budget=100))
+        assert outcome.kind == kind and outcome.steps == plane.sent > 0, (kind, outcome)
+        _ends_with_one_stop(plane)
+    there = _Plane(Pose2D(2.9, 0.1, 0.1))
+    assert run_base_policy(_Replay([np.zeros(2)]), there, ("head", "goal"), goal, True).steps == 0
+    assert there.told == [None]
+
+    # Cancelled before the fourth step: three twists, then the stop; the outcome says where the base stopped.
+    plane, asked = _Plane(Pose2D(0.0, 0.0, 0.0)), []
+    outcome = run_base_policy(_Replay([np.array([0.5, 0.0])]), plane, ("head", "goal"), goal, True,
+                              cancelled=lambda: asked.append(1) or len(asked) > 3)
+    assert outcome.kind == "cancelled" and outcome.steps == 3 and plane.told[:3] == [(0.5, 0.0)] * 3, outcome
+    assert outcome.end == plane.pose and outcome.end.x == pytest.approx(0.15)
+    _ends_with_one_stop(plane)
+
+    class Failing(_Replay):
+        def act(self, images, state, env_state=None):  # type: ignore[no-untyped-def]
+            if self.step == 2:
+                raise SkillPolicyError("the checkpoint's action has 3 values; the base takes 2")
+            return super().act(images, state, env_state)
+
+    plane = _Plane(Pose2D(0.0, 0.0, 0.0))
+    with pytest.raises(SkillPolicyError, match="3 values"):
+        run_base_policy(Failing([np.array([0.5, 0.0])]), plane, ("head", "goal"), goal, True)
+    assert plane.told == [(0.5, 0.0), (0.5, 0.0), None]
+
+    class Silent(_Plane):
+        def send(self, linear_x: float, angular_z: float, seconds: float) -> BaseFrame:
+            super().send(linear_x, angular_z, seconds)
+            raise TimeoutError("no frame stamped after 0.050 s within 10.0 s")  # the graph's CallTimeout is one
+
+    plane = Silent(Pose2D(0.0, 0.0, 0.0))
+    with pytest.raises(TimeoutError):
+        run_base_policy(_Replay([np.array([0.5, 0.0])]), plane, ("head", "goal"), goal, True)
+    assert plane.told == [(0.5, 0.0), None]
+
+    # A stop that cannot go out is said in the log and hides neither the outcome nor the run's own error.
+    class Unstoppable(_Plane):
+        def stop(self) -> None:
+            raise RuntimeError("publisher's context is invalid")
+
+    outcome = run_base_policy(_Replay([np.zeros(2)]), Unstoppable(Pose2D(0.0, 0.0, 0.0)), ("head", "goal"), goal, True)
+    assert outcome.kind == "still"
+    assert "could not be told to stop" in caplog.text and "context is invalid" in caplog.text
+
+
+def test_a_cancelled_go_to_says_where_the_base_stopped() -> None:
+    from homiebot.skills.learned_goto import go_to_result
+    from homiebot.types import SkillStatus, WorldState
+
+    result = go_to_result("NoMaD", WorldState(Pose2D(1.0, 0.0, 0.5), 0.3, None), "fridge", Pose2D(3.0, 0.0, 0.0), "cancelled", Pose2D(1.0, 0.0, 0.5),
+                          12, 1.2, 1.0, 600)
+    assert result.status is SkillStatus.EXECUTION_FAILED and result.path_length == 1.0
+    assert result.detail == ("cancelled: the NoMaD policy's Go to fridge was stopped 2.00 m and 0.50 rad from goal "
+                             "(3.00, 0.00) (12 policy steps, 1.2 s)"), result.detail
+
+
 # ---------------------------------------------------------------------------------------------- on the simulator
 
 
@@ -184,6 +264,9 @@ class _SimStream:
         self.data.qpos[self.base] = (here.x, here.y, here.yaw)
         mujoco.mj_forward(self.model, self.data)
         return photo, self._frame()
+
+    def stop(self) -> None:
+        self.first, self.tolerated = True, None  # the bridge's stop: the run ends, nothing moves, no time passes
 
     def send(self, linear_x: float, angular_z: float, seconds: float) -> BaseFrame:
         if self.first:

@@ -17,7 +17,10 @@ A policy in a navigation slot (``NoMaD``, ``PixNav``: a Go to policy, the base's
 instead, on ``action`` (default ``/skill_policy/<slot>/navigate``), to which the navigation executor forwards a Go to
 that names the slot: :class:`homiebot.ros.policy_goto.InterfaceGoTo`, the scripted Go to's refusals and the arm's tuck,
 then the policy's closed loop on ``/odom``, the head camera (``/skill_camera/head/image_raw``), the goal photo
-(asked for on ``/skill_camera/goal/pose``) and ``/cmd_vel`` (geometry_msgs/Twist), the outcome from odometry.
+(asked for on ``/skill_camera/goal/pose``) and ``/cmd_vel`` (geometry_msgs/Twist), the outcome from odometry. Every
+run ends with one zero Twist on ``/cmd_vel`` (the base stopped), whether it arrived, failed, raised or its goal was
+cancelled (a Go to goal accepts a cancel: the run ends before the next step and the goal is answered canceled with
+where the base stopped).
 
 Parameters: ``model`` (the slot, any case), ``policy`` (the folder), ``action``, ``step_budget`` (300 for Pick, 30 s
 of the robot's clock; 600 for Go to, 60 s; 0: the skill's), ``threads`` (torch's, 1), ``frame_timeout_s`` (10); for
@@ -33,7 +36,7 @@ from typing import Any
 
 from homie_msgs.action import Manipulate, Navigate
 from homie_msgs.msg import SkillResult
-from rclpy.action import ActionServer
+from rclpy.action import ActionServer, CancelResponse
 from rclpy.node import Node
 
 from homiebot.ros import convert
@@ -92,7 +95,10 @@ class PolicyNode(Node):
             limits = BaseLimits(step_budget=budget or GO_TO_STEP_BUDGET, max_linear=float(param("max_linear_speed")),
                                 max_angular=float(param("max_angular_speed")), short_share=float(param("short_share")))
             self.learned = InterfaceGoTo(self.slot, policy, inputs, base, limits)
-            self._server = ActionServer(self, Navigate, action, self._execute_go_to)
+            # A Go to may be cancelled (``ros2 action send_goal`` interrupted, a client's cancel): the run ends at
+            # the next step, with the base stopped as at every end of a run (policy_goto, "The run's end").
+            self._server = ActionServer(self, Navigate, action, self._execute_go_to,
+                                        cancel_callback=lambda _request: CancelResponse.ACCEPT)
             serves, cameras = "Go to", base.cameras
         else:
             from homiebot.ros.policy_skill import InterfacePick, TopicArmStream
@@ -119,7 +125,9 @@ class PolicyNode(Node):
 
     async def _execute_go_to(self, goal_handle):
         goal = goal_handle.request
-        return await self._serve(goal_handle, lambda runner: self.learned.go_to(runner, goal.target), Navigate.Result)
+        cancelled = lambda: goal_handle.is_cancel_requested  # noqa: E731 - asked from the worker thread each step
+        return await self._serve(goal_handle, lambda runner: self.learned.go_to(runner, goal.target, cancelled),
+                                 Navigate.Result)
 
     async def _serve(self, goal_handle, skill, result_type):
         """Run the policy's ``skill`` on the robot's interfaces and answer the goal with its result and state."""
@@ -132,7 +140,10 @@ class PolicyNode(Node):
         line = self.learned.log_line()
         if line:
             self.get_logger().info(line)
-        goal_handle.succeed()
+        if goal_handle.is_cancel_requested:  # only a Go to accepts a cancel; its result says where it stopped
+            goal_handle.canceled()
+        else:
+            goal_handle.succeed()
         return result_type(result=convert.skill_result_to_msg(result), state=state)
 
     def destroy_node(self) -> None:

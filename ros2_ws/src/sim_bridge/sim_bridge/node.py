@@ -55,7 +55,13 @@ for streamed targets; the base moves as :meth:`~homiebot.sim.mujoco.physical.Phy
 (clamped to the base's speeds, stopped before a contact as a collision monitor stops a base: what the base touched at
 the first message of a run it may leave). A real base controller holds a twist until the next one or its timeout. After
 every message the bridge publishes ``/joint_states``, ``/odom``, ``/clock`` and, with ``skill_camera_size`` > 0, the
-head camera on ``/skill_camera/head/image_raw`` (``camera_info`` beside it), stamped with the moment. The goal photo
+head camera on ``/skill_camera/head/image_raw`` (``camera_info`` beside it), stamped with the moment. A zero twist
+(``linear.x`` and ``angular.z`` both 0) is a stop, not a period: the policy node sends one when its run ends, however it
+ends, as Nav2's controller server does, and the bridge ends the run there (the next twist starts a new one) without
+moving anything or advancing the clock (a base here is already at rest between messages), then publishes the state as
+it is (stamped as the last frame; nothing while an arm stream is open). So the stop changes no outcome and the graph's
+world, clock included, stays the in-process Go to's, which ends at rest without one. The price: a policy whose action
+is exactly zero in the middle of a run gets no period for it here (docs/skills.md, "A Go to policy in the graph"). The goal photo
 of an image-goal policy: a geometry_msgs/PoseStamped (``map`` frame) on ``/skill_camera/goal/pose`` is answered with
 the head camera rendered with the base at that pose on ``/skill_camera/goal/image_raw`` (and ``camera_info``), stamped
 with the request's stamp; then the head camera and ``/odom`` as they are now (the run's first frame). Nothing moves.
@@ -1030,6 +1036,9 @@ class SimBridge(Node):
         if not self._loaded:
             self.get_logger().warning("/cmd_vel before any scene was loaded: dropped")
             return
+        if msg.linear.x == 0.0 and msg.angular.z == 0.0:
+            self._stop_base()
+            return
         driver = self._driver()
         with self._lock:
             if self._stream is not None:
@@ -1043,6 +1052,18 @@ class SimBridge(Node):
                 self._cmd_vel_tolerated = None  # left it: from here on every contact stops the base
             self._sequence += 1
         self._publish_base_frame()
+
+    def _stop_base(self) -> None:
+        """A zero twist (module docstring, "Base velocity"): the run of twists ends (the next one starts a new run, its
+        contact read again); nothing moves and the clock stands still, so the stop a policy node sends when its run
+        ends leaves the world as the in-process Go to leaves it. Then the robot's state as it is, unless an arm stream
+        is open (its frames are the stream's)."""
+        with self._lock:
+            self._cmd_vel_open = False
+            self._cmd_vel_tolerated = None
+            streaming = self._stream is not None
+        if not streaming:
+            self._publish_base_frame()
 
     def _on_goal_photo(self, msg: PoseStamped) -> None:
         """The goal photo (module docstring): the head camera with the base at the requested pose, stamped with the
