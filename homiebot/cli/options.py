@@ -20,7 +20,6 @@ the same flags and help.
 from __future__ import annotations
 
 import logging
-from pathlib import Path
 from typing import Any, TypeVar
 
 import typer
@@ -124,27 +123,12 @@ def skill_model_option() -> Any:
 
 
 def parse_skill_models(pairs: list[str], skills: str | None) -> dict[str, str]:
-    """``--skill-model MODEL=DIR`` options as slot -> absolute folder; ValueError with one line for a bad one, a slot
-    given twice, or any given without ``--skills physical`` (``skills``: the mode the run will have)."""
-    from homiebot.config.run import SKILL_MODEL_SLOTS
+    """``--skill-model MODEL=DIR`` options as slot -> absolute folder (:func:`homiebot.config.run.parse_skill_models`,
+    which the launch file's ``skill_models:=`` shares); ValueError with one line for a bad one, a slot given twice, or
+    any given without ``--skills physical`` (``skills``: the mode the run will have)."""
+    from homiebot.config.run import parse_skill_models as parse
 
-    slots = {slot.lower(): slot for slot in SKILL_MODEL_SLOTS}
-    models: dict[str, str] = {}
-    for pair in pairs:
-        name, sep, folder = pair.partition("=")
-        if not sep or not name.strip() or not folder.strip():
-            raise ValueError(f"--skill-model {pair!r}: give MODEL=DIR (MODEL one of {', '.join(SKILL_MODEL_SLOTS)})")
-        slot = slots.get(name.strip().lower())
-        if slot is None:
-            raise ValueError(f"--skill-model {pair!r}: unknown model slot {name.strip()!r}; use one of "
-                             f"{', '.join(SKILL_MODEL_SLOTS)}")
-        if slot in models:
-            raise ValueError(f"--skill-model {slot} is given twice")
-        models[slot] = str(Path(folder.strip()).expanduser().absolute())
-    if models and skills != SkillsMode.PHYSICAL.value:
-        raise ValueError("--skill-model needs --skills physical (a learned policy acts through the physical skills' "
-                         "controllers)")
-    return models
+    return parse(pairs, skills)
 
 
 def perception_option(default: str | None = None, what: str = "World graph the episode grounds through") -> Any:

@@ -34,7 +34,6 @@ from homiebot.cli.options import (
     hidden,
     out_option,
     parse_articulation,
-    parse_skill_models,
     skill_model_option,
     skills_option,
 )
@@ -172,54 +171,6 @@ def _serves_human(graph: Any) -> bool:
     return any(node.name == "sim_bridge" and bool(node.parameters.get("human")) for node in graph.nodes)
 
 
-def _policy_image_size(models: dict[str, str]) -> int:
-    """The side of the images the ``--skill-model`` policies take (one size: the bridge renders the skill cameras once),
-    each folder checked as ``homie run`` checks it; 0 without any."""
-    from homiebot.skills.learned_skill import check_graph_serves, check_skill_model
-    from homiebot.skills.skillset import NAVIGATION_MODELS
-
-    sizes = {slot: next(iter(check_skill_model(slot, folder).images.values()))[1] for slot, folder in models.items()}
-    for slot, folder in models.items():
-        if slot not in NAVIGATION_MODELS:
-            check_graph_serves(slot, folder)  # no image with the target marked: the bridge publishes plain cameras
-    if len(set(sizes.values())) > 1:
-        raise ValueError(f"--skill-model: the policies take images of different sizes ({sizes}); the graph's skill "
-                         f"cameras render one size")
-    return next(iter(sizes.values()), 0)
-
-
-def _policy_slug(slot: str) -> str:
-    return slot.lower().replace("-", "_")
-
-
-def _navigation_slot(slot: str) -> bool:
-    from homiebot.skills.skillset import NAVIGATION_MODELS
-
-    return slot in NAVIGATION_MODELS
-
-
-def _policy_action(slot: str) -> str:
-    """The action a slot's policy node serves (executor_nodes/policy_node.py's default): Navigate for a navigation slot
-    (a Go to policy), else Manipulate."""
-    return f"/skill_policy/{_policy_slug(slot)}/{'navigate' if _navigation_slot(slot) else 'manipulate'}"
-
-
-def _with_policy_nodes(graph: Any, models: dict[str, str]) -> Any:
-    """``graph`` with a policy node per ``--skill-model`` slot (``skill_policy_<slot>``), after the manipulation
-    executor (docs/skills.md, "The policy as its own ROS 2 node")."""
-    if not models:
-        return graph
-    from homiebot.ros.supervisor import GraphSpec, NodeSpec
-
-    added = [NodeSpec(name=f"skill_policy_{_policy_slug(slot)}", package="executor_nodes", executable="skill_policy",
-                      module="executor_nodes.policy_node", remaps=[f"__node:=skill_policy_{_policy_slug(slot)}"],
-                      parameters={"model": slot, "policy": folder, "action": _policy_action(slot)})
-             for slot, folder in models.items()]
-    names = [node.name for node in graph.nodes]
-    at = names.index("manip_executor") + 1 if "manip_executor" in names else len(names) - 1
-    return GraphSpec(nodes=[*graph.nodes[:at], *added, *graph.nodes[at:]])
-
-
 def register(app: typer.Typer) -> None:
     """Add ``homie up``, ``homie bag`` and ``homie ros``."""
     up_app = typer.Typer(help="Bring up the HomieBot ROS 2 graph (the same graph as `ros2 launch homie sim.launch.py`).",
@@ -293,10 +244,11 @@ def register(app: typer.Typer) -> None:
                 raise _fail(str(err)) from None
         if skills is not None and skills not in {m.value for m in SkillsMode}:
             raise _fail(f"--skills {skills!r}: use {choices(SkillsMode)}")
+        from homiebot.ros.policy_nodes import PolicyNodes
+
         try:  # each policy in its own node (docs/skills.md); its folder checked here, loaded by the node
             parse_articulation(articulation, skills)  # as homie run and homie eval refuse it (docs/robots.md)
-            skill_models = parse_skill_models(skill_model, skills)
-            policy_size = _policy_image_size(skill_models)
+            policies = PolicyNodes.checked(skill_model, skills)  # the launch file's skill_models:= checks the same
         except ValueError as err:
             raise _fail(str(err)) from None
         if task_id:
@@ -348,7 +300,7 @@ def register(app: typer.Typer) -> None:
         two_agents = partner_planner is not None or mode is not None
         try:  # a bad graph or parameter file is bad input, said before anything starts
             graph = load_graph(graph_file or (PAIR_GRAPH if two_agents else DEFAULT_GRAPH))
-            graph = _with_policy_nodes(graph, skill_models)
+            graph = policies.with_nodes(graph)
             node_params = check_params_file(params or DEFAULT_PARAMS, graph)
         except GraphConfigError as err:
             raise _fail(str(err)) from None
@@ -432,14 +384,10 @@ def register(app: typer.Typer) -> None:
             for name in ("sim_bridge", "manip_executor", "planner_node"):
                 if any(node.name == name for node in graph.nodes):
                     overrides.setdefault(name, {})["articulation"] = articulation
-        if skill_models:  # the bridge publishes the policy's cameras; the executors forward the slots' Picks and Go tos
-            planner_overrides["skill_models"] = json.dumps(skill_models)  # the record's skills.models
-            overrides.setdefault("sim_bridge", {})["skill_camera_size"] = policy_size
-            for executor, navigation in (("manip_executor", False), ("nav_executor", True)):
-                slots = [slot for slot in skill_models if _navigation_slot(slot) == navigation]
-                if slots:
-                    overrides.setdefault(executor, {})["learned_skills"] = ",".join(
-                        f"{slot}={_policy_action(slot)}" for slot in slots)
+        # The bridge publishes the policies' cameras, the executors forward the slots' Picks and Go tos, the record
+        # names the folders (skills.models), as the launch file's skill_models:= sets them.
+        for name, given in policies.overrides().items():
+            overrides.setdefault(name, {}).update(given)
         if images and any(node.name == "sim_bridge" for node in graph.nodes):
             # The physical skills' reaching views go into the record with the views (docs/robots.md); the bridge
             # renders them only in physical mode.

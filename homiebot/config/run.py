@@ -21,7 +21,8 @@ Nothing here imports from the layers above (agent, eval, cli): ``homiebot.config
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
@@ -70,6 +71,45 @@ NOISE_PRESETS: Mapping[str, NoiseMode] = {"noiseless": NoiseMode.OFF, "emmoe_tab
 
 #: The low-level model slots a learned policy can fill (EMMOE table E2's models; ``--skill-model``).
 SKILL_MODEL_SLOTS: tuple[str, ...] = ("RT-1-X", "octo", "NoMaD", "PixNav")
+
+
+@dataclass(frozen=True)
+class SkillModelSyntax:
+    """How the setting that names learned skill models is spelled where it is given, for its messages: the option
+    (``--skill-model``) and the skill setting it needs (``--skills physical``)."""
+
+    option: str
+    physical: str
+
+
+#: ``homie run``, ``homie eval`` and ``homie up sim``: ``--skill-model MODEL=DIR``, repeated.
+CLI_SKILL_MODELS = SkillModelSyntax("--skill-model", "--skills physical")
+#: ``ros2 launch homie sim.launch.py skill_models:=MODEL=DIR,MODEL=DIR`` (launch/launch/sim.launch.py).
+LAUNCH_SKILL_MODELS = SkillModelSyntax("skill_models:=", "skills:=physical")
+
+
+def parse_skill_models(entries: Iterable[str], skills: str | None,
+                       syntax: SkillModelSyntax = CLI_SKILL_MODELS) -> dict[str, str]:
+    """``MODEL=DIR`` entries as slot (EMMOE's spelling, given in any case) -> absolute folder; ValueError with one
+    line for a bad entry, a slot given twice, or any given without the physical skills (``skills``: the mode the run
+    will have). The folders are checked by :mod:`homiebot.skills.learned_skill` (their files, not here)."""
+    slots = {slot.lower(): slot for slot in SKILL_MODEL_SLOTS}
+    models: dict[str, str] = {}
+    for entry in entries:
+        name, sep, folder = entry.partition("=")
+        if not sep or not name.strip() or not folder.strip():
+            raise ValueError(f"{syntax.option} {entry!r}: give MODEL=DIR (MODEL one of {', '.join(SKILL_MODEL_SLOTS)})")
+        slot = slots.get(name.strip().lower())
+        if slot is None:
+            raise ValueError(f"{syntax.option} {entry!r}: unknown model slot {name.strip()!r}; use one of "
+                             f"{', '.join(SKILL_MODEL_SLOTS)}")
+        if slot in models:
+            raise ValueError(f"{syntax.option} {slot} is given twice")
+        models[slot] = str(Path(folder.strip()).expanduser().absolute())
+    if models and skills != SkillsMode.PHYSICAL.value:
+        raise ValueError(f"{syntax.option} needs {syntax.physical} (a learned policy acts through the physical skills' "
+                         f"controllers)")
+    return models
 
 
 class SkillsConfig(_Section):

@@ -29,6 +29,12 @@ Arguments (give only the ones you change; ``name:=`` with an empty value is refu
                 A profile whose robot is not the simulator starts config/graph_robot.yaml instead: no sim bridge, and
                 robot_interfaces waits for the robot's interfaces, one line per missing one; with exit_when_done the
                 graph shuts down once all are found. Reading a profile needs homiebot importable by launch's python
+  skill_models  learned policies in EMMOE's model slots, MODEL=DIR entries separated by commas (MODEL one of RT-1-X,
+                octo, NoMaD, PixNav in any case; DIR a LeRobot policy folder, no comma in its path); needs
+                skills:=physical. Each gets a policy node, skill_policy_<slot>, with the parameters homie up sim
+                --skill-model gives it, and the bridge, the executors and the planner node theirs (docs/skills.md);
+                checked as --skill-model is, by the same code (homiebot.ros.policy_nodes, so homiebot must be
+                importable by launch's python), before any process starts
 
 The processes and their order come from config/graph.yaml, the parameters from config/homie.yaml: the same
 files ``homie up sim`` uses where launch is not installed (PyPI wheels), so both bring up the same graph with the
@@ -66,6 +72,7 @@ ARGUMENTS = {
     "mode": ("decentralized", "Control of the robot and human pair: decentralized or centralized."),
     "exit_when_done": ("false", "true: shut the graph down once the planner's first episode is over."),
     "robot": ("sim", "Robot profile (sim, fetch, spot or a YAML path); a real robot's: no simulator, wait for its interfaces."),
+    "skill_models": ("none", "Learned policies MODEL=DIR[,MODEL=DIR...] (MODEL: RT-1-X, octo, NoMaD, PixNav; needs skills:=physical): one policy node each, as homie up sim --skill-model."),
 }
 #: Argument values that mean "not given" (``ros2 launch`` cannot pass an empty value).
 UNSET = ("", "none", "default")
@@ -110,6 +117,22 @@ def _real_robot(value: str) -> str:
     return str(profile_path(value).resolve())
 
 
+def _policy_nodes(value: str, skills: str | None):
+    """The policy nodes of ``skill_models:=`` (homiebot.ros.policy_nodes.PolicyNodes), None when not given; a bad
+    value is one line (RuntimeError), before any process starts."""
+    if value.lower() in UNSET:
+        return None
+    try:  # the rules of homie up sim --skill-model, from the same code
+        from homiebot.ros.policy_nodes import PolicyNodes
+    except ImportError as err:
+        raise RuntimeError(f"skill_models:= needs homiebot importable by launch's python ({err}); source "
+                           f"scripts/ros_env.sh in the repository first") from None
+    try:
+        return PolicyNodes.from_launch_argument(value, skills)
+    except ValueError as err:
+        raise RuntimeError(str(err)) from None
+
+
 def _robot_graph(specs: list[dict], params_file: str, profile: str, exit_when_done: bool) -> list:
     """config/graph_robot.yaml's nodes; its required node's exit ends the launch (non-zero exit: a failure)."""
 
@@ -146,6 +169,13 @@ def _graph(context, *_args, **_kwargs):
     use_sim_time = arg("use_sim_time").lower() in ("true", "1", "yes")
     if robot:  # a real robot: only its graph's nodes, told which profile to wait for
         return _robot_graph(specs, params_file, robot, arg("exit_when_done").lower() in ("true", "1", "yes"))
+    skills = arg("skills").lower()
+    if skills not in UNSET and skills not in SKILLS:  # before any process starts
+        raise RuntimeError(f"skills:={arg('skills')}: use {' or '.join(SKILLS)}")
+    policies = _policy_nodes(arg("skill_models"), skills if skills not in UNSET else None)
+    if policies is not None:  # one node per slot, after the manipulation executor, as homie up puts them
+        at = next((i + 1 for i, spec in enumerate(specs) if spec["name"] == "manip_executor"), len(specs) - 1)
+        specs[at:at] = [spec.model_dump() for spec in policies.node_specs()]
     overrides = {
         "sim_bridge": {"simulator": arg("simulator")},
         "planner_node": {
@@ -166,12 +196,12 @@ def _graph(context, *_args, **_kwargs):
             overrides[node][key] = arg(name)
     if pair:
         overrides["planner_node"].update(partner_planner=arg("partner_planner"), mode=arg("mode"))
-    skills = arg("skills").lower()
     if skills not in UNSET:
-        if skills not in SKILLS:  # before any process starts
-            raise RuntimeError(f"skills:={arg('skills')}: use {' or '.join(SKILLS)}")
         for node in (*SKILLS_NODES, "planner_node"):  # the planner node names it in the record's configuration
             overrides.setdefault(node, {})["skills"] = skills
+    if policies is not None:  # the skill cameras' size, the executors' learned_skills, the record's skills.models
+        for node, given in policies.overrides().items():
+            overrides.setdefault(node, {}).update(given)
     articulation = arg("articulation").lower()
     if articulation not in UNSET:  # checked as homie up sim --articulation checks it (homiebot.cli.options)
         if articulation not in SKILLS:

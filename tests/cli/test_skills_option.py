@@ -86,7 +86,7 @@ def test_homie_up_sim_skill_model_is_checked_before_anything_starts_and_adds_a_p
     """``homie up sim --skill-model`` refuses as ``homie run`` does (one line, exit 2, nothing written), and puts one
     policy node per slot into the graph after the manipulation executor, which forwards the slot's Picks to it
     (docs/skills.md, "The policy as its own ROS 2 node")."""
-    from homiebot.cli.ros import _policy_image_size, _with_policy_nodes
+    from homiebot.ros.policy_nodes import PolicyNodes, policy_image_size
     from homiebot.ros.supervisor import DEFAULT_GRAPH, load_graph
 
     policy = _stand_in_policy(tmp_path / "policy")
@@ -101,12 +101,12 @@ def test_homie_up_sim_skill_model_is_checked_before_anything_starts_and_adds_a_p
         assert not out.exists()
     other = _stand_in_policy(tmp_path / "other", size=64)
     try:
-        _policy_image_size({"RT-1-X": str(policy), "octo": str(other)})
+        policy_image_size({"RT-1-X": str(policy), "octo": str(other)})
         raise AssertionError("two sizes were taken")
     except ValueError as err:
         assert "different sizes" in str(err)
-    assert _policy_image_size({"RT-1-X": str(policy)}) == 32
-    graph = _with_policy_nodes(load_graph(DEFAULT_GRAPH), {"RT-1-X": str(policy)})
+    assert policy_image_size({"RT-1-X": str(policy)}) == 32
+    graph = PolicyNodes({"RT-1-X": str(policy)}, 32).with_nodes(load_graph(DEFAULT_GRAPH))
     names = [node.name for node in graph.nodes]
     assert names[names.index("manip_executor") + 1] == "skill_policy_rt_1_x"
     node = graph.node("skill_policy_rt_1_x")
@@ -114,7 +114,7 @@ def test_homie_up_sim_skill_model_is_checked_before_anything_starts_and_adds_a_p
     assert node.parameters == {"model": "RT-1-X", "policy": str(policy), "action": "/skill_policy/rt_1_x/manipulate"}
     # A Go to policy gets a node of its own too, serving Navigate (docs/skills.md, "A Go to policy in the graph").
     go_to = _stand_in_go_to(tmp_path / "go_to")
-    assert _policy_image_size({"NoMaD": str(go_to), "RT-1-X": str(policy)}) == 32
-    graph = _with_policy_nodes(load_graph(DEFAULT_GRAPH), {"NoMaD": str(go_to)})
+    assert policy_image_size({"NoMaD": str(go_to), "RT-1-X": str(policy)}) == 32
+    graph = PolicyNodes({"NoMaD": str(go_to)}, 32).with_nodes(load_graph(DEFAULT_GRAPH))
     assert graph.node("skill_policy_nomad").parameters == {"model": "NoMaD", "policy": str(go_to),
                                                            "action": "/skill_policy/nomad/navigate"}

@@ -197,6 +197,65 @@ def test_articulation_reaches_the_bridge_the_manipulation_executor_and_the_plann
         launch_file._graph(FakeContext(_arguments(launch_file, skills="physical", articulation="arm", rviz="false")))
 
 
+def test_skill_models_start_one_policy_node_each_with_the_parameters_homie_up_gives(monkeypatch, tmp_path) -> None:
+    """skill_models:=NoMaD=DIR,rt-1-x=DIR (with skills:=physical) starts a policy node per slot after the manipulation
+    executor, with homie up sim --skill-model's names and parameters (homiebot.ros.policy_nodes builds both), and
+    gives the bridge the policies' image size, each executor the slots it forwards and the planner node the record's
+    folders; the planner waits for the policy nodes too. Unset, no policy node."""
+    from homiebot.ros.policy_nodes import PolicyNodes
+    from homiebot.ros.supervisor import DEFAULT_GRAPH, load_graph
+    from tests.cli.test_skills_option import _stand_in_go_to, _stand_in_policy
+
+    go_to, pick = _stand_in_go_to(tmp_path / "go_to"), _stand_in_policy(tmp_path / "pick")
+    launch_file = _load_launch_file(monkeypatch, _share(tmp_path), GRAPH_PACKAGES)
+    actions = launch_file._graph(FakeContext(_arguments(launch_file, skills="physical", rviz="false",
+                                                        skill_models=f"NoMaD={go_to},rt-1-x={pick}")))
+    nodes = {a.kwargs["name"]: a.kwargs for a in actions if isinstance(a, FakeNode)}
+    assert list(nodes) == ["sim_bridge", "nav_executor", "manip_executor", "skill_policy_nomad", "skill_policy_rt_1_x",
+                           "executor", "perception", "planner_node"]
+    expected = {"skill_policy_nomad": {"model": "NoMaD", "policy": str(go_to), "action": "/skill_policy/nomad/navigate"},
+                "skill_policy_rt_1_x": {"model": "RT-1-X", "policy": str(pick),
+                                        "action": "/skill_policy/rt_1_x/manipulate"}}
+    homie_up = PolicyNodes.checked([f"NoMaD={go_to}", f"rt-1-x={pick}"], "physical").with_nodes(load_graph(DEFAULT_GRAPH))
+    for name, parameters in expected.items():
+        node = nodes[name]
+        assert (node["package"], node["executable"]) == ("executor_nodes", "skill_policy")
+        assert node["parameters"][0].endswith("homie.yaml") and {"use_sim_time": False} in node["parameters"]
+        assert node["parameters"][2] == parameters == homie_up.node(name).parameters
+    given = {name: node["parameters"][-1] for name, node in nodes.items()}
+    assert given["sim_bridge"]["skill_camera_size"] == 32
+    assert given["nav_executor"]["learned_skills"] == "NoMaD=/skill_policy/nomad/navigate"
+    assert given["manip_executor"]["learned_skills"] == "RT-1-X=/skill_policy/rt_1_x/manipulate"
+    assert yaml.safe_load(given["planner_node"]["skill_models"]) == {"NoMaD": str(go_to), "RT-1-X": str(pick)}
+    assert given["planner_node"]["await_nodes"].split(",") == [n for n in nodes if n != "planner_node"]
+    actions = launch_file._graph(FakeContext(_arguments(launch_file, skills="physical", rviz="false")))
+    assert not [a for a in actions if isinstance(a, FakeNode) and a.kwargs["executable"] == "skill_policy"]
+
+
+def test_a_bad_skill_models_value_is_one_line_and_starts_nothing(monkeypatch, tmp_path) -> None:
+    """skill_models:= is refused as homie up sim --skill-model is (the same parser and folder checks), in one line
+    that names the launch argument, before any node is made."""
+    from tests.cli.test_skills_option import _stand_in_go_to, _stand_in_policy
+
+    go_to, pick = _stand_in_go_to(tmp_path / "go_to"), _stand_in_policy(tmp_path / "pick")
+    launch_file = _load_launch_file(monkeypatch, _share(tmp_path), GRAPH_PACKAGES)
+    cases = [
+        ({"skill_models": f"NoMaD={go_to}"}, "skill_models:= needs skills:=physical"),
+        ({"skills": "physical", "skill_models": f"gpt={go_to}"}, "skill_models:= 'gpt=" + str(go_to) + "': unknown model slot 'gpt'"),
+        ({"skills": "physical", "skill_models": "NoMaD"}, "skill_models:= 'NoMaD': give MODEL=DIR"),
+        ({"skills": "physical", "skill_models": f"NoMaD={go_to},nomad={go_to}"}, "skill_models:= NoMaD is given twice"),
+        ({"skills": "physical", "skill_models": f"NoMaD={go_to},"}, "skill_models:= '': give MODEL=DIR"),
+        ({"skills": "physical", "skill_models": f"NoMaD={tmp_path / 'none'}"},
+         f"skill_models:= NoMaD: policy {tmp_path / 'none'} is not a folder"),
+        ({"skills": "physical", "skill_models": f"NoMaD={pick}"}, f"skill_models:= NoMaD={pick}: the policy outputs 10 values"),
+    ]
+    for given, words in cases:
+        with pytest.raises(RuntimeError) as raised:
+            launch_file._graph(FakeContext(_arguments(launch_file, rviz="false", **given)))
+        message = str(raised.value)
+        assert message.startswith(words) and "\n" not in message and "--skill-model" not in message, (given, message)
+
+
 def test_a_missing_package_starts_nothing(monkeypatch, tmp_path) -> None:
     launch_file = _load_launch_file(monkeypatch, _share(tmp_path), GRAPH_PACKAGES - {"homie_perception"})
     with pytest.raises(RuntimeError, match="homie_perception"):
