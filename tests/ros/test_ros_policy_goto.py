@@ -9,8 +9,8 @@ commands on ``/cmd_vel`` (geometry_msgs/Twist), which the sim bridge holds for o
 The policy is a tiny ACT trained for two steps on one recorded Go to (as tests/skills/test_learned_goto.py trains its
 own): it does not arrive. What is checked is the path, from the bag (each action's goal status topic, every topic's
 message count) and the node's log: the policy ran for its budget on every one of the executor's three tries, twists
-went out on /cmd_vel, the executor answered E1 with EMMOE's message, and neither the simulator's private skill action
-nor Nav2's NavigateToPose took a goal.
+went out on /cmd_vel and each try ended with one zero twist (the base stopped), the executor answered E1 with EMMOE's
+message, and neither the simulator's private skill action nor Nav2's NavigateToPose took a goal.
 
 Task emmoe-009 (apartment_2, "search a blue can for me"): the expert's first subtask is Go to the blue can with PixNav;
 the planner's rounds are capped at 1 and the policy's budget at 5 steps to keep the run short.
@@ -19,7 +19,9 @@ Same behaviour in both wirings (DESIGN, principle 5): from the same start (the s
 process (``LearnedGoTo`` on the simulator) and one through the graph (the sim bridge a process of its own, the
 navigation executor and the policy node here) give the policy the same observations (every pixel of the head camera
 and of the goal photo, the goal pose in the base's frame), so it takes the same actions and the base ends where it
-ended in process, with the same message.
+ended in process, with the same message; the stop at the run's end costs no simulated time (the clock after it is the
+in-process one). Then a Go to sent to the node and cancelled after three twists is answered canceled, the base
+stopped.
 """
 
 from __future__ import annotations
