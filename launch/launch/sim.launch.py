@@ -31,7 +31,7 @@ Arguments (give only the ones you change; ``name:=`` with an empty value is refu
                 graph shuts down once all are found. Reading a profile needs homiebot importable by launch's python
   skill_models  learned policies in EMMOE's model slots, MODEL=DIR entries separated by commas (MODEL one of RT-1-X,
                 octo, NoMaD, PixNav in any case; DIR a LeRobot policy folder, no comma in its path); needs
-                skills:=physical. Each gets a policy node, skill_policy_<slot>, with the parameters homie up sim
+                skills:=physical and the simulator's graph (refused with a real robot's profile). Each gets a policy node, skill_policy_<slot>, with the parameters homie up sim
                 --skill-model gives it, and the bridge, the executors and the planner node theirs (docs/skills.md);
                 checked as --skill-model is, by the same code (homiebot.ros.policy_nodes, so homiebot must be
                 importable by launch's python), before any process starts
@@ -168,6 +168,9 @@ def _graph(context, *_args, **_kwargs):
         raise RuntimeError(f"package(s) not found: {', '.join(sorted(set(missing)))}; build the workspace first")
     use_sim_time = arg("use_sim_time").lower() in ("true", "1", "yes")
     if robot:  # a real robot: only its graph's nodes, told which profile to wait for
+        if arg("skill_models").lower() not in UNSET:  # said, not dropped: that graph has no policy nodes
+            raise RuntimeError(f"skill_models:= needs the simulator's graph (robot:=sim); robot:={arg('robot')} starts "
+                               f"config/graph_robot.yaml, which has no policy nodes")
         return _robot_graph(specs, params_file, robot, arg("exit_when_done").lower() in ("true", "1", "yes"))
     skills = arg("skills").lower()
     if skills not in UNSET and skills not in SKILLS:  # before any process starts

@@ -254,6 +254,12 @@ def test_a_bad_skill_models_value_is_one_line_and_starts_nothing(monkeypatch, tm
             launch_file._graph(FakeContext(_arguments(launch_file, rviz="false", **given)))
         message = str(raised.value)
         assert message.startswith(words) and "\n" not in message and "--skill-model" not in message, (given, message)
+    share = _share(tmp_path / "robot")  # a real robot's graph has no policy nodes: said, not dropped
+    shutil.copy(REPO / "launch" / "config" / "graph_robot.yaml", share / "config" / "graph_robot.yaml")
+    launch_file = _load_launch_file(monkeypatch, share, GRAPH_PACKAGES)
+    with pytest.raises(RuntimeError, match=r"^skill_models:= needs the simulator's graph \(robot:=sim\); robot:=fetch"):
+        launch_file._graph(FakeContext(_arguments(launch_file, robot="fetch", skills="physical",
+                                                  skill_models=f"NoMaD={go_to}")))
 
 
 def test_a_missing_package_starts_nothing(monkeypatch, tmp_path) -> None:
