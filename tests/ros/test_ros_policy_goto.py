@@ -20,8 +20,8 @@ process (``LearnedGoTo`` on the simulator) and one through the graph (the sim br
 navigation executor and the policy node here) give the policy the same observations (every pixel of the head camera
 and of the goal photo, the goal pose in the base's frame), so it takes the same actions and the base ends where it
 ended in process, with the same message; the stop at the run's end costs no simulated time (the clock after it is the
-in-process one). Then a Go to sent to the node and cancelled after three twists is answered canceled, the base
-stopped.
+in-process one). Then two Go tos sent to the node: one cancelled after three twists is answered canceled, and one a
+steering stand-in brings to the goal succeeds; both end with one zero twist.
 """
 
 from __future__ import annotations
@@ -223,7 +223,8 @@ def test_one_learned_go_to_through_the_graph_is_the_in_process_one(policy: Path,
             time.sleep(0.05)
         after_stop = call_service(state, GetWorldState.Request(), 30).state
         told, frames = list(commands), list(heads)
-        cancelled = _cancel_a_go_to(node, client, commands)
+        cancelled = _go_to_on_the_node(node, client, commands, _Turn(node.learned.policy), cancel_after=3)
+        arrived = _go_to_on_the_node(node, client, commands, _Steer(node.learned.policy))
     finally:
         executor.shutdown()
         rclpy.try_shutdown()
@@ -250,6 +251,9 @@ def test_one_learned_go_to_through_the_graph_is_the_in_process_one(policy: Path,
     assert status == "canceled" and detail.startswith("cancelled: the PixNav policy's Go to blue_can was stopped"), (
         status, detail)
     assert 3 <= sent < 600 and told[-1] == (0.0, 0.0) and told.count((0.0, 0.0)) == 1, told
+    status, detail, sent, told = arrived  # one that arrives: succeeded, and the base stopped there
+    assert status == "succeeded" and detail.startswith("reached blue_can"), (status, detail)
+    assert 0 < sent < 600 and told[-1] == (0.0, 0.0) and told.count((0.0, 0.0)) == 1, told
 
 
 class _Turn:
@@ -264,16 +268,35 @@ class _Turn:
         return np.array([0.0, 0.5])
 
 
-def _cancel_a_go_to(node, client, commands):  # type: ignore[no-untyped-def]
-    """A Go to sent straight to the policy node with a budget of 600 steps, cancelled after its third twist: its
-    status, its result's message, the twists it sent and what /cmd_vel carried from its start."""
+class _Steer:
+    """A policy that steers the base to the goal pose it is given (its state: the goal in the base's frame)."""
+
+    def __init__(self, policy) -> None:  # type: ignore[no-untyped-def]
+        self.inputs = policy.inputs
+
+    def reset(self) -> None: ...
+
+    def act(self, images, state, env_state=None):  # type: ignore[no-untyped-def]
+        import math
+
+        x, y, yaw = (float(v) for v in state)
+        if math.hypot(x, y) > 0.1:
+            bearing = math.atan2(y, x)
+            return np.array([0.6 if abs(bearing) < 0.3 else 0.0, float(np.clip(2 * bearing, -1, 1))])
+        return np.array([0.0, float(np.clip(2 * yaw, -1, 1))])
+
+
+def _go_to_on_the_node(node, client, commands, policy, cancel_after: int | None = None):  # type: ignore[no-untyped-def]
+    """A Go to blue_can sent straight to the policy node, run by ``policy`` with a budget of 600 steps, cancelled after
+    its ``cancel_after``-th twist if given: its status, its result's message, the twists it sent and what /cmd_vel
+    carried from its start."""
     from action_msgs.msg import GoalStatus
     from homie_msgs.action import Navigate
     from rclpy.action import ActionClient
 
     from homiebot.skills.learned_goto import BaseLimits
 
-    node.learned.policy, node.learned.limits = _Turn(node.learned.policy), BaseLimits(step_budget=600)
+    node.learned.policy, node.learned.limits = policy, BaseLimits(step_budget=600)
     stream, start = node.learned.stream, len(commands)
     sent = stream.sent
     action = ActionClient(client, Navigate, POLICY_ACTION)
@@ -283,9 +306,10 @@ def _cancel_a_go_to(node, client, commands):  # type: ignore[no-untyped-def]
     while not accepted.done() and time.monotonic() < deadline:
         time.sleep(0.01)
     handle = accepted.result()
-    while stream.sent < sent + 3 and time.monotonic() < deadline:
-        time.sleep(0.005)
-    handle.cancel_goal_async()
+    if cancel_after is not None:
+        while stream.sent < sent + cancel_after and time.monotonic() < deadline:
+            time.sleep(0.005)
+        handle.cancel_goal_async()
     result = handle.get_result_async()
     while not result.done() and time.monotonic() < deadline:
         time.sleep(0.01)
