@@ -119,6 +119,11 @@ class ShareExpert(PartnrExpertPlanner):
         return self._approach(state, place, PlannedStep(Subtask("Put", held, place), "RT-1-X",
                                                   f"{want}, my hand must be free first."))
 
+    def _owns(self, index: int) -> bool:
+        """Only this agent's share: the larger-first order of a next-to pair (the base class) never carries the
+        partner's object."""
+        return self._share is None or index in self._share
+
     def share(self, function: EvaluationFunction) -> set[int]:
         if self._share is None:
             self._share = set(split_propositions(function)[self.role])

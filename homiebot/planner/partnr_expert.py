@@ -9,7 +9,8 @@ temporal DAG's order, dependency heads first) that is not done:
 * placements (``is_on_top``, ``is_inside``, ``is_on_or_in``, ``is_in_room``): pick an object of the OR-list
   that is not already serving another done placement, carry it to the first receptacle (for a room: a
   surface of a furniture in that room), opening a closed destination before the pick (one hand);
-* ``is_next_to(a, b)``: carry ``a`` and Put it with ``b`` as the place (the simulator's next-to placement);
+* ``is_next_to(a, b)``: carry ``a`` and Put it with ``b`` as the place (the simulator's next-to placement); when
+  both still have to go onto one receptacle, the larger first, so that the smaller finds room beside it;
 * ``is_powered_on/off``: Turn on / Turn off; ``is_clean``: Clean the held object at a sink; ``is_filled``:
   Fill the held container at a sink, or Pour a filled container in the hand into the target (PARTNR's Fill and
   Pour, appendix A.9.1; all need the household action list, docs/textworld.md);
@@ -27,6 +28,7 @@ within reach first, then by name, instead of the nearest, whose distance no prom
 from __future__ import annotations
 
 import logging
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -197,6 +199,9 @@ class PartnrExpertPlanner(Planner):
             if partner is not None:
                 # A pending next-to with an object already there: one Put satisfies both.
                 return self._carry(state, [partner[0]], partner[1], want)
+            larger = self._larger_partner(tracker, state, objects, place)
+            if larger is not None:
+                return self._carry(state, [larger], place, want)
             return self._carry(state, objects, place, want)
         if name == "is_next_to":
             return self._carry(state, list(args["entity_handles_a"]), args["entity_handles_b"][0], want)
@@ -246,6 +251,45 @@ class PartnrExpertPlanner(Planner):
                     for b in partners:
                         if b != a and state.entities[b].parent == place and not state.entities[b].held:
                             return a, b
+        return None
+
+    def _owns(self, index: int) -> bool:
+        """Whether proposition ``index`` is this planner's to do (all of them; a pair's agent has its share)."""
+        return True
+
+    def _larger_partner(self, tracker: PropositionTracker, state: WorldState, objects: list[str],
+                        place: str) -> str | None:
+        """The object to carry to ``place`` before ``objects`` when both must rest there next to each other: the
+        partner of a next-to whose own placement onto ``place`` is still to do, with the larger footprint, while
+        neither is there yet and no object of ``objects`` is in the hand (None otherwise).
+
+        The simulator puts an object anywhere on a surface that has room, so the first of the two may land in the
+        middle of a small one (a chair's seat) and leave no spot beside it for a larger second: the next-to Put then
+        fails every time, and the expert, which plans from the state alone, asks for it again until the round limit
+        (partnr-4-020 on the scene seed 10311: the orange in the middle of the seat, the banana 0.18 m long). The
+        larger first, as first-fit decreasing packs bins, leaves the smaller room beside it."""
+        if state.held is not None and state.held in objects:
+            return None
+        function = tracker.function
+        bound = {
+            str(o)
+            for i, prop in enumerate(function.propositions)
+            if prop.function_name in PLACEMENT_PREDICATES and prop.function_name != "is_in_room"
+            and self._owns(i) and not self._done(tracker, i) and place in prop.args.get("receptacle_handles", ())[:1]
+            for o in prop.args["object_handles"]
+        }
+        for prop in function.propositions:
+            if prop.function_name != "is_next_to":
+                continue
+            sides = (prop.args["entity_handles_a"], prop.args["entity_handles_b"])
+            for movers, partners in (sides, sides[::-1]):  # next to is symmetric
+                for a in movers:
+                    if a not in objects or state.entities[a].parent == place:
+                        continue
+                    for b in partners:
+                        if (b != a and b in bound and b in state.entities and state.entities[b].parent != place
+                                and _footprint(state, b) > _footprint(state, a)):
+                            return str(b)
         return None
 
     # ------------------------------------------------------------------------------------ water
@@ -335,6 +379,16 @@ class PartnrExpertPlanner(Planner):
             if options:
                 return min(options, key=lambda n: (state.reach_distance(n), n))
         return None
+
+
+def _footprint(state: WorldState, name: str) -> float:
+    """Radius of the circle about an object's footprint (m), as the simulator's placement measures it: a box's half
+    diagonal, a round object's radius (``yaw`` None); 0 when its extents are unknown."""
+    entity = state.entities[name]
+    if entity.half_extents is None:
+        return 0.0
+    half_x, half_y = entity.half_extents[0], entity.half_extents[1]
+    return half_x if entity.yaw is None else math.hypot(half_x, half_y)
 
 
 class PromptBoundPartnrExpertPlanner(PartnrExpertPlanner):
