@@ -10,9 +10,10 @@ apartments are the same rooms, with the same furniture holding the same objects 
 spots only), so a seen task's room is known to a trained model, as ALFWorld's seen rooms are; its task is not.
 
 **Seeds.** ``homie eval --suite muep`` plays every task once, on ``task.seed`` (1-319). As for the other suites
-(:mod:`homiebot.training.collect`), the first :data:`EVALUATION_RUNS` seeds of every task of every built-in suite
-(MuEP's, EMMOE-100's and the PARTNR-style suite's) are reserved, in any apartment, and a collection that meets one
-is refused before anything is written (:func:`check_seeds`): run ``r`` plays the scene seed ``seed_offset + r``.
+(:mod:`homiebot.training.collect`), a collection that meets a scene seed any suite's evaluation plays (the first
+:data:`~homiebot.tasks.reserved.EVALUATION_RUNS` of every task of MuEP's, EMMOE-100's and the PARTNR-style suite's, in
+any apartment: :mod:`homiebot.tasks.reserved`) is refused before anything is written (:func:`check_seeds`): run ``r``
+plays the scene seed ``seed_offset + r``.
 
 Output::
 
@@ -47,50 +48,22 @@ SUITE = "muep"
 EPISODES_FILE = "episodes.jsonl"
 MANIFEST = "collect.json"
 SPLITS = ("train", "validation", "all")
-#: Runs of every task whose seeds are reserved: homiebot.training.collect's EVALUATION_RUNS (tested equal).
-EVALUATION_RUNS = 10
-#: The suites in homiebot.tasks' format whose evaluation seeds are reserved too.
-OTHER_SUITES = ("emmoe100", "partnr")
 
 
 class CollectionError(ValueError):
     """A collection refused before anything is played (one line)."""
 
 
-def muep_evaluation_seeds(runs: int) -> frozenset[int]:
-    """The scene seeds an evaluation of the MuEP-style suite plays, reserved as the other suites' are: ``task.seed
-    + r`` for the first ``runs`` runs of every task (the suite's evaluation plays run 0 only)."""
-    from homiebot.eval.muep_suite import load_suite
-
-    return frozenset(t.seed + r for t in load_suite() for r in range(runs))
-
-
-def reserved_seeds() -> dict[int, str]:
-    """Scene seed -> the suite whose evaluation plays it, for every built-in suite (MuEP's named where two share)."""
-    from homiebot.tasks.suite import list_suites, load_suite
-
-    reserved: dict[int, str] = {}
-    for suite in OTHER_SUITES:
-        if suite in list_suites():
-            reserved.update(dict.fromkeys((t.seed + r for t in load_suite(suite).tasks for r in range(EVALUATION_RUNS)),
-                                          suite))
-    reserved.update(dict.fromkeys(muep_evaluation_seeds(EVALUATION_RUNS), SUITE))
-    return reserved
-
-
 def check_seeds(seed_offset: int, runs: int) -> None:
-    """Refuse a collection whose scene seeds (``seed_offset + r``) meet a seed any built-in suite's evaluation plays
-    (one line)."""
-    reserved = reserved_seeds()
-    clashes = [seed_offset + r for r in range(runs) if seed_offset + r in reserved]
+    """Refuse a collection whose scene seeds (``seed_offset + r``) meet a seed any suite's evaluation plays
+    (:func:`homiebot.tasks.reserved.reserved_seeds`; one line)."""
+    from homiebot.tasks.reserved import last_reserved_seed, refusal, seed_clashes
+
+    clashes = seed_clashes((f"run {r}", seed_offset + r) for r in range(runs))
     if clashes:
-        suites = " and ".join(sorted({reserved[seed] for seed in clashes}))
-        raise CollectionError(
-            f"--seed-offset {seed_offset} --runs {runs} would collect on {len(clashes)} scene seed(s) that the {suites} "
-            f"evaluation plays ({', '.join(map(str, clashes[:3]))}{', ...' if len(clashes) > 3 else ''}; runs "
-            f"0-{EVALUATION_RUNS - 1} of every task are reserved): --seed-offset {max(reserved) + 1} or more fits "
-            "(past every evaluation's seeds)"
-        )
+        raise CollectionError(refusal(clashes, f"--seed-offset {seed_offset} --runs {runs}",
+                                      f"--seed-offset {last_reserved_seed() + 1} or more fits (past every "
+                                      "evaluation's seeds)"))
 
 
 @dataclass

@@ -31,14 +31,14 @@ from homiebot.files import load_yaml
 from homiebot.sim.base import Simulator
 from homiebot.sim.scene import SceneError
 from homiebot.tasks.alfred import GOAL_CONDITIONS, TASK_TYPES
+from homiebot.tasks.suite import MUEP_SUITE_FILE
 from homiebot.textworld.names import alfred_type
 from homiebot.textworld.world import AT_DISTANCE_M, NOTHING_HAPPENS, Phrasing, TextWorld, command_names
 from homiebot.types import EntityKind, Observation, WorldState
 
 log = logging.getLogger(__name__)
 
-# Not beside the EMMOE-format suites: homiebot.tasks.suite loads every suites/*.yaml as a TaskSuite.
-SUITE_PATH = Path(__file__).parents[1] / "tasks" / "suites" / "alfred" / "muep.yaml"
+SUITE_PATH = MUEP_SUITE_FILE
 #: ALFWorld's instruction templates per type (``alfworld/gen/goal_library.py``; one of two is drawn). They are
 #: kept word for word because text agents trained on ALFWorld expect exactly these.
 TEMPLATES: dict[str, tuple[str, str]] = {

@@ -77,6 +77,8 @@ SUITE_ALIASES = {"emmoe": "emmoe100"}
 #: The MuEP-style suite: ALFWorld's task types in a file and format of their own
 #: (:mod:`homiebot.eval.muep_suite`), played by their own runner (``homie eval --suite muep``).
 MUEP_SUITE = "muep"
+#: Its file: not beside the suite files (every ``suites/*.yaml`` is loaded as a TaskSuite).
+MUEP_SUITE_FILE = SUITE_DIR / "alfred" / "muep.yaml"
 
 
 def list_suites() -> list[str]:

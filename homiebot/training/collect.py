@@ -18,13 +18,12 @@ its own answer first), which the offline accuracy may accept beside the exact an
 (:mod:`homiebot.training.offline_eval`).
 
 **Seeds the evaluation never plays.** An evaluation plays run ``r`` of a task on the scene seed
-``task.seed + r`` (:mod:`homiebot.eval.runner`); :func:`evaluation_seeds` reserves the first
-:data:`EVALUATION_RUNS` runs of every task of the suite, and a collection whose scene seeds meet one of them
-is refused before anything is written (:func:`check_seeds`). The reserved seeds are those of every built-in suite
-(:data:`RESERVED_SUITES`: an apartment on one seed starts from the same placement whichever suite's task plays
-it). EMMOE-100's task seeds are 37 apart, so ``--seed-offset 10 --runs 10`` (training) and ``--seed-offset 20
---runs 3`` (validation) fit between them; the PARTNR-style suite's are consecutive within an apartment, so its
-collections go past them all (``--seed-offset 3000``: seeds from 10000; docs/training.md).
+``task.seed + r`` (:mod:`homiebot.eval.runner`); a collection whose scene seeds meet one that any suite's evaluation
+plays (EMMOE-100's, the PARTNR-style suite's, MuEP's: the apartments are the same and a seed places their objects
+alike; :mod:`homiebot.tasks.reserved`, the one table every collector asks) is refused before anything is written
+(:func:`check_seeds`). EMMOE-100's task seeds are 37 apart, so ``--seed-offset 10 --runs 10`` (training) and
+``--seed-offset 20 --runs 3`` (validation) fit between them; the PARTNR-style suite's are consecutive within an
+apartment, so its collections go past them all (``--seed-offset 3000``: seeds from 10000; docs/training.md).
 
 **The suite's expert.** EMMOE-100's episodes are the goal expert's (``expert``: the prompt-bound expert,
 ``perturbed-expert``: with injected decision errors); the PARTNR-style suite's are the PARTNR expert's
@@ -47,6 +46,7 @@ from typing import TYPE_CHECKING
 
 from homiebot.planner.base import Planner, PlanRequest
 from homiebot.planner.text_planning import TextTranscript
+from homiebot.tasks.reserved import EVALUATION_RUNS
 from homiebot.training.episodes import TEXT_PROMPTS_FILE, TEXT_WORLD_FILE, TrainingDataError
 
 log = logging.getLogger(__name__)
@@ -56,17 +56,11 @@ if TYPE_CHECKING:
 
 PLANNERS = ("expert", "perturbed-expert")
 
-#: The suites whose evaluation seeds no collection may use (an evaluation of either plays ``task.seed + r``).
-RESERVED_SUITES = ("emmoe100", "partnr")
 #: The suite whose expert is the PARTNR expert (the collection's ``--planner expert`` there).
 PARTNR_SUITE = "partnr"
 
 #: Per round, the subtasks the expert holds equally good (``equally_good=True``; module docstring).
 EQUALLY_GOOD_FILE = "equally_good.jsonl"
-
-#: Runs of every task whose seeds are the evaluation's: ``homie eval --runs`` up to this many (its default is 3,
-#: the targets are measured over 3).
-EVALUATION_RUNS = 10
 
 
 @dataclass
@@ -161,59 +155,32 @@ class TextWorldRecorder(Planner):
         self.inner.close()
 
 
-def evaluation_seeds(suite: str = "emmoe100", runs: int = EVALUATION_RUNS) -> frozenset[int]:
-    """The scene seeds an evaluation of ``suite`` plays: ``task.seed + r`` for its first ``runs`` runs, every task
-    of every split (an episode of one task on another task's seed starts from the same placement when the two
-    share a scene)."""
-    from homiebot.tasks.suite import load_suite
-
-    return frozenset(t.seed + r for t in load_suite(suite).tasks for r in range(runs))
-
-
-def reserved_seeds(suite: str = "emmoe100", runs: int = EVALUATION_RUNS) -> dict[int, str]:
-    """Scene seed -> the suite whose evaluation plays it: ``suite``'s and every :data:`RESERVED_SUITES` one's
-    (``suite``'s named where two share a seed)."""
-    from homiebot.tasks.suite import resolve_suite
-
-    own = resolve_suite(suite)
-    reserved: dict[int, str] = {}
-    for name in (*[s for s in RESERVED_SUITES if s != own], own):
-        reserved.update(dict.fromkeys(evaluation_seeds(name, runs), name))
-    return reserved
-
-
 def check_seeds(
     tasks: Sequence[TaskSpec], seed_offset: int, runs: int, suite: str = "emmoe100", runs_option: str = "--runs"
 ) -> None:
-    """Refuse a collection whose scene seeds (``task.seed + seed_offset + r``) include an evaluation's, of ``suite``
-    or of another built-in suite (:func:`reserved_seeds`). ``runs_option``: the command's name for ``runs`` in the
-    message (DAgger's is ``--iterations``)."""
+    """Refuse a collection whose scene seeds (``task.seed + seed_offset + r``) include one that any suite's evaluation
+    plays (:func:`homiebot.tasks.reserved.reserved_seeds`: EMMOE-100's, the PARTNR-style suite's and MuEP's alike).
+    ``suite``: the collection's, whose task seeds' spacing the hint reads; ``runs_option``: the command's name for
+    ``runs`` in the message (DAgger's is ``--iterations``)."""
+    from homiebot.tasks.reserved import last_reserved_seed, refusal, seed_clashes
     from homiebot.tasks.suite import load_suite
 
-    reserved = reserved_seeds(suite)
-    clashes = sorted(
-        (task.id, task.seed + seed_offset + r)
-        for task in tasks
-        for r in range(runs)
-        if task.seed + seed_offset + r in reserved
-    )
-    if clashes:
-        shown = ", ".join(f"{task} seed {seed}" for task, seed in clashes[:3])
-        suites = sorted({reserved[seed] for _, seed in clashes})
-        seeds = sorted({t.seed for t in load_suite(suite).tasks})
-        gap = min((b - a for a, b in zip(seeds, seeds[1:], strict=False)), default=0)
-        past = max(reserved) + 1 - min(t.seed for t in tasks)  # the first offset past every reserved seed
-        if gap - runs >= EVALUATION_RUNS:
-            hint = f"--seed-offset {EVALUATION_RUNS} to {gap - runs} fit (the task seeds are {gap} apart)"
-        elif past > 0:
-            hint = f"--seed-offset {past} or more fits (past every evaluation's seeds)"
-        else:
-            hint = f"choose another --seed-offset or fewer {runs_option}"
-        raise TrainingDataError(
-            f"--seed-offset {seed_offset} {runs_option} {runs} would collect on {len(clashes)} scene seed(s) that the "
-            f"{' and '.join(suites)} evaluation plays ({shown}{', ...' if len(clashes) > 3 else ''}; runs "
-            f"0-{EVALUATION_RUNS - 1} of every task are reserved): {hint}"
-        )
+    def played(offset: int) -> list[tuple[str, int]]:
+        return [(task.id, task.seed + offset + r) for task in tasks for r in range(runs)]
+
+    clashes = seed_clashes(played(seed_offset))
+    if not clashes:
+        return
+    seeds = sorted({t.seed for t in load_suite(suite).tasks})
+    gap = min((b - a for a, b in zip(seeds, seeds[1:], strict=False)), default=0)
+    past = last_reserved_seed() + 1 - min(t.seed for t in tasks)  # the first offset past every reserved seed
+    if gap - runs >= EVALUATION_RUNS and not seed_clashes(played(EVALUATION_RUNS)):
+        hint = f"--seed-offset {EVALUATION_RUNS} to {gap - runs} fit (the task seeds are {gap} apart)"
+    elif past > 0:
+        hint = f"--seed-offset {past} or more fits (past every evaluation's seeds)"
+    else:
+        hint = f"choose another --seed-offset or fewer {runs_option}"
+    raise TrainingDataError(refusal(clashes, f"--seed-offset {seed_offset} {runs_option} {runs}", hint))
 
 
 def collect_episodes(

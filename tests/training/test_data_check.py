@@ -14,9 +14,10 @@ from typer.testing import CliRunner
 from homiebot.cli import build_app
 from homiebot.planner.prompt import parse_output
 from homiebot.planner.text_planning import CHANGED_PREFIX
+from homiebot.tasks.reserved import evaluation_seeds
 from homiebot.tasks.suite import load_suite
 from homiebot.training.build import BuildOptions, collect, write_dataset
-from homiebot.training.collect import EVALUATION_RUNS, check_seeds, collect_episodes, evaluation_seeds
+from homiebot.training.collect import EVALUATION_RUNS, check_seeds, collect_episodes
 from homiebot.training.data_check import (
     Sample,
     find_ambiguities,
@@ -118,7 +119,7 @@ def test_an_episode_sets_answers_are_checked_after_the_chat_before_them(tmp_path
 
 def test_a_collection_on_an_evaluation_seed_is_refused_before_anything_is_written(tmp_path):
     task = next(t for t in load_suite("emmoe100").tasks if t.id == TASK)
-    reserved = evaluation_seeds()
+    reserved = evaluation_seeds("emmoe100")
     assert {task.seed + r for r in range(EVALUATION_RUNS)} <= reserved and task.seed + EVALUATION_RUNS not in reserved
     check_seeds([task], SEED_OFFSET, 10)  # seeds +10..+19: free
     with pytest.raises(TrainingDataError, match="evaluation plays"):

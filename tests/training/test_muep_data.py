@@ -7,19 +7,12 @@ import json
 
 import pytest
 
-from homiebot.eval.muep_collect import (
-    EVALUATION_RUNS,
-    CollectionError,
-    check_seeds,
-    collect_muep,
-    muep_evaluation_seeds,
-    training_tasks,
-)
+from homiebot.eval.muep_collect import CollectionError, check_seeds, collect_muep, training_tasks
 from homiebot.eval.muep_suite import SEEN_SCENES, load_suite
 from homiebot.sim.mujoco.backend import MujocoSimulator
+from homiebot.tasks.reserved import evaluation_seeds
 from homiebot.textworld.chat import episode_messages
 from homiebot.training.build import BuildOptions, build
-from homiebot.training.collect import EVALUATION_RUNS as RESERVED_RUNS
 from homiebot.training.episodes import TrainingDataError
 from homiebot.training.muep_data import command_verb, is_muep_collection
 
@@ -36,8 +29,7 @@ def generated():
 
 
 def test_the_evaluation_seeds_are_refused() -> None:
-    assert EVALUATION_RUNS == RESERVED_RUNS  # the same runs reserved as for the other suites' collections
-    assert {t.seed for t in load_suite()} <= muep_evaluation_seeds(1)
+    assert {t.seed for t in load_suite()} <= evaluation_seeds("muep", 1)
     with pytest.raises(CollectionError, match="muep evaluation plays .* --seed-offset \\d+ or more fits"):
         check_seeds(1, 1)
     with pytest.raises(CollectionError, match="emmoe100 evaluation"):

@@ -18,9 +18,10 @@ from homiebot.planner.hf_backend import HFPlanner
 from homiebot.planner.messages import ChatMessage
 from homiebot.planner.partnr_expert import PartnrExpertPlanner
 from homiebot.planner.prompt import parse_output
+from homiebot.tasks.reserved import reserved_seeds
 from homiebot.tasks.suite import get_task, load_suite, task_actions
 from homiebot.training.build import BuildOptions, collect
-from homiebot.training.collect import check_seeds, collect_episodes, reserved_seeds
+from homiebot.training.collect import check_seeds, collect_episodes
 from homiebot.training.episodes import TrainingDataError
 
 #: Turn on, Clean, first/then, next to, Fill then Pour: every kind of step the PARTNR expert takes.
@@ -30,7 +31,7 @@ SEED_OFFSET = 3000  # past every evaluation seed of both suites (the PARTNR-styl
 
 def test_partnr_collections_refuse_evaluation_seeds_and_the_goal_experts(tmp_path):
     partnr = load_suite("partnr").tasks
-    reserved = reserved_seeds("partnr")
+    reserved = reserved_seeds()
     assert {t.seed for t in partnr} <= set(reserved) and {t.seed for t in load_suite("emmoe100").tasks} <= set(reserved)
     # The suite's seeds are consecutive within an apartment: a small offset lands on other tasks' seeds.
     with pytest.raises(TrainingDataError, match="partnr evaluation plays.*--seed-offset 2593 or more"):
