@@ -228,13 +228,16 @@ def register(app: typer.Typer) -> None:
     @data_app.command("collect")
     def collect_command(
         out: Path = typer.Option(..., "--out", "-o", help="New (or empty) output folder: OUT/episodes/<task>/run<r>/."),
-        planner: str = typer.Option(
-            "perturbed-expert",
+        planner: str | None = typer.Option(
+            None,
             "--planner",
-            help="expert or perturbed-expert (decision errors injected, then re-planned).",
+            help="expert or perturbed-expert (decision errors injected, then re-planned). Default: the suite's, "
+            "perturbed-expert for emmoe, expert for partnr and muep (the only planner their collections play).",
+            show_default=False,
         ),
         suite: str = typer.Option(
-            "emmoe", "--suite", help="Task suite: emmoe (EMMOE-100's goal expert) or partnr (the PARTNR expert)."
+            "emmoe", "--suite",
+            help="Task suite: emmoe (EMMOE-100's goal expert), partnr (the PARTNR expert) or muep (the text expert).",
         ),
         split: str = typer.Option("train", "--split", help="train, validation, test or all."),
         runs: int = typer.Option(
@@ -257,10 +260,12 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Record expert episodes of EMMOE-100, the PARTNR-style suite or the MuEP-style suite as training data."""
         from homiebot.tasks.suite import MUEP_SUITE, TaskError, resolve_suite
-        from homiebot.training.collect import collect_episodes
+        from homiebot.training.collect import collect_episodes, default_planner
         from homiebot.training.episodes import TrainingDataError
 
         try:
+            if planner is None:
+                planner = default_planner(suite)
             if resolve_suite(suite) == MUEP_SUITE:  # the text expert in the text world (homiebot.eval.muep_collect)
                 from homiebot.eval.muep_collect import CollectionError, collect_muep
 
@@ -278,7 +283,7 @@ def register(app: typer.Typer) -> None:
                 for line in muep.lines():
                     typer.echo(line)
                 return
-        except TaskError as err:
+        except (TaskError, TrainingDataError) as err:
             fail(str(err))
         try:
             summary = collect_episodes(

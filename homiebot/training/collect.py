@@ -58,6 +58,11 @@ PLANNERS = ("expert", "perturbed-expert")
 
 #: The suite whose expert is the PARTNR expert (the collection's ``--planner expert`` there).
 PARTNR_SUITE = "partnr"
+#: The planner a collection of a suite plays when none is named (``homie data collect --planner``'s default): the
+#: PARTNR-style and MuEP-style suites' collections play their expert only; every other suite's (EMMOE-100) the
+#: perturbed expert, whose injected decision errors give EMMOE's re-plans.
+SUITE_PLANNERS = {PARTNR_SUITE: "expert", "muep": "expert"}
+DEFAULT_PLANNER = "perturbed-expert"
 
 #: Per round, the subtasks the expert holds equally good (``equally_good=True``; module docstring).
 EQUALLY_GOOD_FILE = "equally_good.jsonl"
@@ -183,10 +188,21 @@ def check_seeds(
     raise TrainingDataError(refusal(clashes, f"--seed-offset {seed_offset} {runs_option} {runs}", hint))
 
 
+def default_planner(suite: str) -> str:
+    """The planner a collection of ``suite`` (any name ``--suite`` takes) plays when none is named
+    (:data:`SUITE_PLANNERS`)."""
+    from homiebot.tasks.suite import TaskError, resolve_suite
+
+    try:
+        return SUITE_PLANNERS.get(resolve_suite(suite), DEFAULT_PLANNER)
+    except TaskError as err:
+        raise TrainingDataError(str(err)) from None
+
+
 def collect_episodes(
     out: str | Path,
     *,
-    planner: str = "perturbed-expert",
+    planner: str | None = None,
     split: str = "train",
     runs: int = 1,
     seed_offset: int = 0,
@@ -200,7 +216,8 @@ def collect_episodes(
     """Record the episodes (module docstring). ``noise``: a skill noise preset (``off``, ``emmoe``: EMMOE table 4's
     per-try failures, seeded by the scene seed as in an evaluation), so that execution errors (E1, E2) and the
     expert's re-plans after them are in the data too. ``equally_good``: also record, per round, the subtasks the
-    expert holds equally good (``equally_good.jsonl``; the episodes are the same as without it)."""
+    expert holds equally good (``equally_good.jsonl``; the episodes are the same as without it). ``planner``: None
+    plays the suite's :func:`default_planner`."""
     from homiebot.agent.build import build_episode, build_simulator
     from homiebot.config.planners import PerturbedExpertConfig, PromptBoundExpertConfig, PromptBoundPartnrExpertConfig
     from homiebot.config.run import RecordingConfig, RunConfig, SimulatorConfig, SkillsConfig
@@ -210,6 +227,8 @@ def collect_episodes(
     from homiebot.skills.noise import preset_name
     from homiebot.tasks.suite import TaskError, load_suite, resolve_suite
 
+    if planner is None:
+        planner = default_planner(suite)
     if planner not in PLANNERS:
         raise TrainingDataError(f"unknown --planner {planner!r} for data collection; use {' or '.join(PLANNERS)}")
     try:
