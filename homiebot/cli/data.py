@@ -355,9 +355,13 @@ def register(app: typer.Typer) -> None:
         split: str = typer.Option(
             "train",
             "--split",
-            help="train (seeds from 0) or eval (held-out placements: seeds from 1000000, never in training data).",
+            help="train (seeds from 0) or eval (held-out placements: seeds from 1000000, never in training data); "
+                 "either skips the scene seeds an evaluation plays.",
         ),
-        first_seed: int = typer.Option(None, "--first-seed", help="The first seed (default: the split's first)."),
+        first_seed: int = typer.Option(
+            None, "--first-seed",
+            help="The first seed (default: the split's first); the seeds an evaluation plays are skipped.",
+        ),
         size: int = typer.Option(96, "--size", help="Camera images' side in pixels (head and wrist, or head and goal)."),
         video: bool = typer.Option(
             False, "--video/--no-video", help="Store the cameras as MP4 video (AV1) instead of PNG images (the default)."

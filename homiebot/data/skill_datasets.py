@@ -55,6 +55,22 @@ are evaluation seeds. A data set is recorded from one split's seeds (``split="tr
 EVAL_SEED_BASE up) and a seed of the other split is refused, so an evaluation placement (the reset seed that samples
 it, the start pose drawn with it) never is in training data.
 
+**Scene seeds an evaluation plays are skipped** (:func:`free_seeds`), in both splits. An episode's scene is an
+EMMOE-100 task's apartment reset with the episode's seed (``sim.reset(apartment, seed)``), and every suite an
+evaluation plays (EMMOE-100, the PARTNR-style suite, the MuEP-style suite, the demonstrations) resets the same seven
+apartments the same way, with its task's scene seed. So on such a seed, whenever the seed's draw is that task's
+apartment, the recorder's scene *is* the evaluation's: the same apartment with every object on the same spot (seed 32,
+apartment_5: the scene a MuEP-style task is evaluated on; seed 220, apartment_3: another's), and a Pick recorded there
+teaches the policy that evaluation episode's placement. Every seed of the reserved table
+(:func:`homiebot.tasks.reserved.reserved_seeds`, runs 0-9 of every task of every suite) is skipped, whichever apartment
+the seed draws: the draw decides whether a reserved seed collides, and a rule that looked at it would let collisions
+through as soon as the draw, a suite's tasks or the suites changed; one seed compared with one set is the table's own
+rule, asked by every other collection, and it builds no scene. With the suites as they are it costs 176 of the first
+1000 training seeds (0-49, 101-149, 201-249, 301-328: the demonstrations' and the MuEP-style tasks'; EMMOE-100's
+begin at 1037); no seed of the table is an evaluation-split seed (its largest is 9592, the split starts at
+EVAL_SEED_BASE), so an eval split's seeds are unchanged. A skipped seed is not tried (it does not count against the
+seed budget), the summary says how many were skipped, and every episode's metadata has the seed it was played on.
+
 Per-episode metadata that LeRobot's episode table has no column for (seed, split, task id, scene, target, start pose,
 the skill's status and message, EMMOE's failure code, whether the base moved) is in ``meta/homiebot_episodes.jsonl``
 next to LeRobot's own files, one JSON object per episode, in episode order.
@@ -74,7 +90,7 @@ import re
 import shutil
 import tempfile
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -102,6 +118,7 @@ from homiebot.sim.mujoco.skill_observation import (
     target_state,  # noqa: F401 - the recorder's name for it, kept (tests, callers)
 )
 from homiebot.sim.mujoco.skill_observation import ENV_STATE_KEY as ENV_STATE
+from homiebot.tasks.reserved import reserved_seeds
 from homiebot.types import Action, EntityKind, ErrorCode, Pose2D, SkillResult, SkillStatus, WorldState
 
 #: The skills this recorder runs, by the name ``homie data skills --skill`` takes.
@@ -149,6 +166,31 @@ def seed_problem(seed: int, split: str) -> str | None:
     kind = "an evaluation" if split == "train" else "a training"
     rule = f"training seeds are < {EVAL_SEED_BASE}" if split == "train" else f"evaluation seeds are >= {EVAL_SEED_BASE}"
     return f"seed {seed} is {kind} seed, not one of --split {split} ({rule})"
+
+
+def free_seeds(first: int, split: str, skipped: list[int]) -> Iterator[int]:
+    """``split``'s seeds from ``first`` up, without the scene seeds an evaluation plays (module docstring, "Scene seeds
+    an evaluation plays are skipped"); each of those is appended to ``skipped`` as it is passed. Ends where the split
+    does. Asks the reserved table only: no scene is built."""
+    reserved = reserved_seeds()
+    seed = first
+    while split_of(seed) == split:
+        if seed in reserved:
+            skipped.append(seed)
+        else:
+            yield seed
+        seed += 1
+
+
+def seed_ranges(seeds: Sequence[int]) -> str:
+    """``0-9, 12, 20-21``: sorted seeds as runs of consecutive numbers."""
+    runs: list[list[int]] = []
+    for seed in sorted(seeds):
+        if runs and seed == runs[-1][1] + 1:
+            runs[-1][1] = seed
+        else:
+            runs.append([seed, seed])
+    return ", ".join(str(a) if a == b else f"{a}-{b}" for a, b in runs)
 
 
 def first_seed_of(split: str) -> int:
@@ -710,6 +752,8 @@ class Summary:
     out: str
     episodes: list[EpisodeRecord] = field(default_factory=list)
     skipped: list[EpisodeRecord] = field(default_factory=list)
+    #: The scene seeds passed over because an evaluation plays them (:func:`free_seeds`): never run.
+    reserved: list[int] = field(default_factory=list)
     seconds: float = 0.0
     bytes: int = 0
     video: bool = False
@@ -745,6 +789,10 @@ class Summary:
             lines.append("failures by EMMOE code: " + ", ".join(f"{c} {n}" for c, n in sorted(codes.items())))
         if self.skipped:
             lines.append(f"{len(self.skipped)} seeds skipped: " + "; ".join(f"{r.seed}: {r.skipped}" for r in self.skipped[:5]))
+        table = reserved_seeds()
+        suites = sorted({name for seed in self.reserved for name in table.get(seed, ())})
+        lines.append(f"{len(self.reserved)} reserved scene seeds skipped (an evaluation plays them"
+                     + (f": {', '.join(suites)}; seeds {seed_ranges(self.reserved)})" if self.reserved else ")"))
         return lines
 
 
@@ -769,9 +817,10 @@ def record_skill_dataset(
     mark_target: bool = False,
 ) -> Summary:
     """Record ``episodes`` episodes of ``skill`` from ``split``'s seeds (from ``first_seed``, default the split's
-    first) into a new LeRobot data set at ``out`` (module docstring). ``video``: MP4 (LeRobot's default, AV1) instead of
-    PNG images in the parquet files. ``progress`` is called with each seed's record (skipped ones too). ``cameras``
-    and ``mark_target``: the arm skills' images (:func:`image_names`)."""
+    first; the seeds an evaluation plays passed over: :func:`free_seeds`) into a new LeRobot data set at ``out``
+    (module docstring). ``video``: MP4 (LeRobot's default, AV1) instead of PNG images in the parquet files.
+    ``progress`` is called with each seed's record (skipped ones too; not with the reserved seeds passed over, which
+    the summary lists). ``cameras`` and ``mark_target``: the arm skills' images (:func:`image_names`)."""
     if skill not in SKILLS:
         raise SkillDataError(f"unknown skill {skill!r}; use one of {', '.join(SKILLS)}")
     images = image_names(skill, cameras, mark_target)
@@ -830,14 +879,16 @@ def _record(LeRobotDataset: Any, summary: Summary, root: Path, skill: str, episo
     try:
         budget = SEED_BUDGET * episodes + 10
         tried = 0
+        # The reserved seeds are passed over here, untried: they do not count against the budget.
+        seeds = free_seeds(seed, split, summary.reserved)
         while len(summary.episodes) < episodes:
             if tried >= budget:
                 raise SkillDataError(f"only {len(summary.episodes)} of {episodes} episodes after {tried} seeds; "
                                      f"skipped: {summary.skipped[-1].skipped if summary.skipped else '?'}")
-            if split_of(seed) != split:
-                raise SkillDataError(f"the {split} seeds ran out at {seed}")
-            record, frames = runner.run(seed)
-            seed += 1
+            played = next(seeds, None)
+            if played is None:
+                raise SkillDataError(f"the {split} seeds ran out (they end at {EVAL_SEED_BASE - 1})")
+            record, frames = runner.run(played)
             tried += 1
             if record.skipped:
                 summary.skipped.append(record)

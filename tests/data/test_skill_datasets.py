@@ -160,7 +160,7 @@ def test_pick_episodes_are_recorded_with_lerobot_and_read_back(tmp_path: Path, m
 
     def planned(self, seed):  # type: ignore[no-untyped-def]
         episode, spec = plan(self, seed)
-        stale["on"], stale["target"] = seed == 1, episode.target
+        stale["on"], stale["target"] = seed == 51, episode.target
         return episode, spec
 
     monkeypatch.setattr(skill_datasets.SkillEpisodes, "plan", planned)
@@ -168,7 +168,8 @@ def test_pick_episodes_are_recorded_with_lerobot_and_read_back(tmp_path: Path, m
     seen = []
     summary = record_skill_dataset("pick", 2, out, size=32, progress=seen.append)
     records = [json.loads(line) for line in (out / EPISODES_FILE).read_text().splitlines()]
-    assert [r["seed"] for r in records] == [0, 1] and [r["split"] for r in records] == ["train", "train"]
+    # Seeds 0-49 are evaluations' scene seeds (tests/data/test_skill_data_seeds.py): the first training seed is 50.
+    assert [r["seed"] for r in records] == [50, 51] and [r["split"] for r in records] == ["train", "train"]
     assert records[0]["success"] and records[0]["emmoe_code"] == "OK"
     assert not records[1]["success"] and records[1]["emmoe_code"] == "E1" and "grasp missed" in records[1]["detail"]
     assert all(r["task"] == f"pick up the {r['target']}" for r in records)
