@@ -508,9 +508,12 @@ def register(app: typer.Typer) -> None:
                 typer.echo(f"step {entry.step}/{entry.max_steps}: loss {entry.loss:.4f}, {entry.seconds:.2f} s/step",
                            err=True)
 
+        left_out = [f"{checked.dropped_failed} failed ones"] if checked.dropped_failed else []
+        if checked.dropped_reserved:
+            left_out.append(f"{checked.dropped_reserved} on scene seeds an evaluation plays")
         typer.echo(f"training on {sum(len(e) for e in checked.episodes)} episodes ({checked.frames} frames) of "
-                   f"{'/'.join(checked.skills)}" + (f", {checked.dropped_failed} failed ones left out"
-                                                     if checked.dropped_failed else ""), err=True)
+                   f"{'/'.join(checked.skills)}" + (f", {' and '.join(left_out)} left out" if left_out else ""),
+                   err=True)
         try:
             result = train_skill_policy(checked, target, settings, resume=resume, stop_after_steps=stop_after_steps,
                                         progress=progress, val=held_out)

@@ -37,7 +37,11 @@ the same weights as one that was not (a test checks the losses).
 **What is trained on.** The data sets' successful episodes only (a failed execution is no demonstration; the
 episodes' ``success`` in ``meta/homiebot_episodes.jsonl``), unless ``keep_failed``. Evaluation episodes (seeds of
 the held-out split, :func:`homiebot.data.skill_datasets.split_of`) are refused: a data set that holds any cannot be
-trained on. Several data sets can be given: their skills must share inputs and outputs (Pick, Open and Close move
+trained on. Episodes played on a scene seed an evaluation plays (:func:`homiebot.tasks.reserved.reserved_seeds`)
+are left out, like failed ones, and counted: the recorder passes over those seeds, but a data set recorded before it
+did holds them, and on some of them the recorded scene is an evaluation's own (docs/skill-data.md). Left out rather
+than refused, because the rest of such a data set is sound training data; ``--val`` sets keep them (they are not
+trained on). Several data sets can be given: their skills must share inputs and outputs (Pick, Open and Close move
 the arm; Go to the base), their image sizes and frame rate must agree; the normalisation statistics are LeRobot's
 aggregate of theirs. A policy's skills are those of its data; a resumed run must get data of the same skills.
 """
@@ -59,6 +63,7 @@ from typing import Any
 
 from homiebot.data.skill_datasets import EPISODES_FILE, SKILLS, split_of
 from homiebot.files import atomic_write_json, publish
+from homiebot.tasks.reserved import reserved_seeds
 from homiebot.training.progress import append_metrics, read_metrics, truncate_metrics
 
 log = logging.getLogger(__name__)
@@ -119,10 +124,12 @@ class SkillData:
     frames: int = 0
     features: dict[str, Any] = field(default_factory=dict)
     seeds: set[int] = field(default_factory=set)
+    dropped_reserved: int = 0  # episodes on a scene seed an evaluation plays (the module docstring)
 
     def describe(self) -> dict[str, Any]:
         return {"roots": [str(r) for r in self.roots], "skills": self.skills,
-                "episodes": [len(e) for e in self.episodes], "dropped_failed": self.dropped_failed, "fps": self.fps}
+                "episodes": [len(e) for e in self.episodes], "dropped_failed": self.dropped_failed,
+                "dropped_reserved": self.dropped_reserved, "fps": self.fps}
 
 
 @dataclass
@@ -211,6 +218,8 @@ def check_skill_data(roots: Sequence[Path], skills: Sequence[str] = (), keep_fai
     found: list[str] = []
     episodes: list[list[int]] = []
     dropped = 0
+    dropped_reserved = 0
+    reserved = reserved_seeds() if option == "--data" else {}
     fps: set[int] = set()
     shapes: dict[str, Any] | None = None
     frames = 0
@@ -254,8 +263,15 @@ def check_skill_data(roots: Sequence[Path], skills: Sequence[str] = (), keep_fai
                 f"{option} {root}: {EPISODES_FILE} lists {len(records)} episodes, LeRobot's meta/info.json "
                 f"{info.get('total_episodes')}"
             )
-        keep = [i for i, r in enumerate(records) if keep_failed or r.get("success")]
-        dropped += len(records) - len(keep)
+        sound = [i for i, r in enumerate(records) if int(r["seed"]) not in reserved]
+        dropped_reserved += len(records) - len(sound)
+        keep = [i for i in sound if keep_failed or records[i].get("success")]
+        dropped += len(sound) - len(keep)
+        if not keep and not sound:
+            raise SkillTrainingError(
+                f"{option} {root}: all of its {len(records)} episodes are on scene seeds an evaluation plays "
+                "(homiebot.tasks.reserved); record it again with today's homie data skills, which passes over them"
+            )
         if not keep:
             raise SkillTrainingError(
                 f"{option} {root}: none of its {len(records)} episodes succeeded; nothing to imitate (--keep-failed "
@@ -277,7 +293,8 @@ def check_skill_data(roots: Sequence[Path], skills: Sequence[str] = (), keep_fai
         episodes.append(keep)
     if len(fps) > 1:
         raise SkillTrainingError(f"the data sets have different frame rates ({sorted(fps)} fps)")
-    return SkillData(resolved, found, episodes, dropped, fps.pop(), frames, dict(shapes or {}), seeds)
+    return SkillData(resolved, found, episodes, dropped, fps.pop(), frames, dict(shapes or {}), seeds,
+                     dropped_reserved)
 
 
 def check_validation(roots: Sequence[Path], train: SkillData) -> SkillData:

@@ -24,6 +24,7 @@ from homiebot.cli import build_app
 from homiebot.cli.failures import EXIT_BAD_INPUT, EXIT_ENVIRONMENT
 from homiebot.data.skill_datasets import EPISODES_FILE, EVAL_SEED_BASE
 from homiebot.skills.learned import SkillPolicyError, read_inputs
+from homiebot.tasks.reserved import reserved_seeds
 from homiebot.training.skills import (
     SkillTrainSettings,
     StepLog,
@@ -34,8 +35,9 @@ from homiebot.training.skills import (
 )
 
 
-def _stand_in(root: Path, skill: str = "pick", seeds: tuple[int, ...] = (0, 1), success: bool = True) -> Path:
-    """A folder with the two files the checks read (LeRobot's meta/info.json, the episodes' metadata)."""
+def _stand_in(root: Path, skill: str = "pick", seeds: tuple[int, ...] = (50, 51), success: bool = True) -> Path:
+    """A folder with the two files the checks read (LeRobot's meta/info.json, the episodes' metadata); 50 and 51 are
+    the first training seeds no evaluation plays (homiebot.tasks.reserved)."""
     (root / "meta").mkdir(parents=True)
     arm = skill != "go_to"
     features = {
@@ -92,13 +94,28 @@ def test_data_of_the_arm_and_of_the_base_do_not_make_one_policy(tmp_path: Path) 
 
 
 def test_a_validation_set_must_be_held_out_and_of_the_same_inputs(tmp_path: Path) -> None:
-    data = str(_stand_in(tmp_path / "pick", seeds=(0, 1)))
-    shared = str(_stand_in(tmp_path / "shared", seeds=(1, EVAL_SEED_BASE)))
+    data = str(_stand_in(tmp_path / "pick", seeds=(50, 51)))
+    shared = str(_stand_in(tmp_path / "shared", seeds=(51, EVAL_SEED_BASE)))
     done = _invoke("--data", data, "--val", shared, "--out", str(tmp_path / "run"))
-    _one_error_line(done, EXIT_BAD_INPUT, "--val shares 1 placements (seeds 1...)", "--split eval")
+    _one_error_line(done, EXIT_BAD_INPUT, "--val shares 1 placements (seeds 51...)", "--split eval")
     done = _invoke("--data", data, "--val", str(_stand_in(tmp_path / "go", "go_to", seeds=(EVAL_SEED_BASE,))),
                    "--out", str(tmp_path / "run"))
     _one_error_line(done, EXIT_BAD_INPUT, "--val", "holds go_to episodes, not of the policy's skill (pick)")
+    assert not (tmp_path / "run").exists()
+
+
+def test_episodes_on_an_evaluation_scene_seed_are_left_out_and_counted(tmp_path: Path) -> None:
+    # 0 (the demonstrations') and 32 (a MuEP-style task's, whose scene the recorder reproduces) are reserved; a data
+    # set recorded before the recorder passed over them holds them, and its other episodes are still trained on.
+    assert 0 in reserved_seeds() and 32 in reserved_seeds() and 50 not in reserved_seeds()
+    checked = check_skill_data([_stand_in(tmp_path / "old", seeds=(0, 50, 32, 51))])
+    assert checked.episodes == [[1, 3]] and checked.dropped_reserved == 2 and checked.dropped_failed == 0
+    assert checked.describe()["dropped_reserved"] == 2
+    # a held-out --val set is not trained on: nothing of it is left out
+    val = check_skill_data([_stand_in(tmp_path / "val", seeds=(32, EVAL_SEED_BASE))], option="--val")
+    assert val.episodes == [[0, 1]] and val.dropped_reserved == 0
+    done = _invoke("--data", str(_stand_in(tmp_path / "all", seeds=(0, 32))), "--out", str(tmp_path / "run"))
+    _one_error_line(done, EXIT_BAD_INPUT, "all of its 2 episodes are on scene seeds an evaluation plays")
     assert not (tmp_path / "run").exists()
 
 
