@@ -166,7 +166,11 @@ class OpenAIPlannerConfig(PlannerConfig):
 
 #: The options a shipped model's name sets (:mod:`homiebot.planner.shipped`) unless they are given: the prompt and
 #: answer its training data had (``homie data build sft --episodes --thoughtless --no-system-prompt``: the growing
-#: chat without a system turn, answers without the Analysis line), constrained, on llama.cpp.
+#: chat without a system turn, answers without the Analysis line), constrained, on llama.cpp. Flash attention and
+#: the forced-text lookahead change llama.cpp's arithmetic, not the prompt: they are set because EMMOE-100 over 3
+#: runs kept its success rate with them (235 of 300 without, 239 with, no F1) for about 9 % less CPU a round
+#: (docs/results/planning-round-2026-11-30.md); ``-p flash_attention=false -p forced_lookahead=false`` gives the
+#: rounds those earlier figures were measured with.
 SHIPPED_MODEL_OPTIONS: Mapping[str, Mapping[str, object]] = {
     "homiebot-smollm2": {
         "constrained": True,
@@ -174,6 +178,8 @@ SHIPPED_MODEL_OPTIONS: Mapping[str, Mapping[str, object]] = {
         "system_turn": False,
         "include_history": True,
         "runtime": "llama_cpp",
+        "flash_attention": True,
+        "forced_lookahead": True,
     },
 }
 
