@@ -44,7 +44,7 @@ def main(argv: list[str] | None = None) -> int:
 
     import numpy as np
 
-    from homiebot.data.skill_datasets import DEFAULT_SIZE, SkillEpisodes, emmoe_code
+    from homiebot.data.skill_datasets import DEFAULT_SIZE, EpisodeSkipped, SkillEpisodes, emmoe_code
     from homiebot.skills.learned_goto import GO_TO_STEP_BUDGET, LearnedGoTo
     from homiebot.skills.physical import PhysicalSkillSet
     from homiebot.types import Action
@@ -55,6 +55,7 @@ def main(argv: list[str] | None = None) -> int:
     load_s = time.perf_counter() - t0
     runner = SkillEpisodes("go_to", learned.size or DEFAULT_SIZE)
     rows = []
+    skipped: list[dict[str, object]] = []
     step_ms: list[float] = []
 
     def start(seed: int):  # type: ignore[no-untyped-def]
@@ -67,7 +68,12 @@ def main(argv: list[str] | None = None) -> int:
         for seed in (int(s) for s in args.seeds.split(",")):
             if replay is not None:
                 replay.episode(seed)
-            plan, skills, pose = start(seed)
+            try:
+                plan, skills, pose = start(seed)
+            except EpisodeSkipped as skip:  # as the recorder does: no episode on this seed, not in the success rate
+                skipped.append({"seed": seed, "skipped": str(skip)})
+                print(json.dumps(skipped[-1]), flush=True)
+                continue
             started = time.perf_counter()
             result = skills.run(Action.GO_TO, learned.slot, plan.target)
             wall = time.perf_counter() - started
@@ -104,13 +110,14 @@ def main(argv: list[str] | None = None) -> int:
         "seeds": len(rows), "successes": sum(r["status"] == "success" for r in rows),
         "step_ms_median": round(float(np.median(step_ms)), 1) if step_ms else None,
         "step_ms_p90": round(float(np.percentile(step_ms, 90)), 1) if step_ms else None,
-        "rows": rows,
+        "rows": rows, "skipped": skipped,
     }
     if args.scripted:
         summary["scripted_successes"] = sum(r["scripted_status"] == "success" for r in rows)
     line = f"{summary['successes']}/{len(rows)} reached by the {learned.slot} policy"
     if args.scripted:
         line += f", {summary['scripted_successes']}/{len(rows)} by the scripted Go to"
+    line += f" ({len(skipped)} seeds skipped: no episode starts there)"
     print(f"{line}; control step median {summary['step_ms_median']} ms (p90 {summary['step_ms_p90']}); policy loaded "
           f"in {load_s:.1f} s", file=sys.stderr)
     if args.json is not None:

@@ -34,7 +34,7 @@ def main(argv: list[str] | None = None) -> int:
 
     import numpy as np
 
-    from homiebot.data.skill_datasets import DEFAULT_SIZE, SkillEpisodes, emmoe_code
+    from homiebot.data.skill_datasets import DEFAULT_SIZE, EpisodeSkipped, SkillEpisodes, emmoe_code
     from homiebot.skills.learned_skill import LearnedArmSkill
     from homiebot.skills.physical import PhysicalSkillSet
     from homiebot.types import Action
@@ -44,12 +44,18 @@ def main(argv: list[str] | None = None) -> int:
     load_s = time.perf_counter() - t0
     runner = SkillEpisodes("pick", learned.size or DEFAULT_SIZE)
     rows = []
+    skipped: list[dict[str, object]] = []
     try:
         for seed in (int(s) for s in args.seeds.split(",")):
-            plan, _spec = runner.plan(seed)
-            skills = PhysicalSkillSet(runner.sim, seed=seed, learned={learned.slot: learned})
-            rng = np.random.default_rng([seed, 20261130, 1])
-            start = runner._start_pose(skills, plan, rng)  # the recorder's start pose for this seed
+            try:
+                plan, _spec = runner.plan(seed)
+                skills = PhysicalSkillSet(runner.sim, seed=seed, learned={learned.slot: learned})
+                rng = np.random.default_rng([seed, 20261130, 1])
+                start = runner._start_pose(skills, plan, rng)  # the recorder's start pose for this seed
+            except EpisodeSkipped as skip:  # as the recorder does: no episode on this seed, not in the success rate
+                skipped.append({"seed": seed, "skipped": str(skip)})
+                print(json.dumps(skipped[-1]), flush=True)
+                continue
             started = time.perf_counter()
             result = skills.run(Action.PICK, args.slot, plan.target)
             wall = time.perf_counter() - started
@@ -71,8 +77,10 @@ def main(argv: list[str] | None = None) -> int:
         learned.close()
         runner.close()
     summary = {"policy": str(args.policy), "slot": args.slot, "budget": args.budget, "load_s": round(load_s, 2),
-               "successes": sum(r["status"] == "success" for r in rows), "seeds": len(rows), "rows": rows}
-    print(f"{summary['successes']}/{len(rows)} picked; policy loaded in {load_s:.1f} s", file=sys.stderr)
+               "successes": sum(r["status"] == "success" for r in rows), "seeds": len(rows), "rows": rows,
+               "skipped": skipped}
+    print(f"{summary['successes']}/{len(rows)} picked ({len(skipped)} seeds skipped: no episode starts there); "
+          f"policy loaded in {load_s:.1f} s", file=sys.stderr)
     if args.json is not None:
         args.json.write_text(json.dumps(summary, indent=1))
     return 0

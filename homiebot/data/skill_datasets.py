@@ -473,13 +473,13 @@ class SkillEpisodes:
             named = [n for n in candidates if _named_by(n, _task_node_names(task.keypaths, "Pick"))]
             pool = named or candidates
             if not pool:
-                raise _Skip(f"no object the robot can get at in {task.scene}")
+                raise EpisodeSkipped(f"no object the robot can get at in {task.scene}")
             target = pool[int(rng.integers(len(pool)))]
             text = f"pick up the {target}"
             return EpisodePlan(seed, self.skill, task.id, task.scene, target, text, bool(named)), spec
         pieces = _articulated(spec)
         if not pieces:
-            raise _Skip(f"no door or drawer in {task.scene}")
+            raise EpisodeSkipped(f"no door or drawer in {task.scene}")
         in_task = [p for p in pieces if any(f"{p}]" in node for path in task.keypaths for node in path)]
         pool = in_task or pieces
         target = pool[int(rng.integers(len(pool)))]
@@ -502,7 +502,7 @@ class SkillEpisodes:
             near = others[int(rng.integers(len(others)))]
         poses = navigation.approach_poses(world, near, object_gaps=MANIPULATION_GAPS)
         if not poses:
-            raise _Skip(f"no pose near {near}")
+            raise EpisodeSkipped(f"no pose near {near}")
         first = int(rng.integers(min(START_POSES, len(poses))))
         pose = poses[first]
         shift = rng.uniform(-START_JITTER_M, START_JITTER_M, 2)
@@ -511,7 +511,7 @@ class SkillEpisodes:
         for goal in (jittered, pose, *[p for i, p in enumerate(poses[:START_POSES]) if i != first]):
             if skills.driver.navigate_to_pose(goal).succeeded:
                 return skills.driver.base_pose()
-        raise _Skip(f"the base reached none of the start poses near {near}")
+        raise EpisodeSkipped(f"the base reached none of the start poses near {near}")
 
     def _bind_cameras(self, skills: Any) -> _FrameRecorder:
         compiled, _ = self.sim.physics_handles()
@@ -528,7 +528,7 @@ class SkillEpisodes:
         split = split_of(seed)
         try:
             plan, _spec = self.plan(seed)
-        except _Skip as skip:
+        except EpisodeSkipped as skip:
             return EpisodeRecord(seed, split, self.skill, "", "", "", "", False, skipped=str(skip)), []
         record = EpisodeRecord(seed, split, self.skill, plan.task_id, plan.scene, plan.target, plan.task_text,
                                plan.from_task)
@@ -537,7 +537,7 @@ class SkillEpisodes:
         rng = np.random.default_rng([seed, 20261130, 1])
         try:
             start = self._start_pose(skills, plan, rng)
-        except _Skip as skip:
+        except EpisodeSkipped as skip:
             record.skipped = str(skip)
             return record, []
         record.start_pose = (round(start.x, 4), round(start.y, 4), round(start.yaw, 4))
@@ -738,8 +738,9 @@ def _pose_at(pieces: list[tuple[Pose2D, float, float]], durations: list[float], 
     return Pose2D(pose.x + length * math.cos(heading), pose.y + length * math.sin(heading), heading)
 
 
-class _Skip(Exception):
-    """This seed's episode cannot start (module docstring)."""
+class EpisodeSkipped(Exception):
+    """This seed's episode cannot start (module docstring): the recorder skips the seed, and so do the benchmarks that
+    set up its episodes (benchmarks/bench_learned_pick.py, bench_learned_goto.py)."""
 
 
 # ---------------------------------------------------------------------------------------------- the data set
