@@ -21,7 +21,6 @@ from homiebot.cli.options import (
     noise_option,
     out_option,
     parse_articulation,
-    parse_skill_models,
     partner_planner_option,
     perception_option,
     planner_option,
@@ -29,6 +28,7 @@ from homiebot.cli.options import (
     skills_option,
 )
 from homiebot.config import MAX_ROUNDS, NoiseMode, PerceptionMode, SkillsMode, decode_mode
+from homiebot.config.run import parse_skill_models
 
 log = logging.getLogger(__name__)
 

@@ -122,15 +122,6 @@ def skill_model_option() -> Any:
     )
 
 
-def parse_skill_models(pairs: list[str], skills: str | None) -> dict[str, str]:
-    """``--skill-model MODEL=DIR`` options as slot -> absolute folder (:func:`homiebot.config.run.parse_skill_models`,
-    which the launch file's ``skill_models:=`` shares); ValueError with one line for a bad one, a slot given twice, or
-    any given without ``--skills physical`` (``skills``: the mode the run will have)."""
-    from homiebot.config.run import parse_skill_models as parse
-
-    return parse(pairs, skills)
-
-
 def perception_option(default: str | None = None, what: str = "World graph the episode grounds through") -> Any:
     return typer.Option(
         default, "--perception", help=f"{what}: {choices(PerceptionMode)} (off: the scene's names, as EMMOE)."

@@ -24,7 +24,6 @@ from homiebot.cli.options import (
     hidden,
     noise_option,
     parse_articulation,
-    parse_skill_models,
     perception_option,
     simulator_option,
     skill_model_option,
@@ -39,6 +38,7 @@ from homiebot.config import (
     decode_mode,
     perception_mode,
 )
+from homiebot.config.run import parse_skill_models
 
 if TYPE_CHECKING:  # the command's modules are imported when it runs (homie --help stays light)
     from homiebot.agent.observers import EpisodeObserver

@@ -46,17 +46,11 @@ def policy_image_size(models: dict[str, str], syntax: SkillModelSyntax = CLI_SKI
     (the target marked); 0 without any. ValueError with one line, naming ``syntax``'s option."""
     from homiebot.skills.learned_skill import check_graph_serves, check_skill_model
 
-    try:
-        sizes = {slot: next(iter(check_skill_model(slot, folder).images.values()))[1] for slot, folder in models.items()}
-        for slot, folder in models.items():
-            if not navigation_slot(slot):
-                check_graph_serves(slot, folder)  # no image with the target marked: the bridge publishes plain cameras
-    except ValueError as err:
-        # The checks name homie's option; the launch file's argument is spelled otherwise.
-        message = str(err)
-        if syntax is not CLI_SKILL_MODELS and message.startswith(f"{CLI_SKILL_MODELS.option} "):
-            message = syntax.option + " " + message.removeprefix(f"{CLI_SKILL_MODELS.option} ")
-        raise ValueError(message) from None
+    sizes = {slot: next(iter(check_skill_model(slot, folder, syntax.option).images.values()))[1]
+             for slot, folder in models.items()}
+    for slot, folder in models.items():
+        if not navigation_slot(slot):  # no image with the target marked: the bridge publishes plain cameras
+            check_graph_serves(slot, folder, syntax.option)
     if len(set(sizes.values())) > 1:
         raise ValueError(f"{syntax.option}: the policies take images of different sizes ({sizes}); the graph's skill "
                          f"cameras render one size")

@@ -104,17 +104,18 @@ def slot_name(name: str) -> str:
     return slot
 
 
-def check_skill_model(slot: str, folder: str | Path) -> PolicyInputs:
+def check_skill_model(slot: str, folder: str | Path, option: str = "--skill-model") -> PolicyInputs:
     """Refuse a policy folder that cannot fill ``slot`` (read from its ``config.json``; no LeRobot needed): not a
     LeRobot policy, or inputs and outputs that are not the slot's skills' (for the manipulation slots the arm's: the
     recorder's head and wrist cameras at one square size, the joint state, the target's box, the joints' targets; for
-    the navigation slots Go to's: :func:`check_go_to_inputs`)."""
+    the navigation slots Go to's: :func:`check_go_to_inputs`). ``option``: how the user named the model, for the line
+    (the launch file's ``skill_models:=``)."""
     slot = slot_name(slot)
     try:
         inputs = read_inputs(folder)
     except SkillPolicyError as err:
-        raise LearnedSkillError(f"--skill-model {slot}: {err}") from None
-    where = f"--skill-model {slot}={folder}"
+        raise LearnedSkillError(f"{option} {slot}: {err}") from None
+    where = f"{option} {slot}={folder}"
     if slot in NAVIGATION_MODELS:
         return check_go_to_inputs(where, inputs)
     if inputs.action_size != len(JOINTS):
@@ -137,14 +138,14 @@ def marked_images(inputs: PolicyInputs) -> tuple[str, ...]:
     return tuple(name for name in inputs.images if unmarked(name)[1])
 
 
-def check_graph_serves(slot: str, folder: str | Path) -> PolicyInputs:
+def check_graph_serves(slot: str, folder: str | Path, option: str = "--skill-model") -> PolicyInputs:
     """:func:`check_skill_model`, and refuse a policy the ROS 2 graph's policy node cannot feed: one that takes an image
     with the target marked (the sim bridge publishes the skill cameras' plain images; a target mask from perception is
     not wired to them)."""
-    inputs = check_skill_model(slot, folder)
+    inputs = check_skill_model(slot, folder, option)
     marks = marked_images(inputs)
     if marks:
-        raise LearnedSkillError(f"--skill-model {slot_name(slot)}={folder}: the policy takes {', '.join(marks)} (the "
+        raise LearnedSkillError(f"{option} {slot_name(slot)}={folder}: the policy takes {', '.join(marks)} (the "
                                 f"target marked in the image); the ROS 2 graph publishes plain skill cameras only: "
                                 f"serve it in process (homie run, homie eval)")
     return inputs

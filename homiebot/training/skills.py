@@ -267,7 +267,7 @@ def check_skill_data(roots: Sequence[Path], skills: Sequence[str] = (), keep_fai
         dropped_reserved += len(records) - len(sound)
         keep = [i for i in sound if keep_failed or records[i].get("success")]
         dropped += len(sound) - len(keep)
-        if not keep and not sound:
+        if not sound:
             raise SkillTrainingError(
                 f"{option} {root}: all of its {len(records)} episodes are on scene seeds an evaluation plays "
                 "(homiebot.tasks.reserved); record it again with today's homie data skills, which passes over them"
