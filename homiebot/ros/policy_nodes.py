@@ -88,12 +88,17 @@ class PolicyNodes:
                          parameters={"model": slot, "policy": folder, "action": policy_action(slot)})
                 for slot, folder in self.models.items()]
 
+    @staticmethod
+    def position(names: list[str]) -> int:
+        """Where the policy nodes go among a graph's nodes (``names``, in order): after the manipulation executor,
+        else before the last node."""
+        return names.index("manip_executor") + 1 if "manip_executor" in names else len(names) - 1
+
     def with_nodes(self, graph: GraphSpec) -> GraphSpec:
-        """``graph`` with the policy nodes after the manipulation executor (before the last node without one)."""
+        """``graph`` with the policy nodes at :meth:`position`."""
         if not self.models:
             return graph
-        names = [node.name for node in graph.nodes]
-        at = names.index("manip_executor") + 1 if "manip_executor" in names else len(names) - 1
+        at = self.position([node.name for node in graph.nodes])
         return GraphSpec(nodes=[*graph.nodes[:at], *self.node_specs(), *graph.nodes[at:]])
 
     def overrides(self) -> dict[str, dict[str, Any]]:

@@ -177,7 +177,7 @@ def _graph(context, *_args, **_kwargs):
         raise RuntimeError(f"skills:={arg('skills')}: use {' or '.join(SKILLS)}")
     policies = _policy_nodes(arg("skill_models"), skills if skills not in UNSET else None)
     if policies is not None:  # one node per slot, after the manipulation executor, as homie up puts them
-        at = next((i + 1 for i, spec in enumerate(specs) if spec["name"] == "manip_executor"), len(specs) - 1)
+        at = policies.position([spec["name"] for spec in specs])
         specs[at:at] = [spec.model_dump() for spec in policies.node_specs()]
     overrides = {
         "sim_bridge": {"simulator": arg("simulator")},
