@@ -326,7 +326,9 @@ class LearnedArmSkill:
                     log.observe_seconds += t1 - t0
                     log.policy_seconds += t2 - t1
                     positions = {j: float(v) for j, v in zip(ARM_JOINTS, action[:len(ARM_JOINTS)], strict=True)}
-                    gap = float(action[-2] + action[-1])
+                    # Summed as Python floats, as the graph's sim bridge sums the two fingers' targets: a float32 sum
+                    # differs in the ninth digit, and once the fingers touch something the physics amplifies it.
+                    gap = float(action[-2]) + float(action[-1])
                     done = stream.send(positions, gap, period)
                     log.steps = step + 1
                     log.gaps.append(done.gap)

@@ -14,9 +14,11 @@ two fingers'); the robot answers with the frame at the period's end.
 **When it stops**, from the joints alone (:class:`StreamOutcome`):
 
 * ``lifted``: the fingers have closed on something (their gap wider than ``closed_gap + gripped_gap`` while the
-  command asks for a narrower one by more than the gripper's tolerance: something between them stops them, the
-  scripted Pick's test of a grasp, homiebot/skills/physical/manipulation.py) and the tool, by the arm's forward
-  kinematics, has risen ``lift`` since they first did;
+  command asks for a narrower one by more than the gripper's tolerance, and the gap no longer closing: something
+  between them stops them, the scripted Pick's test of a grasp, homiebot/skills/physical/manipulation.py, which
+  tests a settled gripper) and the tool, by the arm's forward kinematics, has risen ``lift`` since they first did.
+  Fingers still on their way to a narrower target are not a grasp: a policy's streamed gap jumps every period, and
+  the fingers trail it by about a centimetre a period;
 * ``blocked``: a joint farther than the trajectory controller's path tolerance from its commanded target and not
   moving towards it (slower than ``stall_speed``) for ``blocked_after`` seconds of the robot's clock in a row: the
   arm stopped by something. A joint that is far from a target the policy jumped to but still moving is not blocked
@@ -86,6 +88,9 @@ class StreamLimits:
     gripped_gap: float = GRIPPED_GAP
     lift: float = LIFT_M
     stall_speed: float = 0.1  # rad/s (m/s for the torso): a joint slower than this has stopped
+    # The gap's speed (m/s) below which the fingers have stopped: the embedded Pick's recordings show under 0.5 mm a
+    # period while holding and about 10 mm a period while closing (docs/results/skills.md, homie data skills).
+    finger_stall_speed: float = 0.02
 
 
 @dataclass
@@ -112,10 +117,13 @@ def gap(joints: Mapping[str, float]) -> float:
     return float(sum(joints[f] for f in FINGERS))
 
 
-def closed_on_something(joints: Mapping[str, float], commanded_gap: float, limits: StreamLimits) -> bool:
-    """The fingers stopped by something between them (module docstring)."""
+def closed_on_something(joints: Mapping[str, float], before: Mapping[str, float], commanded_gap: float,
+                        limits: StreamLimits, period: float) -> bool:
+    """The fingers stopped by something between them (module docstring): ``before`` is the frame one ``period``
+    earlier."""
     now = gap(joints)
-    return now > limits.closed_gap + limits.gripped_gap and commanded_gap < now - limits.gripper_tolerance
+    stopped = abs(now - gap(before)) < limits.finger_stall_speed * period
+    return stopped and now > limits.closed_gap + limits.gripped_gap and commanded_gap < now - limits.gripper_tolerance
 
 
 def observation(frame: ArmFrame, cameras: Sequence[str], target: Box | None) -> tuple[dict[str, np.ndarray], np.ndarray,
@@ -159,7 +167,7 @@ def run_policy(policy: Any, stream: ArmStream, cameras: Sequence[str], target: B
         outcome.policy_seconds += t1 - t0
         outcome.robot_seconds += time.perf_counter() - t1
         outcome.steps, outcome.seconds, outcome.last = step + 1, frame.stamp - first, frame
-        outcome.grasping = closed_on_something(frame.joints, gap(command), limits)
+        outcome.grasping = closed_on_something(frame.joints, before, gap(command), limits, period)
         if outcome.grasping:
             height = tool_height(frame.joints)
             grasp_height = height if grasp_height is None else grasp_height

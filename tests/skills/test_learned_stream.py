@@ -75,9 +75,10 @@ def test_a_grasp_raised_by_the_lift_stops_the_loop_lifted() -> None:
     robot, policy = Robot(object_gap=0.05), Policy()
     outcome = run_policy(policy, robot, ("head", "wrist"), BOX, _torso, StreamLimits(step_budget=50))
     assert outcome.kind == "lifted" and outcome.grasping
-    # closed on the object at step 1 (torso 0.02), raised 6 cm at step 4 (4 cm at step 3: not yet)
-    assert outcome.steps == 4 and outcome.raised == pytest.approx(0.06)
-    assert outcome.seconds == pytest.approx(0.4) and policy.resets == 1
+    # closed on the object at step 1 (still moving then: 3 cm in the period), stopped by it at step 2 (torso 0.04),
+    # raised 6 cm at step 5 (4 cm at step 4: not yet)
+    assert outcome.steps == 5 and outcome.raised == pytest.approx(0.06)
+    assert outcome.seconds == pytest.approx(0.5) and policy.resets == 1
     assert all(seconds == pytest.approx(0.1) for _, seconds in robot.sent)
     state, env = policy.calls[0]
     expected = dict.fromkeys(JOINTS, 0.0) | {"finger_left": 0.04, "finger_right": 0.04}  # the joints before the first step
@@ -90,6 +91,24 @@ def test_fingers_closed_on_nothing_are_no_grasp_and_the_budget_ends_the_loop() -
     outcome = run_policy(policy, robot, ("head", "wrist"), None, _torso, StreamLimits(step_budget=8))
     assert outcome.kind == "budget" and not outcome.grasping and outcome.steps == 8
     assert policy.calls[0][1] is None  # no target box for a policy that takes none
+
+
+def test_fingers_still_closing_on_a_narrower_target_are_no_grasp() -> None:
+    """An untrained policy's gap jumps every period and the fingers trail it: wider than the command while they move
+    is no grasp, however high the tool goes (before the fingers' speed was checked, this ended ``lifted`` and the
+    Pick said the object had slipped out of a hand that never held it)."""
+
+    class SlowFingers(Robot):
+        def send(self, positions, seconds):  # type: ignore[no-untyped-def]
+            start = {f: self.joints[f] for f in ("finger_left", "finger_right")}
+            frame = super().send(positions, seconds)
+            for finger, was in start.items():  # 5 mm a period each towards the target: 1 cm of gap
+                self.joints[finger] = max(positions[finger], was - 0.005)
+            return ArmFrame(frame.stamp, frame.images, dict(self.joints), frame.base)
+
+    robot, policy = SlowFingers(), Policy(lambda step: {"finger_left": 0.0, "finger_right": 0.0, "torso_lift": 0.1 * step})
+    outcome = run_policy(policy, robot, ("head", "wrist"), None, _torso, StreamLimits(step_budget=6))
+    assert outcome.kind == "budget" and not outcome.grasping and outcome.steps == 6
 
 
 def test_a_joint_held_off_its_target_stops_the_loop_as_blocked() -> None:

@@ -765,6 +765,11 @@ class PhysicalDriver:
         assert self._grasp is not None
         return self._grasp.held_leaf
 
+    def touching(self) -> str | None:
+        """What the arm, the fingers or the object they hold touch now (a furniture's or object's name), or None: the
+        simulator's contacts, which a robot does not observe (tests compare wirings up to the first touch with it)."""
+        return self._arm_blocker(*self._bind())
+
     def articulation_joint(self, name: str) -> float:
         """The door's hinge angle (rad) or the drawer's slide (m) of ``name`` now: what a joint encoder on it would
         read (the skills themselves read the world graph and their own arm; tests and benchmarks read this)."""
