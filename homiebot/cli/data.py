@@ -243,7 +243,11 @@ def register(app: typer.Typer) -> None:
         runs: int = typer.Option(
             1, "--runs", help="Episodes per task (run r uses seed task.seed + r + --seed-offset)."
         ),
-        seed_offset: int = typer.Option(0, "--seed-offset", help="Added to every seed (new seeds for training data)."),
+        seed_offset: int | None = typer.Option(
+            None, "--seed-offset",
+            help="Added to every seed (new seeds for training data). Default: the first that meets no evaluation's "
+            "seed (runs 0-9 of every suite's tasks are reserved), which the summary states.", show_default=False,
+        ),
         inject: float = typer.Option(
             0.04, "--inject", help="perturbed-expert: probability of a decision error per round."
         ),

@@ -13,7 +13,8 @@ spots only), so a seen task's room is known to a trained model, as ALFWorld's se
 (:mod:`homiebot.training.collect`), a collection that meets a scene seed any suite's evaluation plays (the first
 :data:`~homiebot.tasks.reserved.EVALUATION_RUNS` of every task of MuEP's, EMMOE-100's and the PARTNR-style suite's, in
 any apartment: :mod:`homiebot.tasks.reserved`) is refused before anything is written (:func:`check_seeds`): run ``r``
-plays the scene seed ``seed_offset + r``.
+plays the scene seed ``seed_offset + r``. Without one, ``seed_offset`` is :data:`DEFAULT_SEED_OFFSET` (10000,
+past every suite's evaluation seeds, the offset the data of docs/training.md were collected on).
 
 Output::
 
@@ -48,6 +49,8 @@ SUITE = "muep"
 EPISODES_FILE = "episodes.jsonl"
 MANIFEST = "collect.json"
 SPLITS = ("train", "validation", "all")
+#: The scene seed of run 0 when no ``--seed-offset`` is given (module docstring).
+DEFAULT_SEED_OFFSET = 10000
 
 
 class CollectionError(ValueError):
@@ -77,11 +80,13 @@ class MuepCollectSummary:
     goal_at_start: int = 0
     seconds: float = 0.0
     per_type: Counter[str] = field(default_factory=Counter)
+    seed_offset: int = DEFAULT_SEED_OFFSET
 
     def lines(self) -> list[str]:
         return [
             f"{self.episodes} episodes recorded ({self.skipped} already there), {self.succeeded} successful, "
             f"{self.steps} commands in {self.seconds:.1f} s",
+            f"  scene seeds: {self.seed_offset} (--seed-offset) + the run",
             f"  commands outside the admissible list: {self.not_admissible}; tasks not played, their goal held at "
             f"the start: {self.goal_at_start}",
             f"  records: {self.out / EPISODES_FILE}",
@@ -121,7 +126,7 @@ def collect_muep(
     *,
     split: str = "train",
     runs: int = 1,
-    seed_offset: int = 0,
+    seed_offset: int | None = None,
     task_ids: Sequence[str] | None = None,
     phrasing: str = "alfworld",
 ) -> MuepCollectSummary:
@@ -142,6 +147,7 @@ def collect_muep(
         raise CollectionError(f"--runs must be >= 1, got {runs}")
     if phrasing not in {p.value for p in Phrasing}:
         raise CollectionError(f"unknown phrasing {phrasing!r}; use alfworld or papers")
+    seed_offset = DEFAULT_SEED_OFFSET if seed_offset is None else seed_offset
     check_seeds(seed_offset, runs)
     root = Path(out).expanduser().absolute()
     if root.exists() and any(root.iterdir()) and not (root / MANIFEST).is_file():
@@ -153,7 +159,7 @@ def collect_muep(
         before = json.loads(manifest.read_text(encoding="utf-8"))
         if {k: v for k, v in before.items() if k != "tasks"} != settings:
             raise CollectionError(f"{root} holds a collection with other settings ({manifest}); choose another --out")
-    summary = MuepCollectSummary(root)
+    summary = MuepCollectSummary(root, seed_offset=seed_offset)
     started = time.perf_counter()
     sim = MujocoSimulator(render=False)
     try:

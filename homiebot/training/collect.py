@@ -78,12 +78,14 @@ class CollectSummary:
     codes: Counter[str] = field(default_factory=Counter)
     injections: int = 0
     seconds: float = 0.0
+    seed_offset: int = 0
 
     def lines(self) -> list[str]:
         failed = {k: v for k, v in sorted(self.codes.items()) if k != "OK"}
         return [
             f"{self.episodes} episodes recorded ({self.skipped} already there), {self.succeeded} successful, "
             f"{self.rounds} rounds in {self.seconds:.1f} s",
+            f"  scene seeds: the task's seed + {self.seed_offset} (--seed-offset) + the run",
             f"  failed rounds by code: {', '.join(f'{k} {v}' for k, v in failed.items()) or 'none'}; "
             f"injected decision errors: {self.injections}",
             f"  records: {self.out / 'episodes'}",
@@ -167,25 +169,37 @@ def check_seeds(
     plays (:func:`homiebot.tasks.reserved.reserved_seeds`: EMMOE-100's, the PARTNR-style suite's and MuEP's alike).
     ``suite``: the collection's, whose task seeds' spacing the hint reads; ``runs_option``: the command's name for
     ``runs`` in the message (DAgger's is ``--iterations``)."""
-    from homiebot.tasks.reserved import last_reserved_seed, refusal, seed_clashes
-    from homiebot.tasks.suite import load_suite
+    from homiebot.tasks.reserved import refusal, seed_clashes
 
-    def played(offset: int) -> list[tuple[str, int]]:
-        return [(task.id, task.seed + offset + r) for task in tasks for r in range(runs)]
-
-    clashes = seed_clashes(played(seed_offset))
+    clashes = seed_clashes(_played(tasks, seed_offset, runs))
     if not clashes:
         return
+    free = free_offsets(tasks, runs, suite)
+    if free is None:
+        hint = f"choose another --seed-offset or fewer {runs_option}"
+    elif free[1] is not None:
+        hint = f"--seed-offset {free[0]} to {free[1]} fit (the task seeds are {free[1] + runs} apart)"
+    else:
+        hint = f"--seed-offset {free[0]} or more fits (past every evaluation's seeds)"
+    raise TrainingDataError(refusal(clashes, f"--seed-offset {seed_offset} {runs_option} {runs}", hint))
+
+
+def _played(tasks: Sequence[TaskSpec], offset: int, runs: int) -> list[tuple[str, int]]:
+    return [(task.id, task.seed + offset + r) for task in tasks for r in range(runs)]
+
+
+def free_offsets(tasks: Sequence[TaskSpec], runs: int, suite: str = "emmoe100") -> tuple[int, int | None] | None:
+    """The seed offsets at which ``runs`` runs of ``tasks`` meet no evaluation's seed: ``(first, last)`` between the
+    evaluation's runs of one task and the next task's seed, ``(first, None)`` past every reserved seed, or None."""
+    from homiebot.tasks.reserved import last_reserved_seed, seed_clashes
+    from homiebot.tasks.suite import load_suite
+
     seeds = sorted({t.seed for t in load_suite(suite).tasks})
     gap = min((b - a for a, b in zip(seeds, seeds[1:], strict=False)), default=0)
+    if gap - runs >= EVALUATION_RUNS and not seed_clashes(_played(tasks, EVALUATION_RUNS, runs)):
+        return EVALUATION_RUNS, gap - runs
     past = last_reserved_seed() + 1 - min(t.seed for t in tasks)  # the first offset past every reserved seed
-    if gap - runs >= EVALUATION_RUNS and not seed_clashes(played(EVALUATION_RUNS)):
-        hint = f"--seed-offset {EVALUATION_RUNS} to {gap - runs} fit (the task seeds are {gap} apart)"
-    elif past > 0:
-        hint = f"--seed-offset {past} or more fits (past every evaluation's seeds)"
-    else:
-        hint = f"choose another --seed-offset or fewer {runs_option}"
-    raise TrainingDataError(refusal(clashes, f"--seed-offset {seed_offset} {runs_option} {runs}", hint))
+    return (past, None) if past > 0 else None
 
 
 def default_planner(suite: str) -> str:
@@ -205,7 +219,7 @@ def collect_episodes(
     planner: str | None = None,
     split: str = "train",
     runs: int = 1,
-    seed_offset: int = 0,
+    seed_offset: int | None = None,
     inject: float = 0.04,
     task_ids: Sequence[str] | None = None,
     images: bool = False,
@@ -217,7 +231,8 @@ def collect_episodes(
     per-try failures, seeded by the scene seed as in an evaluation), so that execution errors (E1, E2) and the
     expert's re-plans after them are in the data too. ``equally_good``: also record, per round, the subtasks the
     expert holds equally good (``equally_good.jsonl``; the episodes are the same as without it). ``planner``: None
-    plays the suite's :func:`default_planner`."""
+    plays the suite's :func:`default_planner`. ``seed_offset``: None takes the first that meets no evaluation's
+    seed (:func:`free_offsets`; the summary says which)."""
     from homiebot.agent.build import build_episode, build_simulator
     from homiebot.config.planners import PerturbedExpertConfig, PromptBoundExpertConfig, PromptBoundPartnrExpertConfig
     from homiebot.config.run import RecordingConfig, RunConfig, SimulatorConfig, SkillsConfig
@@ -254,6 +269,12 @@ def collect_episodes(
         if missing:
             raise TrainingDataError(f"unknown task id(s): {', '.join(missing)}")
         tasks = [known[t] for t in task_ids]
+    if seed_offset is None:
+        free = free_offsets(tasks, runs, suite)
+        if free is None:
+            raise TrainingDataError(f"no --seed-offset keeps {runs} runs of these tasks off every evaluation's seeds; "
+                                    "give fewer --runs")
+        seed_offset = free[0]
     check_seeds(tasks, seed_offset, runs, suite)
     try:
         noise_preset = preset_name(noise, "--noise")
@@ -299,7 +320,7 @@ def collect_episodes(
     manifest.write_text(json.dumps(settings, indent=2) + "\n", encoding="utf-8")
     # eval.json's task snapshot is where the data builders read each task's split.
     (root / "eval.json").write_text(json.dumps({"tasks": settings["tasks"]}, indent=2) + "\n", encoding="utf-8")
-    summary = CollectSummary(root)
+    summary = CollectSummary(root, seed_offset=seed_offset)
     started = time.perf_counter()
     sim = build_simulator(setting.simulator)
     try:

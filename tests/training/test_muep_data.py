@@ -37,6 +37,24 @@ def test_the_evaluation_seeds_are_refused() -> None:
     check_seeds(SEED, 10)
 
 
+def test_without_a_seed_offset_the_cli_collects_on_the_documented_one(tmp_path, generated) -> None:
+    """``homie data collect --suite muep --out D`` used to be refused (its default offset 0 is a reserved seed)."""
+    from typer.testing import CliRunner
+
+    from homiebot.cli import build_app
+    from homiebot.eval.muep_collect import DEFAULT_SEED_OFFSET
+
+    assert DEFAULT_SEED_OFFSET == SEED
+    check_seeds(DEFAULT_SEED_OFFSET, 10)
+    task = next(t.id for t in generated if t.split == "validation")
+    out = tmp_path / "muep"
+    result = CliRunner().invoke(build_app(), ["data", "collect", "--suite", "muep", "--split", "validation",
+                                              "--tasks", task, "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    assert f"scene seeds: {SEED} (--seed-offset) + the run" in result.output, result.output
+    assert json.loads((out / "collect.json").read_text())["seed_offset"] == SEED
+
+
 def test_training_tasks_are_not_the_suites_and_only_in_seen_apartments(generated) -> None:
     suite = {(t.task_type, t.scene, t.object_type, t.receptacle_type, t.toggle_type) for t in load_suite()}
     keys = [(t.task_type, t.scene, t.object_type, t.receptacle_type, t.toggle_type) for t in generated]
