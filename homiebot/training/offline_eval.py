@@ -15,6 +15,9 @@ SR and TP (``homie eval``) are the figures that count and need far more CPU time
 **Next-subtask accuracy** (:func:`next_subtask_accuracy`; ``homie train sft --val DATA`` reports it during
 training, ``homie train eval --sft DATA`` after): the model answers each held-out round greedily, free (no
 grammar), and its ``Subtask: [..]`` must equal the expert's in action and names; action-only accuracy beside it.
+An answer with no Subtask line is a text world's command (MuEP's episode chat, :mod:`homiebot.textworld.chat`: one
+admissible command per turn): the model's first line must be the expert's command, letter for letter, and the
+"action" is its verb (``go to``, ``take``, ...).
 
 **Equally good** (a second figure, never instead of the exact one): where the expert chose among candidates it
 holds equally good (which object of a move first, which opened furniture to close first; ties it breaks by name,
@@ -39,6 +42,7 @@ from pathlib import Path
 from typing import Any
 
 from homiebot.planner.prompt import split_subtask
+from homiebot.training.muep_data import command_verb
 from homiebot.training.sequences import TokenizedChat, tokenize_rows
 from homiebot.training.trainer import TrainingError, load_rows
 from homiebot.types import Subtask
@@ -228,6 +232,12 @@ class AnswerRecord:
     equally_good_right: bool = False  # one of the expert's equally good subtasks (with ``equally_good`` sets)
 
 
+def _command_of(text: str) -> str | None:
+    """A text world's command: the answer's first non-empty line, stripped (module docstring)."""
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    return lines[0] if lines else None
+
+
 def _subtask_of(text: str) -> Subtask | None:
     match = _SUBTASK_LINE.search(text)
     return None if match is None else split_subtask(match.group(1))
@@ -344,7 +354,16 @@ def next_subtask_accuracy(
                     result.answers += 1
                     got = _subtask_of(answer)
                     whole = action = False
-                    if got is None or expected is None:
+                    command = None if expected is not None else _command_of(
+                        tokenizer.decode(ids[start:end], skip_special_tokens=True))
+                    if command is not None:  # a text world's command (module docstring)
+                        mine = _command_of(answer)
+                        result.unparsed += mine is None
+                        whole = mine == command
+                        action = mine is not None and command_verb(mine) == command_verb(command)
+                        result.subtask_right += whole
+                        result.action_right += action
+                    elif got is None or expected is None:
                         result.unparsed += got is None
                     else:
                         whole, action = _same(got, expected)

@@ -386,3 +386,36 @@ def test_dpo_with_an_sft_term_adds_the_chosen_answers_nll(dpo_setup, tmp_path):
     with pytest.raises(TrainingError, match="--sft-weight"):
         train("dpo", root / "pairs", root / "model", tmp_path / "bad", preset_for("dpo", "cpu", sft_weight=-1.0),
               init_adapter=sft)
+
+
+def test_a_text_worlds_commands_are_scored_letter_for_letter_with_their_verb_as_the_action(setup):
+    """MuEP's episode chat answers one command per turn, no Subtask line: before, every such answer counted as
+    unparsed and the accuracy of a MuEP validation set was 0 whatever the model said."""
+    from transformers import AutoTokenizer
+
+    from homiebot.training.offline_eval import next_subtask_accuracy
+    from homiebot.training.sequences import tokenize_chat
+
+    tokenizer = AutoTokenizer.from_pretrained(str(setup / "model"))
+    messages = [
+        {"role": "user", "content": "Your task is to: put a clean apple in the fridge."},
+        {"role": "assistant", "content": "go to countertop 1"},
+        {"role": "user", "content": "You arrive at countertop 1. On the countertop 1, you see a apple 1."},
+        {"role": "assistant", "content": "take apple 1 from countertop 1"},
+        {"role": "user", "content": "You pick up the apple 1 from the countertop 1."},
+        {"role": "assistant", "content": "go to sinkbasin 1"},
+    ]
+    chat = tokenize_chat(tokenizer, messages, [True, True, True])
+    # The script: the chat, with a token of the third command's place changed (the verb kept).
+    start, end = chat.answers[2]
+    place_at = next(i for i in range(start, end) if "sink" in tokenizer.decode(chat.input_ids[start : i + 1]))
+    other = next(t for t in range(len(tokenizer)) if tokenizer.decode([t]).strip().isalpha()
+                 and tokenizer.decode([t]).strip() not in tokenizer.decode(chat.input_ids[place_at]))
+    script = list(chat.input_ids)
+    script[place_at] = other
+    model = FakeScriptedLM(script, len(tokenizer))
+    records: list = []
+    result = next_subtask_accuracy(model, tokenizer, [chat], records=records)
+    assert (result.answers, result.subtask_right, result.action_right, result.unparsed) == (3, 2, 3, 0), records
+    assert [r.subtask_right for r in records] == [True, True, False]
+    assert records[2].got.startswith("go to ") and "sinkbasin 1" not in records[2].got
