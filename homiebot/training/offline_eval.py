@@ -361,14 +361,12 @@ def next_subtask_accuracy(
                         result.unparsed += mine is None
                         whole = mine == command
                         action = mine is not None and command_verb(mine) == command_verb(command)
-                        result.subtask_right += whole
-                        result.action_right += action
                     elif got is None or expected is None:
                         result.unparsed += got is None
                     else:
                         whole, action = _same(got, expected)
-                        result.subtask_right += whole
-                        result.action_right += action
+                    result.subtask_right += whole
+                    result.action_right += action
                     accepted = equally_good[chat_index][answer_index] if equally_good is not None else ()
                     good = whole or equally_good_match(got, expected, accepted)
                     result.equally_good_right += good

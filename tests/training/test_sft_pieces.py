@@ -208,6 +208,17 @@ class FakeScriptedLM:
         return SimpleNamespace(logits=logits)
 
 
+def _script_changing(tokenizer, chat, answer: int, word: str) -> list[int]:  # type: ignore[no-untyped-def]
+    """The chat's tokens with the one that completes ``word`` in answer ``answer`` replaced by another word's."""
+    start, end = chat.answers[answer]
+    at = next(i for i in range(start, end) if word in tokenizer.decode(chat.input_ids[start : i + 1]))
+    other = next(t for t in range(len(tokenizer)) if tokenizer.decode([t]).strip().isalpha()
+                 and tokenizer.decode([t]).strip() not in tokenizer.decode(chat.input_ids[at]))
+    script = list(chat.input_ids)
+    script[at] = other
+    return script
+
+
 def test_next_subtask_accuracy_scores_the_answers_a_scripted_model_gives(setup):
     from transformers import AutoTokenizer
 
@@ -226,12 +237,8 @@ def test_next_subtask_accuracy_scores_the_answers_a_scripted_model_gives(setup):
     ]
     chat = tokenize_chat(tokenizer, messages, [True, True, True])
     # The script: the chat itself with the token that spells the second answer's action replaced by another word.
+    script = _script_changing(tokenizer, chat, 1, "Open")
     start, end = chat.answers[1]
-    subtask_at = next(i for i in range(start, end) if "Open" in tokenizer.decode(chat.input_ids[start : i + 1]))
-    other = next(t for t in range(len(tokenizer)) if tokenizer.decode([t]).strip().isalpha()
-                 and tokenizer.decode([t]).strip() not in tokenizer.decode(chat.input_ids[subtask_at]))
-    script = list(chat.input_ids)
-    script[subtask_at] = other
     assert "Open" not in tokenizer.decode(script[start:end])
     model = FakeScriptedLM(script, len(tokenizer))
     result = next_subtask_accuracy(model, tokenizer, [chat])
@@ -407,12 +414,7 @@ def test_a_text_worlds_commands_are_scored_letter_for_letter_with_their_verb_as_
     ]
     chat = tokenize_chat(tokenizer, messages, [True, True, True])
     # The script: the chat, with a token of the third command's place changed (the verb kept).
-    start, end = chat.answers[2]
-    place_at = next(i for i in range(start, end) if "sink" in tokenizer.decode(chat.input_ids[start : i + 1]))
-    other = next(t for t in range(len(tokenizer)) if tokenizer.decode([t]).strip().isalpha()
-                 and tokenizer.decode([t]).strip() not in tokenizer.decode(chat.input_ids[place_at]))
-    script = list(chat.input_ids)
-    script[place_at] = other
+    script = _script_changing(tokenizer, chat, 2, "sink")
     model = FakeScriptedLM(script, len(tokenizer))
     records: list = []
     result = next_subtask_accuracy(model, tokenizer, [chat], records=records)
