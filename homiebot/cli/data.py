@@ -231,8 +231,9 @@ def register(app: typer.Typer) -> None:
         planner: str | None = typer.Option(
             None,
             "--planner",
-            help="expert or perturbed-expert (decision errors injected, then re-planned). Default: the suite's, "
-            "perturbed-expert for emmoe, expert for partnr and muep (the only planner their collections play).",
+            help="expert or perturbed-expert (decision errors injected, then re-planned); on muep, expert or "
+            "searching-expert (it looks for what it has not seen). Default: the suite's, perturbed-expert for emmoe, "
+            "expert for partnr and muep.",
             show_default=False,
         ),
         suite: str = typer.Option(
@@ -273,15 +274,16 @@ def register(app: typer.Typer) -> None:
             if resolve_suite(suite) == MUEP_SUITE:  # the text expert in the text world (homiebot.eval.muep_collect)
                 from homiebot.eval.muep_collect import CollectionError, collect_muep
 
-                emmoe_only = {"--planner perturbed-expert": planner != "expert", "--inject": inject != 0.04,
-                              "--images": images, "--noise": noise != "off", "--equally-good": equally_good}
+                emmoe_only = {f"--planner {planner}": planner not in ("expert", "searching-expert"),
+                              "--inject": inject != 0.04, "--images": images, "--noise": noise != "off",
+                              "--equally-good": equally_good}
                 refused = [name for name, given in emmoe_only.items() if given]
                 if refused:
-                    fail(f"--suite muep records the text expert's episodes (--planner expert); "
+                    fail(f"--suite muep records the text expert's episodes (--planner expert or searching-expert); "
                          f"{', '.join(refused)} {'is' if len(refused) == 1 else 'are'} not for it")
                 try:
-                    muep = collect_muep(out, split=split, runs=runs,
-                                        seed_offset=seed_offset, task_ids=tasks.split(",") if tasks else None)
+                    muep = collect_muep(out, split=split, runs=runs, seed_offset=seed_offset,
+                                        task_ids=tasks.split(",") if tasks else None, planner=planner)
                 except CollectionError as err:
                     fail(str(err))
                 for line in muep.lines():

@@ -129,15 +129,18 @@ def collect_muep(
     seed_offset: int | None = None,
     task_ids: Sequence[str] | None = None,
     phrasing: str = "alfworld",
+    planner: str = "expert",
 ) -> MuepCollectSummary:
     """Record the text expert's episodes of :func:`training_tasks` of ``split`` (``train``, ``validation`` or
     ``all``) on the scene seed ``seed_offset + r`` for run ``r`` (the other instruction template on odd runs).
+    ``planner``: ``expert`` (privileged: it goes straight to the object) or ``searching-expert`` (it searches
+    until an observation names the object; :class:`homiebot.eval.muep_suite.SearchingTextExpert`).
 
     Not the suite's own tasks on other seeds: the seed moves objects' spots, never which furniture holds them
     (:mod:`homiebot.sim.mujoco.backend`), so such an episode is, command for command, the evaluation's (116 of 120
     seen tasks on 10 new seeds each, 2026-11-30)."""
     from homiebot.eval.muep import RepetitionStop
-    from homiebot.eval.muep_suite import TextExpert, goal_conditions, run_text_episode
+    from homiebot.eval.muep_suite import SearchingTextExpert, TextExpert, goal_conditions, run_text_episode
     from homiebot.sim.mujoco.backend import MujocoSimulator
     from homiebot.textworld.world import Phrasing
 
@@ -145,6 +148,9 @@ def collect_muep(
         raise CollectionError(f"unknown split {split!r} for --suite muep; use {', '.join(SPLITS)}")
     if runs < 1:
         raise CollectionError(f"--runs must be >= 1, got {runs}")
+    experts = {"expert": TextExpert, "searching-expert": SearchingTextExpert}
+    if planner not in experts:
+        raise CollectionError(f"--suite muep records expert or searching-expert episodes, not --planner {planner}")
     if phrasing not in {p.value for p in Phrasing}:
         raise CollectionError(f"unknown phrasing {phrasing!r}; use alfworld or papers")
     seed_offset = DEFAULT_SEED_OFFSET if seed_offset is None else seed_offset
@@ -152,7 +158,7 @@ def collect_muep(
     root = Path(out).expanduser().absolute()
     if root.exists() and any(root.iterdir()) and not (root / MANIFEST).is_file():
         raise CollectionError(f"output {root} exists, is not empty and is not a collection; choose another --out")
-    settings = {"suite": SUITE, "planner": "expert", "split": split, "runs": runs, "seed_offset": seed_offset,
+    settings = {"suite": SUITE, "planner": planner, "split": split, "runs": runs, "seed_offset": seed_offset,
                 "phrasing": phrasing}
     manifest = root / MANIFEST
     if manifest.is_file():
@@ -187,7 +193,7 @@ def collect_muep(
                     if goal_conditions(played_task, sim.state())[0] != 0:  # MuEP's filter 4
                         summary.goal_at_start += 1
                         continue
-                    expert = _AdmissibleCounter(TextExpert())
+                    expert = _AdmissibleCounter(experts[planner]())
                     t0 = time.perf_counter()
                     played = run_text_episode(sim, played_task, expert, phrasing, policy=RepetitionStop())
                     record = {

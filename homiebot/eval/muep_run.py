@@ -4,7 +4,8 @@ Engines: ``sim`` plays the parallel text world of the embedded simulator (:mod:`
 ``alfworld`` exports every task as an ALFWorld game folder and plays it through alfworld's TextWorld
 environment (:mod:`homiebot.textworld.alfworld`). Agents: ``expert`` (on ``sim`` the privileged
 :class:`~homiebot.eval.muep_suite.TextExpert`; on ``alfworld`` ALFWorld's own planner expert, Fast Downward's
-plan), ``random`` (uniform over the admissible commands) and ``smollm2`` (a bundled language model in MuEP's
+plan), ``searching-expert`` (``sim`` only: :class:`~homiebot.eval.muep_suite.SearchingTextExpert`, which searches
+for what it has not seen), ``random`` (uniform over the admissible commands) and ``smollm2`` (a bundled language model in MuEP's
 text mode, :mod:`homiebot.eval.muep_lm`). All run under MuEP's protocol (30 steps, AA / ABAB early stop).
 On ``sim`` the agent takes the text, the four rendered views, or both (:class:`~homiebot.eval.muep_suite.Observe`);
 ALFWorld's engine has text only. ``episodes.jsonl`` holds one record per task; :func:`recompute` rebuilds the table from
@@ -27,6 +28,7 @@ from homiebot.eval.muep_suite import (
     MuepObservation,
     Observe,
     RandomTextAgent,
+    SearchingTextExpert,
     TextAgent,
     TextExpert,
     run_text_episode,
@@ -39,7 +41,8 @@ log = logging.getLogger(__name__)
 ENGINES: tuple[str, ...] = ("sim", "alfworld")
 #: smollm2: the bundled model in MuEP's text mode; hf: the text planner's model (--model) in the episode chat form
 #: (homiebot.eval.muep_chat). Both play the simulator's text world only.
-AGENTS: tuple[str, ...] = ("expert", "random", "smollm2", "hf")
+#: searching-expert: the expert that fetches only what an observation has named (it searches first).
+AGENTS: tuple[str, ...] = ("expert", "searching-expert", "random", "smollm2", "hf")
 EPISODES_FILE = "episodes.jsonl"
 
 
@@ -83,7 +86,7 @@ def check_run(agent: str, engine: str, observe: Observe | str = Observe.TEXT) ->
     mode = observe.value if isinstance(observe, Observe) else observe
     if mode not in {o.value for o in Observe}:
         raise ValueError(f"unknown observation mode {mode!r}; choose {', '.join(o.value for o in Observe)}")
-    if engine == "alfworld" and agent in ("smollm2", "hf"):
+    if engine == "alfworld" and agent in ("searching-expert", "smollm2", "hf"):
         raise ValueError(f"the {agent} agent plays the simulator's text world only (--engine sim)")
     if agent == "hf" and mode != Observe.TEXT.value:
         raise ValueError("the hf agent reads the text observation only (--observe text)")
@@ -99,6 +102,8 @@ def _sim_agent(name: str, options: Mapping[str, Any] | None = None) -> TextAgent
         return ChatTextAgent.from_options(options or {})
     if name == "expert":
         return TextExpert()
+    if name == "searching-expert":
+        return SearchingTextExpert()
     if name == "random":
         return RandomTextAgent()
     if name == "smollm2":
@@ -295,6 +300,7 @@ def run_alfworld_data(
 
     if agent not in AGENTS:
         raise ValueError(f"unknown agent {agent!r}; known: {', '.join(AGENTS)}")
+    check_run(agent, "alfworld")
     games = list(find_games(data_dir, split))
     if limit is not None:
         games = games[:limit]

@@ -19,6 +19,7 @@ from __future__ import annotations
 import enum
 import logging
 import random
+import re
 from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -214,7 +215,8 @@ class TextExpert:
             return None
         names = world.names
         text = names.text
-        objects = [o for o in _typed(state, EntityKind.OBJECT, task.object_type) if o in names.to_text]
+        self._note(observation, world, state)
+        objects = [o for o in _typed(state, EntityKind.OBJECT, task.object_type) if o in names.to_text and self._knows(o)]
         held = state.held
 
         def go_or(target: str, command: str) -> str:
@@ -224,7 +226,7 @@ class TextExpert:
             lamp = _typed(state, EntityKind.FURNITURE, task.toggle_type)[0]
             if held in objects:
                 return go_or(lamp, f"use {text(lamp)}")
-            return self._fetch(world, state, objects, held)
+            return self._fetch(world, state, objects, held) or self._search(world, state)
         receptacles = _typed(state, EntityKind.FURNITURE, task.receptacle_type)
         # Pick two: fill the receptacle that already holds the most; otherwise the first.
         target = max(receptacles, key=lambda r: sum(state.entities[o].parent == r for o in objects))
@@ -242,7 +244,18 @@ class TextExpert:
                 appliance = next(n for n in names.receptacles if treatment in state.entities[n].functions)
                 return go_or(appliance, f"{treatment} {text(held)} with {text(appliance)}")
             return go_or(target, world.put_command(text(held), text(target)))
-        return self._fetch(world, state, [o for o in objects if o not in done], held)
+        return self._fetch(world, state, [o for o in objects if o not in done], held) or self._search(world, state)
+
+    def _note(self, observation: MuepObservation, world: TextWorld, state: WorldState) -> None:
+        """Take in what the last observation showed (the privileged expert needs nothing from it)."""
+
+    def _knows(self, obj: str) -> bool:
+        """Whether the expert may act on ``obj`` (this one knows where everything is)."""
+        return True
+
+    def _search(self, world: TextWorld, state: WorldState) -> str | None:
+        """The command that looks for an object it does not know of (this one knows every object: none)."""
+        return None
 
     @staticmethod
     def _fetch(world: TextWorld, state: WorldState, candidates: list[str], held: str | None) -> str | None:
@@ -261,6 +274,63 @@ class TextExpert:
         if box.articulated and not box.is_open and state.entities[obj].relation == "in":
             return f"open {text(source)}"
         return f"take {text(obj)} from {text(source)}"
+
+
+#: An ALFWorld name in an observation: a type word and its number ("apple 1", "butterknife 2").
+_NAMED = re.compile(r"\b([a-z]+ [0-9]+)\b")
+
+
+class SearchingTextExpert(TextExpert):
+    """The expert without its knowledge of where objects are: it fetches an object only once an observation has
+    named it, and until then searches the receptacles that can hold things, in the order the room sentence lists
+    them, opening what is closed.
+
+    Why: the privileged expert goes straight to the task's object before any observation shows it, so a model
+    trained on its episodes cannot tell from its prompt where to go and learns to take whatever it sees (the MuEP
+    continuation of docs/results/muep-trained-planner-2026-11-30.md). ALFWorld's agents search the room the same
+    way (ReAct's and MuEP's trajectories go from receptacle to receptacle until the object appears). Everything
+    this expert acts on is in its chat: the room sentence lists the receptacles, arriving at or opening one names
+    what is there, and objects move only when the agent moves them, so where a named object was seen is where it
+    still is. The one thing it still takes from the simulator is which receptacles can hold things (a floor lamp
+    cannot), a fact about the receptacle's type."""
+
+    name = "searching-expert"
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._seen: set[str] = set()  # object instances some observation has named
+        self._searched: set[str] = set()  # receptacles whose whole content an observation has shown
+
+    def reset(self, task: AlfredTask, world: TextWorld, observation: MuepObservation) -> None:
+        super().reset(task, world, observation)
+        self._seen, self._searched = set(), set()
+        self._note(observation, world, world.sim.state())
+
+    def _note(self, observation: MuepObservation, world: TextWorld, state: WorldState) -> None:
+        names = world.names
+        for word in _NAMED.findall(observation.text or ""):
+            instance = names.instance(word)
+            if instance is not None and instance in names.objects:
+                self._seen.add(instance)
+        here = world.location
+        if here is not None and (not state.entities[here].articulated or state.entities[here].is_open):
+            # The arrival or the opening just described all of it (the text world's describe()).
+            self._searched.add(here)
+
+    def _knows(self, obj: str) -> bool:
+        return obj in self._seen
+
+    def _search(self, world: TextWorld, state: WorldState) -> str | None:
+        text = world.names.text
+        for receptacle in world.names.receptacles:
+            if receptacle in self._searched or not world.can_hold(receptacle):
+                continue
+            if world.location != receptacle:
+                return f"go to {text(receptacle)}"
+            if state.held is not None:  # the simulator opens only with an empty hand: put the thing down first
+                return world.put_command(text(state.held), text(receptacle))
+            return f"open {text(receptacle)}"  # here and closed (an open one was searched on arrival)
+        return None  # searched everywhere: the object is not in this room
 
 
 class RandomTextAgent:

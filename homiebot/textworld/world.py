@@ -128,6 +128,10 @@ class TextWorld:
             raise RuntimeError("call TextWorld.reset() after the simulator's reset")
         return self._names
 
+    def can_hold(self, receptacle: str) -> bool:
+        """Whether a receptacle (instance name) has a surface or an interior that things can be put on or in."""
+        return receptacle in self._holders
+
     def _state(self) -> WorldState:
         state = self.sim.state()
         if self.location is not None and state.reach_distance(self.location) > AT_DISTANCE_M:

@@ -59,8 +59,9 @@ PLANNERS = ("expert", "perturbed-expert")
 #: The suite whose expert is the PARTNR expert (the collection's ``--planner expert`` there).
 PARTNR_SUITE = "partnr"
 #: The planner a collection of a suite plays when none is named (``homie data collect --planner``'s default): the
-#: PARTNR-style and MuEP-style suites' collections play their expert only; every other suite's (EMMOE-100) the
-#: perturbed expert, whose injected decision errors give EMMOE's re-plans.
+#: PARTNR-style suite's collection plays its expert only, the MuEP-style suite's its privileged expert (or, named,
+#: the searching one); every other suite's (EMMOE-100) the perturbed expert, whose injected decision errors give
+#: EMMOE's re-plans.
 SUITE_PLANNERS = {PARTNR_SUITE: "expert", "muep": "expert"}
 DEFAULT_PLANNER = "perturbed-expert"
 

@@ -101,8 +101,10 @@ def test_the_command_line_refuses_model_options_off_hf_and_emmoe_options_in_the_
     for args, message in [([], "needs --model"), (["--model", str(tmp_path / "none")], "none")]:
         nothing = runner.invoke(app, ["eval", "--suite", "muep", "--planner", "hf", *args, "--out", str(tmp_path / "h")])
         assert nothing.exit_code == 2 and message in nothing.output and not (tmp_path / "h").exists(), nothing.output
-    # The suite's default planner (expert) is taken; refused further on, for its seed (0: the demonstration tasks').
-    collect = runner.invoke(app, ["data", "collect", "--suite", "muep", "--out", str(tmp_path / "b")])
+    # The suite's default planner (expert) is taken; refused further on, for the seed asked (0: the demonstration
+    # tasks'). Without --seed-offset the first free offset is taken instead (test_collect_planner_default).
+    collect = runner.invoke(app, ["data", "collect", "--suite", "muep", "--seed-offset", "0",
+                                  "--out", str(tmp_path / "b")])
     assert collect.exit_code == 2 and "--planner" not in collect.output and "evaluation plays" in collect.output
     assert not (tmp_path / "b").exists()
     refused = runner.invoke(app, ["data", "collect", "--suite", "muep", "--planner", "perturbed-expert",

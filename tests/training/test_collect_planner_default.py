@@ -1,5 +1,5 @@
 """``homie data collect``'s planner is the suite's when none is named: EMMOE-100's perturbed expert, the PARTNR-style
-and MuEP-style suites' expert (the only planner their collections play), so ``homie data collect --suite partnr --out
+and MuEP-style suites' expert (the PARTNR collection plays no other), so ``homie data collect --suite partnr --out
 D`` collects instead of refusing its own default. Its seed offset, when none is given, is the first that meets no
 evaluation's seed (before, the default 0 was refused in every suite: runs 0-9 of every task are reserved)."""
 
