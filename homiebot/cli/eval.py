@@ -134,7 +134,10 @@ def register(app: typer.Typer) -> None:
         constrained: bool = ModelOptions.constrained(),
         decode: str = ModelOptions.decode(),
         runs: int = typer.Option(3, "--runs", help="Runs per task (run r resets the scene with task seed + r)."),
-        workers: int = typer.Option(2, "--workers", help="Worker processes (one simulator each)."),
+        workers: int | None = typer.Option(
+            None, "--workers", help="Worker processes (one simulator each); default 2, on --suite muep 1.",
+            show_default=False,
+        ),
         noise: str = noise_option(NoiseMode.OFF.value),
         skills: str = skills_option(SkillsMode.ORACLE.value),
         skill_model: list[str] = skill_model_option(),
@@ -219,14 +222,14 @@ def register(app: typer.Typer) -> None:
             from homiebot.cli.muep import eval_muep
 
             eval_muep(out, planner, observe, split, _task_list(tasks), _parse_options(planner_option), limit, {
-                "--runs": runs != 3, "--workers": workers != 2, "--noise": noise != NoiseMode.OFF, "--max-rounds": max_rounds != MAX_ROUNDS,
+                "--runs": runs != 3, "--noise": noise != NoiseMode.OFF, "--max-rounds": max_rounds != MAX_ROUNDS,
                 "--skills": skills != SkillsMode.ORACLE, "--skill-model": bool(skill_model), "--stratified": stratified != 0,
                 "--articulation": articulation is not None,
                 "--perception": perception != PerceptionMode.OFF, "--images": images, "--video": video,
                 "--backend": backend != "local", "--address": address is not None,
                 "--model-actors": model_actors != 1, "--model-gpus": model_gpus != 0.0,
                 "--recovery": recovery is not None or recovery_stages is not None or recovery_search is not None,
-            }, named)
+            }, named, workers=workers or 1)
             return
         if observe is not None:
             raise report("--observe is an option of --suite muep (EMMOE's planners are given the four views)")
@@ -274,7 +277,7 @@ def register(app: typer.Typer) -> None:
                 settings,
                 out,
                 runs=runs,
-                workers=workers,
+                workers=workers if workers is not None else 2,
                 split=split,
                 task_ids=_limited(suite_name, split, _task_list(tasks), limit, stratified),
                 images=images,

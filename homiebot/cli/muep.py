@@ -34,6 +34,7 @@ def eval_muep(
     limit: int,
     ignored: dict[str, bool],
     named: dict[str, object] | None = None,
+    workers: int = 1,
 ) -> None:
     """``homie eval --suite muep``: the MuEP-style suite through :func:`homiebot.eval.muep_run.run_suite`
     (MuEP's text protocol and table, not EMMOE's loop). ``planner``: expert, random, smollm2 or hf; planner
@@ -41,8 +42,9 @@ def eval_muep(
     EMMOE options the user set away from their defaults (refused: they mean nothing here); ``limit``: the first N
     tasks of the balanced order (0: all). ``named``: the model options given by name (``--model``, ``--adapter``,
     ``--constrained``): with ``--planner hf`` they and the other ``-p`` options load its model
-    (:mod:`homiebot.eval.muep_chat`); with another planner they are refused."""
-    from homiebot.eval.muep_run import balanced_order, check_run, run_alfworld_data, run_suite
+    (:mod:`homiebot.eval.muep_chat`); with another planner they are refused. ``workers``: processes playing side by
+    side (each with its own simulator and model)."""
+    from homiebot.eval.muep_run import WorkerFailed, balanced_order, check_run, run_alfworld_data, run_suite
     from homiebot.eval.muep_suite import SUITE_PATH, load_suite
     from homiebot.sim.scene import SceneError
     from homiebot.textworld.alfworld import AlfworldUnavailable
@@ -69,6 +71,8 @@ def eval_muep(
     if alfworld_data is not None:  # ALFWorld's own games: its engine, its split names (valid_unseen, ...)
         if task_ids is not None:
             raise _fail("--tasks picks tasks of the MuEP suite, not games of -p alfworld_data (use --limit)")
+        if workers != 1:
+            raise _fail("--workers is an option of the MuEP suite's tasks, not of -p alfworld_data's games")
         check_output(out)
         try:
             check_run(planner, "alfworld", observe or "text")
@@ -99,8 +103,9 @@ def eval_muep(
             tasks = [t for t in tasks if t.id in set(task_ids)]
         tasks = tasks[: limit or None]  # --limit: the first N, in turns over the types and splits
         check_output(out)
-        run_suite(tasks, planner, engine, out, phrasing, observe=observe or "text", agent_options=agent_options)
-    except (SceneError, FileNotFoundError, AlfworldUnavailable, ValueError) as err:
+        run_suite(tasks, planner, engine, out, phrasing, observe=observe or "text", agent_options=agent_options,
+                  workers=workers)
+    except (SceneError, FileNotFoundError, AlfworldUnavailable, ValueError, WorkerFailed) as err:
         raise _fail(str(err)) from None
     except KeyboardInterrupt:
         raise _interrupted() from None

@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 import logging
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -44,6 +44,10 @@ ENGINES: tuple[str, ...] = ("sim", "alfworld")
 #: searching-expert: the expert that fetches only what an observation has named (it searches first).
 AGENTS: tuple[str, ...] = ("expert", "searching-expert", "random", "smollm2", "hf")
 EPISODES_FILE = "episodes.jsonl"
+
+
+class WorkerFailed(RuntimeError):
+    """A worker process of a run with ``workers`` > 1 failed or died (the message says which and how)."""
 
 
 @dataclass(frozen=True)
@@ -122,15 +126,20 @@ def run_suite(
     sim: Simulator | None = None,
     observe: Observe | str = Observe.TEXT,
     agent_options: Mapping[str, Any] | None = None,
+    workers: int = 1,
 ) -> list[EpisodeRecord]:
     """Play every task; ``out_dir`` receives ``episodes.jsonl``, ``report.md`` (and ``games/`` for ALFWorld).
     ``observe``: what the agent is given on ``sim`` (the images modes render the four views every step).
     ``agent_options``: the hf agent's model options (each record keeps them; a resumed run must give the same).
+    ``workers``: processes that play the tasks side by side, each with its own simulator and agent (a model agent
+    loads its model in each; ``sim`` is then not used); records are written as they come, in the order played.
 
     A directory that already holds episodes of the same agent, engine, phrasing and mode is resumed: its
     tasks are not played again and the report covers them all (a run cut short is completed by the same
     command); episodes of other settings are refused (ValueError), before anything is played."""
     check_run(agent, engine, observe)
+    if workers < 1:
+        raise ValueError(f"--workers must be at least 1, got {workers}")
     phrasing, observe = Phrasing(phrasing), Observe(observe)
     options = {k: (str(v) if isinstance(v, Path) else v) for k, v in sorted((agent_options or {}).items())}
     previous = _previous_records(out_dir, engine, agent, phrasing.value, observe.value, options)
@@ -140,38 +149,119 @@ def run_suite(
             "%s: %d episode(s) already played, %d to play", out_dir, len(done), sum(t.id not in done for t in tasks)
         )
     tasks = [t for t in tasks if t.id not in done]
-    own_sim = sim is None
-    if sim is None:
-        from homiebot.sim.mujoco.backend import MujocoSimulator
-
-        sim = MujocoSimulator(render=observe.with_images)
     out_dir.mkdir(parents=True, exist_ok=True)
     records: list[EpisodeRecord] = list(previous)
-    text_agent = _sim_agent(agent, options) if engine == "sim" and tasks else None  # one model for every episode
-    try:
-        with (out_dir / EPISODES_FILE).open("a") as sink:
+    play = _Play(agent, engine, out_dir, phrasing.value, observe.value, options)
+    with (out_dir / EPISODES_FILE).open("a") as sink:
+
+        def keep(record: EpisodeRecord) -> None:
+            sink.write(record.to_json() + "\n")
+            sink.flush()  # a run cut short keeps what it played
+            records.append(record)
+
+        if workers > 1 and len(tasks) > 1:
+            _play_in_workers(play, tasks, min(workers, len(tasks)), keep)
+        else:
+            play.run(tasks, keep, sim)
+    write_report(records, out_dir)
+    return records
+
+
+@dataclass(frozen=True)
+class _Play:
+    """What one process needs to play tasks (picklable: a worker process receives it)."""
+
+    agent: str
+    engine: str
+    out_dir: Path
+    phrasing: str
+    observe: str
+    options: dict[str, Any]
+
+    def run(self, tasks: Sequence[AlfredTask], keep: Callable[[EpisodeRecord], None], sim: Simulator | None = None) -> None:
+        """Play ``tasks`` in order on ``sim`` (a fresh simulator when None), handing each record to ``keep``."""
+        if not tasks:
+            return
+        observe, phrasing = Observe(self.observe), Phrasing(self.phrasing)
+        own_sim = sim is None
+        if sim is None:
+            from homiebot.sim.mujoco.backend import MujocoSimulator
+
+            sim = MujocoSimulator(render=observe.with_images)
+        text_agent = _sim_agent(self.agent, self.options) if self.engine == "sim" else None  # one for every episode
+        try:
             for task in tasks:
                 started = time.perf_counter()
                 if text_agent is not None:
                     played = run_text_episode(sim, task, text_agent, phrasing, mode=observe)
                     episode, transcript = played.episode, played.transcript
                 else:
-                    episode, transcript = play_alfworld(sim, task, agent, out_dir / "games" / task.id, phrasing)
+                    episode, transcript = play_alfworld(sim, task, self.agent, self.out_dir / "games" / task.id, phrasing)
                 seconds = time.perf_counter() - started
-                record = EpisodeRecord(
-                    episode, engine, agent, phrasing.value, transcript, seconds, observe.value, options
-                )
-                sink.write(record.to_json() + "\n")
-                sink.flush()  # a run cut short keeps what it played
-                records.append(record)
+                keep(EpisodeRecord(episode, self.engine, self.agent, phrasing.value, transcript, seconds, observe.value,
+                                   self.options))
+        finally:
+            if own_sim:
+                sim.shutdown()
+            close = getattr(text_agent, "close", None)  # only model agents hold resources
+            if close is not None:
+                close()
+
+
+def _play_in_workers(
+    play: _Play, tasks: Sequence[AlfredTask], workers: int, keep: Callable[[EpisodeRecord], None]
+) -> None:
+    """Deal the tasks round-robin to ``workers`` spawned processes (so each goes through the balanced order) and
+    hand every record to ``keep`` as it arrives. A worker that fails ends the run with its error (WorkerFailed);
+    what the others had played is kept, and the same command plays the rest.
+
+    Written here rather than with multiprocessing.Pool: a pool's workers cannot each hold a simulator and a model
+    across tasks without module-level state, and records must reach the parent one by one as they are played."""
+    import multiprocessing
+    import queue as queues
+
+    context = multiprocessing.get_context("spawn")  # torch, MuJoCo and llama.cpp are not fork-safe
+    results = context.Queue()
+    shards = [list(tasks[i::workers]) for i in range(workers)]
+    processes = [context.Process(target=_worker, args=(play, shard, results), daemon=True) for shard in shards]
+    for process in processes:
+        process.start()
+    finished = 0
+    try:
+        while finished < len(processes):
+            try:
+                kind, payload = results.get(timeout=5.0)
+            except queues.Empty:
+                dead = [p for p in processes if p.exitcode not in (None, 0)]
+                if dead:
+                    raise WorkerFailed(f"a worker process died (exit code {dead[0].exitcode}); what was played is "
+                                       "kept, the same command plays the rest") from None
+                continue
+            if kind == "record":
+                keep(EpisodeRecord.from_json(payload))
+            elif kind == "done":
+                finished += 1
+            else:
+                raise WorkerFailed(f"a worker failed: {payload}; what was played is kept, the same command plays "
+                                   "the rest")
     finally:
-        if own_sim:
-            sim.shutdown()
-        close = getattr(text_agent, "close", None)  # only model agents hold resources
-        if close is not None:
-            close()
-    write_report(records, out_dir)
-    return records
+        for process in processes:
+            if process.is_alive() and finished < len(processes):
+                process.kill()
+            process.join(timeout=30)
+
+
+def _worker(play: _Play, tasks: list[AlfredTask], results: Any) -> None:
+    """One worker process: play its tasks, send each record, then "done" (or the error that stopped it)."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's: it ends the workers
+    try:
+        play.run(tasks, lambda record: results.put(("record", record.to_json())))
+    except Exception as err:  # any failure is reported to the parent, which stops the run with it
+        results.put(("error", f"{type(err).__name__}: {err}"))
+        return
+    results.put(("done", None))
 
 
 def _previous_records(
