@@ -21,7 +21,8 @@ navigation executor and the policy node here) give the policy the same observati
 and of the goal photo, the goal pose in the base's frame), so it takes the same actions and the base ends where it
 ended in process, with the same message; the stop at the run's end costs no simulated time (the clock after it is the
 in-process one). Then two Go tos sent to the node: one cancelled after three twists is answered canceled, and one a
-steering stand-in brings to the goal succeeds; both end with one zero twist.
+steering stand-in brings to the goal succeeds; between them, one sent to the navigation executor and cancelled there,
+which passes the cancel on to the node: answered canceled too. Each ends with one zero twist.
 """
 
 from __future__ import annotations
@@ -224,6 +225,9 @@ def test_one_learned_go_to_through_the_graph_is_the_in_process_one(policy: Path,
         after_stop = call_service(state, GetWorldState.Request(), 30).state
         told, frames = list(commands), list(heads)
         cancelled = _go_to_on_the_node(node, client, commands, _Turn(node.learned.policy), cancel_after=3)
+        # The same cancel sent to the navigation executor, which forwarded the Go to: it reaches the policy node.
+        through_executor = _go_to_on_the_node(node, client, commands, _Turn(node.learned.policy), cancel_after=3,
+                                              action_name="/navigate")
         arrived = _go_to_on_the_node(node, client, commands, _Steer(node.learned.policy))
     finally:
         executor.shutdown()
@@ -254,6 +258,10 @@ def test_one_learned_go_to_through_the_graph_is_the_in_process_one(policy: Path,
     status, detail, sent, told = arrived  # one that arrives: succeeded, and the base stopped there
     assert status == "succeeded" and detail.startswith("reached blue_can"), (status, detail)
     assert 0 < sent < 600 and told[-1] == (0.0, 0.0) and told.count((0.0, 0.0)) == 1, told
+    status, detail, sent, told = through_executor  # cancelled at the executor: canceled there with the node's result
+    assert status == "canceled" and detail.startswith("cancelled: the PixNav policy's Go to blue_can was stopped"), (
+        status, detail)
+    assert 3 <= sent < 600 and told[-1] == (0.0, 0.0) and told.count((0.0, 0.0)) == 1, told
 
 
 class _Turn:
@@ -286,10 +294,11 @@ class _Steer:
         return np.array([0.0, float(np.clip(2 * yaw, -1, 1))])
 
 
-def _go_to_on_the_node(node, client, commands, policy, cancel_after: int | None = None):  # type: ignore[no-untyped-def]
-    """A Go to blue_can sent straight to the policy node, run by ``policy`` with a budget of 600 steps, cancelled after
-    its ``cancel_after``-th twist if given: its status, its result's message, the twists it sent and what /cmd_vel
-    carried from its start."""
+def _go_to_on_the_node(node, client, commands, policy, cancel_after: int | None = None,  # type: ignore[no-untyped-def]
+                       action_name: str = POLICY_ACTION):
+    """A Go to blue_can sent to ``action_name`` (the policy node's action, or the navigation executor's, which
+    forwards it there), run by ``policy`` with a budget of 600 steps, cancelled after its ``cancel_after``-th twist if
+    given: its status, its result's message, the twists it sent and what /cmd_vel carried from its start."""
     from action_msgs.msg import GoalStatus
     from homie_msgs.action import Navigate
     from rclpy.action import ActionClient
@@ -299,7 +308,7 @@ def _go_to_on_the_node(node, client, commands, policy, cancel_after: int | None 
     node.learned.policy, node.learned.limits = policy, BaseLimits(step_budget=600)
     stream, start = node.learned.stream, len(commands)
     sent = stream.sent
-    action = ActionClient(client, Navigate, POLICY_ACTION)
+    action = ActionClient(client, Navigate, action_name)
     assert action.wait_for_server(timeout_sec=30)
     accepted = action.send_goal_async(Navigate.Goal(target="blue_can", model="PixNav"))
     deadline = time.monotonic() + 120

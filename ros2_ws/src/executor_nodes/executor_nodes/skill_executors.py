@@ -34,6 +34,13 @@ node (executor_nodes/policy_node.py) on ``ACTION`` (homie_msgs/Manipulate), and 
 (``NoMaD``, ``PixNav``) by ``nav_executor`` on its ``ACTION`` (homie_msgs/Navigate); the node runs the policy through
 the standard interfaces and answers with the outcome (each executor takes the pairs of its own kind of slot); every
 other goal is served as above (docs/skills.md).
+
+**Cancelling.** A forwarded goal accepts a cancel, and the cancel goes on to the goal it was forwarded to (the robot
+side's, or the slot's policy node, which stops the base and answers canceled): the goal is answered canceled with the
+forwarded goal's result. A skill run here (``skills: physical``), or a goal not yet accepted where it was forwarded,
+refuses the cancel: a physical skill in flight is not stopped halfway, as the executor node does not stop a subtask.
+The executor's calls cancel their goal when their deadline passes (homiebot/ros/calls.py), so a policy that never
+ends is stopped rather than left driving the base.
 """
 
 from __future__ import annotations
@@ -46,7 +53,7 @@ from action_msgs.msg import GoalStatus
 from homie_msgs.action import Manipulate, Navigate
 from homie_msgs.msg import SkillResult
 from homie_msgs.srv import GetWorldState, PerceiveWorld
-from rclpy.action import ActionClient, ActionServer
+from rclpy.action import ActionClient, ActionServer, CancelResponse
 from rclpy.callback_groups import ReentrantCallbackGroup
 from rclpy.node import Node
 from rclpy.task import Future
@@ -89,7 +96,8 @@ class SkillExecutorNode(Node):
         learned = {slot: name for slot, name in learned_skills(str(self.get_parameter("learned_skills").value)).items()
                    if _navigation_slot(slot) == (action_type is Navigate)}
         self._learned = {slot.lower(): (name, ActionClient(self, action_type, name)) for slot, name in learned.items()}
-        self._server = ActionServer(self, action_type, action, self._execute)
+        self._forwarded: dict[bytes, Any] = {}  # goal id -> the client handle of the goal it was forwarded as
+        self._server = ActionServer(self, action_type, action, self._execute, cancel_callback=self._cancel)
         self.get_logger().info(f"{name} ready on {action} ({mode} skills): models {', '.join(self.served_models)}")
         self._ready = announce_ready(self)  # its action server exists: the planner may start (calls.READY_TOPIC)
 
@@ -135,6 +143,14 @@ class SkillExecutorNode(Node):
                 goal.reset_arm_first = False
         return await self._forward(goal_handle, goal)
 
+    def _cancel(self, goal_handle) -> CancelResponse:
+        """Pass a cancel on to the forwarded goal (module docstring, "Cancelling"); refuse one for a goal run here."""
+        forwarded = self._forwarded.get(bytes(goal_handle.goal_id.uuid))
+        if forwarded is None:
+            return CancelResponse.REJECT
+        forwarded.cancel_goal_async()
+        return CancelResponse.ACCEPT
+
     async def _forward(self, goal_handle, goal, name: str = "", client: ActionClient | None = None):
         # The caller (the executor) holds the deadline; a robot side that never answers leaves this goal
         # pending, which costs nothing here because the callback only awaits.
@@ -149,7 +165,15 @@ class SkillExecutorNode(Node):
             self.get_logger().error(f"{goal}: rejected by the robot side")
             goal_handle.abort()
             return self.action_type.Result()
-        response = await handle.get_result_async()
+        key = bytes(goal_handle.goal_id.uuid)
+        self._forwarded[key] = handle
+        try:
+            response = await handle.get_result_async()
+        finally:
+            del self._forwarded[key]
+        if response.status == GoalStatus.STATUS_CANCELED and goal_handle.is_cancel_requested:
+            goal_handle.canceled()
+            return response.result
         if response.status != GoalStatus.STATUS_SUCCEEDED:
             goal_handle.abort()
             return self.action_type.Result()
