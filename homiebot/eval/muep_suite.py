@@ -303,8 +303,7 @@ class SearchingTextExpert(TextExpert):
 
     def reset(self, task: AlfredTask, world: TextWorld, observation: MuepObservation) -> None:
         super().reset(task, world, observation)
-        self._seen, self._searched = set(), set()
-        self._note(observation, world, world.sim.state())
+        self._seen, self._searched = set(), set()  # the intro is taken in by the first act(), as every observation
 
     def _note(self, observation: MuepObservation, world: TextWorld, state: WorldState) -> None:
         names = world.names

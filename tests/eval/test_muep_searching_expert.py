@@ -51,7 +51,7 @@ def _room(sim, task: AlfredTask) -> tuple[list[str], set[str]]:
 def test_it_solves_every_type_and_takes_only_what_it_has_seen(sim, sample) -> None:
     longer = 0
     for task in sample:
-        holders, objects = _room(sim, task)
+        _, objects = _room(sim, task)
         played = run_text_episode(sim, task, SearchingTextExpert())
         assert played.episode.success, (task.id, played.transcript)
         named = {n for n in _NAME.findall(played.intro) if n in objects}
@@ -93,20 +93,15 @@ def test_the_alfworld_engine_refuses_it() -> None:
     check_run("searching-expert", "sim")
 
 
-def test_the_collection_records_it_by_name(tmp_path) -> None:
+def test_the_collection_records_it_by_name(tmp_path, sim) -> None:
     from typer.testing import CliRunner
 
     from homiebot.cli import build_app
+    from homiebot.eval.muep_collect import DEFAULT_SEED_OFFSET, training_tasks
 
     runner = CliRunner()
     out = tmp_path / "searching"
-    sim = MujocoSimulator(render=False)
-    try:
-        from homiebot.eval.muep_collect import DEFAULT_SEED_OFFSET, training_tasks
-
-        task = next(t.id for t in training_tasks(sim, DEFAULT_SEED_OFFSET) if t.split == "validation")
-    finally:
-        sim.shutdown()
+    task = next(t.id for t in training_tasks(sim, DEFAULT_SEED_OFFSET) if t.split == "validation")
     result = runner.invoke(build_app(), ["data", "collect", "--suite", "muep", "--planner", "searching-expert",
                                          "--split", "validation", "--tasks", task, "--out", str(out)])
     assert result.exit_code == 0, result.output
