@@ -325,6 +325,11 @@ def register(app: typer.Typer) -> None:
         max_rounds: int = typer.Option(20, "--max-rounds", help="Rounds per episode (EMMOE: 20)."),
         replay: Path = typer.Option(None, "--replay", help="An SFT episode data set to mix in (what the student learned)."),
         replay_episodes: int = typer.Option(0, "--replay-episodes", help="How many of its episodes to mix in."),
+        takeover: int = typer.Option(
+            None, "--takeover",
+            help="Execute the student's first K mistakes, then the expert's answers from its next disagreement on: one "
+                 "row per solved episode, the recovery played through (--max-per-episode then does not apply).",
+        ),
     ) -> None:
         """DAgger's data for the shipped student: it plays (with noise), the expert labels every state it visits."""
         check_output(out)
@@ -344,6 +349,7 @@ def register(app: typer.Typer) -> None:
                 max_rounds=max_rounds,
                 replay=replay,
                 replay_episodes=replay_episodes,
+                takeover=takeover,
             )
         except (TrainingDataError, ValueError) as err:
             fail(str(err))

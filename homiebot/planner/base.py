@@ -109,6 +109,10 @@ class Planner(ABC):
     #: The answer's form: EMMOE's with an Analysis line, or without it (:class:`~homiebot.config.AnswerFormat`);
     #: the loop parses the planner's answers by it.
     answer_format: AnswerFormat = AnswerFormat.ANALYSIS
+    #: Whether the planner keeps its own answers in the chat it sends next and can be told that another answer was
+    #: executed in place of its last one (:meth:`adopt_answer`): DAgger's takeover episodes need it
+    #: (:mod:`homiebot.training.corrections`).
+    adopts_answers: bool = False
 
     @classmethod
     def from_config(cls: type[PlannerT], config: PlannerConfig, **objects: object) -> PlannerT:
@@ -135,6 +139,11 @@ class Planner(ABC):
     def plan_batch(self, requests: Sequence[PlanRequest]) -> list[str]:
         """Answer several episodes' requests; backends that batch on a GPU override this."""
         return [self.plan(r) for r in requests]
+
+    def adopt_answer(self, answer: str) -> None:
+        """The loop executed ``answer`` instead of this planner's last answer: keep ``answer`` in its place in the
+        chat the next rounds are sent (only where :attr:`adopts_answers` says so)."""
+        raise NotImplementedError(f"planner {self.name!r} keeps no chat of its own answers to amend")
 
     def close(self) -> None:  # noqa: B027 (optional hook: only model backends hold resources)
         """Release model servers, GPU memory, connections."""

@@ -929,6 +929,8 @@ class HFPlanner(Planner):
         self.system_turn = system_turn
         self.icl_example = icl_example
         self.include_history = include_history
+        # Only the text mode's growing chat holds the model's own answers; the image mode's history is the loop's.
+        self.adopts_answers = self.text_mode and include_history
         self.max_new_tokens = max_new_tokens
         self.analysis_max_chars = analysis_max_chars
         self.do_sample = do_sample
@@ -976,6 +978,11 @@ class HFPlanner(Planner):
         self._seed = seed
         self._calls = 0
         self._transcript.reset()
+
+    def adopt_answer(self, answer: str) -> None:
+        if not self.adopts_answers:
+            super().adopt_answer(answer)
+        self._transcript.adopt(answer)
 
     @property
     def text_mode(self) -> bool:

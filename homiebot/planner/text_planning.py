@@ -459,6 +459,12 @@ class TextTranscript:
         self.last_description = self.world_text(request)
         self.last_fields = parse_instruction(request.instruction)
 
+    def adopt(self, answer: str) -> None:
+        """Put ``answer`` in place of the last kept answer (another answer than the model's was executed)."""
+        if not self.turns or self.turns[-1].role != "assistant":
+            raise ValueError("no answer kept yet: adopt() follows a round's keep()")
+        self.turns[-1] = ChatMessage("assistant", answer)
+
     def _whole_turn(self, request: PlanRequest, description: str | None) -> str:
         """A user turn with everything: the task, the world (at the start, then the lines that changed), the whole
         history, the inventory and the feedback (module docstring)."""

@@ -24,6 +24,26 @@ Decisions:
   pass over the chat so far.
 * **Replay** (``replay``): episodes of the SFT set the student was trained on are added to the rows so that the
   continued training does not forget the states the student already handles.
+
+**Takeover episodes** (``takeover``, ``homie data corrections --takeover K``): a row above ends at the expert's one
+answer to a disagreement, so the data never show a recovery played through from a state the student's own mistake
+made; trained on them, the student corrects the named round and then gives up (docs/results, the DAgger pages). With
+``takeover``, the student's first ``K`` disagreeing answers are executed, and from its next disagreement on the
+expert's answers are (in the rounds between, the student and the expert agree: either one's answer is the same
+subtask): the expert-gated intervention of HG-DAgger (Kelly, Sidrane, Driggs-Campbell and Kochenderfer 2019,
+"HG-DAgger: Interactive Imitation Learning with Human Experts", section III), with the training expert as the gate.
+Decisions:
+
+* **One row per episode**: the whole chat, the student's executed mistakes as context only, every other answer
+  learned (the student's agreeing ones, then the expert's). The student is still asked every round after the
+  takeover, so that the chat is exactly the one it would be sent, and told to keep the expert's executed answer in
+  its place (:meth:`~homiebot.planner.base.Planner.adopt_answer`); the row checks that its chat holds the executed
+  answers.
+* **A disagreeing End is never executed** (it would end the episode with nothing to recover): the expert takes over
+  at that round.
+* **Only solved episodes give a row** (a failed recovery is no demonstration), and only those with an executed
+  mistake (an episode the student solved without one teaches what the student already does; one where it recovered
+  from its mistake by itself is kept).
 """
 
 from __future__ import annotations
@@ -69,6 +89,10 @@ class LabelledRound:
     agree: bool
     student_subtask: str
     expert_subtask: str
+    #: The answer the loop executed: the student's, or with a takeover the expert's label.
+    executed: str = ""
+    #: Whether the executed answer is the student's disagreeing one (context only in a row).
+    executed_mistake: bool = False
 
 
 class ExpertLabeller(Planner):
@@ -80,15 +104,27 @@ class ExpertLabeller(Planner):
     privileged = True
     accepts_free_text = False
 
-    def __init__(self, student: Planner, expert: Planner) -> None:
+    def __init__(self, student: Planner, expert: Planner, takeover: int | None = None) -> None:
+        if takeover is not None and takeover < 1:
+            raise TrainingDataError(f"--takeover must be >= 1 (the student's executed mistakes), got {takeover}")
+        if takeover is not None and not student.adopts_answers:
+            raise TrainingDataError(
+                f"planner {student.name!r} cannot keep another answer in its chat; takeover episodes need one that does"
+            )
         self.student = student
         self.expert = expert
+        #: Execute this many of the student's disagreeing answers, then the expert's (module docstring); None: the
+        #: student acts throughout.
+        self.takeover = takeover
         # The loop parses answers in the student's format (a subtask-only answer is not F1).
         self.answer_format = student.answer_format
         self.rounds: list[LabelledRound] = []
+        #: The round (1-based) from which the expert acted; None: the student acted throughout.
+        self.taken_over_at: int | None = None
 
     def reset(self, task: str, seed: int = 0) -> None:
         self.rounds = []
+        self.taken_over_at = None
         self.student.reset(task, seed)
         self.expert.reset(task, seed)
 
@@ -115,6 +151,15 @@ class ExpertLabeller(Planner):
             and mine.subtask == expert.subtask
             and (mine.model == expert.model or expert.subtask.action.strip().lower() == "end")
         )
+        executed, mistake = answer, not agree
+        if self.takeover is not None and not agree:
+            mistakes = sum(r.executed_mistake for r in self.rounds)
+            gives_up = mine.subtask is None or mine.subtask.action.strip().lower() == "end"
+            if self.taken_over_at is None and (gives_up or mistakes >= self.takeover):
+                self.taken_over_at = len(self.rounds) + 1
+        if self.taken_over_at is not None:
+            executed, mistake = label, False
+            self.student.adopt_answer(label)
         self.rounds.append(
             LabelledRound(
                 tuple((m.role, m.text) for m in sent),
@@ -123,9 +168,11 @@ class ExpertLabeller(Planner):
                 agree,
                 mine.subtask.text() if mine.subtask is not None else "(unparsed)",
                 expert.subtask.text(),
+                executed,
+                mistake,
             )
         )
-        return answer
+        return executed
 
     def close(self) -> None:
         self.student.close()
@@ -155,6 +202,28 @@ def episode_rows(rounds: Sequence[LabelledRound], episode_id: str, max_rows: int
     return rows
 
 
+def takeover_row(rounds: Sequence[LabelledRound], episode_id: str) -> dict[str, Any]:
+    """The SFT row of one takeover episode (module docstring): the last round's chat and its executed answer, every
+    executed answer learned except the student's mistakes."""
+    if not rounds:
+        raise TrainingDataError(f"{episode_id}: no round was played")
+    last = rounds[-1]
+    messages = [{"role": role, "content": text} for role, text in last.messages]
+    kept = [m["content"] for m in messages if m["role"] == "assistant"]
+    if kept != [r.executed for r in rounds[:-1]]:
+        raise TrainingDataError(
+            f"{episode_id}: the student's chat does not hold the answers executed before round {len(rounds)} "
+            "(a student that does not keep the adopted answers cannot give takeover rows)"
+        )
+    messages.append({"role": "assistant", "content": last.executed})
+    return {
+        "id": f"{episode_id}_takeover",
+        "variant": 0,
+        "messages": messages,
+        "answer_loss": [not r.executed_mistake for r in rounds],
+    }
+
+
 @dataclass
 class CorrectionsSummary:
     out: Path
@@ -166,6 +235,8 @@ class CorrectionsSummary:
     rows: int = 0
     replayed: int = 0
     answers_learned: int = 0
+    #: Episodes in which the expert took over (``takeover``), of ``episodes`` + ``skipped`` recorded.
+    taken_over: int = 0
     seconds: float = 0.0
     transitions: Counter[str] = field(default_factory=Counter)
 
@@ -173,7 +244,8 @@ class CorrectionsSummary:
         common = ", ".join(f"{k} x{v}" for k, v in self.transitions.most_common(6)) or "none"
         return [
             f"{self.episodes} student episodes played ({self.skipped} already recorded), {self.solved} solved, "
-            f"{self.rounds} rounds, {self.disagreements} disagree with the expert, in {self.seconds:.0f} s",
+            f"{self.rounds} rounds, {self.disagreements} disagree with the expert, in {self.seconds:.0f} s"
+            + (f"; the expert took over in {self.taken_over}" if self.taken_over else ""),
             f"data set: {self.rows} correction rows + {self.replayed} replayed episodes, "
             f"{self.answers_learned} answers learned -> {self.out / 'data'}",
             f"most common corrections (student -> expert action): {common}",
@@ -209,6 +281,7 @@ def collect_corrections(
     replay: str | Path | None = None,
     replay_episodes: int = 0,
     suite: str = "emmoe100",
+    takeover: int | None = None,
 ) -> CorrectionsSummary:
     """Play the student, label its states, write ``OUT/data/train.parquet`` (module docstring).
 
@@ -227,6 +300,8 @@ def collect_corrections(
 
     if runs < 1:
         raise TrainingDataError(f"--runs must be >= 1, got {runs}")
+    if takeover is not None and takeover < 1:
+        raise TrainingDataError(f"--takeover must be >= 1 (the student's executed mistakes), got {takeover}")
     if max_per_episode < 1:
         raise TrainingDataError(f"--max-per-episode must be >= 1, got {max_per_episode}")
     if replay_episodes < 0 or (replay_episodes and replay is None):
@@ -265,6 +340,8 @@ def collect_corrections(
         "replay": None if replay is None else str(Path(replay).expanduser().absolute()),
         "replay_episodes": replay_episodes,
         "suite": suite,
+        # only when set, so that a collection recorded before the option existed still resumes
+        **({"takeover": takeover} if takeover is not None else {}),
     }
     if root.exists() and not root.is_dir():
         raise TrainingDataError(f"output {root} exists and is not a folder")
@@ -276,7 +353,7 @@ def collect_corrections(
     summary = CorrectionsSummary(root)
     started = time.perf_counter()
     student = build_planner(student_config)
-    labeller = ExpertLabeller(student, expert_for_data(PromptBoundExpertConfig()))
+    labeller = ExpertLabeller(student, expert_for_data(PromptBoundExpertConfig()), takeover=takeover)
     sim = build_simulator(setting.simulator)
     try:
         for run in range(runs):
@@ -289,15 +366,27 @@ def collect_corrections(
                 trajectory = build_episode(config, task=task, simulator=sim, planner=labeller).run()
                 solved = bool(trajectory.ended and trajectory.goal_satisfied)
                 episode_id = f"{task.id}_seed{task.seed + seed_offset + run}"
-                rows = episode_rows(labeller.rounds, episode_id, max_per_episode)
+                if takeover is None:
+                    rows = episode_rows(labeller.rounds, episode_id, max_per_episode)
+                elif solved and (labeller.taken_over_at is not None or any(r.executed_mistake for r in labeller.rounds)):
+                    rows = [takeover_row(labeller.rounds, episode_id)]
+                else:
+                    rows = []
                 entry = {
                     "task": task.id,
                     "seed": task.seed + seed_offset + run,
                     "solved": solved,
                     "rounds": [
-                        {"student": r.student_subtask, "expert": r.expert_subtask, "agree": r.agree}
-                        for r in labeller.rounds
+                        {
+                            "student": r.student_subtask,
+                            "expert": r.expert_subtask,
+                            "agree": r.agree,
+                            "acted": "expert" if index + 1 >= (labeller.taken_over_at or len(labeller.rounds) + 1)
+                            else "student",
+                        }
+                        for index, r in enumerate(labeller.rounds)
                     ],
+                    "taken_over_at": labeller.taken_over_at,
                     "codes": [r.feedback.code.value for r in trajectory.rounds],
                     "rows": rows,
                 }
@@ -382,13 +471,14 @@ def _write_data(root: Path, replay_rows: list[dict[str, Any]], summary: Correcti
     from homiebot.training.build import DATA_FILE, write_dataset
 
     rows: list[dict[str, Any]] = []
-    played = solved = rounds = disagreements = 0
+    played = solved = rounds = disagreements = taken_over = 0
     transitions: Counter[str] = Counter()
     learned_actions: Counter[str] = Counter()
     for record in sorted(root.glob(f"episodes/*/run*/{EPISODE_FILE}")):
         entry = json.loads(record.read_text(encoding="utf-8"))
         played += 1
         solved += int(entry["solved"])
+        taken_over += int(entry.get("taken_over_at") is not None)
         rounds += len(entry["rounds"])
         for r in entry["rounds"]:
             if not r["agree"]:
@@ -402,10 +492,14 @@ def _write_data(root: Path, replay_rows: list[dict[str, Any]], summary: Correcti
                 parsed = parse_output(text, AnswerFormat.SUBTASK)
                 learned_actions[parsed.subtask.action if parsed.subtask is not None else "(unparsed)"] += 1
     summary.solved, summary.rounds, summary.disagreements = solved, rounds, disagreements
+    summary.taken_over = taken_over
     summary.rows, summary.replayed, summary.transitions = len(rows), len(replay_rows), transitions
     summary.answers_learned = sum(learned_actions.values()) + sum(sum(r["answer_loss"]) for r in replay_rows)
     if not rows and not replay_rows:
-        raise TrainingDataError(f"{root}: the student agreed with the expert everywhere; no rows to write")
+        raise TrainingDataError(
+            f"{root}: no rows to write (the student agreed with the expert everywhere, or, with --takeover, no "
+            "episode with an executed mistake was solved)"
+        )
     staging = Path(tempfile.mkdtemp(prefix=".data.tmp-", dir=root))
     try:
         publish(staging)
@@ -423,6 +517,7 @@ def _write_data(root: Path, replay_rows: list[dict[str, Any]], summary: Correcti
         "student_solved": solved,
         "rounds": rounds,
         "disagreements": disagreements,
+        "taken_over_episodes": taken_over,
         "correction_rows": len(rows),
         "replayed_episodes": len(replay_rows),
         "answers_learned": summary.answers_learned,

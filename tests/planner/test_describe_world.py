@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+import pytest
+
 from homiebot.planner.base import ChatTurn, PlanRequest
 from homiebot.planner.prompt import INSTRUCTION_SUFFIX, build_instruction, system_prompt
 from homiebot.planner.reach import ReachRule
@@ -126,6 +128,19 @@ def test_the_growing_chat_sends_the_world_lines_again_only_when_the_world_change
         f"Historical Execution: (2) Close, cabinet(success)\n{CHANGED_PREFIX}cabinet (closed) [in: cup; on: plate]\n"
         "Robot: in kitchen; within reach: cabinet, cup, plate\nInventory: can\n"
     )
+
+
+def test_an_adopted_answer_replaces_the_kept_one_in_the_chat_the_next_round_is_sent():
+    """DAgger's takeover (homiebot.training.corrections): the expert's answer was executed, not the model's."""
+    transcript = TextTranscript()
+    with pytest.raises(ValueError, match="no answer kept"):
+        transcript.adopt("Subtask: [End]")
+    request = _request(1, _state())
+    transcript.keep(transcript.conversation(request), "Subtask: [Pick, cup]\nModel: RT-1-X", request)
+    transcript.adopt("Subtask: [Close, cabinet]\nModel: RT-1-X")
+    chat = transcript.conversation(_request(2, _state(), history="(1) Close, cabinet(success) "))
+    assert [m.role for m in chat] == ["system", "user", "assistant", "user"]
+    assert chat[2].text == "Subtask: [Close, cabinet]\nModel: RT-1-X"
 
 
 def _kept(transcript: TextTranscript, request: PlanRequest, answer: str) -> str:

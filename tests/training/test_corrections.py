@@ -7,7 +7,16 @@ import json
 
 import pytest
 
-from homiebot.training.corrections import LabelledRound, collect_corrections, episode_rows
+from homiebot.config import AnswerFormat
+from homiebot.planner.base import Planner, PlanRequest
+from homiebot.planner.messages import ChatMessage, report_call
+from homiebot.training.corrections import (
+    ExpertLabeller,
+    LabelledRound,
+    collect_corrections,
+    episode_rows,
+    takeover_row,
+)
 from homiebot.training.episodes import TrainingDataError
 
 
@@ -77,6 +86,108 @@ def test_a_replay_set_in_another_chat_form_is_refused(tmp_path):
     assert not (tmp_path / "out").exists()
 
 
+class _ChatStudent(Planner):
+    """Answers from a script and keeps one growing chat of its answers, as the text-mode hf planner does; the
+    labeller's takeover decisions are checked against it here and against the shipped model below."""
+
+    name = "chat-student"
+    adopts_answers = True
+    answer_format = AnswerFormat.SUBTASK  # the shipped student's
+
+    def __init__(self, answers: list[str]) -> None:
+        self.answers = answers
+        self.chat: list[ChatMessage] = []
+
+    def reset(self, task: str, seed: int = 0) -> None:
+        self.chat = []
+
+    def plan(self, request: PlanRequest) -> str:
+        sent = [*self.chat, ChatMessage("user", request.instruction)]
+        answer = self.answers[request.round_index - 1]
+        report_call(request, sent, answer)
+        self.chat = [*sent, ChatMessage("assistant", answer)]
+        return answer
+
+    def adopt_answer(self, answer: str) -> None:
+        self.chat[-1] = ChatMessage("assistant", answer)
+
+
+class _ScriptedExpert(Planner):
+    name = "scripted-expert"
+
+    def __init__(self, answers: list[str]) -> None:
+        self.answers = answers
+
+    def plan(self, request: PlanRequest) -> str:
+        return f"Analysis: the script says so\n{self.answers[request.round_index - 1]}"  # the expert's format
+
+
+def _subtask(action: str, target: str = "") -> str:
+    models = {"Go to": "NoMaD", "Pick": "RT-1-X", "Put": "RT-1-X", "Open": "Octo"}
+    if action == "End":
+        return "Subtask: [End]\nModel: None"
+    return f"Subtask: [{action}, {target}]\nModel: {models[action]}"
+
+
+def _play(labeller: ExpertLabeller, rounds: int) -> list[str]:
+    """Run the labeller as the loop does; returns what the loop executed."""
+    labeller.reset("task", 0)
+    executed = []
+    for k in range(1, rounds + 1):
+        request = PlanRequest(system_prompt="", instruction=f"state {k}", images=(), round_index=k)
+        executed.append(labeller.plan(request))
+    return executed
+
+
+def test_a_takeover_executes_the_students_first_mistake_then_the_experts_answers():
+    student = [_subtask("Go to", "table"), _subtask("Pick", "cup"), _subtask("Go to", "sink"),
+               _subtask("Pick", "cup"), _subtask("End")]
+    expert = [_subtask("Go to", "table"), _subtask("Go to", "sink"), _subtask("Go to", "table"),
+              _subtask("Pick", "cup"), _subtask("End")]
+    labeller = ExpertLabeller(_ChatStudent(student), _ScriptedExpert(expert), takeover=1)
+    executed = _play(labeller, 5)
+    # Round 2's mistake (Pick at the table before going to the sink) is executed; round 3 disagrees again, so the
+    # expert acts from there on, and the student's chat keeps the expert's answers.
+    assert executed[:2] == student[:2]
+    assert labeller.taken_over_at == 3
+    assert [r.executed_mistake for r in labeller.rounds] == [False, True, False, False, False]
+    row = takeover_row(labeller.rounds, "t_seed1")
+    answers = [m["content"] for m in row["messages"] if m["role"] == "assistant"]
+    assert answers[0] == student[0] and answers[1] == student[1]  # the mistake stays as context
+    assert "Go to, table" in answers[2] and answers[4].startswith("Subtask: [End]")
+    assert row["answer_loss"] == [True, False, True, True, True]
+    assert len(answers) == len(row["answer_loss"]) == 5
+
+
+def test_a_disagreeing_end_is_never_executed_the_expert_takes_over_there():
+    student = [_subtask("Go to", "table"), _subtask("End"), _subtask("End")]
+    expert = [_subtask("Go to", "table"), _subtask("Pick", "cup"), _subtask("End")]
+    labeller = ExpertLabeller(_ChatStudent(student), _ScriptedExpert(expert), takeover=2)
+    executed = _play(labeller, 3)
+    assert labeller.taken_over_at == 2 and "Pick, cup" in executed[1]
+    assert takeover_row(labeller.rounds, "t")["answer_loss"] == [True, True, True]
+
+
+def test_a_takeover_row_refuses_a_student_whose_chat_lost_the_adopted_answers():
+    class Forgetful(_ChatStudent):
+        def adopt_answer(self, answer: str) -> None:  # claims the capability, keeps its own answer
+            pass
+
+    student = [_subtask("Go to", "sink"), _subtask("Go to", "sink"), _subtask("End")]
+    expert = [_subtask("Go to", "table"), _subtask("Pick", "cup"), _subtask("End")]
+    labeller = ExpertLabeller(Forgetful(student), _ScriptedExpert(expert), takeover=1)
+    _play(labeller, 3)
+    with pytest.raises(TrainingDataError, match="does not hold the answers executed"):
+        takeover_row(labeller.rounds, "t")
+
+
+def test_takeover_needs_a_student_that_adopts_answers_and_a_count_of_one_or_more():
+    with pytest.raises(TrainingDataError, match="cannot keep another answer"):
+        ExpertLabeller(_ScriptedExpert([]), _ScriptedExpert([]), takeover=1)
+    with pytest.raises(TrainingDataError, match=">= 1"):
+        ExpertLabeller(_ChatStudent([]), _ScriptedExpert([]), takeover=0)
+
+
 @pytest.mark.models
 @pytest.mark.slow
 def test_the_shipped_student_plays_with_noise_and_the_expert_labels_its_states(tmp_path):
@@ -108,3 +219,31 @@ def test_the_shipped_student_plays_with_noise_and_the_expert_labels_its_states(t
     assert pq.read_table(out / "data" / "train.parquet").to_pylist() == rows
     with pytest.raises(TrainingDataError, match="other settings"):
         collect_corrections(out, task_ids=["emmoe-047"], noise="off", max_per_episode=2)
+
+
+@pytest.mark.models
+@pytest.mark.slow
+def test_a_takeover_episode_of_the_shipped_student_plays_the_recovery_through(tmp_path):
+    pytest.importorskip("pyarrow")
+    pytest.importorskip("llama_cpp")
+    import pyarrow.parquet as pq
+
+    out = tmp_path / "takeover"
+    # emmoe-020 without noise on seed offset 24: the student goes to the oven instead of the kitchen drawer (its
+    # mistake, executed), disagrees again at the next round, and the expert closes the drawer and the oven and ends
+    # the episode (measured on 2026-12-01: taken over at round 4 of 6, solved).
+    summary = collect_corrections(out, task_ids=["emmoe-020"], noise="off", seed_offset=24, takeover=1)
+    episode = json.loads((out / "episodes" / "emmoe-020" / "run0" / "corrections.json").read_text())
+    assert summary.episodes == 1 and summary.taken_over == 1 and episode["solved"]
+    acted = [r["acted"] for r in episode["rounds"]]
+    start = episode["taken_over_at"] - 1
+    assert set(acted[:start]) == {"student"} and set(acted[start:]) == {"expert"}
+    mistakes = [r["acted"] == "student" and not r["agree"] for r in episode["rounds"]]
+    assert sum(mistakes) == 1
+    (row,) = pq.read_table(out / "data" / "train.parquet").to_pylist()
+    answers = [m["content"] for m in row["messages"] if m["role"] == "assistant"]
+    assert len(answers) == len(episode["rounds"]) and answers[-1].startswith("Subtask: [End]")
+    assert row["answer_loss"] == [not m for m in mistakes]  # the executed mistake is context, the rest learned
+    assert json.loads((out / "sft.json").read_text())["taken_over_episodes"] == 1
+    with pytest.raises(TrainingDataError, match="other settings"):
+        collect_corrections(out, task_ids=["emmoe-020"], noise="off", seed_offset=24, takeover=2)
