@@ -178,6 +178,7 @@ CASES: dict[str, dict[str, list[str]]] = {
         "bad_name": ["--out", "{tmp}/out", "--tasks", "emmoe-999"],
         "missing_input": ["--out", "{tmp}/out", "--replay", MISSING, "--replay-episodes", "3"],
         "not_a_student": ["--out", "{tmp}/out", "--model", "smollm2"],
+        "bad_value": ["--out", "{tmp}/out", "--takeover", "0"],
     },
     "data skills": {
         "unwritable": ["--skill", "pick", "-n", "1", "--out", UNWRITABLE],
@@ -266,6 +267,7 @@ MENTIONS: dict[tuple[str, str], str] = {
     ("data corrections", "evaluation_seed"): "the emmoe100 evaluation plays",
     ("data corrections", "missing_input"): "no data set",
     ("data corrections", "not_a_student"): "subtask-only answers",
+    ("data corrections", "bad_value"): "--takeover must be >= 1",
     ("data export", "unwritable"): "cannot write --out {location}",
     ("data skills", "unwritable"): "cannot write --out {location}",
     ("data skills", "evaluation_seed"): "seed 1000000 is an evaluation seed",
