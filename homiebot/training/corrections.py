@@ -372,6 +372,7 @@ def collect_corrections(
                     rows = [takeover_row(labeller.rounds, episode_id)]
                 else:
                     rows = []
+                expert_from = labeller.taken_over_at or len(labeller.rounds) + 1  # the first round the expert acted
                 entry = {
                     "task": task.id,
                     "seed": task.seed + seed_offset + run,
@@ -381,8 +382,7 @@ def collect_corrections(
                             "student": r.student_subtask,
                             "expert": r.expert_subtask,
                             "agree": r.agree,
-                            "acted": "expert" if index + 1 >= (labeller.taken_over_at or len(labeller.rounds) + 1)
-                            else "student",
+                            "acted": "expert" if index + 1 >= expert_from else "student",
                         }
                         for index, r in enumerate(labeller.rounds)
                     ],
