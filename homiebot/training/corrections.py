@@ -335,7 +335,8 @@ def collect_corrections(
         "model": model,
         "seed_offset": seed_offset,
         "noise": noise_preset,
-        "max_per_episode": max_per_episode,
+        # a takeover episode gives one row whatever this says, so it is not recorded as if it applied
+        "max_per_episode": None if takeover is not None else max_per_episode,
         "max_rounds": max_rounds,
         "replay": None if replay is None else str(Path(replay).expanduser().absolute()),
         "replay_episodes": replay_episodes,

@@ -245,5 +245,7 @@ def test_a_takeover_episode_of_the_shipped_student_plays_the_recovery_through(tm
     assert len(answers) == len(episode["rounds"]) and answers[-1].startswith("Subtask: [End]")
     assert row["answer_loss"] == [not m for m in mistakes]  # the executed mistake is context, the rest learned
     assert json.loads((out / "sft.json").read_text())["taken_over_episodes"] == 1
+    settings = json.loads((out / "collect.json").read_text())
+    assert settings["takeover"] == 1 and settings["max_per_episode"] is None  # one row per episode, not a cap
     with pytest.raises(TrainingDataError, match="other settings"):
         collect_corrections(out, task_ids=["emmoe-020"], noise="off", seed_offset=24, takeover=2)
