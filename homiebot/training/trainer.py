@@ -48,6 +48,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from homiebot.training.allocator import apply_allocator_settings
+from homiebot.training.cpu_bf16 import native_cpu_bf16
 from homiebot.training.episodes import TrainingDataError
 from homiebot.training.progress import (
     METRICS_FILE,
@@ -247,6 +248,19 @@ def preset_for(stage: Stage, name: str, **overrides: Any) -> Preset:
         raise TrainingError(f"unknown preset {name!r}; available: {', '.join(names)}") from None
     overrides = {k: v for k, v in overrides.items() if v is not None}
     return replace(preset, **overrides)
+
+
+def resolve_cpu_bf16(preset: Preset, native: bool | None) -> Preset:
+    """``preset`` with ``cpu_bf16`` off when the CPU is known to lack native bf16 (``native`` False,
+    :func:`~homiebot.training.cpu_bf16.native_cpu_bf16`); as it is otherwise. For training on a CPU only: an
+    accelerator's bf16 is ``Preset.bf16``."""
+    if preset.cpu_bf16 and native is False:
+        log.warning(
+            "bf16 autocast off: this CPU has no native bf16 (no AVX-512 BF16, no AMX) and emulating it costs several "
+            "times an fp32 step; training in fp32"
+        )
+        return replace(preset, cpu_bf16=False)
+    return preset
 
 
 @dataclass
@@ -503,6 +517,11 @@ def train(
     if stop is not None and stop.max_memory_gb is not None and stop.max_memory_gb <= 0:
         raise TrainingError(f"--max-memory must be more than 0 GB, got {stop.max_memory_gb}")
     target = _check_out(Path(out), resume)
+    import torch
+
+    if preset.cpu_bf16 and not torch.cuda.is_available():
+        # decided per piece: a run resumed on another machine follows that machine's CPU (training.json records it)
+        preset = resolve_cpu_bf16(preset, native_cpu_bf16())
     sources = (str(data),) if isinstance(data, (str, Path)) else tuple(str(d) for d in data)
     dataset = load_rows([Path(d) for d in sources], stage)
     if len(dataset) == 0:
