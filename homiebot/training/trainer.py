@@ -247,13 +247,17 @@ def preset_for(stage: Stage, name: str, **overrides: Any) -> Preset:
         names = sorted({n for _, n in PRESETS})
         raise TrainingError(f"unknown preset {name!r}; available: {', '.join(names)}") from None
     overrides = {k: v for k, v in overrides.items() if v is not None}
+    if preset.cpu_bf16 and "cpu_bf16" not in overrides:
+        # The named preset's bf16 autocast only where it pays (cpu_bf16.py), decided on the machine that trains, so a
+        # piece resumed elsewhere follows that machine; an explicit cpu_bf16 (a benchmark's) is kept as given.
+        preset = resolve_cpu_bf16(preset, native_cpu_bf16())
     return replace(preset, **overrides)
 
 
 def resolve_cpu_bf16(preset: Preset, native: bool | None) -> Preset:
     """``preset`` with ``cpu_bf16`` off when the CPU is known to lack native bf16 (``native`` False,
-    :func:`~homiebot.training.cpu_bf16.native_cpu_bf16`); as it is otherwise. For training on a CPU only: an
-    accelerator's bf16 is ``Preset.bf16``."""
+    :func:`~homiebot.training.cpu_bf16.native_cpu_bf16`); as it is otherwise. ``cpu_bf16`` acts on a CPU only (an
+    accelerator's bf16 is ``Preset.bf16``), so turning it off changes nothing on a GPU."""
     if preset.cpu_bf16 and native is False:
         log.warning(
             "bf16 autocast off: this CPU has no native bf16 (no AVX-512 BF16, no AMX) and emulating it costs several "
@@ -517,11 +521,6 @@ def train(
     if stop is not None and stop.max_memory_gb is not None and stop.max_memory_gb <= 0:
         raise TrainingError(f"--max-memory must be more than 0 GB, got {stop.max_memory_gb}")
     target = _check_out(Path(out), resume)
-    import torch
-
-    if preset.cpu_bf16 and not torch.cuda.is_available():
-        # decided per piece: a run resumed on another machine follows that machine's CPU (training.json records it)
-        preset = resolve_cpu_bf16(preset, native_cpu_bf16())
     sources = (str(data),) if isinstance(data, (str, Path)) else tuple(str(d) for d in data)
     dataset = load_rows([Path(d) for d in sources], stage)
     if len(dataset) == 0:

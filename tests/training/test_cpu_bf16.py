@@ -13,7 +13,7 @@ from homiebot.training.trainer import preset_for, resolve_cpu_bf16
 
 
 def test_the_preset_loses_bf16_only_on_a_cpu_known_to_lack_it(caplog):
-    preset = preset_for("sft", "cpu")
+    preset = preset_for("sft", "cpu", cpu_bf16=True)  # explicit: kept as given whatever this CPU has
     assert preset.cpu_bf16
     with caplog.at_level(logging.WARNING):
         off = resolve_cpu_bf16(preset, native=False)
@@ -23,6 +23,14 @@ def test_the_preset_loses_bf16_only_on_a_cpu_known_to_lack_it(caplog):
     assert resolve_cpu_bf16(preset, native=None) == preset
     fp32 = preset_for("sft", "cpu-small")
     assert resolve_cpu_bf16(fp32, native=False) == fp32
+
+
+def test_a_preset_by_name_follows_the_cpu_and_an_explicit_value_is_kept(monkeypatch):
+    monkeypatch.setattr("homiebot.training.trainer.native_cpu_bf16", lambda: False)
+    assert not preset_for("sft", "cpu").cpu_bf16 and not preset_for("dpo", "cpu").cpu_bf16
+    assert preset_for("sft", "cpu", cpu_bf16=True).cpu_bf16  # a benchmark measuring bf16 gets bf16
+    monkeypatch.setattr("homiebot.training.trainer.native_cpu_bf16", lambda: True)
+    assert preset_for("sft", "cpu").cpu_bf16
 
 
 def test_the_cpu_is_asked_only_on_x86_and_answers_from_torchs_checks(monkeypatch):
